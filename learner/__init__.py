@@ -1,0 +1,54 @@
+"""The multi-head attention layer of Chen & Li (arXiv 2402.04084) and its learner.
+
+This package is the floor of the toolkit: the layer itself
+(:class:`AttentionLayer`), its input distributions and exact cube enumeration,
+planted instances, the paper's non-degeneracy conditions measured on a layer,
+error metrics, and file I/O. ``theory`` and ``lowerbounds`` import from here,
+never the reverse.
+
+References
+----------
+S. Chen and Y. Li, "Provably learning a multi-head attention layer",
+arXiv:2402.04084 (STOC 2025).
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .assumptions import AssumptionReport, AssumptionRow, assumptions, lattice_distance
+from .inputs import check_inputs, cube_expectation, enumerate_cube, sample_inputs
+from .instances import PlantingError, random_layer
+from .io import FileFormatError, load_examples, load_layer, read_metadata, save_examples, save_layer, write_json
+from .layer import AttentionLayer, softmax
+from .metrics import AttentionStats, HeadMatch, attention_statistics, match_heads, relative_error
+
+try:
+    __version__ = version("provable-attention")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"
+
+__all__ = [
+    "AttentionLayer",
+    "softmax",
+    "sample_inputs",
+    "check_inputs",
+    "enumerate_cube",
+    "cube_expectation",
+    "random_layer",
+    "PlantingError",
+    "assumptions",
+    "AssumptionReport",
+    "AssumptionRow",
+    "lattice_distance",
+    "relative_error",
+    "match_heads",
+    "HeadMatch",
+    "attention_statistics",
+    "AttentionStats",
+    "save_layer",
+    "load_layer",
+    "save_examples",
+    "load_examples",
+    "read_metadata",
+    "write_json",
+    "FileFormatError",
+]

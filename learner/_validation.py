@@ -1,0 +1,73 @@
+"""Validation helpers shared by the public functions of :mod:`learner`.
+
+Every public function validates at its boundary and names the parameter and
+the bad value in the message, so a user sees *what* was wrong, not a
+traceback from deep inside numpy.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__: list[str] = []
+
+DISTRIBUTIONS = ("boolean", "gaussian")
+
+
+def check_int(name, value, *, minimum=1):
+    """Return ``value`` as an ``int`` if it is an integer ``>= minimum``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be an integer; got {name}={value!r}.")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"`{name}` must be at least {minimum}; got {name}={value}.")
+    return value
+
+
+def check_positive_float(name, value, *, allow_zero=False):
+    """Return ``value`` as a finite float that is positive (or zero if allowed)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {name}={value!r}.")
+    value = float(value)
+    ok = value >= 0 if allow_zero else value > 0
+    if not (np.isfinite(value) and ok):
+        bound = "non-negative" if allow_zero else "positive"
+        raise ValueError(f"`{name}` must be finite and {bound}; got {name}={value!r}.")
+    return value
+
+
+def check_distribution(distribution):
+    """Return ``distribution`` if it names a supported input distribution."""
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(
+            f"`distribution` must be one of {DISTRIBUTIONS}; got distribution={distribution!r}."
+        )
+    return distribution
+
+
+def check_real_array(name, value, *, ndim=None):
+    """Return ``value`` as a float64 array, rejecting complex, object and non-finite data."""
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # ragged nested lists and the like
+        raise ValueError(f"`{name}` could not be converted to an array: {exc}") from exc
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.floating)
+        or np.issubdtype(arr.dtype, np.integer)
+        or arr.dtype == np.bool_
+    ):
+        raise TypeError(f"`{name}` must hold real numbers; got dtype {arr.dtype}.")
+    arr = arr.astype(np.float64, copy=False)
+    if ndim is not None and arr.ndim not in np.atleast_1d(ndim):
+        raise ValueError(f"`{name}` must have {_ndim_words(ndim)}; got shape {arr.shape}.")
+    if not np.isfinite(arr).all():
+        bad = arr[~np.isfinite(arr)].flat[0]
+        raise ValueError(f"`{name}` must be finite; it contains {bad}.")
+    return arr
+
+
+def _ndim_words(ndim):
+    options = [f"{n} dimensions" for n in np.atleast_1d(ndim)]
+    return " or ".join(options)

@@ -1,0 +1,267 @@
+"""The non-degeneracy conditions of the paper's upper bound, measured on a layer.
+
+The talk's "fine print" (arXiv 2402.04084, Chen & Li) lists the conditions under
+which the ``(dk)^{O(m^3)}`` learner is proved to work. For the attention
+matrices: small ``m`` (at most logarithmic in ``d``) and ``k <= d``; pairwise
+incoherence; stable rank not too small; diagonals not too heavy; columns not too
+heavy; non-arithmetic entries; comparable, bounded norms. For the projection
+matrices: milder incoherence, stable-rank and norm conditions.
+
+The paper states these with unspecified ``poly(m, k, log d)`` factors, and the
+full text is not available to us. **The exact quantities and every numerical
+threshold below are ours**: each threshold is chosen so that the Gaussian layers
+of :func:`learner.random_layer` pass with high probability at ``d >= 8`` while the
+obvious violations (equal heads, a rank-one Θ, ``Θ = c·I``, one heavy column,
+integer entries) fail. The report says which statement is the talk's and which
+is our reading, row by row.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validation import check_int
+
+__all__ = ["AssumptionRow", "AssumptionReport", "assumptions", "lattice_distance"]
+
+#: Spacings tried by :func:`lattice_distance`: ``max|v| / q`` for ``q = 1..LATTICE_Q``.
+LATTICE_Q = 32
+
+# Thresholds (ours; see the module docstring for how they were chosen).
+THETA_INCOHERENCE_MAX = 0.5
+THETA_STABLE_RANK_MIN = 1.5
+THETA_DIAGONAL_MAX = 1.5
+THETA_NONARITHMETIC_MIN = 0.1
+THETA_NORM_RATIO_MAX = 4.0
+W_INCOHERENCE_MAX = 0.9
+W_STABLE_RANK_MIN = 1.2
+W_NORM_RATIO_MAX = 10.0
+
+_RELATIONS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt}
+
+
+@dataclass(frozen=True)
+class AssumptionRow:
+    """One measured condition: ``value`` compared with ``threshold`` by ``relation``.
+
+    ``ok`` is ``None`` for rows that are reported but not checked (asymptotic
+    statements such as "m at most logarithmic in d").
+    """
+
+    name: str
+    group: str
+    quantity: str
+    value: float
+    relation: str
+    threshold: float
+    ok: bool | None
+    worst: str
+    source: str
+
+
+@dataclass(frozen=True)
+class AssumptionReport:
+    """All measured conditions for one layer (and optionally a sequence length ``k``)."""
+
+    m: int
+    d: int
+    k: int | None
+    rows: tuple[AssumptionRow, ...]
+
+    @property
+    def ok(self):
+        """True when every checked condition holds."""
+        return all(row.ok is not False for row in self.rows)
+
+    @property
+    def failed(self):
+        """Names of the conditions that do not hold."""
+        return tuple(row.name for row in self.rows if row.ok is False)
+
+    def __getitem__(self, name):
+        for row in self.rows:
+            if row.name == name:
+                return row
+        raise KeyError(f"no condition named {name!r}; have {[r.name for r in self.rows]}")
+
+    def to_dict(self):
+        """JSON-ready dictionary."""
+        return {
+            "m": self.m,
+            "d": self.d,
+            "k": self.k,
+            "ok": self.ok,
+            "failed": list(self.failed),
+            "rows": [row.__dict__.copy() for row in self.rows],
+        }
+
+    def __str__(self):
+        header = ("condition", "quantity", "value", "", "threshold", "ok", "worst", "source")
+        lines = [header]
+        for r in self.rows:
+            verdict = {True: "yes", False: "NO", None: "-"}[r.ok]
+            lines.append(
+                (r.name, r.quantity, f"{r.value:.4g}", r.relation, f"{r.threshold:.4g}", verdict, r.worst, r.source)
+            )
+        widths = [max(len(line[j]) for line in lines) for j in range(len(header))]
+        text = [
+            "  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines
+        ]
+        text.insert(1, "  ".join("-" * w for w in widths))
+        title = f"Assumption report: m={self.m}, d={self.d}" + (f", k={self.k}" if self.k else "")
+        verdict = "all checked conditions hold" if self.ok else "FAILED: " + ", ".join(self.failed)
+        return "\n".join([title, *text, verdict])
+
+
+def lattice_distance(values, *, q_max=LATTICE_Q):
+    """How far the non-zero entries of ``values`` are from the nearest lattice ``hℤ``.
+
+    .. math:: \\min_{q=1..q_{max}} \\Big( \\operatorname{mean}_j \\,
+              \\operatorname{dist}(v_j / h_q, \\mathbb{Z})^2 \\Big)^{1/2},
+              \\qquad h_q = \\max_j |v_j| / q
+
+    0 means every entry is a multiple of one spacing ``h_q`` (arithmetic
+    coefficients, where the Boolean local CLT fails); entries spread at random
+    give about ``1/sqrt(12) ≈ 0.29``. Ours: a heuristic that detects lattices
+    through the origin with spacing ``max|v|/q``, ``q <= q_max``; all-zero input
+    returns 0.
+
+    Examples
+    --------
+    >>> lattice_distance([1.0, -2.0, 3.0])
+    0.0
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[v != 0]
+    if v.size == 0:
+        return 0.0
+    scaled = v / np.abs(v).max()
+    q = np.arange(1, check_int("q_max", q_max) + 1, dtype=np.float64)[:, None]
+    frac = scaled * q
+    dist = np.sqrt(np.mean((frac - np.round(frac)) ** 2, axis=1))
+    return float(dist.min())
+
+
+def _incoherence(mats):
+    """Largest |cosine| between two different heads, and which pair."""
+    flat = mats.reshape(len(mats), -1)
+    norms = np.linalg.norm(flat, axis=1)
+    if len(mats) < 2:
+        return 0.0, "m=1"
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = np.abs(flat @ flat.T) / np.outer(norms, norms)
+    cos = np.where(np.outer(norms, norms) > 0, cos, 1.0)  # a zero head is degenerate
+    np.fill_diagonal(cos, -np.inf)
+    i, j = np.unravel_index(np.argmax(cos), cos.shape)
+    return float(cos[i, j]), f"heads {min(i, j)},{max(i, j)}"
+
+
+def _stable_ranks(mats):
+    fro2 = np.sum(mats**2, axis=(1, 2))
+    op2 = np.linalg.norm(mats, ord=2, axis=(1, 2)) ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(op2 > 0, fro2 / np.where(op2 > 0, op2, 1.0), 0.0)
+
+
+def _norm_ratio(mats):
+    norms = np.linalg.norm(mats.reshape(len(mats), -1), axis=1)
+    if norms.min() == 0:
+        return math.inf
+    return float(norms.max() / norms.min())
+
+
+def _argworst(values, pick):
+    i = int(pick(values))
+    return float(values[i]), f"head {i}"
+
+
+def assumptions(layer, *, k=None):
+    """Measure every non-degeneracy condition of the paper on ``layer``.
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+    k : int, optional
+        Sequence length; when given, ``k < d`` (needed for certification) is checked.
+
+    Returns
+    -------
+    AssumptionReport
+        Printable table; ``report.ok`` and ``report.failed`` summarise it.
+
+    Notes
+    -----
+    Quantities, for heads ``i`` (worst case over heads or pairs reported):
+
+    * incoherence ``|⟨Θ_i, Θ_j⟩| / (‖Θ_i‖_F ‖Θ_j‖_F)`` (same for the ``W``'s);
+    * stable rank ``‖Θ_i‖_F² / ‖Θ_i‖_op²``;
+    * diagonal heaviness ``|Tr Θ_i| / ‖Θ_i‖_F``: the mean of a token's logit on
+      itself in units of the off-diagonal logits' standard deviation
+      (``‖Θ‖_F`` for Boolean and Gaussian inputs);
+    * column/row heaviness: largest share of ``‖Θ_i‖_F²`` in one column or row,
+      against ``2·max(ln d, 1)/d``;
+    * non-arithmetic entries: :func:`lattice_distance`;
+    * norm ratios ``max_i ‖Θ_i‖_F / min_j ‖Θ_j‖_F``.
+
+    Conditions are the talk's; quantities and thresholds are ours.
+
+    Examples
+    --------
+    >>> from learner import random_layer
+    >>> assumptions(random_layer(2, 8, rng=0), k=4).ok
+    True
+    """
+    from .layer import AttentionLayer
+
+    if not isinstance(layer, AttentionLayer):
+        raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
+    m, d = layer.m, layer.d
+    if k is not None:
+        k = check_int("k", k)
+    T, W = layer.thetas, layer.ws
+    rows = []
+
+    def add(name, group, quantity, value_where, relation, threshold, source, checked=True):
+        value, where = value_where
+        ok = bool(_RELATIONS[relation](value, threshold)) if checked else None
+        rows.append(AssumptionRow(name, group, quantity, float(value), relation, float(threshold), ok, where, source))
+
+    if k is not None:
+        add("k_below_d", "shape", "sequence length k", (k, "-"), "<", d, "talk: k <= d; ours: strict, for certification")
+    add("m_small", "shape", "heads m (vs ln d)", (m, "-"), "<=", math.log(d) if d > 1 else 0.0,
+        "talk: m at most logarithmic in d (asymptotic, not checked)", checked=False)
+
+    fro_t = np.linalg.norm(T.reshape(m, -1), axis=1)
+    add("theta_incoherence", "attention", "max |cos(Θi,Θj)|", _incoherence(T), "<=", THETA_INCOHERENCE_MAX,
+        "talk: incoherent heads; threshold ours")
+    add("theta_stable_rank", "attention", "min ‖Θ‖F²/‖Θ‖op²", _argworst(_stable_ranks(T), np.argmin), ">=",
+        THETA_STABLE_RANK_MIN, "talk: stable rank not too small; threshold ours")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diag = np.where(fro_t > 0, np.abs(np.trace(T, axis1=1, axis2=2)) / np.where(fro_t > 0, fro_t, 1), np.inf)
+    add("theta_diagonal", "attention", "max |Tr Θ|/‖Θ‖F", _argworst(diag, np.argmax), "<=", THETA_DIAGONAL_MAX,
+        "talk: diagonals not too heavy; quantity and threshold ours")
+    sq = T**2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.maximum(sq.sum(axis=1).max(axis=1), sq.sum(axis=2).max(axis=1)) / np.where(fro_t > 0, fro_t**2, 1)
+    share = np.where(fro_t > 0, share, np.inf)
+    add("theta_columns", "attention", "max column/row share of ‖Θ‖F²", _argworst(share, np.argmax), "<=",
+        min(1.0, 2 * max(math.log(d), 1.0) / d), "talk: columns not too heavy; quantity and threshold ours")
+    lat = np.array([lattice_distance(t) for t in T])
+    add("theta_nonarithmetic", "attention", "min lattice distance of entries", _argworst(lat, np.argmin), ">=",
+        THETA_NONARITHMETIC_MIN, "talk: entries far from any lattice; quantity and threshold ours")
+    add("theta_norm_ratio", "attention", "max ‖Θi‖F / min ‖Θj‖F", (_norm_ratio(T), "-"), "<=", THETA_NORM_RATIO_MAX,
+        "talk: norms comparable; threshold ours")
+    add("theta_scale", "attention", "max ‖Θi‖F (logit std)", _argworst(fro_t, np.argmax), "<=",
+        math.log(d) ** 2 if d > 1 else 0.0, "talk: norms bounded (polylog d; not checked)", checked=False)
+
+    add("w_incoherence", "projection", "max |cos(Wi,Wj)|", _incoherence(W), "<=", W_INCOHERENCE_MAX,
+        "talk: milder incoherence of W's; threshold ours")
+    add("w_stable_rank", "projection", "min ‖W‖F²/‖W‖op²", _argworst(_stable_ranks(W), np.argmin), ">=",
+        W_STABLE_RANK_MIN, "talk: milder stable rank of W's; threshold ours")
+    add("w_norm_ratio", "projection", "max ‖Wi‖F / min ‖Wj‖F", (_norm_ratio(W), "-"), "<=", W_NORM_RATIO_MAX,
+        "talk: W norms not too different; threshold ours")
+    return AssumptionReport(m=m, d=d, k=k, rows=tuple(rows))

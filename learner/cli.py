@@ -1,0 +1,177 @@
+"""Command line of :mod:`learner`: ``python -m learner {demo,sample,info,bench}``.
+
+Library functions never parse ``argv``; this module does, calls them, and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import platform
+import sys
+import time
+
+import numpy as np
+
+from . import __version__
+from .assumptions import assumptions
+from .bench import DEFAULT_CASES, BenchCase, run_benchmark
+from .inputs import sample_inputs
+from .instances import random_layer
+from .io import FileFormatError, write_json, load_layer, read_metadata, save_examples, save_layer
+from .metrics import attention_statistics
+
+__all__ = ["main", "build_parser"]
+
+
+def _versions():
+    return {"learner": __version__, "numpy": np.__version__, "python": platform.python_version()}
+
+
+def _seed(seed):
+    """A SeedSequence from ``--seed`` (fresh entropy when omitted), recorded in every output."""
+    return np.random.SeedSequence(seed)
+
+
+def _layer_args(p):
+    p.add_argument("--m", type=int, default=2, help="number of heads (default 2)")
+    p.add_argument("--d", type=int, default=8, help="token dimension (default 8)")
+    p.add_argument("--logit-scale", type=float, default=3.0, help="‖Θ_i‖_F, the std of off-diagonal logits (default 3)")
+    p.add_argument("--w-scale", type=float, default=1.0, help="per-entry scale of each head's output (default 1)")
+    p.add_argument("--seed", type=int, default=None, help="integer seed (default: fresh entropy, printed)")
+
+
+def build_parser():
+    """The argparse parser (exposed for tests and documentation)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m learner",
+        description="Multi-head attention layers of Chen & Li (arXiv 2402.04084): planted "
+        "instances, their assumption reports, and benchmarks.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("demo", help="the default job: plant a layer, report its assumptions and attention figures")
+    _layer_args(p)
+    p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
+    p.add_argument("--n-samples", type=int, default=20000, help="inputs for the figures (default 20000)")
+    p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
+    p.set_defaults(seed=0)
+
+    p = sub.add_parser("sample", help="write a planted layer and/or labelled examples to disk")
+    _layer_args(p)
+    p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz)")
+    p.add_argument("--layer", metavar="FILE", help="label examples with this saved layer instead of a new one")
+    p.add_argument("--examples", metavar="FILE", help="also write labelled examples (X, Y=F(X)) here")
+    p.add_argument("--n-samples", type=int, default=10000, help="examples to write (default 10000)")
+    p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
+    p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
+
+    p = sub.add_parser("info", help="print the assumption report of a saved layer")
+    p.add_argument("path", help="a layer written by `sample`")
+    p.add_argument("--k", type=int, default=None, help="sequence length to check k < d against")
+    p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+
+    p = sub.add_parser("bench", help="benchmark the forward pass against GEMM, einsum and torch")
+    p.add_argument("--repeat", type=int, default=5, help="timed runs per figure; medians are printed (default 5)")
+    p.add_argument("--quick", action="store_true", help="small sizes only (a smoke test, not a measurement)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    return parser
+
+
+def _demo(args):
+    ss = _seed(args.seed)
+    layer_seed, stats_seed = ss.spawn(2)
+    t0 = time.perf_counter()
+    layer = random_layer(args.m, args.d, logit_scale=args.logit_scale, w_scale=args.w_scale, rng=layer_seed)
+    report = assumptions(layer, k=args.k)
+    stats = attention_statistics(layer, args.k, n_samples=args.n_samples, rng=stats_seed)
+    elapsed = time.perf_counter() - t0
+    print(f"Planted layer: m={layer.m} heads, d={layer.d}, k={args.k}, logit scale {args.logit_scale}, "
+          f"seed entropy {ss.entropy}")
+    print()
+    print(report)
+    print()
+    print(f"Figures on {stats.n_samples} fresh {stats.distribution} inputs:")
+    for i in range(layer.m):
+        print(f"  head {i}: mean largest attention weight {stats.mean_max_weight[i]:.3f} "
+              f"(uniform {1 / args.k:.3f}), mean entropy / ln k {stats.mean_normalized_entropy[i]:.3f}")
+    print(f"  output RMS entry {stats.output_rms:.3f}")
+    print(f"  relative error of uniform attention with the same ΣW: {stats.uniform_attention_error:.3f}"
+          " (how much the attention matters)")
+    print(f"  rows where all heads agree within TV 0.05 / 0.01: {stats.agree_tv05:.4f} / {stats.agree_tv01:.4f}"
+          " (what sculpting can certify)")
+    print(f"  time {elapsed:.2f} s")
+    if args.json:
+        write_json(args.json, {
+            "command": "demo", "parameters": vars(args), "seed_entropy": ss.entropy,
+            "versions": _versions(), "assumptions": report.to_dict(),
+            "statistics": stats.__dict__, "seconds": elapsed,
+        })
+    return 0
+
+
+def _sample(args):
+    if not (args.out or args.examples):
+        raise SystemExit("sample: nothing to write; give --out FILE and/or --examples FILE.")
+    ss = _seed(args.seed)
+    layer_seed, input_seed = ss.spawn(2)
+    params = {k: v for k, v in vars(args).items() if k != "func"}
+    if args.layer:
+        layer = load_layer(args.layer)
+    else:
+        layer = random_layer(args.m, args.d, logit_scale=args.logit_scale, w_scale=args.w_scale, rng=layer_seed)
+    meta = {"command": "sample", "parameters": params, "seed_entropy": ss.entropy, "versions": _versions()}
+    if args.out:
+        save_layer(args.out, layer, metadata=meta)
+        print(f"wrote layer m={layer.m}, d={layer.d} to {args.out}")
+    if args.examples:
+        X = sample_inputs(args.n_samples, args.k, layer.d, distribution=args.distribution, rng=input_seed)
+        save_examples(args.examples, X, layer(X), metadata=meta)
+        print(f"wrote {args.n_samples} {args.distribution} examples (k={args.k}) to {args.examples}")
+    print(f"seed entropy {ss.entropy}")
+    return 0
+
+
+def _info(args):
+    layer = load_layer(args.path)
+    meta = read_metadata(args.path)
+    report = assumptions(layer, k=args.k)
+    print(f"{args.path}: {layer!r}, written by {meta.get('created_by')}, schema {meta['schema_version']}")
+    user = meta.get("metadata") or {}
+    if "seed_entropy" in user:
+        print(f"seed entropy {user['seed_entropy']}")
+    print(report)
+    if args.json:
+        write_json(args.json, {"path": args.path, "metadata": user, "assumptions": report.to_dict()})
+    return 0
+
+
+def _bench(args):
+    cases = DEFAULT_CASES
+    cube = (4, 5, 2)
+    if args.quick:
+        cases = (BenchCase("quick", 500, 4, 8, 2),)
+        cube = (2, 4, 2)
+    result = run_benchmark(cases, repeat=args.repeat, cube=cube, rng=args.seed)
+    print(result.table())
+    if args.json:
+        write_json(args.json, {"command": "bench", "versions": _versions(), "gemm_gflops": result.gemm_gflops,
+                                "rows": [r.__dict__ | {"case": r.case.__dict__} for r in result.rows],
+                                "cube_seconds": result.cube_seconds, "repeat": result.repeat,
+                                "torch_version": result.torch_version})
+    return 0
+
+
+def main(argv=None):
+    """Entry point; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
+    handler = {"demo": _demo, "sample": _sample, "info": _info, "bench": _bench}[args.command]
+    try:
+        return handler(args)
+    except (ValueError, TypeError, FileNotFoundError, FileFormatError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

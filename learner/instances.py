@@ -1,0 +1,91 @@
+"""Planted layers: random attention layers meant to satisfy the paper's assumptions."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ._validation import check_int, check_positive_float
+from .assumptions import assumptions
+from .layer import AttentionLayer
+
+__all__ = ["random_layer", "PlantingError"]
+
+log = logging.getLogger(__name__)
+
+
+class PlantingError(RuntimeError):
+    """No sampled layer satisfied the assumptions within ``max_tries``."""
+
+
+def random_layer(m, d, *, logit_scale=3.0, w_scale=1.0, check=True, max_tries=100, rng=None):
+    """Sample a planted layer with Gaussian directions and fixed norms.
+
+    Each ``Θ_i`` is a standard Gaussian ``d×d`` matrix rescaled to Frobenius norm
+    ``logit_scale``, and each ``W_i`` one rescaled to ``w_scale·sqrt(d)``.
+
+    Parameters
+    ----------
+    m, d : int
+        Heads and token dimension.
+    logit_scale : float
+        ``‖Θ_i‖_F``. This is exactly the standard deviation of an off-diagonal
+        logit ``x_aᵀ Θ_i x_b`` (``a ≠ b``) under Boolean *and* Gaussian inputs,
+        so it sets how peaked the attention is: near 0 every pattern is close to
+        uniform (and the one-step estimate of ``ΣW`` is nearly exact); around 3
+        patterns are far from uniform but rarely one-hot. Default 3.
+    w_scale : float
+        Each head's output entries ``(X W_i)_{ac}`` have standard deviation
+        ``w_scale`` on average over ``c``.
+    check : bool
+        Resample until :func:`learner.assumptions` reports every layer condition
+        as holding (``k`` is not known here and is not checked).
+    max_tries : int
+        Samples to try before raising :class:`PlantingError`.
+    rng : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    AttentionLayer
+
+    Notes
+    -----
+    Gaussian matrices are incoherent (pairwise cosines ``O(1/d)``), have stable
+    rank about ``d/4``, light diagonals and columns, and non-arithmetic entries
+    with probability one, which is why they are the natural planted instance.
+    The construction and the default scale are ours.
+
+    Examples
+    --------
+    >>> layer = random_layer(2, 8, rng=0)
+    >>> layer.m, layer.d, round(float(np.linalg.norm(layer.thetas[0])), 12)
+    (2, 8, 3.0)
+    """
+    rng = np.random.default_rng(rng)
+    m = check_int("m", m)
+    d = check_int("d", d)
+    logit_scale = check_positive_float("logit_scale", logit_scale, allow_zero=True)
+    w_scale = check_positive_float("w_scale", w_scale)
+    max_tries = check_int("max_tries", max_tries)
+    report = None
+    for attempt in range(1, max_tries + 1):
+        thetas = _unit_frobenius(rng.standard_normal((m, d, d))) * logit_scale
+        ws = _unit_frobenius(rng.standard_normal((m, d, d))) * (w_scale * np.sqrt(d))
+        layer = AttentionLayer(thetas, ws)
+        if not check:
+            return layer
+        report = assumptions(layer)
+        if report.ok:
+            if attempt > 1:
+                log.debug("random_layer: accepted sample %d of %d", attempt, max_tries)
+            return layer
+    raise PlantingError(
+        f"no layer with m={m}, d={d}, logit_scale={logit_scale} satisfied the assumptions in "
+        f"max_tries={max_tries} samples; last failures: {', '.join(report.failed)}. "
+        "Use a larger d, or check=False to accept any sample."
+    )
+
+
+def _unit_frobenius(mats):
+    return mats / np.linalg.norm(mats.reshape(len(mats), -1), axis=1)[:, None, None]

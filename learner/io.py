@@ -1,0 +1,216 @@
+"""Saving and loading layers and labelled examples: ``.npz`` without pickle, JSON metadata.
+
+File layout (schema version 1): a NumPy ``.npz`` archive holding float64 arrays
+and one uint8 array ``__meta__`` with UTF-8 JSON::
+
+    {"format": "attention-layer" | "attention-examples", "schema_version": 1,
+     "arrays": {name: {"shape": [...], "sha256": "..."}}, "metadata": {...}, "created_by": "..."}
+
+Files are written to a temporary file in the target directory, flushed to disk
+and renamed over the target, so a crash never leaves a half-written file. On
+loading, archives are opened with ``allow_pickle=False`` and every array is
+checked against the shape and SHA-256 recorded in the metadata; anything wrong
+raises :class:`FileFormatError` and nothing half-loaded is returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from ._validation import check_real_array
+from .layer import AttentionLayer
+
+__all__ = [
+    "FileFormatError",
+    "SCHEMA_VERSION",
+    "save_layer",
+    "load_layer",
+    "save_examples",
+    "load_examples",
+    "read_metadata",
+    "write_json",
+]
+
+SCHEMA_VERSION = 1
+_META = "__meta__"
+_LAYER = "attention-layer"
+_EXAMPLES = "attention-examples"
+
+
+class FileFormatError(ValueError):
+    """A file is damaged, of another kind, or of an unsupported schema version."""
+
+
+def _version():
+    from . import __version__
+
+    return f"learner {__version__}"
+
+
+def _atomic_write(path, write):
+    """Call ``write(fh)`` on a temporary file beside ``path``, fsync it, and rename it over ``path``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path, record):
+    """Write a JSON-serialisable ``record`` to ``path`` atomically (NaN and inf become null)."""
+    blob = json.dumps(_json_safe(record), indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
+    _atomic_write(path, lambda fh: fh.write(blob))
+    return Path(path)
+
+
+def _json_safe(value):
+    """Replace non-finite floats by None and numpy scalars/arrays by Python values."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _json_safe(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+def _write_atomic(path, kind, arrays, metadata):
+    path = Path(path)
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise TypeError(f"`metadata` must be a dict; got {type(metadata).__name__}.")
+    meta = {
+        "format": kind,
+        "schema_version": SCHEMA_VERSION,
+        "created_by": _version(),
+        "arrays": {
+            name: {"shape": list(a.shape), "sha256": hashlib.sha256(a.tobytes()).hexdigest()}
+            for name, a in arrays.items()
+        },
+        "metadata": metadata,
+    }
+    try:
+        blob = json.dumps(meta, allow_nan=False, sort_keys=True).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"`metadata` must be JSON-serialisable (no NaN/inf): {exc}") from exc
+    payload = {name: np.ascontiguousarray(a, dtype=np.float64) for name, a in arrays.items()}
+    payload[_META] = np.frombuffer(blob, dtype=np.uint8)
+    _atomic_write(path, lambda fh: np.savez(fh, **payload))
+    return path
+
+
+def _read(path, kinds):
+    """Return (arrays, meta) from a file whose format is one of ``kinds``, verified."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {str(path)!r}")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if _META not in archive.files:
+                raise FileFormatError(f"{str(path)!r} is not a toolkit file (no {_META} entry).")
+            meta = json.loads(archive[_META].tobytes().decode("utf-8"))
+            arrays = {name: archive[name] for name in archive.files if name != _META}
+    except FileFormatError:
+        raise
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, UnicodeDecodeError) as exc:
+        raise FileFormatError(f"{str(path)!r} is damaged or not a toolkit .npz file: {exc}") from exc
+    found = meta.get("format") if isinstance(meta, dict) else None
+    if found not in kinds:
+        raise FileFormatError(f"{str(path)!r} holds format {found!r}; expected {' or '.join(kinds)}.")
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise FileFormatError(
+            f"{str(path)!r} has schema_version {meta.get('schema_version')!r}; "
+            f"this version reads {SCHEMA_VERSION}."
+        )
+    declared = meta.get("arrays")
+    if not isinstance(declared, dict) or set(declared) != set(arrays):
+        raise FileFormatError(
+            f"{str(path)!r}: arrays {sorted(arrays)} do not match the metadata "
+            f"{sorted(declared) if isinstance(declared, dict) else declared!r}."
+        )
+    for name, arr in arrays.items():
+        info = declared[name]
+        if arr.dtype != np.float64 or list(arr.shape) != info.get("shape"):
+            raise FileFormatError(
+                f"{str(path)!r}: array {name!r} has dtype {arr.dtype} and shape {arr.shape}; "
+                f"metadata says float64 and {info.get('shape')}."
+            )
+        if hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest() != info.get("sha256"):
+            raise FileFormatError(f"{str(path)!r}: array {name!r} fails its SHA-256 check (corrupted).")
+    return arrays, meta
+
+
+def save_layer(path, layer, *, metadata=None):
+    """Write ``layer`` (and a JSON-serialisable ``metadata`` dict) to ``path`` atomically.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from learner import random_layer
+    >>> layer = random_layer(2, 4, check=False, rng=0)
+    >>> path = os.path.join(tempfile.mkdtemp(), "layer.npz")
+    >>> _ = save_layer(path, layer, metadata={"seed": 0})
+    >>> bool(np.array_equal(load_layer(path).thetas, layer.thetas))
+    True
+    """
+    if not isinstance(layer, AttentionLayer):
+        raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
+    return _write_atomic(path, _LAYER, {"thetas": layer.thetas, "ws": layer.ws}, metadata)
+
+
+def load_layer(path):
+    """Read a layer written by :func:`save_layer`.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    FileFormatError
+        If the file is damaged, of another kind, or of an unsupported schema.
+    """
+    arrays, _ = _read(path, (_LAYER,))
+    try:
+        return AttentionLayer(arrays["thetas"], arrays["ws"])
+    except (KeyError, ValueError, TypeError) as exc:
+        raise FileFormatError(f"{str(path)!r} does not hold a valid layer: {exc}") from exc
+
+
+def save_examples(path, X, Y, *, metadata=None):
+    """Write labelled examples ``X`` (n, k, d) and ``Y = F(X)`` (n, k, d) to ``path`` atomically."""
+    X = check_real_array("X", X, ndim=3)
+    Y = check_real_array("Y", Y, ndim=3)
+    if X.shape != Y.shape:
+        raise ValueError(f"`X` and `Y` must have the same shape; got {X.shape} and {Y.shape}.")
+    return _write_atomic(path, _EXAMPLES, {"X": X, "Y": Y}, metadata)
+
+
+def load_examples(path):
+    """Read ``(X, Y)`` written by :func:`save_examples`; raises :class:`FileFormatError` if damaged."""
+    arrays, _ = _read(path, (_EXAMPLES,))
+    X, Y = arrays["X"], arrays["Y"]
+    if X.ndim != 3 or X.shape != Y.shape:
+        raise FileFormatError(f"{str(path)!r}: X and Y shapes {X.shape}, {Y.shape} are not (n, k, d) alike.")
+    return X, Y
+
+
+def read_metadata(path):
+    """The JSON header of a toolkit file (format, schema version, arrays, user metadata)."""
+    return _read(path, (_LAYER, _EXAMPLES))[1]

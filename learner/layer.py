@@ -1,0 +1,194 @@
+"""The multi-head attention layer of Chen & Li (arXiv 2402.04084).
+
+.. math::
+
+    F(X) = \\sum_{i=1}^m \\operatorname{softmax}(X \\Theta_i X^\\top)\\, X W_i,
+    \\qquad X \\in \\mathbb{R}^{k \\times d},\\ \\Theta_i, W_i \\in \\mathbb{R}^{d \\times d},
+
+with the softmax taken row by row, no ``1/sqrt(d)`` scaling and no mask: the
+paper's definition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._validation import check_int, check_real_array
+from .inputs import check_inputs
+
+__all__ = ["AttentionLayer", "softmax", "auto_batch"]
+
+#: Default chunk size: the largest of the per-chunk work arrays holds about this
+#: many floats (4 MiB), small enough to stay in cache and be reused, large
+#: enough for the batched products to pay off (measured: ``python -m learner bench``).
+WORK_FLOATS = 1 << 19
+#: Upper limit on the automatic chunk size (beyond it the small cases slow down).
+MAX_AUTO_BATCH = 512
+
+
+def auto_batch(k, d, m):
+    """Examples per chunk so that the (chunk, k, m·max(d, k)) work arrays hold ~``WORK_FLOATS``."""
+    return int(max(16, min(MAX_AUTO_BATCH, WORK_FLOATS // (k * m * max(d, k)))))
+
+
+def _softmax_inplace(z, axis, work):
+    """Stable softmax of ``z`` along ``axis``, in place; ``work`` holds the reduced shape.
+
+    Subtracting the maximum makes every exponent ``<= 0`` (no overflow) and puts
+    an exact ``1`` in every slice (the sum is ``>= 1``, no division by zero),
+    so logits of any finite size, and exact ties, give finite correct weights.
+    """
+    np.max(z, axis=axis, keepdims=True, out=work)
+    z -= work
+    np.exp(z, out=z)
+    np.sum(z, axis=axis, keepdims=True, out=work)
+    z /= work
+    return z
+
+
+def softmax(z, *, axis=-1):
+    """Numerically stable softmax of ``z`` along ``axis``.
+
+    .. math:: \\operatorname{softmax}(z)_j = e^{z_j - \\max z} / \\sum_l e^{z_l - \\max z}
+
+    Examples
+    --------
+    >>> softmax([1e4, 1e4, 0.0]).tolist()
+    [0.5, 0.5, 0.0]
+    """
+    z = check_real_array("z", z).copy()
+    if z.ndim == 0:
+        raise ValueError("`z` must have at least one dimension; got a scalar.")
+    work = np.empty(np.max(z, axis=axis, keepdims=True).shape)
+    return _softmax_inplace(z, axis, work)
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionLayer:
+    """A multi-head attention layer ``F(X) = Σ_i softmax(X Θ_i Xᵀ) X W_i``.
+
+    Parameters
+    ----------
+    thetas : array_like, shape (m, d, d)
+        Attention matrices ``Θ_1..Θ_m``.
+    ws : array_like, shape (m, d, d)
+        Projection matrices ``W_1..W_m``.
+
+    Notes
+    -----
+    The layer is immutable: the parameters are copied and made read-only.
+    Calling it on ``X`` of shape (k, d) or (n, k, d) returns ``F(X)`` with the
+    same shape. The forward pass stacks the heads so that ``X Θ_i`` and the sum
+    ``Σ_i (P_i X) W_i`` are single matrix products over the whole batch and the
+    softmax reduces over a non-trailing axis (fast in numpy); ``batch`` bounds
+    the working memory. Definition from arXiv 2402.04084 (the paper's).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> layer = AttentionLayer(np.zeros((1, 2, 2)), np.eye(2)[None])
+    >>> layer(np.array([[1.0, -1.0], [1.0, 1.0]])).tolist()  # uniform attention
+    [[1.0, 0.0], [1.0, 0.0]]
+    """
+
+    thetas: np.ndarray
+    ws: np.ndarray
+    _theta_cat: np.ndarray = field(init=False, repr=False)
+    _w_stack: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        thetas = check_real_array("thetas", self.thetas, ndim=3).copy()
+        ws = check_real_array("ws", self.ws, ndim=3).copy()
+        m, d, d2 = thetas.shape
+        if m < 1:
+            raise ValueError(f"a layer needs at least one head; got m={m} (thetas shape {thetas.shape}).")
+        if d < 1 or d != d2:
+            raise ValueError(f"`thetas` must have shape (m, d, d) with d >= 1; got {thetas.shape}.")
+        if ws.shape != thetas.shape:
+            raise ValueError(
+                f"`ws` must have the same shape as `thetas` {thetas.shape}; got {ws.shape}."
+            )
+        # Θ_cat[c, i·d + e] = Θ_i[c, e] and W_stack[i·d + c, e] = W_i[c, e].
+        theta_cat = np.ascontiguousarray(thetas.transpose(1, 0, 2).reshape(d, m * d))
+        w_stack = ws.reshape(m * d, d).copy()
+        for name, arr in [("thetas", thetas), ("ws", ws), ("_theta_cat", theta_cat), ("_w_stack", w_stack)]:
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+
+    @property
+    def m(self):
+        """Number of heads."""
+        return self.thetas.shape[0]
+
+    @property
+    def d(self):
+        """Token dimension."""
+        return self.thetas.shape[1]
+
+    def __repr__(self):
+        return f"AttentionLayer(m={self.m}, d={self.d})"
+
+    def _prepare(self, X, batch):
+        single = np.ndim(X) == 2
+        X = check_inputs(X, d=self.d)
+        if batch is None:
+            batch = auto_batch(X.shape[1], self.d, self.m)
+        return X, single, check_int("batch", batch)
+
+    def _chunks(self, X, batch):
+        """Yield (slice, x, P) with P[b, j, i·k + a] = softmax_j(x_a Θ_i x_jᵀ), the pattern of head i."""
+        n, k, d = X.shape
+        m = self.m
+        b = min(batch, n)
+        A = np.empty((b * k, m * d))
+        P = np.empty((b, k, k * m))
+        work = np.empty((b, 1, k * m))
+        for start in range(0, n, b):
+            x = X[start : start + b]
+            nb = x.shape[0]
+            a = A[: nb * k]
+            np.matmul(x.reshape(nb * k, d), self._theta_cat, out=a)  # rows (n, a), cols (i, e)
+            p = P[:nb]
+            # Logits transposed, p[n, j, (a, i)] = (x_a Θ_i) · x_j, so the softmax
+            # over j reduces along axis 1 (fast) rather than a short trailing axis.
+            np.matmul(x, a.reshape(nb, k * m, d).transpose(0, 2, 1), out=p)
+            _softmax_inplace(p, 1, work[:nb])
+            if not np.isfinite(work[:nb]).all():
+                raise FloatingPointError(
+                    "attention logits overflowed float64 (|x_a^T Theta_i x_b| too large); "
+                    "rescale the inputs or the attention matrices."
+                )
+            yield slice(start, start + nb), x, p
+
+    def __call__(self, X, *, batch=None):
+        """Evaluate ``F(X)``; ``X`` has shape (k, d) or (n, k, d), the result the same shape.
+
+        ``batch`` is the number of examples per chunk (default: :func:`auto_batch`).
+        """
+        X, single, batch = self._prepare(X, batch)
+        n, k, d = X.shape
+        m = self.m
+        out = np.empty_like(X)
+        Z = np.empty((min(batch, n), k * m, d))
+        for sl, x, p in self._chunks(X, batch):
+            nb = x.shape[0]
+            z = Z[:nb]
+            np.matmul(p.transpose(0, 2, 1), x, out=z)  # z[n, (a, i)] = Σ_j P_i[a, j] x_j
+            np.matmul(z.reshape(nb * k, m * d), self._w_stack, out=out[sl].reshape(nb * k, d))
+        return out[0] if single else out
+
+    def attention(self, X, *, batch=None):
+        """Attention patterns ``softmax(X Θ_i Xᵀ)``, shape (n, m, k, k) (or (m, k, k) for one X).
+
+        Entry ``[n, i, a, j]`` is the weight that token ``a`` puts on token ``j``
+        in head ``i``; every row sums to one.
+        """
+        X, single, batch = self._prepare(X, batch)
+        n, k, _ = X.shape
+        out = np.empty((n, self.m, k, k))
+        for sl, _x, p in self._chunks(X, batch):
+            # p[n, j, (a, i)] -> out[n, i, a, j]
+            out[sl] = p.reshape(-1, k, k, self.m).transpose(0, 3, 2, 1)
+        return out[0] if single else out

@@ -1,0 +1,234 @@
+"""Errors between layers: relative mean squared error of outputs, and matched parameter errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from ._validation import check_distribution, check_int
+from .inputs import sample_inputs
+from .layer import AttentionLayer
+
+__all__ = ["relative_error", "match_heads", "HeadMatch", "attention_statistics", "AttentionStats"]
+
+
+def _check_layer(name, layer):
+    if not isinstance(layer, AttentionLayer):
+        raise TypeError(f"`{name}` must be an AttentionLayer; got {type(layer).__name__}.")
+    return layer
+
+
+def relative_error(f, g, k, *, n_samples=8192, distribution="boolean", batch=4096, rng=None):
+    """Relative mean squared error of layer ``g`` against reference layer ``f``.
+
+    .. math:: \\frac{\\mathbb{E}_X \\|F(X) - G(X)\\|_F^2}{\\mathbb{E}_X \\|F(X)\\|_F^2}
+
+    estimated on ``n_samples`` fresh inputs of ``k`` tokens (both expectations
+    on the same inputs).
+
+    Parameters
+    ----------
+    f, g : AttentionLayer
+        Reference and estimate, with the same ``d`` (their ``m`` may differ).
+    k : int
+        Tokens per sequence.
+    n_samples : int
+    distribution : {"boolean", "gaussian"}
+    batch : int
+        Inputs drawn and evaluated at a time (bounds memory).
+    rng : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        If the dimensions differ, or ``f`` is zero on every sampled input.
+
+    Examples
+    --------
+    >>> from learner import random_layer
+    >>> f = random_layer(2, 8, rng=0)
+    >>> relative_error(f, f, 4, n_samples=100, rng=1)
+    0.0
+    """
+    rng = np.random.default_rng(rng)
+    _check_layer("f", f)
+    _check_layer("g", g)
+    if f.d != g.d:
+        raise ValueError(f"`f` and `g` must have the same dimension; got f.d={f.d}, g.d={g.d}.")
+    k = check_int("k", k)
+    n_samples = check_int("n_samples", n_samples)
+    batch = check_int("batch", batch)
+    check_distribution(distribution)
+    num = den = 0.0
+    for start in range(0, n_samples, batch):
+        X = sample_inputs(min(batch, n_samples - start), k, f.d, distribution=distribution, rng=rng)
+        fx = f(X)
+        num += float(np.sum((fx - g(X)) ** 2))
+        den += float(np.sum(fx**2))
+    if den == 0.0:
+        raise ValueError("the reference layer `f` is zero on every sampled input; relative error undefined.")
+    return num / den
+
+
+@dataclass(frozen=True)
+class HeadMatch:
+    """Optimal matching of estimated heads to reference heads.
+
+    ``permutation[i]`` is the estimated head matched to reference head ``i``;
+    ``theta_errors[i]`` and ``w_errors[i]`` are the relative Frobenius errors
+    ``‖Θ_i − Θ̂_π(i)‖_F / ‖Θ_i‖_F`` (absolute when ``Θ_i = 0``), likewise for W.
+    """
+
+    permutation: tuple[int, ...]
+    theta_errors: tuple[float, ...]
+    w_errors: tuple[float, ...]
+
+    @property
+    def max_error(self):
+        """Largest parameter error over heads and both matrices."""
+        return max(self.theta_errors + self.w_errors)
+
+
+def _relative(diff_norms, ref_norms):
+    return np.where(ref_norms > 0, diff_norms / np.where(ref_norms > 0, ref_norms, 1.0), diff_norms)
+
+
+def match_heads(reference, estimate):
+    """Match heads of ``estimate`` to ``reference`` (heads are identifiable only up to order).
+
+    The permutation minimises ``Σ_i (e_Θ(i)² + e_W(i)²)``, the summed squared
+    relative errors, by the Hungarian algorithm (exact).
+
+    Parameters
+    ----------
+    reference, estimate : AttentionLayer
+        Same ``m`` and ``d``.
+
+    Returns
+    -------
+    HeadMatch
+
+    Examples
+    --------
+    >>> from learner import AttentionLayer, random_layer
+    >>> f = random_layer(3, 8, rng=0)
+    >>> g = AttentionLayer(f.thetas[::-1], f.ws[::-1])
+    >>> match_heads(f, g).permutation
+    (2, 1, 0)
+    """
+    _check_layer("reference", reference)
+    _check_layer("estimate", estimate)
+    if (reference.m, reference.d) != (estimate.m, estimate.d):
+        raise ValueError(
+            "`reference` and `estimate` must have the same m and d; got "
+            f"(m, d)=({reference.m}, {reference.d}) and ({estimate.m}, {estimate.d})."
+        )
+    m = reference.m
+
+    def errors(ref, est):
+        diff = np.linalg.norm((ref[:, None] - est[None, :]).reshape(m, m, -1), axis=2)
+        return _relative(diff, np.linalg.norm(ref.reshape(m, -1), axis=1)[:, None])
+
+    e_theta = errors(reference.thetas, estimate.thetas)
+    e_w = errors(reference.ws, estimate.ws)
+    rows, cols = linear_sum_assignment(e_theta**2 + e_w**2)
+    return HeadMatch(
+        permutation=tuple(int(c) for c in cols),
+        theta_errors=tuple(float(e_theta[r, c]) for r, c in zip(rows, cols)),
+        w_errors=tuple(float(e_w[r, c]) for r, c in zip(rows, cols)),
+    )
+
+
+@dataclass(frozen=True)
+class AttentionStats:
+    """Monte Carlo statistics of a layer's attention patterns on random inputs.
+
+    All per-head tuples have length ``m``. ``agree_*`` are the fractions of
+    (example, row) pairs in which every head's pattern is within total
+    variation ``0.05`` / ``0.01`` of head 1's: the rows the learner's
+    sculpting phase could certify (DESIGN §3; ours).
+    """
+
+    k: int
+    distribution: str
+    n_samples: int
+    mean_max_weight: tuple[float, ...]
+    mean_normalized_entropy: tuple[float, ...]
+    output_rms: float
+    uniform_attention_error: float
+    agree_tv05: float
+    agree_tv01: float
+
+
+def attention_statistics(layer, k, *, n_samples=20000, distribution="boolean", batch=4096, rng=None):
+    """Summarise how peaked, how diverse and how learnable a layer's attention is.
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+    k : int
+        Tokens per sequence.
+    n_samples : int
+    distribution : {"boolean", "gaussian"}
+    batch : int
+    rng : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    AttentionStats
+        ``mean_max_weight`` (1/k for uniform, 1 for one-hot rows),
+        ``mean_normalized_entropy`` (entropy / ln k), the output's RMS entry,
+        ``uniform_attention_error`` (relative MSE of the layer with every
+        ``Θ_i = 0`` and the same ``ΣW``: how much the attention matters), and
+        the head-agreement fractions.
+
+    Examples
+    --------
+    >>> from learner import random_layer
+    >>> s = attention_statistics(random_layer(2, 8, rng=0), 4, n_samples=1000, rng=1)
+    >>> 0.25 <= min(s.mean_max_weight) <= 1.0
+    True
+    """
+    rng = np.random.default_rng(rng)
+    _check_layer("layer", layer)
+    k = check_int("k", k)
+    n_samples = check_int("n_samples", n_samples)
+    batch = check_int("batch", batch)
+    check_distribution(distribution)
+    m, d = layer.m, layer.d
+    uniform = AttentionLayer(np.zeros((1, d, d)), layer.ws.sum(axis=0, keepdims=True))
+    max_w = np.zeros(m)
+    ent = np.zeros(m)
+    sq = err = 0.0
+    agree05 = agree01 = 0
+    for start in range(0, n_samples, batch):
+        X = sample_inputs(min(batch, n_samples - start), k, d, distribution=distribution, rng=rng)
+        P = layer.attention(X)  # (n, m, k, k)
+        max_w += P.max(axis=3).sum(axis=(0, 2))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            plogp = np.where(P > 0, P * np.log(P), 0.0)
+        ent += -plogp.sum(axis=3).sum(axis=(0, 2))
+        tv = 0.5 * np.abs(P - P[:, :1]).sum(axis=3).max(axis=1)  # (n, k)
+        agree05 += int(np.sum(tv <= 0.05))
+        agree01 += int(np.sum(tv <= 0.01))
+        fx = layer(X)
+        sq += float(np.sum(fx**2))
+        err += float(np.sum((fx - uniform(X)) ** 2))
+    rows = n_samples * k
+    return AttentionStats(
+        k=k,
+        distribution=distribution,
+        n_samples=n_samples,
+        mean_max_weight=tuple(float(v) for v in max_w / rows),
+        mean_normalized_entropy=tuple(float(v) for v in ent / rows / (np.log(k) if k > 1 else 1.0)),
+        output_rms=float(np.sqrt(sq / (rows * d))),
+        uniform_attention_error=err / sq if sq > 0 else float("nan"),
+        agree_tv05=agree05 / rows,
+        agree_tv01=agree01 / rows,
+    )

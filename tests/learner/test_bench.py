@@ -1,0 +1,33 @@
+"""The benchmark's references compute the same layer as the fast path."""
+
+import numpy as np
+import pytest
+
+from learner import random_layer, sample_inputs
+from learner.bench import einsum_forward, forward_flops
+
+
+class TestEinsumForward:
+    @pytest.mark.parametrize("n,k,d,m", [(5, 3, 4, 2), (7, 6, 5, 3)], ids=["small", "k>d"])
+    def test_matches_fast_path(self, n, k, d, m):
+        layer = random_layer(m, d, check=False, rng=0)
+        X = sample_inputs(n, k, d, rng=1)
+        # Same arithmetic in another order: agreement to a few ulps of the output scale.
+        np.testing.assert_allclose(einsum_forward(layer, X), layer(X), rtol=0, atol=1e-12)
+
+
+class TestTorchForward:
+    def test_matches_fast_path(self):
+        torch = pytest.importorskip("torch")  # noqa: F841  (optional reference implementation)
+        from learner.bench import _torch_forward
+
+        run, _ = _torch_forward()
+        layer = random_layer(2, 6, check=False, rng=0)
+        X = sample_inputs(9, 4, 6, rng=1)
+        np.testing.assert_allclose(run(layer, X)(), layer(X), rtol=0, atol=1e-12)
+
+
+class TestForwardFlops:
+    def test_formula(self):
+        # 2nk·d·md + 2nmk²d + 2nmk²d + 2nk·md·d for n=1, k=2, d=3, m=1: 36 + 24 + 24 + 36.
+        assert forward_flops(1, 2, 3, 1) == 120

@@ -1,0 +1,86 @@
+"""The command line: each subcommand runs, writes what it says, and fails clearly."""
+
+import json
+
+import numpy as np
+import pytest
+
+from learner import load_examples, load_layer, read_metadata
+from learner.cli import main
+
+
+class TestDemo:
+    def test_prints_report_and_figures(self, capsys, tmp_path):
+        out_json = tmp_path / "demo.json"
+        assert main(["demo", "--n-samples", "2000", "--json", str(out_json)]) == 0
+        text = capsys.readouterr().out
+        assert "Assumption report: m=2, d=8, k=4" in text
+        assert "all checked conditions hold" in text
+        assert "mean largest attention weight" in text
+        record = json.loads(out_json.read_text())
+        assert record["seed_entropy"] == 0 and record["assumptions"]["ok"] is True
+
+    def test_same_seed_same_output(self, capsys):
+        main(["demo", "--n-samples", "500", "--seed", "7"])
+        first = capsys.readouterr().out
+        main(["demo", "--n-samples", "500", "--seed", "7"])
+        second = capsys.readouterr().out
+        strip = lambda s: [ln for ln in s.splitlines() if not ln.strip().startswith("time")]  # noqa: E731
+        assert strip(first) == strip(second)
+
+
+class TestSample:
+    def test_writes_layer_and_examples(self, tmp_path, capsys):
+        layer_path, ex_path = tmp_path / "layer.npz", tmp_path / "ex.npz"
+        args = ["sample", "--m", "3", "--d", "8", "--seed", "1", "--out", str(layer_path),
+                "--examples", str(ex_path), "--n-samples", "50", "--k", "4"]
+        assert main(args) == 0
+        layer = load_layer(layer_path)
+        X, Y = load_examples(ex_path)
+        assert (layer.m, layer.d) == (3, 8) and X.shape == (50, 4, 8)
+        # Labels are exactly the saved layer's outputs (same code path, same inputs).
+        np.testing.assert_array_equal(Y, layer(X))
+        meta = read_metadata(layer_path)["metadata"]
+        assert meta["seed_entropy"] == 1 and meta["parameters"]["m"] == 3
+
+    def test_labels_with_an_existing_layer(self, tmp_path, capsys):
+        layer_path, ex_path = tmp_path / "layer.npz", tmp_path / "ex.npz"
+        main(["sample", "--seed", "2", "--out", str(layer_path)])
+        assert main(["sample", "--layer", str(layer_path), "--examples", str(ex_path), "--n-samples", "10",
+                     "--distribution", "gaussian"]) == 0
+        X, Y = load_examples(ex_path)
+        np.testing.assert_array_equal(Y, load_layer(layer_path)(X))
+
+    def test_nothing_to_write(self, capsys):
+        with pytest.raises(SystemExit, match="nothing to write"):
+            main(["sample", "--seed", "0"])
+
+    def test_bad_size_is_a_clear_error(self, tmp_path, capsys):
+        assert main(["sample", "--m", "0", "--out", str(tmp_path / "x.npz")]) == 2
+        assert "`m` must be at least 1; got m=0" in capsys.readouterr().err
+
+
+class TestInfo:
+    def test_report_of_saved_layer(self, tmp_path, capsys):
+        path = tmp_path / "layer.npz"
+        main(["sample", "--seed", "3", "--out", str(path)])
+        assert main(["info", str(path), "--k", "8"]) == 0
+        text = capsys.readouterr().out
+        assert "k_below_d" in text and "FAILED: k_below_d" in text
+
+    def test_damaged_file(self, tmp_path, capsys):
+        path = tmp_path / "bad.npz"
+        path.write_bytes(b"not a zip file")
+        assert main(["info", str(path)]) == 2
+        assert "damaged or not a toolkit .npz file" in capsys.readouterr().err
+
+
+class TestBench:
+    def test_quick_run_prints_ratios(self, capsys, tmp_path):
+        out_json = tmp_path / "bench.json"
+        assert main(["bench", "--quick", "--repeat", "1", "--json", str(out_json)]) == 0
+        text = capsys.readouterr().out
+        assert "vs GEMM" in text and "exact cube expectation" in text
+        record = json.loads(out_json.read_text())
+        # The fast path and the einsum reference compute the same function.
+        assert record["rows"][0]["max_abs_diff"] < 1e-12

@@ -1,0 +1,49 @@
+"""The README's commands and examples are what CI runs, and they run."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _test_command():
+    match = re.search(r"<!-- test-command -->\s*```bash\n(.+?)\n```", README, re.S)
+    assert match, "README must mark its test command with <!-- test-command -->"
+    return match.group(1).strip()
+
+
+class TestReadme:
+    def test_ci_runs_exactly_the_readme_test_command(self):
+        """`.ci/run` must run the README's test command verbatim, as its last line."""
+        lines = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.strip()]
+        assert lines[-1].strip() == _test_command()
+
+    def test_main_command_installs_and_runs_the_demo(self):
+        assert "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/python -m learner demo" in README
+
+    @pytest.mark.parametrize("index", range(len(re.findall(r"```python\n", README))))
+    def test_python_examples_run(self, index, tmp_path, monkeypatch, capsys):
+        """Every ```python block of the README runs, in order, in one namespace."""
+        blocks = re.findall(r"```python\n(.+?)```", README, re.S)
+        monkeypatch.chdir(tmp_path)
+        namespace = {}
+        for block in blocks[: index + 1]:
+            exec(compile(block, "README.md", "exec"), namespace)
+
+
+class TestDependencyDirection:
+    @pytest.mark.parametrize("path", sorted((ROOT / "learner").rglob("*.py")), ids=lambda p: p.name)
+    def test_learner_never_imports_theory_or_lowerbounds(self, path):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            for name in names:
+                assert name.split(".")[0] not in {"theory", "lowerbounds"}, f"{path.name} imports {name}"
