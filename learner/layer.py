@@ -141,7 +141,7 @@ class AttentionLayer:
         """Yield (slice, x, P) with P[b, j, i·k + a] = softmax_j(x_a Θ_i x_jᵀ), the pattern of head i."""
         n, k, d = X.shape
         m = self.m
-        b = min(batch, n)
+        b = max(1, min(batch, n))
         A = np.empty((b * k, m * d))
         P = np.empty((b, k, k * m))
         work = np.empty((b, 1, k * m))
@@ -170,8 +170,8 @@ class AttentionLayer:
         X, single, batch = self._prepare(X, batch)
         n, k, d = X.shape
         m = self.m
-        out = np.empty_like(X)
-        Z = np.empty((min(batch, n), k * m, d))
+        out = np.empty(X.shape)  # C order, so out[sl].reshape below is a view, never a copy
+        Z = np.empty((max(1, min(batch, n)), k * m, d))
         for sl, x, p in self._chunks(X, batch):
             nb = x.shape[0]
             z = Z[:nb]
