@@ -26,7 +26,7 @@ import numpy as np
 
 from ._validation import check_int
 
-__all__ = ["AssumptionRow", "AssumptionReport", "assumptions", "lattice_distance"]
+__all__ = ["AssumptionReport", "AssumptionRow", "assumptions", "lattice_distance"]
 
 #: Spacings tried by :func:`lattice_distance`: ``max|v| / q`` for ``q = 1..LATTICE_Q``.
 LATTICE_Q = 32

@@ -20,7 +20,7 @@ from ._validation import check_int
 from .inputs import cube_expectation, sample_inputs
 from .instances import random_layer
 
-__all__ = ["BenchCase", "BenchRow", "BenchResult", "run_benchmark", "DEFAULT_CASES", "forward_flops"]
+__all__ = ["DEFAULT_CASES", "BenchCase", "BenchResult", "BenchRow", "forward_flops", "run_benchmark"]
 
 log = logging.getLogger(__name__)
 
@@ -136,12 +136,16 @@ class BenchResult:
     def table(self):
         """The figures as a printable table."""
         lines = [
-            f"float64 matrix multiply (1500x1500): {self.gemm_gflops:.1f} GFLOP/s; "
-            f"medians of {self.repeat} runs; numpy {self.numpy_version}; "
-            f"torch {self.torch_version or 'not installed'}",
+            (
+                f"float64 matrix multiply (1500x1500): {self.gemm_gflops:.1f} GFLOP/s; "
+                f"medians of {self.repeat} runs; numpy {self.numpy_version}; "
+                f"torch {self.torch_version or 'not installed'}"
+            ),
             "",
-            f"{'case':<6} {'n':>6} {'k':>3} {'d':>3} {'m':>2}  {'ex/s':>10} {'GFLOP/s':>8} "
-            f"{'vs GEMM':>8} {'vs einsum':>9} {'vs torch':>8} {'max|diff|':>9}",
+            (
+                f"{'case':<6} {'n':>6} {'k':>3} {'d':>3} {'m':>2}  {'ex/s':>10} {'GFLOP/s':>8} "
+                f"{'vs GEMM':>8} {'vs einsum':>9} {'vs torch':>8} {'max|diff|':>9}"
+            ),
         ]
         for r in self.rows:
             c = r.case
@@ -189,8 +193,8 @@ def run_benchmark(cases=DEFAULT_CASES, *, repeat=5, cube=(4, 5, 2), rng=None):
         layer = random_layer(case.m, case.d, check=False, rng=rng)
         X = sample_inputs(case.n, case.k, case.d, rng=rng)
         diff = float(np.max(np.abs(layer(X) - einsum_forward(layer, X))))
-        t_fast = _median_time(lambda: layer(X), repeat)
-        t_einsum = _median_time(lambda: einsum_forward(layer, X), repeat)
+        t_fast = _median_time(lambda layer=layer, X=X: layer(X), repeat)
+        t_einsum = _median_time(lambda layer=layer, X=X: einsum_forward(layer, X), repeat)
         t_torch = _median_time(torch_run(layer, X), repeat) if torch_run else None
         gflops = forward_flops(case.n, case.k, case.d, case.m) / t_fast / 1e9
         rows.append(

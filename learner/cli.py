@@ -6,7 +6,6 @@ Library functions never parse ``argv``; this module does, calls them, and prints
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import platform
 import sys
@@ -19,10 +18,10 @@ from .assumptions import assumptions
 from .bench import DEFAULT_CASES, BenchCase, run_benchmark
 from .inputs import sample_inputs
 from .instances import random_layer
-from .io import FileFormatError, write_json, load_layer, read_metadata, save_examples, save_layer
+from .io import FileFormatError, load_layer, read_metadata, save_examples, save_layer, write_json
 from .metrics import attention_statistics
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 
 def _versions():

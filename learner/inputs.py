@@ -13,7 +13,7 @@ import numpy as np
 
 from ._validation import check_distribution, check_int, check_real_array
 
-__all__ = ["sample_inputs", "check_inputs", "enumerate_cube", "cube_expectation"]
+__all__ = ["check_inputs", "cube_expectation", "enumerate_cube", "sample_inputs"]
 
 #: Largest ``k·d`` :func:`enumerate_cube` accepts: 2^32 inputs already take hours.
 MAX_CUBE_BITS = 32

@@ -10,7 +10,7 @@ from ._validation import check_int, check_positive_float
 from .assumptions import assumptions
 from .layer import AttentionLayer
 
-__all__ = ["random_layer", "PlantingError"]
+__all__ = ["PlantingError", "random_layer"]
 
 log = logging.getLogger(__name__)
 

@@ -28,13 +28,13 @@ from ._validation import check_real_array
 from .layer import AttentionLayer
 
 __all__ = [
-    "FileFormatError",
     "SCHEMA_VERSION",
-    "save_layer",
-    "load_layer",
-    "save_examples",
+    "FileFormatError",
     "load_examples",
+    "load_layer",
     "read_metadata",
+    "save_examples",
+    "save_layer",
     "write_json",
 ]
 

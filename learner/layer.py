@@ -18,7 +18,7 @@ import numpy as np
 from ._validation import check_int, check_real_array
 from .inputs import check_inputs
 
-__all__ = ["AttentionLayer", "softmax", "auto_batch"]
+__all__ = ["AttentionLayer", "auto_batch", "softmax"]
 
 #: Default chunk size: the largest of the per-chunk work arrays holds about this
 #: many floats (4 MiB), small enough to stay in cache and be reused, large

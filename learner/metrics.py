@@ -11,7 +11,7 @@ from ._validation import check_distribution, check_int
 from .inputs import sample_inputs
 from .layer import AttentionLayer
 
-__all__ = ["relative_error", "match_heads", "HeadMatch", "attention_statistics", "AttentionStats"]
+__all__ = ["AttentionStats", "HeadMatch", "attention_statistics", "match_heads", "relative_error"]
 
 
 def _check_layer(name, layer):

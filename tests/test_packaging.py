@@ -11,7 +11,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def _test_command():
-    match = re.search(r"<!-- test-command -->\s*```bash\n(.+?)\n```", README, re.S)
+    match = re.search(r"<!-- test-command -->\s*```bash\n(.+?)\n```", README, re.DOTALL)
     assert match, "README must mark its test command with <!-- test-command -->"
     return match.group(1).strip()
 
@@ -28,7 +28,7 @@ class TestReadme:
     @pytest.mark.parametrize("index", range(len(re.findall(r"```python\n", README))))
     def test_python_examples_run(self, index, tmp_path, monkeypatch, capsys):
         """Every ```python block of the README runs, in order, in one namespace."""
-        blocks = re.findall(r"```python\n(.+?)```", README, re.S)
+        blocks = re.findall(r"```python\n(.+?)```", README, re.DOTALL)
         monkeypatch.chdir(tmp_path)
         namespace = {}
         for block in blocks[: index + 1]:

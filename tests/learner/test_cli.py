@@ -25,7 +25,7 @@ class TestDemo:
         first = capsys.readouterr().out
         main(["demo", "--n-samples", "500", "--seed", "7"])
         second = capsys.readouterr().out
-        strip = lambda s: [ln for ln in s.splitlines() if not ln.strip().startswith("time")]  # noqa: E731
+        strip = lambda s: [ln for ln in s.splitlines() if not ln.strip().startswith("time")]
         assert strip(first) == strip(second)
 
 
