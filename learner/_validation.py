@@ -63,7 +63,7 @@ def check_real_array(name, value, *, ndim=None):
     if ndim is not None and arr.ndim not in np.atleast_1d(ndim):
         raise ValueError(f"`{name}` must have {_ndim_words(ndim)}; got shape {arr.shape}.")
     if not np.isfinite(arr).all():
-        bad = arr[~np.isfinite(arr)].flat[0]
+        bad = float(arr[~np.isfinite(arr)].flat[0])
         raise ValueError(f"`{name}` must be finite; it contains {bad}.")
     return arr
 

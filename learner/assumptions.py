@@ -96,7 +96,11 @@ class AssumptionReport:
             "k": self.k,
             "ok": self.ok,
             "failed": list(self.failed),
-            "rows": [row.__dict__.copy() for row in self.rows],
+            # Strict JSON: a degenerate layer's infinite ratios become None.
+            "rows": [
+                {key: (None if isinstance(v, float) and not math.isfinite(v) else v) for key, v in row.__dict__.items()}
+                for row in self.rows
+            ],
         }
 
     def __str__(self):

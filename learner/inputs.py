@@ -81,7 +81,7 @@ def check_inputs(X, *, k=None, d=None, boolean=False):
     if d is not None and arr.shape[2] != d:
         raise ValueError(f"`X` must have token dimension d={d}; got shape {arr.shape}.")
     if boolean and not np.all(np.abs(arr) == 1.0):
-        bad = arr[np.abs(arr) != 1.0].flat[0]
+        bad = float(arr[np.abs(arr) != 1.0].flat[0])
         raise ValueError(f"`X` must be Boolean (entries -1 or +1); it contains {bad!r}.")
     return arr
 
@@ -119,7 +119,11 @@ def enumerate_cube(k, d, *, batch=65536):
     >>> sum(len(X) for X in enumerate_cube(2, 3, batch=10))
     64
     """
-    k, d, batch = _check_cube(k, d, batch)
+    k, d, batch = _check_cube(k, d, batch)  # eagerly, not at the first next()
+    return _cube_batches(k, d, batch)
+
+
+def _cube_batches(k, d, batch):
     total = 1 << (k * d)
     shifts = np.arange(k * d, dtype=np.int64)
     for start in range(0, total, batch):

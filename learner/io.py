@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +58,7 @@ def _atomic_write(path, write):
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o644)  # mkstemp makes owner-only files; results are meant to be shared
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()
@@ -122,16 +122,21 @@ def _read(path, kinds):
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {str(path)!r}")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            if _META not in archive.files:
-                raise FileFormatError(f"{str(path)!r} is not a toolkit file (no {_META} entry).")
-            meta = json.loads(archive[_META].tobytes().decode("utf-8"))
-            arrays = {name: archive[name] for name in archive.files if name != _META}
-    except FileFormatError:
-        raise
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, UnicodeDecodeError) as exc:
-        raise FileFormatError(f"{str(path)!r} is damaged or not a toolkit .npz file: {exc}") from exc
+    # Open the file ourselves: np.load(path) leaks its handle when zipfile rejects the archive.
+    with open(path, "rb") as fh:
+        try:
+            archive = np.load(fh, allow_pickle=False)
+            if not isinstance(archive, np.lib.npyio.NpzFile):
+                raise FileFormatError(f"{str(path)!r} is a bare .npy array, not a toolkit .npz file.")
+            with archive:
+                if _META not in archive.files:
+                    raise FileFormatError(f"{str(path)!r} is not a toolkit file (no {_META} entry).")
+                meta = json.loads(archive[_META].tobytes().decode("utf-8"))
+                arrays = {name: archive[name] for name in archive.files if name != _META}
+        except FileFormatError:
+            raise
+        except Exception as exc:  # zipfile/npy parsing fails in many ways on damaged bytes
+            raise FileFormatError(f"{str(path)!r} is damaged or not a toolkit .npz file: {exc}") from exc
     found = meta.get("format") if isinstance(meta, dict) else None
     if found not in kinds:
         raise FileFormatError(f"{str(path)!r} holds format {found!r}; expected {' or '.join(kinds)}.")
@@ -187,6 +192,8 @@ def load_layer(path):
         If the file is damaged, of another kind, or of an unsupported schema.
     """
     arrays, _ = _read(path, (_LAYER,))
+    if set(arrays) != {"thetas", "ws"}:
+        raise FileFormatError(f"{str(path)!r}: a layer file holds arrays thetas and ws; found {sorted(arrays)}.")
     try:
         return AttentionLayer(arrays["thetas"], arrays["ws"])
     except (KeyError, ValueError, TypeError) as exc:
@@ -205,6 +212,8 @@ def save_examples(path, X, Y, *, metadata=None):
 def load_examples(path):
     """Read ``(X, Y)`` written by :func:`save_examples`; raises :class:`FileFormatError` if damaged."""
     arrays, _ = _read(path, (_EXAMPLES,))
+    if set(arrays) != {"X", "Y"}:
+        raise FileFormatError(f"{str(path)!r}: an examples file holds arrays X and Y; found {sorted(arrays)}.")
     X, Y = arrays["X"], arrays["Y"]
     if X.ndim != 3 or X.shape != Y.shape:
         raise FileFormatError(f"{str(path)!r}: X and Y shapes {X.shape}, {Y.shape} are not (n, k, d) alike.")

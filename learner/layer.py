@@ -41,7 +41,10 @@ def _softmax_inplace(z, axis, work):
     so logits of any finite size, and exact ties, give finite correct weights.
     """
     np.max(z, axis=axis, keepdims=True, out=work)
-    z -= work
+    # Finite logits more than ~1.8e308 apart make z - max overflow to -inf,
+    # whose exponential is the correct 0: that overflow is harmless.
+    with np.errstate(over="ignore"):
+        z -= work
     np.exp(z, out=z)
     np.sum(z, axis=axis, keepdims=True, out=work)
     z /= work
@@ -149,12 +152,14 @@ class AttentionLayer:
             x = X[start : start + b]
             nb = x.shape[0]
             a = A[: nb * k]
-            np.matmul(x.reshape(nb * k, d), self._theta_cat, out=a)  # rows (n, a), cols (i, e)
+            with np.errstate(over="ignore", invalid="ignore"):
+                np.matmul(x.reshape(nb * k, d), self._theta_cat, out=a)  # rows (n, a), cols (i, e)
             p = P[:nb]
             # Logits transposed, p[n, j, (a, i)] = (x_a Θ_i) · x_j, so the softmax
             # over j reduces along axis 1 (fast) rather than a short trailing axis.
-            np.matmul(x, a.reshape(nb, k * m, d).transpose(0, 2, 1), out=p)
-            _softmax_inplace(p, 1, work[:nb])
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected just below
+                np.matmul(x, a.reshape(nb, k * m, d).transpose(0, 2, 1), out=p)
+                _softmax_inplace(p, 1, work[:nb])
             if not np.isfinite(work[:nb]).all():
                 raise FloatingPointError(
                     "attention logits overflowed float64 (|x_a^T Theta_i x_b| too large); "

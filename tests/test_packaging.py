@@ -32,7 +32,7 @@ class TestReadme:
         monkeypatch.chdir(tmp_path)
         namespace = {}
         for block in blocks[: index + 1]:
-            exec(compile(block, "README.md", "exec"), namespace)
+            exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102  (running the docs is the point)
 
 
 class TestDependencyDirection:

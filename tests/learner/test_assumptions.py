@@ -1,0 +1,200 @@
+"""Tests for learner.assumptions: the paper's non-degeneracy conditions and lattice_distance."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from learner import AssumptionReport, AttentionLayer, assumptions, lattice_distance, random_layer
+
+D = 8
+
+
+def _base():
+    """A planted layer (m=2, d=8) that passes every condition; negative controls perturb one thing."""
+    return random_layer(2, D, rng=0)
+
+
+def _equal_heads():
+    t, w = _base().thetas, _base().ws
+    return AttentionLayer(np.stack([t[0], t[0]]), w), None
+
+
+def _rank_one_theta():
+    rng = np.random.default_rng(1)
+    r1 = np.outer(rng.standard_normal(D), rng.standard_normal(D))
+    t, w = _base().thetas, _base().ws
+    return AttentionLayer(np.stack([3 * r1 / np.linalg.norm(r1), t[1]]), w), None
+
+
+def _scaled_identity():
+    t, w = _base().thetas, _base().ws
+    return AttentionLayer(np.stack([3 / math.sqrt(D) * np.eye(D), t[1]]), w), None
+
+
+def _heavy_column():
+    t, w = _base().thetas, _base().ws
+    heavy = t[0].copy()
+    heavy[:, 2] *= 6.0  # column 2 holds 36/(7 + 36) ≈ 84% of ‖Θ‖_F² (threshold 2 ln 8 / 8 = 52%)
+    return AttentionLayer(np.stack([heavy, t[1]]), w), None
+
+
+def _integer_entries():
+    rng = np.random.default_rng(2)
+    return AttentionLayer(rng.integers(-5, 6, size=(2, D, D)).astype(float), _base().ws), None
+
+
+def _norms_1_and_10():
+    t, w = _base().thetas, _base().ws
+    return AttentionLayer(np.stack([t[0] / 3, 10 * t[1] / 3]), w), None
+
+
+def _equal_ws():
+    t, w = _base().thetas, _base().ws
+    return AttentionLayer(t, np.stack([w[0], w[0]])), None
+
+
+def _k_equals_d():
+    return _base(), D
+
+
+def _k_above_d():
+    return _base(), D + 1
+
+
+class TestAssumptions:
+    @pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+    def test_planted_layers_pass(self, seed):
+        """random_layer(2, 8) satisfies every checked condition (with k = 4 < d)."""
+        report = assumptions(random_layer(2, D, rng=seed), k=4)
+        assert report.ok, str(report)
+        assert report.failed == ()
+
+    @pytest.mark.parametrize(
+        ("make", "name"),
+        [
+            (_equal_heads, "theta_incoherence"),
+            (_rank_one_theta, "theta_stable_rank"),
+            (_scaled_identity, "theta_diagonal"),
+            (_heavy_column, "theta_columns"),
+            (_integer_entries, "theta_nonarithmetic"),
+            (_norms_1_and_10, "theta_norm_ratio"),
+            (_equal_ws, "w_incoherence"),
+            (_k_equals_d, "k_below_d"),
+            (_k_above_d, "k_below_d"),
+        ],
+        ids=[
+            "equal-heads",
+            "rank-one-theta",
+            "theta=cI",
+            "heavy-column",
+            "integer-entries",
+            "norms-1-and-10",
+            "equal-ws",
+            "k=d",
+            "k>d",
+        ],
+    )
+    def test_negative_controls_fail(self, make, name):
+        """Each classical degeneracy fails the condition written for it (and the report is not ok)."""
+        layer, k = make()
+        report = assumptions(layer, k=k)
+        assert report[name].ok is False
+        assert name in report.failed
+        assert not report.ok
+
+    def test_k_strictly_below_d_passes(self):
+        """k = d − 1 satisfies k_below_d; without k the row is absent."""
+        assert assumptions(_base(), k=D - 1)["k_below_d"].ok is True
+        with pytest.raises(KeyError):
+            assumptions(_base())["k_below_d"]
+
+    def test_unchecked_rows(self):
+        """Asymptotic statements are reported with ok=None and do not count as failures."""
+        report = assumptions(_base())
+        assert report["m_small"].ok is None and report["theta_scale"].ok is None
+        assert report.ok
+
+    def test_report_fields(self):
+        """The report carries m, d, k and uniquely named rows."""
+        report = assumptions(random_layer(3, 9, rng=0), k=5)
+        assert isinstance(report, AssumptionReport)
+        assert (report.m, report.d, report.k) == (3, 9, 5)
+        names = [row.name for row in report.rows]
+        assert len(names) == len(set(names))
+        assert {
+            "theta_incoherence",
+            "theta_stable_rank",
+            "theta_diagonal",
+            "theta_columns",
+            "theta_nonarithmetic",
+            "theta_norm_ratio",
+            "w_incoherence",
+            "w_stable_rank",
+            "w_norm_ratio",
+            "k_below_d",
+        } <= set(names)
+
+    def test_str_names_failures(self):
+        """str(report) lists every condition and ends with 'FAILED:' and the failed names."""
+        layer, _ = _equal_heads()
+        text = str(assumptions(layer, k=D))
+        for row in assumptions(layer, k=D).rows:
+            assert row.name in text
+        assert text.splitlines()[-1] == "FAILED: k_below_d, theta_incoherence"
+
+    def test_str_when_ok(self):
+        """A passing report says so and does not say FAILED."""
+        text = str(assumptions(_base(), k=4))
+        assert "FAILED" not in text and text.splitlines()[-1] == "all checked conditions hold"
+
+    def test_to_dict_is_json(self):
+        """to_dict() is plain JSON (no NaN/inf, no numpy types) and round-trips."""
+        layer, _ = _equal_heads()
+        data = assumptions(layer, k=3).to_dict()
+        assert json.loads(json.dumps(data, allow_nan=False)) == data
+        assert data["ok"] is False and data["failed"] == ["theta_incoherence"]
+        assert {row["name"] for row in data["rows"]} >= {"k_below_d", "w_norm_ratio"}
+
+    def test_unknown_row_raises_key_error(self):
+        """report['nope'] raises KeyError naming the missing condition."""
+        with pytest.raises(KeyError, match="no condition named 'nope'"):
+            assumptions(_base())["nope"]
+
+
+class TestLatticeDistance:
+    @pytest.mark.parametrize("seed", [0, 1, 2])
+    def test_integers_are_on_a_lattice(self, seed):
+        """Integer entries (|v| <= 5) lie on the lattice with spacing max|v|/q, q = max|v|: distance 0."""
+        v = np.random.default_rng(seed).integers(-5, 6, size=30)
+        # v / max|v| · q reproduces the integers up to ~2 roundings (< 1e-15).
+        assert lattice_distance(v) < 1e-12
+
+    @pytest.mark.parametrize("seed", [0, 1, 2])
+    def test_scaled_integers_are_on_a_lattice(self, seed):
+        """0.37·integers is an arithmetic progression too: distance ~0 (up to rounding, < 1e-12)."""
+        v = 0.37 * np.random.default_rng(seed).integers(-7, 8, size=30)
+        assert lattice_distance(v) < 1e-12
+
+    @pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+    def test_gaussian_entries_are_far(self, seed):
+        """64 Gaussian entries are far from every lattice: distance > 0.15.
+
+        For each spacing the 64 scaled entries have spread-out fractional parts, whose RMS distance to
+        the nearest integer is about 1/sqrt(12) ≈ 0.29 for uniform offsets (a bit less for q = 1, where
+        the entries cluster near 0); the minimum over 32 spacings of such averages stays near 0.25.
+        """
+        assert lattice_distance(np.random.default_rng(seed).standard_normal((8, 8))) > 0.15
+
+    def test_zeros_are_ignored(self):
+        """Zero entries do not count; all-zero input gives 0."""
+        v = np.random.default_rng(0).standard_normal(20)
+        assert lattice_distance(np.r_[v, np.zeros(10)]) == lattice_distance(v)
+        assert lattice_distance(np.zeros(5)) == 0.0
+
+    def test_near_lattice_is_small_but_positive(self):
+        """A lattice perturbed by 1e-3 of its spacing has a distance of that order."""
+        rng = np.random.default_rng(0)
+        v = rng.integers(1, 6, size=40) + 1e-3 * rng.standard_normal(40)
+        assert 1e-4 < lattice_distance(v) < 1e-2

@@ -1,0 +1,349 @@
+"""Tests for learner.io: pickle-free .npz files with a verified JSON header, written atomically."""
+
+import gc
+import hashlib
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+import learner.io
+from learner import (
+    AttentionLayer,
+    FileFormatError,
+    load_examples,
+    load_layer,
+    random_layer,
+    read_metadata,
+    sample_inputs,
+    save_examples,
+    save_layer,
+)
+
+DAMAGED = "is damaged or not a toolkit .npz file"
+
+
+def _read_npz(path):
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    return arrays, json.loads(arrays.pop("__meta__").tobytes().decode("utf-8"))
+
+
+def _write_npz(path, arrays, meta):
+    """Write an archive by hand, with an arbitrary (possibly inconsistent) header."""
+    blob = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+    with open(path, "wb") as fh:
+        np.savez(fh, **arrays, __meta__=blob)
+
+
+def _sha256(a):
+    return hashlib.sha256(np.ascontiguousarray(a, dtype=np.float64).tobytes()).hexdigest()
+
+
+@pytest.fixture
+def layer():
+    return random_layer(2, 3, check=False, rng=0)
+
+
+@pytest.fixture
+def layer_path(tmp_path, layer):
+    path = tmp_path / "layer.npz"
+    save_layer(path, layer, metadata={"seed": 0, "note": "planted"})
+    return path
+
+
+class TestSaveLayer:
+    def test_round_trip_exact(self, layer, layer_path):
+        """load_layer returns exactly the saved parameters (and hence the same function)."""
+        loaded = load_layer(layer_path)
+        assert isinstance(loaded, AttentionLayer)
+        assert_array_equal(loaded.thetas, layer.thetas)
+        assert_array_equal(loaded.ws, layer.ws)
+        X = sample_inputs(5, 4, 3, rng=0)
+        assert_array_equal(loaded(X), layer(X))
+
+    def test_str_path_and_return_value(self, tmp_path, layer):
+        """A str path works and the written path is returned."""
+        path = tmp_path / "by-str.npz"
+        assert save_layer(str(path), layer) == path
+        assert_array_equal(load_layer(str(path)).thetas, layer.thetas)
+        assert read_metadata(path)["metadata"] == {}
+
+    def test_no_pickle_in_file(self, layer_path):
+        """The archive loads with allow_pickle=False and holds only float64 arrays and the uint8 header."""
+        with np.load(layer_path, allow_pickle=False) as archive:
+            assert sorted(archive.files) == ["__meta__", "thetas", "ws"]
+            assert archive["thetas"].dtype == archive["ws"].dtype == np.float64
+            assert archive["__meta__"].dtype == np.uint8
+
+    def test_no_temporary_files_left(self, tmp_path, layer, layer_path):
+        """After saving (twice, overwriting) the directory holds only the target file."""
+        save_layer(layer_path, layer, metadata={"again": True})
+        assert [p.name for p in tmp_path.iterdir()] == ["layer.npz"]
+        assert read_metadata(layer_path)["metadata"] == {"again": True}
+
+    @pytest.mark.parametrize(
+        "metadata",
+        [{"bad": object()}, {"nan": math.nan}, {"inf": [math.inf]}],
+        ids=["object", "nan", "inf"],
+    )
+    def test_bad_metadata_leaves_target_unchanged(self, tmp_path, layer_path, metadata):
+        """Metadata that is not strict JSON raises ValueError; the existing file and directory are untouched."""
+        before = layer_path.read_bytes()
+        with pytest.raises(ValueError, match="`metadata` must be JSON-serialisable"):
+            save_layer(layer_path, random_layer(1, 2, check=False, rng=1), metadata=metadata)
+        assert layer_path.read_bytes() == before
+        assert [p.name for p in tmp_path.iterdir()] == ["layer.npz"]
+
+    def test_failure_while_writing_leaves_target_unchanged(self, tmp_path, layer_path, monkeypatch):
+        """If writing fails half-way, the old file survives intact and the temporary file is removed."""
+        before = layer_path.read_bytes()
+
+        def broken_savez(fh, **arrays):
+            fh.write(b"PK\x03\x04 half an archive")
+            raise OSError("disk full (simulated)")
+
+        monkeypatch.setattr(np, "savez", broken_savez)
+        with pytest.raises(OSError, match="disk full"):
+            save_layer(layer_path, random_layer(1, 2, check=False, rng=1))
+        assert layer_path.read_bytes() == before
+        assert [p.name for p in tmp_path.iterdir()] == ["layer.npz"]
+
+    def test_failure_while_renaming_leaves_target_unchanged(self, tmp_path, layer_path, monkeypatch):
+        """If the final rename fails, the old file survives and the complete temporary file is removed."""
+        before = layer_path.read_bytes()
+
+        def broken_replace(src, dst):
+            raise OSError("rename failed (simulated)")
+
+        monkeypatch.setattr(learner.io.os, "replace", broken_replace)
+        with pytest.raises(OSError, match="rename failed"):
+            save_layer(layer_path, random_layer(1, 2, check=False, rng=1))
+        assert layer_path.read_bytes() == before
+        assert [p.name for p in tmp_path.iterdir()] == ["layer.npz"]
+
+
+class TestLoadLayer:
+    def test_missing_file(self, tmp_path):
+        """A path that does not exist raises FileNotFoundError naming it."""
+        with pytest.raises(FileNotFoundError, match=r"no such file: .*absent\.npz"):
+            load_layer(tmp_path / "absent.npz")
+
+    @pytest.mark.parametrize("keep", [0.5, 0.9, 0.99], ids=["half", "90pct", "99pct"])
+    def test_truncated_file(self, layer_path, keep):
+        """A file cut short is reported as damaged."""
+        raw = layer_path.read_bytes()
+        layer_path.write_bytes(raw[: int(len(raw) * keep)])
+        with pytest.raises(FileFormatError, match=DAMAGED):
+            load_layer(layer_path)
+
+    @pytest.mark.parametrize("where", ["middle-of-file", "thetas-data", "ws-data", "json-header"])
+    def test_flipped_byte(self, layer, layer_path, where):
+        """A flipped byte mid-file, in either array's data or in the JSON header is caught (zip CRC-32, header checks)."""
+        raw = bytearray(layer_path.read_bytes())
+        position = {
+            "middle-of-file": len(raw) // 2,
+            "thetas-data": raw.find(layer.thetas.tobytes()) + 8 * 9,
+            "ws-data": raw.find(layer.ws.tobytes()) + 8 * 9 + 3,
+            "json-header": raw.find(b'"schema_version"') + 3,
+        }[where]
+        assert position > 16  # the landmark was found
+        raw[position] ^= 0xFF
+        layer_path.write_bytes(bytes(raw))
+        with pytest.raises(FileFormatError, match=DAMAGED):
+            load_layer(layer_path)
+
+    @pytest.mark.parametrize(
+        "content",
+        [b"", b"\x00", b"hello, this is not an archive\n" * 20, np.random.default_rng(0).bytes(2000)],
+        ids=["empty", "one-byte", "text", "random-bytes"],
+    )
+    def test_not_an_archive(self, tmp_path, content):
+        """Files that are not zip archives at all are reported as damaged (never unpickled)."""
+        path = tmp_path / "junk.npz"
+        path.write_bytes(content)
+        with pytest.raises(FileFormatError, match=DAMAGED):
+            load_layer(path)
+
+    def test_plain_npz_without_header(self, tmp_path, layer):
+        """An .npz written by np.savez (no __meta__) is not a toolkit file."""
+        path = tmp_path / "plain.npz"
+        np.savez(path, thetas=layer.thetas, ws=layer.ws)
+        with pytest.raises(FileFormatError, match="is not a toolkit file \\(no __meta__ entry\\)"):
+            load_layer(path)
+
+    def test_examples_file_is_wrong_format(self, tmp_path):
+        """load_layer refuses an examples file, naming both formats."""
+        path = tmp_path / "examples.npz"
+        X = sample_inputs(3, 2, 2, rng=0)
+        save_examples(path, X, X)
+        with pytest.raises(FileFormatError, match="holds format 'attention-examples'; expected attention-layer"):
+            load_layer(path)
+
+    def test_future_schema_version(self, layer_path):
+        """A header with schema_version 99 is refused (and the version is named)."""
+        arrays, meta = _read_npz(layer_path)
+        meta["schema_version"] = 99
+        _write_npz(layer_path, arrays, meta)
+        with pytest.raises(FileFormatError, match="has schema_version 99; this version reads 1"):
+            load_layer(layer_path)
+
+    def test_arrays_fail_sha256(self, layer_path):
+        """Arrays changed after writing (with a consistent zip, so only the hash can tell) are refused."""
+        arrays, meta = _read_npz(layer_path)
+        arrays["ws"] = arrays["ws"].copy()
+        arrays["ws"][0, 0, 0] = np.nextafter(arrays["ws"][0, 0, 0], np.inf)  # one ulp
+        _write_npz(layer_path, arrays, meta)
+        with pytest.raises(FileFormatError, match="array 'ws' fails its SHA-256 check"):
+            load_layer(layer_path)
+
+    @pytest.mark.parametrize(
+        ("edit", "match"),
+        [
+            (lambda a, m: a.update(thetas=a["thetas"][:1]), r"array 'thetas' has dtype float64 and shape \(1, 3, 3\)"),
+            (lambda a, m: a.update(ws=a["ws"].astype(np.float32)), r"array 'ws' has dtype float32"),
+            (lambda a, m: a.update(extra=np.zeros(2)), r"arrays \['extra', 'thetas', 'ws'\] do not match"),
+            (lambda a, m: a.pop("ws"), r"arrays \['thetas'\] do not match the metadata"),
+            (lambda a, m: m.pop("format"), r"holds format None; expected attention-layer"),
+        ],
+        ids=["shape-differs", "dtype-differs", "extra-array", "missing-array", "no-format"],
+    )
+    def test_header_disagrees_with_arrays(self, layer_path, edit, match):
+        """Any disagreement between the header and the stored arrays is refused."""
+        arrays, meta = _read_npz(layer_path)
+        edit(arrays, meta)
+        _write_npz(layer_path, arrays, meta)
+        with pytest.raises(FileFormatError, match=match):
+            load_layer(layer_path)
+
+    def test_consistent_file_but_invalid_layer(self, tmp_path):
+        """Arrays that match their header but do not form a layer are refused as such."""
+        arrays = {"thetas": np.zeros((1, 2, 2)), "ws": np.zeros((1, 3, 3))}
+        meta = {
+            "format": "attention-layer",
+            "schema_version": 1,
+            "arrays": {n: {"shape": list(a.shape), "sha256": _sha256(a)} for n, a in arrays.items()},
+            "metadata": {},
+        }
+        path = tmp_path / "odd.npz"
+        _write_npz(path, arrays, meta)
+        with pytest.raises(FileFormatError, match="does not hold a valid layer"):
+            load_layer(path)
+
+    def test_npy_file_is_wrong_format(self, tmp_path):
+        """A plain .npy array file is 'of another kind': FileFormatError, as documented."""
+        path = tmp_path / "array.npy"
+        np.save(path, np.zeros((1, 2, 2)))
+        with pytest.raises(FileFormatError):
+            load_layer(path)
+
+    def test_damaged_compression_field(self, layer_path):
+        """A damaged compression-method field in the zip directory is reported as a damaged file."""
+        raw = bytearray(layer_path.read_bytes())
+        central = raw.find(b"PK\x01\x02")  # first central-directory entry; method is at offset 10
+        raw[central + 10 : central + 12] = (99).to_bytes(2, "little")
+        layer_path.write_bytes(bytes(raw))
+        with pytest.raises(FileFormatError, match=DAMAGED):
+            load_layer(layer_path)
+
+    def test_damaged_zip_closes_its_file(self, layer_path):
+        """Loading a truncated file leaves no file handle open (no ResourceWarning)."""
+        layer_path.write_bytes(layer_path.read_bytes()[:-30])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            with pytest.raises(FileFormatError, match=DAMAGED):
+                load_layer(layer_path)
+            gc.collect()
+        assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+class TestSaveExamples:
+    def test_round_trip_exact(self, tmp_path, layer):
+        """load_examples returns exactly the saved X and Y."""
+        X = sample_inputs(6, 4, 3, distribution="gaussian", rng=0)
+        Y = layer(X)
+        path = save_examples(tmp_path / "ex.npz", X, Y, metadata={"k": 4})
+        X2, Y2 = load_examples(path)
+        assert_array_equal(X2, X)
+        assert_array_equal(Y2, Y)
+        assert X2.dtype == Y2.dtype == np.float64
+        assert [p.name for p in tmp_path.iterdir()] == ["ex.npz"]
+
+    def test_mismatched_shapes_raise(self, tmp_path):
+        """X and Y must have the same shape; nothing is written otherwise."""
+        X = sample_inputs(3, 2, 2, rng=0)
+        with pytest.raises(ValueError, match=r"`X` and `Y` must have the same shape; got \(3, 2, 2\) and \(2, 2, 2\)"):
+            save_examples(tmp_path / "ex.npz", X, X[:2])
+        assert list(tmp_path.iterdir()) == []
+
+
+class TestLoadExamples:
+    def test_layer_file_is_wrong_format(self, layer_path):
+        """load_examples refuses a layer file."""
+        with pytest.raises(FileFormatError, match="holds format 'attention-layer'; expected attention-examples"):
+            load_examples(layer_path)
+
+    def test_missing_file(self, tmp_path):
+        """A path that does not exist raises FileNotFoundError."""
+        with pytest.raises(FileNotFoundError, match="no such file"):
+            load_examples(tmp_path / "absent.npz")
+
+
+class TestReadMetadata:
+    def test_header_contents(self, layer, layer_path):
+        """The header records format, schema version 1, array shapes and hashes, the writer and user metadata."""
+        meta = read_metadata(layer_path)
+        assert meta["format"] == "attention-layer"
+        assert meta["schema_version"] == 1
+        assert meta["metadata"] == {"seed": 0, "note": "planted"}
+        assert meta["arrays"]["thetas"] == {"shape": [2, 3, 3], "sha256": _sha256(layer.thetas)}
+        assert meta["arrays"]["ws"]["shape"] == [2, 3, 3]
+        assert meta["created_by"].startswith("learner ")
+
+    def test_examples_header(self, tmp_path):
+        """read_metadata reads examples files too."""
+        X = sample_inputs(3, 2, 2, rng=0)
+        path = save_examples(tmp_path / "ex.npz", X, 2 * X, metadata={"n": 3})
+        meta = read_metadata(path)
+        assert meta["format"] == "attention-examples" and meta["metadata"] == {"n": 3}
+        assert meta["arrays"]["X"]["shape"] == [3, 2, 2]
+
+    def test_damaged_file(self, layer_path):
+        """read_metadata verifies the arrays as well: a damaged file raises FileFormatError."""
+        arrays, meta = _read_npz(layer_path)
+        arrays["thetas"] = arrays["thetas"] + 1.0
+        _write_npz(layer_path, arrays, meta)
+        with pytest.raises(FileFormatError, match="fails its SHA-256 check"):
+            read_metadata(layer_path)
+
+
+class TestWriteJson:
+    def test_round_trip_with_numpy_and_non_finite(self, tmp_path):
+        """numpy scalars and arrays become plain JSON; NaN and ±inf become null; keys are sorted."""
+        record = {
+            "b": np.float64(0.25),
+            "a": {"n": np.int64(3), "flag": np.bool_(True), "v": np.array([1.0, np.nan, -np.inf])},
+            "c": (1, math.inf, "text"),
+        }
+        path = learner.io.write_json(tmp_path / "run.json", record)
+        assert path == tmp_path / "run.json"
+        text = path.read_text(encoding="utf-8")
+        assert json.loads(text) == {
+            "a": {"flag": True, "n": 3, "v": [1.0, None, None]},
+            "b": 0.25,
+            "c": [1, None, "text"],
+        }
+        assert text.index('"a"') < text.index('"b"') < text.index('"c"')
+        assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+    def test_unserialisable_leaves_target_unchanged(self, tmp_path):
+        """A record json cannot encode raises TypeError; an existing file and the directory are untouched."""
+        path = learner.io.write_json(tmp_path / "run.json", {"ok": 1})
+        before = path.read_bytes()
+        with pytest.raises(TypeError, match="not JSON serializable"):
+            learner.io.write_json(path, {"bad": object()})
+        assert path.read_bytes() == before
+        assert [p.name for p in tmp_path.iterdir()] == ["run.json"]

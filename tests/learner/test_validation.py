@@ -1,0 +1,153 @@
+"""Every validation rule at the public boundary of learner, in one table.
+
+Each row calls a public function with one bad argument and checks the exception
+type and that the message names the parameter and the bad value, as written in
+learner/_validation.py and the modules' own checks.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+from learner import (
+    AttentionLayer,
+    assumptions,
+    check_inputs,
+    enumerate_cube,
+    match_heads,
+    random_layer,
+    relative_error,
+    sample_inputs,
+    save_layer,
+)
+
+GOOD = np.zeros((1, 2, 2))
+
+
+def _layer():
+    return AttentionLayer(np.zeros((1, 2, 2)), np.eye(2)[None])
+
+
+def _with(value, index=(0, 0, 0), dtype=float):
+    a = np.zeros((1, 2, 2), dtype=dtype)
+    a[index] = value
+    return a
+
+
+def _lit(text):
+    """Match ``text`` literally (messages contain backticks, brackets and dots)."""
+    return re.escape(text)
+
+
+CASES = [
+    # AttentionLayer construction
+    pytest.param(lambda: AttentionLayer(np.zeros((2, 2)), np.zeros((2, 2))), ValueError,
+                 _lit("`thetas` must have 3 dimensions; got shape (2, 2)"), id="layer-thetas-2d"),
+    pytest.param(lambda: AttentionLayer(GOOD, np.zeros((2, 2, 2))), ValueError,
+                 _lit("`ws` must have the same shape as `thetas` (1, 2, 2); got (2, 2, 2)"), id="layer-shape-mismatch"),
+    pytest.param(lambda: AttentionLayer(np.zeros((1, 2, 3)), np.zeros((1, 2, 3))), ValueError,
+                 _lit("`thetas` must have shape (m, d, d) with d >= 1; got (1, 2, 3)"), id="layer-non-square"),
+    pytest.param(lambda: AttentionLayer(np.zeros((0, 2, 2)), np.zeros((0, 2, 2))), ValueError,
+                 _lit("a layer needs at least one head; got m=0"), id="layer-m=0"),
+    pytest.param(lambda: AttentionLayer(_with(np.nan), GOOD), ValueError,
+                 _lit("`thetas` must be finite; it contains nan"), id="layer-thetas-nan"),
+    pytest.param(lambda: AttentionLayer(GOOD, _with(-np.inf)), ValueError,
+                 _lit("`ws` must be finite; it contains -inf"), id="layer-ws-inf"),
+    pytest.param(lambda: AttentionLayer(_with(1j, dtype=complex), GOOD), TypeError,
+                 _lit("`thetas` must hold real numbers; got dtype complex128"), id="layer-complex"),
+    pytest.param(lambda: AttentionLayer(GOOD, _with(1.0, dtype=object)), TypeError,
+                 _lit("`ws` must hold real numbers; got dtype object"), id="layer-object"),
+    # AttentionLayer.__call__ / attention
+    pytest.param(lambda: _layer()(np.zeros((3, 4, 3))), ValueError,
+                 _lit("`X` must have token dimension d=2; got shape (3, 4, 3)"), id="call-wrong-d"),
+    pytest.param(lambda: _layer()(np.full((4, 2), np.nan)), ValueError,
+                 _lit("`X` must be finite; it contains nan"), id="call-X-nan"),
+    pytest.param(lambda: _layer()(np.zeros((1, 1, 4, 2))), ValueError,
+                 _lit("`X` must have 2 dimensions or 3 dimensions; got shape (1, 1, 4, 2)"), id="call-X-4d"),
+    pytest.param(lambda: _layer()(np.zeros((1, 4, 2)), batch=0), ValueError,
+                 _lit("`batch` must be at least 1; got batch=0"), id="call-batch=0"),
+    pytest.param(lambda: _layer().attention(np.zeros((1, 4, 2)), batch=1.5), TypeError,
+                 _lit("`batch` must be an integer; got batch=1.5"), id="attention-batch-float"),
+    pytest.param(lambda: _layer().attention(np.zeros((3, 4, 3))), ValueError,
+                 _lit("`X` must have token dimension d=2; got shape (3, 4, 3)"), id="attention-wrong-d"),
+    # sample_inputs
+    pytest.param(lambda: sample_inputs(0, 2, 2), ValueError,
+                 _lit("`n_samples` must be at least 1; got n_samples=0"), id="sample-n_samples=0"),
+    pytest.param(lambda: sample_inputs(3, 0, 2), ValueError,
+                 _lit("`k` must be at least 1; got k=0"), id="sample-k=0"),
+    pytest.param(lambda: sample_inputs(3, 2, -1), ValueError,
+                 _lit("`d` must be at least 1; got d=-1"), id="sample-d=-1"),
+    pytest.param(lambda: sample_inputs(3, 2.5, 2), TypeError,
+                 _lit("`k` must be an integer; got k=2.5"), id="sample-k=2.5"),
+    pytest.param(lambda: sample_inputs(3, True, 2), TypeError,
+                 _lit("`k` must be an integer; got k=True"), id="sample-k=True"),
+    pytest.param(lambda: sample_inputs(3, 2, 2, distribution="uniform"), ValueError,
+                 _lit("`distribution` must be one of ('boolean', 'gaussian'); got distribution='uniform'"),
+                 id="sample-distribution-uniform"),
+    # check_inputs
+    pytest.param(lambda: check_inputs(np.full((1, 2, 2), 0.5), boolean=True), ValueError,
+                 # the message uses repr(), which numpy 2 spells np.float64(0.5)
+                 _lit("`X` must be Boolean (entries -1 or +1); it contains ") + r"(np\.float64\()?0\.5",
+                 id="check-not-boolean"),
+    pytest.param(lambda: check_inputs(np.ones((1, 2, 2)), k=3), ValueError,
+                 _lit("`X` must have k=3 tokens per sequence; got shape (1, 2, 2)"), id="check-wrong-k"),
+    pytest.param(lambda: check_inputs(np.ones((1, 0, 2))), ValueError,
+                 _lit("`X` must have at least one token of dimension >= 1; got shape (1, 0, 2)"), id="check-no-tokens"),
+    pytest.param(lambda: check_inputs([[1.0, 2.0], [3.0]]), ValueError,
+                 _lit("`X` could not be converted to an array"), id="check-ragged"),
+    # enumerate_cube (a generator: validation happens on the first next())
+    pytest.param(lambda: next(enumerate_cube(0, 2)), ValueError,
+                 _lit("`k` must be at least 1; got k=0"), id="cube-k=0"),
+    pytest.param(lambda: next(enumerate_cube(2, 2, batch=0)), ValueError,
+                 _lit("`batch` must be at least 1; got batch=0"), id="cube-batch=0"),
+    # random_layer
+    pytest.param(lambda: random_layer(0, 4), ValueError,
+                 _lit("`m` must be at least 1; got m=0"), id="random-m=0"),
+    pytest.param(lambda: random_layer(1, 4, logit_scale=-1), ValueError,
+                 _lit("`logit_scale` must be finite and non-negative; got logit_scale=-1.0"),
+                 id="random-logit_scale=-1"),
+    pytest.param(lambda: random_layer(1, 4, logit_scale=float("nan")), ValueError,
+                 _lit("`logit_scale` must be finite and non-negative; got logit_scale=nan"),
+                 id="random-logit_scale=nan"),
+    pytest.param(lambda: random_layer(1, 4, w_scale=0), ValueError,
+                 _lit("`w_scale` must be finite and positive; got w_scale=0.0"), id="random-w_scale=0"),
+    pytest.param(lambda: random_layer(1, 4, w_scale="1"), TypeError,
+                 _lit("`w_scale` must be a real number; got w_scale='1'"), id="random-w_scale-str"),
+    pytest.param(lambda: random_layer(1, 4, max_tries=0), ValueError,
+                 _lit("`max_tries` must be at least 1; got max_tries=0"), id="random-max_tries=0"),
+    # relative_error
+    pytest.param(lambda: relative_error(_layer(), _layer(), 2, n_samples=0), ValueError,
+                 _lit("`n_samples` must be at least 1; got n_samples=0"), id="relerr-n_samples=0"),
+    pytest.param(lambda: relative_error(_layer(), _layer(), 2, distribution="bernoulli"), ValueError,
+                 _lit("got distribution='bernoulli'"), id="relerr-distribution"),
+    pytest.param(lambda: relative_error(_layer(), "layer", 2), TypeError,
+                 _lit("`g` must be an AttentionLayer; got str"), id="relerr-g-not-layer"),
+    pytest.param(lambda: relative_error(_layer(), _layer(), 0), ValueError,
+                 _lit("`k` must be at least 1; got k=0"), id="relerr-k=0"),
+    # match_heads
+    pytest.param(lambda: match_heads(_layer(), np.zeros((1, 2, 2))), TypeError,
+                 _lit("`estimate` must be an AttentionLayer; got ndarray"), id="match-estimate-not-layer"),
+    pytest.param(lambda: match_heads(None, _layer()), TypeError,
+                 _lit("`reference` must be an AttentionLayer; got NoneType"), id="match-reference-not-layer"),
+    # save_layer
+    pytest.param(lambda: save_layer("unused.npz", {"thetas": GOOD}), TypeError,
+                 _lit("`layer` must be an AttentionLayer; got dict"), id="save-not-layer"),
+    pytest.param(lambda: save_layer("unused.npz", _layer(), metadata=[("seed", 0)]), TypeError,
+                 _lit("`metadata` must be a dict; got list"), id="save-metadata-not-dict"),
+    # assumptions
+    pytest.param(lambda: assumptions(_layer(), k=0), ValueError,
+                 _lit("`k` must be at least 1; got k=0"), id="assumptions-k=0"),
+    pytest.param(lambda: assumptions(GOOD), TypeError,
+                 _lit("`layer` must be an AttentionLayer; got ndarray"), id="assumptions-not-layer"),
+]
+
+
+class TestValidation:
+    @pytest.mark.parametrize(("call", "error", "match"), CASES)
+    def test_rejects_bad_argument(self, call, error, match, tmp_path, monkeypatch):
+        """The call raises ``error`` with a message naming the parameter and its bad value."""
+        monkeypatch.chdir(tmp_path)  # nothing may be written, but if it were, not into the repository
+        with pytest.raises(error, match=match):
+            call()
+        assert list(tmp_path.iterdir()) == []
