@@ -91,19 +91,20 @@ def _json_safe(value):
     return value
 
 
-def _write_atomic(path, kind, arrays, metadata):
+def _write_record(path, kind, arrays, metadata):
     path = Path(path)
     if metadata is None:
         metadata = {}
     if not isinstance(metadata, dict):
         raise TypeError(f"`metadata` must be a dict; got {type(metadata).__name__}.")
+    payload = {name: np.ascontiguousarray(a, dtype=np.float64) for name, a in arrays.items()}
     meta = {
         "format": kind,
         "schema_version": SCHEMA_VERSION,
         "created_by": _version(),
         "arrays": {
             name: {"shape": list(a.shape), "sha256": hashlib.sha256(a.tobytes()).hexdigest()}
-            for name, a in arrays.items()
+            for name, a in payload.items()
         },
         "metadata": metadata,
     }
@@ -111,7 +112,6 @@ def _write_atomic(path, kind, arrays, metadata):
         blob = json.dumps(meta, allow_nan=False, sort_keys=True).encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise ValueError(f"`metadata` must be JSON-serialisable (no NaN/inf): {exc}") from exc
-    payload = {name: np.ascontiguousarray(a, dtype=np.float64) for name, a in arrays.items()}
     payload[_META] = np.frombuffer(blob, dtype=np.uint8)
     _atomic_write(path, lambda fh: np.savez(fh, **payload))
     return path
@@ -152,7 +152,7 @@ def _read(path, kinds):
             f"{sorted(declared) if isinstance(declared, dict) else declared!r}."
         )
     for name, arr in arrays.items():
-        info = declared[name]
+        info = declared[name] if isinstance(declared[name], dict) else {}
         if arr.dtype != np.float64 or list(arr.shape) != info.get("shape"):
             raise FileFormatError(
                 f"{str(path)!r}: array {name!r} has dtype {arr.dtype} and shape {arr.shape}; "
@@ -178,7 +178,7 @@ def save_layer(path, layer, *, metadata=None):
     """
     if not isinstance(layer, AttentionLayer):
         raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
-    return _write_atomic(path, _LAYER, {"thetas": layer.thetas, "ws": layer.ws}, metadata)
+    return _write_record(path, _LAYER, {"thetas": layer.thetas, "ws": layer.ws}, metadata)
 
 
 def load_layer(path):
@@ -206,7 +206,7 @@ def save_examples(path, X, Y, *, metadata=None):
     Y = check_real_array("Y", Y, ndim=3)
     if X.shape != Y.shape:
         raise ValueError(f"`X` and `Y` must have the same shape; got {X.shape} and {Y.shape}.")
-    return _write_atomic(path, _EXAMPLES, {"X": X, "Y": Y}, metadata)
+    return _write_record(path, _EXAMPLES, {"X": X, "Y": Y}, metadata)
 
 
 def load_examples(path):
