@@ -15,6 +15,7 @@ arXiv:2402.04084 (STOC 2025).
 from importlib.metadata import PackageNotFoundError, version
 
 from .assumptions import AssumptionReport, AssumptionRow, assumptions, lattice_distance
+from .geometry import min_norm_point
 from .inputs import check_inputs, cube_expectation, enumerate_cube, sample_inputs
 from .instances import PlantingError, random_layer
 from .io import FileFormatError, load_examples, load_layer, read_metadata, save_examples, save_layer, write_json
@@ -43,6 +44,7 @@ __all__ = [
     "load_examples",
     "load_layer",
     "match_heads",
+    "min_norm_point",
     "random_layer",
     "read_metadata",
     "relative_error",

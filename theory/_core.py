@@ -1,0 +1,192 @@
+"""The result type shared by every lemma check, and small statistical helpers.
+
+Every check returns a :class:`CheckResult`: the claim in words, where the
+statement comes from (the paper/talk, or our reading), the parameters, the
+measured quantity with its uncertainty (an exact value, or a confidence
+interval with its failure probability), the bound it is held against, the
+verdict, the seed entropy and the time taken.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["CheckResult", "Timer", "chebyshev_radius", "finish", "seeded"]
+
+_RELATIONS = {"<=": operator.le, ">=": operator.ge}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one lemma check.
+
+    Attributes
+    ----------
+    name : str
+        Registry name of the check (``"one_step"``, ...).
+    claim : str
+        The statement checked, in words.
+    source : str
+        Which part is the paper's (or the talk's) and which is our reading.
+    parameters : dict
+        JSON-ready parameters of the run.
+    measured : float
+        The measured quantity (point estimate).
+    interval : (float, float)
+        Its uncertainty: ``(measured, measured)`` when exact, else a confidence
+        interval that fails with probability at most ``failure_probability``.
+    failure_probability : float or None
+        ``None`` for exact computations.
+    bound : float
+        What ``measured`` is held against.
+    relation : {"<=", ">="}
+        The claim is ``measured <relation> bound``.
+    holds : bool
+        Whether the *whole interval* satisfies the relation (a conservative
+        verdict: a Monte Carlo check holds only if it holds at the stated
+        failure probability).
+    seed_entropy : int or None
+        Entropy of the ``SeedSequence`` used (``None`` for deterministic checks).
+    seconds : float
+        Wall-clock time of the check.
+    details : dict
+        Further measured quantities, JSON-ready.
+    """
+
+    name: str
+    claim: str
+    source: str
+    parameters: dict
+    measured: float
+    interval: tuple[float, float]
+    failure_probability: float | None
+    bound: float
+    relation: str
+    holds: bool
+    seed_entropy: int | None
+    seconds: float
+    details: dict = field(default_factory=dict)
+
+    @property
+    def exact(self):
+        """True when the measured value carries no sampling error."""
+        return self.failure_probability is None
+
+    def summary(self):
+        """One line: claim, measured value with uncertainty, bound, verdict."""
+        if self.exact:
+            value = f"{self.measured:.4g} (exact)"
+        else:
+            lo, hi = self.interval
+            value = f"{self.measured:.4g} in [{lo:.4g}, {hi:.4g}] (fails w.p. <= {self.failure_probability:g})"
+        verdict = "holds" if self.holds else "FAILS"
+        return f"{self.name}: {self.claim} | measured {value} {self.relation} {self.bound:.4g}: {verdict}"
+
+    def to_dict(self):
+        """JSON-ready dictionary (numpy values converted, non-finite floats as None)."""
+        from learner.io import _json_safe
+
+        return _json_safe(
+            {
+                "name": self.name,
+                "claim": self.claim,
+                "source": self.source,
+                "parameters": self.parameters,
+                "measured": self.measured,
+                "interval": list(self.interval),
+                "failure_probability": self.failure_probability,
+                "bound": self.bound,
+                "relation": self.relation,
+                "holds": self.holds,
+                "seed_entropy": self.seed_entropy,
+                "seconds": self.seconds,
+                "details": self.details,
+            }
+        )
+
+
+class Timer:
+    """Wall-clock timer started at construction; ``elapsed()`` in seconds."""
+
+    def __init__(self):
+        self._start = time.perf_counter()
+
+    def elapsed(self):
+        return time.perf_counter() - self._start
+
+
+def finish(
+    *,
+    name,
+    claim,
+    source,
+    parameters,
+    measured,
+    bound,
+    relation="<=",
+    interval=None,
+    failure_probability=None,
+    seed_entropy=None,
+    timer=None,
+    details=None,
+):
+    """Build a :class:`CheckResult`, deciding ``holds`` conservatively from the interval.
+
+    For ``"<="`` the check holds when the interval's upper end is ``<= bound``;
+    for ``">="`` when its lower end is ``>= bound``. Exact results pass
+    ``interval=None`` (the point itself).
+    """
+    if relation not in _RELATIONS:
+        raise ValueError(f"`relation` must be one of {sorted(_RELATIONS)}; got relation={relation!r}.")
+    measured = float(measured)
+    lo, hi = (measured, measured) if interval is None else (float(interval[0]), float(interval[1]))
+    worst = hi if relation == "<=" else lo
+    holds = bool(math.isfinite(worst) and _RELATIONS[relation](worst, float(bound)))
+    return CheckResult(
+        name=name,
+        claim=claim,
+        source=source,
+        parameters=dict(parameters),
+        measured=measured,
+        interval=(lo, hi),
+        failure_probability=None if interval is None else float(failure_probability),
+        bound=float(bound),
+        relation=relation,
+        holds=holds,
+        seed_entropy=seed_entropy,
+        seconds=timer.elapsed() if timer is not None else 0.0,
+        details=dict(details or {}),
+    )
+
+
+def chebyshev_radius(trace_cov, n_samples, failure_probability):
+    """Radius ``t`` with ``P(‖μ̂ − μ‖ >= t) <= failure_probability`` for a mean of ``n`` i.i.d. vectors.
+
+    Vector Chebyshev: ``P(‖μ̂ − μ‖ >= t) <= tr Cov / (n t²)``, so
+    ``t = sqrt(tr Cov / (n · failure_probability))``. Distribution-free; the
+    caller plugs in the sample covariance trace (an estimate, said so in the
+    result's ``source``).
+    """
+    if not 0 < failure_probability < 1:
+        raise ValueError(f"`failure_probability` must be in (0, 1); got {failure_probability!r}.")
+    return float(np.sqrt(max(trace_cov, 0.0) / (n_samples * failure_probability)))
+
+
+def seeded(rng):
+    """``(Generator, entropy)`` from ``rng`` (None, int, SeedSequence or Generator).
+
+    The entropy is what a result records so the run can be replayed:
+    ``np.random.default_rng(entropy)`` reproduces the generator (for a
+    Generator built from a spawned SeedSequence, the spawn key is also needed and
+    is not recorded; pass ints or SeedSequences to checks you want to replay).
+    """
+    if isinstance(rng, np.random.Generator):
+        seq = getattr(rng.bit_generator, "seed_seq", None)
+        return rng, getattr(seq, "entropy", None)
+    seq = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
+    return np.random.default_rng(seq), seq.entropy
