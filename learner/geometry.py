@@ -47,7 +47,7 @@ def min_norm_point(points, *, exact=False):
 
     Examples
     --------
-    >>> min_norm_point([[1.0, 0.0], [0.0, 1.0]]).tolist()
+    >>> [float(v) for v in min_norm_point([[1.0, 0.0], [0.0, 1.0]], exact=True)]
     [0.5, 0.5]
     """
     pts = check_real_array("points", points)

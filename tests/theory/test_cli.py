@@ -1,0 +1,39 @@
+"""python -m theory: list, check, all."""
+
+import json
+
+import pytest
+
+from theory.cli import main
+
+
+class TestList:
+    def test_lists_every_check(self, capsys):
+        assert main(["list"]) == 0
+        out = capsys.readouterr().out
+        for name in ("one_step", "softmax_concentration", "local_clt", "min_norm_orthogonality"):
+            assert name in out
+
+
+class TestCheck:
+    def test_default_holds_and_writes_json(self, tmp_path, capsys):
+        path = tmp_path / "r.json"
+        assert main(["check", "min_norm_orthogonality", "--seed", "3", "--json", str(path)]) == 0
+        record = json.loads(path.read_text())
+        assert record["holds"] is True and record["seed_entropy"] == 3
+
+    def test_control_fails_as_expected(self, capsys):
+        # Exit 0: the negative control failed, which is what it is for.
+        assert main(["check", "min_norm_orthogonality", "--control"]) == 0
+        assert "FAILS" in capsys.readouterr().out
+
+    def test_param_reaches_the_case(self, capsys):
+        assert main(["check", "min_norm_orthogonality", "--param", "m=4", "--param", "d=3"]) == 0
+
+    def test_bad_param_is_a_clear_error(self, capsys):
+        assert main(["check", "min_norm_orthogonality", "--param", "nonsense=1"]) == 2
+        assert "nonsense" in capsys.readouterr().err
+
+    def test_unknown_check(self, capsys):
+        with pytest.raises(SystemExit):
+            main(["check", "no_such_check"])

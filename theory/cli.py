@@ -1,0 +1,131 @@
+"""Command line of :mod:`theory`: ``python -m theory {list,check,all}``."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import logging
+import sys
+import time
+from pathlib import Path
+
+from learner.io import write_json
+
+from .registry import CHECKS, get, run_case
+
+__all__ = ["build_parser", "main", "verdict_table"]
+
+
+def _param(text):
+    key, sep, value = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"--param takes key=value; got {text!r}")
+    try:
+        return key, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return key, value
+
+
+def build_parser():
+    """The argparse parser."""
+    parser = argparse.ArgumentParser(
+        prog="python -m theory",
+        description="Numerical checks of the lemmas behind the learner of Chen & Li (arXiv 2402.04084).",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list the checks")
+
+    p = sub.add_parser("check", help="run one check at default sizes (or its negative control)")
+    p.add_argument("name", choices=sorted(CHECKS))
+    p.add_argument("--control", action="store_true", help="run the negative control instead (expected to fail)")
+    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--param", type=_param, action="append", default=[], metavar="KEY=VALUE",
+                   help="keyword argument for the case builder, e.g. --param n=128 (repeatable)")
+    p.add_argument("--json", metavar="FILE", help="write the result as JSON")
+    p.add_argument("--plot", metavar="FILE", help="also write the check's figure (PNG; needs matplotlib)")
+
+    p = sub.add_parser("all", help="run every check and every negative control; print one table of verdicts")
+    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--json", metavar="FILE", help="write all results as JSON")
+    p.add_argument("--plot-dir", metavar="DIR", help="also write every check's figure into DIR")
+    return parser
+
+
+def verdict_table(rows):
+    """Markdown table of (result, expected_to_hold) pairs."""
+    lines = [
+        "| check | case | claim | measured | bound | holds | expected | time (s) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for result, expected in rows:
+        if result.exact:
+            measured = f"{result.measured:.3g}"
+        else:
+            lo, hi = result.interval
+            measured = f"{result.measured:.3g} [{lo:.3g}, {hi:.3g}]"
+        case = "default" if expected else "negative control"
+        ok = "yes" if result.holds else "no"
+        exp = ("holds" if expected else "fails") + ("" if result.holds == expected else " — UNEXPECTED")
+        lines.append(
+            f"| {result.name} | {case} | {result.claim} | {measured} | {result.relation} {result.bound:.3g} "
+            f"| {ok} | {exp} | {result.seconds:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def _check(args):
+    spec = get(args.name)
+    which = "control" if args.control else "default"
+    result = run_case(spec.name, which, rng=args.seed, **dict(args.param))
+    print(result.summary())
+    print(f"source: {result.source}")
+    print(f"seed entropy {result.seed_entropy}; {result.seconds:.2f} s")
+    if args.json:
+        write_json(args.json, result.to_dict())
+    if args.plot:
+        spec.make_plot(args.plot, rng=args.seed)
+        print(f"wrote {args.plot}")
+    expected = not args.control
+    return 0 if result.holds == expected else 1
+
+
+def _all(args):
+    from tqdm import tqdm
+
+    rows = []
+    t0 = time.perf_counter()
+    jobs = [(name, which) for name in CHECKS for which in ("default", "control")]
+    for name, which in tqdm(jobs, desc="theory checks", unit="case", disable=None):
+        rows.append((run_case(name, which, rng=args.seed), which == "default"))
+    if args.plot_dir:
+        out = Path(args.plot_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, spec in CHECKS.items():
+            if spec.plot:
+                spec.make_plot(out / f"{name}.png", rng=args.seed)
+    print(verdict_table(rows))
+    unexpected = [r.name for r, exp in rows if r.holds != exp]
+    print(f"\n{len(rows)} cases in {time.perf_counter() - t0:.1f} s; "
+          + ("every check held and every negative control failed, as expected." if not unexpected
+             else f"UNEXPECTED verdicts: {', '.join(unexpected)}"))
+    if args.json:
+        write_json(args.json, {"seed": args.seed, "results": [dict(r.to_dict(), expected_to_hold=e) for r, e in rows]})
+    return 1 if unexpected else 0
+
+
+def main(argv=None):
+    """Entry point; returns the exit status (1 when a verdict is not the expected one)."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
+    if args.command == "list":
+        for name, spec in CHECKS.items():
+            print(f"{name:<24} {spec.summary}")
+            if spec.plot:
+                print(f"{'':<24} plot: {spec.plot_help}")
+        return 0
+    try:
+        return {"check": _check, "all": _all}[args.command](args)
+    except (ValueError, TypeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

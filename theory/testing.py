@@ -1,0 +1,78 @@
+"""Helpers for running the lemma checks inside your own test suite.
+
+Hypothesis strategies for layers, inputs and slices, and assertions that print
+the claim and the measured value when they fail. Needs the ``test`` extra
+(hypothesis). Example::
+
+    from hypothesis import given
+    from theory.testing import assert_check_holds, layers
+    from theory import check_min_norm_orthogonality
+
+    @given(layers(max_m=3, max_d=4))
+    def test_min_norm(layer):
+        assert_check_holds(check_min_norm_orthogonality(layer.thetas))
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from learner import AttentionLayer
+
+__all__ = ["assert_check_fails", "assert_check_holds", "boolean_inputs", "layers", "slices"]
+
+
+def _describe(result):
+    lines = [result.summary(), f"  source: {result.source}", f"  parameters: {result.parameters}"]
+    if result.seed_entropy is not None:
+        lines.append(f"  seed entropy: {result.seed_entropy} (replay with rng={result.seed_entropy})")
+    return "\n".join(lines)
+
+
+def assert_check_holds(result):
+    """Assert ``result.holds``; on failure the message gives the claim, the measured value and the bound."""
+    if not result.holds:
+        raise AssertionError("lemma check failed:\n" + _describe(result))
+
+
+def assert_check_fails(result):
+    """Assert ``not result.holds`` (for negative controls), with the same message."""
+    if result.holds:
+        raise AssertionError("negative control unexpectedly held:\n" + _describe(result))
+
+
+def _finite(bound):
+    return st.floats(-bound, bound, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def layers(draw, *, min_m=1, max_m=3, min_d=2, max_d=5, theta_bound=2.0, w_bound=2.0):
+    """Small :class:`learner.AttentionLayer` instances with bounded entries."""
+    m = draw(st.integers(min_m, max_m))
+    d = draw(st.integers(min_d, max_d))
+    thetas = draw(hnp.arrays(np.float64, (m, d, d), elements=_finite(theta_bound)))
+    ws = draw(hnp.arrays(np.float64, (m, d, d), elements=_finite(w_bound)))
+    return AttentionLayer(thetas, ws)
+
+
+def boolean_inputs(k, d, *, max_n=4):
+    """Batches of Boolean inputs, shape (n, k, d) with 1 <= n <= max_n and entries ±1."""
+    return st.integers(1, max_n).flatmap(
+        lambda n: hnp.arrays(np.float64, (n, k, d), elements=st.sampled_from([-1.0, 1.0]))
+    )
+
+
+@st.composite
+def slices(draw, *, min_n=1, max_n=12, integer=False, bound=3.0):
+    """``(a, weight)``: a coefficient vector of length n and a Hamming weight in [0, n].
+
+    ``integer=True`` draws integer coefficients (arithmetic vectors, for
+    negative controls of the local CLT).
+    """
+    n = draw(st.integers(min_n, max_n))
+    elements = st.integers(-int(bound), int(bound)).map(float) if integer else _finite(bound)
+    a = draw(hnp.arrays(np.float64, (n,), elements=elements))
+    weight = draw(st.integers(0, n))
+    return a, weight
