@@ -38,10 +38,12 @@ class CheckResult:
     measured : float
         The measured quantity (point estimate).
     interval : (float, float)
-        Its uncertainty: ``(measured, measured)`` when exact, else a confidence
-        interval that fails with probability at most ``failure_probability``.
+        Its uncertainty: ``(measured, measured)`` when exact; a confidence
+        interval that fails with probability at most ``failure_probability``
+        for Monte Carlo; a deterministic bracket (``failure_probability`` None)
+        for computations with a bounded error such as quantisation.
     failure_probability : float or None
-        ``None`` for exact computations.
+        ``None`` when the interval is certain (no sampling).
     bound : float
         What ``measured`` is held against.
     relation : {"<=", ">="}
@@ -79,10 +81,12 @@ class CheckResult:
 
     def summary(self):
         """One line: claim, measured value with uncertainty, bound, verdict."""
-        if self.exact:
+        lo, hi = self.interval
+        if lo == hi:
             value = f"{self.measured:.4g} (exact)"
+        elif self.exact:
+            value = f"{self.measured:.4g} in [{lo:.4g}, {hi:.4g}] (certain bracket)"
         else:
-            lo, hi = self.interval
             value = f"{self.measured:.4g} in [{lo:.4g}, {hi:.4g}] (fails w.p. <= {self.failure_probability:g})"
         verdict = "holds" if self.holds else "FAILS"
         return f"{self.name}: {self.claim} | measured {value} {self.relation} {self.bound:.4g}: {verdict}"
@@ -139,7 +143,9 @@ def finish(
 
     For ``"<="`` the check holds when the interval's upper end is ``<= bound``;
     for ``">="`` when its lower end is ``>= bound``. Exact results pass
-    ``interval=None`` (the point itself).
+    ``interval=None`` (the point itself); Monte Carlo results pass an interval
+    and its ``failure_probability``; certain brackets pass an interval and
+    ``failure_probability=None``.
     """
     if relation not in _RELATIONS:
         raise ValueError(f"`relation` must be one of {sorted(_RELATIONS)}; got relation={relation!r}.")
@@ -154,7 +160,7 @@ def finish(
         parameters=dict(parameters),
         measured=measured,
         interval=(lo, hi),
-        failure_probability=None if interval is None else float(failure_probability),
+        failure_probability=None if failure_probability is None else float(failure_probability),
         bound=float(bound),
         relation=relation,
         holds=holds,

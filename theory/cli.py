@@ -59,11 +59,8 @@ def verdict_table(rows):
         "|---|---|---|---|---|---|---|---|",
     ]
     for result, expected in rows:
-        if result.exact:
-            measured = f"{result.measured:.3g}"
-        else:
-            lo, hi = result.interval
-            measured = f"{result.measured:.3g} [{lo:.3g}, {hi:.3g}]"
+        lo, hi = result.interval
+        measured = f"{result.measured:.3g}" if lo == hi else f"{result.measured:.3g} [{lo:.3g}, {hi:.3g}]"
         case = "default" if expected else "negative control"
         ok = "yes" if result.holds else "no"
         exp = ("holds" if expected else "fails") + ("" if result.holds == expected else " — UNEXPECTED")
