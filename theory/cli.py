@@ -95,15 +95,17 @@ def _all(args):
     jobs = [(name, which) for name in CHECKS for which in ("default", "control")]
     for name, which in tqdm(jobs, desc="theory checks", unit="case", disable=None):
         rows.append((run_case(name, which, rng=args.seed), which == "default"))
+    elapsed = time.perf_counter() - t0
     if args.plot_dir:
         out = Path(args.plot_dir)
         out.mkdir(parents=True, exist_ok=True)
         for name, spec in CHECKS.items():
             if spec.plot:
                 spec.make_plot(out / f"{name}.png", rng=args.seed)
+                print(f"wrote {out / f'{name}.png'}")
     print(verdict_table(rows))
     unexpected = [r.name for r, exp in rows if r.holds != exp]
-    print(f"\n{len(rows)} cases in {time.perf_counter() - t0:.1f} s; "
+    print(f"\n{len(rows)} cases in {elapsed:.1f} s; "
           + ("every check held and every negative control failed, as expected." if not unexpected
              else f"UNEXPECTED verdicts: {', '.join(unexpected)}"))
     if args.json:
