@@ -81,6 +81,7 @@ def _check(args):
     if args.json:
         write_json(args.json, result.to_dict())
     if args.plot:
+        print(f"plotting: {spec.plot_help} (run -v to log progress)")
         spec.make_plot(args.plot, rng=args.seed)
         print(f"wrote {args.plot}")
     expected = not args.control

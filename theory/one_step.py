@@ -21,6 +21,7 @@ and measures how the error depends on the stable rank.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from learner import AttentionLayer, cube_expectation, sample_inputs
 from learner._validation import check_distribution, check_int, check_positive_float
 
 from ._core import CheckResult, Timer, chebyshev_radius, finish, seeded
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "OneStepResult",
@@ -866,6 +869,8 @@ def stable_rank_sweep(
         )
         errors[i, j] = res.measured
         worst[i, j] = res.details["head_distances_op"][0]
+        log.info("stable-rank sweep: r=%d, layer %d/%d: error %.3g (%.1f s)", r, j + 1, n_layers, res.measured,
+                 res.seconds)
         if method == "monte_carlo":
             floors.append(res.details["relative_radius"])
             op_floors.append(res.details["radius"])
