@@ -1,0 +1,179 @@
+"""The learner of Chen & Li (arXiv 2402.04084): six phases end to end.
+
+See :mod:`learner.phases` for the phases. :func:`learn` runs them in order
+(with phases 3 → 4 → 5 repeated ``outer_rounds`` times, ours: each round's hull
+gives a better ``Θ*`` for the next ``ΣW``), records every phase's diagnostics,
+and reports failure in the result — never as a silently wrong layer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._validation import check_int
+from .layer import AttentionLayer
+from .metrics import match_heads, relative_error
+from .oracle import ExamplesExhausted, as_source
+from .phases import LearnConfig, crude_sculpt, crude_sum_w, estimate_span, refine_sum_w, refined_sculpt, search_heads
+
+__all__ = ["LearnResult", "learn"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LearnResult:
+    """Outcome of :func:`learn`.
+
+    ``layer`` is the learned layer (``None`` when the run failed before phase
+    6); ``success`` is whether its held-out relative error is at most
+    ``config.success_tol``; ``status`` names the phase that decided the
+    outcome and ``message`` says why. ``phases`` maps phase names to their
+    result objects; ``diagnostics`` is the JSON-ready summary of each.
+    """
+
+    layer: AttentionLayer | None
+    success: bool
+    status: str
+    message: str
+    m: int | None
+    m_estimated: bool
+    examples_drawn: int
+    timings: dict
+    phases: dict = field(repr=False)
+    diagnostics: dict = field(repr=False)
+    errors: dict = field(default_factory=dict)
+
+    def report(self):
+        """A phase-by-phase text report."""
+        lines = [f"success: {self.success} ({self.status}): {self.message}",
+                 f"m = {self.m}{' (estimated)' if self.m_estimated else ''}; examples drawn {self.examples_drawn:,}"]
+        for name, diag in self.diagnostics.items():
+            secs = self.timings.get(name)
+            lines.append(f"[{name}]" + (f" {secs:.2f} s" if secs is not None else ""))
+            for key, value in diag.items():
+                if isinstance(value, float):
+                    value = f"{value:.4g}"
+                elif isinstance(value, list) and value and isinstance(value[0], float):
+                    value = "[" + ", ".join(f"{v:.3g}" for v in value) + "]"
+                lines.append(f"    {key}: {value}")
+        if self.errors:
+            lines.append("errors against the truth:")
+            for key, value in self.errors.items():
+                lines.append(f"    {key}: {value:.3g}" if isinstance(value, float) else f"    {key}: {value}")
+        return "\n".join(lines)
+
+
+def _sum_diag(est):
+    out = {"examples": est.n_examples, "seconds": est.seconds}
+    if est.error is not None:
+        out["sum_w_error"] = est.error
+    return out
+
+
+def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
+    """Learn a multi-head attention layer from examples with the paper's six phases.
+
+    Parameters
+    ----------
+    source : LayerOracle, ArraySource or (X, Y)
+        Labelled examples; an oracle is drawn from as the phases need.
+    m : int, optional
+        Number of heads; estimated from phase 5's singular-value gap when None.
+    k : int, optional
+        Tokens per sequence (checked against the source's).
+    config : LearnConfig, optional
+    truth : AttentionLayer, optional
+        The planted layer, for diagnostics only (errors of every intermediate estimate).
+    rng : unused randomness placeholder (the phases are deterministic given the examples).
+
+    Returns
+    -------
+    LearnResult
+
+    Raises
+    ------
+    ValueError
+        If ``k >= d`` (certification needs ``k < d``) or the arguments are invalid.
+    """
+    t_start = time.perf_counter()
+    source = as_source(source)
+    cfg = config if config is not None else LearnConfig()
+    if not isinstance(cfg, LearnConfig):
+        raise TypeError(f"`config` must be a LearnConfig; got {type(cfg).__name__}.")
+    d = source.d
+    if k is not None and check_int("k", k) != source.k:
+        raise ValueError(f"`k` must match the examples' {source.k} tokens; got k={k}.")
+    k = source.k
+    if k >= d:
+        raise ValueError(f"`k` must be smaller than `d` for certification; got k={k}, d={d}.")
+    if m is not None:
+        m = check_int("m", m)
+    phases, diag, timings = {}, {}, {}
+    drawn0 = source.n_drawn
+
+    def done(status, message, layer=None, m_final=m, success=False):
+        errors = {}
+        if truth is not None and layer is not None:
+            errors["relative_error"] = relative_error(truth, layer, k, n_samples=8192, rng=12345)
+            if truth.m == layer.m:
+                errors["param_error"] = match_heads(truth, layer).max_error
+        timings["total"] = time.perf_counter() - t_start
+        return LearnResult(layer, success, status, message, m_final, m is None, source.n_drawn - drawn0,
+                           dict(timings), phases, diag, errors)
+
+    try:
+        p1 = crude_sum_w(source, n_samples=cfg.n_crude, batch=cfg.batch, truth=truth)
+        phases["1_crude_sum"], diag["1_crude_sum"], timings["1_crude_sum"] = p1, _sum_diag(p1), p1.seconds
+        target2 = int(cfg.crude_constraints * d * d)
+        p2 = crude_sculpt(source, p1.w_sum, tol=cfg.crude_tol, min_weight=cfg.min_weight, target=target2,
+                          max_examples=cfg.max_examples, batch=cfg.batch, truth=truth)
+        phases["2_crude_sculpt"], diag["2_crude_sculpt"], timings["2_crude_sculpt"] = p2, p2.summary(), p2.seconds
+        theta_star = None
+        if p2.count >= d * d:
+            theta_star = estimate_span(p2, m=m, gap_min=cfg.gap_min, max_m=cfg.max_m).theta_star
+        w_sum = p1.w_sum
+        for r in range(cfg.outer_rounds):
+            p3 = refine_sum_w(source, w_sum, theta_star, n_samples=cfg.n_refine, rounds=cfg.refine_rounds,
+                              keep=cfg.refine_keep, batch=cfg.batch, truth=truth)
+            w_sum = p3.w_sum
+            p4 = refined_sculpt(source, w_sum, tol=cfg.refined_tol, min_weight=cfg.min_weight,
+                                target=int(cfg.refined_constraints * d * d), max_examples=cfg.max_examples,
+                                batch=cfg.batch, truth=truth)
+            phases["3_refine_sum"], diag["3_refine_sum"] = p3, _sum_diag(p3) | {"round": r}
+            phases["4_refined_sculpt"], diag["4_refined_sculpt"] = p4, p4.summary() | {"round": r}
+            timings["3_refine_sum"] = timings.get("3_refine_sum", 0.0) + p3.seconds
+            timings["4_refined_sculpt"] = timings.get("4_refined_sculpt", 0.0) + p4.seconds
+            if p4.count < d * d:
+                return done("4_refined_sculpt", f"only {p4.count} constraints from {p4.n_examples:,} examples; "
+                            f"the hull needs at least d²={d * d} (raise max_examples or loosen refined_tol).")
+            p5 = estimate_span(p4, m=m, gap_min=cfg.gap_min, max_m=cfg.max_m, truth=truth)
+            phases["5_span"], diag["5_span"], timings["5_span"] = p5, p5.summary() | {"round": r}, p5.seconds
+            theta_star = p5.theta_star
+        if m is not None and m > 1:
+            ratio = float(p5.gap_ratios[m - 2]) if len(p5.gap_ratios) >= m - 1 else 0.0
+            if ratio < cfg.gap_min:
+                return done("5_span", f"the constraints show no {m - 1}-dimensional hull (singular-value ratio "
+                            f"{ratio:.3g} < gap_min={cfg.gap_min}): the heads are not distinct, or the "
+                            "constraints are too noisy.")
+        p6 = search_heads(source, p5.theta_star, p5.directions, p5.m, net_radius=cfg.net_radius,
+                          net_points=cfg.net_points, net_points_3d=cfg.net_points_3d, n_search=cfg.n_search,
+                          keep_tuples=cfg.keep_tuples, examples_per_param=cfg.refine_examples_per_param,
+                          max_nfev=cfg.max_nfev, truth=truth)
+        phases["6_search"], diag["6_search"], timings["6_search"] = p6, p6.summary(), p6.seconds
+    except ExamplesExhausted as exc:
+        return done("examples", str(exc))
+    ok = p6.heldout_error <= cfg.success_tol
+    message = (f"held-out relative error {p6.heldout_error:.3g} <= {cfg.success_tol:g}" if ok else
+               f"held-out relative error {p6.heldout_error:.3g} > success_tol={cfg.success_tol:g}: "
+               "the search or the refinement did not reach the planted layer")
+    return done("6_search", message, layer=p6.layer, m_final=p5.m, success=ok)
+
+
+def _replace(config, **changes):
+    return dataclasses.replace(config, **changes)

@@ -1,0 +1,112 @@
+"""Example sources for the learner: a planted layer as an oracle, or fixed arrays.
+
+The PAC model hands the learner i.i.d. labelled examples ``(X, F(X))``; an
+:class:`LayerOracle` draws as many as asked (counting them), an
+:class:`ArraySource` serves a fixed set and says when it runs out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_distribution, check_int, check_real_array
+from .inputs import check_inputs, sample_inputs
+from .layer import AttentionLayer
+
+__all__ = ["ArraySource", "ExamplesExhausted", "LayerOracle", "as_source"]
+
+
+class ExamplesExhausted(RuntimeError):
+    """A fixed set of examples has no more examples to hand out."""
+
+
+class LayerOracle:
+    """Random labelled examples ``(X, F(X))`` of a planted layer.
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+    k : int
+        Tokens per sequence.
+    distribution : {"boolean", "gaussian"}
+    rng : None, int, SeedSequence or Generator
+        The oracle spawns its own generator; ``reset()`` restarts it.
+
+    Examples
+    --------
+    >>> from learner import random_layer
+    >>> oracle = LayerOracle(random_layer(2, 8, rng=0), 4, rng=1)
+    >>> X, Y = oracle.draw(10)
+    >>> X.shape, Y.shape, oracle.n_drawn
+    ((10, 4, 8), (10, 4, 8), 10)
+    """
+
+    def __init__(self, layer, k, *, distribution="boolean", rng=None):
+        if not isinstance(layer, AttentionLayer):
+            raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
+        self.layer = layer
+        self.k = check_int("k", k)
+        self.d = layer.d
+        self.distribution = check_distribution(distribution)
+        self._seed = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(
+            rng if not isinstance(rng, np.random.Generator) else rng.integers(2**63)
+        )
+        self.reset()
+
+    @property
+    def seed_entropy(self):
+        """Entropy of the oracle's SeedSequence (replays its examples)."""
+        return self._seed.entropy
+
+    def reset(self):
+        """Restart the example stream and the count."""
+        self._rng = np.random.default_rng(self._seed)
+        self.n_drawn = 0
+
+    def draw(self, n_samples):
+        """``n_samples`` fresh examples ``(X, Y)``, each of shape (n_samples, k, d)."""
+        n_samples = check_int("n_samples", n_samples)
+        X = sample_inputs(n_samples, self.k, self.d, distribution=self.distribution, rng=self._rng)
+        self.n_drawn += n_samples
+        return X, self.layer(X)
+
+
+class ArraySource:
+    """A fixed set of labelled examples, handed out in order without replacement."""
+
+    def __init__(self, X, Y, *, distribution=None):
+        X = check_inputs(X, boolean=distribution == "boolean")
+        Y = check_real_array("Y", Y, ndim=3)
+        if X.shape != Y.shape:
+            raise ValueError(f"`X` and `Y` must have the same shape; got {X.shape} and {Y.shape}.")
+        self.X, self.Y = X, Y
+        self.k, self.d = X.shape[1], X.shape[2]
+        self.distribution = distribution
+        self.n_drawn = 0
+
+    @property
+    def remaining(self):
+        return self.X.shape[0] - self.n_drawn
+
+    def reset(self):
+        self.n_drawn = 0
+
+    def draw(self, n_samples):
+        n_samples = check_int("n_samples", n_samples)
+        if self.remaining < n_samples:
+            raise ExamplesExhausted(
+                f"asked for {n_samples} examples; only {self.remaining} of {self.X.shape[0]} remain. "
+                "Pass more examples or a LayerOracle."
+            )
+        sl = slice(self.n_drawn, self.n_drawn + n_samples)
+        self.n_drawn += n_samples
+        return self.X[sl], self.Y[sl]
+
+
+def as_source(source):
+    """A LayerOracle/ArraySource as given, or an ArraySource from a pair ``(X, Y)``."""
+    if isinstance(source, (LayerOracle, ArraySource)):
+        return source
+    if isinstance(source, tuple) and len(source) == 2:
+        return ArraySource(*source)
+    raise TypeError(f"`source` must be a LayerOracle, an ArraySource or a pair (X, Y); got {type(source).__name__}.")

@@ -1,0 +1,35 @@
+"""The six phases of the learner of Chen & Li (arXiv 2402.04084), one module each.
+
+Every phase is a public function returning a frozen result with diagnostics,
+testable on its own by feeding it the true values of the earlier phases
+("oracle mode"):
+
+1. :func:`crude_sum_w` — one-step estimate of ``ΣW_i``;
+2. :func:`crude_sculpt` — certified rows give affine constraints on the ``Θ_i``;
+3. :func:`refine_sum_w` — rows that one token dominates give ``ΣW_i`` accurately;
+4. :func:`refined_sculpt` — sculpting again with the refined ``ΣW_i``;
+5. :func:`estimate_span` — the flat directions of the constraints span the hull;
+6. :func:`search_heads` — ε-net over the hull, least squares for the ``W_i``,
+   then joint refinement.
+"""
+
+from ._config import LearnConfig
+from .crude_sum import SumEstimate, crude_sum_w
+from .refine_sum import refine_sum_w
+from .sculpt import Constraints, crude_sculpt, refined_sculpt
+from .search import SearchResult, search_heads
+from .span import SpanEstimate, estimate_span
+
+__all__ = [
+    "Constraints",
+    "LearnConfig",
+    "SearchResult",
+    "SpanEstimate",
+    "SumEstimate",
+    "crude_sculpt",
+    "crude_sum_w",
+    "estimate_span",
+    "refine_sum_w",
+    "refined_sculpt",
+    "search_heads",
+]

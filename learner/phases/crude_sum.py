@@ -1,0 +1,58 @@
+"""Phase 1: the crude estimate of ``ΣW_i`` from one gradient step.
+
+One gradient step from ``W = 0`` on a single head with ``Θ = 0`` (loss
+``½‖Y − (1/k)JXW‖²``, step 1) gives ``Ŵ = (1/k) Ê[Xᵀ J Y]``; it equals
+``ΣW_i`` exactly when every ``Θ_i = 0`` and is biased otherwise (the paper's
+lemma bounds the bias by ``1/poly(r)``; ``theory.check_one_step`` measures it).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_int
+
+__all__ = ["SumEstimate", "crude_sum_w"]
+
+
+@dataclass(frozen=True)
+class SumEstimate:
+    """An estimate of ``ΣW_i`` with its diagnostics (``error`` when the truth is known)."""
+
+    w_sum: np.ndarray
+    n_examples: int
+    seconds: float
+    error: float | None = None
+    details: dict | None = None
+
+
+def _sum_error(w_sum, truth):
+    if truth is None:
+        return None
+    target = truth.ws.sum(axis=0)
+    return float(np.linalg.norm(w_sum - target) / np.linalg.norm(target))
+
+
+def crude_sum_w(source, *, n_samples=400_000, batch=100_000, truth=None):
+    """Phase 1: ``Ŵ = (1/k) Ê[Xᵀ J Y]`` over ``n_samples`` examples drawn from ``source``.
+
+    Returns
+    -------
+    SumEstimate
+        ``error`` is ``‖Ŵ − ΣW‖_F / ‖ΣW‖_F`` when ``truth`` is given.
+    """
+    t0 = time.perf_counter()
+    n_samples = check_int("n_samples", n_samples)
+    acc = 0.0
+    drawn = 0
+    while drawn < n_samples:
+        X, Y = source.draw(min(batch, n_samples - drawn))
+        # Xᵀ J Y = (Xᵀ 1)(1ᵀ Y): the column sums of X and Y.
+        acc = acc + np.einsum("nc,ne->ce", X.sum(axis=1), Y.sum(axis=1))
+        drawn += X.shape[0]
+    k = X.shape[1]
+    w_sum = acc / (k * drawn)
+    return SumEstimate(w_sum, drawn, time.perf_counter() - t0, _sum_error(w_sum, truth))
