@@ -58,6 +58,15 @@ def build_parser():
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
     p.set_defaults(seed=0)
 
+    p = sub.add_parser("learn", help="the main job: plant a layer and learn it with the six-phase algorithm")
+    _layer_args(p)
+    p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
+    p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
+    p.add_argument("--unknown-m", action="store_true", help="do not tell the learner m (it estimates it)")
+    p.add_argument("--max-examples", type=int, default=None, help="example budget of each sculpting phase")
+    p.add_argument("--json", metavar="FILE", help="also write the run's record as JSON")
+    p.set_defaults(seed=0)
+
     p = sub.add_parser("sample", help="write a planted layer and/or labelled examples to disk")
     _layer_args(p)
     p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz)")
@@ -110,6 +119,32 @@ def _demo(args):
             "statistics": stats.__dict__, "seconds": elapsed,
         })
     return 0
+
+
+def _learn(args):
+    import dataclasses
+
+    from .learn import learn
+    from .oracle import LayerOracle
+    from .phases import LearnConfig
+
+    ss = _seed(args.seed)
+    layer_seed, oracle_seed = ss.spawn(2)
+    truth = random_layer(args.m, args.d, logit_scale=args.logit_scale, w_scale=args.w_scale, rng=layer_seed)
+    config = LearnConfig()
+    if args.max_examples is not None:
+        config = dataclasses.replace(config, max_examples=args.max_examples)
+    oracle = LayerOracle(truth, args.k, distribution=args.distribution, rng=oracle_seed)
+    print(f"Learning a planted layer: m={args.m}, d={args.d}, k={args.k}, {args.distribution} inputs, "
+          f"logit scale {args.logit_scale}, seed entropy {ss.entropy}"
+          + (" (m not given to the learner)" if args.unknown_m else ""))
+    result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth)
+    print(result.report())
+    if args.json:
+        write_json(args.json, {"command": "learn", "parameters": vars(args), "seed_entropy": ss.entropy,
+                               "versions": _versions(), "config": dataclasses.asdict(config),
+                               "result": result.to_dict()})
+    return 0 if result.success else 1
 
 
 def _sample(args):
@@ -168,7 +203,7 @@ def main(argv=None):
     """Entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
-    handler = {"demo": _demo, "sample": _sample, "info": _info, "bench": _bench}[args.command]
+    handler = {"demo": _demo, "learn": _learn, "sample": _sample, "info": _info, "bench": _bench}[args.command]
     try:
         return handler(args)
     except (ValueError, TypeError, FileNotFoundError, FileFormatError) as exc:

@@ -8,7 +8,6 @@ and reports failure in the result — never as a silently wrong layer.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -48,6 +47,17 @@ class LearnResult:
     phases: dict = field(repr=False)
     diagnostics: dict = field(repr=False)
     errors: dict = field(default_factory=dict)
+
+    def to_dict(self):
+        """JSON-ready record (the learned layer's parameters included as nested lists)."""
+        from .io import _json_safe
+
+        return _json_safe({
+            "success": self.success, "status": self.status, "message": self.message, "m": self.m,
+            "m_estimated": self.m_estimated, "examples_drawn": self.examples_drawn, "timings": self.timings,
+            "diagnostics": self.diagnostics, "errors": self.errors,
+            "layer": None if self.layer is None else {"thetas": self.layer.thetas, "ws": self.layer.ws},
+        })
 
     def report(self):
         """A phase-by-phase text report."""
@@ -175,5 +185,3 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
     return done("6_search", message, layer=p6.layer, m_final=p5.m, success=ok)
 
 
-def _replace(config, **changes):
-    return dataclasses.replace(config, **changes)

@@ -22,8 +22,8 @@ class TestReadme:
         lines = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.strip()]
         assert lines[-1].strip() == _test_command()
 
-    def test_main_command_installs_and_runs_the_demo(self):
-        assert "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/python -m learner demo" in README
+    def test_main_command_installs_and_runs_the_learner(self):
+        assert "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/python -m learner learn" in README
 
     @pytest.mark.parametrize("index", range(len(re.findall(r"```python\n", README))))
     def test_python_examples_run(self, index, tmp_path, monkeypatch, capsys):

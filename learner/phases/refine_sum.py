@@ -8,7 +8,12 @@ estimate"). Ours: rows must also pass a *vertex residual* test — ``y_a`` close
 to ``x_jᵀŴ`` for the token ``j`` that ``Θ*`` picks — and the regression is
 repeated with the rows of smallest residual (trimmed least squares), because
 at moderate logit scales ``Θ*``'s margin alone admits rows where some head
-still spreads its attention.
+still spreads its attention. Then (also ours) *certified-row regression*: the
+vertex rows are biased by the attention that leaks past ``j*``, so further
+rounds fit each row's pattern ``p`` on the simplex's affine hull as in phase 2
+(``y_a ≈ pᵀXŴ``), keep the rows of smallest residual and regress ``y_a`` on
+``pᵀX`` — unbiased for rows where the heads agree, whether or not they are
+one-hot — until ``Ŵ`` stops moving.
 """
 
 from __future__ import annotations
@@ -23,8 +28,65 @@ from .crude_sum import SumEstimate, _sum_error
 __all__ = ["refine_sum_w"]
 
 
+def _fit_patterns(X, Y, w_sum):
+    """Per row, ``p`` with ``Σp = 1`` minimising ``‖y_a − pᵀXŴ‖``; returns (P[n, a, j], relative residual)."""
+    n, k, _ = X.shape
+    B = X @ w_sum
+    G = B @ B.transpose(0, 2, 1)
+    G += (1e-9 * np.trace(G, axis1=1, axis2=2) / k)[:, None, None] * np.eye(k)  # dependent tokens
+    rhs = np.concatenate([B @ Y.transpose(0, 2, 1), np.ones((n, k, 1))], axis=2)
+    sol = np.linalg.solve(G, rhs)
+    u, v = sol[:, :, :k], sol[:, :, k:]
+    P = (u - ((u.sum(axis=1) - 1.0) / v.sum(axis=1))[:, None, :] * v).transpose(0, 2, 1)
+    ynorm = np.linalg.norm(Y, axis=2)
+    res = np.linalg.norm(Y - P @ B, axis=2) / np.where(ynorm > 0, ynorm, np.inf)
+    return P, res
+
+
+def certified_regression(X, Y, w_sum, *, rounds=60, keep=0.003, pool=0.05, rtol=1e-4, truth=None):
+    """Rounds of: fit patterns with the current ``Ŵ``, keep the best-fitting rows, regress ``y_a`` on ``pᵀX``.
+
+    The iteration contracts linearly (measured ratio ~0.9 per round), so every
+    fourth round the step is extrapolated geometrically (Aitken's Δ²: the
+    remaining error of a linear contraction with ratio ρ is about
+    ``Δ ρ/(1 − ρ)``; applied only for 0.5 < ρ < 0.99). To save work, rounds refit only a pool of the best-fitting
+    ``pool`` fraction of rows, re-chosen every eight rounds. All ours.
+    """
+    est = np.asarray(w_sum, dtype=float)
+    history = []
+    rows = np.ones(X.shape[:2], dtype=bool)
+    prev_step = None
+    for r in range(rounds):
+        if r % 8 == 0:
+            _, res_all = _fit_patterns(X, Y, est)
+            rows = res_all <= np.quantile(res_all, pool)
+        ii, aa = np.nonzero(rows)
+        P, res = _fit_patterns(X[ii], Y[ii], est)
+        P, res = P[np.arange(ii.size), aa], res[np.arange(ii.size), aa]
+        res = np.where(P.min(axis=1) > -0.05, res, np.inf)  # far outside the simplex: not a pattern
+        cut = np.quantile(res, keep / pool)
+        sel = res <= cut
+        Z = np.einsum("nj,njc->nc", P[sel], X[ii[sel]])
+        new = np.linalg.lstsq(Z, Y[ii[sel], aa[sel]], rcond=None)[0]
+        step = new - est
+        extrapolated = False
+        if prev_step is not None and r % 4 == 3:
+            rho = float(np.linalg.norm(step) / max(np.linalg.norm(prev_step), 1e-300))
+            if 0.5 < rho < 0.99:
+                new = new + step * rho / (1.0 - rho)
+                extrapolated = True
+        change = float(np.linalg.norm(new - est) / np.linalg.norm(est))
+        prev_step = step
+        est = new
+        history.append({"round": r, "rows": int(sel.sum()), "cut": float(cut), "change": change,
+                        "extrapolated": extrapolated, "error": _sum_error(est, truth)})
+        if change < rtol:
+            break
+    return est, history
+
+
 def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8, keep=0.02, batch=100_000,
-                 truth=None):
+                 cert_rounds=60, cert_keep=0.003, truth=None):
     """Phase 3: trimmed regression of ``y_a`` on the dominant token's ``x_{j*}``.
 
     Parameters
@@ -71,4 +133,6 @@ def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8,
         ii, aa = np.nonzero(res <= cut)
         est = np.linalg.lstsq(X[ii, j[ii, aa]], Y[ii, aa], rcond=None)[0]
         history.append({"round": r, "rows": int(ii.size), "cut": float(cut), "error": _sum_error(est, truth)})
-    return SumEstimate(est, n, time.perf_counter() - t0, _sum_error(est, truth), {"rounds": history})
+    est, cert_history = certified_regression(X, Y, est, rounds=cert_rounds, keep=cert_keep, truth=truth)
+    details = {"vertex_rounds": history, "certified_rounds": cert_history}
+    return SumEstimate(est, n, time.perf_counter() - t0, _sum_error(est, truth), details)
