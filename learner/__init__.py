@@ -3,7 +3,8 @@
 This package is the floor of the toolkit: the layer itself
 (:class:`AttentionLayer`), its input distributions and exact cube enumeration,
 planted instances, the paper's non-degeneracy conditions measured on a layer,
-error metrics, and file I/O. ``theory`` and ``lowerbounds`` import from here,
+error metrics, file I/O, and the paper's six-phase learner (:func:`learn`,
+phases in :mod:`learner.phases`). ``theory`` and ``lowerbounds`` import from here,
 never the reverse.
 
 References
@@ -20,7 +21,10 @@ from .inputs import check_inputs, cube_expectation, enumerate_cube, sample_input
 from .instances import PlantingError, random_layer
 from .io import FileFormatError, load_examples, load_layer, read_metadata, save_examples, save_layer, write_json
 from .layer import AttentionLayer, softmax
+from .learn import LearnResult, learn
 from .metrics import AttentionStats, HeadMatch, attention_statistics, match_heads, relative_error
+from .oracle import ArraySource, ExamplesExhausted, LayerOracle
+from .phases import LearnConfig
 
 try:
     __version__ = version("provable-attention")
@@ -28,12 +32,17 @@ except PackageNotFoundError:  # running from a source tree that was never instal
     __version__ = "0+unknown"
 
 __all__ = [
+    "ArraySource",
     "AssumptionReport",
     "AssumptionRow",
     "AttentionLayer",
     "AttentionStats",
+    "ExamplesExhausted",
     "FileFormatError",
     "HeadMatch",
+    "LayerOracle",
+    "LearnConfig",
+    "LearnResult",
     "PlantingError",
     "assumptions",
     "attention_statistics",
@@ -41,6 +50,7 @@ __all__ = [
     "cube_expectation",
     "enumerate_cube",
     "lattice_distance",
+    "learn",
     "load_examples",
     "load_layer",
     "match_heads",

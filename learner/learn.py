@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._validation import check_int
+from .assumptions import assumptions
 from .layer import AttentionLayer
 from .metrics import match_heads, relative_error
 from .oracle import ExamplesExhausted, as_source
@@ -100,7 +101,9 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
     config : LearnConfig, optional
     truth : AttentionLayer, optional
         The planted layer, for diagnostics only (errors of every intermediate estimate).
-    rng : unused randomness placeholder (the phases are deterministic given the examples).
+    rng : None, int, SeedSequence or Generator
+        Draws the fresh inputs on which the errors against ``truth`` are measured
+        (the phases themselves are deterministic given the examples).
 
     Returns
     -------
@@ -112,6 +115,7 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
         If ``k >= d`` (certification needs ``k < d``) or the arguments are invalid.
     """
     t_start = time.perf_counter()
+    rng = np.random.default_rng(rng)
     source = as_source(source)
     cfg = config if config is not None else LearnConfig()
     if not isinstance(cfg, LearnConfig):
@@ -130,7 +134,9 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
     def done(status, message, layer=None, m_final=m, success=False):
         errors = {}
         if truth is not None and layer is not None:
-            errors["relative_error"] = relative_error(truth, layer, k, n_samples=8192, rng=12345)
+            errors["relative_error"] = relative_error(truth, layer, k, n_samples=8192,
+                                                      distribution=getattr(source, "distribution", None) or "boolean",
+                                                      rng=rng)
             if truth.m == layer.m:
                 errors["param_error"] = match_heads(truth, layer).max_error
         timings["total"] = time.perf_counter() - t_start
@@ -142,7 +148,7 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
         phases["1_crude_sum"], diag["1_crude_sum"], timings["1_crude_sum"] = p1, _sum_diag(p1), p1.seconds
         target2 = int(cfg.crude_constraints * d * d)
         p2 = crude_sculpt(source, p1.w_sum, tol=cfg.crude_tol, min_weight=cfg.min_weight, target=target2,
-                          max_examples=cfg.max_examples, batch=cfg.batch, truth=truth)
+                          max_examples=cfg.crude_max_examples, batch=cfg.batch, truth=truth)
         phases["2_crude_sculpt"], diag["2_crude_sculpt"], timings["2_crude_sculpt"] = p2, p2.summary(), p2.seconds
         theta_star = None
         if p2.count >= d * d:
@@ -179,9 +185,21 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
     except ExamplesExhausted as exc:
         return done("examples", str(exc))
     ok = p6.heldout_error <= cfg.success_tol
-    message = (f"held-out relative error {p6.heldout_error:.3g} <= {cfg.success_tol:g}" if ok else
-               f"held-out relative error {p6.heldout_error:.3g} > success_tol={cfg.success_tol:g}: "
-               "the search or the refinement did not reach the planted layer")
-    return done("6_search", message, layer=p6.layer, m_final=p5.m, success=ok)
+    if not ok:
+        return done("6_search", f"held-out relative error {p6.heldout_error:.3g} > success_tol={cfg.success_tol:g}: "
+                    "the search or the refinement did not reach the planted layer", layer=p6.layer, m_final=p5.m)
+    # The paper recovers the parameters only under its non-degeneracy conditions; a
+    # learned layer that violates them (e.g. two equal heads, whose W's can be split
+    # any way) matches F but its parameters are not identified: not a success.
+    report = assumptions(p6.layer, k=k)
+    diag["assumptions"] = {"failed": list(report.failed)}
+    if not report.ok:
+        rows = "; ".join(f"{r.name} = {r.value:.3g} ({r.worst}, needs {r.relation} {r.threshold:.3g})"
+                         for r in report.rows if r.ok is False)
+        return done("assumptions", f"F is matched (held-out relative error {p6.heldout_error:.3g}) but the learned "
+                    f"layer violates the paper's conditions, so its parameters are not identified: {rows}",
+                    layer=p6.layer, m_final=p5.m)
+    return done("6_search", f"held-out relative error {p6.heldout_error:.3g} <= {cfg.success_tol:g}",
+                layer=p6.layer, m_final=p5.m, success=True)
 
 

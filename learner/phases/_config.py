@@ -28,8 +28,11 @@ class LearnConfig:
     #: Constraints to collect, as a multiple of d² (the unknowns).
     crude_constraints: float = 3.0
     refined_constraints: float = 6.0
-    #: Example budget of each sculpting phase.
+    #: Example budget of each refined sculpting round (phase 4).
     max_examples: int = 20_000_000
+    #: Phase 2's budget: with the crude ΣW its constraints are rough (measured
+    #: median errors ~1 at logit scale 3), so they only seed phase 3's Θ*.
+    crude_max_examples: int = 2_000_000
     #: Phase 3: examples, regression rounds, and the fraction of rows kept.
     n_refine: int = 400_000
     refine_rounds: int = 8

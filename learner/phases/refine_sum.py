@@ -110,7 +110,7 @@ def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8,
     parts = [source.draw(min(batch, n_samples - s)) for s in range(0, n_samples, batch)]
     X = np.concatenate([p[0] for p in parts])
     Y = np.concatenate([p[1] for p in parts])
-    n, k, d = X.shape
+    n, k, _ = X.shape
     allowed = np.ones((n, k, k), dtype=bool)
     if theta_star is not None:
         logits = np.einsum("nac,ce,nbe->nab", X, theta_star, X)

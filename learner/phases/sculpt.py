@@ -81,7 +81,7 @@ def certify_rows(X, Y, w_sum, *, tol, min_weight):
 
     Returns ``(A, b, residual, rows_certified)``.
     """
-    n, k, d = X.shape
+    _, k, d = X.shape
     B = X @ w_sum  # (n, k, d): row j is x_jᵀ Ŵ
     G = B @ B.transpose(0, 2, 1)
     scale = np.trace(G, axis1=1, axis2=2) / k

@@ -86,7 +86,7 @@ def estimate_span(constraints, *, m=None, gap_min=3.0, max_m=6, irls_rounds=3, t
     t0 = time.perf_counter()
     A, b = constraints.A, constraints.b
     n_params = A.shape[1]
-    d = int(round(np.sqrt(n_params)))
+    d = round(np.sqrt(n_params))
     if A.shape[0] < n_params:
         raise ValueError(
             f"the constraints do not determine the hull: {A.shape[0]} constraints for d²={n_params} unknowns."
@@ -97,15 +97,15 @@ def estimate_span(constraints, *, m=None, gap_min=3.0, max_m=6, irls_rounds=3, t
     if m is None:
         m_est = m_gap
         theta, V, S = hull_solve(A, b, m_est, irls_rounds=irls_rounds)
-    out = dict(
-        theta_star=theta.reshape(d, d),
-        directions=V,
-        m=int(m_est),
-        m_estimated=m is None,
-        singular_values=S[: max_m + 2],
-        gap_ratios=ratios,
-        seconds=time.perf_counter() - t0,
-    )
+    out = {
+        "theta_star": theta.reshape(d, d),
+        "directions": V,
+        "m": int(m_est),
+        "m_estimated": m is None,
+        "singular_values": S[: max_m + 2],
+        "gap_ratios": ratios,
+        "seconds": time.perf_counter() - t0,
+    }
     if truth is not None:
         star = min_norm_point(truth.thetas).ravel()
         out["theta_star_error"] = float(np.linalg.norm(theta - star) / np.linalg.norm(star))

@@ -58,8 +58,12 @@ class TestLearnFast:
         base = random_layer(1, 8, rng=3)
         twin = AttentionLayer(np.concatenate([base.thetas] * 2), np.concatenate([base.ws] * 2) / 2)
         result = learn(LayerOracle(twin, 4, rng=0), m=2, truth=twin, config=LearnConfig(**FAST))
-        assert not result.success and result.layer is None
-        assert result.status == "5_span" and "not distinct" in result.message
+        assert not result.success
+        # Either no 1-dimensional hull is found, or F is matched by a layer whose
+        # heads coincide (their W's can be split any way): both are named.
+        assert (result.status == "5_span" and "not distinct" in result.message) or (
+            result.status == "assumptions" and "theta_incoherence" in result.message
+        ), result.message
 
     def test_exhausted_examples_fail_with_a_reason(self):
         truth = random_layer(2, 8, rng=0)
