@@ -42,7 +42,8 @@ class TestLearnFast:
         _assert_learned(result, m)
         diag = result.diagnostics
         assert set(diag) == {"1_crude_sum", "2_crude_sculpt", "3_refine_sum", "4_refined_sculpt", "5_span",
-                             "6_search"}
+                             "6_search", "assumptions"}
+        assert diag["assumptions"]["failed"] == []
         # The warm start (best net tuple + least squares, before joint refinement) is
         # already close: measured ~1e-3 relative error for m = 2 (1e-5 for m = 1).
         assert diag["6_search"]["warm_start_relative_error"] < 0.05
