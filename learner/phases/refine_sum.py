@@ -24,23 +24,9 @@ import numpy as np
 
 from ..layer import softmax
 from .crude_sum import SumEstimate, _sum_error
+from .sculpt import fit_patterns
 
 __all__ = ["refine_sum_w"]
-
-
-def _fit_patterns(X, Y, w_sum):
-    """Per row, ``p`` with ``Σp = 1`` minimising ``‖y_a − pᵀXŴ‖``; returns (P[n, a, j], relative residual)."""
-    n, k, _ = X.shape
-    B = X @ w_sum
-    G = B @ B.transpose(0, 2, 1)
-    G += (1e-9 * np.trace(G, axis1=1, axis2=2) / k)[:, None, None] * np.eye(k)  # dependent tokens
-    rhs = np.concatenate([B @ Y.transpose(0, 2, 1), np.ones((n, k, 1))], axis=2)
-    sol = np.linalg.solve(G, rhs)
-    u, v = sol[:, :, :k], sol[:, :, k:]
-    P = (u - ((u.sum(axis=1) - 1.0) / v.sum(axis=1))[:, None, :] * v).transpose(0, 2, 1)
-    ynorm = np.linalg.norm(Y, axis=2)
-    res = np.linalg.norm(Y - P @ B, axis=2) / np.where(ynorm > 0, ynorm, np.inf)
-    return P, res
 
 
 def certified_regression(X, Y, w_sum, *, rounds=60, keep=0.003, pool=0.05, rtol=1e-4, truth=None):
@@ -58,12 +44,13 @@ def certified_regression(X, Y, w_sum, *, rounds=60, keep=0.003, pool=0.05, rtol=
     prev_step = None
     for r in range(rounds):
         if r % 8 == 0:
-            _, res_all = _fit_patterns(X, Y, est)
+            _, res_all, _ = fit_patterns(X, Y, est)
             rows = res_all <= np.quantile(res_all, pool)
         ii, aa = np.nonzero(rows)
-        P, res = _fit_patterns(X[ii], Y[ii], est)
+        P, res, well_posed = fit_patterns(X[ii], Y[ii], est)
         P, res = P[np.arange(ii.size), aa], res[np.arange(ii.size), aa]
-        res = np.where(P.min(axis=1) > -0.05, res, np.inf)  # far outside the simplex: not a pattern
+        # Far outside the simplex, or an ambiguous fit: not a pattern.
+        res = np.where((P.min(axis=1) > -0.05) & well_posed, res, np.inf)
         cut = np.quantile(res, keep / pool)
         sel = res <= cut
         Z = np.einsum("nj,njc->nc", P[sel], X[ii[sel]])

@@ -30,7 +30,15 @@ import numpy as np
 
 from .._validation import check_int, check_positive_float
 
-__all__ = ["CertificationPremise", "Constraints", "certification_premise", "certify_rows", "crude_sculpt", "refined_sculpt"]
+__all__ = [
+    "CertificationPremise",
+    "Constraints",
+    "certification_premise",
+    "certify_rows",
+    "crude_sculpt",
+    "fit_patterns",
+    "refined_sculpt",
+]
 
 
 @dataclass(frozen=True)
@@ -76,41 +84,51 @@ class Constraints:
         return out
 
 
+def fit_patterns(X, Y, w_sum):
+    """Per row, the ``p`` with ``Σp = 1`` minimising ``‖y_a − pᵀXŴ‖``.
+
+    Returns ``(P, residual, well_posed)``: ``P[n, a, j]``, the relative residual
+    per row, and per example whether ``XŴ`` has full row rank (repeated or
+    dependent tokens make the fit ambiguous; such examples get a tiny ridge and
+    should not certify anything).
+    """
+    n, k, _ = X.shape
+    B = X @ w_sum  # (n, k, d): row j is x_jᵀ Ŵ
+    G = B @ B.transpose(0, 2, 1)
+    scale = np.maximum(np.trace(G, axis1=1, axis2=2) / k, 1e-300)
+    sign, logdet = np.linalg.slogdet(G)
+    well_posed = (sign > 0) & (logdet > k * np.log(scale) + np.log(1e-8))
+    G = G + (1e-9 * scale)[:, None, None] * np.eye(k)
+    # min ‖y_a − Bᵀp‖ s.t. 1ᵀp = 1:  p = u − λ v with G u = B y_a, G v = 1.
+    rhs = np.concatenate([B @ Y.transpose(0, 2, 1), np.ones((n, k, 1))], axis=2)
+    sol = np.linalg.solve(G, rhs)
+    u, v = sol[:, :, :k], sol[:, :, k:]
+    P = (u - ((u.sum(axis=1) - 1.0) / v.sum(axis=1))[:, None, :] * v).transpose(0, 2, 1)
+    ynorm = np.linalg.norm(Y, axis=2)
+    res = np.linalg.norm(Y - P @ B, axis=2) / np.where(ynorm > 0, ynorm, np.inf)
+    return P, res, well_posed
+
+
 def certify_rows(X, Y, w_sum, *, tol, min_weight):
     """Certify rows of a batch and turn them into constraints.
 
     Returns ``(A, b, residual, rows_certified)``.
     """
-    _, k, d = X.shape
-    B = X @ w_sum  # (n, k, d): row j is x_jᵀ Ŵ
-    G = B @ B.transpose(0, 2, 1)
-    scale = np.trace(G, axis1=1, axis2=2) / k
-    sign, logdet = np.linalg.slogdet(G)
-    good = (sign > 0) & (logdet > k * np.log(np.maximum(scale, 1e-300)) + np.log(1e-8))
-    X, Y, B, G = X[good], Y[good], B[good], G[good]
-    # min ‖y_a − Bᵀp‖ s.t. 1ᵀp = 1:  p = u − λ v with G u = B y_a, G v = 1.
-    rhs = np.concatenate([B @ Y.transpose(0, 2, 1), np.ones((X.shape[0], k, 1))], axis=2)
-    sol = np.linalg.solve(G, rhs)
-    u, v = sol[:, :, :k], sol[:, :, k:]
-    lam = (u.sum(axis=1) - 1.0) / v.sum(axis=1)
-    P = (u - lam[:, None, :] * v).transpose(0, 2, 1)  # P[n, a, j]
-    fit = P @ B
-    ynorm = np.linalg.norm(Y, axis=2)
-    res = np.linalg.norm(Y - fit, axis=2) / np.where(ynorm > 0, ynorm, np.inf)
-    j0 = P.argmax(axis=2)
-    p0 = np.take_along_axis(P, j0[..., None], axis=2)[..., 0]
-    # Certified: small residual, a proper distribution (no weight below -1e-3).
-    ok = (res < tol) & (P.min(axis=2) > -1e-3)
+    d = X.shape[2]
+    P, res, well_posed = fit_patterns(X, Y, w_sum)
+    # Certified: a well-posed fit, small residual, a proper distribution (no weight below -1e-3).
+    ok = well_posed[:, None] & (res < tol) & (P.min(axis=2) > -1e-3)
     ii, aa = np.nonzero(ok)
     if ii.size == 0:
         return np.empty((0, d * d)), np.empty(0), np.empty(0), 0
     p = P[ii, aa]  # (c, k)
-    j0c = j0[ii, aa]
-    use = (p >= min_weight) & (np.arange(k)[None, :] != j0c[:, None])
+    j0 = p.argmax(axis=1)
+    p0 = p[np.arange(ii.size), j0]
+    use = (p >= min_weight) & (np.arange(p.shape[1])[None, :] != j0[:, None])
     xa = X[ii, aa]  # (c, d)
-    diff = X[ii] - X[ii, j0c][:, None, :]  # (c, k, d)
+    diff = X[ii] - X[ii, j0][:, None, :]  # (c, k, d)
     rows = np.einsum("nc,nje->njce", xa, diff)[use].reshape(-1, d * d)
-    rhs_b = np.log(p[use] / np.broadcast_to(p0[ii, aa][:, None], use.shape)[use])
+    rhs_b = np.log(p[use] / np.broadcast_to(p0[:, None], use.shape)[use])
     resid = np.broadcast_to(res[ii, aa][:, None], use.shape)[use]
     return rows, rhs_b, resid, int(ii.size)
 
@@ -199,12 +217,10 @@ def certification_premise(layer, k, *, tol=0.01, bound=0.1, quantile=0.95, n_sam
     X = sample_inputs(n_samples, k, layer.d, rng=rng)
     Y = layer(X)
     w_sum = layer.ws.sum(axis=0)
-    from .refine_sum import _fit_patterns
-
-    P_fit, res = _fit_patterns(X, Y, w_sum)
+    P_fit, res, well_posed = fit_patterns(X, Y, w_sum)
     P_true = layer.attention(X)  # (n, m, a, j)
     tv = 0.5 * np.abs(P_true - P_fit[:, None]).sum(axis=3).max(axis=1)  # (n, a)
-    cert = (res < tol) & (P_fit.min(axis=2) > -1e-3)
+    cert = well_posed[:, None] & (res < tol) & (P_fit.min(axis=2) > -1e-3)
     cq = float(np.quantile(tv[cert], quantile)) if cert.any() else float("nan")
     return CertificationPremise(
         tol=tol, bound=bound, quantile=quantile, rows=int(res.size), certified=int(cert.sum()),
