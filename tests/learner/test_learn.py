@@ -80,10 +80,15 @@ class TestLearnFast:
 @pytest.mark.slow
 class TestLearnSlow:
     @pytest.mark.parametrize("seed", range(3))
-    @pytest.mark.parametrize(("m", "d", "k"), [(2, 8, 4), (2, 12, 6)], ids=["2-8-4", "2-12-6"])
-    def test_planted_boolean(self, m, d, k, seed):
-        _, result = _run(m, d, k, seed, n_refine=1_000_000)
-        _assert_learned(result, m)
+    def test_planted_boolean_2_8_4(self, seed):
+        _, result = _run(2, 8, 4, seed)
+        _assert_learned(result, 2)
+
+    @pytest.mark.parametrize("seed", range(3))
+    def test_planted_boolean_2_12_6(self, seed):
+        # d = 12 needs ΣW to ~0.2 %: a million examples in phase 3 (measured).
+        _, result = _run(2, 12, 6, seed, n_refine=1_000_000)
+        _assert_learned(result, 2)
 
     @pytest.mark.parametrize("seed", range(2))
     def test_planted_gaussian(self, seed):
