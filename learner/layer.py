@@ -18,7 +18,7 @@ import numpy as np
 from ._validation import check_int, check_real_array
 from .inputs import check_inputs
 
-__all__ = ["AttentionLayer", "auto_batch", "softmax"]
+__all__ = ["AttentionLayer", "attention_patterns", "auto_batch", "softmax"]
 
 #: Default chunk size: the largest of the per-chunk work arrays holds about this
 #: many floats (4 MiB), small enough to stay in cache and be reused, large
@@ -197,3 +197,13 @@ class AttentionLayer:
             # p[n, j, (a, i)] -> out[n, i, a, j]
             out[sl] = p.reshape(-1, k, k, self.m).transpose(0, 3, 2, 1)
         return out[0] if single else out
+
+
+def attention_patterns(thetas, X):
+    """Patterns ``softmax(X Θ_i Xᵀ)`` for attention matrices alone, shape (n, m, k, k).
+
+    The same stable, chunked computation as :meth:`AttentionLayer.attention`
+    (the projections play no part in the patterns).
+    """
+    thetas = np.asarray(thetas, dtype=np.float64)
+    return AttentionLayer(thetas, np.zeros_like(thetas)).attention(X)

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from ..layer import softmax
+from ..layer import attention_patterns
 from .crude_sum import SumEstimate, _sum_error
 from .sculpt import fit_patterns
 
@@ -100,8 +100,7 @@ def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8,
     n, k, _ = X.shape
     allowed = np.ones((n, k, k), dtype=bool)
     if theta_star is not None:
-        logits = np.einsum("nac,ce,nbe->nab", X, theta_star, X)
-        pick = softmax(logits, axis=-1).argmax(axis=-1)  # (n, a)
+        pick = attention_patterns(theta_star[None], X)[:, 0].argmax(axis=-1)  # (n, a)
         allowed = np.arange(k)[None, None, :] == pick[..., None]
     ynorm = np.linalg.norm(Y, axis=2)
     ynorm = np.where(ynorm > 0, ynorm, np.inf)

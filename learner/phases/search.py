@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 
-from ..layer import AttentionLayer, softmax
+from ..layer import AttentionLayer, attention_patterns
 from ..metrics import match_heads, relative_error
 
 __all__ = ["SearchResult", "layer_jacobian", "search_heads"]
@@ -63,8 +63,7 @@ class SearchResult:
 
 def _features(theta, X):
     """Φ = softmax(XΘXᵀ) X, shape (n, k, d): the regressors of W for a head with this Θ."""
-    P = softmax(np.einsum("nac,ce,nbe->nab", X, theta, X), axis=-1)
-    return P @ X
+    return attention_patterns(theta[None], X)[:, 0] @ X
 
 
 def _grid(m, points_1d, points_2d):
@@ -98,8 +97,9 @@ def layer_jacobian(thetas, ws, X):
     m = len(thetas)
     J = np.zeros((n, k, d, 2, m, d, d))
     eye = np.eye(d)
+    patterns = attention_patterns(thetas, X)  # (n, m, k, k)
     for i in range(m):
-        P = softmax(np.einsum("nac,ce,nbe->nab", X, thetas[i], X), axis=-1)
+        P = patterns[:, i]
         Z = P @ X  # (n, a, c)
         V = X @ ws[i]  # (n, b, e)
         PV = P @ V  # (n, a, e)

@@ -27,8 +27,11 @@ class TestCheck:
         assert main(["check", "min_norm_orthogonality", "--control"]) == 0
         assert "FAILS" in capsys.readouterr().out
 
-    def test_param_reaches_the_case(self, capsys):
-        assert main(["check", "min_norm_orthogonality", "--param", "m=4", "--param", "d=3"]) == 0
+    def test_param_reaches_the_case(self, tmp_path, capsys):
+        path = tmp_path / "r.json"
+        assert main(["check", "min_norm_orthogonality", "--param", "m=4", "--param", "d=3", "--json", str(path)]) == 0
+        params = json.loads(path.read_text())["parameters"]
+        assert (params["m"], params["d"]) == (4, 3)
 
     def test_bad_param_is_a_clear_error(self, capsys):
         assert main(["check", "min_norm_orthogonality", "--param", "nonsense=1"]) == 2
