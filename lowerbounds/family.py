@@ -1,0 +1,243 @@
+"""The SQ family over all hidden subsets: exact correlations, statistical dimension, query bounds.
+
+All members share ``d, m, t, o`` (and ``p`` for steps); the hidden subset ranges
+over the ``r = m − 1``-subsets of the ``n`` free coordinates (``n = d − 1``, or
+``d − 2`` with an offset). A member's *deviation* is its entry ``(1, o)`` minus
+the part every member shares, ``C x_{2t} + (x_{1t} − x_{2t})(A_0 + B_0 z_p)``:
+
+.. math:: \\mathrm{dev}_S = (x_{1t} - x_{2t}) \\Big(\\sum_{\\emptyset \\ne U \\subseteq S} A_{|U|} \\chi_U(z)
+          + z_p \\sum_{\\emptyset \\ne U \\subseteq S} B_{|U|} \\chi_U(z)\\Big),
+
+with ``A_l, B_l`` the Fourier coefficients of ``½(G_0 ± G_1)`` (see
+:meth:`HardInstance.fourier`). Hence (closed form, ours) for ``|S ∩ S'| = j``
+
+.. math:: E[\\mathrm{dev}_S \\mathrm{dev}_{S'}] = 2 \\sum_{l=1}^{j} \\binom{j}{l} (A_l^2 + B_l^2),
+
+zero for the interpolation variant unless ``S = S'`` (there ``A_l = δ_{lr}``,
+``B = 0``). ``exact_correlations`` checks this against enumeration of the
+layers themselves for small ``d``.
+
+Bounds (standard arguments, stated for this family): the statistical dimension
+at average correlation ``γ̄`` (Feldman et al., 2017) is at least
+``⌊N γ̄ / (1 + R)⌋`` with ``R`` the largest row sum of ``|ρ|`` off the diagonal
+(exact, ``⌊N γ̄⌋``, when ``R = 0``). A correlational query
+``φ = ψ(X) F_{1o}/B`` with ``|ψ| <= 1`` and ``B = max|F_{1o}|`` can be answered
+with the shared part for all but ``λ_max / (Bτ)²`` members (Bessel's
+inequality, ``λ_max <= s(1 + R)`` with ``s = E[dev²]``), so identifying ``S``
+takes at least ``(N − 1)(Bτ)² / λ_max`` queries. For the interpolation variant
+the label takes two values given ``X``, so every bounded query is affine in the
+label and the same count holds for general SQ.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from math import comb
+
+import mpmath
+import numpy as np
+
+from learner import enumerate_cube
+from learner._validation import check_int, check_positive_float
+
+from .sq import MP_DPS, VARIANTS, default_offset, sq_hard_instance, symmetric_fourier
+
+__all__ = ["HardFamily"]
+
+#: Largest family materialised as a list or a graph.
+MAX_MEMBERS = 20_000
+#: Enumeration is over 4^d inputs.
+MAX_ENUM_D = 8
+
+
+class HardFamily:
+    """All members ``sq_hard_instance(d, m, S, ...)`` for ``|S| = m − 1``.
+
+    Parameters
+    ----------
+    d, m : int
+    variant : {"interpolation", "steps"}
+    t, o, offset, steepness :
+        As in :func:`~lowerbounds.sq.sq_hard_instance` (shared by all members).
+
+    Examples
+    --------
+    >>> fam = HardFamily(10, 3)
+    >>> fam.size, fam.overlap_correlation(1) < 1e-30  # zero up to the float64 coefficients
+    (36, True)
+    >>> fam.statistical_dimension(0.1)
+    3
+    """
+
+    def __init__(self, d, m, *, variant="interpolation", t=0, o=0, offset=None, steepness=40.0):
+        if variant not in VARIANTS:
+            raise ValueError(f"`variant` must be one of {VARIANTS}; got variant={variant!r}.")
+        # A template member validates d, m, t, o, offset and fixes the shared numbers.
+        kwargs = {"variant": variant, "t": t, "o": o}
+        if variant == "steps":
+            if offset is None and isinstance(d, int) and isinstance(t, int):
+                offset = default_offset(d, t)
+            kwargs.update(offset=offset, steepness=steepness)
+        elif offset is not None:
+            raise ValueError(f"`offset` is for variant='steps' only; got offset={offset}.")
+        d, m = check_int("d", d), check_int("m", m)
+        pool = [j for j in range(d) if j != t and j != offset]
+        template = sq_hard_instance(d, m, subset=pool[-(m - 1):] if m >= 2 else None, **kwargs)
+        self.template = template
+        self.d, self.m, self.variant = template.d, template.m, variant
+        self.t, self.o, self.offset = template.t, template.o, template.offset_coord
+        self.r = m - 1
+        self.free = tuple(j for j in range(d) if j != self.t and j != self.offset)
+        self.n = len(self.free)
+        self._kwargs = kwargs | ({"offset": self.offset} if variant == "steps" else {})
+        G0, G1 = template.g_table()
+        with mpmath.workdps(MP_DPS):
+            f0, f1 = symmetric_fourier(G0), symmetric_fourier(G1)
+            self._A = [(a + b) / 2 for a, b in zip(f0, f1)]
+            self._B = [(a - b) / 2 for a, b in zip(f0, f1)] if self.offset is not None else [mpmath.mpf(0)] * (self.r + 1)
+
+    # -- members -------------------------------------------------------------
+    @property
+    def size(self):
+        """``N = C(n, m − 1)``."""
+        return comb(self.n, self.r)
+
+    def members(self):
+        """All hidden subsets, in lexicographic order (at most ``MAX_MEMBERS``)."""
+        if self.size > MAX_MEMBERS:
+            raise ValueError(f"the family has {self.size} members (> {MAX_MEMBERS}); use the closed forms.")
+        return [tuple(S) for S in combinations(self.free, self.r)]
+
+    def instance(self, subset):
+        """The member with hidden ``subset``."""
+        return sq_hard_instance(self.d, self.m, subset, **self._kwargs)
+
+    # -- closed forms --------------------------------------------------------
+    def inner(self, overlap):
+        """``E[dev_S dev_{S'}]`` for ``|S ∩ S'| = overlap`` (closed form, mpmath)."""
+        j = check_int("overlap", overlap, minimum=0)
+        if j > self.r:
+            raise ValueError(f"`overlap` must be at most m − 1 = {self.r}; got overlap={j}.")
+        with mpmath.workdps(MP_DPS):
+            return 2 * sum((comb(j, ell) * (self._A[ell] ** 2 + self._B[ell] ** 2) for ell in range(1, j + 1)),
+                           mpmath.mpf(0))
+
+    def overlap_correlation(self, overlap):
+        """Normalised correlation ``ρ(j) = E[dev_S dev_{S'}] / E[dev_S²]`` for overlap ``j`` (float)."""
+        return float(self.inner(overlap) / self.inner(self.r))
+
+    def correlation(self, S1, S2):
+        """``ρ`` between two members given by their subsets."""
+        a, b = self._subset(S1), self._subset(S2)
+        return self.overlap_correlation(len(set(a) & set(b)))
+
+    def neighbours(self, overlap):
+        """How many other members meet a given one in exactly ``overlap`` coordinates."""
+        j = check_int("overlap", overlap, minimum=0)
+        count = comb(self.r, j) * comb(self.n - self.r, self.r - j)
+        return count - 1 if j == self.r else count
+
+    def row_sum(self):
+        """``R = Σ_{S' ≠ S} |ρ(S, S')|`` (the same for every ``S``)."""
+        return float(sum(self.neighbours(j) * abs(self.overlap_correlation(j)) for j in range(self.r)))
+
+    def statistical_dimension(self, avg_correlation):
+        """Lower bound ``⌊N γ̄ / (1 + R)⌋`` on SD at average correlation ``γ̄`` (exact when ``R = 0``)."""
+        gamma = check_positive_float("avg_correlation", avg_correlation)
+        return int(np.floor(self.size * gamma / (1.0 + self.row_sum()) + 1e-12))
+
+    def query_lower_bound(self, tolerance):
+        """Queries needed to identify ``S`` at tolerance ``τ`` (see the module docstring)."""
+        tau = check_positive_float("tolerance", tolerance)
+        lam = float(self.inner(self.r)) * (1.0 + self.row_sum())
+        return (self.size - 1) * (self.template.label_bound * tau) ** 2 / lam
+
+    # -- graph view (families whose correlations are not exactly zero) -------
+    def correlation_graph(self, threshold):
+        """networkx graph on the members, an edge where ``|ρ| > threshold``."""
+        import networkx as nx
+
+        thr = check_positive_float("threshold", threshold, allow_zero=True)
+        members = self.members()
+        bad = [j for j in range(self.r) if abs(self.overlap_correlation(j)) > thr]
+        graph = nx.Graph()
+        graph.add_nodes_from(members)
+        if bad:
+            sets = [frozenset(S) for S in members]
+            for i, j in combinations(range(len(members)), 2):
+                if len(sets[i] & sets[j]) in bad:
+                    graph.add_edge(members[i], members[j])
+        return graph
+
+    def nearly_orthogonal_subfamily(self, threshold, *, rng=None):
+        """Bounds on the largest subfamily with pairwise ``|ρ| <= threshold``.
+
+        Returns a dict: ``members`` (a maximal independent set of
+        :meth:`correlation_graph`, networkx's randomised greedy with ``rng``),
+        ``lower`` (its size) and ``upper``: the packing bound
+        ``C(n, j*) / C(m − 1, j*)`` where ``j*`` is the smallest overlap whose
+        correlation exceeds the threshold (each ``j*``-set of coordinates lies
+        in at most one member), or ``N`` when no overlap does.
+        """
+        import networkx as nx
+
+        graph = self.correlation_graph(threshold)
+        seed = int(np.random.default_rng(rng).integers(2**31))
+        chosen = nx.maximal_independent_set(graph, seed=seed) if graph.number_of_nodes() else []
+        bad = [j for j in range(self.r) if abs(self.overlap_correlation(j)) > threshold]
+        upper = comb(self.n, min(bad)) // comb(self.r, min(bad)) if bad else self.size
+        return {"members": sorted(chosen), "lower": len(chosen), "upper": int(upper), "threshold": threshold,
+                "edges": graph.number_of_edges()}
+
+    # -- exact enumeration ---------------------------------------------------
+    def exact_correlations(self, subsets=None):
+        """Normalised Gram matrix of the deviations by enumerating all ``4^d`` inputs (``d <= 8``).
+
+        Returns ``(subsets, gram, signal_gram)``: ``gram`` from the layers
+        themselves (entry ``(1, o)`` minus the shared part), ``signal_gram`` from
+        :meth:`HardInstance.signal` (exactly orthogonal), both divided by the
+        mean self-correlation.
+        """
+        if self.d > MAX_ENUM_D:
+            raise ValueError(f"exact enumeration is over 4^d inputs; needs d <= {MAX_ENUM_D}, got d={self.d}.")
+        subsets = self.members() if subsets is None else [self._subset(S) for S in subsets]
+        insts = [self.instance(S) for S in subsets]
+        a0, b0 = float(self._A[0]), float(self._B[0])
+        q = len(insts)
+        gram = np.zeros((q, q))
+        sgram = np.zeros((q, q))
+        total = 0
+        for X in enumerate_cube(2, self.d):
+            diff = X[:, 0, self.t] - X[:, 1, self.t]
+            zp = X[:, 0, self.offset] * X[:, 1, self.offset] if self.offset is not None else 0.0
+            shared = self.template.total * X[:, 1, self.t] + diff * (a0 + b0 * zp)
+            dev = np.stack([inst.layer(X)[:, 0, self.o] - shared for inst in insts])
+            sig = np.stack([inst.signal(X) for inst in insts])
+            gram += dev @ dev.T
+            sgram += sig @ sig.T
+            total += X.shape[0]
+        gram /= total
+        sgram /= total
+        return subsets, gram / np.mean(np.diag(gram)), sgram / np.mean(np.diag(sgram))
+
+    def _subset(self, S):
+        S = tuple(sorted(int(s) for s in S))
+        if len(S) != self.r or not set(S) <= set(self.free) or len(set(S)) != len(S):
+            raise ValueError(f"not a member: {list(S)} must be {self.r} distinct coordinates from {list(self.free)}.")
+        return S
+
+    def summary(self, tolerance=None, avg_correlation=None):
+        """JSON-ready description (size, correlations by overlap, bounds)."""
+        out = {
+            "d": self.d, "m": self.m, "variant": self.variant, "members": self.size,
+            "correlation_by_overlap": {j: self.overlap_correlation(j) for j in range(self.r + 1)},
+            "row_sum": self.row_sum(),
+            "provenance": "construction and closed forms ours; SD as in Feldman et al. (2017)",
+        }
+        if tolerance is not None:
+            out["query_lower_bound"] = self.query_lower_bound(tolerance)
+            out["tolerance"] = tolerance
+        if avg_correlation is not None:
+            out["statistical_dimension_lower_bound"] = self.statistical_dimension(avg_correlation)
+            out["avg_correlation"] = avg_correlation
+        return out

@@ -1,0 +1,121 @@
+"""The two-token diagonal gadget (ours: derived for this toolkit, DESIGN §5).
+
+With ``k = 2`` Boolean tokens ``x_1, x_2 ∈ {±1}^d`` and a diagonal attention
+matrix ``Θ = diag(θ)``, row 1's logits are ``x_1ᵀΘx_1 = Σ_j θ_j`` (since
+``x_{1j}² = 1``) and ``x_1ᵀΘx_2 = Σ_j θ_j z_j`` with ``z = x_1 ⊙ x_2``. With
+``b = (1 − z)/2 ∈ {0, 1}^d`` (uniform when the tokens are), row 1's weight on
+token 1 is therefore
+
+.. math:: \\sigma(2\\langle\\theta, b\\rangle),\\qquad \\sigma(u) = 1/(1 + e^{-u}),
+
+and, by symmetry, row 2's weight on token 2 is the same number. A head with
+``W = c·e_t e_oᵀ`` writes ``c·[x_{2t} + σ(2⟨θ, b⟩)(x_{1t} − x_{2t})]`` into output
+entry ``(1, o)`` and ``c·[x_{1t} − σ(2⟨θ, b⟩)(x_{1t} − x_{2t})]`` into ``(2, o)``;
+every other entry is zero. A layer made of such heads with a common reader
+``t`` and output column ``o`` therefore computes
+
+.. math:: F(X)_{1o} = C x_{2t} + (x_{1t} - x_{2t})\\, g(b),\\qquad
+          g(b) = \\sum_i c_i \\sigma(2\\langle\\theta_i, b\\rangle),\\ C = \\sum_i c_i,
+
+and ``F(X)_{2o} = C x_{1t} − (x_{1t} − x_{2t}) g(b)``. The hard families of
+:mod:`lowerbounds.sq` (and the LWE-style one) choose the ``θ_i`` and ``c_i`` so
+that ``g`` is a parity or a rounding function.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from learner import AttentionLayer
+from learner._validation import check_int, check_real_array
+
+__all__ = ["gadget_layer", "gadget_weight", "head_weights"]
+
+
+def _sigmoid(u):
+    # Stable in both tails: exp of a non-positive number only.
+    e = np.exp(-np.abs(u))
+    return np.where(u >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _check_pair_inputs(X, d=None):
+    X = check_real_array("X", X)
+    if X.ndim == 2:
+        X = X[None]
+    if X.ndim != 3 or X.shape[1] != 2:
+        raise ValueError(f"`X` must have shape (2, d) or (n, 2, d) (two tokens); got {X.shape}.")
+    if d is not None and X.shape[2] != d:
+        raise ValueError(f"`X` must have token dimension d={d}; got X.shape={X.shape}.")
+    if not np.all(np.abs(X) == 1.0):
+        raise ValueError("`X` must be Boolean (entries ±1): the gadget's identity x_j² = 1 needs it.")
+    return X
+
+
+def gadget_weight(theta, X):
+    """Row 1's attention weight on token 1 for ``Θ = diag(theta)``: ``σ(2⟨θ, b⟩)``.
+
+    Computed from the gadget's closed form, not from the layer; tests compare
+    the two.
+
+    Parameters
+    ----------
+    theta : array_like, shape (d,)
+    X : array_like, shape (2, d) or (n, 2, d), entries ±1
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 1.0], [1.0, -1.0]])  # tokens differ in coordinate 1 only
+    >>> float(gadget_weight([0.0, 2.0], X)[0]) == float(1 / (1 + np.exp(-4.0)))
+    True
+    """
+    theta = check_real_array("theta", theta, ndim=1)
+    X = _check_pair_inputs(X, theta.shape[0])
+    b = (1.0 - X[:, 0] * X[:, 1]) / 2.0
+    return _sigmoid(2.0 * b @ theta)
+
+
+def head_weights(thetas, X):
+    """``σ(2⟨θ_i, b⟩)`` for every head ``i``: shape (n, m)."""
+    thetas = check_real_array("thetas", thetas, ndim=2)
+    X = _check_pair_inputs(X, thetas.shape[1])
+    b = (1.0 - X[:, 0] * X[:, 1]) / 2.0
+    return _sigmoid(2.0 * b @ thetas.T)
+
+
+def gadget_layer(thetas, coefficients, *, t, o):
+    """The layer with heads ``Θ_i = diag(θ_i)``, ``W_i = c_i e_t e_oᵀ``.
+
+    Parameters
+    ----------
+    thetas : array_like, shape (m, d)
+        Diagonals of the attention matrices.
+    coefficients : array_like, shape (m,)
+        The ``c_i``.
+    t, o : int
+        Reader coordinate and output column, ``0 <= t, o < d``.
+
+    Returns
+    -------
+    AttentionLayer
+    """
+    thetas = check_real_array("thetas", thetas, ndim=2)
+    coefficients = check_real_array("coefficients", coefficients, ndim=1)
+    m, d = thetas.shape
+    if coefficients.shape[0] != m:
+        raise ValueError(f"`coefficients` must have one entry per head (m={m}); got {coefficients.shape[0]}.")
+    t = check_int("t", t, minimum=0)
+    o = check_int("o", o, minimum=0)
+    for name, value in (("t", t), ("o", o)):
+        if value >= d:
+            raise ValueError(f"`{name}` must be a coordinate in [0, d) with d={d}; got {name}={value}.")
+    big_thetas = np.zeros((m, d, d))
+    idx = np.arange(d)
+    big_thetas[:, idx, idx] = thetas
+    ws = np.zeros((m, d, d))
+    ws[:, t, o] = coefficients
+    return AttentionLayer(big_thetas, ws)

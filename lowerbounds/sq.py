@@ -1,0 +1,382 @@
+"""SQ-hard instances on two tokens (construction ours, DESIGN §5; the paper's claim is the d^Ω(m) SQ bound).
+
+Hidden subset ``S ⊂ [d] \\ {t}`` with ``|S| = r = m − 1``; ``z = x_1 ⊙ x_2`` and
+``h = #{j ∈ S : z_j = −1}``, so the parity is ``χ_S(z) = (−1)^h``. Every head is
+a two-token diagonal gadget (:mod:`lowerbounds.gadget`) with ``W_i = c_i e_t e_oᵀ``:
+
+* ``variant="interpolation"``: ``θ_i = λ_i 1_S``; the ``c_i`` solve
+  ``Σ_i c_i σ(2 λ_i h) = (−1)^h`` for ``h = 0..r`` (``m = r + 1`` unknowns, solved
+  in 50-digit arithmetic with mpmath; the condition number is reported). Then
+  ``F(X)_{1o} = C x_{2t} + (x_{1t} − x_{2t}) χ_S(z)`` on every input, ``C = Σ c_i = 2``.
+* ``variant="steps"``: an offset coordinate ``p ∉ S ∪ {t}``;
+  ``θ_i = λ (1_S − τ_i e_p)`` with thresholds ``τ_i = i − ½`` (``i = 0..r``) and
+  ``c = (1, −2, 2, −2, …)``, so ``|c_i| <= 2``. Where the tokens differ at ``p``
+  (``b_p = 1``, half of the inputs) head ``i``'s weight is
+  ``σ(2λ(h − τ_i)) ≈ 1[h >= i]`` and ``Σ_i c_i 1[h >= i] = (−1)^h``: the same formula
+  holds up to ``~e^{−λ}``. On the other half every head's weight is ``σ(2λh)``
+  and the output is ``C x_{2t} + (x_{1t} − x_{2t}) C σ(2λh)``, which depends on ``S``
+  through low-degree terms (correlations between members; see :class:`HardFamily`).
+
+The *signal* ``(x_{1t} − x_{2t}) χ_S(z)`` of distinct subsets is exactly
+orthogonal under uniform Boolean inputs (``t ∉ S ∪ S'``, and ``χ_S χ_{S'} = χ_{S Δ S'}``).
+
+What the smallest member (m = 2, ``|S| = 1``) shows: the hidden coordinate is one
+of ``d − 1``, so SQ learning needs only ``~d`` queries — the family's
+``d^{m−1}`` growth starts from m = 3. It does not show hardness for layers that
+meet the paper's assumptions: these heads are proportional (interpolation) or
+share a support, have low stable rank and heavy diagonals (``learner.assumptions``
+says which conditions fail; :meth:`HardInstance.assumption_report`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mpmath
+import numpy as np
+
+from learner import AttentionLayer, assumptions
+from learner._validation import check_int, check_positive_float
+
+from .gadget import _check_pair_inputs, _sigmoid, gadget_layer
+
+__all__ = ["HardInstance", "interpolation_coefficients", "sq_hard_instance", "symmetric_fourier"]
+
+VARIANTS = ("interpolation", "steps")
+#: Precision (decimal digits) of the interpolation solve and the closed forms.
+MP_DPS = 50
+
+
+def default_lambdas(m):
+    """``λ_i = i − m/2 + 1/4`` (i = 0..m−1): distinct, non-zero, no ``±λ`` pairs.
+
+    Ours, chosen for conditioning: ``σ(−u) = 1 − σ(u)`` makes a ``±λ`` pair
+    sum to the all-ones column, so symmetric grids are singular for m >= 4;
+    the quarter shift avoids that. Measured condition numbers (1-norm): 15,
+    1.7e2, 1.3e3, 1.9e4, 1.2e6 for m = 2..6 (``1, 2, ..., m`` gives up to 1e15).
+    """
+    return tuple(float(i - m / 2 + 0.25) for i in range(m))
+
+
+def default_offset(d, t):
+    """The steps variant's offset coordinate when none is given: ``d − 1`` (``d − 2`` if that is ``t``)."""
+    return d - 1 if d - 1 != t else d - 2
+
+
+def interpolation_coefficients(lambdas):
+    """Solve ``Σ_i c_i σ(2 λ_i h) = (−1)^h`` (``h = 0..m−1``) in 50-digit arithmetic.
+
+    Returns ``(c, condition)``: the coefficients as float64 and the 1-norm
+    condition number of the system.
+
+    Examples
+    --------
+    >>> c, cond = interpolation_coefficients([-0.75, 0.25])
+    >>> round(float(sum(c)), 12)  # h = 0: every σ(0) = 1/2, so Σc = 2
+    2.0
+    """
+    lams = [float(v) for v in lambdas]
+    m = len(lams)
+    if m < 2:
+        raise ValueError(f"the interpolation needs m >= 2 heads; got m={m}.")
+    if len(set(lams)) != m or not all(np.isfinite(lams)):
+        raise ValueError(f"`lambdas` must be distinct finite numbers; got lambdas={lams}.")
+    with mpmath.workdps(MP_DPS):
+        M = mpmath.matrix([[1 / (1 + mpmath.exp(-2 * mpmath.mpf(lam) * h)) for lam in lams] for h in range(m)])
+        v = mpmath.matrix([(-1) ** h for h in range(m)])
+        try:
+            inv = M**-1
+        except ZeroDivisionError as exc:
+            raise ValueError(f"the interpolation system is singular for lambdas={lams}.") from exc
+        c = inv * v
+        cond = mpmath.norm(M, 1) * mpmath.norm(inv, 1)
+        return np.array([float(x) for x in c]), float(cond)
+
+
+def symmetric_fourier(values):
+    """Fourier coefficients of a symmetric function of ``r`` signs.
+
+    ``values[h]`` is the function where exactly ``h`` of the ``r`` signs are −1.
+    Returns ``ĝ[l]`` (``l = 0..r``), the coefficient of every ``χ_U`` with
+    ``|U| = l``: ``ĝ_l = 2^{−r} Σ_h g(h) Σ_i (−1)^i C(l, i) C(r − l, h − i)``
+    (count the inputs with ``h`` minus signs, ``i`` of them inside ``U``).
+    Exact for rational input, mpmath otherwise.
+
+    Examples
+    --------
+    >>> [float(v) for v in symmetric_fourier([1, -1, 1])]  # the parity of 2 signs
+    [0.0, 0.0, 1.0]
+    """
+    r = len(values) - 1
+    out = []
+    for ell in range(r + 1):
+        total = 0
+        for h in range(r + 1):
+            k = sum((-1) ** i * _binom(ell, i) * _binom(r - ell, h - i) for i in range(min(ell, h) + 1))
+            total += values[h] * k
+        out.append(total / mpmath.mpf(2) ** r if not isinstance(total, int) else mpmath.mpf(total) / 2**r)
+    return out
+
+
+def _binom(n, k):
+    if k < 0 or k > n:
+        return 0
+    from math import comb
+
+    return comb(n, k)
+
+
+@dataclass(frozen=True, eq=False)
+class HardInstance:
+    """A member of the SQ family: the layer, its hidden subset, and how it was built.
+
+    ``layer`` is an :class:`~learner.AttentionLayer` on ``k = 2`` tokens whose
+    entry ``(1, o)`` (index ``[0, o]``) is ``C x_{2t} + (x_{1t} − x_{2t}) g_S``, with
+    ``g_S`` the parity ``χ_S(z)`` (interpolation: on every input; steps: where
+    ``b_p = 1``, see :meth:`on_signal_half`). Construction ours; every number
+    that defines it is in ``metadata``.
+    """
+
+    d: int
+    m: int
+    subset: tuple
+    t: int
+    o: int
+    variant: str
+    lambdas: tuple
+    offsets: tuple  # μ_i: θ_i = λ_i 1_S − μ_i e_p (steps), zeros otherwise
+    coefficients: tuple
+    offset_coord: int | None
+    condition: float | None
+    layer: AttentionLayer = field(repr=False)
+    metadata: dict = field(repr=False)
+
+    @property
+    def total(self):
+        """``C = Σ c_i``, the coefficient of the reference part ``C x_{2t}``."""
+        return float(sum(self.coefficients))
+
+    @property
+    def label_bound(self):
+        """``max |F(X)_{1o}|`` over Boolean inputs, ``|C| + 2 max_{a,h} |G_a(h)|``: scales queries into [−1, 1]."""
+        return abs(self.total) + 2 * max(float(abs(v)) for row in self.g_table() for v in row)
+
+    # -- the stated formula ------------------------------------------------
+    def signal(self, X):
+        """``(x_{1t} − x_{2t}) χ_S(x_1 ⊙ x_2)``, straight from the definition: shape (n,)."""
+        X = _check_pair_inputs(X, self.d)
+        z = X[:, 0] * X[:, 1]
+        return (X[:, 0, self.t] - X[:, 1, self.t]) * np.prod(z[:, list(self.subset)], axis=1)
+
+    def formula(self, X):
+        """The stated value of ``F(X)_{1o}``: ``C x_{2t} + signal(X)`` (steps: valid on the signal half)."""
+        X = _check_pair_inputs(X, self.d)
+        return self.total * X[:, 1, self.t] + self.signal(X)
+
+    def on_signal_half(self, X):
+        """Where the formula is claimed: every input (interpolation), ``x_{1p} ≠ x_{2p}`` (steps)."""
+        X = _check_pair_inputs(X, self.d)
+        if self.offset_coord is None:
+            return np.ones(X.shape[0], dtype=bool)
+        return X[:, 0, self.offset_coord] != X[:, 1, self.offset_coord]
+
+    # -- the exact function computed by the layer ---------------------------
+    def g_table(self):
+        """``G_a(h) = Σ_i c_i σ(2(λ_i h − μ_i a))`` for ``a ∈ {0, 1}`` (the value of ``b_p``), ``h = 0..r``.
+
+        The layer's entry ``(1, o)`` is exactly ``C x_{2t} + (x_{1t} − x_{2t}) G_{b_p}(h)``
+        (gadget identity). Returned in mpmath (``MP_DPS`` digits) from the
+        float64 parameters, so closed forms describe the float layer itself.
+        """
+        r = len(self.subset)
+        with mpmath.workdps(MP_DPS):
+            table = []
+            for a in (0, 1):
+                row = []
+                for h in range(r + 1):
+                    s = mpmath.mpf(0)
+                    for c, lam, mu in zip(self.coefficients, self.lambdas, self.offsets):
+                        s += mpmath.mpf(c) / (1 + mpmath.exp(-2 * (mpmath.mpf(lam) * h - mpmath.mpf(mu) * a)))
+                    row.append(s)
+                table.append(row)
+        return table
+
+    def g_values(self, X):
+        """``G_{b_p}(h_S(z))`` per input in float64 (the layer's S-dependent factor)."""
+        X = _check_pair_inputs(X, self.d)
+        b = (1.0 - X[:, 0] * X[:, 1]) / 2.0
+        h = b[:, list(self.subset)].sum(axis=1)
+        bp = b[:, self.offset_coord] if self.offset_coord is not None else np.zeros(X.shape[0])
+        lam = np.asarray(self.lambdas)
+        mu = np.asarray(self.offsets)
+        return _sigmoid(2.0 * (h[:, None] * lam - bp[:, None] * mu)) @ np.asarray(self.coefficients)
+
+    def fourier(self, U):
+        """Exact Fourier coefficient at ``χ_U(z)`` of the layer's factor ``g(z) = G_{b_p}(h_S(z))``.
+
+        ``g = ½(G_0 + G_1) + ½ z_p (G_0 − G_1)`` (no ``z_p`` term without an
+        offset), and a symmetric function of ``z_S`` has coefficient ``Ĝ_{|U|}``
+        on every ``U ⊆ S`` (:func:`symmetric_fourier`). Returns an mpmath number.
+        """
+        U = frozenset(int(u) for u in U)
+        S = frozenset(self.subset)
+        p = self.offset_coord
+        G0, G1 = self.g_table()
+        with mpmath.workdps(MP_DPS):
+            if p is None:
+                return symmetric_fourier(G0)[len(U)] if U <= S else mpmath.mpf(0)
+            if U <= S:
+                return (symmetric_fourier(G0)[len(U)] + symmetric_fourier(G1)[len(U)]) / 2
+            if p in U and (U - {p}) <= S:
+                ell = len(U) - 1
+                return (symmetric_fourier(G0)[ell] - symmetric_fourier(G1)[ell]) / 2
+            return mpmath.mpf(0)
+
+    def reference_fourier(self, U):
+        """Coefficients of the ``S``-independent part of ``g`` (characters ``U ⊆ {p}``), zero elsewhere."""
+        U = frozenset(int(u) for u in U)
+        if U <= ({self.offset_coord} if self.offset_coord is not None else set()):
+            return self.fourier(U)
+        return mpmath.mpf(0)
+
+    def outputs_given_g(self, X, g):
+        """Full ``(n, 2, d)`` output with the factor ``g`` per input (the gadget identity)."""
+        X = _check_pair_inputs(X, self.d)
+        Y = np.zeros(X.shape)
+        diff = X[:, 0, self.t] - X[:, 1, self.t]
+        Y[:, 0, self.o] = self.total * X[:, 1, self.t] + diff * g
+        Y[:, 1, self.o] = self.total * X[:, 0, self.t] - diff * g
+        return Y
+
+    def assumption_report(self):
+        """``learner.assumptions`` on the layer (k = 2): which of the paper's conditions it violates."""
+        return assumptions(self.layer, k=2)
+
+
+def _check_subset(subset, d, t, offset):
+    try:
+        S = tuple(sorted(int(s) for s in subset))
+    except TypeError as exc:
+        raise TypeError(f"`subset` must be an iterable of coordinates; got subset={subset!r}.") from exc
+    if len(set(S)) != len(S):
+        raise ValueError(f"`subset` must not repeat coordinates; got subset={list(subset)}.")
+    if not S:
+        raise ValueError("`subset` must be non-empty (|S| = m − 1 >= 1).")
+    if len(S) >= d:
+        raise ValueError(f"`subset` must have fewer than d={d} coordinates; got |S|={len(S)}.")
+    if S[0] < 0 or S[-1] >= d:
+        raise ValueError(f"`subset` must lie in [0, d) with d={d}; got subset={list(S)}.")
+    if t in S:
+        raise ValueError(f"the reader coordinate t={t} must not be in the subset; got subset={list(S)}.")
+    if offset is not None and offset in S:
+        raise ValueError(f"the offset coordinate {offset} must not be in the subset; got subset={list(S)}.")
+    return S
+
+
+def sq_hard_instance(d, m, subset=None, *, variant="interpolation", t=0, o=0, offset=None, lambdas=None,
+                     steepness=40.0, rng=None):
+    """A member of the SQ-hard family on two tokens.
+
+    Parameters
+    ----------
+    d : int
+        Token dimension (``d >= 3``).
+    m : int
+        Heads, ``m >= 2``; the subset has ``m − 1`` coordinates.
+    subset : iterable of int, optional
+        The hidden ``S ⊂ [d] \\ {t}`` (and ``∌ p`` for steps). Drawn uniformly
+        with ``rng`` when omitted.
+    variant : {"interpolation", "steps"}
+    t, o : int
+        Reader coordinate and output column (default 0, 0).
+    offset : int, optional
+        Steps only: the offset coordinate ``p`` (default ``d − 1``, or the
+        largest coordinate outside ``S ∪ {t}``).
+    lambdas : sequence of float, optional
+        Interpolation only: the head scales (default :func:`default_lambdas`).
+    steepness : float
+        Steps only: ``λ``; the formula holds on its half to ``~Σ|c_i| e^{−λ}``
+        (default 40: ``~1e-17``, below float64 resolution).
+    rng : seed or Generator, optional
+
+    Returns
+    -------
+    HardInstance
+
+    Examples
+    --------
+    >>> inst = sq_hard_instance(6, 3, subset=(2, 4))
+    >>> from learner import enumerate_cube
+    >>> X = next(enumerate_cube(2, 6, batch=4096))
+    >>> bool(np.abs(inst.layer(X)[:, 0, 0] - inst.formula(X)).max() < 1e-9)
+    True
+    """
+    d = check_int("d", d, minimum=1)
+    m = check_int("m", m, minimum=1)
+    if m < 2:
+        raise ValueError(f"`m` must be at least 2 (one head per parity degree plus one); got m={m}.")
+    if d < 3:
+        raise ValueError(f"`d` must be at least 3 (reader, offset, one hidden coordinate); got d={d}.")
+    if variant not in VARIANTS:
+        raise ValueError(f"`variant` must be one of {VARIANTS}; got variant={variant!r}.")
+    t = check_int("t", t, minimum=0)
+    o = check_int("o", o, minimum=0)
+    for name, value in (("t", t), ("o", o)):
+        if value >= d:
+            raise ValueError(f"`{name}` must be a coordinate in [0, d) with d={d}; got {name}={value}.")
+    if variant == "steps":
+        if offset is None:
+            offset = default_offset(d, t)
+        offset = check_int("offset", offset, minimum=0)
+        if offset >= d or offset == t:
+            raise ValueError(f"`offset` must be a coordinate in [0, d) other than t={t}; got offset={offset}.")
+    elif offset is not None:
+        raise ValueError(f"`offset` is for variant='steps' only; got offset={offset} with variant={variant!r}.")
+    if subset is None:
+        gen = np.random.default_rng(rng)
+        pool = [j for j in range(d) if j != t and j != offset]
+        if m - 1 > len(pool):
+            raise ValueError(f"m - 1 = {m - 1} hidden coordinates do not fit in d={d} (variant {variant!r}).")
+        subset = gen.choice(pool, size=m - 1, replace=False)
+    S = _check_subset(subset, d, t, offset)
+    if len(S) != m - 1:
+        raise ValueError(f"`subset` must have m − 1 = {m - 1} coordinates; got |S|={len(S)} (subset={list(S)}).")
+    r = len(S)
+    ind = np.zeros(d)
+    ind[list(S)] = 1.0
+    if variant == "interpolation":
+        lams = default_lambdas(m) if lambdas is None else tuple(float(v) for v in lambdas)
+        if len(lams) != m:
+            raise ValueError(f"`lambdas` must have m={m} entries; got {len(lams)}.")
+        coeffs, cond = interpolation_coefficients(lams)
+        mus = (0.0,) * m
+        thetas = np.array([lam * ind for lam in lams])
+        how = (f"Θ_i = λ_i diag(1_S), λ = {list(lams)}; c solves Σ_i c_i σ(2λ_i h) = (−1)^h, h = 0..{r}, "
+               f"in {MP_DPS}-digit arithmetic (condition number {cond:.3g})")
+    else:
+        if lambdas is not None:
+            raise ValueError("`lambdas` is for variant='interpolation'; steps use one `steepness`.")
+        lam = check_positive_float("steepness", steepness)
+        taus = [i - 0.5 for i in range(m)]
+        lams = (lam,) * m
+        mus = tuple(lam * tau for tau in taus)
+        coeffs = np.array([1.0] + [2.0 * (-1) ** i for i in range(1, m)])
+        cond = None
+        thetas = np.array([lam * ind for _ in range(m)])
+        thetas[:, offset] = -np.asarray(mus)
+        how = (f"Θ_i = λ diag(1_S − τ_i e_p), λ = {lam}, p = {offset}, τ_i = i − 1/2 (i = 0..{r}); "
+               f"c = (1, −2, 2, ...): steps 1[h >= i] with alternating signs sum to (−1)^h where b_p = 1")
+    layer = gadget_layer(thetas, coeffs, t=t, o=o)
+    metadata = {
+        "family": "sq-two-token",
+        "variant": variant,
+        "d": d, "m": m, "k": 2, "subset": list(S), "t": t, "o": o, "offset": offset,
+        "lambdas": list(lams), "offsets": list(mus), "coefficients": [float(c) for c in coeffs],
+        "condition_number": cond,
+        "construction": how,
+        "formula": "F(X)[0, o] = C x_2t + (x_1t − x_2t) χ_S(x_1 ⊙ x_2)"
+                   + (" where x_1p ≠ x_2p" if variant == "steps" else " on every Boolean input"),
+        "provenance": "construction ours (toolkit DESIGN §5); the paper's statement is the d^Ω(m) SQ lower bound",
+    }
+    return HardInstance(d, m, S, t, o, variant, tuple(lams), tuple(mus), tuple(float(c) for c in coeffs),
+                        offset, cond, layer, metadata)

@@ -1,0 +1,182 @@
+"""SQ hard instances: the gadget, the stated formulas, exact correlations, bounds, bad input."""
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+
+from learner import enumerate_cube, load_layer, read_metadata
+from lowerbounds import (
+    HardFamily,
+    gadget_layer,
+    gadget_weight,
+    interpolation_coefficients,
+    sq_hard_instance,
+    symmetric_fourier,
+)
+
+# The acceptance's tolerance for "layer(X) equals its stated formula": float64
+# evaluation of coefficients up to ~2e4 (m = 5's condition number) stays ~1e-12.
+FORMULA_TOL = 1e-9
+
+
+def _cube(d):
+    return np.concatenate(list(enumerate_cube(2, d)))
+
+
+class TestGadget:
+    def test_weight_matches_the_layer_on_every_input(self):
+        rng = np.random.default_rng(0)
+        theta = rng.standard_normal(5)
+        layer = gadget_layer(theta[None], [1.0], t=0, o=1)
+        X = _cube(5)
+        P = layer.attention(X)[:, 0]  # (n, a, j)
+        np.testing.assert_allclose(P[:, 0, 0], gadget_weight(theta, X), rtol=0, atol=1e-15)
+        np.testing.assert_allclose(P[:, 1, 1], gadget_weight(theta, X), rtol=0, atol=1e-15)
+        # Output (1, o): c [x_2t + σ (x_1t − x_2t)]; everything else zero but (2, o).
+        Y = layer(X)
+        w = gadget_weight(theta, X)
+        np.testing.assert_allclose(Y[:, 0, 1], X[:, 1, 0] + w * (X[:, 0, 0] - X[:, 1, 0]), atol=1e-14)
+        assert np.all(Y[:, :, [0, 2, 3, 4]] == 0)
+
+    def test_weight_needs_boolean_two_token_inputs(self):
+        with pytest.raises(ValueError, match="two tokens"):
+            gadget_weight([0.0, 1.0], np.ones((3, 2)))
+        with pytest.raises(ValueError, match="Boolean"):
+            gadget_weight([0.0, 1.0], np.full((2, 2), 0.5))
+        with pytest.raises(ValueError, match="`t` must be a coordinate"):
+            gadget_layer(np.ones((1, 3)), [1.0], t=3, o=0)
+
+
+class TestInterpolation:
+    @pytest.mark.parametrize(("d", "m"), [(5, 2), (7, 3), (8, 4), (8, 5)])
+    def test_layer_equals_formula_on_every_input(self, d, m):
+        inst = sq_hard_instance(d, m, rng=d * m)
+        X = _cube(d)
+        assert np.abs(inst.layer(X)[:, 0, inst.o] - inst.formula(X)).max() < FORMULA_TOL
+        # Row 2 carries the mirror image C x_1t − signal.
+        assert np.abs(inst.layer(X)[:, 1, inst.o] - (inst.total * X[:, 0, inst.t] - inst.signal(X))).max() < FORMULA_TOL
+        assert inst.total == pytest.approx(2.0, abs=1e-9)
+        assert inst.condition > 1 and inst.metadata["condition_number"] == inst.condition
+
+    def test_negative_control_wrong_subset_does_not_match(self):
+        inst = sq_hard_instance(7, 3, subset=(2, 5))
+        other = sq_hard_instance(7, 3, subset=(2, 6))
+        X = _cube(7)
+        assert np.abs(inst.layer(X)[:, 0, 0] - other.formula(X)).max() > 1.0
+
+    def test_coefficients_solve_the_system(self):
+        lams = [-1.25, -0.25, 0.75, 1.75]
+        c, cond = interpolation_coefficients(lams)
+        h = np.arange(4)[:, None]
+        np.testing.assert_allclose((1 / (1 + np.exp(-2 * np.array(lams) * h))) @ c, [1, -1, 1, -1], atol=1e-12)
+        assert 1e2 < cond < 1e5
+        with pytest.raises(ValueError, match="distinct"):
+            interpolation_coefficients([1.0, 1.0])
+
+    def test_symmetric_fourier_against_brute_force(self):
+        vals = [0.3, -1.2, 2.0, 0.7]
+        r = 3
+        coef = symmetric_fourier(vals)
+        zs = np.array(list(np.ndindex(2, 2, 2))) * -2 + 1  # all sign vectors
+        g = np.array([vals[int((z < 0).sum())] for z in zs])
+        for ell in range(r + 1):
+            for U in combinations(range(r), ell):
+                brute = np.mean(g * np.prod(zs[:, list(U)], axis=1))
+                assert float(coef[ell]) == pytest.approx(brute, abs=1e-14)
+
+
+class TestSteps:
+    @pytest.mark.parametrize(("d", "m"), [(5, 2), (7, 4), (8, 3), (8, 5)])
+    def test_formula_on_the_stated_half_only(self, d, m):
+        inst = sq_hard_instance(d, m, variant="steps", rng=d + m)
+        assert max(abs(c) for c in inst.coefficients) <= 2
+        X = _cube(d)
+        half = inst.on_signal_half(X)
+        assert half.mean() == 0.5
+        diff = np.abs(inst.layer(X)[:, 0, inst.o] - inst.formula(X))
+        assert diff[half].max() < FORMULA_TOL
+        assert diff[~half].max() > 0.5  # the other half does not carry the signal
+
+    def test_gadget_identity_holds_everywhere(self):
+        inst = sq_hard_instance(7, 3, variant="steps", subset=(1, 3))
+        X = _cube(7)
+        np.testing.assert_allclose(inst.layer(X), inst.outputs_given_g(X, inst.g_values(X)), atol=1e-13)
+
+
+class TestFamily:
+    @pytest.mark.parametrize("variant", ["interpolation", "steps"])
+    def test_closed_form_matches_enumeration(self, variant):
+        fam = HardFamily(7, 3, variant=variant)
+        subsets, gram, signal_gram = fam.exact_correlations()
+        off = ~np.eye(len(subsets), dtype=bool)
+        # Distinct subsets: signals exactly orthogonal.
+        assert np.abs(signal_gram[off]).max() < 1e-12
+        closed = np.array([[fam.correlation(a, b) for b in subsets] for a in subsets])
+        np.testing.assert_allclose(gram, closed, atol=1e-12)
+        if variant == "interpolation":
+            assert np.abs(gram[off]).max() < 1e-12
+        else:  # the negative control: the off-half leaks S through low-degree terms
+            assert fam.overlap_correlation(1) > 1e-3 and np.abs(gram[off]).max() > 1e-3
+
+    def test_bounds_orthogonal_family(self):
+        fam = HardFamily(20, 3)
+        assert fam.size == 171 and fam.row_sum() < 1e-20
+        assert fam.statistical_dimension(0.1) == 17  # ⌊N γ̄⌋
+        B = fam.template.label_bound
+        assert fam.query_lower_bound(0.1) == pytest.approx(170 * (B * 0.1) ** 2 / 2)
+        graph = fam.correlation_graph(1e-6)
+        assert graph.number_of_nodes() == 171 and graph.number_of_edges() == 0
+
+    def test_nearly_orthogonal_subfamily_of_correlated_family(self):
+        fam = HardFamily(12, 3, variant="steps")
+        out = fam.nearly_orthogonal_subfamily(1e-3, rng=0)
+        assert 0 < out["lower"] <= out["upper"] < fam.size
+        for a, b in combinations(out["members"], 2):
+            assert abs(fam.correlation(a, b)) <= 1e-3
+        assert fam.statistical_dimension(0.5) < fam.size * 0.5
+
+    def test_bad_input(self):
+        with pytest.raises(ValueError, match="exact enumeration"):
+            HardFamily(10, 3).exact_correlations()
+        with pytest.raises(ValueError, match="not a member"):
+            HardFamily(8, 3).correlation((0, 1), (2, 3))  # 0 is the reader t
+
+
+class TestBadInput:
+    @pytest.mark.parametrize(("kwargs", "match"), [
+        ({"d": 6, "m": 2, "subset": (0,)}, "reader coordinate t=0 must not be in the subset"),
+        ({"d": 4, "m": 5, "subset": (0, 1, 2, 3)}, "fewer than d=4"),
+        ({"d": 6, "m": 1}, "`m` must be at least 2"),
+        ({"d": 6, "m": 3, "subset": (1,)}, "m − 1 = 2 coordinates; got |S|=1"),
+        ({"d": 6, "m": 3, "subset": (1, 1)}, "must not repeat"),
+        ({"d": 6, "m": 2, "subset": (7,)}, r"lie in \[0, d\)"),
+        ({"d": 6, "m": 2, "subset": (5,), "variant": "steps"}, "offset coordinate 5"),
+        ({"d": 6, "m": 2, "variant": "stairs"}, "`variant` must be one of"),
+        ({"d": 6, "m": 2, "offset": 3}, "steps' only"),
+        ({"d": 6, "m": 2, "variant": "steps", "steepness": -1.0}, "`steepness` must be finite and positive"),
+    ])
+    def test_errors_name_the_problem(self, kwargs, match):
+        with pytest.raises(ValueError, match=match):
+            sq_hard_instance(**kwargs)
+
+
+def test_instances_violate_the_papers_conditions():
+    for variant in ("interpolation", "steps"):
+        report = sq_hard_instance(10, 3, subset=(2, 5), variant=variant).assumption_report()
+        assert not report.ok
+        assert "theta_incoherence" in report.failed  # heads share one support
+
+
+def test_cli_writes_an_instance(tmp_path, capsys):
+    from lowerbounds.cli import main
+
+    out = tmp_path / "sq.npz"
+    assert main(["sq", "--d", "16", "--m", "3", "--seed", "0", "--out", str(out)]) == 0
+    meta = read_metadata(out)["metadata"]
+    inst = sq_hard_instance(16, 3, meta["subset"])
+    assert np.array_equal(load_layer(out).thetas, inst.layer.thetas)
+    assert meta["provenance"].startswith("construction ours") and meta["seed"] == 0
+    assert "violated" in capsys.readouterr().out
+    assert main(["sq", "--d", "4", "--m", "5"]) == 2
+    assert "do not fit" in capsys.readouterr().err
