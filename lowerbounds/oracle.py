@@ -1,0 +1,207 @@
+"""A statistical-query oracle for the two-token targets (simulation ours, standard SQ model).
+
+``SQOracle(target, tolerance=τ)`` answers ``E[φ(X, F(X))]`` within ``τ`` under
+uniform Boolean ``X`` (k = 2), counting queries. Adversaries:
+
+* ``"reference"`` — answer with the value under the *reference distribution*
+  (the shared part of the family: the ``S``-dependent factor ``g`` replaced by
+  an independent draw, so the answer does not depend on ``S``) whenever it is
+  within ``τ`` of the truth; otherwise the truth. This is the adversary of SQ
+  lower bounds.
+* ``"random"`` — the truth plus uniform noise in ``[−τ, τ]``.
+
+Queries are either a :class:`CharacterQuery` (answered exactly from the
+target's Fourier coefficients — what the simulator uses) or a callable
+``φ(X, Y) -> values in [−1, 1]`` on ``X, Y`` of shape (n, 2, d): exact by
+enumerating the ``4^d`` inputs for ``d <= 8`` (and the ``r + 1`` values of ``h``
+for the reference), Monte Carlo beyond with ``⌈(10/τ)²⌉`` samples (standard
+error ``<= τ/10``; then the answer is not exact and the result says so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import comb
+
+import numpy as np
+
+from learner import enumerate_cube, sample_inputs
+from learner._validation import check_int, check_positive_float
+
+from .gadget import _check_pair_inputs
+from .sq import HardInstance
+
+__all__ = ["CharacterQuery", "SQOracle", "SparseLinearTarget"]
+
+ADVERSARIES = ("reference", "random")
+MAX_ENUM_D = 8
+
+
+@dataclass(frozen=True)
+class CharacterQuery:
+    """``φ(X, Y) = ½(x_{1t} − x_{2t}) χ_U(x_1 ⊙ x_2) · Y_{1o} / B`` (``B`` the label bound, so ``|φ| <= 1``).
+
+    Its exact value is ``(ĝ(U) − ½C·1[U = ∅]) / B`` for ``t ∉ U``: the correlation
+    of the label with one Fourier character.
+    """
+
+    subset: frozenset
+
+    def __init__(self, subset):
+        object.__setattr__(self, "subset", frozenset(int(u) for u in subset))
+
+    def evaluate(self, X, Y, *, t, o, bound):
+        """Values of ``φ`` on inputs ``X`` with labels ``Y`` (for checks against enumeration)."""
+        X = _check_pair_inputs(X)
+        z = X[:, 0] * X[:, 1]
+        chi = np.prod(z[:, sorted(self.subset)], axis=1) if self.subset else np.ones(X.shape[0])
+        return 0.5 * (X[:, 0, t] - X[:, 1, t]) * chi * np.asarray(Y)[:, 0, o] / bound
+
+
+class SparseLinearTarget:
+    """Negative control: ``F_{1o} = C x_{2t} + (x_{1t} − x_{2t}) Σ_{j∈S} z_j / √|S|`` (not SQ-hard).
+
+    Same two-token format and shared part (``C = 2``) as the hard family, but
+    the ``S``-dependent factor is linear in ``z``: its members overlap in
+    low-degree characters, so a correlational search finds ``S`` coordinate by
+    coordinate. Only :class:`CharacterQuery` queries are supported.
+    """
+
+    def __init__(self, d, subset, *, t=0, o=0):
+        self.d = check_int("d", d, minimum=2)
+        self.t, self.o = check_int("t", t, minimum=0), check_int("o", o, minimum=0)
+        S = tuple(sorted(int(s) for s in subset))
+        if not S or len(set(S)) != len(S) or S[0] < 0 or S[-1] >= d or self.t in S or len(S) >= d:
+            raise ValueError(f"`subset` must be distinct coordinates in [0, d={d}) without t={t}; got {list(S)}.")
+        self.subset = S
+        self.total = 2.0
+        self.label_bound = 2.0 + 2.0 * np.sqrt(len(S))
+
+    def fourier(self, U):
+        U = frozenset(U)
+        return 1.0 / np.sqrt(len(self.subset)) if len(U) == 1 and next(iter(U)) in self.subset else 0.0
+
+    def reference_fourier(self, U):
+        return 0.0
+
+
+class SQOracle:
+    """Answers statistical queries about one target within ``tolerance``; counts them.
+
+    Parameters
+    ----------
+    target : HardInstance or SparseLinearTarget
+    tolerance : float
+        ``τ > 0``.
+    adversary : {"reference", "random"}
+    rng : seed or Generator, optional
+        For the random adversary and Monte Carlo answers.
+
+    Examples
+    --------
+    >>> from lowerbounds import sq_hard_instance
+    >>> oracle = SQOracle(sq_hard_instance(12, 3, subset=(3, 7)), tolerance=0.05)
+    >>> oracle.query(CharacterQuery({3, 8}))  # another subset: the shared answer
+    0.0
+    >>> round(oracle.query(CharacterQuery({3, 7})), 12)  # the hidden one: 1/B, B = 4
+    0.25
+    >>> oracle.queries
+    2
+    """
+
+    def __init__(self, target, *, tolerance, adversary="reference", rng=None):
+        if not isinstance(target, (HardInstance, SparseLinearTarget)):
+            raise TypeError(f"`target` must be a HardInstance or SparseLinearTarget; got {type(target).__name__}.")
+        self.target = target
+        self.tolerance = check_positive_float("tolerance", tolerance)
+        if adversary not in ADVERSARIES:
+            raise ValueError(f"`adversary` must be one of {ADVERSARIES}; got adversary={adversary!r}.")
+        self.adversary = adversary
+        self._seed = rng
+        self.rng = np.random.default_rng(rng)
+        self.queries = 0
+        self.label_bound = float(target.label_bound)
+        self._coef = self._nonzero_fourier(target)
+        self.last_exact = True
+
+    @staticmethod
+    def _nonzero_fourier(target):
+        """Every non-zero Fourier coefficient of ``g`` (they live on subsets of ``S`` ∪ {p})."""
+        from itertools import combinations
+
+        base = list(target.subset) + ([target.offset_coord] if getattr(target, "offset_coord", None) is not None else [])
+        coef, ref = {}, {}
+        for size in range(len(base) + 1):
+            for U in combinations(base, size):
+                U = frozenset(U)
+                c, rc = float(target.fourier(U)), float(target.reference_fourier(U))
+                if c != 0.0:
+                    coef[U] = c
+                if rc != 0.0:
+                    ref[U] = rc
+        return coef, ref
+
+    def reset(self):
+        """Zero the query count and restart the random stream."""
+        self.queries = 0
+        self.rng = np.random.default_rng(self._seed)
+
+    def exact_value(self, query):
+        """``(truth, reference)`` for ``query`` (exact where the module docstring says so)."""
+        if isinstance(query, CharacterQuery):
+            t = self.target.t
+            if t in query.subset:
+                raise ValueError(f"a CharacterQuery's subset must not contain the reader t={t}.")
+            coef, ref = self._coef
+            shared = -0.5 * self.target.total if not query.subset else 0.0
+            B = self.label_bound
+            self.last_exact = True
+            return (shared + coef.get(query.subset, 0.0)) / B, (shared + ref.get(query.subset, 0.0)) / B
+        if callable(query):
+            if not isinstance(self.target, HardInstance):
+                raise TypeError("callable queries need a HardInstance target (the control answers CharacterQuery only).")
+            return self._callable_value(query)
+        raise TypeError(f"a query must be a CharacterQuery or a callable φ(X, Y); got {type(query).__name__}.")
+
+    def _callable_value(self, phi):
+        inst = self.target
+        r = len(inst.subset)
+        G0, G1 = ([float(v) for v in row] for row in inst.g_table())
+        weights = [comb(r, h) / 2**r for h in range(r + 1)]
+
+        def batch_values(X):
+            Y = inst.layer(X)
+            truth = self._checked(phi(X, Y))
+            bp = (X[:, 0, inst.offset_coord] != X[:, 1, inst.offset_coord]) if inst.offset_coord is not None \
+                else np.zeros(X.shape[0], dtype=bool)
+            ref = np.zeros(X.shape[0])
+            for h, w in enumerate(weights):
+                g = np.where(bp, G1[h], G0[h])
+                ref += w * self._checked(phi(X, inst.outputs_given_g(X, g)))
+            return truth.sum(), ref.sum(), X.shape[0]
+
+        if inst.d <= MAX_ENUM_D:
+            parts = [batch_values(X) for X in enumerate_cube(2, inst.d)]
+            self.last_exact = True
+        else:
+            n = int(np.ceil((10.0 / self.tolerance) ** 2))
+            parts = [batch_values(sample_inputs(min(65536, n - s), 2, inst.d, rng=self.rng))
+                     for s in range(0, n, 65536)]
+            self.last_exact = False
+        total = sum(p[2] for p in parts)
+        return sum(p[0] for p in parts) / total, sum(p[1] for p in parts) / total
+
+    @staticmethod
+    def _checked(values):
+        values = np.asarray(values, dtype=float)
+        if values.ndim != 1 or not np.all(np.isfinite(values)) or np.abs(values).max(initial=0.0) > 1.0 + 1e-12:
+            raise ValueError("a query φ(X, Y) must return one finite value in [−1, 1] per input.")
+        return values
+
+    def query(self, query):
+        """One statistical query; returns the adversary's answer (within ``τ`` of the truth)."""
+        truth, ref = self.exact_value(query)
+        self.queries += 1
+        if self.adversary == "reference":
+            return ref if abs(truth - ref) <= self.tolerance else truth
+        return truth + self.rng.uniform(-self.tolerance, self.tolerance)
