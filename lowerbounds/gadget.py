@@ -38,6 +38,17 @@ def _sigmoid(u):
     return np.where(u >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
+def check_coordinates(d, **coords):
+    """Each keyword as an int coordinate in ``[0, d)``, in order; errors name the keyword and value."""
+    out = []
+    for name, value in coords.items():
+        value = check_int(name, value, minimum=0)
+        if value >= d:
+            raise ValueError(f"`{name}` must be a coordinate in [0, d) with d={d}; got {name}={value}.")
+        out.append(value)
+    return tuple(out)
+
+
 def _check_pair_inputs(X, d=None):
     X = check_real_array("X", X)
     if X.ndim == 2:
@@ -108,11 +119,7 @@ def gadget_layer(thetas, coefficients, *, t, o):
     m, d = thetas.shape
     if coefficients.shape[0] != m:
         raise ValueError(f"`coefficients` must have one entry per head (m={m}); got {coefficients.shape[0]}.")
-    t = check_int("t", t, minimum=0)
-    o = check_int("o", o, minimum=0)
-    for name, value in (("t", t), ("o", o)):
-        if value >= d:
-            raise ValueError(f"`{name}` must be a coordinate in [0, d) with d={d}; got {name}={value}.")
+    t, o = check_coordinates(d, t=t, o=o)
     big_thetas = np.zeros((m, d, d))
     idx = np.arange(d)
     big_thetas[:, idx, idx] = thetas

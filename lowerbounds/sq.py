@@ -38,7 +38,7 @@ import numpy as np
 from learner import AttentionLayer, assumptions
 from learner._validation import check_int, check_positive_float
 
-from .gadget import _check_pair_inputs, _sigmoid, gadget_layer
+from .gadget import _check_pair_inputs, _sigmoid, check_coordinates, gadget_layer
 
 __all__ = ["HardInstance", "interpolation_coefficients", "sq_hard_instance", "symmetric_fourier"]
 
@@ -319,11 +319,7 @@ def sq_hard_instance(d, m, subset=None, *, variant="interpolation", t=0, o=0, of
         raise ValueError(f"`d` must be at least 3 (reader, offset, one hidden coordinate); got d={d}.")
     if variant not in VARIANTS:
         raise ValueError(f"`variant` must be one of {VARIANTS}; got variant={variant!r}.")
-    t = check_int("t", t, minimum=0)
-    o = check_int("o", o, minimum=0)
-    for name, value in (("t", t), ("o", o)):
-        if value >= d:
-            raise ValueError(f"`{name}` must be a coordinate in [0, d) with d={d}; got {name}={value}.")
+    t, o = check_coordinates(d, t=t, o=o)
     if variant == "steps":
         if offset is None:
             offset = default_offset(d, t)
