@@ -40,7 +40,7 @@ import numpy as np
 from learner import enumerate_cube
 from learner._validation import check_int, check_positive_float
 
-from .sq import MP_DPS, VARIANTS, default_offset, sq_hard_instance, symmetric_fourier
+from .sq import MP_DPS, VARIANTS, default_offset, sq_hard_instance
 
 __all__ = ["HardFamily"]
 
@@ -90,11 +90,7 @@ class HardFamily:
         self.free = tuple(j for j in range(d) if j != self.t and j != self.offset)
         self.n = len(self.free)
         self._kwargs = kwargs | ({"offset": self.offset} if variant == "steps" else {})
-        G0, G1 = template.g_table()
-        with mpmath.workdps(MP_DPS):
-            f0, f1 = symmetric_fourier(G0), symmetric_fourier(G1)
-            self._A = [(a + b) / 2 for a, b in zip(f0, f1)]
-            self._B = [(a - b) / 2 for a, b in zip(f0, f1)] if self.offset is not None else [mpmath.mpf(0)] * (self.r + 1)
+        self._A, self._B = template.fourier_by_degree
 
     # -- members -------------------------------------------------------------
     @property

@@ -31,6 +31,7 @@ says which conditions fail; :meth:`HardInstance.assumption_report`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import mpmath
 import numpy as np
@@ -211,26 +212,32 @@ class HardInstance:
         mu = np.asarray(self.offsets)
         return _sigmoid(2.0 * (h[:, None] * lam - bp[:, None] * mu)) @ np.asarray(self.coefficients)
 
-    def fourier(self, U):
-        """Exact Fourier coefficient at ``χ_U(z)`` of the layer's factor ``g(z) = G_{b_p}(h_S(z))``.
+    @cached_property
+    def fourier_by_degree(self):
+        """``(A, B)``: the Fourier coefficients of ``½(G_0 + G_1)`` and ``½(G_0 − G_1)`` by degree ``0..r``.
 
-        ``g = ½(G_0 + G_1) + ½ z_p (G_0 − G_1)`` (no ``z_p`` term without an
-        offset), and a symmetric function of ``z_S`` has coefficient ``Ĝ_{|U|}``
-        on every ``U ⊆ S`` (:func:`symmetric_fourier`). Returns an mpmath number.
+        ``g = ½(G_0 + G_1) + ½ z_p (G_0 − G_1)`` (``B = 0`` without an offset), and
+        a symmetric function of ``z_S`` has coefficient ``Ĝ_{|U|}`` on every
+        ``U ⊆ S`` (:func:`symmetric_fourier`). mpmath numbers, computed once.
         """
+        G0, G1 = self.g_table()
+        with mpmath.workdps(MP_DPS):
+            f0, f1 = symmetric_fourier(G0), symmetric_fourier(G1)
+            A = [(a + b) / 2 for a, b in zip(f0, f1)]
+            B = [(a - b) / 2 for a, b in zip(f0, f1)] if self.offset_coord is not None else [mpmath.mpf(0)] * len(f0)
+        return A, B
+
+    def fourier(self, U):
+        """Exact Fourier coefficient at ``χ_U(z)`` of the layer's factor ``g(z) = G_{b_p}(h_S(z))`` (mpmath)."""
         U = frozenset(int(u) for u in U)
         S = frozenset(self.subset)
         p = self.offset_coord
-        G0, G1 = self.g_table()
-        with mpmath.workdps(MP_DPS):
-            if p is None:
-                return symmetric_fourier(G0)[len(U)] if U <= S else mpmath.mpf(0)
-            if U <= S:
-                return (symmetric_fourier(G0)[len(U)] + symmetric_fourier(G1)[len(U)]) / 2
-            if p in U and (U - {p}) <= S:
-                ell = len(U) - 1
-                return (symmetric_fourier(G0)[ell] - symmetric_fourier(G1)[ell]) / 2
-            return mpmath.mpf(0)
+        A, B = self.fourier_by_degree
+        if U <= S:
+            return A[len(U)]
+        if p is not None and p in U and (U - {p}) <= S:
+            return B[len(U) - 1]
+        return mpmath.mpf(0)
 
     def reference_fourier(self, U):
         """Coefficients of the ``S``-independent part of ``g`` (characters ``U ⊆ {p}``), zero elsewhere."""
