@@ -73,14 +73,13 @@ class HardFamily:
         if variant not in VARIANTS:
             raise ValueError(f"`variant` must be one of {VARIANTS}; got variant={variant!r}.")
         # A template member validates d, m, t, o, offset and fixes the shared numbers.
+        d, m = check_int("d", d), check_int("m", m)
         kwargs = {"variant": variant, "t": t, "o": o}
         if variant == "steps":
-            if offset is None and isinstance(d, int) and isinstance(t, int):
-                offset = default_offset(d, t)
+            offset = default_offset(d, t) if offset is None else offset
             kwargs.update(offset=offset, steepness=steepness)
         elif offset is not None:
             raise ValueError(f"`offset` is for variant='steps' only; got offset={offset}.")
-        d, m = check_int("d", d), check_int("m", m)
         pool = [j for j in range(d) if j != t and j != offset]
         template = sq_hard_instance(d, m, subset=pool[-(m - 1):] if m >= 2 else None, **kwargs)
         self.template = template

@@ -74,6 +74,7 @@ class SparseLinearTarget:
         if not S or len(set(S)) != len(S) or S[0] < 0 or S[-1] >= d or self.t in S or len(S) >= d:
             raise ValueError(f"`subset` must be distinct coordinates in [0, d={d}) without t={t}; got {list(S)}.")
         self.subset = S
+        self.offset_coord = None  # no offset: the same interface as HardInstance
         self.total = 2.0
         self.label_bound = 2.0 + 2.0 * np.sqrt(len(S))
 
@@ -129,7 +130,7 @@ class SQOracle:
         """Every non-zero Fourier coefficient of ``g`` (they live on subsets of ``S`` ∪ {p})."""
         from itertools import combinations
 
-        base = list(target.subset) + ([target.offset_coord] if getattr(target, "offset_coord", None) is not None else [])
+        base = list(target.subset) + ([target.offset_coord] if target.offset_coord is not None else [])
         coef, ref = {}, {}
         for size in range(len(base) + 1):
             for U in combinations(base, size):

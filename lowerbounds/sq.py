@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from math import comb
 
 import mpmath
 import numpy as np
@@ -101,7 +102,7 @@ def symmetric_fourier(values):
     Returns ``ĝ[l]`` (``l = 0..r``), the coefficient of every ``χ_U`` with
     ``|U| = l``: ``ĝ_l = 2^{−r} Σ_h g(h) Σ_i (−1)^i C(l, i) C(r − l, h − i)``
     (count the inputs with ``h`` minus signs, ``i`` of them inside ``U``).
-    Exact for rational input, mpmath otherwise.
+    Computed in mpmath at the working precision.
 
     Examples
     --------
@@ -115,16 +116,12 @@ def symmetric_fourier(values):
         for h in range(r + 1):
             k = sum((-1) ** i * _binom(ell, i) * _binom(r - ell, h - i) for i in range(min(ell, h) + 1))
             total += values[h] * k
-        out.append(total / mpmath.mpf(2) ** r if not isinstance(total, int) else mpmath.mpf(total) / 2**r)
+        out.append(mpmath.mpf(total) / 2**r)
     return out
 
 
 def _binom(n, k):
-    if k < 0 or k > n:
-        return 0
-    from math import comb
-
-    return comb(n, k)
+    return comb(n, k) if 0 <= k <= n else 0
 
 
 @dataclass(frozen=True, eq=False)
