@@ -5,35 +5,72 @@ tolerance, and under an LWE variant no polynomial-time algorithm exists. The
 constructions here are ours (derived for this toolkit, DESIGN §5), built on the
 two-token diagonal gadget (:mod:`lowerbounds.gadget`):
 
-* :func:`sq_hard_instance`, :class:`HardInstance`, :class:`HardFamily` — the SQ
+* :class:`HardInstance` — the common type: a two-token gadget layer whose
+  output carries a target function of a hidden integer sum;
+* :func:`sq_hard_instance`, :class:`ParityInstance`, :class:`HardFamily` — the SQ
   family (parities of a hidden subset carried by ``m`` heads), exact
   correlations, statistical dimension and query lower bounds;
 * :class:`SQOracle`, :func:`correlational_search`, :func:`simulate_queries` —
-  an SQ oracle with an adversary and a learner run against it.
+  an SQ oracle with an adversary and a learner run against it;
+* :func:`lwr_hard_instance`, :class:`LWRParams`, :func:`sample_lwr`,
+  :func:`attention_samples`, :func:`lwr_predictor` — the LWE-style family
+  (1-bit learning with rounding on two tokens; hardness assumed) and the
+  reduction both ways; attacks in :mod:`lowerbounds.attacks` and
+  :mod:`lowerbounds.lattice`.
 
 Imports from :mod:`learner`, never the reverse. CLI: ``python -m lowerbounds``.
 """
 
 from .family import HardFamily
 from .gadget import gadget_layer, gadget_weight, head_weights
+from .instance import HardInstance
+from .lwr import (
+    NAMED_LWR,
+    LWRInstance,
+    LWRLayout,
+    LWRParams,
+    LWRSamples,
+    PublicSamples,
+    attention_samples,
+    lwr_hard_instance,
+    lwr_predictor,
+    named_lwr_instance,
+    predictor_accuracy,
+    sample_lwr,
+    switch_points,
+)
 from .oracle import CharacterQuery, SparseLinearTarget, SQOracle
 from .simulate import SearchOutcome, correlational_search, fit_slope, simulate_queries
-from .sq import HardInstance, interpolation_coefficients, sq_hard_instance, symmetric_fourier
+from .sq import ParityInstance, interpolation_coefficients, sq_hard_instance, symmetric_fourier
 
 __all__ = [
+    "NAMED_LWR",
     "CharacterQuery",
     "HardFamily",
     "HardInstance",
+    "LWRInstance",
+    "LWRLayout",
+    "LWRParams",
+    "LWRSamples",
+    "ParityInstance",
+    "PublicSamples",
     "SQOracle",
     "SearchOutcome",
     "SparseLinearTarget",
+    "attention_samples",
     "correlational_search",
     "fit_slope",
     "gadget_layer",
     "gadget_weight",
     "head_weights",
     "interpolation_coefficients",
+    "lwr_hard_instance",
+    "lwr_predictor",
+    "named_lwr_instance",
+    "predictor_accuracy",
+    "sample_lwr",
     "simulate_queries",
     "sq_hard_instance",
+    "switch_points",
     "symmetric_fourier",
 ]

@@ -9,7 +9,7 @@ the part every member shares, ``C x_{2t} + (x_{1t} − x_{2t})(A_0 + B_0 z_p)``:
           + z_p \\sum_{\\emptyset \\ne U \\subseteq S} B_{|U|} \\chi_U(z)\\Big),
 
 with ``A_l, B_l`` the Fourier coefficients of ``½(G_0 ± G_1)`` (see
-:meth:`HardInstance.fourier`). Hence (closed form, ours) for ``|S ∩ S'| = j``
+:meth:`ParityInstance.fourier`). Hence (closed form, ours) for ``|S ∩ S'| = j``
 
 .. math:: E[\\mathrm{dev}_S \\mathrm{dev}_{S'}] = 2 \\sum_{l=1}^{j} \\binom{j}{l} (A_l^2 + B_l^2),
 

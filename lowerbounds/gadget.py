@@ -29,7 +29,7 @@ import numpy as np
 from learner import AttentionLayer
 from learner._validation import check_int, check_real_array
 
-__all__ = ["gadget_layer", "gadget_weight", "head_weights"]
+__all__ = ["gadget_layer", "gadget_outputs", "gadget_weight", "head_weights"]
 
 
 def _sigmoid(u):
@@ -126,3 +126,23 @@ def gadget_layer(thetas, coefficients, *, t, o):
     ws = np.zeros((m, d, d))
     ws[:, t, o] = coefficients
     return AttentionLayer(big_thetas, ws)
+
+
+def gadget_outputs(X, g, *, t, o, total):
+    """The gadget layer's full output given its hidden factor ``g`` per input: shape (n, 2, d).
+
+    ``Y_{1o} = C x_{2t} + (x_{1t} − x_{2t}) g`` and ``Y_{2o} = C x_{1t} − (x_{1t} − x_{2t}) g``
+    with ``C = total``; every other entry is zero. Needs no head parameters,
+    which is what lets the LWE-style reduction write samples of ``F`` from
+    labels alone.
+    """
+    X = _check_pair_inputs(X)
+    g = check_real_array("g", g, ndim=1)
+    if g.shape[0] != X.shape[0]:
+        raise ValueError(f"`g` must have one value per input ({X.shape[0]}); got {g.shape[0]}.")
+    t, o = check_coordinates(X.shape[2], t=t, o=o)
+    Y = np.zeros(X.shape)
+    diff = X[:, 0, t] - X[:, 1, t]
+    Y[:, 0, o] = total * X[:, 1, t] + diff * g
+    Y[:, 1, o] = total * X[:, 0, t] - diff * g
+    return Y

@@ -29,7 +29,7 @@ from learner import enumerate_cube, sample_inputs
 from learner._validation import check_int, check_positive_float
 
 from .gadget import _check_pair_inputs
-from .sq import HardInstance
+from .sq import ParityInstance
 
 __all__ = ["CharacterQuery", "SQOracle", "SparseLinearTarget"]
 
@@ -74,7 +74,7 @@ class SparseLinearTarget:
         if not S or len(set(S)) != len(S) or S[0] < 0 or S[-1] >= d or self.t in S or len(S) >= d:
             raise ValueError(f"`subset` must be distinct coordinates in [0, d={d}) without t={t}; got {list(S)}.")
         self.subset = S
-        self.offset_coord = None  # no offset: the same interface as HardInstance
+        self.offset_coord = None  # no offset: the same interface as ParityInstance
         self.total = 2.0
         self.label_bound = 2.0 + 2.0 * np.sqrt(len(S))
 
@@ -91,7 +91,7 @@ class SQOracle:
 
     Parameters
     ----------
-    target : HardInstance or SparseLinearTarget
+    target : ParityInstance or SparseLinearTarget
     tolerance : float
         ``τ > 0``.
     adversary : {"reference", "random"}
@@ -111,8 +111,8 @@ class SQOracle:
     """
 
     def __init__(self, target, *, tolerance, adversary="reference", rng=None):
-        if not isinstance(target, (HardInstance, SparseLinearTarget)):
-            raise TypeError(f"`target` must be a HardInstance or SparseLinearTarget; got {type(target).__name__}.")
+        if not isinstance(target, (ParityInstance, SparseLinearTarget)):
+            raise TypeError(f"`target` must be a ParityInstance (sq_hard_instance) or SparseLinearTarget; got {type(target).__name__}.")
         self.target = target
         self.tolerance = check_positive_float("tolerance", tolerance)
         if adversary not in ADVERSARIES:
@@ -159,8 +159,8 @@ class SQOracle:
             self.last_exact = True
             return (shared + coef.get(query.subset, 0.0)) / B, (shared + ref.get(query.subset, 0.0)) / B
         if callable(query):
-            if not isinstance(self.target, HardInstance):
-                raise TypeError("callable queries need a HardInstance target (the control answers CharacterQuery only).")
+            if not isinstance(self.target, ParityInstance):
+                raise TypeError("callable queries need a ParityInstance target (the control answers CharacterQuery only).")
             return self._callable_value(query)
         raise TypeError(f"a query must be a CharacterQuery or a callable φ(X, Y); got {type(query).__name__}.")
 

@@ -30,23 +30,21 @@ says which conditions fail; :meth:`HardInstance.assumption_report`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from math import comb
 
 import mpmath
 import numpy as np
 
-from learner import AttentionLayer, assumptions
 from learner._validation import check_int, check_positive_float
 
-from .gadget import _check_pair_inputs, _sigmoid, check_coordinates, gadget_layer
+from .gadget import check_coordinates, gadget_layer
+from .instance import MP_DPS, HardInstance
 
-__all__ = ["HardInstance", "interpolation_coefficients", "sq_hard_instance", "symmetric_fourier"]
+__all__ = ["ParityInstance", "interpolation_coefficients", "sq_hard_instance", "symmetric_fourier"]
 
 VARIANTS = ("interpolation", "steps")
-#: Precision (decimal digits) of the interpolation solve and the closed forms.
-MP_DPS = 50
 
 
 def default_lambdas(m):
@@ -125,89 +123,23 @@ def _binom(n, k):
 
 
 @dataclass(frozen=True, eq=False)
-class HardInstance:
-    """A member of the SQ family: the layer, its hidden subset, and how it was built.
+class ParityInstance(HardInstance):
+    """A member of the SQ family: a :class:`HardInstance` whose target is the parity ``χ_S(z) = (−1)^h``.
 
     ``layer`` is an :class:`~learner.AttentionLayer` on ``k = 2`` tokens whose
     entry ``(1, o)`` (index ``[0, o]``) is ``C x_{2t} + (x_{1t} − x_{2t}) g_S``, with
     ``g_S`` the parity ``χ_S(z)`` (interpolation: on every input; steps: where
-    ``b_p = 1``, see :meth:`on_signal_half`). Construction ours; every number
-    that defines it is in ``metadata``.
+    ``b_p = 1``, see :meth:`on_signal_half`). The pattern is ``v = 1_S``, so the
+    hidden sum ``h`` counts the coordinates of ``S`` where the tokens differ.
+    Construction ours; every number that defines it is in ``metadata``.
     """
 
-    d: int
-    m: int
     subset: tuple
-    t: int
-    o: int
-    variant: str
-    lambdas: tuple
-    offsets: tuple  # μ_i: θ_i = λ_i 1_S − μ_i e_p (steps), zeros otherwise
-    coefficients: tuple
-    offset_coord: int | None
     condition: float | None
-    layer: AttentionLayer = field(repr=False)
-    metadata: dict = field(repr=False)
 
-    @property
-    def total(self):
-        """``C = Σ c_i``, the coefficient of the reference part ``C x_{2t}``."""
-        return float(sum(self.coefficients))
-
-    @property
-    def label_bound(self):
-        """``max |F(X)_{1o}|`` over Boolean inputs, ``|C| + 2 max_{a,h} |G_a(h)|``: scales queries into [−1, 1]."""
-        return abs(self.total) + 2 * max(float(abs(v)) for row in self.g_table() for v in row)
-
-    # -- the stated formula ------------------------------------------------
-    def signal(self, X):
-        """``(x_{1t} − x_{2t}) χ_S(x_1 ⊙ x_2)``, straight from the definition: shape (n,)."""
-        X = _check_pair_inputs(X, self.d)
-        z = X[:, 0] * X[:, 1]
-        return (X[:, 0, self.t] - X[:, 1, self.t]) * np.prod(z[:, list(self.subset)], axis=1)
-
-    def formula(self, X):
-        """The stated value of ``F(X)_{1o}``: ``C x_{2t} + signal(X)`` (steps: valid on the signal half)."""
-        X = _check_pair_inputs(X, self.d)
-        return self.total * X[:, 1, self.t] + self.signal(X)
-
-    def on_signal_half(self, X):
-        """Where the formula is claimed: every input (interpolation), ``x_{1p} ≠ x_{2p}`` (steps)."""
-        X = _check_pair_inputs(X, self.d)
-        if self.offset_coord is None:
-            return np.ones(X.shape[0], dtype=bool)
-        return X[:, 0, self.offset_coord] != X[:, 1, self.offset_coord]
-
-    # -- the exact function computed by the layer ---------------------------
-    def g_table(self):
-        """``G_a(h) = Σ_i c_i σ(2(λ_i h − μ_i a))`` for ``a ∈ {0, 1}`` (the value of ``b_p``), ``h = 0..r``.
-
-        The layer's entry ``(1, o)`` is exactly ``C x_{2t} + (x_{1t} − x_{2t}) G_{b_p}(h)``
-        (gadget identity). Returned in mpmath (``MP_DPS`` digits) from the
-        float64 parameters, so closed forms describe the float layer itself.
-        """
-        r = len(self.subset)
-        with mpmath.workdps(MP_DPS):
-            table = []
-            for a in (0, 1):
-                row = []
-                for h in range(r + 1):
-                    s = mpmath.mpf(0)
-                    for c, lam, mu in zip(self.coefficients, self.lambdas, self.offsets):
-                        s += mpmath.mpf(c) / (1 + mpmath.exp(-2 * (mpmath.mpf(lam) * h - mpmath.mpf(mu) * a)))
-                    row.append(s)
-                table.append(row)
-        return table
-
-    def g_values(self, X):
-        """``G_{b_p}(h_S(z))`` per input in float64 (the layer's S-dependent factor)."""
-        X = _check_pair_inputs(X, self.d)
-        b = (1.0 - X[:, 0] * X[:, 1]) / 2.0
-        h = b[:, list(self.subset)].sum(axis=1)
-        bp = b[:, self.offset_coord] if self.offset_coord is not None else np.zeros(X.shape[0])
-        lam = np.asarray(self.lambdas)
-        mu = np.asarray(self.offsets)
-        return _sigmoid(2.0 * (h[:, None] * lam - bp[:, None] * mu)) @ np.asarray(self.coefficients)
+    def target(self, h):
+        """The parity ``(−1)^h``."""
+        return 1 - 2 * (np.asarray(h) % 2)
 
     @cached_property
     def fourier_by_degree(self):
@@ -242,19 +174,6 @@ class HardInstance:
         if U <= ({self.offset_coord} if self.offset_coord is not None else set()):
             return self.fourier(U)
         return mpmath.mpf(0)
-
-    def outputs_given_g(self, X, g):
-        """Full ``(n, 2, d)`` output with the factor ``g`` per input (the gadget identity)."""
-        X = _check_pair_inputs(X, self.d)
-        Y = np.zeros(X.shape)
-        diff = X[:, 0, self.t] - X[:, 1, self.t]
-        Y[:, 0, self.o] = self.total * X[:, 1, self.t] + diff * g
-        Y[:, 1, self.o] = self.total * X[:, 0, self.t] - diff * g
-        return Y
-
-    def assumption_report(self):
-        """``learner.assumptions`` on the layer (k = 2): which of the paper's conditions it violates."""
-        return assumptions(self.layer, k=2)
 
 
 def _check_subset(subset, d, t, offset):
@@ -305,7 +224,7 @@ def sq_hard_instance(d, m, subset=None, *, variant="interpolation", t=0, o=0, of
 
     Returns
     -------
-    HardInstance
+    ParityInstance
 
     Examples
     --------
@@ -378,5 +297,6 @@ def sq_hard_instance(d, m, subset=None, *, variant="interpolation", t=0, o=0, of
                    + (" where x_1p ≠ x_2p" if variant == "steps" else " on every Boolean input"),
         "provenance": "construction ours (toolkit DESIGN §5); the paper's statement is the d^Ω(m) SQ lower bound",
     }
-    return HardInstance(d, m, S, t, o, variant, tuple(lams), tuple(mus), tuple(float(c) for c in coeffs),
-                        offset, cond, layer, metadata)
+    return ParityInstance(d=d, m=m, t=t, o=o, variant=variant, pattern=tuple(int(v) for v in ind),
+                          lambdas=tuple(lams), offsets=tuple(mus), coefficients=tuple(float(c) for c in coeffs),
+                          offset_coord=offset, layer=layer, metadata=metadata, subset=S, condition=cond)

@@ -83,7 +83,7 @@ def test_bad_input():
         SQOracle(inst, tolerance=-0.1)
     with pytest.raises(ValueError, match="`adversary` must be one of"):
         SQOracle(inst, tolerance=0.1, adversary="kind")
-    with pytest.raises(TypeError, match="HardInstance or SparseLinearTarget"):
+    with pytest.raises(TypeError, match="ParityInstance .sq_hard_instance. or SparseLinearTarget"):
         SQOracle(inst.layer, tolerance=0.1)
     with pytest.raises(ValueError, match="reader t=0"):
         SQOracle(inst, tolerance=0.1).query(CharacterQuery((0,)))

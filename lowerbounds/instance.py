@@ -1,0 +1,173 @@
+"""The common type of the hard instances: a two-token gadget layer and its hidden integer sum.
+
+Both families of this package (constructions ours, DESIGN §5) are layers of
+two-token diagonal gadgets (:mod:`lowerbounds.gadget`) whose heads read one
+integer pattern ``v ∈ Z^d`` and an optional offset coordinate ``p``:
+
+.. math:: \\theta_i = \\lambda_i v - \\mu_i e_p, \\qquad W_i = c_i e_t e_o^\\top .
+
+With ``b = (1 − x_1 ⊙ x_2)/2`` and the hidden sum ``h = ⟨v, b⟩ ∈ {0, …, Σv}``
+(``v`` has non-negative entries), head ``i`` puts weight ``σ(2(λ_i h − μ_i b_p))``
+on the query's own token, so entry ``(1, o)`` of the output is exactly
+
+.. math:: F(X)_{1o} = C x_{2t} + (x_{1t} - x_{2t})\\, G_{b_p}(h),\\qquad
+          G_a(h) = \\sum_i c_i \\sigma(2(\\lambda_i h - \\mu_i a)),\\ C = \\sum_i c_i .
+
+A family fixes a *target* ``τ(h)`` — the parity ``(−1)^h`` (SQ family) or the
+rounding ``1[h mod q >= q/2]`` (LWE-style family) — and chooses the heads so
+that ``G_a ≈ τ`` where the formula is claimed: every input, or the *signal
+half* ``b_p = 1`` when there is an offset. :attr:`HardInstance.sharpness_error`
+is the exact worst case of ``|F_{1o} − formula|`` there (``2|G − τ|``), computed
+in mpmath from the float64 parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import mpmath
+import numpy as np
+
+from learner import AttentionLayer, assumptions
+
+from .gadget import _check_pair_inputs, _sigmoid, gadget_outputs
+
+__all__ = ["HardInstance"]
+
+#: Precision (decimal digits) of the closed forms.
+MP_DPS = 50
+
+
+@dataclass(frozen=True, eq=False)
+class HardInstance:
+    """A hard two-token instance: the layer, the hidden pattern, and how it was built.
+
+    Subclasses fix the target ``τ(h)`` (:meth:`target`):
+    :class:`~lowerbounds.ParityInstance` (:func:`~lowerbounds.sq_hard_instance`)
+    and :class:`~lowerbounds.LWRInstance` (:func:`~lowerbounds.lwr_hard_instance`).
+    Every number that defines an instance is in ``metadata``.
+    """
+
+    d: int
+    m: int
+    t: int
+    o: int
+    variant: str
+    pattern: tuple  # v: θ_i = λ_i v − μ_i e_p (non-negative integers, length d)
+    lambdas: tuple
+    offsets: tuple  # μ_i
+    coefficients: tuple
+    offset_coord: int | None
+    layer: AttentionLayer = field(repr=False)
+    metadata: dict = field(repr=False)
+
+    # -- what a family defines ---------------------------------------------
+    def target(self, h):
+        """The family's target ``τ(h)`` on hidden sums ``h`` (array of ints)."""
+        raise NotImplementedError
+
+    # -- derived numbers -----------------------------------------------------
+    @property
+    def total(self):
+        """``C = Σ c_i``, the coefficient of the reference part ``C x_{2t}``."""
+        return float(sum(self.coefficients))
+
+    @property
+    def max_sum(self):
+        """``Σ v``: the hidden sum ranges over ``0..max_sum``."""
+        return int(sum(self.pattern))
+
+    @property
+    def label_bound(self):
+        """``max |F(X)_{1o}|`` over Boolean inputs, ``|C| + 2 max_{a,h} |G_a(h)|``: scales queries into [−1, 1]."""
+        return abs(self.total) + 2 * max(float(abs(v)) for row in self.g_table() for v in row)
+
+    @cached_property
+    def reachable_sums(self):
+        """The hidden sums ``⟨v, b⟩`` that some ``b ∈ {0,1}^d`` reaches (subset sums of ``v``), sorted."""
+        reach = np.zeros(self.max_sum + 1, dtype=bool)
+        reach[0] = True
+        for v in self.pattern:
+            if v:
+                reach[v:] |= reach[:-v].copy()
+        return tuple(int(h) for h in np.flatnonzero(reach))
+
+    @cached_property
+    def sharpness_error(self):
+        """``max |F(X)_{1o} − formula(X)|`` over the Boolean inputs where the formula is claimed.
+
+        Equal to ``2 max |G_a(h) − τ(h)|`` (``|x_{1t} − x_{2t}| = 2`` where it
+        matters) over the reachable hidden sums ``h`` and the claimed ``a``.
+        Exact (mpmath at ``MP_DPS`` digits) for the float64 parameters; the
+        layer evaluated in float64 adds rounding of order ``1e-16`` times the
+        output scale.
+        """
+        rows = self.g_table()
+        claimed = [rows[1]] if self.offset_coord is not None else [rows[0]]
+        hs = np.asarray(self.reachable_sums)
+        tau = self.target(hs)
+        return 2.0 * float(max(abs(row[h] - int(v)) for row in claimed for h, v in zip(hs, tau)))
+
+    # -- the stated formula ------------------------------------------------
+    def hidden_sum(self, X):
+        """``h = ⟨v, b⟩`` per input, ``b = (1 − x_1 ⊙ x_2)/2``: integer array of shape (n,)."""
+        X = _check_pair_inputs(X, self.d)
+        b = (X[:, 0] != X[:, 1]).astype(np.int64)
+        return b @ np.asarray(self.pattern, dtype=np.int64)
+
+    def signal(self, X):
+        """``(x_{1t} − x_{2t}) τ(h)``, straight from the definition: shape (n,)."""
+        X = _check_pair_inputs(X, self.d)
+        return (X[:, 0, self.t] - X[:, 1, self.t]) * self.target(self.hidden_sum(X))
+
+    def formula(self, X):
+        """The stated value of ``F(X)_{1o}``: ``C x_{2t} + signal(X)`` (valid on :meth:`on_signal_half`)."""
+        X = _check_pair_inputs(X, self.d)
+        return self.total * X[:, 1, self.t] + self.signal(X)
+
+    def on_signal_half(self, X):
+        """Where the formula is claimed: every input without an offset, ``x_{1p} ≠ x_{2p}`` with one."""
+        X = _check_pair_inputs(X, self.d)
+        if self.offset_coord is None:
+            return np.ones(X.shape[0], dtype=bool)
+        return X[:, 0, self.offset_coord] != X[:, 1, self.offset_coord]
+
+    # -- the exact function computed by the layer ---------------------------
+    def g_table(self):
+        """``G_a(h)`` for ``a ∈ {0, 1}`` (the value of ``b_p``) and ``h = 0..Σv``, in mpmath.
+
+        The layer's entry ``(1, o)`` is exactly ``C x_{2t} + (x_{1t} − x_{2t}) G_{b_p}(h)``
+        (gadget identity). Computed once per instance from the float64
+        parameters, so closed forms describe the float layer itself.
+        """
+        return self._g_table
+
+    @cached_property
+    def _g_table(self):
+        with mpmath.workdps(MP_DPS):
+            heads = [(mpmath.mpf(c), mpmath.mpf(lam), mpmath.mpf(mu))
+                     for c, lam, mu in zip(self.coefficients, self.lambdas, self.offsets)]
+            return tuple(tuple(sum((c / (1 + mpmath.exp(-2 * (lam * h - mu * a))) for c, lam, mu in heads),
+                                   mpmath.mpf(0))
+                               for h in range(self.max_sum + 1))
+                         for a in (0, 1))
+
+    def g_values(self, X):
+        """``G_{b_p}(h)`` per input in float64 (the layer's hidden factor)."""
+        X = _check_pair_inputs(X, self.d)
+        h = self.hidden_sum(X)
+        bp = (X[:, 0, self.offset_coord] != X[:, 1, self.offset_coord]) if self.offset_coord is not None \
+            else np.zeros(X.shape[0], dtype=bool)
+        lam = np.asarray(self.lambdas)
+        mu = np.asarray(self.offsets)
+        return _sigmoid(2.0 * (h[:, None] * lam - bp[:, None] * mu)) @ np.asarray(self.coefficients)
+
+    def outputs_given_g(self, X, g):
+        """Full ``(n, 2, d)`` output with the factor ``g`` per input (the gadget identity)."""
+        X = _check_pair_inputs(X, self.d)
+        return gadget_outputs(X, g, t=self.t, o=self.o, total=self.total)
+
+    def assumption_report(self):
+        """``learner.assumptions`` on the layer (k = 2): which of the paper's conditions it violates."""
+        return assumptions(self.layer, k=2)

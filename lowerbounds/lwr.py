@@ -1,0 +1,513 @@
+"""LWE-style hard instances: 1-bit learning with rounding carried by two-token attention.
+
+Construction ours (toolkit DESIGN §5). The paper's statement is only that, under
+an LWE variant, no polynomial-time algorithm learns multi-head attention; which
+variant and which layers are not available to us. **The hardness here is an
+assumption**: that learning with rounding with *binary* public vectors,
+
+.. math:: b \\sim U(\\{0,1\\}^n),\\qquad \\ell = \\mathrm{round}_1(\\langle w, b\\rangle \\bmod q)
+          = 1[(\\langle w, b\\rangle \\bmod q) \\ge q/2],\\qquad w \\in \\mathbb{Z}_q^n,
+
+is hard for large ``n``. Binary public vectors are not the standard LWR
+distribution; :mod:`lowerbounds.attacks` shows what breaks small ``n``.
+
+The layer (k = 2 tokens, ``d = n + 2``): reader ``t = 0``, the secret on
+coordinates ``1..n``, offset ``p = n + 1``. With ``y = ⟨w, b⟩`` computed over the
+integers (``0 <= y <= Σw``), the square wave ``y ↦ round_1(y mod q)`` switches at
+``y* ∈ {⌈q/2⌉, q, q + ⌈q/2⌉, 2q, …}``. One head per switch ``y* <= Σw``:
+
+.. math:: \\theta_i = \\lambda\\,(w, -\\tau_i \\text{ at } p),\\quad \\tau_i = y^*_i - \\tfrac12,\\qquad
+          W_i = c_i e_t e_o^\\top,\\quad c_i = \\pm 1 \\text{ (up, down, up, …)}.
+
+Where the tokens differ at ``p`` (``b_p = 1``, half of the inputs) head ``i``
+puts weight ``σ(2λ(y − τ_i)) ≈ 1[y >= y*_i]`` on the query's own token, and the
+alternating steps add up to the square wave, so (gadget identity)
+
+.. math:: F(X)_{1o} = C x_{2t} + (x_{1t} - x_{2t})\\,\\mathrm{round}_1(y \\bmod q),\\qquad C = \\sum_i c_i,
+
+up to :attr:`~lowerbounds.HardInstance.sharpness_error` (``≈ 4e^{−λ}``, exact in
+mpmath). ``m ≈ 2Σw/q`` heads carry an ``n``-dimensional secret; for a uniform
+secret ``Σw ≈ n(q − 1)/2``, so ``m ≈ n``.
+
+On the other half every head's weight is ``σ(2λy)`` and ``F_{1o} = C x_{2t} +
+(x_{1t} − x_{2t}) C σ(2λy)``: zero signal when ``C = 0`` (an even number of
+switches), else it reveals only whether ``y = 0``.
+
+The reduction, both ways (:func:`attention_samples`, :func:`lwr_predictor`):
+LWR samples become samples of ``F`` on the signal half with no knowledge of
+the secret (draw ``X`` with ``x_1 ⊙ x_2`` matching ``b``, write the gadget's
+output from the label), and any predictor of ``F`` becomes an LWR predictor
+(evaluate it on such an ``X`` with ``x_{1t} ≠ x_{2t}`` and read the label off
+entry ``(1, o)``). The number of heads ``m`` is public (it is the
+architecture); it tells an attacker ``Σw`` to within a window of width about
+``q/2`` — ``log2(2n)`` bits, noticed and left in.
+
+The smallest member, ``"one-slab"`` (:data:`NAMED_LWR`): ``n = 2``, ``q = 3``,
+``w = (1, 2)``: ``y ∈ {0, 1, 2, 3}``, label 1 exactly on the slab ``y = 2``,
+carved by two heads (up at 1.5, down at 2.5, ``C = 0``). Every secret with
+``q <= Σw < q + ⌈q/2⌉`` gives a two-head, one-slab layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from learner._validation import check_int, check_positive_float
+
+from .gadget import _check_pair_inputs, gadget_layer, gadget_outputs
+from .instance import HardInstance
+
+__all__ = [
+    "NAMED_LWR",
+    "LWRInstance",
+    "LWRLayout",
+    "LWRParams",
+    "LWRSamples",
+    "PublicSamples",
+    "attention_samples",
+    "lwr_hard_instance",
+    "lwr_predictor",
+    "named_lwr_instance",
+    "predictor_accuracy",
+    "sample_lwr",
+    "switch_points",
+]
+
+#: Default ``λ`` (ours): the output matches the formula to ``2e^{−15} ≈ 6.1e-7`` (``4e^{−15}`` where two
+#: switches are adjacent, as for q = 3) — a clean rounding, with the error still visible in float64.
+DEFAULT_SHARPNESS = 15.0
+
+#: Named members (ours). ``"one-slab"`` is the smallest: two heads, one slab.
+NAMED_LWR = {
+    "one-slab": {"secret": (1, 2), "q": 3,
+                 "about": "n = 2, q = 3, w = (1, 2): label 1 only on y = 2; two heads (up at 1.5, down at 2.5)"},
+}
+
+
+@dataclass(frozen=True)
+class LWRParams:
+    """Parameters of 1-bit learning with rounding over binary public vectors.
+
+    Parameters
+    ----------
+    n : int
+        Secret dimension, ``n >= 1``.
+    q : int
+        Modulus, ``q >= 3`` (``q = 2`` would make the label the parity of a subset).
+    rounded : bool
+        ``True``: labels ``1[y mod q >= q/2]``; ``False``: the *unrounded*
+        variant, labels ``y mod q`` (falls to linear algebra — the control
+        showing that the rounding is what is assumed hard).
+    """
+
+    n: int
+    q: int
+    rounded: bool = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "n", check_int("n", self.n, minimum=1))
+        q = check_int("q", self.q, minimum=1)
+        if q < 3:
+            raise ValueError(f"`q` must be at least 3 (q = 2 makes the label a parity); got q={q}.")
+        object.__setattr__(self, "q", q)
+        if not isinstance(self.rounded, (bool, np.bool_)):
+            raise TypeError(f"`rounded` must be a bool; got rounded={self.rounded!r}.")
+        object.__setattr__(self, "rounded", bool(self.rounded))
+
+    def label(self, y):
+        """Labels of integer sums ``y``: ``1[y mod q >= q/2]`` (rounded) or ``y mod q``."""
+        y = np.asarray(y, dtype=np.int64) % self.q
+        return (2 * y >= self.q).astype(np.int64) if self.rounded else y
+
+    def check_secret(self, secret):
+        """``secret`` as a tuple of ints in ``[0, q)`` of length ``n``; errors name the bad entry."""
+        return _check_secret(secret, self.q, n=self.n)
+
+    def draw_secret(self, *, rng=None):
+        """A uniform secret in ``Z_q^n``."""
+        rng = np.random.default_rng(rng)
+        return tuple(int(v) for v in rng.integers(0, self.q, self.n))
+
+
+def _check_secret(secret, q, *, n=None):
+    try:
+        values = [v for v in secret]
+    except TypeError as exc:
+        raise TypeError(f"`secret` must be a sequence of integers; got secret={secret!r}.") from exc
+    if not values:
+        raise ValueError("`secret` must have n >= 1 entries; got an empty secret.")
+    out = []
+    for j, v in enumerate(values):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) and not (
+                isinstance(v, (float, np.floating)) and float(v).is_integer()):
+            raise TypeError(f"`secret` entries must be integers; got secret[{j}]={v!r}.")
+        if not 0 <= int(v) < q:
+            raise ValueError(f"`secret` entries must lie in Z_q = [0, {q}); got secret[{j}]={int(v)}.")
+        out.append(int(v))
+    if n is not None and len(out) != n:
+        raise ValueError(f"`secret` must have n={n} entries; got {len(out)}.")
+    return tuple(out)
+
+
+@dataclass(frozen=True, eq=False)
+class PublicSamples:
+    """What an attacker sees: public vectors ``B`` (N, n) in {0, 1} and their labels (N,)."""
+
+    params: LWRParams
+    B: np.ndarray
+    labels: np.ndarray
+
+    def __post_init__(self):
+        B = np.asarray(self.B)
+        labels = np.asarray(self.labels)
+        if B.ndim != 2 or B.shape[1] != self.params.n:
+            raise ValueError(f"`B` must have shape (N, n={self.params.n}); got {B.shape}.")
+        if not np.all((B == 0) | (B == 1)):
+            raise ValueError("`B` must contain only 0 and 1 (binary public vectors).")
+        if labels.shape != (B.shape[0],):
+            raise ValueError(f"`labels` must have shape ({B.shape[0]},); got {labels.shape}.")
+        top = 2 if self.params.rounded else self.params.q
+        if not np.all((labels >= 0) & (labels < top) & (labels == np.round(labels))):
+            raise ValueError(f"`labels` must be integers in [0, {top}) for these params; got values outside.")
+        object.__setattr__(self, "B", B.astype(np.int64))
+        object.__setattr__(self, "labels", labels.astype(np.int64))
+
+    def __len__(self):
+        return self.B.shape[0]
+
+    def take(self, n_samples):
+        """The first ``n_samples`` samples."""
+        n_samples = check_int("n_samples", n_samples, minimum=0)
+        if n_samples > len(self):
+            raise ValueError(f"`n_samples` must be at most the {len(self)} available; got n_samples={n_samples}.")
+        return PublicSamples(self.params, self.B[:n_samples], self.labels[:n_samples])
+
+    def consistent(self, secret):
+        """Whether ``secret`` reproduces every label (rounding is deterministic)."""
+        w = np.asarray(_check_secret(secret, self.params.q, n=self.params.n), dtype=np.int64)
+        return bool(np.array_equal(self.params.label(self.B @ w), self.labels))
+
+
+@dataclass(frozen=True, eq=False)
+class LWRSamples:
+    """A draw: the ``public`` samples an attacker gets, and the ``secret`` kept apart for scoring."""
+
+    public: PublicSamples
+    secret: tuple
+
+
+def sample_lwr(params, n_samples, *, secret=None, rng=None):
+    """Draw LWR samples ``(b, round_1(⟨w, b⟩ mod q))`` with ``b`` uniform in ``{0,1}^n``.
+
+    Parameters
+    ----------
+    params : LWRParams
+    n_samples : int
+    secret : sequence of int, optional
+        ``w ∈ Z_q^n``; drawn uniformly with ``rng`` when omitted.
+    rng : seed or Generator, optional
+
+    Returns
+    -------
+    LWRSamples
+        ``.public`` (what attacks see) and ``.secret`` (apart).
+
+    Examples
+    --------
+    >>> draw = sample_lwr(LWRParams(4, 7), 5, secret=(1, 5, 0, 6), rng=0)
+    >>> draw.public.B.shape, draw.public.consistent((1, 5, 0, 6))
+    ((5, 4), True)
+    """
+    rng = np.random.default_rng(rng)
+    if not isinstance(params, LWRParams):
+        raise TypeError(f"`params` must be an LWRParams; got {type(params).__name__}.")
+    n_samples = check_int("n_samples", n_samples, minimum=1)
+    secret = params.draw_secret(rng=rng) if secret is None else params.check_secret(secret)
+    B = rng.integers(0, 2, (n_samples, params.n))
+    labels = params.label(B @ np.asarray(secret, dtype=np.int64))
+    return LWRSamples(PublicSamples(params, B, labels), secret)
+
+
+def switch_points(q, y_max):
+    """The switches of ``y ↦ round_1(y mod q)`` in ``1..y_max``: list of ``(y*, ±1)`` (up = +1)."""
+    q = check_int("q", q, minimum=3)
+    y_max = check_int("y_max", y_max, minimum=0)
+    y = np.arange(y_max + 1)
+    lab = (2 * (y % q) >= q).astype(int)
+    jumps = np.flatnonzero(np.diff(lab)) + 1
+    return [(int(s), int(lab[s] - lab[s - 1])) for s in jumps]
+
+
+@dataclass(frozen=True)
+class LWRLayout:
+    """The public description of a member: everything the reduction may use (not the secret).
+
+    ``thresholds`` are the heads' ``τ_i``; ``total`` is ``C``; the secret sits on
+    ``coords``, the offset at ``p``, the reader at ``t``, the output column ``o``.
+    """
+
+    n: int
+    q: int
+    d: int
+    t: int
+    o: int
+    p: int
+    coords: tuple
+    m: int
+    total: float
+    sharpness: float
+    thresholds: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class LWRInstance(HardInstance):
+    """A member of the LWE-style family: a :class:`HardInstance` with target ``round_1(h mod q)``.
+
+    The hidden sum is ``h = ⟨w, b⟩`` (the pattern is the secret on
+    ``coords``); ``layout`` is the public part.
+    """
+
+    secret: tuple
+    q: int
+    coords: tuple
+    sharpness: float
+
+    def target(self, h):
+        """``round_1(h mod q) = 1[h mod q >= q/2]``."""
+        return (2 * (np.asarray(h) % self.q) >= self.q).astype(np.int64)
+
+    @property
+    def n(self):
+        return len(self.secret)
+
+    @property
+    def layout(self):
+        """The public :class:`LWRLayout` (no secret)."""
+        return LWRLayout(n=self.n, q=self.q, d=self.d, t=self.t, o=self.o, p=self.offset_coord,
+                         coords=self.coords, m=self.m, total=self.total, sharpness=self.sharpness,
+                         thresholds=tuple(mu / lam for mu, lam in zip(self.offsets, self.lambdas)))
+
+    @property
+    def params(self):
+        """The :class:`LWRParams` of this member (rounded)."""
+        return LWRParams(self.n, self.q)
+
+    def public_vectors(self, X):
+        """``b`` on the secret's coordinates, ``(n_inputs, n)`` in {0, 1}."""
+        X = _check_pair_inputs(X, self.d)
+        return (X[:, 0, list(self.coords)] != X[:, 1, list(self.coords)]).astype(np.int64)
+
+
+def lwr_hard_instance(secret, q, *, sharpness=DEFAULT_SHARPNESS, d=None, o=0):
+    """The LWE-style member with secret ``w``: one head per switch of the square wave.
+
+    Parameters
+    ----------
+    secret : sequence of int
+        ``w ∈ Z_q^n`` (entries in ``[0, q)``), ``n >= 1``. Its sum must reach
+        the first switch ``⌈q/2⌉`` (otherwise every label is 0 and there is
+        nothing to carry).
+    q : int
+        Modulus, ``q >= 3``.
+    sharpness : float
+        ``λ``; the formula holds on the signal half to ``sharpness_error``
+        (``≈ 2–4 e^{−λ}``, reported exactly).
+    d : int, optional
+        Token dimension, at least ``n + 2`` (default ``n + 2``); coordinates
+        beyond ``n + 1`` are unused.
+    o : int
+        Output column (default 0).
+
+    Returns
+    -------
+    LWRInstance
+        ``layer`` on ``k = 2`` tokens with ``m`` heads, ``layout`` (public),
+        ``sharpness_error``, ``metadata`` (provenance: construction ours,
+        hardness assumed).
+
+    Examples
+    --------
+    >>> inst = lwr_hard_instance((1, 2), 3)       # the smallest member, "one-slab"
+    >>> inst.m, inst.total, f"{inst.sharpness_error:.3g}"   # 4e^{-15}: its two switches are adjacent
+    (2, 0.0, '1.22e-06')
+    """
+    if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, np.integer)):
+        raise TypeError(f"`q` must be an integer; got q={q!r}.")
+    params = LWRParams(len(secret) if hasattr(secret, "__len__") else 1, int(q))
+    w = _check_secret(secret, params.q)
+    n = len(w)
+    lam = check_positive_float("sharpness", sharpness)
+    d = n + 2 if d is None else check_int("d", d, minimum=1)
+    if d < n + 2:
+        raise ValueError(f"`d` must be at least n + 2 = {n + 2} (reader, n secret coordinates, offset); got d={d}.")
+    o = check_int("o", o, minimum=0)
+    if o >= d:
+        raise ValueError(f"`o` must be a coordinate in [0, d) with d={d}; got o={o}.")
+    switches = switch_points(params.q, sum(w))
+    if not switches:
+        raise ValueError(f"the secret's sum Σw = {sum(w)} never reaches the first switch ⌈q/2⌉ = {-(-params.q // 2)}: "
+                         f"every label is 0 (secret={list(w)}, q={params.q}).")
+    t, p, coords = 0, n + 1, tuple(range(1, n + 1))
+    taus = [s - 0.5 for s, _ in switches]
+    coeffs = np.array([float(sign) for _, sign in switches])
+    m = len(switches)
+    pattern = np.zeros(d, dtype=np.int64)
+    pattern[list(coords)] = w
+    thetas = np.array([lam * pattern.astype(float) for _ in range(m)])
+    thetas[:, p] = [-lam * tau for tau in taus]
+    layer = gadget_layer(thetas, coeffs, t=t, o=o)
+    metadata = {
+        "family": "lwr-two-token",
+        "variant": "steps",
+        "n": n, "q": params.q, "d": d, "m": m, "k": 2, "t": t, "o": o, "offset": p, "coords": list(coords),
+        "secret": list(w), "sharpness": lam, "thresholds": taus, "coefficients": [float(c) for c in coeffs],
+        "construction": (f"Θ_i = λ diag(w at coords 1..n, −τ_i at p={p}), λ = {lam}; τ_i = y*_i − 1/2 at the "
+                         f"switches y* of y ↦ 1[y mod q >= q/2] up to Σw = {sum(w)}; c = ±1 (up/down)"),
+        "formula": "F(X)[0, o] = C x_2t + (x_1t − x_2t) round_1(⟨w, b⟩ mod q) where x_1p ≠ x_2p",
+        "provenance": ("construction ours (toolkit DESIGN §5); hardness is an assumption (1-bit LWR with binary "
+                       "public vectors); the paper's statement is only that an LWE variant rules out poly-time "
+                       "learning"),
+    }
+    inst = LWRInstance(d=d, m=m, t=t, o=o, variant="steps", pattern=tuple(int(v) for v in pattern),
+                       lambdas=(lam,) * m, offsets=tuple(lam * tau for tau in taus),
+                       coefficients=tuple(float(c) for c in coeffs), offset_coord=p, layer=layer,
+                       metadata=metadata, secret=w, q=params.q, coords=coords, sharpness=lam)
+    metadata["sharpness_error"] = inst.sharpness_error
+    return inst
+
+
+def named_lwr_instance(name, *, sharpness=DEFAULT_SHARPNESS):
+    """A member from :data:`NAMED_LWR` (``"one-slab"``: the smallest, two heads)."""
+    if name not in NAMED_LWR:
+        raise ValueError(f"`name` must be one of {sorted(NAMED_LWR)}; got name={name!r}.")
+    entry = NAMED_LWR[name]
+    inst = lwr_hard_instance(entry["secret"], entry["q"], sharpness=sharpness)
+    inst.metadata["name"] = name
+    return inst
+
+
+# -- the reduction, both ways ----------------------------------------------------------
+
+def _check_layout(layout):
+    if not isinstance(layout, LWRLayout):
+        raise TypeError(f"`layout` must be an LWRLayout (LWRInstance.layout); got {type(layout).__name__}.")
+    return layout
+
+
+def _inputs_for(B, layout, rng, *, reader_differs):
+    """Inputs ``X`` (N, 2, d) with ``x_1 ⊙ x_2 = 1 − 2b`` on the secret's coordinates and ``x_{1p} ≠ x_{2p}``."""
+    N = B.shape[0]
+    x1 = rng.choice([-1.0, 1.0], size=(N, layout.d))
+    z = rng.choice([-1.0, 1.0], size=(N, layout.d))
+    z[:, list(layout.coords)] = 1.0 - 2.0 * B
+    z[:, layout.p] = -1.0
+    if reader_differs:
+        x1[:, layout.t] = 1.0
+        z[:, layout.t] = -1.0
+    return np.stack([x1, x1 * z], axis=1)
+
+
+def attention_samples(samples, layout, *, half="signal", rng=None):
+    """LWR samples → samples ``(X, Y)`` of the member's ``F`` (no secret used).
+
+    Each ``(b, ℓ)`` becomes an input pair with ``x_1`` uniform, ``x_1 ⊙ x_2 =
+    1 − 2b`` on the secret's coordinates, ``x_{1p} ≠ x_{2p}`` and the rest
+    uniform, and the gadget's output with factor ``ℓ``
+    (:func:`~lowerbounds.gadget.gadget_outputs`). ``X`` is then uniform on the
+    signal half and ``Y = F(X)`` up to the member's ``sharpness_error``.
+
+    Parameters
+    ----------
+    samples : PublicSamples
+        Rounded LWR samples with the layout's ``n`` and ``q``.
+    layout : LWRLayout
+        The member's public part (:attr:`LWRInstance.layout`).
+    half : {"signal", "all"}
+        ``"all"``: uniform inputs over both halves; each example is on the
+        signal half with probability 1/2 (using the next LWR sample), else
+        ``x_{1p} = x_{2p}`` where ``F = 0`` exactly. Needs ``C = 0`` (an even
+        number of heads): otherwise ``F`` there depends on whether ``y = 0``.
+    rng : seed or Generator, optional
+
+    Returns
+    -------
+    X, Y : ndarray, shapes (N, 2, d); with ``half="all"`` about half of the
+        LWR samples are used.
+    """
+    rng = np.random.default_rng(rng)
+    layout = _check_layout(layout)
+    if not isinstance(samples, PublicSamples):
+        raise TypeError(f"`samples` must be PublicSamples; got {type(samples).__name__}.")
+    if (samples.params.n, samples.params.q, samples.params.rounded) != (layout.n, layout.q, True):
+        raise ValueError(f"`samples` must be rounded LWR samples with n={layout.n}, q={layout.q}; "
+                         f"got {samples.params}.")
+    if half not in ("signal", "all"):
+        raise ValueError(f"`half` must be 'signal' or 'all'; got half={half!r}.")
+    if half == "signal":
+        X = _inputs_for(samples.B, layout, rng, reader_differs=False)
+        return X, gadget_outputs(X, samples.labels.astype(float), t=layout.t, o=layout.o, total=layout.total)
+    if layout.total != 0.0:
+        raise ValueError(f"half='all' needs C = 0 (even number of heads); this member has C={layout.total} "
+                         f"(m={layout.m}): off the signal half F depends on whether ⟨w, b⟩ = 0.")
+    N = len(samples)
+    on = rng.random(N) < 0.5
+    n_on = int(on.sum())
+    X = np.empty((N, 2, layout.d))
+    X[on] = _inputs_for(samples.B[:n_on], layout, rng, reader_differs=False)
+    x1 = rng.choice([-1.0, 1.0], size=(N - n_on, layout.d))
+    z = rng.choice([-1.0, 1.0], size=(N - n_on, layout.d))
+    z[:, layout.p] = 1.0
+    X[~on] = np.stack([x1, x1 * z], axis=1)
+    g = np.zeros(N)
+    g[on] = samples.labels[:n_on]
+    return X, gadget_outputs(X, g, t=layout.t, o=layout.o, total=0.0)
+
+
+def lwr_predictor(predict, layout, *, votes=1, rng=None):
+    """A predictor of ``F`` → a predictor of LWR labels.
+
+    For each public vector ``b`` build ``X`` on the signal half with
+    ``x_{1t} = 1, x_{2t} = −1`` (so ``F_{1o} = −C + 2ℓ``), read
+    ``ℓ̂ = (F̂_{1o} + C)/2`` and round at 1/2; with ``votes > 1`` the estimate is
+    averaged over that many random fillings of the free coordinates first.
+
+    Parameters
+    ----------
+    predict : callable
+        ``X (N, 2, d) -> Y (N, 2, d)``, e.g. an :class:`~learner.AttentionLayer`.
+    layout : LWRLayout
+    votes : int
+    rng : seed or Generator, optional
+
+    Returns
+    -------
+    callable
+        ``B (N, n) -> labels (N,)`` in {0, 1}.
+    """
+    layout = _check_layout(layout)
+    if not callable(predict):
+        raise TypeError(f"`predict` must be callable X -> Y; got {type(predict).__name__}.")
+    votes = check_int("votes", votes, minimum=1)
+    rng = np.random.default_rng(rng)
+
+    def predictor(B):
+        B = np.asarray(B)
+        if B.ndim != 2 or B.shape[1] != layout.n or not np.all((B == 0) | (B == 1)):
+            raise ValueError(f"`B` must be a 0/1 array of shape (N, n={layout.n}); got shape {B.shape}.")
+        est = np.zeros(B.shape[0])
+        for _ in range(votes):
+            X = _inputs_for(B, layout, rng, reader_differs=True)
+            Y = np.asarray(predict(X))
+            est += (Y[:, 0, layout.o] + layout.total) / 2.0
+        return (est / votes >= 0.5).astype(np.int64)
+
+    return predictor
+
+
+def predictor_accuracy(predictor, samples):
+    """Fraction of ``samples`` (PublicSamples) whose label ``predictor(B)`` gets right."""
+    if not isinstance(samples, PublicSamples):
+        raise TypeError(f"`samples` must be PublicSamples; got {type(samples).__name__}.")
+    return float(np.mean(np.asarray(predictor(samples.B)) == samples.labels))

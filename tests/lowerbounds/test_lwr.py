@@ -1,0 +1,291 @@
+"""The LWE-style family: parameters, samples, the layer against the LWR formula, the reduction both ways."""
+
+import numpy as np
+import pytest
+
+from learner import enumerate_cube, load_layer, read_metadata, save_layer
+from lowerbounds import (
+    NAMED_LWR,
+    HardInstance,
+    LWRParams,
+    PublicSamples,
+    attention_samples,
+    lwr_hard_instance,
+    lwr_predictor,
+    named_lwr_instance,
+    predictor_accuracy,
+    sample_lwr,
+    switch_points,
+)
+
+
+def _all_inputs(d):
+    return np.concatenate(list(enumerate_cube(2, d)))
+
+
+class TestLWRParams:
+    def test_labels_match_the_definition(self):
+        p = LWRParams(3, 7)
+        y = np.arange(30)
+        assert p.label(y).tolist() == [int((v % 7) >= 3.5) for v in y]
+        assert LWRParams(3, 7, rounded=False).label(y).tolist() == [v % 7 for v in y]
+
+    @pytest.mark.parametrize(("kwargs", "exc", "match"), [
+        ({"n": 0, "q": 7}, ValueError, "n"),
+        ({"n": -2, "q": 7}, ValueError, "n"),
+        ({"n": 3, "q": 2}, ValueError, "q=2"),
+        ({"n": 3, "q": 0}, ValueError, "q"),
+        ({"n": 3, "q": 7.5}, TypeError, "q"),
+        ({"n": 3, "q": 7, "rounded": "yes"}, TypeError, "rounded"),
+    ], ids=["n0", "n-negative", "q2", "q0", "q-float", "rounded-str"])
+    def test_bad_params(self, kwargs, exc, match):
+        with pytest.raises(exc, match=match):
+            LWRParams(**kwargs)
+
+
+class TestSampleLWR:
+    def test_labels_and_reproducibility(self):
+        draw = sample_lwr(LWRParams(5, 11), 300, secret=(1, 10, 0, 4, 7), rng=3)
+        B, lab = draw.public.B, draw.public.labels
+        assert B.shape == (300, 5) and set(np.unique(B)) <= {0, 1}
+        assert lab.tolist() == [int(((b @ np.array([1, 10, 0, 4, 7])) % 11) * 2 >= 11) for b in B]
+        again = sample_lwr(LWRParams(5, 11), 300, secret=(1, 10, 0, 4, 7), rng=3)
+        assert np.array_equal(again.public.B, B)
+
+    def test_secret_is_kept_apart(self):
+        draw = sample_lwr(LWRParams(4, 7), 10, rng=0)
+        assert not hasattr(draw.public, "secret")
+        assert len(draw.secret) == 4 and all(0 <= v < 7 for v in draw.secret)
+        assert draw.public.consistent(draw.secret)
+
+    @pytest.mark.parametrize(("secret", "exc", "match"), [
+        ((1, 7, 0), ValueError, r"Z_q = \[0, 7\); got secret\[1\]=7"),
+        ((1, -1, 0), ValueError, r"secret\[1\]=-1"),
+        ((1, 2.5, 0), TypeError, r"secret\[1\]"),
+        ((1, 2), ValueError, "n=3"),
+        ("abc", TypeError, "integers"),
+    ], ids=["entry-q", "entry-negative", "entry-float", "wrong-length", "string"])
+    def test_bad_secret(self, secret, exc, match):
+        with pytest.raises(exc, match=match):
+            sample_lwr(LWRParams(3, 7), 5, secret=secret)
+
+    def test_bad_public_samples(self):
+        p = LWRParams(2, 5)
+        with pytest.raises(ValueError, match="0 and 1"):
+            PublicSamples(p, np.array([[0, 2]]), np.array([0]))
+        with pytest.raises(ValueError, match="labels"):
+            PublicSamples(p, np.array([[0, 1]]), np.array([3]))
+        with pytest.raises(ValueError, match=r"shape \(N, n=2\)"):
+            PublicSamples(p, np.array([[0, 1, 1]]), np.array([0]))
+
+
+class TestSwitchPoints:
+    def test_square_wave(self):
+        # y mod 7 >= 3.5 switches up at 4, 11, 18 and down at 7, 14
+        assert switch_points(7, 15) == [(4, 1), (7, -1), (11, 1), (14, -1)]
+        assert switch_points(3, 3) == [(2, 1), (3, -1)]
+        assert switch_points(7, 3) == []
+
+
+class TestLwrHardInstance:
+    @pytest.mark.parametrize(("n", "q", "seed"), [
+        (1, 3, 0), (2, 3, 1), (3, 5, 2), (4, 4, 3), (4, 7, 4), (5, 7, 5), (6, 7, 6), (6, 7, 7), (6, 11, 8),
+    ])
+    def test_enumeration_matches_formula_on_signal_half(self, n, q, seed):
+        """Over all 4^(n+2) inputs: |F_1o − formula| <= sharpness_error on the signal half."""
+        rng = np.random.default_rng(seed)
+        while True:  # a secret whose sum reaches the first switch
+            w = tuple(int(v) for v in rng.integers(0, q, n))
+            if switch_points(q, sum(w)):
+                break
+        inst = lwr_hard_instance(w, q)
+        assert isinstance(inst, HardInstance)
+        X = _all_inputs(inst.d)
+        half = inst.on_signal_half(X)
+        err = np.abs(inst.layer(X)[:, 0, 0] - inst.formula(X))[half]
+        # float64 evaluation of O(1) outputs adds ~1e-15; 1e-12 leaves a wide margin
+        assert err.max() <= inst.sharpness_error + 1e-12
+        # and the reported error is attained, not a loose bound: it is the worst reachable sum's (down to
+        # float64 resolution, 1e-15 here: e.g. w = (3, 0, 0, 0), q = 4 reaches only y = 0, 3, error 6e-20)
+        assert err.max() >= inst.sharpness_error / 4 - 1e-15
+        # entry (2, o) and every other entry follow the gadget identity too
+        Y = inst.layer(X)
+        assert np.abs(Y[half] - inst.outputs_given_g(X, inst.target(inst.hidden_sum(X)).astype(float))[half]).max() \
+            <= inst.sharpness_error + 1e-12
+
+    def test_wrong_secret_is_detected(self):
+        """Negative control: the formula of a neighbouring secret is off by 2 on some signal-half input."""
+        inst = lwr_hard_instance((5, 4, 3, 1, 2, 0), 7)
+        other = lwr_hard_instance((5, 4, 3, 1, 2, 1), 7)
+        X = _all_inputs(inst.d)
+        half = inst.on_signal_half(X)
+        assert np.abs(inst.layer(X)[:, 0, 0] - other.formula(X))[half].max() > 1.9
+
+    def test_off_half_is_not_claimed(self):
+        inst = lwr_hard_instance((3, 3, 5, 6, 0, 1), 7)  # Σw = 18: five switches, C = 1
+        X = _all_inputs(inst.d)
+        off = ~inst.on_signal_half(X)
+        assert inst.total == 1.0
+        assert np.abs(inst.layer(X)[:, 0, 0] - inst.formula(X))[off].max() > 1.0
+
+    @pytest.mark.parametrize("lam", [8.0, 15.0, 25.0])
+    def test_sharpness_error_is_2_exp_minus_lambda(self, lam):
+        # q = 7: no two switches adjacent, so the nearest switch gives σ(−λ) and the others ≤ e^{−3λ}
+        inst = lwr_hard_instance((5, 4, 3, 1, 2, 0), 7, sharpness=lam)
+        ref = 2 / (1 + np.exp(lam))
+        assert inst.sharpness_error == pytest.approx(ref, rel=1e-3)
+
+    def test_heads_count_and_total(self):
+        inst = lwr_hard_instance((6, 6, 6, 6), 7)  # Σw = 24: switches 4, 7, 11, 14, 18, 21
+        assert inst.m == 6 and inst.total == 0.0
+        assert inst.layout.thresholds == (3.5, 6.5, 10.5, 13.5, 17.5, 20.5)
+        assert inst.metadata["sharpness_error"] == inst.sharpness_error
+        assert "ours" in inst.metadata["provenance"] and "assumption" in inst.metadata["provenance"]
+
+    def test_smallest_member(self):
+        inst = named_lwr_instance("one-slab")
+        assert (inst.m, inst.total, inst.q, inst.secret) == (2, 0.0, 3, (1, 2))
+        assert inst.metadata["name"] == "one-slab" and "one-slab" in NAMED_LWR
+        X = _all_inputs(inst.d)
+        Y = inst.layer(X)
+        on = inst.on_signal_half(X)
+        # label 1 exactly where y = ⟨(1, 2), b⟩ = 2, i.e. b = (0, 1)
+        assert set(inst.target(inst.hidden_sum(X)[on] == 2).tolist()) <= {0, 1}
+        assert np.array_equal(inst.target(inst.hidden_sum(X)), (inst.hidden_sum(X) == 2).astype(int))
+        # C = 0: the two heads cancel exactly off the signal half
+        assert np.abs(Y[~on]).max() < 1e-15
+        assert inst.assumption_report().failed  # it does not meet the paper's conditions
+
+    def test_save_load_round_trip(self, tmp_path):
+        inst = lwr_hard_instance((1, 5, 0, 6), 7)
+        path = tmp_path / "lwr.npz"
+        save_layer(path, inst.layer, metadata=inst.metadata)
+        back = load_layer(path)
+        assert np.array_equal(back.thetas, inst.layer.thetas)
+        assert read_metadata(path)["metadata"]["secret"] == [1, 5, 0, 6]
+
+    @pytest.mark.parametrize(("args", "kwargs", "exc", "match"), [
+        (((1, 2), 2), {}, ValueError, "q=2"),
+        (((1, 2), 1), {}, ValueError, "q"),
+        (((1, 3), 3), {}, ValueError, r"secret\[1\]=3"),
+        (((1, -1), 3), {}, ValueError, r"secret\[1\]=-1"),
+        (((), 5), {}, ValueError, "n"),
+        (((1, 0), 7), {}, ValueError, "never reaches the first switch"),
+        (((1, 2), 3), {"d": 3}, ValueError, "n \\+ 2 = 4"),
+        (((1, 2), 3), {"sharpness": 0.0}, ValueError, "sharpness"),
+        (((1, 2), 3), {"o": 4}, ValueError, "o=4"),
+        (((1, 2), 3.0), {}, TypeError, "q"),
+    ], ids=["q2", "q1", "entry-q", "entry-negative", "empty", "below-first-switch", "d-small", "sharpness0",
+            "o-out", "q-float"])
+    def test_bad_inputs(self, args, kwargs, exc, match):
+        with pytest.raises(exc, match=match):
+            lwr_hard_instance(*args, **kwargs)
+
+    def test_unknown_name(self):
+        with pytest.raises(ValueError, match="one-slab"):
+            named_lwr_instance("two-slabs")
+
+
+class TestAttentionSamples:
+    def test_round_trip_on_signal_half(self):
+        """LWR samples → (X, Y) that the layer reproduces, with the public vectors read back from X."""
+        inst = lwr_hard_instance((5, 4, 3, 1, 2, 0), 7)
+        draw = sample_lwr(inst.params, 4000, secret=inst.secret, rng=1)
+        X, Y = attention_samples(draw.public, inst.layout, rng=2)
+        assert inst.on_signal_half(X).all()
+        assert np.array_equal(inst.public_vectors(X), draw.public.B)
+        assert np.abs(inst.layer(X) - Y).max() <= inst.sharpness_error + 1e-12
+        # the free coordinates are uniform: x_1t ≠ x_2t on about half (5 standard errors, failure < 1e-6)
+        frac = np.mean(X[:, 0, 0] != X[:, 1, 0])
+        assert abs(frac - 0.5) < 5 * 0.5 / np.sqrt(len(X))
+
+    def test_other_secret_does_not_match(self):
+        """Negative control: the reduction fed another secret's samples disagrees with the layer."""
+        inst = lwr_hard_instance((5, 4, 3, 1, 2, 0), 7)
+        draw = sample_lwr(inst.params, 4000, secret=(5, 4, 3, 1, 2, 1), rng=1)
+        X, Y = attention_samples(draw.public, inst.layout, rng=2)
+        assert np.mean(np.abs(inst.layer(X) - Y).max(axis=(1, 2)) > 1.0) > 0.05
+
+    def test_all_inputs_when_total_is_zero(self):
+        inst = named_lwr_instance("one-slab")
+        draw = sample_lwr(inst.params, 4000, secret=inst.secret, rng=1)
+        X, Y = attention_samples(draw.public, inst.layout, half="all", rng=2)
+        on = inst.on_signal_half(X)
+        assert abs(on.mean() - 0.5) < 5 * 0.5 / np.sqrt(len(X))
+        assert np.abs(inst.layer(X) - Y).max() <= inst.sharpness_error + 1e-12
+
+    def test_bad_inputs(self):
+        inst = lwr_hard_instance((3, 3, 5, 6, 0, 1), 7)  # C = 1
+        draw = sample_lwr(inst.params, 10, secret=inst.secret, rng=0)
+        with pytest.raises(ValueError, match="C = 0"):
+            attention_samples(draw.public, inst.layout, half="all")
+        with pytest.raises(ValueError, match="half"):
+            attention_samples(draw.public, inst.layout, half="both")
+        with pytest.raises(ValueError, match="n=6, q=7"):
+            attention_samples(sample_lwr(LWRParams(6, 7, rounded=False), 5, rng=0).public, inst.layout)
+        with pytest.raises(TypeError, match="LWRLayout"):
+            attention_samples(draw.public, inst)
+
+
+class TestLwrPredictor:
+    def test_true_layer_predicts_every_label(self):
+        inst = lwr_hard_instance((5, 4, 3, 1, 2, 0), 7)
+        test = sample_lwr(inst.params, 5000, secret=inst.secret, rng=4).public
+        assert predictor_accuracy(lwr_predictor(inst.layer, inst.layout, rng=3), test) == 1.0
+
+    def test_wrong_layer_does_not(self):
+        """Negative control: another secret's layer is near chance (measured 0.54 at this seed)."""
+        inst = lwr_hard_instance((5, 4, 3, 1, 2, 0), 7)
+        wrong = lwr_hard_instance((1, 6, 2, 0, 5, 3), 7)
+        test = sample_lwr(inst.params, 5000, secret=inst.secret, rng=4).public
+        assert predictor_accuracy(lwr_predictor(wrong.layer, inst.layout, rng=3), test) < 0.8
+
+    def test_round_trip_through_a_learned_table(self):
+        """LWR → attention samples → a predictor of F learned from them alone → LWR labels, all right."""
+        inst = lwr_hard_instance((1, 5, 0, 6), 7)
+        layout = inst.layout
+        train = sample_lwr(inst.params, 3000, secret=inst.secret, rng=5).public
+        X, Y = attention_samples(train, layout, rng=6)
+        # learn g(b) = (Y_1o − C x_2t)/(x_1t − x_2t) per public vector from the rows where it is defined
+        b = inst.public_vectors(X) @ (2 ** np.arange(4))
+        diff = X[:, 0, 0] - X[:, 1, 0]
+        ok = diff != 0
+        g = (Y[ok, 0, 0] - layout.total * X[ok, 1, 0]) / diff[ok]
+        table = np.zeros(16)
+        np.add.at(table, b[ok], g)
+        table /= np.maximum(np.bincount(b[ok], minlength=16), 1)
+
+        def predict(Xq):
+            bq = inst.public_vectors(Xq) @ (2 ** np.arange(4))
+            Yq = np.zeros(Xq.shape)
+            Yq[:, 0, 0] = layout.total * Xq[:, 1, 0] + (Xq[:, 0, 0] - Xq[:, 1, 0]) * table[bq]
+            return Yq
+
+        test = sample_lwr(inst.params, 2000, secret=inst.secret, rng=7).public
+        assert predictor_accuracy(lwr_predictor(predict, layout, rng=8), test) == 1.0
+
+    def test_noise_degrades_gracefully(self):
+        """Output noise of std 0.5 on F: labels still mostly right, and voting removes the errors."""
+        inst = lwr_hard_instance((5, 4, 3, 1, 2, 0), 7)
+        noise = np.random.default_rng(9)
+
+        def noisy(X):
+            return inst.layer(X) + noise.normal(0, 0.5, X.shape)
+
+        test = sample_lwr(inst.params, 5000, secret=inst.secret, rng=4).public
+        acc1 = predictor_accuracy(lwr_predictor(noisy, inst.layout, rng=3), test)
+        acc9 = predictor_accuracy(lwr_predictor(noisy, inst.layout, votes=9, rng=3), test)
+        # ℓ̂ = (F̂ + C)/2 has noise std 0.25, 0.5 from the threshold: one vote errs w.p. P(N > 2σ) ≈ 2.3 %;
+        # nine votes shrink the std to 0.083 (6σ): ~1e-9
+        assert 0.95 < acc1 < 0.995
+        assert acc9 > 0.999
+
+    def test_bad_inputs(self):
+        inst = lwr_hard_instance((1, 2), 3)
+        with pytest.raises(TypeError, match="callable"):
+            lwr_predictor(3, inst.layout)
+        with pytest.raises(ValueError, match="votes"):
+            lwr_predictor(inst.layer, inst.layout, votes=0)
+        pred = lwr_predictor(inst.layer, inst.layout)
+        with pytest.raises(ValueError, match="n=2"):
+            pred(np.zeros((3, 3)))
