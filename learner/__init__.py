@@ -3,8 +3,9 @@
 This package is the floor of the toolkit: the layer itself
 (:class:`AttentionLayer`), its input distributions and exact cube enumeration,
 planted instances, the paper's non-degeneracy conditions measured on a layer,
-error metrics, file I/O, and the paper's six-phase learner (:func:`learn`,
-phases in :mod:`learner.phases`). ``theory`` and ``lowerbounds`` import from here,
+error metrics, file I/O, the paper's six-phase learner (:func:`learn`,
+phases in :mod:`learner.phases`), and a gradient-descent baseline to compare it
+with (:func:`fit_gradient`). ``theory`` and ``lowerbounds`` import from here,
 never the reverse.
 
 References
@@ -16,6 +17,7 @@ arXiv:2402.04084 (STOC 2025).
 from importlib.metadata import PackageNotFoundError, version
 
 from .assumptions import AssumptionReport, AssumptionRow, assumptions, lattice_distance
+from .baseline import fit_gradient
 from .geometry import min_norm_point
 from .inputs import check_inputs, cube_expectation, enumerate_cube, sample_inputs
 from .instances import PlantingError, random_layer
@@ -49,6 +51,7 @@ __all__ = [
     "check_inputs",
     "cube_expectation",
     "enumerate_cube",
+    "fit_gradient",
     "lattice_distance",
     "learn",
     "load_examples",

@@ -1,0 +1,387 @@
+"""A gradient-descent baseline: fit an ``m``-head attention layer to examples by minimising the squared loss.
+
+This is the method the paper's learner is compared against, not the paper's
+method: it has no guarantee (the loss is non-convex in the ``Θ_i``) and is
+reported through the same :class:`~learner.learn.LearnResult` as :func:`learner.learn`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validation import check_int, check_positive_float
+from .layer import AttentionLayer, _softmax_inplace, auto_batch
+from .learn import LearnResult
+from .metrics import match_heads, relative_error
+from .oracle import ExamplesExhausted, as_source
+
+__all__ = ["fit_gradient"]
+
+log = logging.getLogger(__name__)
+
+OPTIMIZERS = ("adam", "gd")
+#: Adam's constants (Kingma & Ba, arXiv 1412.6980, their recommended defaults).
+ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
+#: An iteration counts as an improvement when it lowers the best validation loss
+#: by more than this fraction (ours).
+MIN_IMPROVEMENT = 1e-4
+
+
+def _softmax_backward(A, G, axis):
+    """Vector-Jacobian product of the softmax along ``axis``: ``∂L/∂S`` from ``A = softmax(S)`` and ``G = ∂L/∂A``."""
+    return A * (G - np.sum(G * A, axis=axis, keepdims=True))
+
+
+def _forward(params, x):
+    """Patterns, ``A_i X`` and ``F(X)`` for parameters (2, m, d, d) on examples ``x`` (b, k, d).
+
+    The layout follows :class:`~learner.layer.AttentionLayer`: heads are
+    concatenated so that most products are single matrix products over the
+    chunk, and the softmax reduces over axis 1 (fast in numpy).
+    ``P[b, c, a·m + i] = softmax_c(x_a Θ_i x_cᵀ)`` and ``AX[b, a·m + i] = Σ_c P[b, c, a·m + i] x_c``.
+    """
+    thetas, ws = params
+    b, k, d = x.shape
+    m = thetas.shape[0]
+    xtheta = x.reshape(b * k, d) @ thetas.transpose(1, 0, 2).reshape(d, m * d)  # rows (b, a), columns (i, e)
+    P = x @ xtheta.reshape(b, k * m, d).transpose(0, 2, 1)
+    _softmax_inplace(P, 1, np.empty((b, 1, k * m)))
+    AX = P.transpose(0, 2, 1) @ x
+    F = AX.reshape(b * k, m * d) @ ws.reshape(m * d, d)
+    return P, AX, F.reshape(b, k, d)
+
+
+def _chunks(X, Y, m):
+    n, k, d = X.shape
+    step = auto_batch(k, d, m)  # cache-sized chunks: measured ~2x faster than one large batch
+    for s in range(0, n, step):
+        yield X[s : s + step], Y[s : s + step]
+
+
+def _loss(params, X, Y):
+    """``L = (1/N) Σ_n ‖F(X_n) − Y_n‖_F²`` over all of ``X``."""
+    total = 0.0
+    for x, y in _chunks(X, Y, params.shape[1]):
+        total += float(np.sum((_forward(params, x)[2] - y) ** 2))
+    return total / X.shape[0]
+
+
+def _loss_and_grad(params, X, Y):
+    """The loss ``L`` of :func:`_loss` and its analytic gradient, shape (2, m, d, d) like ``params``.
+
+    With ``R = F(X) − Y``, ``A_i = softmax(X Θ_i Xᵀ)`` and ``V_i = X W_i``:
+    ``∂L/∂W_i = (2/N) Σ_n (A_i X)ᵀ R``; ``G_i = (2/N) R V_iᵀ`` is ``∂L/∂A_i``;
+    ``dS_i = A_i ⊙ (G_i − rowsum(G_i ⊙ A_i))`` is ``∂L/∂S_i`` and
+    ``∂L/∂Θ_i = Σ_n Xᵀ dS_i X``. The factor ``2/N`` is applied once at the end.
+    """
+    _, m, d, _ = params.shape
+    ws = params[1]
+    w_cat = ws.transpose(1, 0, 2).reshape(d, m * d)
+    total = 0.0
+    g_theta = np.zeros((d, m * d))  # [c, (i, e)]
+    g_w = np.zeros((m * d, d))  # [(i, c), e]
+    for x, y in _chunks(X, Y, m):
+        b, k, _ = x.shape
+        P, AX, F = _forward(params, x)
+        R = F - y
+        total += float(np.sum(R**2))
+        g_w += AX.reshape(b * k, m * d).T @ R.reshape(b * k, d)
+        V = (x.reshape(b * k, d) @ w_cat).reshape(b, k * m, d)  # V[b, c·m + i] = x_c W_i
+        G = (V @ R.transpose(0, 2, 1)).reshape(b, k, m, k)  # G[b, c, i, a] = (R V_iᵀ)[a, c]
+        G = G.transpose(0, 1, 3, 2).reshape(b, k, k * m)  # the layout of P
+        T = _softmax_backward(P, G, 1).transpose(0, 2, 1) @ x  # T[b, a·m + i] = Σ_c dS_i[a, c] x_c
+        g_theta += x.reshape(b * k, d).T @ T.reshape(b * k, m * d)
+    grad = np.stack([g_theta.reshape(d, m, d).transpose(1, 0, 2), g_w.reshape(m, d, d)])
+    grad *= 2.0 / X.shape[0]
+    return total / X.shape[0], grad
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One restart: its best parameters and how it ended."""
+
+    params: np.ndarray
+    initial_val_loss: float
+    val_loss: float
+    train_loss: float
+    iterations: int
+    best_iteration: int
+    stopped: str
+    seconds: float
+
+
+def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patience, rng, label):
+    t0 = time.perf_counter()
+    n = X.shape[0]
+    best = params.copy()
+    best_val = ref = initial = _loss(params, Xv, Yv)
+    best_it = last_improve = it = 0
+    stopped = "max_iter"
+    m1, v = np.zeros_like(params), np.zeros_like(params)
+    order, pos = None, n
+    if not np.isfinite(best_val):
+        stopped = "diverged"
+    elif best_val <= tol:
+        stopped = "tol"
+    else:
+        for it in range(1, max_iter + 1):
+            if batch < n:
+                if pos + batch > n:  # new epoch; the last partial mini-batch is dropped
+                    order, pos = rng.permutation(n), 0
+                idx = order[pos : pos + batch]
+                pos += batch
+                _, g = _loss_and_grad(params, X[idx], Y[idx])
+            else:
+                _, g = _loss_and_grad(params, X, Y)
+            if not np.isfinite(g).all():
+                stopped = "diverged"
+                break
+            if optimizer == "adam":
+                m1 = ADAM_BETA1 * m1 + (1 - ADAM_BETA1) * g
+                v = ADAM_BETA2 * v + (1 - ADAM_BETA2) * g * g
+                m_hat = m1 / (1 - ADAM_BETA1**it)
+                v_hat = v / (1 - ADAM_BETA2**it)
+                params = params - lr * m_hat / (np.sqrt(v_hat) + ADAM_EPS)
+            else:
+                params = params - lr * g
+            val = _loss(params, Xv, Yv)
+            if not np.isfinite(val):
+                stopped = "diverged"
+                break
+            # Improvements are measured from the last significant one, so a slow
+            # creep of many tiny steps still runs out of patience.
+            if val < ref * (1 - MIN_IMPROVEMENT):
+                ref, last_improve = val, it
+            if val < best_val:
+                best, best_val, best_it = params.copy(), val, it
+            if it % 100 == 0:
+                log.debug("fit_gradient restart %s: iteration %d, validation loss %.4g", label, it, val)
+            if val <= tol:
+                stopped = "tol"
+                break
+            if it - last_improve >= patience:
+                stopped = "patience"
+                break
+    run = _Run(best, initial, best_val, _loss(best, X, Y), it, best_it, stopped, time.perf_counter() - t0)
+    log.info("fit_gradient restart %s: validation loss %.4g -> %.4g after %d iterations (stopped: %s)",
+             label, initial, best_val, it, stopped)
+    return run
+
+
+def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000, restarts=3, batch=None,
+                 n_train=20000, n_val=5000, tol=1e-8, patience=200, init_scale=0.5, success_tol=1e-3,
+                 truth=None, rng=None):
+    """Fit an ``m``-head attention layer to examples by gradient descent on the squared loss (a baseline).
+
+    Minimises
+
+    .. math::
+
+        L(\\Theta, W) = \\frac{1}{N} \\sum_{n=1}^{N} \\big\\| F(X_n) - Y_n \\big\\|_F^2,
+        \\qquad F(X) = \\sum_{i=1}^m \\operatorname{softmax}(X \\Theta_i X^\\top)\\, X W_i,
+
+    where ``(X_n, Y_n)``, ``n = 1..N``, are the training examples (``X_n, Y_n ∈ R^{k×d}``),
+    ``‖·‖_F`` is the Frobenius norm (summed over all ``k·d`` entries, not averaged)
+    and the softmax is taken row by row. The gradients are analytic (no autograd).
+
+    Parameters
+    ----------
+    source : LayerOracle, ArraySource or (X, Y)
+        Labelled examples. ``n_train + n_val`` examples are drawn once: the first
+        ``n_train`` for training, the rest for validation.
+    m : int
+        Number of heads of the fitted layer.
+    k : int, optional
+        Tokens per sequence (checked against the source's; inferred when None).
+    optimizer : {"adam", "gd"}
+        Adam (``β1 = 0.9``, ``β2 = 0.999``, ``ε = 1e-8``, bias-corrected) or plain
+        gradient descent ``p ← p − lr·∇L``.
+    lr : float
+        Step size.
+    max_iter : int
+        Parameter updates per restart.
+    restarts : int
+        Independent random initialisations; the one with the lowest validation loss is kept.
+    batch : int, optional
+        Mini-batch size (a fresh permutation every epoch, the last partial
+        mini-batch dropped); None uses the full training set at every step.
+    n_train, n_val : int
+        Training and validation examples.
+    tol : float
+        A restart stops once its validation loss ``L_val`` (same normalisation as
+        ``L``, absolute) is at most ``tol``.
+    patience : int
+        A restart stops when ``L_val`` has not fallen by a relative ``1e-4``
+        below its value at the last such fall for ``patience`` iterations (early
+        stopping); its parameters at its lowest ``L_val`` are kept.
+    init_scale : float
+        Every entry of every ``Θ_i`` and ``W_i`` starts as ``N(0, init_scale²/d)``:
+        on ``±1`` inputs the initial off-diagonal logits then have standard
+        deviation ``init_scale·√d`` and each head's ``X W_i`` entries ``init_scale``.
+    success_tol : float
+        Success when the validation relative error
+        ``Σ_n ‖F(X_n) − Y_n‖_F² / Σ_n ‖Y_n‖_F²`` is at most this.
+    truth : AttentionLayer, optional
+        The planted layer, for diagnostics only (``result.errors``).
+    rng : None, int, SeedSequence or Generator
+        Restart ``j`` initialises (and shuffles) with the ``j``-th generator of
+        ``rng.spawn(restarts)``; ``rng`` itself then draws the fresh inputs on
+        which the errors against ``truth`` are measured.
+
+    Returns
+    -------
+    LearnResult
+        ``layer`` is the best restart's layer (the parameters of its lowest
+        validation loss), ``status`` is ``"gradient"`` on success,
+        ``"not_converged"`` otherwise, ``"examples"`` when the source has fewer
+        than ``n_train + n_val`` examples (then ``layer`` is None, as in
+        :func:`learner.learn`); ``m_estimated`` is False; ``timings`` has
+        ``"draw"``, ``"fit"`` and ``"total"`` seconds; ``phases`` is empty;
+        ``diagnostics["fit"]`` holds the settings and, per restart, the initial
+        and best validation loss, the training loss at those parameters, the
+        iterations, the best iteration, why it stopped (``"tol"``,
+        ``"patience"``, ``"max_iter"`` or ``"diverged"``) and the seconds, with
+        ``best_restart`` the index kept and the seed entropy and spawn keys
+        that replay every restart. ``errors`` (with ``truth``) has
+        ``"relative_error"`` of ``F`` on 8192 fresh inputs and, when ``truth.m == m``,
+        ``"param_error"`` (the largest matched relative parameter error), as in
+        :func:`learner.learn`.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range, ``optimizer`` is unknown, ``k`` differs
+        from the source's, or ``truth`` has another ``d``.
+    TypeError
+        If a numeric argument has the wrong type, ``source`` is not a source of
+        examples, or ``truth`` is not an AttentionLayer.
+
+    Notes
+    -----
+    The gradient, with ``R_n = F(X_n) − Y_n``, ``A_i = softmax(X Θ_i Xᵀ)`` and
+    ``V_i = X W_i`` (per example): ``∂L/∂W_i = (2/N) Σ_n (A_i X_n)ᵀ R_n``;
+    ``G_i = (2/N) R_n V_iᵀ = ∂L/∂A_i``; ``dS_i = A_i ⊙ (G_i − rowsum(G_i ⊙ A_i))``
+    (the softmax's Jacobian); ``∂L/∂Θ_i = Σ_n X_nᵀ dS_i X_n``. It is computed
+    batched over examples in chunks of bounded memory; the softmax is the
+    stable one of :mod:`learner.layer`. A restart whose loss or gradient
+    becomes non-finite stops (``"diverged"``) and keeps its best parameters.
+
+    The validation loss is evaluated after every update (``n_val`` forward
+    passes per iteration). The initialisation, the defaults (``init_scale``,
+    ``success_tol = 1e-3``, the relative improvement ``1e-4``) and the early
+    stopping rule are ours, not the paper's; so is the whole method, which the
+    paper does not analyse.
+
+    References
+    ----------
+    S. Chen and Y. Li, "Provably learning a multi-head attention layer", arXiv:2402.04084.
+    D. P. Kingma and J. Ba, "Adam: a method for stochastic optimization", arXiv:1412.6980.
+
+    Examples
+    --------
+    >>> from learner import LayerOracle, random_layer
+    >>> truth = random_layer(1, 4, logit_scale=1.0, rng=0)
+    >>> result = fit_gradient(LayerOracle(truth, 2, rng=1), m=1, n_train=500, n_val=200,
+    ...                       max_iter=300, restarts=2, lr=0.05, rng=2)
+    >>> result.status, result.examples_drawn, result.diagnostics["fit"]["best_restart"] in (0, 1)
+    ('gradient', 700, True)
+    """
+    t_start = time.perf_counter()
+    rng = np.random.default_rng(rng)
+    source = as_source(source)
+    m = check_int("m", m)
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"`optimizer` must be one of {OPTIMIZERS}; got optimizer={optimizer!r}.")
+    lr = check_positive_float("lr", lr)
+    max_iter = check_int("max_iter", max_iter)
+    restarts = check_int("restarts", restarts)
+    if batch is not None:
+        batch = check_int("batch", batch)
+    n_train = check_int("n_train", n_train)
+    n_val = check_int("n_val", n_val)
+    tol = check_positive_float("tol", tol, allow_zero=True)
+    patience = check_int("patience", patience)
+    init_scale = check_positive_float("init_scale", init_scale)
+    success_tol = check_positive_float("success_tol", success_tol)
+    d = source.d
+    if k is not None and check_int("k", k) != source.k:
+        raise ValueError(f"`k` must match the examples' {source.k} tokens; got k={k}.")
+    k = source.k
+    if truth is not None:
+        if not isinstance(truth, AttentionLayer):
+            raise TypeError(f"`truth` must be an AttentionLayer; got {type(truth).__name__}.")
+        if truth.d != d:
+            raise ValueError(f"`truth` must have the examples' dimension d={d}; got truth.d={truth.d}.")
+    batch_eff = n_train if batch is None else min(batch, n_train)
+    settings = {
+        "optimizer": optimizer, "lr": lr, "max_iter": max_iter, "restarts": restarts, "batch": batch,
+        "n_train": n_train, "n_val": n_val, "tol": tol, "patience": patience, "init_scale": init_scale,
+        "success_tol": success_tol, "loss": "mean over examples of ||F(X) - Y||_F^2",
+        "seed_entropy": rng.bit_generator.seed_seq.entropy,
+    }
+    timings, diag = {}, {}
+    drawn0 = source.n_drawn
+
+    def done(status, message, layer=None, success=False):
+        errors = {}
+        if truth is not None and layer is not None:
+            errors["relative_error"] = relative_error(truth, layer, k, n_samples=8192,
+                                                      distribution=getattr(source, "distribution", None) or "boolean",
+                                                      rng=rng)
+            if truth.m == layer.m:
+                errors["param_error"] = match_heads(truth, layer).max_error
+        timings["total"] = time.perf_counter() - t_start
+        return LearnResult(layer, success, status, message, m, False, source.n_drawn - drawn0,
+                           dict(timings), {}, diag, errors)
+
+    t0 = time.perf_counter()
+    try:
+        X_all, Y_all = source.draw(n_train + n_val)
+    except ExamplesExhausted as exc:
+        return done("examples", f"{exc} fit_gradient needs n_train + n_val = {n_train + n_val} examples "
+                    f"(n_train={n_train}, n_val={n_val}).")
+    timings["draw"] = time.perf_counter() - t0
+    X, Y = X_all[:n_train], Y_all[:n_train]
+    Xv, Yv = X_all[n_train:], Y_all[n_train:]
+
+    t0 = time.perf_counter()
+    runs = []
+    # Overflow in a diverging run is detected (non-finite loss or gradient) and reported.
+    gens = rng.spawn(restarts)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for j, gen in enumerate(gens):
+            params = gen.normal(0.0, init_scale / np.sqrt(d), size=(2, m, d, d))
+            runs.append(_train(params, X, Y, Xv, Yv, optimizer=optimizer, lr=lr, max_iter=max_iter,
+                               batch=batch_eff, tol=tol, patience=patience, rng=gen, label=f"{j + 1}/{restarts}"))
+    timings["fit"] = time.perf_counter() - t0
+    best_j = int(np.argmin([r.val_loss for r in runs]))
+    best = runs[best_j]
+    layer = AttentionLayer(best.params[0], best.params[1])
+    y_sq = float(np.sum(Yv**2))
+    residual = float(np.sum((layer(Xv) - Yv) ** 2))
+    rel = residual / y_sq if y_sq > 0 else (0.0 if residual == 0 else float("inf"))
+    diag["fit"] = settings | {
+        "best_restart": best_j,
+        "val_relative_error": rel,
+        "initial_val_loss": [r.initial_val_loss for r in runs],
+        "val_loss": [r.val_loss for r in runs],
+        "train_loss": [r.train_loss for r in runs],
+        "iterations": [r.iterations for r in runs],
+        "best_iteration": [r.best_iteration for r in runs],
+        "stopped": [r.stopped for r in runs],
+        "seconds": [r.seconds for r in runs],
+        "spawn_keys": [list(g.bit_generator.seed_seq.spawn_key) for g in gens],
+    }
+    log.info("fit_gradient: kept restart %d of %d, validation relative error %.3g", best_j + 1, restarts, rel)
+    where = (f"restart {best_j + 1} of {restarts}, {best.iterations} iterations "
+             f"(best at {best.best_iteration}), stopped: {best.stopped}")
+    if rel <= success_tol:
+        return done("gradient", f"validation relative error {rel:.3g} <= success_tol={success_tol:g} ({where})",
+                    layer=layer, success=True)
+    return done("not_converged", f"validation relative error {rel:.3g} > success_tol={success_tol:g} ({where}): "
+                "gradient descent did not fit the examples; try more iterations or restarts, another lr or "
+                "init_scale", layer=layer)
