@@ -25,6 +25,10 @@ __all__ = ["LearnResult", "learn"]
 
 log = logging.getLogger(__name__)
 
+#: Below this Frobenius norm the phase-1 estimate of ΣW counts as zero (ours: planted
+#: layers have ‖ΣW‖_F of order 1; an exact cancellation estimates to ~1e-17).
+SUM_W_MIN = 1e-9
+
 
 @dataclass(frozen=True)
 class LearnResult:
@@ -146,6 +150,13 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
     try:
         p1 = crude_sum_w(source, n_samples=cfg.n_crude, batch=cfg.batch, truth=truth)
         phases["1_crude_sum"], diag["1_crude_sum"], timings["1_crude_sum"] = p1, _sum_diag(p1), p1.seconds
+        norm = float(np.linalg.norm(p1.w_sum))
+        if not np.isfinite(norm) or norm < SUM_W_MIN:
+            # Phases 2–4 read attention patterns through ΣW (y_a = pᵀXΣW); with ΣW = 0
+            # (e.g. heads whose W_i cancel) there is nothing to read them from.
+            return done("1_crude_sum", f"the estimate of ΣW_i is degenerate (‖ΣŴ‖_F = {norm:.3g} < {SUM_W_MIN:g}): "
+                        "phases 2–4 read the attention patterns through ΣW, so the learner cannot start "
+                        "(the heads' W_i cancel; outside the paper's conditions).")
         target2 = int(cfg.crude_constraints * d * d)
         p2 = crude_sculpt(source, p1.w_sum, tol=cfg.crude_tol, min_weight=cfg.min_weight, target=target2,
                           max_examples=cfg.crude_max_examples, batch=cfg.batch, truth=truth)

@@ -47,11 +47,19 @@ def certified_regression(X, Y, w_sum, *, rounds=60, keep=0.003, pool=0.05, rtol=
             _, res_all, _ = fit_patterns(X, Y, est)
             rows = res_all <= np.quantile(res_all, pool)
         ii, aa = np.nonzero(rows)
+        if ii.size == 0:  # no finite residual to rank rows by: nothing to regress on
+            break
         P, res, well_posed = fit_patterns(X[ii], Y[ii], est)
         P, res = P[np.arange(ii.size), aa], res[np.arange(ii.size), aa]
         # Far outside the simplex, or an ambiguous fit: not a pattern.
         res = np.where((P.min(axis=1) > -0.05) & well_posed, res, np.inf)
-        cut = np.quantile(res, keep / pool)
+        finite = np.isfinite(res)
+        if not finite.any():
+            break
+        with np.errstate(invalid="ignore"):  # inf − inf when the quantile falls among the rejected rows
+            cut = np.quantile(res, keep / pool)
+        if not np.isfinite(cut):
+            cut = res[finite].max()
         sel = res <= cut
         Z = np.einsum("nj,njc->nc", P[sel], X[ii[sel]])
         new = np.linalg.lstsq(Z, Y[ii[sel], aa[sel]], rcond=None)[0]
