@@ -21,9 +21,19 @@ two-token diagonal gadget (:mod:`lowerbounds.gadget`):
 Imports from :mod:`learner`, never the reverse. CLI: ``python -m lowerbounds``.
 """
 
+from .attacks import (
+    AttackOutcome,
+    attention_attack,
+    equivalent_secrets,
+    exhaustive_search,
+    fit_growth,
+    linear_algebra_attack,
+    time_attacks,
+)
 from .family import HardFamily
 from .gadget import gadget_layer, gadget_weight, head_weights
 from .instance import HardInstance
+from .lattice import REFERENCE_ESTIMATES, cost_table, fpylll_available, lattice_attack, lwr_cost, primal_usvp_cost
 from .lwr import (
     NAMED_LWR,
     LWRInstance,
@@ -45,6 +55,8 @@ from .sq import ParityInstance, interpolation_coefficients, sq_hard_instance, sy
 
 __all__ = [
     "NAMED_LWR",
+    "REFERENCE_ESTIMATES",
+    "AttackOutcome",
     "CharacterQuery",
     "HardFamily",
     "HardInstance",
@@ -57,20 +69,31 @@ __all__ = [
     "SQOracle",
     "SearchOutcome",
     "SparseLinearTarget",
+    "attention_attack",
     "attention_samples",
     "correlational_search",
+    "cost_table",
+    "equivalent_secrets",
+    "exhaustive_search",
+    "fit_growth",
     "fit_slope",
+    "fpylll_available",
     "gadget_layer",
     "gadget_weight",
     "head_weights",
     "interpolation_coefficients",
+    "lattice_attack",
+    "linear_algebra_attack",
+    "lwr_cost",
     "lwr_hard_instance",
     "lwr_predictor",
     "named_lwr_instance",
     "predictor_accuracy",
+    "primal_usvp_cost",
     "sample_lwr",
     "simulate_queries",
     "sq_hard_instance",
     "switch_points",
     "symmetric_fourier",
+    "time_attacks",
 ]

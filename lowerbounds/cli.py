@@ -1,4 +1,4 @@
-"""Command line of :mod:`lowerbounds`: ``python -m lowerbounds {sq,sq-simulate}``.
+"""Command line of :mod:`lowerbounds`: ``python -m lowerbounds {sq,sq-simulate,lwe,lwe-attack}``.
 
 Library functions never parse ``argv``; this module does, calls them, and prints.
 """
@@ -10,9 +10,20 @@ import sys
 
 import numpy as np
 
-from learner import FileFormatError, save_layer, write_json
+from learner import FileFormatError, enumerate_cube, save_layer, write_json
 
 from .family import HardFamily
+from .lwr import (
+    DEFAULT_SHARPNESS,
+    NAMED_LWR,
+    LWRParams,
+    attention_samples,
+    lwr_hard_instance,
+    lwr_predictor,
+    named_lwr_instance,
+    predictor_accuracy,
+    sample_lwr,
+)
 from .simulate import simulate_queries
 from .sq import sq_hard_instance
 
@@ -39,6 +50,30 @@ def build_parser():
     p.add_argument("--trials", type=int, default=25, help="hidden subsets per cell; medians reported (default 25)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plot", metavar="FILE", help="log-log plot of median queries against d (needs matplotlib)")
+    p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
+    p = sub.add_parser("lwe", help="write one LWE-style (learning with rounding) two-token instance and check it")
+    p.add_argument("--n", type=int, default=6, help="secret dimension (default 6; d = n + 2)")
+    p.add_argument("--q", type=int, default=7, help="modulus, >= 3 (default 7)")
+    p.add_argument("--secret", type=int, nargs="+", default=None, help="w in Z_q^n (default: drawn with --seed)")
+    p.add_argument("--name", choices=sorted(NAMED_LWR), default=None, help="a named member instead (one-slab)")
+    p.add_argument("--sharpness", type=float, default=DEFAULT_SHARPNESS, help=f"λ (default {DEFAULT_SHARPNESS})")
+    p.add_argument("--seed", type=int, default=None, help="integer seed for the secret and the checks")
+    p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz with JSON metadata)")
+    p = sub.add_parser("lwe-attack", help="attack timings against n, a lattice cost table, and a plot")
+    p.add_argument("--q", type=int, default=7, help="modulus (default 7)")
+    p.add_argument("--n", type=int, nargs="+", default=[2, 3, 4, 5, 6, 7, 8],
+                   help="n for exhaustive search (default 2..8)")
+    p.add_argument("--linear-n", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256],
+                   help="n for linear algebra on the unrounded variant (default 8..256)")
+    p.add_argument("--lattice-n", type=int, nargs="*", default=[4, 6, 8, 10, 12],
+                   help="n for the fpylll lattice attack, skipped without fpylll (default 4..12)")
+    p.add_argument("--cost-n", type=int, nargs="+", default=[16, 32, 64, 128, 256, 512],
+                   help="n for the lattice cost model's table (default 16..512)")
+    p.add_argument("--repeats", type=int, default=3, help="fresh secrets per n; medians reported (default 3)")
+    p.add_argument("--attention", action="store_true",
+                   help="also run our learner and the gradient baseline on the one-slab member (minutes)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plot", metavar="FILE", help="semi-log plot of attack time against n (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
     return parser
 
@@ -88,7 +123,112 @@ def _simulate(args):
     return 0
 
 
-def _plot(runs, args):
+def _lwe(args):
+    seed = np.random.SeedSequence(args.seed)
+    gen = np.random.default_rng(seed)
+    if args.name is not None:
+        inst = named_lwr_instance(args.name, sharpness=args.sharpness)
+    else:
+        params = LWRParams(args.n, args.q)
+        secret = params.draw_secret(rng=gen) if args.secret is None else params.check_secret(args.secret)
+        inst = lwr_hard_instance(secret, args.q, sharpness=args.sharpness)
+    lay = inst.layout
+    print(f"LWE-style instance (learning with rounding, construction ours; hardness assumed), n={lay.n}, q={lay.q}, "
+          f"d={lay.d}, k=2, m={lay.m} heads, C={lay.total:g} (seed {seed.entropy})")
+    print(f"  secret w = {list(inst.secret)} (Σw = {sum(inst.secret)}), thresholds τ = {list(lay.thresholds)}")
+    print(f"  {inst.metadata['formula']}")
+    print(f"  sharpness λ = {lay.sharpness:g}: |F_1o − formula| <= {inst.sharpness_error:.3g} on the signal half "
+          "(exact, over the reachable sums)")
+    checks = {"sharpness_error": inst.sharpness_error}
+    if lay.d <= 8:
+        X = np.concatenate(list(enumerate_cube(2, lay.d)))
+        half = inst.on_signal_half(X)
+        err = float(np.abs(inst.layer(X)[:, 0, lay.o] - inst.formula(X))[half].max())
+        checks["enumeration_max_error"] = err
+        print(f"  enumeration over all 4^{lay.d} inputs: max error on the signal half {err:.3g}")
+    draw = sample_lwr(inst.params, 10_000, secret=inst.secret, rng=gen)
+    X, Y = attention_samples(draw.public, lay, rng=gen)
+    checks["reduction_max_error"] = float(np.abs(inst.layer(X) - Y).max())
+    test = sample_lwr(inst.params, 10_000, secret=inst.secret, rng=gen).public
+    checks["true_layer_lwr_accuracy"] = predictor_accuracy(lwr_predictor(inst.layer, lay, rng=gen), test)
+    print(f"  reduction on 10 000 LWR samples: max |F(X) − Y| = {checks['reduction_max_error']:.3g}; "
+          f"the layer as LWR predictor: accuracy {checks['true_layer_lwr_accuracy']:.4f}")
+    report = inst.assumption_report()
+    print(f"  paper's conditions violated (learner.assumptions): {', '.join(report.failed) or 'none'}")
+    if args.out:
+        meta = inst.metadata | {"seed": seed.entropy, "checks": checks, "assumptions_failed": report.failed}
+        save_layer(args.out, inst.layer, metadata=meta)
+        print(f"  wrote {args.out}")
+    return 0
+
+
+def _lwe_attack(args):
+    from .attacks import attention_attack, time_attacks
+    from .lattice import REFERENCE_ESTIMATES, cost_table, fpylll_available, primal_usvp_cost
+
+    record = {"command": "lwe-attack", "q": args.q, "seed": args.seed, "repeats": args.repeats}
+    seeds = np.random.SeedSequence(args.seed).spawn(4)
+    runs = {"exhaustive": time_attacks(args.n, args.q, attacks=("exhaustive",), repeats=args.repeats, rng=seeds[0]),
+            "linear": time_attacks(args.linear_n, args.q, attacks=("linear",), repeats=args.repeats, rng=seeds[1])}
+    if args.lattice_n:
+        if fpylll_available():
+            runs["lattice"] = time_attacks(args.lattice_n, args.q, attacks=("lattice",), repeats=args.repeats,
+                                           rng=seeds[2])
+        else:
+            print("lattice attack skipped: fpylll is not installed (pip install 'provable-attention[lattice]')")
+    record["runs"] = runs
+    print(f"attacks on 1-bit LWR with binary public vectors, q={args.q}; median of {args.repeats} fresh secrets "
+          "(m = heads of a typical secret, Σw ≈ n(q − 1)/2)")
+    print(f"{'attack':<11} {'n':>4} {'m':>4} {'median s':>10} {'solved':>7} {'samples':>8}  note")
+    for name, run in runs.items():
+        for r in run["rows"]:
+            note = ""
+            if "rounded_control_successes" in r:
+                note = f"unrounded labels; on rounded labels {r['rounded_control_successes']}/{r['repeats']}"
+            print(f"{name:<11} {r['n']:>4} {r['m_typical']:>4} {r['median_seconds']:>10.4f} "
+                  f"{r['successes']:>3}/{r['repeats']:<3} {r['samples']:>8}  {note}")
+    for name, run in runs.items():
+        g = run["growth"][name]
+        print(f"fitted growth of {name} time: × {g['base']:.3g} per unit of n, or n^{g['power']:.2f} "
+              f"({g['points']} points above 2 ms)")
+    rows = cost_table(args.cost_n, args.q)
+    record["cost_table"] = [r.__dict__ for r in rows]
+    print(f"primal uSVP cost model (ours, ADPS16 condition + GSA; rounding modelled as uniform error, binary "
+          f"public vectors treated as uniform mod q — an assumption), q={args.q}:")
+    print(f"{'n':>5} {'heads(max)':>10} {'beta':>6} {'dim':>6} {'log2 core-SVP':>14} {'log2 q^n':>9}")
+    for r in rows:
+        beta = "-" if r.beta is None else f"{r.beta}{'*' if r.at_floor else ''}"
+        core = "-" if r.log2_core_svp is None else f"{r.log2_core_svp:.1f}"
+        print(f"{r.n:>5} {r.heads:>10} {beta:>6} {r.dimension or '-':>6} {core:>14} {r.log2_exhaustive:>9.1f}")
+    print("  (* = at the model's smallest block size; heads(max) = switches up to n(q − 1))")
+    checks = []
+    for name, ref in REFERENCE_ESTIMATES.items():
+        got = primal_usvp_cost(ref.n, ref.q, ref.sigma_s, ref.sigma_e, m=ref.m)
+        checks.append({"name": name, "reference_beta": ref.beta, "model_beta": got.beta,
+                       "reference_dimension": ref.dimension, "model_dimension": got.dimension})
+        print(f"  model check, {name}: β = {got.beta} (reference {ref.beta}), d = {got.dimension} "
+              f"(reference {ref.dimension}); {ref.source}")
+    record["model_checks"] = checks
+    if args.attention:
+        from .lwr import named_lwr_instance
+
+        inst = named_lwr_instance("one-slab")
+        record["attention"] = []
+        for method, kw in (("provable", {"n_samples": 4_000_000}),
+                           ("gradient", {"n_samples": 25_000})):
+            out = attention_attack(inst, method=method, rng=seeds[3], **kw)
+            record["attention"].append(out.to_dict())
+            print(f"one-slab member (n=2, q=3, m=2) — {out.message}; {out.seconds:.1f} s, {out.samples:,} examples")
+    if args.json:
+        write_json(args.json, record)
+        print(f"wrote {args.json}")
+    if args.plot:
+        _plot_attacks(runs, args)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _pyplot():
     try:
         import matplotlib
 
@@ -96,6 +236,27 @@ def _plot(runs, args):
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ValueError("--plot needs matplotlib: pip install 'provable-attention[plot]'") from exc
+    return plt
+
+
+def _plot_attacks(runs, args):
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for (name, run), style in zip(runs.items(), ("-o", "--s", ":^")):
+        ns = [r["n"] for r in run["rows"]]
+        ax.semilogy(ns, [r["median_seconds"] for r in run["rows"]], style,
+                    label=f"{name} (× {run['growth'][name]['base']:.2g} per n)")
+    ax.set_xlabel("n (secret dimension; heads m ≈ n for a typical secret)")
+    ax.set_ylabel("median seconds")
+    ax.set_title(f"attacks on 1-bit LWR, binary public vectors, q={args.q}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(args.plot)
+    plt.close(fig)
+
+
+def _plot(runs, args):
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for fam, style in (("hard", "-o"), ("control", "--x")):
         for m in args.m:
@@ -114,7 +275,7 @@ def _plot(runs, args):
 def main(argv=None):
     """Entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
-    handler = {"sq": _sq, "sq-simulate": _simulate}[args.command]
+    handler = {"sq": _sq, "sq-simulate": _simulate, "lwe": _lwe, "lwe-attack": _lwe_attack}[args.command]
     try:
         return handler(args)
     except (ValueError, TypeError, FileNotFoundError, FileFormatError) as exc:

@@ -289,3 +289,35 @@ class TestLwrPredictor:
         pred = lwr_predictor(inst.layer, inst.layout)
         with pytest.raises(ValueError, match="n=2"):
             pred(np.zeros((3, 3)))
+
+
+class TestCommandLine:
+    def test_lwe_writes_and_checks_an_instance(self, tmp_path, capsys):
+        from lowerbounds.cli import main
+
+        out = tmp_path / "lwe.npz"
+        assert main(["lwe", "--n", "6", "--q", "7", "--seed", "0", "--out", str(out)]) == 0
+        meta = read_metadata(out)["metadata"]
+        inst = lwr_hard_instance(meta["secret"], 7)
+        assert np.array_equal(load_layer(out).thetas, inst.layer.thetas)
+        assert meta["checks"]["enumeration_max_error"] <= inst.sharpness_error + 1e-12
+        assert meta["checks"]["true_layer_lwr_accuracy"] == 1.0
+        assert "hardness assumed" in capsys.readouterr().out
+        assert main(["lwe", "--n", "3", "--q", "2"]) == 2
+        assert "q=2" in capsys.readouterr().err
+        assert main(["lwe", "--n", "2", "--q", "7", "--secret", "1", "9"]) == 2
+        assert "secret[1]=9" in capsys.readouterr().err
+
+    def test_lwe_attack_small_run(self, tmp_path, capsys):
+        import json
+
+        from lowerbounds.cli import main
+
+        path = tmp_path / "attack.json"
+        assert main(["lwe-attack", "--q", "5", "--n", "2", "3", "4", "--linear-n", "8", "16", "--lattice-n",
+                     "--cost-n", "16", "32", "--repeats", "2", "--json", str(path)]) == 0
+        text = capsys.readouterr().out
+        assert "fitted growth of exhaustive" in text and "Kyber" in text
+        record = json.loads(path.read_text())
+        assert {r["attack"] for run in record["runs"].values() for r in run["rows"]} == {"exhaustive", "linear"}
+        assert all(c["model_beta"] == c["reference_beta"] for c in record["model_checks"])

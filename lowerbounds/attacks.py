@@ -1,0 +1,394 @@
+"""Attacks on the LWE-style family, with their costs against ``n`` (and hence ``m``).
+
+Every attack sees only :class:`~lowerbounds.PublicSamples` (or the attention
+samples the reduction makes from them); the secret is used afterwards, to
+score. Implementations ours; the attacks are the standard ones:
+
+* :func:`exhaustive_search` — every ``w ∈ Z_q^n``; keeps the secrets that
+  reproduce every label. Cost ``q^n`` times a few samples.
+* :func:`linear_algebra_attack` — Gaussian elimination mod ``q`` on
+  ``⟨w, b⟩ ≡ y``. On the *unrounded* variant (labels ``y mod q``) it recovers ``w``
+  from about ``n`` samples in ``O(n^3)``; on rounded labels the same solve
+  (each label replaced by its interval's centre) fails: the rounding is what
+  is assumed hard.
+* :func:`~lowerbounds.lattice.lattice_attack` — lattice reduction (fpylll,
+  optional extra), and :func:`~lowerbounds.lattice.lwr_cost` for parameters
+  beyond reach.
+* :func:`attention_attack` — our six-phase learner (:func:`learner.learn`) or
+  the gradient baseline (:func:`learner.fit_gradient`) fed the attention
+  samples of the reduction; the learned layer becomes an LWR predictor.
+
+Many secrets share one label function on ``{0,1}^n`` when ``n`` is small
+(at ``n = 3, q = 7``: 343 secrets, 80 functions), so "recovering the secret"
+means recovering its class: an attack succeeds when every secret it keeps has
+the same labels on all ``2^n`` public vectors (checked by enumeration for
+``n <= 16``; beyond, when it keeps exactly one).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from itertools import product
+
+import numpy as np
+
+from learner._validation import check_int
+
+from .lwr import LWRInstance, LWRParams, PublicSamples, attention_samples, lwr_predictor, predictor_accuracy, sample_lwr
+
+__all__ = [
+    "AttackOutcome",
+    "attention_attack",
+    "equivalent_secrets",
+    "exhaustive_search",
+    "fit_growth",
+    "linear_algebra_attack",
+    "time_attacks",
+]
+
+#: Largest ``n`` at which secrets are compared on all ``2^n`` public vectors.
+MAX_CLASS_N = 16
+#: Samples of the first filtering pass of the exhaustive search (ours: a wrong
+#: secret survives one sample with probability about 1/2, so 24 leave ~q^n 2^{-24}).
+FILTER_SAMPLES = 24
+ATTENTION_METHODS = ("provable", "gradient")
+
+
+@dataclass(frozen=True)
+class AttackOutcome:
+    """What an attack produced.
+
+    ``secret`` is a secret reproducing every given label (``None`` if none was
+    found); ``success`` says whether the attack pinned down the label function
+    (see the module docstring); ``candidates`` counts the secrets it kept;
+    ``cost`` is the attack's own work measure (secrets tried, pivots, …).
+    """
+
+    attack: str
+    n: int
+    q: int
+    success: bool
+    secret: tuple | None
+    candidates: int
+    samples: int
+    seconds: float
+    cost: float
+    message: str
+    extra: dict = field(default_factory=dict)
+
+    def recovered(self, secret):
+        """Whether the outcome's secret is equivalent to ``secret`` (same labels on every public vector)."""
+        if self.secret is None:
+            return False
+        return equivalent_secrets(self.secret, secret, self.q)
+
+    def to_dict(self):
+        return {"attack": self.attack, "n": self.n, "q": self.q, "success": self.success,
+                "secret": None if self.secret is None else list(self.secret), "candidates": self.candidates,
+                "samples": self.samples, "seconds": self.seconds, "cost": self.cost, "message": self.message,
+                **self.extra}
+
+
+def _all_vectors(n):
+    return np.array(list(product((0, 1), repeat=n)), dtype=np.int64)
+
+
+def equivalent_secrets(a, b, q):
+    """Whether secrets ``a`` and ``b`` give the same rounded label on every ``b ∈ {0,1}^n`` (``n <= 16``)."""
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"secrets must be vectors of one length; got shapes {a.shape} and {b.shape}.")
+    if a.shape[0] > MAX_CLASS_N:
+        return bool(np.array_equal(a % q, b % q))
+    params = LWRParams(a.shape[0], q)
+    V = _all_vectors(a.shape[0])
+    return bool(np.array_equal(params.label(V @ a), params.label(V @ b)))
+
+
+def _check_samples(samples):
+    if not isinstance(samples, PublicSamples):
+        raise TypeError(f"`samples` must be PublicSamples (the attacker's view); got {type(samples).__name__}.")
+    return samples
+
+
+def _classes(survivors, params):
+    """Number of distinct label functions among the surviving secrets."""
+    if len(survivors) <= 1:
+        return len(survivors)
+    if params.n > MAX_CLASS_N:
+        return len(survivors)
+    V = _all_vectors(params.n)
+    labels = params.label(np.asarray(survivors, dtype=np.int64) @ V.T)
+    return int(np.unique(labels, axis=0).shape[0])
+
+
+def exhaustive_search(samples, *, batch=1 << 16, max_kept=1000):
+    """Try every secret in ``Z_q^n``; keep those that reproduce every label.
+
+    Parameters
+    ----------
+    samples : PublicSamples
+        Rounded (or unrounded) samples.
+    batch : int
+        Secrets scored at once (memory ``~ batch × 24`` integers).
+    max_kept : int
+        Surviving secrets stored (all are counted).
+
+    Returns
+    -------
+    AttackOutcome
+        ``cost`` = secrets tried (``q^n``); ``extra["classes"]`` = distinct
+        label functions among the survivors.
+
+    Examples
+    --------
+    >>> from lowerbounds import LWRParams, sample_lwr
+    >>> draw = sample_lwr(LWRParams(4, 5), 200, rng=0)
+    >>> out = exhaustive_search(draw.public)
+    >>> out.success, out.recovered(draw.secret)
+    (True, True)
+    """
+    samples = _check_samples(samples)
+    batch = check_int("batch", batch, minimum=1)
+    max_kept = check_int("max_kept", max_kept, minimum=1)
+    params = samples.params
+    n, q = params.n, params.q
+    t0 = time.perf_counter()
+    total = q**n
+    first = samples.take(min(FILTER_SAMPLES, len(samples)))
+    radix = q ** np.arange(n - 1, -1, -1, dtype=np.int64)
+    kept, count = [], 0
+    for start in range(0, total, batch):
+        idx = np.arange(start, min(start + batch, total), dtype=np.int64)
+        W = (idx[:, None] // radix) % q
+        ok = np.all(params.label(W @ first.B.T) == first.labels, axis=1)
+        if ok.any():
+            cand = W[ok]
+            ok2 = np.all(params.label(cand @ samples.B.T) == samples.labels, axis=1)
+            count += int(ok2.sum())
+            kept.extend(tuple(int(v) for v in row) for row in cand[ok2][: max(0, max_kept - len(kept))])
+    classes = _classes(kept, params) if count <= max_kept else count
+    seconds = time.perf_counter() - t0
+    success = count >= 1 and classes == 1
+    msg = (f"{count} of {total} secrets reproduce all {len(samples)} labels; {classes} label function(s)"
+           + ("" if success else " — not pinned down (more samples needed)" if count else " — none (wrong model?)"))
+    return AttackOutcome("exhaustive", n, q, success, kept[0] if kept else None, count, len(samples), seconds,
+                         float(total), msg, {"classes": classes})
+
+
+def _solve_mod(A, y, q):
+    """Solve ``A w ≡ y (mod q)`` by elimination with unit pivots.
+
+    Returns ``(w, pivot_rows)`` (indices into ``A``), or ``(None, None)`` if some
+    column has no unit pivot.
+    """
+    M = np.concatenate([A, y[:, None]], axis=1).astype(np.int64) % q
+    order = np.arange(M.shape[0])
+    rows, cols = M.shape[0], A.shape[1]
+    for r in range(cols):  # column r gets its pivot in row r
+        units = [i for i in range(r, rows) if np.gcd(int(M[i, r]), q) == 1]
+        if not units:
+            return None, None
+        i = units[0]
+        M[[r, i]] = M[[i, r]]
+        order[[r, i]] = order[[i, r]]
+        M[r] = (M[r] * pow(int(M[r, r]), -1, q)) % q
+        col = M[:, r].copy()
+        col[r] = 0
+        M = (M - col[:, None] * M[r][None, :]) % q
+    return tuple(int(v) for v in M[:cols, -1]), order[:cols]
+
+
+def linear_algebra_attack(samples):
+    """Gaussian elimination mod ``q`` on ``⟨w, b⟩ ≡ y``; the candidate is checked against every label.
+
+    Unrounded samples give ``y`` exactly; rounded ones are given their interval's
+    centre ``⌊q/4 + ℓ q/2⌉`` (the best a solver that ignores rounding can do),
+    and the candidate then fails the check — the control showing that rounding
+    is what makes the problem hard.
+
+    Returns
+    -------
+    AttackOutcome
+        ``cost`` = ``n^2 N`` (the elimination's row operations).
+
+    Examples
+    --------
+    >>> from lowerbounds import LWRParams, sample_lwr
+    >>> draw = sample_lwr(LWRParams(20, 11, rounded=False), 60, rng=0)
+    >>> out = linear_algebra_attack(draw.public)
+    >>> out.success, out.secret == draw.secret
+    (True, True)
+    """
+    samples = _check_samples(samples)
+    params = samples.params
+    n, q = params.n, params.q
+    t0 = time.perf_counter()
+    y = samples.labels if not params.rounded else np.rint(q / 4 + samples.labels * q / 2).astype(np.int64) % q
+    w, pivots = _solve_mod(samples.B, y, q)
+    seconds = time.perf_counter() - t0
+    ok = w is not None and samples.consistent(w)
+    if w is None:
+        msg = "no unit pivot in some column (too few or degenerate samples)"
+    elif ok:
+        msg = f"solved with {len(samples)} samples; the solution reproduces every label"
+    else:
+        rest = np.setdiff1d(np.arange(len(samples)), pivots)
+        agree = float(np.mean(params.label(samples.B[rest] @ np.asarray(w)) == samples.labels[rest]))
+        msg = (f"the solution fits the {n} pivot samples but only {agree:.1%} of the other {rest.size} "
+               "(rounding breaks linear algebra)")
+    return AttackOutcome("linear", n, q, ok, w if ok else None, int(ok), len(samples), seconds,
+                         float(n * n * len(samples)), msg, {"rounded": params.rounded})
+
+
+def attention_attack(instance, *, method="provable", n_samples=2_000_000, n_test=20_000, config=None,
+                     gradient_options=None, rng=None):
+    """Learn the member from the reduction's attention samples, then predict LWR labels.
+
+    The attacker draws ``n_samples`` LWR samples of ``instance``'s secret (only the
+    public part is used), turns them into samples of ``F`` with
+    :func:`~lowerbounds.attention_samples` (uniform inputs when ``C = 0``, the
+    signal half otherwise), runs ``method`` on them, and the learned layer becomes
+    an LWR predictor (:func:`~lowerbounds.lwr_predictor`) scored on ``n_test``
+    fresh samples; the majority-label baseline is reported beside it.
+
+    Parameters
+    ----------
+    instance : LWRInstance
+    method : {"provable", "gradient"}
+        :func:`learner.learn` or :func:`learner.fit_gradient`, told ``m``
+        (the architecture is public).
+    n_samples, n_test : int
+    config : LearnConfig, optional
+        For ``"provable"``.
+    gradient_options : dict, optional
+        Keyword arguments for :func:`learner.fit_gradient`.
+    rng : seed or Generator, optional
+
+    Returns
+    -------
+    AttackOutcome
+        ``success`` = the predictor gets every test label right;
+        ``extra`` has the accuracy, the baseline, and the learner's status.
+    """
+    import learner
+
+    rng = np.random.default_rng(rng)
+    if not isinstance(instance, LWRInstance):
+        raise TypeError(f"`instance` must be an LWRInstance; got {type(instance).__name__}.")
+    if method not in ATTENTION_METHODS:
+        raise ValueError(f"`method` must be one of {ATTENTION_METHODS}; got method={method!r}.")
+    n_samples = check_int("n_samples", n_samples, minimum=1)
+    n_test = check_int("n_test", n_test, minimum=1)
+    layout = instance.layout
+    seeds = rng.spawn(4)
+    draw = sample_lwr(instance.params, n_samples, secret=instance.secret, rng=seeds[0])
+    half = "all" if layout.total == 0.0 else "signal"
+    t0 = time.perf_counter()
+    X, Y = attention_samples(draw.public, layout, half=half, rng=seeds[1])
+    if method == "provable":
+        result = learner.learn((X, Y), m=layout.m, k=2, config=config, rng=seeds[2])
+    else:
+        result = learner.fit_gradient((X, Y), m=layout.m, k=2, rng=seeds[2], **(gradient_options or {}))
+    seconds = time.perf_counter() - t0
+    test = sample_lwr(instance.params, n_test, secret=instance.secret, rng=seeds[3]).public
+    baseline = float(max(np.mean(test.labels), 1 - np.mean(test.labels)))
+    if result.layer is None:
+        acc = None
+        msg = f"{method}: no layer ({result.status}: {result.message})"
+    else:
+        acc = predictor_accuracy(lwr_predictor(result.layer, layout, rng=seeds[3]), test)
+        msg = f"{method}: LWR accuracy {acc:.4f} (majority baseline {baseline:.4f}); learner: {result.status}"
+    return AttackOutcome(f"attention-{method}", layout.n, layout.q, acc == 1.0, None, 0, result.examples_drawn,
+                         seconds, float(result.examples_drawn), msg,
+                         {"accuracy": acc, "baseline": baseline, "m": layout.m, "half": half,
+                          "learner_status": result.status, "learner_success": result.success})
+
+
+def fit_growth(ns, seconds, *, floor=2e-3):
+    """Least-squares fit ``seconds ≈ a · base^n`` over the points above ``floor``.
+
+    Timings below ``floor`` seconds measure overhead, not the attack (ours:
+    2 ms, about a hundred numpy calls). Returns ``(base, points_used)``;
+    ``base`` is ``nan`` with fewer than two points.
+
+    Examples
+    --------
+    >>> base, used = fit_growth([1, 2, 3, 4], [0.01, 0.07, 0.49, 3.43])
+    >>> round(base, 6), used
+    (7.0, 4)
+    """
+    ns = np.asarray(ns, dtype=float)
+    secs = np.asarray(seconds, dtype=float)
+    if ns.shape != secs.shape or ns.ndim != 1:
+        raise ValueError(f"`ns` and `seconds` must be vectors of one length; got {ns.shape} and {secs.shape}.")
+    use = secs > floor
+    if use.sum() < 2:
+        return float("nan"), int(use.sum())
+    slope = np.polyfit(ns[use], np.log(secs[use]), 1)[0]
+    return float(np.exp(slope)), int(use.sum())
+
+
+def _samples_for(n, q):
+    # ours: enough for the exhaustive filter and to pin the label function whp
+    return int(8 * n * np.ceil(np.log2(q)) + 64)
+
+
+def time_attacks(ns, q, *, attacks=("exhaustive", "linear"), repeats=3, rng=None):
+    """Run attacks at each ``n``; median time over ``repeats`` fresh secrets.
+
+    ``"exhaustive"`` and ``"lattice"`` run on rounded samples; ``"linear"`` runs on
+    the unrounded variant and, as the control, on rounded samples of the same
+    secret. Returns a JSON-ready dict: one row per ``(attack, n)`` with the
+    median seconds, successes, and the predicted heads ``m`` for a typical
+    secret (switches up to ``n(q − 1)/2``); and per attack the fitted base
+    (``seconds ∝ base^n``) and power (``seconds ∝ n^power``).
+    """
+    from .lattice import lattice_attack
+    from .lwr import switch_points
+
+    rng = np.random.default_rng(rng)
+    ns = [check_int("n", n, minimum=1) for n in ns]
+    q = check_int("q", q, minimum=3)
+    repeats = check_int("repeats", repeats, minimum=1)
+    known = ("exhaustive", "linear", "lattice")
+    for a in attacks:
+        if a not in known:
+            raise ValueError(f"`attacks` entries must be in {known}; got {a!r}.")
+    rows = []
+    for attack in attacks:
+        for n in ns:
+            outs, control = [], []
+            for gen in rng.spawn(repeats):
+                draw = sample_lwr(LWRParams(n, q), _samples_for(n, q), rng=gen)
+                if attack == "exhaustive":
+                    out = exhaustive_search(draw.public)
+                elif attack == "lattice":
+                    out = lattice_attack(draw.public.B, draw.public.labels, q, rng=gen)
+                    out = AttackOutcome("lattice", n, q, bool(out.success), out.secret, int(out.success),
+                                        out.samples, out.seconds, float(out.dimension), out.message,
+                                        {"block_size": out.block_size})
+                else:
+                    unrounded = sample_lwr(LWRParams(n, q, rounded=False), n + 32, secret=draw.secret, rng=gen)
+                    out = linear_algebra_attack(unrounded.public)
+                    control.append(linear_algebra_attack(draw.public).success)
+                outs.append((out, out.recovered(draw.secret)))
+            row = {"attack": attack, "n": n, "q": q, "m_typical": len(switch_points(q, n * (q - 1) // 2)),
+                   "median_seconds": float(np.median([o.seconds for o, _ in outs])),
+                   "successes": sum(bool(o.success and ok) for o, ok in outs), "repeats": repeats,
+                   "samples": int(np.median([o.samples for o, _ in outs])),
+                   "cost": float(np.median([o.cost for o, _ in outs]))}
+            if control:
+                row["rounded_control_successes"] = int(sum(control))
+            rows.append(row)
+    fits = {}
+    for attack in attacks:
+        sub = [r for r in rows if r["attack"] == attack]
+        ns_, secs = [r["n"] for r in sub], [r["median_seconds"] for r in sub]
+        base, used = fit_growth(ns_, secs)
+        # the same points on log-log axes: a polynomial attack shows a steady exponent, an exponential one does not
+        power, _ = fit_growth(np.log(ns_), secs)
+        fits[attack] = {"base": base, "power": float(np.log(power)) if np.isfinite(power) else power,
+                        "points": used}
+    return {"q": q, "ns": ns, "repeats": repeats, "rows": rows, "growth": fits}
