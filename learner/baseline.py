@@ -15,8 +15,7 @@ import numpy as np
 
 from ._validation import check_int, check_positive_float
 from .layer import AttentionLayer, _softmax_inplace, auto_batch
-from .learn import LearnResult
-from .metrics import match_heads, relative_error
+from .learn import LearnResult, truth_errors
 from .oracle import ExamplesExhausted, as_source
 
 __all__ = ["fit_gradient"]
@@ -327,13 +326,7 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
     drawn0 = source.n_drawn
 
     def done(status, message, layer=None, success=False):
-        errors = {}
-        if truth is not None and layer is not None:
-            errors["relative_error"] = relative_error(truth, layer, k, n_samples=8192,
-                                                      distribution=getattr(source, "distribution", None) or "boolean",
-                                                      rng=rng)
-            if truth.m == layer.m:
-                errors["param_error"] = match_heads(truth, layer).max_error
+        errors = truth_errors(truth, layer, k, source, rng)
         timings["total"] = time.perf_counter() - t_start
         return LearnResult(layer, success, status, message, m, False, source.n_drawn - drawn0,
                            dict(timings), {}, diag, errors)

@@ -84,6 +84,19 @@ class LearnResult:
         return "\n".join(lines)
 
 
+def truth_errors(truth, layer, k, source, rng):
+    """Errors of a learned ``layer`` against the planted ``truth``: relative error of F on 8192 fresh
+    inputs of the source's distribution, and the parameter error after matching heads (equal m only)."""
+    errors = {}
+    if truth is not None and layer is not None:
+        errors["relative_error"] = relative_error(truth, layer, k, n_samples=8192,
+                                                  distribution=getattr(source, "distribution", None) or "boolean",
+                                                  rng=rng)
+        if truth.m == layer.m:
+            errors["param_error"] = match_heads(truth, layer).max_error
+    return errors
+
+
 def _sum_diag(est):
     out = {"examples": est.n_examples, "seconds": est.seconds}
     if est.error is not None:
@@ -136,13 +149,7 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
     drawn0 = source.n_drawn
 
     def done(status, message, layer=None, m_final=m, success=False):
-        errors = {}
-        if truth is not None and layer is not None:
-            errors["relative_error"] = relative_error(truth, layer, k, n_samples=8192,
-                                                      distribution=getattr(source, "distribution", None) or "boolean",
-                                                      rng=rng)
-            if truth.m == layer.m:
-                errors["param_error"] = match_heads(truth, layer).max_error
+        errors = truth_errors(truth, layer, k, source, rng)
         timings["total"] = time.perf_counter() - t_start
         return LearnResult(layer, success, status, message, m_final, m is None, source.n_drawn - drawn0,
                            dict(timings), phases, diag, errors)
