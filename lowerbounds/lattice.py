@@ -47,6 +47,8 @@ import numpy as np
 
 from learner._validation import check_int, check_positive_float
 
+from .lwr import switch_points
+
 __all__ = [
     "REFERENCE_ESTIMATES",
     "CostRow",
@@ -432,13 +434,6 @@ def lwr_cost(n, q, *, m=None):
     return _usvp_search(n, q, math.sqrt((q * q - 1) / 12), lwr_error_stddev(q), m)
 
 
-def _transitions(n, q):
-    # Jumps of 1[y mod q >= q/2] on 1..Y: up at y ≡ ⌈q/2⌉, down at y ≡ 0 (mod q).
-    Y, h0 = n * (q - 1), (q + 1) // 2
-    up = (Y - h0) // q + 1 if Y >= h0 else 0
-    return up + Y // q
-
-
 def cost_table(ns, q, *, m=None):
     """Rows ``(n, q, heads, β, dimension, log2 core-SVP, log2 exhaustive)`` for 1-bit LWR.
 
@@ -473,7 +468,7 @@ def cost_table(ns, q, *, m=None):
     for n in ns:
         n = check_int("n", n)
         c = lwr_cost(n, q, m=m)
-        rows.append(CostRow(n=n, q=q, heads=_transitions(n, q), beta=c.beta, dimension=c.dimension,
+        rows.append(CostRow(n=n, q=q, heads=len(switch_points(q, n * (q - 1))), beta=c.beta, dimension=c.dimension,
                             log2_core_svp=c.log2_classical, log2_exhaustive=n * math.log2(q), at_floor=c.at_floor))
     return tuple(rows)
 
