@@ -8,8 +8,9 @@ blocks, so a tuple costs one ``md × md`` solve); the best tuples are compared
 on held-out examples. That is the paper's phase 6 (talk: "Epsilon-net over
 span to learn F"). Ours: the grid's radius and resolution, the exhaustive
 search over tuples of a grid (rather than a worst-case ε-net), and the joint
-refinement of all parameters by Levenberg–Marquardt with an analytic Jacobian,
-which carries the warm start to floating-point accuracy.
+refinement of all parameters by nonlinear least squares (scipy's trust-region
+reflective method) with an analytic Jacobian, which carries the warm start to
+floating-point accuracy.
 """
 
 from __future__ import annotations
@@ -125,14 +126,19 @@ def _refine(thetas, ws, X, Y, max_nfev):
         return layer_jacobian(t, w, X)
 
     z0 = np.concatenate([thetas.ravel(), ws.ravel()])
-    sol = least_squares(resid, z0, jac=jac, method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_nfev)
+    # Trust-region reflective rather than MINPACK's "lm": in identical fresh processes "lm" returned
+    # last-bit different parameters in 1 of 5 runs (its compiled loops depend on where the arrays
+    # sit in memory), which its iterations amplified to 1e-12 relative on an unconverged run; "trf"
+    # (numpy and LAPACK) gave identical results 5 of 5 and the same 1e-31 accuracy at (1, 8, 4)
+    # and (2, 8, 4). Bit-reproducible runs are what lets a sweep's records match across backends.
+    sol = least_squares(resid, z0, jac=jac, method="trf", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_nfev)
     t, w = unpack(sol.x)
     return t.copy(), w.copy(), int(sol.nfev)
 
 
 def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_points=41, net_points_3d=13,
                  n_search=2000, keep_tuples=20, examples_per_param=1.5, max_nfev=200, truth=None, k=None):
-    """Phase 6: the best m-tuple on an ε-net of the hull, then joint Levenberg–Marquardt refinement.
+    """Phase 6: the best m-tuple on an ε-net of the hull, then joint least-squares refinement.
 
     Parameters
     ----------
@@ -188,7 +194,7 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
         candidates.append((_heldout(layer, Xh, Yh), layer))
     warm_err, warm = min(candidates, key=lambda c: c[0])
     # Residuals = examples_per_param × parameters: enough to pin the parameters
-    # in the realizable case, few enough for MINPACK's dense QR to stay cheap.
+    # in the realizable case, few enough for the dense trust-region steps to stay cheap.
     n_ref = min(n_search, max(32, int(np.ceil(examples_per_param * 2 * m * d * d / (k * d)))))
     Xr, Yr = Xs[:n_ref], Ys[:n_ref]
     t1 = time.perf_counter()
