@@ -1,4 +1,4 @@
-"""Command line of :mod:`learner`: ``python -m learner {demo,sample,info,bench}``.
+"""Command line of :mod:`learner`: ``python -m learner {demo,learn,sample,info,bench,scaling}``.
 
 Library functions never parse ``argv``; this module does, calls them, and prints.
 """
@@ -86,6 +86,27 @@ def build_parser():
     p.add_argument("--quick", action="store_true", help="small sizes only (a smoke test, not a measurement)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+
+    p = sub.add_parser("scaling", help="run time and examples against m: the learner and Adam on the same layers")
+    p.add_argument("--m", type=int, nargs="+", default=[1, 2, 3], help="numbers of heads (default 1 2 3)")
+    p.add_argument("--d", type=int, default=8, help="token dimension (default 8)")
+    p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
+    p.add_argument("--seeds", type=int, default=10, help="planted layers per m (default 10)")
+    p.add_argument("--methods", nargs="+", default=["provable", "adam"], help="provable and/or adam (default both)")
+    p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
+    p.add_argument("--adam-lr", type=float, nargs="+", default=[3e-3, 1e-2, 3e-2],
+                   help="Adam's learning-rate grid; tuned per m on separate layers (default 0.003 0.01 0.03)")
+    p.add_argument("--tune-seeds", type=int, default=2, help="tuning layers per m and learning rate (default 2)")
+    p.add_argument("--success-tol", type=float, default=1e-3,
+                   help="common success criterion: relative error of F against the planted layer (default 1e-3)")
+    p.add_argument("--workers", type=int, default=None, help="processes of the local pool (default: all CPUs)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler (extra `distributed`)")
+    p.add_argument("--serial", action="store_true", help="run in this process (debugging)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
+    p.add_argument("--seed", type=int, default=0, help="entropy of every run's seed (default 0)")
+    p.add_argument("--out", metavar="DIR", required=True,
+                   help="directory of the sweep; an interrupted sweep resumes from the records in it")
     return parser
 
 
@@ -199,11 +220,36 @@ def _bench(args):
     return 0
 
 
+def _scaling(args):
+    from .scaling import QUICK_OPTIONS, scaling_study
+
+    if args.scheduler and args.serial:
+        raise ValueError("give at most one of --scheduler and --serial.")
+    backend = "dask" if args.scheduler else "serial" if args.serial else "local"
+    if backend == "dask":
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            raise SystemExit("--scheduler needs Dask: pip install 'provable-attention[distributed]'") from None
+    result = scaling_study(args.out, ms=args.m, d=args.d, k=args.k, seeds=args.seeds, methods=args.methods,
+                           distribution=args.distribution, adam_lrs=args.adam_lr, tune_seeds=args.tune_seeds,
+                           success_tol=args.success_tol, seed=args.seed, backend=backend, workers=args.workers,
+                           adam_options=QUICK_OPTIONS["adam"] if args.quick else None,
+                           provable_options=QUICK_OPTIONS["provable"] if args.quick else None,
+                           scheduler=args.scheduler, progress=not args.no_progress)
+    print(result.table())
+    print()
+    print(f"runs: {result.stats['ran']} run now, {result.stats['skipped']} kept from earlier; records in "
+          f"{args.out}/runs/; " + ", ".join(f"{k} {v}" for k, v in result.files.items()))
+    return 0
+
+
 def main(argv=None):
     """Entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
-    handler = {"demo": _demo, "learn": _learn, "sample": _sample, "info": _info, "bench": _bench}[args.command]
+    handler = {"demo": _demo, "learn": _learn, "sample": _sample, "info": _info, "bench": _bench,
+               "scaling": _scaling}[args.command]
     try:
         return handler(args)
     except (ValueError, TypeError, FileNotFoundError, FileFormatError) as exc:

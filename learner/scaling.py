@@ -1,0 +1,685 @@
+"""The run-time-versus-m study: the paper's learner and gradient descent on the same planted layers.
+
+A sweep runs every method on every setting ``(m, d, k)`` and seed, writes one
+JSON record per run into ``OUT/runs/``, and summarises them: success rate,
+median time, median examples, examples against the parameter-counting limit,
+and a fitted growth of time and examples in ``m``.
+
+Seeding. Run ``s`` of setting ``(m, d, k)`` uses the instance seed
+``SeedSequence(entropy, spawn_key=(role, m, d, k, s))`` (``role`` 0 for the
+measured runs, 1 for the learning-rate tuning runs), split by ``spawn(3)`` into
+the planted layer's seed, the example stream's seed and the method's seed. A
+run's randomness is therefore a function of its specification alone — not of
+the order in which runs start, the backend or the worker — and both methods
+see the same planted layer and the same stream of examples.
+
+Backends. ``"serial"`` runs in this process; ``"local"`` (the default) in a
+pool of spawned processes; ``"dask"`` on a Dask distributed cluster
+(``scheduler=ADDRESS``; the optional extra ``distributed``). Local and Dask
+workers run with one BLAS thread (Dask's default for its workers, set here for
+the local pool too), so the records agree bit for bit apart from wall-clock
+times and where the run happened (:func:`comparable`).
+
+Resume. A run whose record exists in ``OUT/runs/`` with the same
+specification is skipped; a record of a run that raised (``"outcome":
+"error"``) is retried. A record with the same name but another specification
+stops the sweep with an error rather than mixing two studies in one directory.
+
+The study's design — the instances, the common success criterion, the tuning
+rule for Adam, the fits — is ours; the paper proves the learner's guarantee
+and does not report experiments.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import platform
+import socket
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ._validation import check_distribution, check_int, check_positive_float
+
+__all__ = [
+    "METHODS",
+    "RunSpec",
+    "SweepResult",
+    "comparable",
+    "fit_growth",
+    "param_limit",
+    "plan_runs",
+    "planted_instance",
+    "run_one",
+    "run_sweep",
+    "scaling_study",
+    "summarise",
+]
+
+log = logging.getLogger(__name__)
+
+RECORD_SCHEMA = 1
+METHODS = ("provable", "adam")
+BACKENDS = ("serial", "local", "dask")
+ROLES = {"eval": 0, "tune": 1}
+#: Keys that hold wall-clock times or the place a run happened (and any key ending in
+#: ``_seconds``); :func:`comparable` drops them.
+VOLATILE_KEYS = frozenset({"timings", "seconds", "where"})
+#: ``--quick``: budgets small enough for a smoke test in seconds (not a measurement: the learner runs out
+#: of examples and Adam of iterations).
+QUICK_OPTIONS = {
+    "provable": {"n_crude": 5000, "crude_max_examples": 20000, "max_examples": 20000, "n_refine": 5000,
+                 "n_search": 500, "max_nfev": 20},
+    "adam": {"max_iter": 30, "n_train": 300, "n_val": 100, "restarts": 1},
+}
+#: The environment of local-pool workers: one BLAS thread each (what Dask's nanny sets for its workers).
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+def param_limit(m, d, k):
+    """The parameter-counting limit ``2md²/(kd)``: examples needed to match the number of unknowns.
+
+    A layer has ``2md²`` parameters (``Θ_i`` and ``W_i``); an example gives ``k·d``
+    numbers. No method can identify the layer from fewer examples than this
+    (generically), so ``examples_drawn / param_limit`` measures the overhead.
+
+    >>> param_limit(2, 8, 4)
+    8.0
+    """
+    return 2.0 * m * d * d / (k * d)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that determines one run (and nothing that does not).
+
+    ``options`` are keyword arguments of the method: :class:`~learner.phases.LearnConfig`
+    fields for ``"provable"``, :func:`~learner.baseline.fit_gradient` arguments for ``"adam"``.
+    """
+
+    method: str
+    m: int
+    d: int
+    k: int
+    seed_index: int
+    entropy: int
+    role: str = "eval"
+    distribution: str = "boolean"
+    options: tuple = ()  # sorted (name, value) pairs: hashable and order-free
+
+    @property
+    def spawn_key(self):
+        return (ROLES[self.role], self.m, self.d, self.k, self.seed_index)
+
+    @property
+    def run_id(self):
+        """File-name-safe identifier, unique within a sweep."""
+        lr = dict(self.options).get("lr")
+        tag = f"-lr{lr:g}" if self.role == "tune" else ""
+        return (f"{self.method}-{self.role}{tag}-m{self.m}-d{self.d}-k{self.k}-{self.distribution}"
+                f"-s{self.seed_index}")
+
+    def to_dict(self):
+        return {"method": self.method, "role": self.role, "m": self.m, "d": self.d, "k": self.k,
+                "distribution": self.distribution, "seed_index": self.seed_index, "entropy": self.entropy,
+                "spawn_key": list(self.spawn_key), "options": dict(self.options)}
+
+    @classmethod
+    def from_dict(cls, rec):
+        return cls(rec["method"], rec["m"], rec["d"], rec["k"], rec["seed_index"], rec["entropy"],
+                   role=rec["role"], distribution=rec["distribution"], options=tuple(sorted(rec["options"].items())))
+
+
+def _versions():
+    import scipy
+
+    from . import __version__
+
+    return {"learner": __version__, "numpy": np.__version__, "scipy": scipy.__version__,
+            "python": platform.python_version(), "machine": platform.machine()}
+
+
+def planted_instance(spec):
+    """The planted layer, the oracle of its examples and the method's seed of a run.
+
+    ``SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)`` seeds, in
+    order, :func:`~learner.instances.random_layer` (default logit scale 3), the
+    :class:`~learner.oracle.LayerOracle` and the method. The method is not part
+    of the key, so every method of a sweep meets the same layer and examples.
+    """
+    from .instances import random_layer
+    from .oracle import LayerOracle
+
+    layer_seed, oracle_seed, method_seed = np.random.SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)
+    truth = random_layer(spec.m, spec.d, rng=layer_seed)
+    return truth, LayerOracle(truth, spec.k, distribution=spec.distribution, rng=oracle_seed), method_seed
+
+
+def run_one(spec):
+    """Run one specification (a :class:`RunSpec` or its dict) and return its JSON-ready record.
+
+    Never raises for a failure of the run itself: an exception becomes a
+    record with ``"outcome": "error"`` and its traceback, so a sweep goes on.
+    """
+    if isinstance(spec, dict):
+        spec = RunSpec.from_dict(spec)
+    from .baseline import fit_gradient
+    from .learn import learn
+    from .phases import LearnConfig
+
+    t0 = time.perf_counter()
+    limit = param_limit(spec.m, spec.d, spec.k)
+    record = {"schema_version": RECORD_SCHEMA, "kind": "scaling-run", "run_id": spec.run_id,
+              "spec": spec.to_dict(), "versions": _versions(), "param_limit": limit,
+              "where": {"host": socket.gethostname(), "pid": os.getpid()}}
+    try:
+        truth, oracle, method_seed = planted_instance(spec)
+        options = dict(spec.options)
+        if spec.method == "provable":
+            result = learn(oracle, m=spec.m, config=LearnConfig(**options), truth=truth, rng=method_seed)
+        elif spec.method == "adam":
+            result = fit_gradient(oracle, m=spec.m, optimizer="adam", truth=truth, rng=method_seed, **options)
+        else:
+            raise ValueError(f"`method` must be one of {METHODS}; got method={spec.method!r}.")
+    except Exception as exc:  # noqa: BLE001 — a failed run is recorded, the sweep goes on
+        log.warning("run %s failed: %s: %s", spec.run_id, type(exc).__name__, exc)
+        record.update({"outcome": "error", "success": False, "status": "error",
+                       "message": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(),
+                       "examples_drawn": None, "examples_ratio": None, "errors": {}, "diagnostics": {},
+                       "timings": {"total": time.perf_counter() - t0}})
+        return record
+    full = result.to_dict()
+    record.update({"outcome": "finished", "success": bool(result.success), "status": result.status,
+                   "message": result.message, "examples_drawn": int(result.examples_drawn),
+                   "examples_ratio": result.examples_drawn / limit, "errors": full["errors"],
+                   "diagnostics": full["diagnostics"], "timings": full["timings"]})
+    return record
+
+
+def comparable(record):
+    """The record without wall-clock times and the place it ran: what must agree across backends."""
+    if isinstance(record, dict):
+        return {key: comparable(value) for key, value in record.items()
+                if key not in VOLATILE_KEYS and not key.endswith("_seconds")}
+    if isinstance(record, list):
+        return [comparable(value) for value in record]
+    return record
+
+
+# --------------------------------------------------------------------------- execution
+
+
+@contextlib.contextmanager
+def _worker_env():
+    saved = {key: os.environ.get(key) for key in WORKER_ENV}
+    os.environ.update(WORKER_ENV)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _execute(specs, *, backend, workers, scheduler, progress):
+    """Yield ``(spec, record)`` as runs finish, on the chosen backend."""
+    if not specs:
+        return
+    bar = _progress(len(specs), progress)
+    try:
+        if backend == "serial":
+            for spec in specs:
+                yield spec, run_one(spec.to_dict())
+                bar.update(1)
+        elif backend == "local":
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            with _worker_env(), ProcessPoolExecutor(max_workers=workers,
+                                                    mp_context=multiprocessing.get_context("spawn")) as pool:
+                futures = {pool.submit(run_one, spec.to_dict()): spec for spec in specs}
+                for fut in as_completed(futures):
+                    yield futures[fut], _collect(futures[fut], fut.result)
+                    bar.update(1)
+        else:
+            from dask.distributed import Client, as_completed
+
+            with Client(scheduler) as client:
+                futures = {client.submit(run_one, spec.to_dict(), key=f"scaling-{spec.run_id}-{spec.entropy}",
+                                         pure=False): spec for spec in specs}
+                for fut in as_completed(futures):
+                    yield futures[fut], _collect(futures[fut], fut.result)
+                    bar.update(1)
+    finally:
+        bar.close()
+
+
+def _collect(spec, get):
+    """The record a worker returned, or a failure record when the worker itself died."""
+    try:
+        return get()
+    except Exception as exc:  # noqa: BLE001 — e.g. a killed worker process; recorded, the sweep goes on
+        return {"schema_version": RECORD_SCHEMA, "kind": "scaling-run", "run_id": spec.run_id,
+                "spec": spec.to_dict(), "versions": _versions(), "param_limit": param_limit(spec.m, spec.d, spec.k),
+                "outcome": "error", "success": False, "status": "error",
+                "message": f"the worker failed: {type(exc).__name__}: {exc}",
+                "traceback": "".join(traceback.format_exception_only(exc)),
+                "examples_drawn": None, "examples_ratio": None, "errors": {}, "diagnostics": {}, "timings": {},
+                "where": {}}
+
+
+class _NoBar:
+    def update(self, n):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress(total, enabled):
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="run", desc="scaling", dynamic_ncols=True)
+
+
+def _read_record(path):
+    try:
+        rec = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        log.warning("ignoring unreadable record %s (%s); its run is repeated", path, exc)
+        return None
+    if not isinstance(rec, dict) or rec.get("kind") != "scaling-run":
+        raise ValueError(f"{path} is not a scaling-run record; `out` must be a directory of this sweep.")
+    if rec.get("schema_version") != RECORD_SCHEMA:
+        raise ValueError(f"{path} has schema_version={rec.get('schema_version')!r}; this version reads "
+                         f"{RECORD_SCHEMA}. Use a new `out` directory.")
+    return rec
+
+
+def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, progress=False):
+    """Run the specifications not yet finished in ``out/runs/`` and return every record, in ``specs`` order.
+
+    Parameters
+    ----------
+    specs : sequence of RunSpec
+    out : path
+        Directory of the sweep (created); records go to ``out/runs/<run_id>.json``.
+    backend : {"serial", "local", "dask"}
+    workers : int, optional
+        Processes of the local pool (default: the number of CPUs).
+    scheduler : str, optional
+        Address of a Dask scheduler (``backend="dask"``).
+    progress : bool
+        Show a tqdm progress bar on stderr.
+
+    Returns
+    -------
+    records : list of dict
+    stats : dict
+        ``{"ran": ..., "skipped": ...}``.
+    """
+    from .io import write_json
+
+    if backend not in BACKENDS:
+        raise ValueError(f"`backend` must be one of {BACKENDS}; got backend={backend!r}.")
+    if backend == "dask" and not scheduler:
+        raise ValueError("`scheduler` (a Dask scheduler address) is needed with backend='dask'; got scheduler=None.")
+    if workers is None:
+        workers = os.cpu_count() or 1
+    workers = check_int("workers", workers)
+    ids = [s.run_id for s in specs]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ValueError(f"`specs` must have distinct run ids; {dup!r} appears twice.")
+    runs = Path(out) / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    done, todo = {}, []
+    for spec in specs:
+        path = runs / f"{spec.run_id}.json"
+        rec = _read_record(path) if path.exists() else None
+        if rec is not None and rec["spec"] != json.loads(json.dumps(spec.to_dict())):
+            raise ValueError(f"{path} records another specification ({rec['spec']}) than this sweep's "
+                             f"({spec.to_dict()}); use a new `out` directory or the same parameters.")
+        if rec is not None and rec.get("outcome") == "finished":
+            done[spec.run_id] = rec
+        else:
+            todo.append(spec)
+    if done:
+        log.info("resuming: %d of %d runs already recorded in %s", len(done), len(specs), runs)
+    for spec, rec in _execute(todo, backend=backend, workers=workers, scheduler=scheduler, progress=progress):
+        rec["where"] = rec.get("where", {}) | {"backend": backend}
+        write_json(runs / f"{spec.run_id}.json", rec)
+        done[spec.run_id] = json.loads((runs / f"{spec.run_id}.json").read_text(encoding="utf-8"))
+        log.info("run %s: %s (%s)", spec.run_id, done[spec.run_id]["status"], done[spec.run_id]["message"][:120])
+    return [done[i] for i in ids], {"ran": len(todo), "skipped": len(specs) - len(todo)}
+
+
+# --------------------------------------------------------------------------- the study
+
+
+def plan_runs(*, ms, d, k, seeds, methods, entropy, role="eval", distribution="boolean", options=None):
+    """The specifications of ``methods × ms × seeds`` (``options[method]`` are the method's keyword arguments)."""
+    options = options or {}
+    return [RunSpec(method, m, d, k, s, entropy, role=role, distribution=distribution,
+                    options=tuple(sorted((options.get(method) or {}).items())))
+            for method in methods for m in ms for s in range(seeds)]
+
+
+def fit_growth(ms, values):
+    """Least-squares fits of ``log value`` against ``log m`` (a power ``m^p``) and against ``m`` (``base^m``).
+
+    Returns a dict with ``power``, ``base``, the root-mean-square residual in
+    natural log of each fit, and the number of points. With fewer than two
+    distinct ``m`` (or a non-positive value) the fitted figures are ``nan``.
+    With three points both fits have one degree of freedom: they describe the
+    measured range and do not tell a polynomial from an exponential.
+
+    >>> g = fit_growth([1, 2, 3], [2.0, 8.0, 18.0])
+    >>> round(g["power"], 6), g["points"]
+    (2.0, 3)
+    >>> round(fit_growth([1, 2, 3], [3.0, 9.0, 27.0])["base"], 6)
+    3.0
+    """
+    ms = np.asarray(ms, dtype=float)
+    vals = np.asarray(values, dtype=float)
+    if ms.shape != vals.shape or ms.ndim != 1:
+        raise ValueError(f"`ms` and `values` must be vectors of one length; got {ms.shape} and {vals.shape}.")
+    out = {"power": math.nan, "power_rms_log": math.nan, "base": math.nan, "base_rms_log": math.nan,
+           "points": int(ms.size)}
+    if len(np.unique(ms)) < 2 or not np.all(vals > 0) or not np.all(ms > 0):
+        return out
+    y = np.log(vals)
+    for name, x, transform in (("power", np.log(ms), float), ("base", ms, math.exp)):
+        slope, intercept = np.polyfit(x, y, 1)
+        resid = y - (slope * x + intercept)
+        out[name] = transform(slope)
+        out[f"{name}_rms_log"] = float(np.sqrt(np.mean(resid**2)))
+    return out
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return float(np.median(values)) if values else None
+
+
+def summarise(records, *, success_tol=1e-3):
+    """Rows per (method, m, d, k) and fitted growth in m per method, from measured (``role="eval"``) records.
+
+    ``success`` in the table is the common criterion: relative error of ``F``
+    against the planted layer on fresh inputs at most ``success_tol``;
+    ``own_success`` is each method's own criterion (the learner's is far
+    stricter: ``1e-10`` and the paper's identifiability conditions). Times and
+    examples are medians over all finished runs, successful or not (what a
+    user pays); runs that raised count as failures and are excluded from the
+    medians.
+    """
+    groups = {}
+    for rec in records:
+        spec = rec["spec"]
+        if spec["role"] != "eval":
+            continue
+        groups.setdefault((spec["method"], spec["m"], spec["d"], spec["k"]), []).append(rec)
+    rows = []
+    for (method, m, d, k), recs in sorted(groups.items()):
+        finished = [r for r in recs if r["outcome"] == "finished"]
+        rel = [r["errors"].get("relative_error") for r in finished]
+        ok = [r is not None and r <= success_tol for r in rel] + [False] * (len(recs) - len(finished))
+        rows.append({
+            "method": method, "m": m, "d": d, "k": k, "runs": len(recs), "errors_raised": len(recs) - len(finished),
+            "success_rate": float(np.mean(ok)), "own_success_rate": float(np.mean([r["success"] for r in recs])),
+            "median_seconds": _median([r["timings"].get("total") for r in finished]),
+            "median_examples": _median([r["examples_drawn"] for r in finished]),
+            "param_limit": param_limit(m, d, k),
+            "median_examples_ratio": _median([r["examples_ratio"] for r in finished]),
+            "median_relative_error": _median(rel),
+            "statuses": {s: sum(r["status"] == s for r in recs) for s in sorted({r["status"] for r in recs})},
+        })
+    growth = {}
+    for method in sorted({r["method"] for r in rows}):
+        mine = [r for r in rows if r["method"] == method and r["median_seconds"] is not None]
+        growth[method] = {
+            "seconds": fit_growth([r["m"] for r in mine], [r["median_seconds"] for r in mine]),
+            "examples": fit_growth([r["m"] for r in mine], [r["median_examples"] for r in mine]),
+            "ms": [r["m"] for r in mine],
+        }
+    return {"success_tol": success_tol, "rows": rows, "growth": growth}
+
+
+def _choose_lr(records, lrs):
+    """Per m, the learning rate with the lowest median validation relative error over the tuning runs."""
+    by_m = {}
+    for rec in records:
+        spec = rec["spec"]
+        val = None
+        if rec["outcome"] == "finished":
+            val = rec["diagnostics"].get("fit", {}).get("val_relative_error")
+        by_m.setdefault(spec["m"], {}).setdefault(spec["options"]["lr"], []).append(math.inf if val is None else val)
+    chosen = {}
+    for m, per_lr in sorted(by_m.items()):
+        medians = {lr: float(np.median(per_lr[lr])) for lr in lrs}
+        best = min(lrs, key=lambda lr: (medians[lr], lrs.index(lr)))  # ties: the first in the grid
+        chosen[m] = {"lr": best, "median_val_relative_error": medians}
+    return chosen
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What :func:`scaling_study` measured; ``summary`` is also written to ``out/summary.json``."""
+
+    records: list = field(repr=False)
+    tuning_records: list = field(repr=False)
+    summary: dict
+    stats: dict
+    files: dict
+
+    def table(self):
+        """The summary as a Markdown table, followed by the fitted growth and the tuning choice."""
+        s = self.summary
+        lines = [(f"| method | m | runs | success (rel. err ≤ {s['success_tol']:g}) | own criterion | median s "
+                 "| median examples | limit 2md²/(kd) | examples / limit | median rel. err | statuses |"),
+                 "|---|---|---|---|---|---|---|---|---|---|---|"]
+
+        def fmt(x, spec):
+            return "–" if x is None else format(x, spec)
+
+        for r in s["rows"]:
+            statuses = ", ".join(f"{k} {v}" for k, v in r["statuses"].items())
+            lines.append(f"| {r['method']} | {r['m']} | {r['runs']} | {r['success_rate']:.0%} | "
+                         f"{r['own_success_rate']:.0%} | {fmt(r['median_seconds'], '.1f')} | "
+                         f"{fmt(r['median_examples'], ',.0f')} | {r['param_limit']:g} | "
+                         f"{fmt(r['median_examples_ratio'], '.3g')} | {fmt(r['median_relative_error'], '.2g')} | "
+                         f"{statuses} |")
+        lines.append("")
+        for method, g in s["growth"].items():
+            for what in ("seconds", "examples"):
+                f = g[what]
+                lines.append(f"{method}, median {what} over m = {g['ms']}: ∝ m^{f['power']:.2f} "
+                             f"(rms log residual {f['power_rms_log']:.2f}) or ∝ {f['base']:.2f}^m "
+                             f"(rms {f['base_rms_log']:.2f})")
+        tuning = s.get("tuning")
+        if tuning:
+            lines.append("")
+            lines.append(f"Adam's learning rate, per m, from the grid {tuning['grid']} on {tuning['seeds']} "
+                         "tuning instance(s) not among the measured ones (lowest median validation relative error):")
+            for m, c in tuning["chosen"].items():
+                meds = ", ".join(f"{lr:g}: {v:.2g}" for lr, v in c["median_val_relative_error"].items())
+                lines.append(f"  m = {m}: lr = {c['lr']:g}  ({meds})")
+        return "\n".join(lines)
+
+
+def scaling_study(out, *, ms=(1, 2, 3), d=8, k=4, seeds=10, methods=METHODS, distribution="boolean",
+                  adam_lrs=(3e-3, 1e-2, 3e-2), tune_seeds=2, adam_options=None, provable_options=None,
+                  success_tol=1e-3, seed=0, backend="local", workers=None, scheduler=None, progress=False, plot=True):
+    """Run the study: tune Adam's learning rate, run every method on every ``(m, seed)``, summarise, plot.
+
+    Parameters
+    ----------
+    out : path
+        Directory of the sweep: ``runs/`` (one JSON record per run, tuning runs
+        included), ``summary.json``, ``summary.md`` and ``scaling.png``.
+    ms : sequence of int
+        Numbers of heads.
+    d, k : int
+        Token dimension and tokens per sequence (``k < d``: the learner certifies with ``k < d``).
+    seeds : int
+        Planted layers per ``m``; run ``s`` of every method uses the same layer and examples.
+    methods : sequence of {"provable", "adam"}
+    distribution : {"boolean", "gaussian"}
+    adam_lrs : sequence of float
+        Adam's learning-rate grid. With more than one value, each ``m`` first
+        runs Adam at every value on ``tune_seeds`` tuning layers (seeded apart
+        from the measured ones) and the measured runs use the value with the
+        lowest median validation relative error.
+    tune_seeds : int
+    adam_options, provable_options : dict, optional
+        Further keyword arguments of :func:`~learner.baseline.fit_gradient` /
+        fields of :class:`~learner.phases.LearnConfig`.
+    success_tol : float
+        The common success criterion of the summary (relative error of ``F`` on fresh inputs).
+    seed : int
+        Entropy of every run's seed (recorded).
+    backend, workers, scheduler, progress
+        As in :func:`run_sweep`.
+    plot : bool
+        Write ``scaling.png`` (needs matplotlib, the ``plot`` extra; skipped with a warning without it).
+
+    Returns
+    -------
+    SweepResult
+    """
+    ms = [check_int("ms", m) for m in ms]
+    if not ms or len(set(ms)) != len(ms):
+        raise ValueError(f"`ms` must be distinct positive integers; got ms={ms}.")
+    d, k = check_int("d", d), check_int("k", k)
+    seeds, tune_seeds = check_int("seeds", seeds), check_int("tune_seeds", tune_seeds)
+    methods = list(methods)
+    if not methods or any(mt not in METHODS for mt in methods) or len(set(methods)) != len(methods):
+        raise ValueError(f"`methods` must be distinct entries of {METHODS}; got methods={methods}.")
+    if "provable" in methods and k >= d:
+        raise ValueError(f"the provable learner needs k < d; got k={k}, d={d}.")
+    distribution = check_distribution(distribution)
+    adam_lrs = [check_positive_float("adam_lrs", lr) for lr in adam_lrs]
+    if not adam_lrs or len(set(adam_lrs)) != len(adam_lrs):
+        raise ValueError(f"`adam_lrs` must be distinct positive numbers; got adam_lrs={adam_lrs}.")
+    success_tol = check_positive_float("success_tol", success_tol)
+    entropy = check_int("seed", seed, minimum=0)
+    adam_options = dict(adam_options or {})
+    if "lr" in adam_options:
+        raise ValueError("`adam_options` must not set 'lr'; give the grid as `adam_lrs`.")
+    provable_options = dict(provable_options or {})
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"`out` must be a directory; got out={str(out)!r}, which is a file.")
+    ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress}
+
+    tuning_records, tuning = [], None
+    lr_for = dict.fromkeys(ms, adam_lrs[0])
+    if "adam" in methods and len(adam_lrs) > 1:
+        specs = [s for lr in adam_lrs
+                 for s in plan_runs(ms=ms, d=d, k=k, seeds=tune_seeds, methods=["adam"], entropy=entropy,
+                                    role="tune", distribution=distribution,
+                                    options={"adam": adam_options | {"lr": lr}})]
+        log.info("tuning Adam's learning rate: %d runs", len(specs))
+        tuning_records, tstats = run_sweep(specs, out, **ex)
+        chosen = _choose_lr(tuning_records, adam_lrs)
+        lr_for = {m: chosen[m]["lr"] for m in ms}
+        tuning = {"grid": adam_lrs, "seeds": tune_seeds, "chosen": chosen, "rule": "lowest median validation "
+                  "relative error over the tuning runs; ties go to the first value in the grid"}
+    else:
+        tstats = {"ran": 0, "skipped": 0}
+    specs = []
+    for method in methods:
+        for m in ms:
+            opts = provable_options if method == "provable" else adam_options | {"lr": lr_for[m]}
+            specs += plan_runs(ms=[m], d=d, k=k, seeds=seeds, methods=[method], entropy=entropy,
+                               distribution=distribution, options={method: opts})
+    # Seed-major order: a sweep stopped early has every setting for its first seeds.
+    specs.sort(key=lambda s: (s.seed_index, s.m, methods.index(s.method)))
+    records, stats = run_sweep(specs, out, **ex)
+    summary = summarise(records, success_tol=success_tol)
+    summary |= {"tuning": tuning, "parameters": {
+        "ms": ms, "d": d, "k": k, "seeds": seeds, "methods": methods, "distribution": distribution,
+        "adam_lrs": adam_lrs, "tune_seeds": tune_seeds, "adam_options": adam_options,
+        "provable_options": provable_options, "seed": entropy}, "versions": _versions(),
+        "note": "study design ours (instances: learner.random_layer, logit scale 3); the paper reports no "
+                "experiments. Medians over all finished runs, successful or not."}
+    stats = {"ran": stats["ran"] + tstats["ran"], "skipped": stats["skipped"] + tstats["skipped"]}
+    from .io import _atomic_write, write_json
+
+    files = {"summary_json": str(write_json(out / "summary.json", summary))}
+    result = SweepResult(records, tuning_records, summary, stats, files)
+    table = result.table().encode("utf-8") + b"\n"
+    _atomic_write(out / "summary.md", lambda fh: fh.write(table))
+    files["summary_md"] = str(out / "summary.md")
+    if plot:
+        try:
+            files["plot"] = str(plot_scaling(records, out / "scaling.png", success_tol=success_tol))
+        except ImportError:
+            log.warning("matplotlib is not installed (the `plot` extra): no scaling.png")
+    return result
+
+
+def plot_scaling(records, path, *, success_tol=1e-3):
+    """Two panels, log scale: seconds and examples drawn against m, every run a point, medians joined.
+
+    Successful runs (relative error at most ``success_tol``) are filled, failed ones hollow.
+    The examples panel also shows the parameter-counting limit ``2md²/(kd)``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .io import _atomic_write
+
+    evals = [r for r in records if r["spec"]["role"] == "eval" and r["outcome"] == "finished"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    colors = {"provable": "C0", "adam": "C1"}
+    for method in sorted({r["spec"]["method"] for r in evals}):
+        mine = [r for r in evals if r["spec"]["method"] == method]
+        ms = sorted({r["spec"]["m"] for r in mine})
+        for ax, key in zip(axes, ("seconds", "examples")):
+            def value(r, key=key):
+                return r["timings"]["total"] if key == "seconds" else r["examples_drawn"]
+
+            for r in mine:
+                ok = (r["errors"].get("relative_error") or math.inf) <= success_tol
+                jitter = 0.08 if method == "adam" else -0.08
+                ax.scatter(r["spec"]["m"] + jitter, value(r), s=18, color=colors.get(method, "k"),
+                           facecolors=colors.get(method, "k") if ok else "none", alpha=0.8)
+            meds = [np.median([value(r) for r in mine if r["spec"]["m"] == m]) for m in ms]
+            ax.plot(ms, meds, "-", color=colors.get(method, "k"), label=f"{method} (median)")
+    if evals:
+        ms = sorted({r["spec"]["m"] for r in evals})
+        d, k = evals[0]["spec"]["d"], evals[0]["spec"]["k"]
+        axes[1].plot(ms, [param_limit(m, d, k) for m in ms], "k:", label="limit 2md²/(kd)")
+        axes[0].set_title(f"time per run (d={d}, k={k})")
+        axes[1].set_title("examples drawn")
+    for ax, label in zip(axes, ("seconds", "examples")):
+        ax.set_yscale("log")
+        ax.set_xlabel("heads m")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.text(0.5, 0.005, f"filled: relative error ≤ {success_tol:g} against the planted layer; hollow: not",
+             ha="center", fontsize=8)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    path = Path(path)
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    _atomic_write(path, lambda fh: fh.write(buf.getvalue()))
+    return path

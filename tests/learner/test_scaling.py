@@ -1,0 +1,299 @@
+"""The scaling study: seeding, records, resume, failures, the Dask and local backends, the summary, the CLI."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from learner import scaling
+from learner.cli import main
+from learner.scaling import (
+    QUICK_OPTIONS,
+    RunSpec,
+    comparable,
+    fit_growth,
+    param_limit,
+    plan_runs,
+    planted_instance,
+    run_one,
+    run_sweep,
+    scaling_study,
+    summarise,
+)
+
+# Tiny runs (a second or less each): the learner runs out of its small example budgets,
+# Adam out of iterations. They exercise the machinery, not the methods.
+QUICK = {"provable": QUICK_OPTIONS["provable"], "adam": QUICK_OPTIONS["adam"] | {"lr": 0.03}}
+
+
+def _specs(seeds=2, ms=(1, 2), methods=("provable", "adam"), entropy=7):
+    return plan_runs(ms=ms, d=6, k=3, seeds=seeds, methods=methods, entropy=entropy, options=QUICK)
+
+
+def _files(out):
+    return {p.name: p.read_bytes() for p in sorted((out / "runs").glob("*.json"))}
+
+
+class TestSeeding:
+    def test_methods_share_the_planted_layer_and_examples(self):
+        prov, adam = (RunSpec(method, 2, 6, 3, 1, 5) for method in ("provable", "adam"))
+        (t1, o1, s1), (t2, o2, s2) = planted_instance(prov), planted_instance(adam)
+        np.testing.assert_array_equal(t1.thetas, t2.thetas)
+        np.testing.assert_array_equal(o1.draw(50)[0], o2.draw(50)[0])
+        assert s1.spawn_key == s2.spawn_key
+
+    @pytest.mark.parametrize("other", [
+        RunSpec("adam", 2, 6, 3, 2, 5),  # another seed index
+        RunSpec("adam", 2, 6, 3, 1, 6),  # another entropy
+        RunSpec("adam", 2, 6, 3, 1, 5, role="tune"),  # a tuning layer
+    ], ids=["seed_index", "entropy", "role"])
+    def test_other_runs_get_other_layers(self, other):
+        base = planted_instance(RunSpec("adam", 2, 6, 3, 1, 5))[0]
+        assert not np.allclose(base.thetas, planted_instance(other)[0].thetas)
+
+    def test_a_run_is_a_function_of_its_spec(self):
+        spec = _specs(seeds=1, ms=(2,), methods=("adam",))[0]
+        a, b = run_one(spec), run_one(spec.to_dict())
+        assert comparable(a) == comparable(b)
+        assert a["outcome"] == "finished" and a["examples_drawn"] == 400
+        assert a["spec"]["spawn_key"] == [0, 2, 6, 3, 0] and a["spec"]["entropy"] == 7
+
+    def test_record_contents(self):
+        spec = _specs(seeds=1, ms=(1,), methods=("provable",))[0]
+        rec = json.loads(json.dumps(run_one(spec), allow_nan=False))
+        assert rec["schema_version"] == 1 and rec["kind"] == "scaling-run"
+        assert rec["param_limit"] == param_limit(1, 6, 3) == 4.0
+        assert rec["examples_ratio"] == rec["examples_drawn"] / 4.0
+        assert {"1_crude_sum", "total"} <= set(rec["timings"])
+        assert set(rec["versions"]) >= {"learner", "numpy", "scipy", "python"}
+        assert isinstance(rec["success"], bool) and rec["status"] and rec["message"]
+        assert set(rec["errors"]) <= {"relative_error", "param_error"}
+
+
+class TestSweep:
+    def test_local_pool_and_dask_cluster_give_identical_records(self, tmp_path):
+        distributed = pytest.importorskip("dask.distributed")
+        specs = _specs()
+        serial, _ = run_sweep(specs, tmp_path / "serial", backend="serial")
+        local, _ = run_sweep(specs, tmp_path / "local", backend="local", workers=2)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster:
+            dask, _ = run_sweep(specs, tmp_path / "dask", backend="dask", scheduler=cluster.scheduler_address)
+            pids = {r["where"]["pid"] for r in dask}
+        assert [r["outcome"] for r in dask] == ["finished"] * len(specs)
+        assert [r["where"]["backend"] for r in dask] == ["dask"] * len(specs)
+        assert len(pids) >= 1 and all(r["where"]["pid"] != r2["where"]["pid"] for r in dask for r2 in serial)
+        for a, b, c in zip(serial, local, dask):
+            assert comparable(a) == comparable(b) == comparable(c), a["run_id"]
+        # The comparison is not vacuous: the records differ between runs.
+        assert len({json.dumps(comparable(r), sort_keys=True) for r in dask}) == len(specs)
+
+    def test_comparable_drops_only_times_and_places(self):
+        rec = {"a": 1, "timings": {"total": 2.0}, "where": {"pid": 3},
+               "diagnostics": {"p": {"seconds": 1.0, "count": 4, "refine_seconds": 0.1}},
+               "errors": [{"seconds": 9, "x": 1}]}
+        assert comparable(rec) == {"a": 1, "diagnostics": {"p": {"count": 4}}, "errors": [{"x": 1}]}
+
+    def test_resume_keeps_finished_records_and_runs_the_rest(self, tmp_path):
+        specs = _specs()
+        _first, stats = run_sweep(specs[:3], tmp_path / "a", backend="serial")
+        assert stats == {"ran": 3, "skipped": 0}
+        before = _files(tmp_path / "a")
+        records, stats = run_sweep(specs, tmp_path / "a", backend="serial")  # "interrupted" after 3, resumed
+        assert stats == {"ran": len(specs) - 3, "skipped": 3}
+        after = _files(tmp_path / "a")
+        assert all(after[name] == data for name, data in before.items())  # kept byte for byte
+        fresh, _ = run_sweep(specs, tmp_path / "b", backend="serial")
+        assert [comparable(r) for r in records] == [comparable(r) for r in fresh]
+        # A third call has nothing to do.
+        assert run_sweep(specs, tmp_path / "a", backend="serial")[1] == {"ran": 0, "skipped": len(specs)}
+
+    def test_a_failing_run_is_recorded_and_the_sweep_goes_on_then_retried(self, tmp_path, monkeypatch):
+        import learner.baseline
+
+        def broken(*args, **kwargs):
+            raise RuntimeError("injected failure")
+
+        specs = _specs(seeds=1)
+        monkeypatch.setattr(learner.baseline, "fit_gradient", broken)
+        records, _ = run_sweep(specs, tmp_path, backend="serial")
+        by_method = {r["spec"]["method"]: r for r in records if r["spec"]["m"] == 1}
+        assert by_method["adam"]["outcome"] == "error" and by_method["adam"]["success"] is False
+        assert "RuntimeError: injected failure" in by_method["adam"]["message"]
+        assert "injected failure" in by_method["adam"]["traceback"]
+        assert by_method["provable"]["outcome"] == "finished"
+        monkeypatch.undo()
+        records, stats = run_sweep(specs, tmp_path, backend="serial")
+        assert stats == {"ran": 2, "skipped": 2}  # the two failed Adam runs, retried
+        assert all(r["outcome"] == "finished" for r in records)
+
+    def test_a_dead_worker_is_recorded(self):
+        spec = _specs(seeds=1)[0]
+
+        def died():
+            raise OSError("worker process killed")
+
+        rec = scaling._collect(spec, died)
+        assert rec["outcome"] == "error" and "worker process killed" in rec["message"]
+        assert rec["spec"] == spec.to_dict()
+
+    def test_another_study_in_the_same_directory_is_refused(self, tmp_path):
+        specs = _specs(seeds=1, ms=(1,), methods=("adam",))
+        run_sweep(specs, tmp_path, backend="serial")
+        other = plan_runs(ms=(1,), d=6, k=3, seeds=1, methods=("adam",), entropy=8, options=QUICK)
+        with pytest.raises(ValueError, match="another specification"):
+            run_sweep(other, tmp_path, backend="serial")
+
+    def test_an_unreadable_record_is_run_again(self, tmp_path):
+        specs = _specs(seeds=1, ms=(1,), methods=("adam",))
+        run_sweep(specs, tmp_path, backend="serial")
+        path = tmp_path / "runs" / f"{specs[0].run_id}.json"
+        path.write_text('{"truncated": ')
+        records, stats = run_sweep(specs, tmp_path, backend="serial")
+        assert stats == {"ran": 1, "skipped": 0} and records[0]["outcome"] == "finished"
+        json.loads(path.read_text())
+
+    def test_a_record_of_another_schema_is_refused(self, tmp_path):
+        specs = _specs(seeds=1, ms=(1,), methods=("adam",))
+        (tmp_path / "runs").mkdir()
+        (tmp_path / "runs" / f"{specs[0].run_id}.json").write_text(
+            json.dumps({"kind": "scaling-run", "schema_version": 99}))
+        with pytest.raises(ValueError, match="schema_version=99"):
+            run_sweep(specs, tmp_path, backend="serial")
+
+    @pytest.mark.parametrize("kwargs, match", [
+        ({"backend": "threads"}, "backend='threads'"),
+        ({"backend": "dask"}, "scheduler=None"),
+        ({"backend": "local", "workers": 0}, "workers"),
+    ], ids=["backend", "no-scheduler", "workers"])
+    def test_bad_backend_arguments(self, tmp_path, kwargs, match):
+        with pytest.raises(ValueError, match=match):
+            run_sweep(_specs(seeds=1), tmp_path, **kwargs)
+
+    def test_duplicate_run_ids(self, tmp_path):
+        spec = _specs(seeds=1)[0]
+        with pytest.raises(ValueError, match="distinct run ids"):
+            run_sweep([spec, spec], tmp_path, backend="serial")
+
+
+class TestSummary:
+    def test_fit_growth_recovers_power_and_base(self):
+        g = fit_growth([1, 2, 3, 4], [5 * m**2.5 for m in (1, 2, 3, 4)])
+        assert g["power"] == pytest.approx(2.5) and g["power_rms_log"] < 1e-12 and g["base_rms_log"] > 0.05
+        g = fit_growth([1, 2, 3, 4], [0.1 * 4.0**m for m in (1, 2, 3, 4)])
+        assert g["base"] == pytest.approx(4.0) and g["base_rms_log"] < 1e-12 and g["power_rms_log"] > 0.05
+
+    @pytest.mark.parametrize("ms, values", [([1], [2.0]), ([2, 2], [1.0, 3.0]), ([1, 2], [0.0, 1.0])],
+                             ids=["one-point", "one-m", "zero"])
+    def test_fit_growth_without_enough_points(self, ms, values):
+        g = fit_growth(ms, values)
+        assert math.isnan(g["power"]) and math.isnan(g["base"])
+
+    def test_fit_growth_shapes(self):
+        with pytest.raises(ValueError, match="one length"):
+            fit_growth([1, 2], [1.0])
+
+    def _record(self, method, m, rel, seconds, examples, outcome="finished", role="eval"):
+        return {"spec": {"method": method, "m": m, "d": 8, "k": 4, "role": role}, "outcome": outcome,
+                "success": rel is not None and rel < 1e-10, "status": "x",
+                "errors": {} if rel is None else {"relative_error": rel},
+                "timings": {"total": seconds}, "examples_drawn": examples,
+                "examples_ratio": None if examples is None else examples / param_limit(m, 8, 4)}
+
+    def test_summary_rows_and_common_criterion(self):
+        recs = [self._record("adam", 1, 1e-4, 10.0, 100), self._record("adam", 1, 0.5, 30.0, 100),
+                self._record("adam", 1, None, 99.0, None, outcome="error"),
+                self._record("adam", 2, 1e-12, 40.0, 100), self._record("adam", 3, 1e-12, 90.0, 100),
+                self._record("adam", 3, 1e-12, 1.0, 100, role="tune")]
+        s = summarise(recs, success_tol=1e-3)
+        row = s["rows"][0]
+        assert (row["m"], row["runs"], row["errors_raised"]) == (1, 3, 1)
+        assert row["success_rate"] == pytest.approx(1 / 3) and row["own_success_rate"] == 0.0
+        assert row["median_seconds"] == 20.0 and row["median_examples"] == 100
+        assert row["median_examples_ratio"] == 25.0  # 100 examples / (2·1·8²/(4·8) = 4)
+        assert [r["runs"] for r in s["rows"]] == [3, 1, 1]  # the tuning record is not counted
+        g = s["growth"]["adam"]["seconds"]
+        expected = np.polyfit(np.log([1, 2, 3]), np.log([20.0, 40.0, 90.0]), 1)[0]
+        assert g["power"] == pytest.approx(expected)
+        # the negative control of the criterion: a stricter tolerance fails the 1e-4 run
+        assert summarise(recs, success_tol=1e-5)["rows"][0]["success_rate"] == 0.0
+
+    def test_learning_rate_choice(self):
+        recs = [{"spec": {"m": 1, "options": {"lr": lr}}, "outcome": "finished",
+                 "diagnostics": {"fit": {"val_relative_error": v}}}
+                for lr, v in ((0.01, 0.2), (0.01, 0.4), (0.03, 0.1), (0.03, 0.9), (0.1, 0.5), (0.1, 0.5))]
+        recs.append({"spec": {"m": 1, "options": {"lr": 0.1}}, "outcome": "error", "diagnostics": {}})
+        chosen = scaling._choose_lr(recs, [0.01, 0.03, 0.1])
+        assert chosen[1]["lr"] == 0.01  # medians 0.3, 0.5, 0.5
+        assert chosen[1]["median_val_relative_error"][0.1] == 0.5
+
+
+class TestStudy:
+    def test_quick_study_writes_records_summary_and_plot(self, tmp_path):
+        pytest.importorskip("matplotlib")
+        res = scaling_study(tmp_path, ms=(1, 2), d=6, k=3, seeds=2, adam_lrs=(0.01, 0.03), tune_seeds=1,
+                            adam_options=QUICK_OPTIONS["adam"], provable_options=QUICK_OPTIONS["provable"],
+                            backend="serial")
+        assert res.stats == {"ran": 4 + 8, "skipped": 0}
+        assert len(list((tmp_path / "runs").glob("adam-tune-*.json"))) == 4
+        assert set(res.summary["tuning"]["chosen"]) == {1, 2}
+        for m in (1, 2):
+            lr = res.summary["tuning"]["chosen"][m]["lr"]
+            assert all(r["spec"]["options"]["lr"] == lr for r in res.records
+                       if r["spec"]["method"] == "adam" and r["spec"]["m"] == m)
+        assert json.loads((tmp_path / "summary.json").read_text())["parameters"]["ms"] == [1, 2]
+        assert (tmp_path / "summary.md").read_text().startswith("| method | m |")
+        assert (tmp_path / "scaling.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        again = scaling_study(tmp_path, ms=(1, 2), d=6, k=3, seeds=2, adam_lrs=(0.01, 0.03), tune_seeds=1,
+                              adam_options=QUICK_OPTIONS["adam"], provable_options=QUICK_OPTIONS["provable"],
+                              backend="serial", plot=False)
+        assert again.stats == {"ran": 0, "skipped": 12} and again.summary["rows"] == res.summary["rows"]
+
+    @pytest.mark.parametrize("kwargs, match", [
+        ({"ms": ()}, "ms"),
+        ({"ms": (1, 1)}, r"ms=\[1, 1\]"),
+        ({"ms": (0,)}, "ms"),
+        ({"d": 3, "k": 3}, "k < d"),
+        ({"seeds": 0}, "seeds"),
+        ({"methods": ("sgd",)}, "methods"),
+        ({"distribution": "uniform"}, "distribution='uniform'"),
+        ({"adam_lrs": (0.01, -1.0)}, "adam_lrs"),
+        ({"adam_lrs": (0.01, 0.01)}, "distinct"),
+        ({"success_tol": 0.0}, "success_tol"),
+        ({"seed": -1}, "seed"),
+        ({"adam_options": {"lr": 0.1}}, "adam_lrs"),
+    ], ids=["no-m", "repeated-m", "zero-m", "k>=d", "seeds", "method", "distribution", "lr", "lr-repeated",
+            "success_tol", "seed", "lr-option"])
+    def test_bad_arguments(self, tmp_path, kwargs, match):
+        args = {"ms": (1,), "d": 6, "k": 3, "seeds": 1, "backend": "serial"} | kwargs
+        with pytest.raises(ValueError, match=match):
+            scaling_study(tmp_path, **args)
+        assert not (tmp_path / "runs").exists()  # nothing started
+
+    def test_out_must_be_a_directory(self, tmp_path):
+        (tmp_path / "f").write_text("x")
+        with pytest.raises(ValueError, match="out="):
+            scaling_study(tmp_path / "f", ms=(1,), d=6, k=3, seeds=1, backend="serial")
+
+
+class TestCli:
+    def test_quick_sweep(self, tmp_path, capsys):
+        code = main(["scaling", "--m", "1", "2", "--d", "6", "--k", "3", "--seeds", "1", "--quick", "--serial",
+                     "--no-progress", "--adam-lr", "0.03", "--out", str(tmp_path)])
+        out = capsys.readouterr().out
+        assert code == 0
+        assert "| provable | 2 | 1 |" in out and "| adam | 1 | 1 |" in out and "limit 2md²/(kd)" in out
+        assert "4 run now, 0 kept" in out
+        main(["scaling", "--m", "1", "2", "--d", "6", "--k", "3", "--seeds", "1", "--quick", "--serial",
+              "--no-progress", "--adam-lr", "0.03", "--out", str(tmp_path)])
+        assert "0 run now, 4 kept" in capsys.readouterr().out
+
+    @pytest.mark.parametrize("argv, match", [
+        (["--m", "0"], "ms"),
+        (["--serial", "--scheduler", "tcp://127.0.0.1:1"], "at most one"),
+        (["--methods", "sgd"], "methods"),
+    ], ids=["m", "backends", "method"])
+    def test_bad_arguments(self, tmp_path, capsys, argv, match):
+        code = main(["scaling", "--out", str(tmp_path), "--quick", "--no-progress"] + argv)
+        assert code == 2 and match in capsys.readouterr().err
