@@ -244,12 +244,17 @@ def _execute(specs, *, backend, workers, scheduler, progress):
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
-            with _worker_env(), ProcessPoolExecutor(max_workers=workers,
-                                                    mp_context=multiprocessing.get_context("spawn")) as pool:
+            with _worker_env():
+                pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
                 futures = {pool.submit(run_one, spec.to_dict()): spec for spec in specs}
+            try:
                 for fut in as_completed(futures):
                     yield futures[fut], _collect(futures[fut], fut.result)
                     bar.update(1)
+            finally:
+                # On an interruption, runs not yet started are dropped (a resumed sweep does them);
+                # normally every future is done here and this returns at once.
+                pool.shutdown(wait=False, cancel_futures=True)
         else:
             from dask.distributed import Client, as_completed
 
@@ -504,7 +509,8 @@ class SweepResult:
         for method, g in s["growth"].items():
             for what in ("seconds", "examples"):
                 f = g[what]
-                lines.append(f"{method}, median {what} over m = {g['ms']}: ∝ m^{f['power']:.2f} "
+                power = round(f["power"], 2) + 0.0  # no "-0.00"
+                lines.append(f"{method}, median {what} over m = {g['ms']}: ∝ m^{power:.2f} "
                              f"(rms log residual {f['power_rms_log']:.2f}) or ∝ {f['base']:.2f}^m "
                              f"(rms {f['base_rms_log']:.2f})")
         tuning = s.get("tuning")

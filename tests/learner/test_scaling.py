@@ -72,7 +72,7 @@ class TestSeeding:
 
 
 class TestSweep:
-    def test_local_pool_and_dask_cluster_give_identical_records(self, tmp_path):
+    def test_local_pool_and_dask_cluster_give_identical_records(self, tmp_path, capsys):
         distributed = pytest.importorskip("dask.distributed")
         specs = _specs()
         serial, _ = run_sweep(specs, tmp_path / "serial", backend="serial")
@@ -81,6 +81,14 @@ class TestSweep:
                                       dashboard_address=None) as cluster:
             dask, _ = run_sweep(specs, tmp_path / "dask", backend="dask", scheduler=cluster.scheduler_address)
             pids = {r["where"]["pid"] for r in dask}
+            argv = ["scaling", "--m", "2", "--d", "6", "--k", "3", "--seeds", "1", "--quick", "--no-progress",
+                    "--adam-lr", "0.03", "--seed", "7"]
+            assert main(argv + ["--scheduler", cluster.scheduler_address, "--out", str(tmp_path / "cli-dask")]) == 0
+        assert main(argv + ["--serial", "--out", str(tmp_path / "cli-serial")]) == 0
+        cli = {name: [json.loads(p.read_text()) for p in sorted((tmp_path / name / "runs").glob("*.json"))]
+               for name in ("cli-dask", "cli-serial")}
+        assert len(cli["cli-dask"]) == 2 and {r["where"]["backend"] for r in cli["cli-dask"]} == {"dask"}
+        assert [comparable(r) for r in cli["cli-dask"]] == [comparable(r) for r in cli["cli-serial"]]
         assert [r["outcome"] for r in dask] == ["finished"] * len(specs)
         assert [r["where"]["backend"] for r in dask] == ["dask"] * len(specs)
         assert len(pids) >= 1 and all(r["where"]["pid"] != r2["where"]["pid"] for r in dask for r2 in serial)
