@@ -427,7 +427,8 @@ def summarise(records, *, success_tol=1e-3):
     stricter: ``1e-10`` and the paper's identifiability conditions). Times and
     examples are medians over all finished runs, successful or not (what a
     user pays); runs that raised count as failures and are excluded from the
-    medians.
+    medians. The median relative error is over the runs that returned a layer
+    (``layers_returned`` of them).
     """
     groups = {}
     for rec in records:
@@ -447,7 +448,8 @@ def summarise(records, *, success_tol=1e-3):
             "median_examples": _median([r["examples_drawn"] for r in finished]),
             "param_limit": param_limit(m, d, k),
             "median_examples_ratio": _median([r["examples_ratio"] for r in finished]),
-            "median_relative_error": _median(rel),
+            "median_relative_error": _median(rel),  # over the runs that returned a layer
+            "layers_returned": sum(r is not None for r in rel),
             "statuses": {s: sum(r["status"] == s for r in recs) for s in sorted({r["status"] for r in recs})},
         })
     growth = {}
@@ -492,7 +494,7 @@ class SweepResult:
         """The summary as a Markdown table, followed by the fitted growth and the tuning choice."""
         s = self.summary
         lines = [(f"| method | m | runs | success (rel. err ≤ {s['success_tol']:g}) | own criterion | median s "
-                 "| median examples | limit 2md²/(kd) | examples / limit | median rel. err | statuses |"),
+                 "| median examples | limit 2md²/(kd) | examples / limit | median rel. err (layers returned) | statuses |"),
                  "|---|---|---|---|---|---|---|---|---|---|---|"]
 
         def fmt(x, spec):
@@ -503,7 +505,8 @@ class SweepResult:
             lines.append(f"| {r['method']} | {r['m']} | {r['runs']} | {r['success_rate']:.0%} | "
                          f"{r['own_success_rate']:.0%} | {fmt(r['median_seconds'], '.1f')} | "
                          f"{fmt(r['median_examples'], ',.0f')} | {r['param_limit']:g} | "
-                         f"{fmt(r['median_examples_ratio'], '.3g')} | {fmt(r['median_relative_error'], '.2g')} | "
+                         f"{fmt(r['median_examples_ratio'], '.3g')} | {fmt(r['median_relative_error'], '.2g')} "
+                         f"({r['layers_returned']}/{r['runs']}) | "
                          f"{statuses} |")
         lines.append("")
         for method, g in s["growth"].items():
@@ -673,10 +676,12 @@ def plot_scaling(records, path, *, success_tol=1e-3):
         axes[0].set_title(f"time per run (d={d}, k={k})")
         axes[1].set_title("examples drawn")
     for ax, label in zip(axes, ("seconds", "examples")):
+        if evals:
+            ax.set_xticks(ms)
         ax.set_yscale("log")
         ax.set_xlabel("heads m")
         ax.set_ylabel(label)
-        ax.grid(True, which="both", alpha=0.3)
+        ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=8)
     fig.text(0.5, 0.005, f"filled: relative error ≤ {success_tol:g} against the planted layer; hollow: not",
              ha="center", fontsize=8)

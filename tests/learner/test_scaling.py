@@ -220,6 +220,7 @@ class TestSummary:
         assert row["success_rate"] == pytest.approx(1 / 3) and row["own_success_rate"] == 0.0
         assert row["median_seconds"] == 20.0 and row["median_examples"] == 100
         assert row["median_examples_ratio"] == 25.0  # 100 examples / (2·1·8²/(4·8) = 4)
+        assert row["median_relative_error"] == pytest.approx(0.25005) and row["layers_returned"] == 2
         assert [r["runs"] for r in s["rows"]] == [3, 1, 1]  # the tuning record is not counted
         g = s["growth"]["adam"]["seconds"]
         expected = np.polyfit(np.log([1, 2, 3]), np.log([20.0, 40.0, 90.0]), 1)[0]
