@@ -176,9 +176,7 @@ def run_one(spec):
 
     t0 = time.perf_counter()
     limit = param_limit(spec.m, spec.d, spec.k)
-    record = {"schema_version": RECORD_SCHEMA, "kind": "scaling-run", "run_id": spec.run_id,
-              "spec": spec.to_dict(), "versions": _versions(), "param_limit": limit,
-              "where": {"host": socket.gethostname(), "pid": os.getpid()}}
+    where = {"host": socket.gethostname(), "pid": os.getpid()}
     try:
         truth, oracle, method_seed = planted_instance(spec)
         options = dict(spec.options)
@@ -190,17 +188,27 @@ def run_one(spec):
             raise ValueError(f"`method` must be one of {METHODS}; got method={spec.method!r}.")
     except Exception as exc:  # noqa: BLE001 — a failed run is recorded, the sweep goes on
         log.warning("run %s failed: %s: %s", spec.run_id, type(exc).__name__, exc)
-        record.update({"outcome": "error", "success": False, "status": "error",
-                       "message": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(),
-                       "examples_drawn": None, "examples_ratio": None, "errors": {}, "diagnostics": {},
-                       "timings": {"total": time.perf_counter() - t0}})
-        return record
+        return _failure_record(spec, f"{type(exc).__name__}: {exc}", traceback.format_exc(),
+                               {"total": time.perf_counter() - t0}, where)
     full = result.to_dict()
-    record.update({"outcome": "finished", "success": bool(result.success), "status": result.status,
-                   "message": result.message, "examples_drawn": int(result.examples_drawn),
-                   "examples_ratio": result.examples_drawn / limit, "errors": full["errors"],
-                   "diagnostics": full["diagnostics"], "timings": full["timings"]})
-    return record
+    return _record_head(spec) | {
+        "outcome": "finished", "success": bool(result.success), "status": result.status,
+        "message": result.message, "examples_drawn": int(result.examples_drawn),
+        "examples_ratio": result.examples_drawn / limit, "errors": full["errors"],
+        "diagnostics": full["diagnostics"], "timings": full["timings"], "where": where}
+
+
+def _record_head(spec):
+    return {"schema_version": RECORD_SCHEMA, "kind": "scaling-run", "run_id": spec.run_id, "spec": spec.to_dict(),
+            "versions": _versions(), "param_limit": param_limit(spec.m, spec.d, spec.k)}
+
+
+def _failure_record(spec, message, tb, timings, where):
+    """The record of a run that raised (or whose worker died): no result, the reason and traceback."""
+    return _record_head(spec) | {
+        "outcome": "error", "success": False, "status": "error", "message": message, "traceback": tb,
+        "examples_drawn": None, "examples_ratio": None, "errors": {}, "diagnostics": {}, "timings": timings,
+        "where": where}
 
 
 def comparable(record):
@@ -273,13 +281,8 @@ def _collect(spec, get):
     try:
         return get()
     except Exception as exc:  # noqa: BLE001 — e.g. a killed worker process; recorded, the sweep goes on
-        return {"schema_version": RECORD_SCHEMA, "kind": "scaling-run", "run_id": spec.run_id,
-                "spec": spec.to_dict(), "versions": _versions(), "param_limit": param_limit(spec.m, spec.d, spec.k),
-                "outcome": "error", "success": False, "status": "error",
-                "message": f"the worker failed: {type(exc).__name__}: {exc}",
-                "traceback": "".join(traceback.format_exception_only(exc)),
-                "examples_drawn": None, "examples_ratio": None, "errors": {}, "diagnostics": {}, "timings": {},
-                "where": {}}
+        return _failure_record(spec, f"the worker failed: {type(exc).__name__}: {exc}",
+                               "".join(traceback.format_exception_only(exc)), {}, {})
 
 
 class _NoBar:
