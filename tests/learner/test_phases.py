@@ -85,16 +85,19 @@ class TestRefineSumW:
 
 
 class TestEstimateSpan:
+    @pytest.mark.parametrize("weighting", ["precision", "irls", "none"])
     @pytest.mark.parametrize("m", [1, 2, 3])
-    def test_exact_constraints_give_the_hull(self, m):
+    def test_exact_constraints_give_the_hull(self, m, weighting):
         layer = random_layer(m, 4, check=False, rng=m)
         star, Q = _hull(layer)
-        R = np.random.default_rng(0).standard_normal((80, 16))
+        rng = np.random.default_rng(0)
+        R = rng.standard_normal((80, 16))
         A = R - (R @ Q) @ Q.T  # rows orthogonal to the hull's directions
         b = A @ layer.thetas[0].ravel()
-        c = Constraints(A, b, np.zeros(80), 0, 0, 0, 0.0, 0.0, 0.0)
+        p = rng.uniform(0.05, 0.5, size=(2, 80))
+        c = Constraints(A, b, rng.uniform(0, 0.01, 80), 0, 0, 0, 0.01, 0.0, 0.0, p_token=p[0], p_ref=p[1])
         for given in (m, None):
-            span = estimate_span(c, m=given, truth=layer)
+            span = estimate_span(c, m=given, weighting=weighting, truth=layer)
             assert span.m == m
             # Exact constraints: only rounding of an SVD of a 80×16 matrix remains.
             np.testing.assert_allclose(span.theta_star, star, rtol=0, atol=1e-10)
