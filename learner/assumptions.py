@@ -24,9 +24,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_int
+from ._validation import check_distribution, check_int
 
-__all__ = ["AssumptionReport", "AssumptionRow", "assumptions", "lattice_distance"]
+__all__ = [
+    "AssumptionReport",
+    "AssumptionRow",
+    "SettingReport",
+    "assumptions",
+    "cube_constraint_count",
+    "lattice_distance",
+    "max_sound_m",
+    "setting_conditions",
+]
 
 #: Spacings tried by :func:`lattice_distance`: ``max|v| / q`` for ``q = 1..LATTICE_Q``.
 LATTICE_Q = 32
@@ -40,6 +49,15 @@ THETA_NORM_RATIO_MAX = 4.0
 W_INCOHERENCE_MAX = 0.9
 W_STABLE_RANK_MIN = 1.2
 W_NORM_RATIO_MAX = 10.0
+
+#: Certification's acceptance per logit disagreement (ours, measured): over all 2^16 Boolean inputs at
+#: (m, d, k) = (3, 8, 2), logit scale 1 and the learner's tolerance 0.015, a row certified with
+#: probability 2.5e-3–3.6e-3 = w^((m−1)(k−1)) for w = 0.050–0.060 (three layers); at m = 4, w = 0.080–0.090.
+#: The larger m = 3 figure is used, which underestimates the count at larger m (conservative there).
+CUBE_WINDOW = 0.06
+#: Distinct certifiable constraints needed, as a multiple of the d² unknowns (ours): at (3, 8, 2) the
+#: cube offers 82–115 distinct ones, rank 64 = d², and the hull's gap stays below 3; twice d² separates it.
+CUBE_MARGIN = 2.0
 
 _RELATIONS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt}
 
@@ -183,14 +201,129 @@ def _argworst(values, pick):
     return float(values[i]), f"head {i}"
 
 
-def assumptions(layer, *, k=None):
+def cube_constraint_count(m, d, k, *, window=CUBE_WINDOW):
+    """Expected number of *distinct* constraints that certification can find on the Boolean cube.
+
+    .. math:: N(m, d, k) = \\frac{k(k-1)\\, 2^{kd}}{2\\, k!}\\; w^{(m-1)(k-1)}
+
+    The cube has ``2^{kd}`` inputs; an input and its negation give the same
+    constraints, and so do its ``k!`` token orders, and each of the ``k`` rows
+    gives up to ``k − 1`` constraints. A row certifies when its ``(m−1)(k−1)``
+    logit disagreements ``⟨Θ_i − Θ_1, x_a(x_j − x_{j0})ᵀ⟩`` all fall in the
+    acceptance window, each with probability about ``w`` (:data:`CUBE_WINDOW`,
+    measured). Ours: the model and the constant. Returned as ``log N`` (natural
+    log) to stay finite for large ``k·d``.
+    """
+    return ((k * d - 1) * math.log(2) + math.log(k * (k - 1)) - math.lgamma(k + 1)
+            + (m - 1) * (k - 1) * math.log(window))
+
+
+def setting_conditions(m, d, k, *, distribution="boolean"):
+    """The conditions under which certification is sound for ``m`` heads, ``k`` tokens, dimension ``d``.
+
+    Rows (all ours; the talk states only ``k <= d``):
+
+    * ``k_below_d`` — ``k < d``: otherwise ``XŴ`` has rank below ``k`` and no
+      residual tells agreeing heads from disagreeing ones;
+    * ``two_tokens`` — ``k >= 2``: with one token attention is trivial;
+    * ``certificate_sound`` — ``m(k−1) < d``: a disagreement ``Σ_i (p_i − q)ᵀXW_i``
+      has ``m(k−1)`` free coefficients in ``R^d``, so with ``m(k−1) >= d`` rows whose
+      heads disagree can fit with zero residual;
+    * ``cube_configurations`` (Boolean inputs only) — the cube has finitely many
+      inputs, and a row certifies only when ``(m−1)(k−1)`` logit disagreements
+      fall in a small window: :func:`cube_constraint_count` must reach
+      ``CUBE_MARGIN·d²`` distinct constraints, or the constraints cannot pin the
+      ``d²`` unknowns. Measured by enumerating the whole cube at (3, 8, 2): 82–115
+      distinct constraints (at tolerance 0.01, 32–61 and rank 31–54 of 64), and at
+      (5, 12, 2) the constraints were rank-deficient too.
+
+    Returns
+    -------
+    tuple of AssumptionRow
+    """
+    m, d, k = check_int("m", m), check_int("d", d), check_int("k", k)
+    rows = [
+        AssumptionRow("k_below_d", "setting", "sequence length k", float(k), "<", float(d), k < d, "-",
+                      "talk: k <= d; ours: strict, for certification"),
+        AssumptionRow("two_tokens", "setting", "sequence length k", float(k), ">=", 2.0, k >= 2, "-",
+                      "ours: one token makes every attention pattern trivial"),
+        AssumptionRow("certificate_sound", "setting", "m(k−1), free coefficients of a disagreement",
+                      float(m * (k - 1)), "<", float(d), m * (k - 1) < d, "-",
+                      "ours: with m(k−1) >= d disagreeing heads can fit a row with zero residual"),
+    ]
+    if distribution == "boolean" and k >= 2:
+        need = CUBE_MARGIN * d * d
+        log_n = cube_constraint_count(m, d, k)
+        value = math.exp(min(log_n, 700.0))
+        rows.append(AssumptionRow(
+            "cube_configurations", "setting", "distinct certifiable constraints on the cube (model)", value, ">=",
+            need, log_n >= math.log(need), "-",
+            f"ours: k(k−1)2^(kd)/(2k!)·{CUBE_WINDOW}^((m−1)(k−1)) must reach {CUBE_MARGIN:g}·d² (measured window)"))
+    return tuple(rows)
+
+
+def max_sound_m(d, k, *, distribution="boolean", limit=64):
+    """The largest ``m <= limit`` for which every :func:`setting_conditions` row holds (0 if none)."""
+    best = 0
+    for m in range(1, check_int("limit", limit) + 1):
+        if all(row.ok for row in setting_conditions(m, d, k, distribution=distribution)):
+            best = m
+        else:
+            break
+    return best
+
+
+@dataclass(frozen=True)
+class SettingReport:
+    """Whether a setting ``(m, d, k, distribution)`` admits a sound certificate (:func:`setting_conditions`)."""
+
+    m: int
+    d: int
+    k: int
+    distribution: str
+    rows: tuple[AssumptionRow, ...]
+    max_m: int
+
+    @property
+    def ok(self):
+        return all(row.ok for row in self.rows)
+
+    @property
+    def failed(self):
+        return tuple(row.name for row in self.rows if not row.ok)
+
+    def message(self):
+        """One sentence per failed condition, and the largest m the setting allows."""
+        parts = [f"{r.name}: {r.quantity} = {r.value:.4g}, needs {r.relation} {r.threshold:.4g} ({r.source})"
+                 for r in self.rows if not r.ok]
+        head = f"(m, d, k) = ({self.m}, {self.d}, {self.k}) with {self.distribution} inputs is not sound for certification"
+        tail = (f"this (d, k) allows at most m = {self.max_m}" if self.max_m else "no m is sound at this (d, k)")
+        return f"{head}: " + "; ".join(parts) + f"; {tail}."
+
+    def to_dict(self):
+        return {"m": self.m, "d": self.d, "k": self.k, "distribution": self.distribution, "ok": self.ok,
+                "failed": list(self.failed), "max_m": self.max_m,
+                "rows": [dict(r.__dict__) for r in self.rows]}
+
+
+def check_setting(m, d, k, *, distribution="boolean"):
+    """:class:`SettingReport` of ``(m, d, k)``."""
+    return SettingReport(m, d, k, distribution, setting_conditions(m, d, k, distribution=distribution),
+                         max_sound_m(d, k, distribution=distribution))
+
+
+def assumptions(layer, *, k=None, distribution="boolean"):
     """Measure every non-degeneracy condition of the paper on ``layer``.
 
     Parameters
     ----------
     layer : AttentionLayer
     k : int, optional
-        Sequence length; when given, ``k < d`` (needed for certification) is checked.
+        Sequence length; when given, the setting's soundness conditions
+        (:func:`setting_conditions`: ``k < d``, ``m(k−1) < d`` and, for Boolean
+        inputs, enough distinct certifiable constraints on the cube) are rows too.
+    distribution : {"boolean", "gaussian"}
+        Input distribution of the setting (the cube condition is Boolean-only).
 
     Returns
     -------
@@ -235,7 +368,7 @@ def assumptions(layer, *, k=None):
         rows.append(AssumptionRow(name, group, quantity, float(value), relation, float(threshold), ok, where, source))
 
     if k is not None:
-        add("k_below_d", "shape", "sequence length k", (k, "-"), "<", d, "talk: k <= d; ours: strict, for certification")
+        rows.extend(setting_conditions(m, d, k, distribution=check_distribution(distribution)))
     add("m_small", "shape", "heads m (vs ln d)", (m, "-"), "<=", math.log(d) if d > 1 else 0.0,
         "talk: m at most logarithmic in d (asymptotic, not checked)", checked=False)
 

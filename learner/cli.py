@@ -63,7 +63,10 @@ def build_parser():
     p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
     p.add_argument("--unknown-m", action="store_true", help="do not tell the learner m (it estimates it)")
-    p.add_argument("--max-examples", type=int, default=None, help="example budget of each sculpting phase")
+    p.add_argument("--max-examples", type=int, default=None,
+                   help="example budget of each refined sculpting round (default: chosen from m, d, k)")
+    p.add_argument("--allow-unsound", action="store_true",
+                   help="run even where the setting's soundness conditions fail (learner.assumptions)")
     p.add_argument("--json", metavar="FILE", help="also write the run's record as JSON")
     p.set_defaults(seed=0)
 
@@ -155,6 +158,8 @@ def _learn(args):
     config = LearnConfig()
     if args.max_examples is not None:
         config = dataclasses.replace(config, max_examples=args.max_examples)
+    if args.allow_unsound:
+        config = dataclasses.replace(config, allow_unsound=True)
     oracle = LayerOracle(truth, args.k, distribution=args.distribution, rng=oracle_seed)
     print(f"Learning a planted layer: m={args.m}, d={args.d}, k={args.k}, {args.distribution} inputs, "
           f"logit scale {args.logit_scale}, seed entropy {ss.entropy}"

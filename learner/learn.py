@@ -8,6 +8,7 @@ and reports failure in the result — never as a silently wrong layer.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -15,11 +16,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._validation import check_int
-from .assumptions import assumptions
+from .assumptions import assumptions, check_setting
 from .layer import AttentionLayer
 from .metrics import match_heads, relative_error
 from .oracle import ExamplesExhausted, as_source
-from .phases import LearnConfig, crude_sculpt, crude_sum_w, estimate_span, refine_sum_w, refined_sculpt, search_heads
+from .phases import (
+    LearnConfig,
+    crude_sculpt,
+    crude_sum_w,
+    estimate_span,
+    refine_sum_w,
+    refined_sculpt,
+    resolve_config,
+    search_heads,
+)
 
 __all__ = ["LearnResult", "learn"]
 
@@ -104,8 +114,26 @@ def _sum_diag(est):
     return out
 
 
+def _distribution(source):
+    """The source's input distribution; for fixed arrays without one, "boolean" when every entry is ±1."""
+    dist = getattr(source, "distribution", None)
+    if dist is None:
+        dist = "boolean" if np.all(np.abs(source.X) == 1.0) else "gaussian"
+    return dist
+
+
 def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
     """Learn a multi-head attention layer from examples with the paper's six phases.
+
+    Before drawing any example, the setting ``(m, d, k)`` and the input
+    distribution are checked against :func:`learner.assumptions.setting_conditions`
+    (ours): where certification cannot be sound the run ends at once with
+    ``success=False``, ``status="setting"`` and a message naming the failed
+    condition and the largest m the setting allows. ``LearnConfig(allow_unsound=True)``
+    runs anyway. When ``m`` is not given, the estimate is capped at that largest m.
+    Budgets, thresholds and grid sizes left at ``None`` in the config are chosen
+    from ``(m, d, k)`` (:func:`learner.phases.resolve_config`); every value used,
+    and which were chosen, is in ``diagnostics["0_setting"]``.
 
     Parameters
     ----------
@@ -145,6 +173,8 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
         raise ValueError(f"`k` must be smaller than `d` for certification; got k={k}, d={d}.")
     if m is not None:
         m = check_int("m", m)
+    if truth is not None and truth.d != d:
+        raise ValueError(f"`truth` must have the examples' dimension d={d}; got a layer with d={truth.d}.")
     phases, diag, timings = {}, {}, {}
     drawn0 = source.n_drawn
 
@@ -154,7 +184,24 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
         return LearnResult(layer, success, status, message, m_final, m is None, source.n_drawn - drawn0,
                            dict(timings), phases, diag, errors)
 
+    distribution = _distribution(source)
+    setting = check_setting(m if m is not None else 1, d, k, distribution=distribution)
+    plan_m = m if m is not None else min(cfg.max_m, setting.max_m if not cfg.allow_unsound else cfg.max_m)
+    cfg, chosen = resolve_config(cfg, max(plan_m, 1), d, k)
+    diag["0_setting"] = {"distribution": distribution, "sound": setting.ok, "failed": list(setting.failed),
+                         "max_sound_m": setting.max_m, "planned_m": plan_m, "allow_unsound": cfg.allow_unsound,
+                         "config": dataclasses.asdict(cfg), "chosen_from_setting": chosen}
+    if not cfg.allow_unsound and (not setting.ok if m is not None else setting.max_m < 1):
+        message = setting.message() if m is not None else (
+            f"no number of heads is sound at (d, k) = ({d}, {k}) with {distribution} inputs: "
+            + setting.message())
+        log.info("learn: %s", message)
+        return done("setting", message + " Pass LearnConfig(allow_unsound=True) to run anyway.")
+    log.info("learn: (m, d, k) = (%s, %d, %d), %s inputs; sound up to m = %d; chosen from the setting: %s",
+             m if m is not None else f"unknown, at most {plan_m}", d, k, distribution, setting.max_m,
+             ", ".join(f"{name}={getattr(cfg, name)}" for name in chosen) or "nothing")
     try:
+        log.info("phase 1: one-step estimate of ΣW from %s examples", f"{cfg.n_crude:,}")
         p1 = crude_sum_w(source, n_samples=cfg.n_crude, batch=cfg.batch, truth=truth)
         phases["1_crude_sum"], diag["1_crude_sum"], timings["1_crude_sum"] = p1, _sum_diag(p1), p1.seconds
         norm = float(np.linalg.norm(p1.w_sum))
@@ -165,17 +212,24 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
                         "phases 2–4 read the attention patterns through ΣW, so the learner cannot start "
                         "(the heads' W_i cancel; outside the paper's conditions).")
         target2 = int(cfg.crude_constraints * d * d)
+        log.info("phase 2: crude sculpting, up to %d constraints from at most %s examples", target2,
+                 f"{cfg.crude_max_examples:,}")
         p2 = crude_sculpt(source, p1.w_sum, tol=cfg.crude_tol, min_weight=cfg.min_weight, target=target2,
                           max_examples=cfg.crude_max_examples, batch=cfg.batch, truth=truth)
         phases["2_crude_sculpt"], diag["2_crude_sculpt"], timings["2_crude_sculpt"] = p2, p2.summary(), p2.seconds
         theta_star = None
         if p2.count >= d * d:
-            theta_star = estimate_span(p2, m=m, gap_min=cfg.gap_min, max_m=cfg.max_m).theta_star
+            theta_star = estimate_span(p2, m=m, gap_min=cfg.gap_min, max_m=plan_m,
+                                       weighting=cfg.hull_weighting).theta_star
         w_sum = p1.w_sum
         for r in range(cfg.outer_rounds):
+            log.info("phase 3 (round %d of %d): refining ΣW from %s examples", r + 1, cfg.outer_rounds,
+                     f"{cfg.n_refine:,}")
             p3 = refine_sum_w(source, w_sum, theta_star, n_samples=cfg.n_refine, rounds=cfg.refine_rounds,
                               keep=cfg.refine_keep, batch=cfg.batch, truth=truth)
             w_sum = p3.w_sum
+            log.info("phase 4 (round %d): refined sculpting, up to %d constraints from at most %s examples", r + 1,
+                     int(cfg.refined_constraints * d * d), f"{cfg.max_examples:,}")
             p4 = refined_sculpt(source, w_sum, tol=cfg.refined_tol, min_weight=cfg.min_weight,
                                 target=int(cfg.refined_constraints * d * d), max_examples=cfg.max_examples,
                                 batch=cfg.batch, truth=truth)
@@ -186,7 +240,10 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
             if p4.count < d * d:
                 return done("4_refined_sculpt", f"only {p4.count} constraints from {p4.n_examples:,} examples; "
                             f"the hull needs at least d²={d * d} (raise max_examples or loosen refined_tol).")
-            p5 = estimate_span(p4, m=m, gap_min=cfg.gap_min, max_m=cfg.max_m, truth=truth)
+            p5 = estimate_span(p4, m=m, gap_min=cfg.gap_min, max_m=plan_m, weighting=cfg.hull_weighting,
+                               truth=truth)
+            log.info("phase 5 (round %d): %d constraints, m = %d, gap ratios %s", r + 1, p4.count, p5.m,
+                     np.array2string(p5.gap_ratios[:plan_m], precision=3))
             phases["5_span"], diag["5_span"], timings["5_span"] = p5, p5.summary() | {"round": r}, p5.seconds
             theta_star = p5.theta_star
         if m is not None and m > 1:
@@ -195,10 +252,14 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
                 return done("5_span", f"the constraints show no {m - 1}-dimensional hull (singular-value ratio "
                             f"{ratio:.3g} < gap_min={cfg.gap_min}): the heads are not distinct, or the "
                             "constraints are too noisy.")
+        log.info("phase 6: searching the hull (m = %d, search=%s)", p5.m, cfg.search)
         p6 = search_heads(source, p5.theta_star, p5.directions, p5.m, net_radius=cfg.net_radius,
                           net_points=cfg.net_points, net_points_3d=cfg.net_points_3d, n_search=cfg.n_search,
                           keep_tuples=cfg.keep_tuples, examples_per_param=cfg.refine_examples_per_param,
-                          max_nfev=cfg.max_nfev, truth=truth)
+                          max_nfev=cfg.max_nfev, search=cfg.search, max_tuples=cfg.max_tuples,
+                          search_memory=cfg.search_memory, swap_starts=cfg.swap_starts, seed=cfg.search_seed,
+                          truth=truth)
+        log.info("phase 6: %s search, held-out relative error %.3g", p6.search, p6.heldout_error)
         phases["6_search"], diag["6_search"], timings["6_search"] = p6, p6.summary(), p6.seconds
     except ExamplesExhausted as exc:
         return done("examples", str(exc))
@@ -209,7 +270,7 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
     # The paper recovers the parameters only under its non-degeneracy conditions; a
     # learned layer that violates them (e.g. two equal heads, whose W's can be split
     # any way) matches F but its parameters are not identified: not a success.
-    report = assumptions(p6.layer, k=k)
+    report = assumptions(p6.layer)  # the layer's conditions; the setting's are in 0_setting
     diag["assumptions"] = {"failed": list(report.failed)}
     if not report.ok:
         rows = "; ".join(f"{r.name} = {r.value:.3g} ({r.worst}, needs {r.relation} {r.threshold:.3g})"

@@ -13,7 +13,7 @@ testable on its own by feeding it the true values of the earlier phases
    then joint refinement.
 """
 
-from ._config import LearnConfig
+from ._config import LearnConfig, resolve_config
 from .crude_sum import SumEstimate, crude_sum_w
 from .refine_sum import refine_sum_w
 from .sculpt import Constraints, crude_sculpt, refined_sculpt
@@ -31,5 +31,6 @@ __all__ = [
     "estimate_span",
     "refine_sum_w",
     "refined_sculpt",
+    "resolve_config",
     "search_heads",
 ]

@@ -1,8 +1,24 @@
-"""Tuning knobs of the learner, with the reason for each default (all ours)."""
+"""Tuning knobs of the learner, with the reason for each default (all ours).
+
+Fields left at ``None`` are chosen by :func:`resolve_config` from ``(m, d, k)``
+when :func:`learner.learn` starts; the run's diagnostics record every value
+used and which ones were chosen so.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import numbers
 from dataclasses import dataclass
+
+__all__ = ["LearnConfig", "resolve_config"]
+
+_CHOICES = {"hull_weighting": ("precision", "irls", "none"), "search": ("auto", "exhaustive", "swap")}
+#: Fields that may be None (chosen from (m, d, k) by resolve_config).
+_AUTO = ("refined_constraints", "max_examples", "net_points_3d")
+#: Fields that may be 0 (everything else numeric must be positive).
+_ZERO_OK = ("outer_rounds", "swap_starts", "search_seed")
 
 
 @dataclass(frozen=True)
@@ -11,7 +27,9 @@ class LearnConfig:
 
     The paper fixes these only up to ``poly(d, k, 1/ε)`` factors; every
     default here is ours, chosen from measurements on planted layers
-    (``random_layer``, logit scale 3, d = 8..12) and documented beside it.
+    (``random_layer``; logit scale 3 at d = 8 and logit scale 1 at k = 2,
+    d = 12–16) and documented beside it. Every field is validated on
+    construction.
     """
 
     #: Examples streamed per batch (memory: a few times batch·k·d floats).
@@ -22,16 +40,20 @@ class LearnConfig:
     #: Phase 2 works with a crude ΣW, so it must be loose; phase 4 is tighter.
     crude_tol: float = 0.05
     refined_tol: float = 0.015
-    #: Tokens whose fitted weight is at least this give constraints (ln of small
-    #: weights is noisy).
-    min_weight: float = 0.1
-    #: Constraints to collect, as a multiple of d² (the unknowns).
+    #: Tokens whose fitted weight is at least this give constraints. Low weights give
+    #: imprecise log-ratios, which the precision weighting of phase 5 discounts, so the
+    #: threshold can be low (measured at (3, 12, 2): 0.02 with precision weights beat 0.1).
+    min_weight: float = 0.02
+    #: Constraints to collect, as a multiple of d² (the unknowns). Phase 4's is chosen
+    #: from m when None: 6 for m <= 3, 12 for m >= 4 (the hull of more heads is noisier;
+    #: examples are cheap at k = 2).
     crude_constraints: float = 3.0
-    refined_constraints: float = 6.0
-    #: Example budget of each refined sculpting round (phase 4).
-    max_examples: int = 20_000_000
-    #: Phase 2's budget: with the crude ΣW its constraints are rough (measured
-    #: median errors ~1 at logit scale 3), so they only seed phase 3's Θ*.
+    refined_constraints: float | None = None
+    #: Example budget of each refined sculpting round (phase 4). When None: ten times
+    #: the examples the cube model predicts for the target (learner.assumptions), at
+    #: least 2·10^7 and at most 10^9.
+    max_examples: int | None = None
+    #: Phase 2's budget: with the crude ΣW its constraints are rough, so they only seed phase 3's Θ*.
     crude_max_examples: int = 2_000_000
     #: Phase 3: examples, regression rounds, and the fraction of rows kept.
     n_refine: int = 400_000
@@ -41,16 +63,75 @@ class LearnConfig:
     outer_rounds: int = 2
     #: Phase 5: a singular-value ratio at least this marks the hull's dimension.
     gap_min: float = 3.0
-    #: Largest m considered when m is estimated.
+    #: Phase 5's weighting of the constraints: "precision", "irls" or "none" (learner.phases.span).
+    hull_weighting: str = "precision"
+    #: Largest m considered when m is estimated (further capped by the setting's soundness).
     max_m: int = 6
-    #: Phase 6: net radius (multiple of ‖Θ*‖_F), points per axis, examples.
+    #: Phase 6: net radius (multiple of ‖Θ*‖_F), points per axis (m = 2; m >= 3, chosen
+    #: from m when None: 13 up to m = 4, 9 at m = 5, 7 beyond), examples.
     net_radius: float = 2.0
     net_points: int = 41
-    net_points_3d: int = 13
+    net_points_3d: int | None = None
     n_search: int = 2000
     keep_tuples: int = 20
+    #: Phase 6's tuple search ("auto", "exhaustive", "swap"), the exhaustive search's limit in
+    #: tuples, the memory budget in bytes of either search, and the swap descent's random starts.
+    search: str = "auto"
+    max_tuples: int = 2_000_000
+    search_memory: int = 2**30
+    swap_starts: int = 8
+    search_seed: int = 0
     #: Joint refinement: residuals per parameter (sets the examples used), iteration cap.
     refine_examples_per_param: float = 8.0
     max_nfev: int = 200
     #: Success: held-out relative error of F at most this.
     success_tol: float = 1e-10
+    #: Run even where learner.assumptions.setting_conditions says certification is unsound.
+    allow_unsound: bool = False
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in _CHOICES:
+                if value not in _CHOICES[f.name]:
+                    raise ValueError(f"`{f.name}` must be one of {_CHOICES[f.name]}; got {f.name}={value!r}.")
+                continue
+            if f.name == "allow_unsound":
+                if not isinstance(value, bool):
+                    raise TypeError(f"`allow_unsound` must be True or False; got allow_unsound={value!r}.")
+                continue
+            if value is None and f.name in _AUTO:
+                continue
+            is_int = f.type.startswith("int")
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral if is_int else numbers.Real):
+                kind = "an integer" if is_int else "a real number"
+                raise TypeError(f"`{f.name}` must be {kind}; got {f.name}={value!r}.")
+            if not math.isfinite(value) or value < 0 or (value == 0 and f.name not in _ZERO_OK):
+                raise ValueError(f"`{f.name}` must be finite and {'non-negative' if f.name in _ZERO_OK else 'positive'}; "
+                                 f"got {f.name}={value!r}.")
+        for name in ("crude_tol", "refined_tol", "min_weight", "refine_keep"):
+            if getattr(self, name) >= 1:
+                raise ValueError(f"`{name}` must be below 1; got {name}={getattr(self, name)!r}.")
+
+
+def resolve_config(cfg, m, d, k):
+    """``(config, chosen)``: ``cfg`` with every None field chosen from ``(m, d, k)``, and the names chosen.
+
+    ``m`` is the number of heads the run plans for (the given m, or the largest
+    the setting allows when m is estimated). The rules are ours, from the
+    measurements in the field comments of :class:`LearnConfig`.
+    """
+    from ..assumptions import CUBE_WINDOW
+
+    chosen = {}
+    if cfg.refined_constraints is None:
+        chosen["refined_constraints"] = 6.0 if m <= 3 else 12.0
+    if cfg.net_points_3d is None:
+        chosen["net_points_3d"] = 13 if m <= 4 else 9 if m == 5 else 7
+    if cfg.max_examples is None:
+        target = chosen.get("refined_constraints", cfg.refined_constraints) * d * d
+        # Constraints per example on the cube model: k rows, each certifying with probability
+        # w^((m−1)(k−1)) and giving up to k − 1 constraints.
+        predicted = target / (k * max(k - 1, 1) * CUBE_WINDOW ** ((m - 1) * (k - 1)))
+        chosen["max_examples"] = int(min(1e9, max(2e7, 10 * predicted)))
+    return dataclasses.replace(cfg, **chosen), sorted(chosen)
