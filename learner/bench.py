@@ -6,6 +6,12 @@ in the same process: the machine's own float64 matrix-multiply rate, a
 straightforward einsum-per-head implementation of the same layer, and PyTorch
 on the CPU when it is installed. Ratios are what to compare across machines;
 the shared machines this runs on are noisy.
+
+The certification benchmark (:func:`run_certification_benchmark`) times the
+learner's streaming pipeline — oracle draw (inputs and forward pass), row fit
+and constraints, as phases 2 and 4 run it — against the plain forward pass on
+the same batch size, and the closed-form row fit against a batched-solve
+reference (:func:`fit_patterns_solve`).
 """
 
 from __future__ import annotations
@@ -20,7 +26,17 @@ from ._validation import check_int
 from .inputs import cube_expectation, sample_inputs
 from .instances import random_layer
 
-__all__ = ["DEFAULT_CASES", "BenchCase", "BenchResult", "BenchRow", "forward_flops", "run_benchmark"]
+__all__ = [
+    "DEFAULT_CASES",
+    "BenchCase",
+    "BenchResult",
+    "BenchRow",
+    "CertificationBench",
+    "fit_patterns_solve",
+    "forward_flops",
+    "run_benchmark",
+    "run_certification_benchmark",
+]
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +109,18 @@ def _median_time(fn, repeat):
         fn()
         times.append(time.perf_counter() - t0)
     return float(np.median(times))
+
+
+def _interleaved_medians(fns, repeat):
+    """Median time of each of ``fns``, timed in turn ``repeat`` times (after one warm-up round)."""
+    times = [[] for _ in fns]
+    for r in range(repeat + 1):
+        for fn, out in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            if r:
+                out.append(time.perf_counter() - t0)
+    return [float(np.median(t)) for t in times]
 
 
 def gemm_rate(*, size=1500, repeat=5, rng=None):
@@ -230,3 +258,108 @@ def run_benchmark(cases=DEFAULT_CASES, *, repeat=5, cube=(4, 5, 2), rng=None):
         repeat=repeat,
         torch_version=torch_version,
     )
+
+
+def fit_patterns_solve(X, Y, w_sum):
+    """The reference row fit: a batched ``k × k`` solve of the equality-constrained least squares.
+
+    The learner's earlier implementation, kept as the reference that
+    :func:`learner.phases.sculpt.fit_patterns` (the closed form) is checked and
+    timed against: ``min ‖y_a − Bᵀp‖`` s.t. ``1ᵀp = 1`` via ``p = u − λv`` with
+    ``G u = B y_a``, ``G v = 1``, ``G = BBᵀ`` (plus a 1e-9 relative ridge).
+    """
+    n, k, _ = X.shape
+    B = X @ w_sum
+    G = B @ B.transpose(0, 2, 1)
+    scale = np.maximum(np.trace(G, axis1=1, axis2=2) / k, 1e-300)
+    sign, logdet = np.linalg.slogdet(G)
+    well_posed = (sign > 0) & (logdet > k * np.log(scale) + np.log(1e-8))
+    G = G + (1e-9 * scale)[:, None, None] * np.eye(k)
+    rhs = np.concatenate([B @ Y.transpose(0, 2, 1), np.ones((n, k, 1))], axis=2)
+    sol = np.linalg.solve(G, rhs)
+    u, v = sol[:, :, :k], sol[:, :, k:]
+    P = (u - ((u.sum(axis=1) - 1.0) / v.sum(axis=1))[:, None, :] * v).transpose(0, 2, 1)
+    ynorm = np.linalg.norm(Y, axis=2)
+    res = np.linalg.norm(Y - P @ B, axis=2) / np.where(ynorm > 0, ynorm, np.inf)
+    return P, res, well_posed
+
+
+@dataclass(frozen=True)
+class CertificationBench:
+    """Examples per second of the certification pipeline and its parts (medians), one setting."""
+
+    m: int
+    d: int
+    k: int
+    batch: int
+    repeat: int
+    forward_per_s: float
+    pipeline_per_s: float
+    fit_per_s: float
+    fit_solve_per_s: float
+    same_rows: bool
+
+    @property
+    def pipeline_ratio(self):
+        """Pipeline examples/s over forward-pass examples/s (the target is at least 0.5)."""
+        return self.pipeline_per_s / self.forward_per_s
+
+    @property
+    def fit_speedup(self):
+        return self.fit_per_s / self.fit_solve_per_s
+
+    def table(self):
+        return "\n".join([
+            f"certification pipeline at (m, d, k) = ({self.m}, {self.d}, {self.k}), batches of {self.batch:,}, "
+            f"medians of {self.repeat} runs:",
+            f"  forward pass F(X) alone          {self.forward_per_s:>12,.0f} examples/s",
+            f"  pipeline (draw + fit + rows)     {self.pipeline_per_s:>12,.0f} examples/s   "
+            f"ratio {self.pipeline_ratio:.2f} of the forward pass (target >= 0.5)",
+            f"  row fit, closed form             {self.fit_per_s:>12,.0f} examples/s",
+            f"  row fit, batched solve (ref.)    {self.fit_solve_per_s:>12,.0f} examples/s   "
+            f"closed form {self.fit_speedup:.2f}x faster; same certified rows: {self.same_rows}",
+        ])
+
+    def to_dict(self):
+        return dict(self.__dict__) | {"pipeline_ratio": self.pipeline_ratio, "fit_speedup": self.fit_speedup}
+
+
+def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logit_scale=1.0, tol=0.015,
+                                min_weight=0.02, rng=None):
+    """Time phase 4's streaming pipeline against the plain forward pass, in one process.
+
+    The pipeline is what :func:`learner.phases.refined_sculpt` does per batch:
+    ``LayerOracle.draw`` (sampling and the forward pass) then
+    :func:`~learner.phases.sculpt.certify_rows` with the true ``ΣW``. The
+    forward pass is ``layer(X)`` on inputs drawn beforehand, with the same
+    batch size. Also times the closed-form row fit against
+    :func:`fit_patterns_solve` and checks that both certify the same rows.
+
+    Returns
+    -------
+    CertificationBench
+    """
+    from .oracle import LayerOracle
+    from .phases.sculpt import certify_rows, fit_patterns
+
+    rng = np.random.default_rng(rng)
+    m, d, k, batch, repeat = (check_int(n, v) for n, v in
+                              (("m", m), ("d", d), ("k", k), ("batch", batch), ("repeat", repeat)))
+    layer_seed, oracle_seed, input_seed = rng.spawn(3)
+    layer = random_layer(m, d, logit_scale=logit_scale, rng=layer_seed)
+    w_sum = layer.ws.sum(axis=0)
+    oracle = LayerOracle(layer, k, rng=oracle_seed)
+    X = sample_inputs(batch, k, d, rng=input_seed)
+    Y = layer(X)
+    # Interleaved, so that a change of load on a shared machine hits every figure alike.
+    t_forward, t_pipeline, t_fit, t_solve = _interleaved_medians([
+        lambda: layer(X),
+        lambda: certify_rows(*oracle.draw(batch), w_sum, tol=tol, min_weight=min_weight),
+        lambda: fit_patterns(X, Y, w_sum),
+        lambda: fit_patterns_solve(X, Y, w_sum),
+    ], repeat)
+    P1, r1, ok1 = fit_patterns(X, Y, w_sum)
+    P2, r2, ok2 = fit_patterns_solve(X, Y, w_sum)
+    same = bool(np.array_equal(ok1[:, None] & (r1 < tol), ok2[:, None] & (r2 < tol)))
+    return CertificationBench(m, d, k, batch, repeat, batch / t_forward, batch / t_pipeline, batch / t_fit,
+                              batch / t_solve, same)

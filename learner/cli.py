@@ -15,7 +15,7 @@ import numpy as np
 
 from . import __version__
 from .assumptions import assumptions
-from .bench import DEFAULT_CASES, BenchCase, run_benchmark
+from .bench import DEFAULT_CASES, BenchCase, run_benchmark, run_certification_benchmark
 from .inputs import sample_inputs
 from .instances import random_layer
 from .io import FileFormatError, load_layer, read_metadata, save_examples, save_layer, write_json
@@ -217,11 +217,14 @@ def _bench(args):
         cube = (2, 4, 2)
     result = run_benchmark(cases, repeat=args.repeat, cube=cube, rng=args.seed)
     print(result.table())
+    cert = run_certification_benchmark(batch=2000 if args.quick else 100_000, repeat=args.repeat, rng=args.seed)
+    print()
+    print(cert.table())
     if args.json:
         write_json(args.json, {"command": "bench", "versions": _versions(), "gemm_gflops": result.gemm_gflops,
                                 "rows": [r.__dict__ | {"case": r.case.__dict__} for r in result.rows],
                                 "cube_seconds": result.cube_seconds, "repeat": result.repeat,
-                                "torch_version": result.torch_version})
+                                "torch_version": result.torch_version, "certification": cert.to_dict()})
     return 0
 
 
