@@ -6,7 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from learner import AssumptionReport, AttentionLayer, assumptions, lattice_distance, random_layer
+from learner import AssumptionReport, AttentionLayer, assumptions, enumerate_cube, lattice_distance, random_layer
+from learner.assumptions import CUBE_MARGIN, check_setting, cube_constraint_count, max_sound_m, setting_conditions
+from learner.phases import LearnConfig
+from learner.phases.sculpt import certify_rows
 
 D = 8
 
@@ -142,7 +145,8 @@ class TestAssumptions:
         text = str(assumptions(layer, k=D))
         for row in assumptions(layer, k=D).rows:
             assert row.name in text
-        assert text.splitlines()[-1] == "FAILED: k_below_d, theta_incoherence"
+        # k = d also makes m(k−1) >= d: the certificate's soundness row fails with it.
+        assert text.splitlines()[-1] == "FAILED: k_below_d, certificate_sound, theta_incoherence"
 
     def test_str_when_ok(self):
         """A passing report says so and does not say FAILED."""
@@ -198,3 +202,65 @@ class TestLatticeDistance:
         rng = np.random.default_rng(0)
         v = rng.integers(1, 6, size=40) + 1e-3 * rng.standard_normal(40)
         assert 1e-4 < lattice_distance(v) < 1e-2
+
+
+class TestSettingConditions:
+    @pytest.mark.parametrize(
+        ("setting", "failed"),
+        [
+            ((3, 8, 4), {"certificate_sound", "cube_configurations"}),  # m(k−1) = 9 > d
+            ((3, 8, 2), {"cube_configurations"}),  # too few inputs on the cube for two windows
+            ((5, 12, 2), {"cube_configurations"}),
+            ((2, 8, 8), {"k_below_d", "certificate_sound"}),
+            ((1, 8, 1), {"two_tokens"}),
+        ],
+        ids=str,
+    )
+    def test_unsound_settings_name_their_condition(self, setting, failed):
+        """Each unsound setting fails exactly the conditions written for it."""
+        report = check_setting(*setting)
+        assert not report.ok and set(report.failed) == failed
+        for name in failed:
+            assert name in report.message()
+
+    @pytest.mark.parametrize("setting", [(3, 12, 2), (4, 12, 2), (5, 16, 2), (3, 16, 3), (2, 8, 4), (1, 6, 3)],
+                             ids=str)
+    def test_the_measured_settings_are_sound(self, setting):
+        assert check_setting(*setting).ok
+
+    def test_gaussian_inputs_have_no_cube_condition(self):
+        """The cube's finiteness is a Boolean matter: (3, 8, 2) is sound with Gaussian inputs."""
+        assert check_setting(3, 8, 2, distribution="gaussian").ok
+        assert "cube_configurations" not in {r.name for r in setting_conditions(3, 8, 2, distribution="gaussian")}
+
+    @pytest.mark.parametrize(("d", "k", "expected"), [(8, 2, 2), (12, 2, 4), (16, 2, 6), (8, 4, 2), (12, 3, 4)])
+    def test_max_sound_m(self, d, k, expected):
+        assert max_sound_m(d, k) == expected
+        assert check_setting(expected, d, k).ok and not check_setting(expected + 1, d, k).ok
+
+    def test_message_names_the_largest_sound_m(self):
+        assert "allows at most m = 2" in check_setting(3, 8, 2).message()
+
+    def test_assumption_report_includes_the_setting_rows(self):
+        report = assumptions(random_layer(3, D, logit_scale=1.0, rng=0), k=2)
+        assert report["cube_configurations"].ok is False and not report.ok
+        assert assumptions(random_layer(3, D, logit_scale=1.0, rng=0), k=2, distribution="gaussian").ok
+
+    @pytest.mark.parametrize(("m", "sound"), [(2, True), (3, False)], ids=["m=2 sound", "m=3 unsound"])
+    def test_enumerated_cube_agrees_with_the_model(self, m, sound):
+        """The cube condition, checked exactly: certify every one of the 2^16 inputs at (m, 8, 2).
+
+        With the true ΣW and the learner's tolerance, count the distinct constraints the whole
+        cube can certify. The model (cube_constraint_count) calls m = 3 unsound; enumeration must
+        then find fewer than CUBE_MARGIN·d² distinct constraints, and m = 2 (the control, which
+        the model calls sound) must find more. Layers at logit scale 1 (the k = 2 family).
+        """
+        cfg = LearnConfig()
+        X = np.concatenate(list(enumerate_cube(2, D)))
+        need = CUBE_MARGIN * D * D
+        assert (cube_constraint_count(m, D, 2) >= math.log(need)) is sound
+        for seed in range(3):
+            layer = random_layer(m, D, logit_scale=1.0, rng=seed)
+            A, *_ = certify_rows(X, layer(X), layer.ws.sum(0), tol=cfg.refined_tol, min_weight=cfg.min_weight)
+            distinct = len(np.unique(np.round(A, 8), axis=0))
+            assert (distinct >= need) is sound, (seed, distinct, need)

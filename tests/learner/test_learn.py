@@ -41,8 +41,13 @@ class TestLearnFast:
         _, result = _run(m, 8, 4, seed, **FAST)
         _assert_learned(result, m)
         diag = result.diagnostics
-        assert set(diag) == {"1_crude_sum", "2_crude_sculpt", "3_refine_sum", "4_refined_sculpt", "5_span",
-                             "6_search", "assumptions"}
+        assert set(diag) == {"0_setting", "1_crude_sum", "2_crude_sculpt", "3_refine_sum", "4_refined_sculpt",
+                             "5_span", "6_search", "assumptions"}
+        # Every choice is recorded: the values used and which were chosen from (m, d, k).
+        assert diag["0_setting"]["sound"] is True
+        assert diag["0_setting"]["config"]["max_examples"] == 20_000_000
+        assert diag["0_setting"]["chosen_from_setting"] == ["max_examples", "net_points_3d", "refined_constraints"]
+        assert diag["6_search"]["search"] == "exhaustive"
         assert diag["assumptions"]["failed"] == []
         # The warm start (best net tuple + least squares, before joint refinement) is
         # already close: measured ~1e-3 relative error for m = 2 (1e-5 for m = 1).
@@ -71,6 +76,45 @@ class TestLearnFast:
         X = np.sign(np.random.default_rng(0).standard_normal((1000, 4, 8)))
         result = learn((X, truth(X)), m=2)
         assert not result.success and result.status == "examples" and "remain" in result.message
+
+    @pytest.mark.parametrize(
+        ("setting", "condition"),
+        [((3, 8, 4), "certificate_sound"), ((3, 8, 2), "cube_configurations")],
+        ids=["m(k-1) > d", "too few cube inputs"],
+    )
+    def test_unsound_settings_end_at_once_with_the_condition(self, setting, condition):
+        """The issue's unsound settings: success=False naming the condition, no example drawn, in well under 5 s."""
+        m, d, k = setting
+        truth = random_layer(m, d, logit_scale=1.0, rng=0)
+        result = learn(LayerOracle(truth, k, rng=1), m=m, truth=truth)
+        assert not result.success and result.status == "setting"
+        assert condition in result.message and "allows at most m = 2" in result.message
+        assert "allow_unsound=True" in result.message
+        assert result.examples_drawn == 0 and result.timings["total"] < 5.0
+        assert result.diagnostics["0_setting"]["failed"] == list(result.diagnostics["0_setting"]["failed"])
+
+    def test_allow_unsound_runs_anyway(self):
+        """allow_unsound=True is the way to run an unsound setting: examples are drawn, the phases run."""
+        truth = random_layer(3, 8, logit_scale=1.0, rng=0)
+        cfg = LearnConfig(allow_unsound=True, n_crude=20_000, crude_max_examples=20_000, n_refine=20_000,
+                          max_examples=20_000, outer_rounds=1)
+        result = learn(LayerOracle(truth, 2, rng=1), m=3, config=cfg, truth=truth)
+        assert result.status != "setting" and result.examples_drawn > 0
+        assert result.diagnostics["0_setting"]["sound"] is False
+
+    def test_unknown_m_is_capped_at_the_largest_sound_m(self):
+        """With m unknown the plan is the largest m the setting allows; an impossible setting says so."""
+        truth = random_layer(2, 8, logit_scale=1.0, rng=0)
+        cfg = LearnConfig(n_crude=20_000, crude_max_examples=20_000, n_refine=20_000, max_examples=20_000,
+                          outer_rounds=1)
+        result = learn(LayerOracle(truth, 2, rng=1), config=cfg, truth=truth)
+        assert result.diagnostics["0_setting"]["planned_m"] == 2 == result.diagnostics["0_setting"]["max_sound_m"]
+        one_token = learn(LayerOracle(random_layer(1, 8, rng=0), 1, rng=1))
+        assert one_token.status == "setting" and "no number of heads is sound" in one_token.message
+
+    def test_truth_of_another_dimension(self):
+        with pytest.raises(ValueError, match="`truth` must have the examples' dimension d=8; got a layer with d=6"):
+            learn(LayerOracle(random_layer(1, 8, rng=0), 2), m=1, truth=random_layer(1, 6, rng=0))
 
     def test_bad_config(self):
         with pytest.raises(TypeError, match="LearnConfig"):

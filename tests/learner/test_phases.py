@@ -13,8 +13,11 @@ from learner.phases import (
     refined_sculpt,
     search_heads,
 )
-from learner.phases.sculpt import Constraints, certification_premise
-from learner.phases.search import layer_jacobian
+from learner.bench import fit_patterns_solve
+from learner.phases import LearnConfig, resolve_config
+from learner.phases.sculpt import Constraints, certification_premise, certify_rows, fit_patterns
+from learner.phases.search import _exhaustive, _features, _grid, _swap_search, layer_jacobian
+from learner.phases.span import precision_weights
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +60,40 @@ class TestSculpt:
     def test_refined_sculpt_reaches_full_rank(self, planted):
         c = refined_sculpt(LayerOracle(planted, 4, rng=3), planted.ws.sum(0), target=100)
         assert np.linalg.matrix_rank(c.A) == 64
+
+
+class TestFitPatterns:
+    @pytest.mark.parametrize(("m", "d", "k"), [(3, 12, 2), (3, 16, 3), (2, 8, 4), (2, 12, 6)], ids=str)
+    def test_closed_form_matches_the_batched_solve(self, m, d, k):
+        """The closed form (Gram–Schmidt, two-token fast path) equals the reference solve.
+
+        The reference adds a 1e-9 relative ridge, which moves p by ~1e-9 relative to its
+        conditioning (measured up to 8e-7 at k = 4); residuals agree to rounding. Both must
+        certify the same rows. ΣW is perturbed by 1 % so that no row fits exactly.
+        """
+        layer = random_layer(m, d, logit_scale=1.0, rng=0)
+        X = np.sign(np.random.default_rng(1).standard_normal((3000, k, d)))
+        Y, W = layer(X), layer.ws.sum(0) * 1.01
+        P, res, ok = fit_patterns(X, Y, W)
+        P_ref, res_ref, ok_ref = fit_patterns_solve(X, Y, W)
+        np.testing.assert_array_equal(ok, ok_ref)
+        np.testing.assert_allclose(P[ok], P_ref[ok], rtol=0, atol=1e-5)
+        np.testing.assert_allclose(res[ok], res_ref[ok], rtol=0, atol=1e-10)
+        np.testing.assert_array_equal(res[ok] < 0.015, res_ref[ok] < 0.015)
+
+    def test_a_wrong_sum_is_not_fitted(self):
+        """Negative control: with ΣW replaced by another matrix no row has a small residual."""
+        layer = random_layer(2, 8, logit_scale=1.0, rng=0)
+        X = np.sign(np.random.default_rng(1).standard_normal((2000, 2, 8)))
+        _, res, _ = fit_patterns(X, layer(X), random_layer(2, 8, rng=9).ws.sum(0))
+        assert np.quantile(res, 0.01) > 0.1
+
+    def test_repeated_tokens_are_not_well_posed(self):
+        X = np.sign(np.random.default_rng(1).standard_normal((10, 3, 6)))
+        X[:, 2] = X[:, 0]
+        layer = random_layer(1, 6, rng=0)
+        _, _, ok = fit_patterns(X, layer(X), layer.ws[0])
+        assert not ok.any()
 
 
 class TestCertificationPremise:
@@ -104,6 +141,44 @@ class TestEstimateSpan:
             if m > 1:
                 np.testing.assert_allclose(span.principal_cosines, 1.0, rtol=0, atol=1e-10)
 
+    def test_precision_weights_beat_their_inverse(self):
+        """Precision weighting finds the hull's directions better than no weighting; inverted weights worse.
+
+        Oracle mode at (3, 12, 2), logit scale 1, the true ΣW, min weight 0.02 (the defaults).
+        Measured largest principal angles: 0.008–0.009 (precision), 0.013–0.015 (none); the
+        inverted weights (1/w, trusting the least precise constraints most) must do worse than
+        precision weights by a clear factor — the negative control of the weighting.
+        """
+        layer = random_layer(3, 12, logit_scale=1.0, rng=0)
+        c = refined_sculpt(LayerOracle(layer, 2, rng=10), layer.ws.sum(0), min_weight=0.02, target=10**9,
+                           max_examples=500_000, truth=layer)
+        w = precision_weights(c)
+        assert w.max() == 1.0 and w.min() > 0
+
+        def angle(weights):
+            flipped = Constraints(c.A, c.b, c.residual, 0, 0, 0, c.tol, c.min_weight, 0.0,
+                                  p_token=c.p_token, p_ref=c.p_ref)
+            if weights is not None:  # weights enter through residual: w ∝ 1/residual at fixed p
+                flipped = Constraints(c.A, c.b, c.tol / weights, 0, 0, 0, c.tol, c.min_weight, 0.0,
+                                      p_token=np.full(c.count, 0.5), p_ref=np.full(c.count, 0.5))
+            span = estimate_span(flipped, m=3, weighting="precision", truth=layer)
+            return float(np.arccos(min(1.0, span.principal_cosines.min())))
+
+        def angle_plain():
+            span = estimate_span(c, m=3, weighting="none", truth=layer)
+            return float(np.arccos(min(1.0, span.principal_cosines.min())))
+
+        good, plain, inverted = angle(None), angle_plain(), angle(1.0 / w)
+        assert good < plain < inverted, (good, plain, inverted)
+        assert inverted > 2 * good
+
+    def test_unknown_weighting(self):
+        c = Constraints(np.ones((20, 4)), np.ones(20), np.zeros(20), 0, 0, 0, 0.01, 0.0, 0.0)
+        with pytest.raises(ValueError, match="`weighting` must be one of"):
+            estimate_span(c, m=1, weighting="L1")
+        with pytest.raises(ValueError, match="carry no token weights"):
+            estimate_span(c, m=1, weighting="precision")
+
     def test_too_few_constraints(self):
         c = Constraints(np.ones((3, 16)), np.ones(3), np.zeros(3), 0, 0, 0, 0.0, 0.0, 0.0)
         with pytest.raises(ValueError, match="3 constraints for d²=16 unknowns"):
@@ -119,6 +194,99 @@ class TestSearchHeads:
         assert res.warm_start_error < 0.05
         # Joint refinement from it reaches floating-point accuracy (realizable, noiseless).
         assert res.heldout_error < 1e-20
+
+
+    @pytest.mark.parametrize("seed", [0, 1])
+    def test_swap_descent_finds_the_exhaustive_optimum(self, seed):
+        """On a grid over the true hull at m = 3, swap descent reaches the tuple exhaustive search ranks first."""
+        layer = random_layer(3, 6, logit_scale=1.0, rng=seed)
+        star, Q = _hull(layer)
+        X, Y = LayerOracle(layer, 2, rng=seed + 5).draw(300)
+        radius = 2 * np.linalg.norm(star)
+        points = star[None] + (_grid(3, 41, 7) * radius @ Q.T).reshape(-1, 6, 6)
+        Phi = np.stack([_features(t, X) for t in points])
+        best, scored = _exhaustive(Phi, Y, 3, 1)
+        found, evaluations, details = _swap_search(Phi, Y, 3, 1, starts=4, rng=np.random.default_rng(0))
+        assert tuple(found[0]) == tuple(best[0])
+        assert evaluations < scored / 5  # the point of the descent: far fewer tuples than C(p, 3) (measured 7–8×)
+        assert details["swap_starts"] == 5
+
+    def test_auto_uses_swap_beyond_the_limit_and_says_so(self):
+        layer = random_layer(3, 6, logit_scale=1.0, rng=2)
+        star, Q = _hull(layer)
+        res = search_heads(LayerOracle(layer, 2, rng=6), star, Q, 3, net_points_3d=7, max_tuples=1000,
+                           n_search=400, examples_per_param=8.0, truth=layer)
+        assert res.search == "swap" and res.summary()["search"] == "swap"
+        assert res.summary()["tuples_in_grid"] == 18424  # C(49, 3), beyond max_tuples=1000
+        assert res.tuples_scored < 18424 / 3  # measured 4557
+        assert res.heldout_error < 1e-20
+
+    def test_a_coarse_grid_away_from_the_hull_is_reported_not_accepted(self):
+        """Negative control: a 3-point grid around a wrong centre gives a poor layer, and says so."""
+        layer = random_layer(3, 6, logit_scale=1.0, rng=3)
+        _, Q = _hull(layer)
+        wrong = random_layer(1, 6, logit_scale=1.0, rng=99).thetas[0]
+        res = search_heads(LayerOracle(layer, 2, rng=6), wrong, Q, 3, net_points_3d=3, search="swap",
+                           n_search=400, examples_per_param=8.0, max_nfev=5, truth=layer)
+        assert res.heldout_error > 1e-4 and res.warm_start_heldout > 1e-2
+
+    @pytest.mark.parametrize(
+        ("kwargs", "match"),
+        [
+            ({"search": "random"}, "`search` must be one of"),
+            ({"search": "exhaustive", "max_tuples": 10}, "max_tuples=10"),
+            ({"search": "swap", "search_memory": 1000}, "raise search_memory"),
+        ],
+        ids=["unknown", "too many tuples", "no memory"],
+    )
+    def test_bad_search_arguments(self, kwargs, match):
+        layer = random_layer(3, 6, logit_scale=1.0, rng=2)
+        star, Q = _hull(layer)
+        with pytest.raises(ValueError, match=match):
+            search_heads(LayerOracle(layer, 2, rng=6), star, Q, 3, net_points_3d=5, n_search=100, **kwargs)
+
+
+class TestLearnConfig:
+    @pytest.mark.parametrize(
+        ("field", "value", "error"),
+        [
+            ("n_crude", -5, ValueError),
+            ("n_crude", 2.5, TypeError),
+            ("crude_tol", float("nan"), ValueError),
+            ("success_tol", float("nan"), ValueError),
+            ("max_examples", -1, ValueError),
+            ("refined_tol", 1.5, ValueError),
+            ("min_weight", 0.0, ValueError),
+            ("batch", True, TypeError),
+            ("hull_weighting", "L1", ValueError),
+            ("search", "greedy", ValueError),
+            ("allow_unsound", 1, TypeError),
+        ],
+        ids=lambda v: str(v),
+    )
+    def test_every_field_is_validated_with_its_name(self, field, value, error):
+        with pytest.raises(error, match=f"`{field}` must"):
+            LearnConfig(**{field: value})
+
+    def test_zero_is_allowed_where_it_means_none(self):
+        assert LearnConfig(outer_rounds=0, swap_starts=0).swap_starts == 0
+
+    @pytest.mark.parametrize(
+        ("setting", "chosen"),
+        [
+            ((3, 12, 2), {"refined_constraints": 6.0, "net_points_3d": 13, "max_examples": 20_000_000}),
+            ((4, 12, 2), {"refined_constraints": 12.0, "net_points_3d": 13, "max_examples": 40_000_000}),
+            ((5, 16, 2), {"refined_constraints": 12.0, "net_points_3d": 9, "max_examples": 1_000_000_000}),
+        ],
+        ids=str,
+    )
+    def test_resolve_config_from_the_setting(self, setting, chosen):
+        cfg, names = resolve_config(LearnConfig(), *setting)
+        assert names == sorted(chosen)
+        assert {name: getattr(cfg, name) for name in chosen} == chosen
+        given, names = resolve_config(LearnConfig(max_examples=123, net_points_3d=5, refined_constraints=2.0),
+                                      *setting)
+        assert names == [] and given.max_examples == 123
 
 
 class TestLayerJacobian:
