@@ -16,7 +16,7 @@ arXiv:2402.04084 (STOC 2025).
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .assumptions import AssumptionReport, AssumptionRow, assumptions, lattice_distance
+from .assumptions import AssumptionReport, AssumptionRow, assumptions, check_setting, lattice_distance
 from .baseline import fit_gradient
 from .geometry import min_norm_point
 from .inputs import check_inputs, cube_expectation, enumerate_cube, sample_inputs
@@ -49,6 +49,7 @@ __all__ = [
     "assumptions",
     "attention_statistics",
     "check_inputs",
+    "check_setting",
     "cube_expectation",
     "enumerate_cube",
     "fit_gradient",

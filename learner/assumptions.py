@@ -31,6 +31,7 @@ __all__ = [
     "AssumptionRow",
     "SettingReport",
     "assumptions",
+    "check_setting",
     "cube_constraint_count",
     "lattice_distance",
     "max_sound_m",

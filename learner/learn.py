@@ -82,7 +82,9 @@ class LearnResult:
             secs = self.timings.get(name)
             lines.append(f"[{name}]" + (f" {secs:.2f} s" if secs is not None else ""))
             for key, value in diag.items():
-                if isinstance(value, float):
+                if isinstance(value, dict):
+                    value = ", ".join(f"{k}={v}" for k, v in value.items())
+                elif isinstance(value, float):
                     value = f"{value:.4g}"
                 elif isinstance(value, list) and value and isinstance(value[0], float):
                     value = "[" + ", ".join(f"{v:.3g}" for v in value) + "]"
