@@ -273,7 +273,7 @@ def _swap_search(Phi, Ys, m, keep, *, starts, rng):
 
 def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_points=41, net_points_3d=13,
                  n_search=2000, keep_tuples=20, examples_per_param=1.5, max_nfev=200, search="auto",
-                 max_tuples=2_000_000, search_memory=2**30, swap_starts=8, seed=0, truth=None, k=None):
+                 max_tuples=100_000, search_memory=2**30, swap_starts=8, seed=0, truth=None, k=None):
     """Phase 6: the best m-tuple on an ε-net of the hull, then joint least-squares refinement.
 
     Parameters
