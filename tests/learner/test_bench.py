@@ -31,3 +31,21 @@ class TestForwardFlops:
     def test_formula(self):
         # 2nk·d·md + 2nmk²d + 2nmk²d + 2nk·md·d for n=1, k=2, d=3, m=1: 36 + 24 + 24 + 36.
         assert forward_flops(1, 2, 3, 1) == 120
+
+
+class TestCertificationBenchmark:
+    def test_figures_and_the_reference_agree(self):
+        """The benchmark's fit and its batched-solve reference certify the same rows; ratios are consistent."""
+        from learner.bench import run_certification_benchmark
+
+        res = run_certification_benchmark(batch=1000, repeat=1, rng=0)
+        assert res.same_rows
+        assert res.pipeline_ratio == res.pipeline_per_s / res.forward_per_s
+        assert set(res.to_dict()) >= {"pipeline_ratio", "fit_speedup", "forward_per_s"}
+        assert "target >= 0.5" in res.table()
+
+    def test_bad_arguments(self):
+        from learner.bench import run_certification_benchmark
+
+        with pytest.raises(ValueError, match="`batch` must be at least 1; got batch=0"):
+            run_certification_benchmark(batch=0)

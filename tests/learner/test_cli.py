@@ -81,6 +81,9 @@ class TestBench:
         assert main(["bench", "--quick", "--repeat", "1", "--json", str(out_json)]) == 0
         text = capsys.readouterr().out
         assert "vs GEMM" in text and "exact cube expectation" in text
+        assert "certification pipeline at (m, d, k) = (3, 12, 2)" in text and "of the forward pass" in text
         record = json.loads(out_json.read_text())
         # The fast path and the einsum reference compute the same function.
         assert record["rows"][0]["max_abs_diff"] < 1e-12
+        cert = record["certification"]
+        assert cert["same_rows"] is True and cert["pipeline_ratio"] > 0 and cert["batch"] == 2000

@@ -154,3 +154,8 @@ class TestLearnCommand:
         assert "[6_search]" in out and "success: True" in out
         record = json.loads(path.read_text())
         assert record["result"]["success"] is True and record["seed_entropy"] == 0
+
+    def test_unsound_setting_exits_at_once_naming_the_condition(self, capsys):
+        assert main(["learn", "--m", "3", "--d", "8", "--k", "2", "--logit-scale", "1"]) == 1
+        out = capsys.readouterr().out
+        assert "success: False (setting)" in out and "cube_configurations" in out and "examples drawn 0" in out
