@@ -63,7 +63,9 @@ class TestLearnFast:
     def test_equal_heads_fail_with_a_reason(self):
         base = random_layer(1, 8, rng=3)
         twin = AttentionLayer(np.concatenate([base.thetas] * 2), np.concatenate([base.ws] * 2) / 2)
-        result = learn(LayerOracle(twin, 4, rng=0), m=2, truth=twin, config=LearnConfig(**FAST))
+        # Every row of equal heads certifies: small batches and one outer round keep the run short.
+        cfg = LearnConfig(n_crude=100_000, n_refine=100_000, batch=20_000, outer_rounds=1)
+        result = learn(LayerOracle(twin, 4, rng=0), m=2, truth=twin, config=cfg)
         assert not result.success
         # Either no 1-dimensional hull is found, or F is matched by a layer whose
         # heads coincide (their W's can be split any way): both are named.
@@ -147,6 +149,7 @@ class TestLearnSlow:
 
 
 class TestLearnCommand:
+    @pytest.mark.slow
     def test_prints_phases_and_writes_json(self, tmp_path, capsys):
         path = tmp_path / "run.json"
         assert main(["learn", "--m", "1", "--d", "6", "--k", "3", "--seed", "0", "--json", str(path)]) == 0
@@ -159,3 +162,11 @@ class TestLearnCommand:
         assert main(["learn", "--m", "3", "--d", "8", "--k", "2", "--logit-scale", "1"]) == 1
         out = capsys.readouterr().out
         assert "success: False (setting)" in out and "cube_configurations" in out and "examples drawn 0" in out
+
+    def test_writes_the_record_of_a_refused_run(self, tmp_path, capsys):
+        """The JSON record is written whatever the outcome (here: refused, no example drawn)."""
+        path = tmp_path / "run.json"
+        assert main(["learn", "--m", "3", "--d", "8", "--k", "2", "--seed", "0", "--json", str(path)]) == 1
+        record = json.loads(path.read_text())
+        assert record["result"]["status"] == "setting" and record["seed_entropy"] == 0
+        assert record["result"]["diagnostics"]["0_setting"]["failed"] == ["cube_configurations"]

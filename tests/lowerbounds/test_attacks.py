@@ -121,14 +121,21 @@ class TestAttentionAttack:
         assert out.extra["half"] == "all" and out.extra["m"] == 2
         assert out.samples == 2500
 
+    def test_provable_learner_refuses_the_setting(self):
+        """(m, d, k) = (2, 4, 2) is too small a cube to certify two heads: refused before any example."""
+        inst = named_lwr_instance("one-slab")
+        out = attention_attack(inst, method="provable", n_samples=150_000, n_test=1000, rng=0)
+        assert out.extra["learner_status"] == "setting" and out.extra["accuracy"] is None
+        assert not out.success and "cube_configurations" in out.message
+
     def test_provable_learner_stops_at_phase_1(self):
-        """The one-slab member's W_i cancel (ΣW = 0): our learner says so instead of returning a wrong layer."""
+        """Run anyway, the one-slab member's W_i cancel (ΣW = 0): our learner says so instead of a wrong layer."""
         from learner import LearnConfig
 
         inst = named_lwr_instance("one-slab")
         out = attention_attack(inst, method="provable", n_samples=150_000, n_test=1000,
-                               config=LearnConfig(n_crude=100_000), rng=0)
-        assert out.extra["learner_status"] == "1_crude_sum" and out.extra["accuracy"] is None
+                               config=LearnConfig(n_crude=100_000, allow_unsound=True), rng=0)
+        assert out.extra["learner_status"] == "1_crude_sum" and out.extra["accuracy"] is None, out.message
         assert not out.success and "degenerate" in out.message
 
     def test_bad_inputs(self):
