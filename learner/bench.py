@@ -310,14 +310,14 @@ class CertificationBench:
 
     def table(self):
         return "\n".join([
-            f"certification pipeline at (m, d, k) = ({self.m}, {self.d}, {self.k}), batches of {self.batch:,}, "
-            f"medians of {self.repeat} runs:",
+            (f"certification pipeline at (m, d, k) = ({self.m}, {self.d}, {self.k}), batches of {self.batch:,}, "
+             f"medians of {self.repeat} runs:"),
             f"  forward pass F(X) alone          {self.forward_per_s:>12,.0f} examples/s",
-            f"  pipeline (draw + fit + rows)     {self.pipeline_per_s:>12,.0f} examples/s   "
-            f"ratio {self.pipeline_ratio:.2f} of the forward pass (target >= 0.5)",
+            (f"  pipeline (draw + fit + rows)     {self.pipeline_per_s:>12,.0f} examples/s   "
+             f"ratio {self.pipeline_ratio:.2f} of the forward pass (target >= 0.5)"),
             f"  row fit, closed form             {self.fit_per_s:>12,.0f} examples/s",
-            f"  row fit, batched solve (ref.)    {self.fit_solve_per_s:>12,.0f} examples/s   "
-            f"closed form {self.fit_speedup:.2f}x faster; same certified rows: {self.same_rows}",
+            (f"  row fit, batched solve (ref.)    {self.fit_solve_per_s:>12,.0f} examples/s   "
+             f"closed form {self.fit_speedup:.2f}x faster; same certified rows: {self.same_rows}"),
         ])
 
     def to_dict(self):
@@ -358,8 +358,8 @@ def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logi
         lambda: fit_patterns(X, Y, w_sum),
         lambda: fit_patterns_solve(X, Y, w_sum),
     ], repeat)
-    P1, r1, ok1 = fit_patterns(X, Y, w_sum)
-    P2, r2, ok2 = fit_patterns_solve(X, Y, w_sum)
+    _, r1, ok1 = fit_patterns(X, Y, w_sum)
+    _, r2, ok2 = fit_patterns_solve(X, Y, w_sum)
     same = bool(np.array_equal(ok1[:, None] & (r1 < tol), ok2[:, None] & (r2 < tol)))
     return CertificationBench(m, d, k, batch, repeat, batch / t_forward, batch / t_pipeline, batch / t_fit,
                               batch / t_solve, same)

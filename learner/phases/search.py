@@ -33,8 +33,8 @@ Two searches over the tuples (``search=``):
 from __future__ import annotations
 
 import itertools
-import time
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np

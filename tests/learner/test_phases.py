@@ -4,18 +4,19 @@ import numpy as np
 import pytest
 
 from learner import AttentionLayer, enumerate_cube, min_norm_point, random_layer
+from learner.bench import fit_patterns_solve
 from learner.oracle import ArraySource, LayerOracle
 from learner.phases import (
+    LearnConfig,
     crude_sculpt,
     crude_sum_w,
     estimate_span,
     refine_sum_w,
     refined_sculpt,
+    resolve_config,
     search_heads,
 )
-from learner.bench import fit_patterns_solve
-from learner.phases import LearnConfig, resolve_config
-from learner.phases.sculpt import Constraints, certification_premise, certify_rows, fit_patterns
+from learner.phases.sculpt import Constraints, certification_premise, fit_patterns
 from learner.phases.search import _exhaustive, _features, _grid, _swap_search, layer_jacobian
 from learner.phases.span import precision_weights
 
