@@ -16,7 +16,7 @@ __all__ = ["LearnConfig", "resolve_config"]
 
 _CHOICES = {"hull_weighting": ("precision", "irls", "none"), "search": ("auto", "exhaustive", "swap")}
 #: Fields that may be None (chosen from (m, d, k) by resolve_config).
-_AUTO = ("refined_constraints", "max_examples", "net_points_3d")
+_AUTO = ("refined_tol", "refined_constraints", "max_examples", "net_points_3d")
 #: Fields that may be 0 (everything else numeric must be positive).
 _ZERO_OK = ("outer_rounds", "swap_starts", "search_seed")
 
@@ -37,9 +37,13 @@ class LearnConfig:
     #: Phase 1: examples for the one-step estimate.
     n_crude: int = 400_000
     #: Phases 2/4: relative residual below which a row's fit certifies agreement.
-    #: Phase 2 works with a crude ΣW, so it must be loose; phase 4 is tighter.
+    #: Phase 2 works with a crude ΣW, so it must be loose; phase 4 is tighter. Phase 4's is
+    #: chosen when None: 0.015, or 0.03 where the cube model (learner.assumptions) predicts
+    #: more than 10^7 examples for the target at 0.015 — the yield grows like
+    #: tol^((m−1)(k−1)) (measured ×8 at (3, 16, 3) from 0.015 to 0.03), and the precision
+    #: weighting of phase 5 discounts the looser rows.
     crude_tol: float = 0.05
-    refined_tol: float = 0.015
+    refined_tol: float | None = None
     #: Tokens whose fitted weight is at least this give constraints. Low weights give
     #: imprecise log-ratios, which the precision weighting of phase 5 discounts, so the
     #: threshold can be low (measured at (3, 12, 2): 0.02 with precision weights beat 0.1).
@@ -112,7 +116,7 @@ class LearnConfig:
                 raise ValueError(f"`{f.name}` must be finite and {'non-negative' if f.name in _ZERO_OK else 'positive'}; "
                                  f"got {f.name}={value!r}.")
         for name in ("crude_tol", "refined_tol", "min_weight", "refine_keep"):
-            if getattr(self, name) >= 1:
+            if getattr(self, name) is not None and getattr(self, name) >= 1:
                 raise ValueError(f"`{name}` must be below 1; got {name}={getattr(self, name)!r}.")
 
 
@@ -130,10 +134,12 @@ def resolve_config(cfg, m, d, k):
         chosen["refined_constraints"] = 6.0 if m <= 3 else 12.0
     if cfg.net_points_3d is None:
         chosen["net_points_3d"] = 13 if m <= 4 else 9 if m == 5 else 7
+    target = chosen.get("refined_constraints", cfg.refined_constraints) * d * d
+    # Constraints per example on the cube model: k rows, each certifying with probability
+    # w^((m−1)(k−1)) and giving up to k − 1 constraints.
+    predicted = target / (k * max(k - 1, 1) * CUBE_WINDOW ** ((m - 1) * (k - 1)))
+    if cfg.refined_tol is None:
+        chosen["refined_tol"] = 0.015 if predicted <= 1e7 else 0.03
     if cfg.max_examples is None:
-        target = chosen.get("refined_constraints", cfg.refined_constraints) * d * d
-        # Constraints per example on the cube model: k rows, each certifying with probability
-        # w^((m−1)(k−1)) and giving up to k − 1 constraints.
-        predicted = target / (k * max(k - 1, 1) * CUBE_WINDOW ** ((m - 1) * (k - 1)))
         chosen["max_examples"] = int(min(1e9, max(2e7, 10 * predicted)))
     return dataclasses.replace(cfg, **chosen), sorted(chosen)

@@ -8,7 +8,7 @@ import pytest
 
 from learner import AssumptionReport, AttentionLayer, assumptions, enumerate_cube, lattice_distance, random_layer
 from learner.assumptions import CUBE_MARGIN, check_setting, cube_constraint_count, max_sound_m, setting_conditions
-from learner.phases import LearnConfig
+from learner.phases import LearnConfig, resolve_config
 from learner.phases.sculpt import certify_rows
 
 D = 8
@@ -255,7 +255,8 @@ class TestSettingConditions:
         then find fewer than CUBE_MARGIN·d² distinct constraints, and m = 2 (the control, which
         the model calls sound) must find more. Layers at logit scale 1 (the k = 2 family).
         """
-        cfg = LearnConfig()
+        cfg, _ = resolve_config(LearnConfig(), m, D, 2)
+        assert cfg.refined_tol == 0.015
         X = np.concatenate(list(enumerate_cube(2, D)))
         need = CUBE_MARGIN * D * D
         assert (cube_constraint_count(m, D, 2) >= math.log(need)) is sound
