@@ -193,12 +193,10 @@ def fit_patterns(X, Y, w_sum):
     :func:`learner.bench.fit_patterns_solve` is the reference).
     """
     parts = []
-    for start in range(0, X.shape[0], FIT_CHUNK):
+    for start in range(0, max(X.shape[0], 1), FIT_CHUNK):  # an empty batch is one empty block
         sl = slice(start, start + FIT_CHUNK)
         res, well_posed, patterns = _row_fit(X[sl], Y[sl], w_sum)
         parts.append((patterns(), res, well_posed))
-    if not parts:
-        return _row_fit(X, Y, w_sum)[2](), np.empty(X.shape[:2]), np.empty(0, dtype=bool)
     return tuple(np.concatenate(col) for col in zip(*parts))
 
 
@@ -211,7 +209,7 @@ def certify_rows(X, Y, w_sum, *, tol, min_weight):
     """
     d = X.shape[2]
     parts = []
-    for start in range(0, X.shape[0], FIT_CHUNK):
+    for start in range(0, max(X.shape[0], 1), FIT_CHUNK):
         sl = slice(start, start + FIT_CHUNK)
         res, well_posed, patterns = _row_fit(X[sl], Y[sl], w_sum)
         # Certified: a well-posed fit, small residual, a proper distribution (no weight below -1e-3).
@@ -219,8 +217,8 @@ def certify_rows(X, Y, w_sum, *, tol, min_weight):
         p = patterns(ii, aa)  # (c, k)
         proper = p.min(axis=1) > -1e-3
         parts.append((ii[proper] + start, aa[proper], p[proper], res[ii[proper], aa[proper]]))
-    ii, aa, p, row_res = (np.concatenate(col) for col in zip(*parts)) if parts else ([],) * 4
-    if len(ii) == 0:
+    ii, aa, p, row_res = (np.concatenate(col) for col in zip(*parts))
+    if ii.size == 0:
         return np.empty((0, d * d)), np.empty(0), np.empty(0), np.empty(0), np.empty(0), 0
     j0 = p.argmax(axis=1)
     p0 = p[np.arange(ii.size), j0]
