@@ -46,8 +46,8 @@ class TestLearnFast:
         # Every choice is recorded: the values used and which were chosen from (m, d, k).
         assert diag["0_setting"]["sound"] is True
         assert diag["0_setting"]["config"]["max_examples"] == 20_000_000
-        assert diag["0_setting"]["chosen_from_setting"] == ["max_examples", "net_points_3d", "refined_constraints",
-                                                            "refined_tol"]
+        assert diag["0_setting"]["chosen_from_setting"] == ["gap_min", "max_examples", "net_points_3d",
+                                                            "refined_constraints", "refined_tol"]
         assert diag["6_search"]["search"] == "exhaustive"
         assert diag["assumptions"]["failed"] == []
         # The warm start (best net tuple + least squares, before joint refinement) is

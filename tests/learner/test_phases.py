@@ -276,13 +276,13 @@ class TestLearnConfig:
         ("setting", "chosen"),
         [
             ((3, 12, 2), {"refined_constraints": 6.0, "net_points_3d": 13, "max_examples": 20_000_000,
-                          "refined_tol": 0.015}),
+                          "refined_tol": 0.015, "gap_min": 3.0}),
             ((4, 12, 2), {"refined_constraints": 12.0, "net_points_3d": 13, "max_examples": 40_000_000,
-                          "refined_tol": 0.015}),
+                          "refined_tol": 0.015, "gap_min": 3.0}),
             ((5, 16, 2), {"refined_constraints": 12.0, "net_points_3d": 9, "max_examples": 1_000_000_000,
-                          "refined_tol": 0.03}),
+                          "refined_tol": 0.03, "gap_min": 2.0}),
             ((3, 16, 3), {"refined_constraints": 6.0, "net_points_3d": 13, "max_examples": 197_530_864,
-                          "refined_tol": 0.03}),
+                          "refined_tol": 0.03, "gap_min": 3.0}),
         ],
         ids=str,
     )
@@ -291,7 +291,7 @@ class TestLearnConfig:
         assert names == sorted(chosen)
         assert {name: getattr(cfg, name) for name in chosen} == chosen
         given, names = resolve_config(LearnConfig(max_examples=123, net_points_3d=5, refined_constraints=2.0,
-                                                  refined_tol=0.02), *setting)
+                                                  refined_tol=0.02, gap_min=4.0), *setting)
         assert names == [] and given.max_examples == 123
 
 
