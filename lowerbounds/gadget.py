@@ -49,6 +49,25 @@ def check_coordinates(d, **coords):
     return tuple(out)
 
 
+def check_coordinate_set(name, values):
+    """``values`` as a sorted tuple of int coordinates ``>= 0`` (repeats kept for the caller to judge).
+
+    Floats are not truncated (``2.9`` is refused, not read as 2): a coordinate is an index.
+    """
+    try:
+        items = list(values)
+    except TypeError as exc:
+        raise TypeError(f"`{name}` must be an iterable of coordinates; got {name}={values!r}.") from exc
+    out = []
+    for v in items:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"`{name}` must hold integer coordinates; got {v!r} in {name}={values!r}.")
+        if v < 0:
+            raise ValueError(f"`{name}` must hold coordinates >= 0; got {int(v)} in {name}={values!r}.")
+        out.append(int(v))
+    return tuple(sorted(out))
+
+
 def _check_pair_inputs(X, d=None):
     X = check_real_array("X", X)
     if X.ndim == 2:

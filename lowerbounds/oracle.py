@@ -28,7 +28,7 @@ import numpy as np
 from learner import enumerate_cube, sample_inputs
 from learner._validation import check_int, check_positive_float
 
-from .gadget import _check_pair_inputs
+from .gadget import _check_pair_inputs, check_coordinate_set
 from .sq import ParityInstance
 
 __all__ = ["CharacterQuery", "SQOracle", "SparseLinearTarget"]
@@ -48,7 +48,7 @@ class CharacterQuery:
     subset: frozenset
 
     def __init__(self, subset):
-        object.__setattr__(self, "subset", frozenset(int(u) for u in subset))
+        object.__setattr__(self, "subset", frozenset(check_coordinate_set("subset", subset)))
 
     def evaluate(self, X, Y, *, t, o, bound):
         """Values of ``φ`` on inputs ``X`` with labels ``Y`` (for checks against enumeration)."""
@@ -70,7 +70,7 @@ class SparseLinearTarget:
     def __init__(self, d, subset, *, t=0, o=0):
         self.d = check_int("d", d, minimum=2)
         self.t, self.o = check_int("t", t, minimum=0), check_int("o", o, minimum=0)
-        S = tuple(sorted(int(s) for s in subset))
+        S = check_coordinate_set("subset", subset)
         if not S or len(set(S)) != len(S) or S[0] < 0 or S[-1] >= d or self.t in S or len(S) >= d:
             raise ValueError(f"`subset` must be distinct coordinates in [0, d={d}) without t={t}; got {list(S)}.")
         self.subset = S
@@ -150,9 +150,12 @@ class SQOracle:
     def exact_value(self, query):
         """``(truth, reference)`` for ``query`` (exact where the module docstring says so)."""
         if isinstance(query, CharacterQuery):
-            t = self.target.t
+            t, d = self.target.t, self.target.d
             if t in query.subset:
                 raise ValueError(f"a CharacterQuery's subset must not contain the reader t={t}.")
+            if query.subset and max(query.subset) >= d:
+                raise ValueError(f"a CharacterQuery's subset must lie in [0, d) with d={d}; "
+                                 f"got subset={sorted(query.subset)}.")
             coef, ref = self._coef
             shared = -0.5 * self.target.total if not query.subset else 0.0
             B = self.label_bound

@@ -39,7 +39,7 @@ import numpy as np
 
 from learner._validation import check_int, check_positive_float
 
-from .gadget import check_coordinates, gadget_layer
+from .gadget import check_coordinate_set, check_coordinates, gadget_layer
 from .instance import MP_DPS, HardInstance
 
 __all__ = ["ParityInstance", "interpolation_coefficients", "sq_hard_instance", "symmetric_fourier"]
@@ -177,10 +177,7 @@ class ParityInstance(HardInstance):
 
 
 def _check_subset(subset, d, t, offset):
-    try:
-        S = tuple(sorted(int(s) for s in subset))
-    except TypeError as exc:
-        raise TypeError(f"`subset` must be an iterable of coordinates; got subset={subset!r}.") from exc
+    S = check_coordinate_set("subset", subset)
     if len(set(S)) != len(S):
         raise ValueError(f"`subset` must not repeat coordinates; got subset={list(subset)}.")
     if not S:

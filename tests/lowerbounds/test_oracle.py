@@ -130,3 +130,29 @@ def test_cli_simulate(tmp_path, capsys):
                  "--json", str(tmp_path / "r.json"), "--plot", str(tmp_path / "r.png")]) == 0
     out = capsys.readouterr().out
     assert "slope" in out and "control" in out and (tmp_path / "r.png").stat().st_size > 0
+
+
+class TestCoordinatesAreIndices:
+    """Coordinates are indices: a float is refused, never truncated; one beyond d is refused, never answered 0."""
+
+    @pytest.mark.parametrize(
+        ("make", "error", "match"),
+        [
+            (lambda: CharacterQuery((2.9,)), TypeError, r"`subset` must hold integer coordinates; got 2.9"),
+            (lambda: CharacterQuery((2.0,)), TypeError, r"`subset` must hold integer coordinates; got 2.0"),
+            (lambda: CharacterQuery((-1,)), ValueError, r"`subset` must hold coordinates >= 0; got -1"),
+            (lambda: CharacterQuery(3), TypeError, r"`subset` must be an iterable of coordinates"),
+            (lambda: sq_hard_instance(8, 3, subset=(2.5, 5)), TypeError, r"got 2.5 in subset=\(2.5, 5\)"),
+            (lambda: SparseLinearTarget(8, (1.5, 3)), TypeError, r"got 1.5 in subset"),
+            (lambda: SQOracle(sq_hard_instance(8, 3, subset=(2, 5)), tolerance=0.05).query(CharacterQuery((99,))),
+             ValueError, r"must lie in \[0, d\) with d=8; got subset=\[99\]"),
+        ],
+        ids=["float", "integral float", "negative", "not iterable", "instance subset", "control subset",
+             "beyond d"],
+    )
+    def test_bad_coordinates(self, make, error, match):
+        with pytest.raises(error, match=match):
+            make()
+
+    def test_numpy_integers_are_coordinates(self):
+        assert CharacterQuery(np.array([3, 1])).subset == frozenset({1, 3})
