@@ -100,9 +100,16 @@ def _sq(args):
     return 0
 
 
+def _slope_text(slope, width=5):
+    """A fitted slope, or a dash where there is none (a slope needs at least two values of d)."""
+    return f"{slope:{width}.2f}" if slope is not None else "—".center(width)
+
+
 def _simulate(args):
     runs = {fam: simulate_queries(args.d, args.m, tolerance=args.tolerance, adversary=args.adversary,
                                   trials=args.trials, family=fam, rng=args.seed) for fam in ("hard", "control")}
+    if args.json:  # first, so that nothing measured is lost to a later failure
+        write_json(args.json, {"command": "sq-simulate", "seed": args.seed, "runs": runs})
     print(f"correlational SQ search, τ={args.tolerance}, adversary={args.adversary}, {args.trials} hidden subsets "
           "per cell (median queries)")
     print("family   m  " + "  ".join(f"d={d:<7d}" for d in args.d) + "  slope  predicted")
@@ -112,11 +119,13 @@ def _simulate(args):
             row = "  ".join(f"{c['median']:<9.0f}" for c in cells)
             bad = sum(c["trials"] - c["successes"] for c in cells)
             note = "" if not bad else f"  ({bad} runs did not recover S)"
-            print(f"{fam:<8} {m:<2d} {row}  {run['slopes'][m]:5.2f}  {run['predicted'][m]}{note}")
+            print(f"{fam:<8} {m:<2d} {row}  {_slope_text(run['slopes'][m])}  {run['predicted'][m]}{note}")
     print("predicted: m − 1 for the hard family (C(d−1, m−1) candidates, all orthogonal); about 1 for the "
           "sparse-linear control (found coordinate by coordinate)")
+    if len(set(args.d)) < 2:
+        print("slope: — (a slope in d needs at least two values of --d)")
     if args.json:
-        write_json(args.json, {"command": "sq-simulate", "seed": args.seed, "runs": runs})
+        print(f"wrote {args.json}")
     if args.plot:
         _plot(runs, args)
         print(f"wrote {args.plot}")
@@ -262,7 +271,7 @@ def _plot(runs, args):
         for m in args.m:
             cells = [c for c in runs[fam]["cells"] if c["m"] == m]
             ax.loglog([c["d"] for c in cells], [c["median"] for c in cells], style,
-                      label=f"{fam} m={m} (slope {runs[fam]['slopes'][m]:.2f})")
+                      label=f"{fam} m={m} (slope {_slope_text(runs[fam]['slopes'][m], 0)})")
     ax.set_xlabel("d")
     ax.set_ylabel("median queries")
     ax.set_title(f"SQ correlational search, τ={args.tolerance}")

@@ -132,6 +132,22 @@ def test_cli_simulate(tmp_path, capsys):
     assert "slope" in out and "control" in out and (tmp_path / "r.png").stat().st_size > 0
 
 
+def test_cli_simulate_with_one_d_keeps_its_results(tmp_path, capsys):
+    """One d gives no slope: the table shows a dash, says why, and the JSON record is written."""
+    import json
+
+    from lowerbounds.cli import main
+
+    path = tmp_path / "r.json"
+    assert main(["sq-simulate", "--d", "16", "--m", "2", "3", "--trials", "3", "--json", str(path),
+                 "--plot", str(tmp_path / "r.png")]) == 0
+    out = capsys.readouterr().out
+    assert "a slope in d needs at least two values of --d" in out
+    runs = json.loads(path.read_text())["runs"]
+    assert runs["hard"]["slopes"]["2"] is None and len(runs["hard"]["cells"]) == 2
+    assert (tmp_path / "r.png").stat().st_size > 0
+
+
 class TestCoordinatesAreIndices:
     """Coordinates are indices: a float is refused, never truncated; one beyond d is refused, never answered 0."""
 
