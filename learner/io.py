@@ -56,6 +56,10 @@ def _version():
 def _atomic_write(path, write):
     """Call ``write(fh)`` on a temporary file beside ``path``, fsync it, and rename it over ``path``."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"cannot write {str(path)!r}: it is a directory; give a file name.")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"cannot write {str(path)!r}: its directory {str(path.parent)!r} does not exist.")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.chmod(tmp, 0o644)  # mkstemp makes owner-only files; results are meant to be shared
@@ -120,10 +124,18 @@ def _write_record(path, kind, arrays, metadata):
 def _read(path, kinds):
     """Return (arrays, meta) from a file whose format is one of ``kinds``, verified."""
     path = Path(path)
+    if path.is_dir():
+        raise FileFormatError(f"{str(path)!r} is a directory, not a toolkit .npz file.")
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {str(path)!r}")
     # Open the file ourselves: np.load(path) leaks its handle when zipfile rejects the archive.
     with open(path, "rb") as fh:
+        head = fh.read(6)
+        fh.seek(0)
+        # An .npz is a zip archive and an .npy starts with its magic; anything else would reach
+        # np.load's pickle branch, whose refusal ("pickled data") would misname the problem.
+        if not (head.startswith(b"PK\x03\x04") or head.startswith(b"\x93NUMPY")):
+            raise FileFormatError(f"{str(path)!r} is not a toolkit .npz file (not a zip archive).")
         try:
             archive = np.load(fh, allow_pickle=False)
             if not isinstance(archive, np.lib.npyio.NpzFile):

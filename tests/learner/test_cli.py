@@ -72,7 +72,9 @@ class TestInfo:
         path = tmp_path / "bad.npz"
         path.write_bytes(b"not a zip file")
         assert main(["info", str(path)]) == 2
-        assert "damaged or not a toolkit .npz file" in capsys.readouterr().err
+        assert "not a toolkit .npz file (not a zip archive)" in capsys.readouterr().err
+        assert main(["info", str(tmp_path)]) == 2
+        assert "is a directory, not a toolkit .npz file" in capsys.readouterr().err
 
 
 class TestBench:

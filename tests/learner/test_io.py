@@ -21,6 +21,7 @@ from learner import (
     sample_inputs,
     save_examples,
     save_layer,
+    write_json,
 )
 
 DAMAGED = "is damaged or not a toolkit .npz file"
@@ -162,11 +163,33 @@ class TestLoadLayer:
         ids=["empty", "one-byte", "text", "random-bytes"],
     )
     def test_not_an_archive(self, tmp_path, content):
-        """Files that are not zip archives at all are reported as damaged (never unpickled)."""
+        """Files that are not zip archives at all are named so (never unpickled, never called "pickled data")."""
         path = tmp_path / "junk.npz"
         path.write_bytes(content)
-        with pytest.raises(FileFormatError, match=DAMAGED):
+        with pytest.raises(FileFormatError, match=r"is not a toolkit \.npz file \(not a zip archive\)"):
             load_layer(path)
+
+    def test_a_directory_is_not_a_file(self, tmp_path):
+        with pytest.raises(FileFormatError, match="is a directory, not a toolkit .npz file"):
+            load_layer(tmp_path)
+
+
+class TestWritePaths:
+    """Writing names the real problem: a directory given as the file, or a missing directory (not the temp file)."""
+
+    @pytest.mark.parametrize("write", [lambda p: write_json(p, {}), lambda p: save_layer(p, random_layer(1, 3, rng=0))],
+                             ids=["json", "layer"])
+    def test_directory_as_file(self, tmp_path, write):
+        with pytest.raises(ValueError, match="it is a directory; give a file name"):
+            write(tmp_path)
+
+    @pytest.mark.parametrize("write", [lambda p: write_json(p, {}), lambda p: save_layer(p, random_layer(1, 3, rng=0))],
+                             ids=["json", "layer"])
+    def test_missing_directory(self, tmp_path, write):
+        target = tmp_path / "missing" / "out.json"
+        with pytest.raises(FileNotFoundError, match=r"its directory .*missing' does not exist"):
+            write(target)
+        assert not (tmp_path / "missing").exists()
 
     def test_plain_npz_without_header(self, tmp_path, layer):
         """An .npz written by np.savez (no __meta__) is not a toolkit file."""
