@@ -71,3 +71,16 @@ def check_real_array(name, value, *, ndim=None):
 def _ndim_words(ndim):
     options = [f"{n} dimensions" for n in np.atleast_1d(ndim)]
     return " or ".join(options)
+
+
+def cli_seed(text):
+    """argparse type of ``--seed``: a non-negative integer (SeedSequence entropy), named in the error."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0 or str(text).strip() != str(value):
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer (seed entropy); got {text!r}")
+    return value

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from . import __version__
+from ._validation import cli_seed
 from .assumptions import assumptions
 from .bench import DEFAULT_CASES, BenchCase, run_benchmark, run_certification_benchmark
 from .inputs import sample_inputs
@@ -38,7 +39,7 @@ def _layer_args(p):
     p.add_argument("--d", type=int, default=8, help="token dimension (default 8)")
     p.add_argument("--logit-scale", type=float, default=3.0, help="‖Θ_i‖_F, the std of off-diagonal logits (default 3)")
     p.add_argument("--w-scale", type=float, default=1.0, help="per-entry scale of each head's output (default 1)")
-    p.add_argument("--seed", type=int, default=None, help="integer seed (default: fresh entropy, printed)")
+    p.add_argument("--seed", type=cli_seed, default=None, help="integer seed (default: fresh entropy, printed)")
 
 
 def build_parser():
@@ -87,7 +88,7 @@ def build_parser():
     p = sub.add_parser("bench", help="benchmark the forward pass against GEMM, einsum and torch")
     p.add_argument("--repeat", type=int, default=5, help="timed runs per figure; medians are printed (default 5)")
     p.add_argument("--quick", action="store_true", help="small sizes only (a smoke test, not a measurement)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=cli_seed, default=0)
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
 
     p = sub.add_parser("scaling", help="run time and examples against m: the learner and Adam on the same layers")
@@ -107,7 +108,7 @@ def build_parser():
     p.add_argument("--serial", action="store_true", help="run in this process (debugging)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
-    p.add_argument("--seed", type=int, default=0, help="entropy of every run's seed (default 0)")
+    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
     p.add_argument("--out", metavar="DIR", required=True,
                    help="directory of the sweep; an interrupted sweep resumes from the records in it")
     return parser

@@ -134,7 +134,7 @@ def _read(path, kinds):
         fh.seek(0)
         # An .npz is a zip archive and an .npy starts with its magic; anything else would reach
         # np.load's pickle branch, whose refusal ("pickled data") would misname the problem.
-        if not (head.startswith(b"PK\x03\x04") or head.startswith(b"\x93NUMPY")):
+        if not head.startswith((b"PK\x03\x04", b"\x93NUMPY")):
             raise FileFormatError(f"{str(path)!r} is not a toolkit .npz file (not a zip archive).")
         try:
             archive = np.load(fh, allow_pickle=False)

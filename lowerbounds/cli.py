@@ -11,6 +11,7 @@ import sys
 import numpy as np
 
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
+from learner._validation import cli_seed
 
 from .family import HardFamily
 from .lwr import (
@@ -39,7 +40,7 @@ def build_parser():
     p.add_argument("--m", type=int, default=3, help="heads; the hidden subset has m − 1 coordinates (default 3)")
     p.add_argument("--variant", choices=("interpolation", "steps"), default="interpolation")
     p.add_argument("--subset", type=int, nargs="+", default=None, help="hidden coordinates (default: drawn with --seed)")
-    p.add_argument("--seed", type=int, default=None, help="integer seed for the hidden subset (default: fresh, printed)")
+    p.add_argument("--seed", type=cli_seed, default=None, help="integer seed for the hidden subset (default: fresh, printed)")
     p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz with JSON metadata)")
     p.add_argument("--tolerance", type=float, default=0.05, help="τ for the printed query lower bound (default 0.05)")
     p = sub.add_parser("sq-simulate", help="queries a correlational SQ learner needs, against d, for several m")
@@ -48,7 +49,7 @@ def build_parser():
     p.add_argument("--tolerance", type=float, default=0.05, help="oracle tolerance τ (default 0.05)")
     p.add_argument("--adversary", choices=("reference", "random"), default="reference")
     p.add_argument("--trials", type=int, default=25, help="hidden subsets per cell; medians reported (default 25)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=cli_seed, default=0)
     p.add_argument("--plot", metavar="FILE", help="log-log plot of median queries against d (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
     p = sub.add_parser("lwe", help="write one LWE-style (learning with rounding) two-token instance and check it")
@@ -57,7 +58,7 @@ def build_parser():
     p.add_argument("--secret", type=int, nargs="+", default=None, help="w in Z_q^n (default: drawn with --seed)")
     p.add_argument("--name", choices=sorted(NAMED_LWR), default=None, help="a named member instead (one-slab)")
     p.add_argument("--sharpness", type=float, default=DEFAULT_SHARPNESS, help=f"λ (default {DEFAULT_SHARPNESS})")
-    p.add_argument("--seed", type=int, default=None, help="integer seed for the secret and the checks")
+    p.add_argument("--seed", type=cli_seed, default=None, help="integer seed for the secret and the checks")
     p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz with JSON metadata)")
     p = sub.add_parser("lwe-attack", help="attack timings against n, a lattice cost table, and a plot")
     p.add_argument("--q", type=int, default=7, help="modulus (default 7)")
@@ -72,7 +73,7 @@ def build_parser():
     p.add_argument("--repeats", type=int, default=3, help="fresh secrets per n; medians reported (default 3)")
     p.add_argument("--attention", action="store_true",
                    help="also run our learner and the gradient baseline on the one-slab member (minutes)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=cli_seed, default=0)
     p.add_argument("--plot", metavar="FILE", help="semi-log plot of attack time against n (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
     return parser

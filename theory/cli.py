@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from learner._validation import cli_seed
 from learner.io import write_json
 
 from .registry import CHECKS, get, run_case
@@ -39,14 +40,14 @@ def build_parser():
     p = sub.add_parser("check", help="run one check at default sizes (or its negative control)")
     p.add_argument("name", choices=sorted(CHECKS))
     p.add_argument("--control", action="store_true", help="run the negative control instead (expected to fail)")
-    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--seed", type=cli_seed, default=0, help="seed (default 0)")
     p.add_argument("--param", type=_param, action="append", default=[], metavar="KEY=VALUE",
                    help="keyword argument for the case builder, e.g. --param n=128 (repeatable)")
     p.add_argument("--json", metavar="FILE", help="write the result as JSON")
     p.add_argument("--plot", metavar="FILE", help="also write the check's figure (PNG; needs matplotlib)")
 
     p = sub.add_parser("all", help="run every check and every negative control; print one table of verdicts")
-    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--seed", type=cli_seed, default=0, help="seed (default 0)")
     p.add_argument("--json", metavar="FILE", help="write all results as JSON")
     p.add_argument("--plot-dir", metavar="DIR", help="also write every check's figure into DIR")
     return parser

@@ -89,3 +89,23 @@ class TestBench:
         assert record["rows"][0]["max_abs_diff"] < 1e-12
         cert = record["certification"]
         assert cert["same_rows"] is True and cert["pipeline_ratio"] > 0 and cert["batch"] == 2000
+
+
+class TestSeedFlag:
+    """Every command line's --seed is checked by argparse and the error names the flag (not numpy's words)."""
+
+    @pytest.mark.parametrize("value", ["-1", "abc", "1.5"])
+    @pytest.mark.parametrize(
+        "argv",
+        [("learner", ["demo"]), ("lowerbounds", ["sq", "--d", "8", "--m", "3"]), ("theory", ["check", "one_step"])],
+        ids=["learner", "lowerbounds", "theory"],
+    )
+    def test_bad_seed(self, argv, value, capsys):
+        import importlib
+
+        package, args = argv
+        cli = importlib.import_module(f"{package}.cli")
+        with pytest.raises(SystemExit) as exc:
+            cli.main([*args, "--seed", value])
+        assert exc.value.code == 2
+        assert f"argument --seed: must be a non-negative integer (seed entropy); got '{value}'" in capsys.readouterr().err
