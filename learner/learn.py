@@ -80,7 +80,10 @@ class LearnResult:
                  f"m = {self.m}{' (estimated)' if self.m_estimated else ''}; examples drawn {self.examples_drawn:,}"]
         for name, diag in self.diagnostics.items():
             secs = self.timings.get(name)
-            lines.append(f"[{name}]" + (f" {secs:.2f} s" if secs is not None else ""))
+            header = f"[{name}]" + (f" {secs:.2f} s" if secs is not None else "")
+            if diag.get("round", 0) > 0:  # phases 3–5 repeat: time summed, figures of the last round
+                header += f" over {diag['round'] + 1} rounds; the figures below are the last round's"
+            lines.append(header)
             for key, value in diag.items():
                 if isinstance(value, dict):
                     value = ", ".join(f"{k}={v}" for k, v in value.items())
@@ -246,7 +249,8 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
                                truth=truth)
             log.info("phase 5 (round %d): %d constraints, m = %d, gap ratios %s", r + 1, p4.count, p5.m,
                      np.array2string(p5.gap_ratios[:plan_m], precision=3))
-            phases["5_span"], diag["5_span"], timings["5_span"] = p5, p5.summary() | {"round": r}, p5.seconds
+            phases["5_span"], diag["5_span"] = p5, p5.summary() | {"round": r}
+            timings["5_span"] = timings.get("5_span", 0.0) + p5.seconds
             theta_star = p5.theta_star
         if m is not None and m > 1:
             ratio = float(p5.gap_ratios[m - 2]) if len(p5.gap_ratios) >= m - 1 else 0.0

@@ -55,6 +55,9 @@ class TestLearnFast:
         assert diag["6_search"]["warm_start_relative_error"] < 0.05
         assert result.examples_drawn > 0 and result.timings["total"] > 0
         json.dumps(result.to_dict())  # the record is JSON-ready
+        # Phases 3–5 repeat (outer rounds): the report says the time is summed and the figures are the last round's.
+        report = result.report()
+        assert "[3_refine_sum]" in report and "over 2 rounds; the figures below are the last round's" in report
 
     def test_k_not_below_d_is_an_error(self):
         truth = random_layer(1, 4, rng=0)
