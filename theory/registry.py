@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,7 +98,14 @@ def run_case(name, which="default", *, rng=None, **params):
     builder (its keyword arguments), e.g. ``run_case("local_clt", n=128)``.
     """
     seq = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
-    result = get(name).case(which)(rng=seq, **params)
+    builder = get(name).case(which)
+    signature = inspect.signature(builder).parameters.values()
+    accepted = [p.name for p in signature if p.name != "rng" and p.kind is not p.VAR_KEYWORD]
+    unknown = sorted(set(params) - set(accepted))
+    if unknown and not any(p.kind is p.VAR_KEYWORD for p in signature):
+        raise ValueError(f"the {which} case of {name!r} takes no parameter {', '.join(map(repr, unknown))}; "
+                         f"it takes {', '.join(accepted) or 'none'}.")
+    result = builder(rng=seq, **params)
     if result.seed_entropy is None:
         result = dataclasses.replace(result, seed_entropy=seq.entropy)
     return result
