@@ -34,11 +34,18 @@ def _seed(seed):
     return np.random.SeedSequence(seed)
 
 
-def _layer_args(p):
-    p.add_argument("--m", type=int, default=2, help="number of heads (default 2)")
-    p.add_argument("--d", type=int, default=8, help="token dimension (default 8)")
-    p.add_argument("--logit-scale", type=float, default=3.0, help="‖Θ_i‖_F, the std of off-diagonal logits (default 3)")
-    p.add_argument("--w-scale", type=float, default=1.0, help="per-entry scale of each head's output (default 1)")
+#: The planted layer's flags and their defaults (``sample`` leaves them unset, to tell them apart from --layer).
+_LAYER_DEFAULTS = {"m": 2, "d": 8, "logit_scale": 3.0, "w_scale": 1.0}
+
+
+def _layer_args(p, *, unset=False):
+    dflt = {key: None if unset else value for key, value in _LAYER_DEFAULTS.items()}
+    p.add_argument("--m", type=int, default=dflt["m"], help="number of heads (default 2)")
+    p.add_argument("--d", type=int, default=dflt["d"], help="token dimension (default 8)")
+    p.add_argument("--logit-scale", type=float, default=dflt["logit_scale"],
+                   help="‖Θ_i‖_F, the std of off-diagonal logits (default 3)")
+    p.add_argument("--w-scale", type=float, default=dflt["w_scale"],
+                   help="per-entry scale of each head's output (default 1)")
     p.add_argument("--seed", type=cli_seed, default=None, help="integer seed (default: fresh entropy, printed)")
 
 
@@ -72,7 +79,7 @@ def build_parser():
     p.set_defaults(seed=0)
 
     p = sub.add_parser("sample", help="write a planted layer and/or labelled examples to disk")
-    _layer_args(p)
+    _layer_args(p, unset=True)
     p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz)")
     p.add_argument("--layer", metavar="FILE", help="label examples with this saved layer instead of a new one")
     p.add_argument("--examples", metavar="FILE", help="also write labelled examples (X, Y=F(X)) here")
@@ -179,6 +186,13 @@ def _sample(args):
         raise SystemExit("sample: nothing to write; give --out FILE and/or --examples FILE.")
     ss = _seed(args.seed)
     layer_seed, input_seed = ss.spawn(2)
+    given = [key for key in _LAYER_DEFAULTS if getattr(args, key) is not None]
+    if args.layer and given:
+        flags = ", ".join(f"--{key.replace('_', '-')} {getattr(args, key)}" for key in given)
+        raise ValueError(f"--layer {args.layer} fixes the layer; {flags} would be ignored. Drop them or --layer.")
+    for key, value in _LAYER_DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     params = {k: v for k, v in vars(args).items() if k != "func"}
     if args.layer:
         layer = load_layer(args.layer)

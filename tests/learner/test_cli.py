@@ -51,6 +51,13 @@ class TestSample:
         X, Y = load_examples(ex_path)
         np.testing.assert_array_equal(Y, load_layer(layer_path)(X))
 
+    def test_layer_flags_with_an_existing_layer_are_refused(self, tmp_path, capsys):
+        """--layer fixes m and d: a --d beside it would be silently ignored, so it is an error naming both."""
+        layer_path = tmp_path / "layer.npz"
+        main(["sample", "--seed", "2", "--out", str(layer_path)])
+        assert main(["sample", "--layer", str(layer_path), "--examples", str(tmp_path / "ex.npz"), "--d", "5"]) == 2
+        assert f"--layer {layer_path} fixes the layer; --d 5 would be ignored" in capsys.readouterr().err
+
     def test_nothing_to_write(self, capsys):
         with pytest.raises(SystemExit, match="nothing to write"):
             main(["sample", "--seed", "0"])
