@@ -81,6 +81,9 @@ class HardFamily:
         elif offset is not None:
             raise ValueError(f"`offset` is for variant='steps' only; got offset={offset}.")
         pool = [j for j in range(d) if j != t and j != offset]
+        if m >= 2 and m - 1 > len(pool):
+            raise ValueError(f"m − 1 = {m - 1} hidden coordinates do not fit in the {len(pool)} free coordinates "
+                             f"of d={d} (variant {variant!r}); use d >= {m - 1 + d - len(pool)} or a smaller m.")
         template = sq_hard_instance(d, m, subset=pool[-(m - 1):] if m >= 2 else None, **kwargs)
         self.template = template
         self.d, self.m, self.variant = template.d, template.m, variant

@@ -31,6 +31,9 @@ from learner._validation import check_int, check_real_array
 
 __all__ = ["gadget_layer", "gadget_outputs", "gadget_weight", "head_weights"]
 
+#: Largest dense layer a gadget builds (Θ's and W's, float64): 4 GiB, about d = 11 000 at m = 2.
+MAX_LAYER_BYTES = 4 * 2**30
+
 
 def _sigmoid(u):
     # Stable in both tails: exp of a non-positive number only.
@@ -139,6 +142,10 @@ def gadget_layer(thetas, coefficients, *, t, o):
     if coefficients.shape[0] != m:
         raise ValueError(f"`coefficients` must have one entry per head (m={m}); got {coefficients.shape[0]}.")
     t, o = check_coordinates(d, t=t, o=o)
+    need = 2 * m * d * d * 8
+    if need > MAX_LAYER_BYTES:
+        raise ValueError(f"a layer with m={m} heads at d={d} holds 2·m·d² float64 = {need / 2**30:.3g} GiB, beyond "
+                         f"MAX_LAYER_BYTES = {MAX_LAYER_BYTES / 2**30:g} GiB (the forward pass is dense in d×d).")
     big_thetas = np.zeros((m, d, d))
     idx = np.arange(d)
     big_thetas[:, idx, idx] = thetas

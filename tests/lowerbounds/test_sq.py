@@ -180,3 +180,23 @@ def test_cli_writes_an_instance(tmp_path, capsys):
     assert "violated" in capsys.readouterr().out
     assert main(["sq", "--d", "4", "--m", "5"]) == 2
     assert "do not fit" in capsys.readouterr().err
+
+
+class TestFamilyBadSizes:
+    """Sizes that cannot work are named as sizes, before anything is built."""
+
+    @pytest.mark.parametrize(
+        ("args", "match"),
+        [
+            ((3, 5), r"m − 1 = 4 hidden coordinates do not fit in the 2 free coordinates of d=3 .*use d >= 5"),
+            ((10**6, 3), r"m=3 heads at d=1000000 holds 2·m·d² float64 = .* GiB, beyond MAX_LAYER_BYTES"),
+        ],
+        ids=["d too small for m", "d too large to build"],
+    )
+    def test_refused_with_the_reason(self, args, match):
+        with pytest.raises(ValueError, match=match):
+            HardFamily(*args)
+
+    def test_gadget_layer_guards_its_memory(self):
+        with pytest.raises(ValueError, match="MAX_LAYER_BYTES"):
+            gadget_layer(np.ones((2, 20_000)), np.ones(2), t=0, o=0)
