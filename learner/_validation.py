@@ -84,3 +84,19 @@ def cli_seed(text):
     if value < 0 or str(text).strip() != str(value):
         raise argparse.ArgumentTypeError(f"must be a non-negative integer (seed entropy); got {text!r}")
     return value
+
+
+def check_rng(rng, name="rng"):
+    """``np.random.default_rng(rng)`` for the accepted seeds, else an error naming ``name`` and the value.
+
+    Accepted: None (fresh entropy), a non-negative integer, a ``SeedSequence``, a
+    ``BitGenerator`` or a ``Generator`` (returned as is), as SPEC 7 describes.
+    """
+    if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator, np.random.Generator)):
+        return np.random.default_rng(rng)
+    if isinstance(rng, (bool, np.bool_)) or not isinstance(rng, numbers.Integral):
+        raise TypeError(f"`{name}` must be None, a non-negative integer, a SeedSequence or a Generator; "
+                        f"got {name}={rng!r}.")
+    if rng < 0:
+        raise ValueError(f"`{name}` must be a non-negative integer seed; got {name}={int(rng)}.")
+    return np.random.default_rng(int(rng))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_int, check_positive_float
+from ._validation import check_int, check_positive_float, check_rng
 from .layer import AttentionLayer, _softmax_inplace, auto_batch
 from .learn import LearnResult, truth_errors
 from .oracle import ExamplesExhausted, as_source
@@ -290,7 +290,7 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
     ('gradient', 700, True)
     """
     t_start = time.perf_counter()
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     source = as_source(source)
     m = check_int("m", m)
     if optimizer not in OPTIMIZERS:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import check_int
+from ._validation import check_int, check_rng
 from .inputs import cube_expectation, sample_inputs
 from .instances import random_layer
 
@@ -125,7 +125,7 @@ def _interleaved_medians(fns, repeat):
 
 def gemm_rate(*, size=1500, repeat=5, rng=None):
     """The machine's float64 matrix-multiply rate in GFLOP/s (median of ``repeat``)."""
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     a = rng.standard_normal((size, size))
     b = rng.standard_normal((size, size))
     return 2 * size**3 / _median_time(lambda: a @ b, repeat) / 1e9
@@ -212,7 +212,7 @@ def run_benchmark(cases=DEFAULT_CASES, *, repeat=5, cube=(4, 5, 2), rng=None):
     -------
     BenchResult
     """
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     repeat = check_int("repeat", repeat)
     torch_run, torch_version = _torch_forward()
     rate = gemm_rate(repeat=repeat, rng=rng)
@@ -342,7 +342,7 @@ def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logi
     from .oracle import LayerOracle
     from .phases.sculpt import certify_rows, fit_patterns
 
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     m, d, k, batch, repeat = (check_int(n, v) for n, v in
                               (("m", m), ("d", d), ("k", k), ("batch", batch), ("repeat", repeat)))
     layer_seed, oracle_seed, input_seed = rng.spawn(3)

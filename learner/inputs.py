@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_distribution, check_int, check_real_array
+from ._validation import check_distribution, check_int, check_real_array, check_rng
 
 __all__ = ["check_inputs", "cube_expectation", "enumerate_cube", "sample_inputs"]
 
@@ -42,7 +42,7 @@ def sample_inputs(n_samples, k, d, *, distribution="boolean", rng=None):
     >>> X.shape, np.unique(X).tolist()
     ((2, 3, 4), [-1.0, 1.0])
     """
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     n_samples = check_int("n_samples", n_samples)
     k = check_int("k", k)
     d = check_int("d", d)

@@ -6,7 +6,7 @@ import logging
 
 import numpy as np
 
-from ._validation import check_int, check_positive_float
+from ._validation import check_int, check_positive_float, check_rng
 from .assumptions import assumptions
 from .layer import AttentionLayer
 
@@ -62,7 +62,7 @@ def random_layer(m, d, *, logit_scale=3.0, w_scale=1.0, check=True, max_tries=10
     >>> layer.m, layer.d, round(float(np.linalg.norm(layer.thetas[0])), 12)
     (2, 8, 3.0)
     """
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     m = check_int("m", m)
     d = check_int("d", d)
     logit_scale = check_positive_float("logit_scale", logit_scale, allow_zero=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import check_int
+from ._validation import check_int, check_rng
 from .assumptions import assumptions, check_setting
 from .layer import AttentionLayer
 from .metrics import match_heads, relative_error
@@ -165,7 +165,7 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
         If ``k >= d`` (certification needs ``k < d``) or the arguments are invalid.
     """
     t_start = time.perf_counter()
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     source = as_source(source)
     cfg = config if config is not None else LearnConfig()
     if not isinstance(cfg, LearnConfig):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from ._validation import check_distribution, check_int
+from ._validation import check_distribution, check_int, check_rng
 from .inputs import sample_inputs
 from .layer import AttentionLayer
 
@@ -56,7 +56,7 @@ def relative_error(f, g, k, *, n_samples=8192, distribution="boolean", batch=409
     >>> relative_error(f, f, 4, n_samples=100, rng=1)
     0.0
     """
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     _check_layer("f", f)
     _check_layer("g", g)
     if f.d != g.d:
@@ -195,7 +195,7 @@ def attention_statistics(layer, k, *, n_samples=20000, distribution="boolean", b
     >>> 0.25 <= min(s.mean_max_weight) <= 1.0
     True
     """
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     _check_layer("layer", layer)
     k = check_int("k", k)
     n_samples = check_int("n_samples", n_samples)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_distribution, check_int, check_real_array
+from ._validation import check_distribution, check_int, check_real_array, check_rng
 from .inputs import check_inputs, sample_inputs
 from .layer import AttentionLayer
 
@@ -48,6 +48,8 @@ class LayerOracle:
         self.k = check_int("k", k)
         self.d = layer.d
         self.distribution = check_distribution(distribution)
+        if not isinstance(rng, (np.random.SeedSequence, np.random.Generator)):
+            check_rng(rng)  # the error names `rng` for a seed numpy would refuse in its own words
         self._seed = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(
             rng if not isinstance(rng, np.random.Generator) else rng.integers(2**63)
         )

@@ -33,7 +33,7 @@ from itertools import product
 
 import numpy as np
 
-from learner._validation import check_int
+from learner._validation import check_int, check_rng
 
 from .lwr import LWRInstance, LWRParams, PublicSamples, attention_samples, lwr_predictor, predictor_accuracy, sample_lwr
 
@@ -274,7 +274,7 @@ def attention_attack(instance, *, method="provable", n_samples=2_000_000, n_test
     """
     import learner
 
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     if not isinstance(instance, LWRInstance):
         raise TypeError(f"`instance` must be an LWRInstance; got {type(instance).__name__}.")
     if method not in ATTENTION_METHODS:
@@ -348,7 +348,7 @@ def time_attacks(ns, q, *, attacks=("exhaustive", "linear"), repeats=3, rng=None
     from .lattice import lattice_attack
     from .lwr import switch_points
 
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     ns = [check_int("n", n, minimum=1) for n in ns]
     q = check_int("q", q, minimum=3)
     repeats = check_int("repeats", repeats, minimum=1)

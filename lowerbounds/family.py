@@ -38,7 +38,7 @@ import mpmath
 import numpy as np
 
 from learner import enumerate_cube
-from learner._validation import check_int, check_positive_float
+from learner._validation import check_int, check_positive_float, check_rng
 
 from .sq import MP_DPS, VARIANTS, default_offset, sq_hard_instance
 
@@ -180,7 +180,7 @@ class HardFamily:
         import networkx as nx
 
         graph = self.correlation_graph(threshold)
-        seed = int(np.random.default_rng(rng).integers(2**31))
+        seed = int(check_rng(rng).integers(2**31))
         chosen = nx.maximal_independent_set(graph, seed=seed) if graph.number_of_nodes() else []
         bad = [j for j in range(self.r) if abs(self.overlap_correlation(j)) > threshold]
         upper = comb(self.n, min(bad)) // comb(self.r, min(bad)) if bad else self.size

@@ -45,7 +45,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from learner._validation import check_int, check_positive_float
+from learner._validation import check_int, check_positive_float, check_rng
 
 from .lwr import switch_points
 
@@ -687,7 +687,7 @@ def lattice_attack(B, labels, q, *, n_samples=None, block_size=None, secret=None
     >>> out.success, out.matches_secret, out.dimension
     (True, True, 91)
     """
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     B, labels, q = _check_samples(B, labels, q)
     N, n = B.shape
     uniq, first, inverse = np.unique(B, axis=0, return_index=True, return_inverse=True)

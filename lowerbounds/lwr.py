@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from learner._validation import check_int, check_positive_float
+from learner._validation import check_int, check_positive_float, check_rng
 
 from .gadget import _check_pair_inputs, gadget_layer, gadget_outputs
 from .instance import HardInstance
@@ -127,7 +127,7 @@ class LWRParams:
 
     def draw_secret(self, *, rng=None):
         """A uniform secret in ``Z_q^n``."""
-        rng = np.random.default_rng(rng)
+        rng = check_rng(rng)
         return tuple(int(v) for v in rng.integers(0, self.q, self.n))
 
 
@@ -220,7 +220,7 @@ def sample_lwr(params, n_samples, *, secret=None, rng=None):
     >>> draw.public.B.shape, draw.public.consistent((1, 5, 0, 6))
     ((5, 4), True)
     """
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     if not isinstance(params, LWRParams):
         raise TypeError(f"`params` must be an LWRParams; got {type(params).__name__}.")
     n_samples = check_int("n_samples", n_samples, minimum=1)
@@ -436,7 +436,7 @@ def attention_samples(samples, layout, *, half="signal", rng=None):
     X, Y : ndarray, shapes (N, 2, d); with ``half="all"`` about half of the
         LWR samples are used.
     """
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     layout = _check_layout(layout)
     if not isinstance(samples, PublicSamples):
         raise TypeError(f"`samples` must be PublicSamples; got {type(samples).__name__}.")
@@ -490,7 +490,7 @@ def lwr_predictor(predict, layout, *, votes=1, rng=None):
     if not callable(predict):
         raise TypeError(f"`predict` must be callable X -> Y; got {type(predict).__name__}.")
     votes = check_int("votes", votes, minimum=1)
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
 
     def predictor(B):
         B = np.asarray(B)

@@ -26,7 +26,7 @@ from math import comb
 import numpy as np
 
 from learner import enumerate_cube, sample_inputs
-from learner._validation import check_int, check_positive_float
+from learner._validation import check_int, check_positive_float, check_rng
 
 from .gadget import _check_pair_inputs, check_coordinate_set
 from .sq import ParityInstance
@@ -119,7 +119,7 @@ class SQOracle:
             raise ValueError(f"`adversary` must be one of {ADVERSARIES}; got adversary={adversary!r}.")
         self.adversary = adversary
         self._seed = rng
-        self.rng = np.random.default_rng(rng)
+        self.rng = check_rng(rng)
         self.queries = 0
         self.label_bound = float(target.label_bound)
         self._coef = self._nonzero_fourier(target)

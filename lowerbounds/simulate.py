@@ -24,7 +24,7 @@ from math import comb
 
 import numpy as np
 
-from learner._validation import check_int, check_positive_float
+from learner._validation import check_int, check_positive_float, check_rng
 
 from .oracle import CharacterQuery, SparseLinearTarget, SQOracle
 from .sq import sq_hard_instance
@@ -48,7 +48,7 @@ def correlational_search(oracle, *, max_degree, rng=None, max_queries=MAX_QUERIE
     max_degree = check_int("max_degree", max_degree)
     target = oracle.target
     coords = [j for j in range(target.d) if j != target.t]
-    gen = np.random.default_rng(rng)
+    gen = check_rng(rng)
     tau, B = oracle.tolerance, oracle.label_bound
     found, coefs, mass = [], [], 0.0
     start = oracle.queries

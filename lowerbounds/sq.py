@@ -37,7 +37,7 @@ from math import comb
 import mpmath
 import numpy as np
 
-from learner._validation import check_int, check_positive_float
+from learner._validation import check_int, check_positive_float, check_rng
 
 from .gadget import check_coordinate_set, check_coordinates, gadget_layer
 from .instance import MP_DPS, HardInstance
@@ -249,7 +249,7 @@ def sq_hard_instance(d, m, subset=None, *, variant="interpolation", t=0, o=0, of
     elif offset is not None:
         raise ValueError(f"`offset` is for variant='steps' only; got offset={offset} with variant={variant!r}.")
     if subset is None:
-        gen = np.random.default_rng(rng)
+        gen = check_rng(rng)
         pool = [j for j in range(d) if j != t and j != offset]
         if m - 1 > len(pool):
             raise ValueError(f"m - 1 = {m - 1} hidden coordinates do not fit in d={d} (variant {variant!r}).")

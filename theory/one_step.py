@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from learner import AttentionLayer, cube_expectation, sample_inputs
-from learner._validation import check_distribution, check_int, check_positive_float
+from learner._validation import check_distribution, check_int, check_positive_float, check_rng
 
 from ._core import CheckResult, Timer, chebyshev_radius, finish, seeded
 
@@ -566,7 +566,7 @@ def control_one_step(*, rng=None):
     >>> round(control_one_step(rng=0).measured, 3)
     0.727
     """
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     c = CONTROL_CASE
     d = c["d"]
     u = rng.choice([-1.0, 1.0], size=d) / math.sqrt(d)
@@ -729,7 +729,7 @@ def theta_of_stable_rank(d, r, frobenius, *, rng=None):
     >>> round(float(np.linalg.norm(theta)), 12), round(float(np.linalg.norm(theta, 2) ** 2), 12)
     (3.0, 4.5)
     """
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     d = check_int("d", d)
     r = check_int("r", r)
     if r > d:

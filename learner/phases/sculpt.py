@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_int, check_positive_float
+from .._validation import check_int, check_positive_float, check_rng
 
 log = logging.getLogger(__name__)
 
@@ -317,7 +317,7 @@ def certification_premise(layer, k, *, tol=0.01, bound=0.1, quantile=0.95, n_sam
 
     if not isinstance(layer, AttentionLayer):
         raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     X = sample_inputs(n_samples, k, layer.d, rng=rng)
     Y = layer(X)
     w_sum = layer.ws.sum(axis=0)

@@ -151,3 +151,35 @@ class TestValidation:
         with pytest.raises(error, match=match):
             call()
         assert list(tmp_path.iterdir()) == []
+
+
+class TestRngArguments:
+    """Seeds are validated where they enter, and the error names `rng` (not numpy's SeedSequence words)."""
+
+    @pytest.mark.parametrize(
+        ("value", "error", "match"),
+        [(-1, ValueError, r"`rng` must be a non-negative integer seed; got rng=-1"),
+         ("abc", TypeError, r"`rng` must be None, a non-negative integer, a SeedSequence or a Generator; got rng='abc'"),
+         (1.5, TypeError, r"got rng=1.5"),
+         (True, TypeError, r"got rng=True")],
+        ids=["negative", "string", "float", "bool"],
+    )
+    @pytest.mark.parametrize(
+        "call",
+        [lambda r: __import__("learner").random_layer(2, 4, rng=r),
+         lambda r: __import__("learner").sample_inputs(2, 2, 3, rng=r),
+         lambda r: __import__("learner").LayerOracle(__import__("learner").random_layer(1, 3, rng=0), 2, rng=r),
+         lambda r: __import__("lowerbounds").sq_hard_instance(8, 3, rng=r)],
+        ids=["random_layer", "sample_inputs", "LayerOracle", "sq_hard_instance"],
+    )
+    def test_bad_seed(self, call, value, error, match):
+        with pytest.raises(error, match=match):
+            call(value)
+
+    @pytest.mark.parametrize("value", [None, 0, 7, np.int64(3)])
+    def test_good_seeds(self, value):
+        from learner._validation import check_rng
+
+        assert isinstance(check_rng(value), np.random.Generator)
+        gen = np.random.default_rng(1)
+        assert check_rng(gen) is gen
