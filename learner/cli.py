@@ -275,6 +275,6 @@ def main(argv=None):
                "scaling": _scaling}[args.command]
     try:
         return handler(args)
-    except (ValueError, TypeError, FileNotFoundError, FileFormatError) as exc:
+    except (ValueError, TypeError, FileNotFoundError, FileFormatError, ConnectionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

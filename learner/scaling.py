@@ -79,6 +79,8 @@ QUICK_OPTIONS = {
                  "n_search": 500, "max_nfev": 20},
     "adam": {"max_iter": 30, "n_train": 300, "n_val": 100, "restarts": 1},
 }
+#: Seconds to wait for a Dask scheduler before giving up with a ConnectionError naming its address.
+SCHEDULER_CONNECT_TIMEOUT = 10.0
 #: The environment of local-pool workers: one BLAS thread each (what Dask's nanny sets for its workers).
 WORKER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
@@ -266,7 +268,14 @@ def _execute(specs, *, backend, workers, scheduler, progress):
         else:
             from dask.distributed import Client, as_completed
 
-            with Client(scheduler) as client:
+            try:
+                client = Client(scheduler, timeout=SCHEDULER_CONNECT_TIMEOUT)
+            except (OSError, TimeoutError) as exc:
+                raise ConnectionError(
+                    f"could not reach the Dask scheduler at scheduler={scheduler!r} within "
+                    f"{SCHEDULER_CONNECT_TIMEOUT:g} s ({type(exc).__name__}); start one (`dask scheduler`) or run "
+                    "without --scheduler.") from exc
+            with client:
                 futures = {client.submit(run_one, spec.to_dict(), key=f"scaling-{spec.run_id}-{spec.entropy}",
                                          pure=False): spec for spec in specs}
                 for fut in as_completed(futures):

@@ -97,6 +97,17 @@ class TestSweep:
         # The comparison is not vacuous: the records differ between runs.
         assert len({json.dumps(comparable(r), sort_keys=True) for r in dask}) == len(specs)
 
+    def test_unreachable_scheduler_is_named(self, tmp_path, capsys, monkeypatch):
+        """No scheduler at the address: a clear error naming it, from the API and the CLI (exit 2), no traceback."""
+        pytest.importorskip("dask.distributed")
+        monkeypatch.setattr(scaling, "SCHEDULER_CONNECT_TIMEOUT", 1.0)
+        with pytest.raises(ConnectionError, match=r"could not reach the Dask scheduler at scheduler='tcp://127.0.0.1:1'"):
+            run_sweep(_specs()[:1], tmp_path / "api", backend="dask", scheduler="tcp://127.0.0.1:1")
+        argv = ["scaling", "--m", "1", "--d", "6", "--k", "3", "--seeds", "1", "--quick", "--no-progress",
+                "--methods", "adam", "--adam-lr", "0.03", "--scheduler", "tcp://127.0.0.1:1", "--out", str(tmp_path / "cli")]
+        assert main(argv) == 2
+        assert "could not reach the Dask scheduler at scheduler='tcp://127.0.0.1:1'" in capsys.readouterr().err
+
     def test_comparable_drops_only_times_and_places(self):
         rec = {"a": 1, "timings": {"total": 2.0}, "where": {"pid": 3},
                "diagnostics": {"p": {"seconds": 1.0, "count": 4, "refine_seconds": 0.1}},
