@@ -45,6 +45,10 @@ from .instance import MP_DPS, HardInstance
 __all__ = ["ParityInstance", "interpolation_coefficients", "sq_hard_instance", "symmetric_fourier"]
 
 VARIANTS = ("interpolation", "steps")
+#: Largest error of a member's float64 layer against its stated formula that the constructor accepts
+#: (exact, :attr:`HardInstance.sharpness_error`); the interpolation variant meets it up to m = 7 with its
+#: default λ's (4.5e-10 there, 1.6e-8 at m = 8), the steps variant at every m (3e-17).
+FORMULA_ACCURACY = 1e-9
 
 
 def default_lambdas(m):
@@ -294,6 +298,15 @@ def sq_hard_instance(d, m, subset=None, *, variant="interpolation", t=0, o=0, of
                    + (" where x_1p ≠ x_2p" if variant == "steps" else " on every Boolean input"),
         "provenance": "construction ours (toolkit DESIGN §5); the paper's statement is the d^Ω(m) SQ lower bound",
     }
-    return ParityInstance(d=d, m=m, t=t, o=o, variant=variant, pattern=tuple(int(v) for v in ind),
+    inst = ParityInstance(d=d, m=m, t=t, o=o, variant=variant, pattern=tuple(int(v) for v in ind),
                           lambdas=tuple(lams), offsets=tuple(mus), coefficients=tuple(float(c) for c in coeffs),
                           offset_coord=offset, layer=layer, metadata=metadata, subset=S, condition=cond)
+    # The float64 layer must carry its own formula: with an ill-conditioned interpolation
+    # (condition ~1e11 at m = 8, 1e20 at m = 11) the rounded c_i miss it by far more.
+    err = inst.sharpness_error
+    if not err <= FORMULA_ACCURACY:
+        raise ValueError(
+            f"sq_hard_instance(d={d}, m={m}, variant={variant!r}): the float64 layer misses its formula by {err:.3g} "
+            f"> FORMULA_ACCURACY = {FORMULA_ACCURACY:g} (exact, over every reachable hidden sum); the "
+            f"interpolation's condition number is {cond:.3g}. Use a smaller m or variant='steps'.")
+    return inst

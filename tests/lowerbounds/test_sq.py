@@ -4,6 +4,8 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from learner import enumerate_cube, load_layer, read_metadata
 from lowerbounds import (
@@ -200,3 +202,36 @@ class TestFamilyBadSizes:
     def test_gadget_layer_guards_its_memory(self):
         with pytest.raises(ValueError, match="MAX_LAYER_BYTES"):
             gadget_layer(np.ones((2, 20_000)), np.ones(2), t=0, o=0)
+
+
+class TestEveryAcceptedMemberMatchesItsFormula:
+    @given(d=st.integers(3, 20), m=st.integers(2, 12), variant=st.sampled_from(["interpolation", "steps"]),
+           seed=st.integers(0, 2**32 - 1))
+    @settings(max_examples=40, deadline=None)
+    def test_property(self, d, m, variant, seed):
+        """Property: any member the constructor accepts equals its formula on random Boolean inputs.
+
+        Over d <= 20, m <= 12 (the interpolation variant is accepted up to m = 7, steps up to
+        m = d − 2; larger m only take longer to build) and both variants, on the inputs where the formula
+        is claimed, to FORMULA_ACCURACY plus float64 rounding of the forward pass (64 ulps of
+        Σ|c_i|, the largest the output can reach). Members the constructor refuses (m too large for
+        d, or an interpolation too ill-conditioned to carry its formula) are not members.
+        """
+        from lowerbounds.sq import FORMULA_ACCURACY
+
+        try:
+            inst = sq_hard_instance(d, m, variant=variant, rng=seed)
+        except ValueError:  # refused, with its reason (tested below): not a member
+            assume(False)
+        X = np.sign(np.random.default_rng(seed).standard_normal((400, 2, d)))
+        X[X == 0] = 1.0
+        half = inst.on_signal_half(X)
+        err = np.abs(inst.layer(X)[:, 0, inst.o] - inst.formula(X))[half]
+        slack = 64 * np.finfo(float).eps * float(np.sum(np.abs(inst.coefficients)))
+        assert err.max(initial=0.0) <= FORMULA_ACCURACY + slack
+
+    @pytest.mark.parametrize(("d", "m"), [(16, 11), (40, 12), (16, 8)], ids=str)
+    def test_ill_conditioned_members_are_refused(self, d, m):
+        """The issue's cases (errors 351 and 5.5e6 against the formula, 1.6e-8 at m = 8) are refused with the reason."""
+        with pytest.raises(ValueError, match=r"misses its formula by .* > FORMULA_ACCURACY = 1e-09 .*condition number"):
+            sq_hard_instance(d, m, rng=0)
