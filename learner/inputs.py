@@ -171,7 +171,10 @@ def cube_expectation(fn, k, d, *, batch=65536):
     ``2^{kd}`` terms: each batch is summed pairwise and batch sums are combined
     with Neumaier compensation, so the relative error is a small multiple of
     ``log2(batch)·eps`` of ``Σ|f|/|Σf|``. Integer-valued ``f`` is summed
-    exactly (the division by ``2^{kd}`` is exact in binary floating point).
+    exactly: every value is scaled by ``2^{-kd}`` first, which is exact in binary
+    floating point and keeps the running sum below ``max|f|`` (no overflow for a
+    representable mean; values below about ``2^{kd}·1e-308`` in magnitude become
+    subnormal and lose relative precision). Complex or non-finite values are errors.
 
     Examples
     --------
@@ -186,13 +189,22 @@ def cube_expectation(fn, k, d, *, batch=65536):
         raise TypeError(f"`fn` must be callable; got fn={fn!r}.")
     total = comp = None
     for X in enumerate_cube(k, d, batch=batch):
-        values = np.asarray(fn(X), dtype=np.float64)
+        raw = np.asarray(fn(X))
+        if not (np.issubdtype(raw.dtype, np.floating) or np.issubdtype(raw.dtype, np.integer)
+                or raw.dtype == np.bool_):
+            raise TypeError(f"`fn` must return real numbers; got dtype {raw.dtype} (for complex values take the "
+                            "expectations of the real and imaginary parts separately).")
+        values = raw.astype(np.float64, copy=False)
         if values.ndim == 0 or values.shape[0] != X.shape[0]:
             raise ValueError(
                 f"`fn` must return one value per input (leading axis {X.shape[0]}); "
                 f"got shape {values.shape}."
             )
-        part = _pairwise_sum(values)
+        if not np.isfinite(values).all():
+            raise ValueError("`fn` returned a non-finite value (inf or nan); the expectation is not defined.")
+        # Scale by 2^(−kd) before summing (exact in binary floating point): the sum of the scaled
+        # values is bounded by max|f|, so a representable mean never overflows on the way.
+        part = _pairwise_sum(np.ldexp(values, -(k * d)))
         if total is None:
             total, comp = part.copy(), np.zeros_like(part)
             continue
@@ -200,5 +212,5 @@ def cube_expectation(fn, k, d, *, batch=65536):
         # Neumaier: keep the low-order bits lost in ``total + part``.
         comp += np.where(np.abs(total) >= np.abs(part), (total - new) + part, (part - new) + total)
         total = new
-    result = (total + comp) / float(1 << (k * d))
+    result = total + comp
     return float(result) if result.ndim == 0 else result

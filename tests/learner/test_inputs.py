@@ -205,3 +205,23 @@ class TestCubeExpectation:
         """Oversized cubes and functions that do not return one value per input are refused."""
         with pytest.raises(error, match=match):
             cube_expectation(fn, k, d)
+
+
+class TestCubeExpectationExtremes:
+    """Extreme values: a representable mean is returned exactly; what has no real finite mean is an error."""
+
+    @pytest.mark.parametrize("value", [1e308, -1e308, 1e-300, 3.0])
+    def test_constant_functions(self, value):
+        # A constant's mean is itself: scaling by 2^(−kd) and summing 2^(kd) copies is exact.
+        assert cube_expectation(lambda X: np.full(len(X), value), 2, 3) == value
+
+    @pytest.mark.parametrize(
+        ("fn", "error", "match"),
+        [(lambda X: np.full(len(X), 1j), TypeError, "must return real numbers; got dtype complex128"),
+         (lambda X: np.full(len(X), np.inf), ValueError, "non-finite value"),
+         (lambda X: np.full(len(X), np.nan), ValueError, "non-finite value")],
+        ids=["complex", "inf", "nan"],
+    )
+    def test_refused(self, fn, error, match):
+        with pytest.raises(error, match=match):
+            cube_expectation(fn, 2, 2)
