@@ -181,7 +181,13 @@ class AttentionLayer:
             nb = x.shape[0]
             z = Z[:nb]
             np.matmul(p.transpose(0, 2, 1), x, out=z)  # z[n, (a, i)] = Σ_j P_i[a, j] x_j
-            np.matmul(z.reshape(nb * k, m * d), self._w_stack, out=out[sl].reshape(nb * k, d))
+            with np.errstate(over="ignore", invalid="ignore"):  # detected just below
+                np.matmul(z.reshape(nb * k, m * d), self._w_stack, out=out[sl].reshape(nb * k, d))
+        if not np.isfinite(out).all():
+            raise FloatingPointError(
+                "F(X) overflowed float64 (the projections W_i are too large for these inputs: "
+                f"max |W| = {float(np.abs(self.ws).max()):.3g}); rescale the layer."
+            )
         return out[0] if single else out
 
     def attention(self, X, *, batch=None):

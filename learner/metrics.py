@@ -65,15 +65,28 @@ def relative_error(f, g, k, *, n_samples=8192, distribution="boolean", batch=409
     n_samples = check_int("n_samples", n_samples)
     batch = check_int("batch", batch)
     check_distribution(distribution)
-    num = den = 0.0
+    # Sums of squares in logs, each batch scaled by its largest entry (as LAPACK's nrm2 does), so that
+    # outputs of any finite size give the ratio whenever it is representable.
+    log_num = log_den = -np.inf
     for start in range(0, n_samples, batch):
         X = sample_inputs(min(batch, n_samples - start), k, f.d, distribution=distribution, rng=rng)
         fx = f(X)
-        num += float(np.sum((fx - g(X)) ** 2))
-        den += float(np.sum(fx**2))
-    if den == 0.0:
+        log_num = np.logaddexp(log_num, _log_sum_squares(fx - g(X)))
+        log_den = np.logaddexp(log_den, _log_sum_squares(fx))
+    if log_den == -np.inf:
         raise ValueError("the reference layer `f` is zero on every sampled input; relative error undefined.")
-    return num / den
+    log_ratio = float(log_num - log_den)
+    if log_ratio > np.log(np.finfo(float).max):
+        raise OverflowError(f"the relative error is about 1e{log_ratio / np.log(10):.0f}, beyond float64.")
+    return float(np.exp(log_ratio))
+
+
+def _log_sum_squares(a):
+    """``log Σ a²`` computed without overflow or underflow (−inf for all zeros)."""
+    scale = float(np.max(np.abs(a))) if a.size else 0.0
+    if scale == 0.0:
+        return -np.inf
+    return 2.0 * np.log(scale) + np.log(float(np.sum((a / scale) ** 2)))
 
 
 @dataclass(frozen=True)

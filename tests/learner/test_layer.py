@@ -361,3 +361,13 @@ class TestAutoBatch:
         sizes = [1, 2, 4, 8, 16, 32, 64, 128]
         batches = [auto_batch(*[s if j == axis else 8 for j in range(3)]) for s in sizes]
         assert batches == sorted(batches, reverse=True)
+
+
+def test_output_overflow_is_a_named_error():
+    """W = 1e308: F(X) is not representable in float64, so the forward pass refuses instead of returning inf."""
+    from learner import random_layer
+
+    base = random_layer(2, 4, rng=0)
+    layer = AttentionLayer(base.thetas, base.ws * 1e308)
+    with pytest.raises(FloatingPointError, match="F\\(X\\) overflowed float64"):
+        layer(np.ones((3, 2, 4)))

@@ -175,3 +175,25 @@ class TestAttentionStatistics:
             attention_statistics(layer, 3, n_samples=200, rng=1).mean_max_weight,
             attention_statistics(layer, 3, n_samples=200, rng=np.random.default_rng(1)).mean_max_weight,
         )
+
+
+class TestRelativeErrorScale:
+    """The ratio is scale-free: it is returned for outputs of any finite size, and refused only past float64."""
+
+    @pytest.mark.parametrize("scale", [1e200, 1e-200, 1.0], ids=["huge W", "tiny W", "unit W"])
+    def test_same_ratio_at_every_scale(self, scale):
+        from learner import AttentionLayer, random_layer
+
+        base = random_layer(2, 4, rng=0)
+        f = AttentionLayer(base.thetas, base.ws * scale)
+        g = AttentionLayer(base.thetas, base.ws * scale * 1.001)
+        # (0.001)² up to rounding of the two forward passes (measured 1e-6 − 3e-18).
+        assert relative_error(f, g, 2, n_samples=200, rng=0) == pytest.approx(1e-6, rel=1e-9)
+
+    def test_beyond_float64_is_an_error(self):
+        from learner import AttentionLayer, random_layer
+
+        base = random_layer(2, 4, rng=0)
+        with pytest.raises(OverflowError, match="beyond float64"):
+            relative_error(AttentionLayer(base.thetas, base.ws * 1e-300), AttentionLayer(base.thetas, base.ws * 1e300),
+                           2, n_samples=100, rng=0)
