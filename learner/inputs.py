@@ -9,14 +9,21 @@ does; the theory checks use it as their exact reference.
 
 from __future__ import annotations
 
+import logging
+import time
+
 import numpy as np
 
 from ._validation import check_distribution, check_int, check_real_array, check_rng
 
 __all__ = ["check_inputs", "cube_expectation", "enumerate_cube", "sample_inputs"]
 
+log = logging.getLogger(__name__)
+
 #: Largest ``k·d`` :func:`enumerate_cube` accepts: 2^32 inputs already take hours.
 MAX_CUBE_BITS = 32
+#: Largest k·d that cube_expectation enumerates unless asked (2^26 = 6.7e7 inputs).
+DEFAULT_MAX_BITS = 26
 
 
 def sample_inputs(n_samples, k, d, *, distribution="boolean", rng=None):
@@ -146,7 +153,7 @@ def _pairwise_sum(values):
     return values[0]
 
 
-def cube_expectation(fn, k, d, *, batch=65536):
+def cube_expectation(fn, k, d, *, batch=65536, max_bits=None):
     """Exact expectation of ``fn(X)`` over ``X`` uniform on ``{±1}^{k×d}``.
 
     .. math:: \\mathbb{E}[f(X)] = 2^{-kd} \\sum_{X \\in \\{\\pm 1\\}^{k \\times d}} f(X)
@@ -159,6 +166,12 @@ def cube_expectation(fn, k, d, *, batch=65536):
         Tokens and dimension, ``k·d <= 32``.
     batch : int
         Inputs per call of ``fn``.
+    max_bits : int, optional
+        Largest ``k·d`` to enumerate without being asked (default
+        :data:`DEFAULT_MAX_BITS` = 26, 6.7·10⁷ inputs: about a minute for a
+        layer's forward pass on 2 cores); up to 32 when given explicitly. Beyond
+        it the call is refused at once with the count, instead of starting work
+        of hours.
 
     Returns
     -------
@@ -185,9 +198,14 @@ def cube_expectation(fn, k, d, *, batch=65536):
     4.0
     """
     k, d, batch = _check_cube(k, d, batch)
+    limit = DEFAULT_MAX_BITS if max_bits is None else check_int("max_bits", max_bits)
+    if k * d > limit:
+        raise ValueError(f"cube_expectation would enumerate 2^{k * d} = {2.0 ** (k * d):.3g} inputs (k={k}, d={d}), "
+                         f"beyond max_bits={limit}; pass max_bits={k * d} (at most {MAX_CUBE_BITS}) to run it anyway.")
     if not callable(fn):
         raise TypeError(f"`fn` must be callable; got fn={fn!r}.")
     total = comp = None
+    t0, n_done, logged = time.perf_counter(), 0, False
     for X in enumerate_cube(k, d, batch=batch):
         raw = np.asarray(fn(X))
         if not (np.issubdtype(raw.dtype, np.floating) or np.issubdtype(raw.dtype, np.integer)
@@ -205,6 +223,11 @@ def cube_expectation(fn, k, d, *, batch=65536):
         # Scale by 2^(−kd) before summing (exact in binary floating point): the sum of the scaled
         # values is bounded by max|f|, so a representable mean never overflows on the way.
         part = _pairwise_sum(np.ldexp(values, -(k * d)))
+        n_done += X.shape[0]
+        if not logged and time.perf_counter() - t0 > 2.0:  # a long enumeration says how long it will take
+            rate = n_done / (time.perf_counter() - t0)
+            log.info("cube_expectation: 2^%d inputs at %.3g/s: about %.0f s in all", k * d, rate, 2.0 ** (k * d) / rate)
+            logged = True
         if total is None:
             total, comp = part.copy(), np.zeros_like(part)
             continue

@@ -225,3 +225,16 @@ class TestCubeExpectationExtremes:
     def test_refused(self, fn, error, match):
         with pytest.raises(error, match=match):
             cube_expectation(fn, 2, 2)
+
+
+class TestCubeExpectationSize:
+    def test_large_cubes_are_refused_up_front_unless_asked(self):
+        """k·d = 30 (10^9 inputs, hours) is refused at once with the count and the way to ask for it."""
+        with pytest.raises(ValueError, match=r"2\^30 = 1.07e\+09 inputs .* beyond max_bits=26; pass max_bits=30"):
+            cube_expectation(lambda X: X[:, 0, 0], 2, 15)
+
+    def test_max_bits_is_validated_and_capped(self):
+        with pytest.raises(ValueError, match="k\\*d <= 32"):
+            cube_expectation(lambda X: X[:, 0, 0], 3, 11, max_bits=33)
+        with pytest.raises(TypeError, match="`max_bits` must be an integer"):
+            cube_expectation(lambda X: X[:, 0, 0], 1, 2, max_bits=2.5)
