@@ -144,3 +144,13 @@ class TestAttentionAttack:
             attention_attack(inst, method="sgd")
         with pytest.raises(TypeError, match="LWRInstance"):
             attention_attack(inst.layer)
+
+
+class TestExhaustiveSize:
+    def test_refused_up_front_beyond_max_secrets(self):
+        """n = 12 at q = 7 is 1.4·10^10 secrets (hours): refused at once with the count and the way to ask."""
+        draw = sample_lwr(LWRParams(12, 7), 50, rng=0)
+        with pytest.raises(ValueError, match=r"q\^n = 7\^12 = 1.38e\+10 secrets exceeds max_secrets=1e\+09"):
+            exhaustive_search(draw.public)
+        with pytest.raises(ValueError, match="max_secrets=10"):
+            exhaustive_search(sample_lwr(LWRParams(2, 5), 20, rng=0).public, max_secrets=10)
