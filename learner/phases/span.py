@@ -100,6 +100,12 @@ def _irls_weights(A, b, theta, base):
     return w / w.max()
 
 
+def _min_norm_solution(A, b, w, r):
+    """``(θ, S, Vt)``: min-norm least-squares solution of ``(A·w) θ = b·w`` on the top ``r`` singular directions."""
+    U, S, Vt = np.linalg.svd(A * w[:, None], full_matrices=False)
+    return Vt[:r].T @ ((U[:, :r].T @ (b * w)) / S[:r]), S, Vt
+
+
 def hull_solve(A, b, m, *, weights=None, irls_rounds=3, directions_from="irls"):
     """``(Θ*, V, S)``: min-norm point, hull directions and singular values (ascending).
 
@@ -117,16 +123,15 @@ def hull_solve(A, b, m, *, weights=None, irls_rounds=3, directions_from="irls"):
         V = Vt[r:].T
         # Θ* on the complement of the hull's directions: project them out of A.
         A_perp = A - (A @ V) @ V.T
-        for _ in range(irls_rounds + 1):
-            U2, S2, Vt2 = np.linalg.svd(A_perp * w[:, None], full_matrices=False)
-            theta = Vt2[:r].T @ ((U2[:, :r].T @ (b * w)) / S2[:r])
+        theta = _min_norm_solution(A_perp, b, w, r)[0]
+        for _ in range(irls_rounds):
             w = _irls_weights(A, b, theta, base)
+            theta = _min_norm_solution(A_perp, b, w, r)[0]
         return theta, V, S[::-1]
-    for _ in range(irls_rounds + 1):
-        U, S, Vt = np.linalg.svd(A * w[:, None], full_matrices=False)
-        coef = (U[:, :r].T @ (b * w)) / S[:r]
-        theta = Vt[:r].T @ coef
+    theta, S, Vt = _min_norm_solution(A, b, w, r)
+    for _ in range(irls_rounds):
         w = _irls_weights(A, b, theta, base)
+        theta, S, Vt = _min_norm_solution(A, b, w, r)
     return theta, Vt[r:].T, S[::-1]
 
 
