@@ -244,7 +244,7 @@ def _bench(args):
 
 
 def _scaling(args):
-    from .scaling import QUICK_OPTIONS, scaling_study
+    from .scaling import QUICK_OPTIONS, SweepInterrupted, SweepLocked, scaling_study
 
     if args.scheduler and args.serial:
         raise ValueError("give at most one of --scheduler and --serial.")
@@ -254,12 +254,20 @@ def _scaling(args):
             import dask.distributed  # noqa: F401
         except ImportError:
             raise SystemExit("--scheduler needs Dask: pip install 'provable-attention[distributed]'") from None
-    result = scaling_study(args.out, ms=args.m, d=args.d, k=args.k, seeds=args.seeds, methods=args.methods,
-                           distribution=args.distribution, adam_lrs=args.adam_lr, tune_seeds=args.tune_seeds,
-                           success_tol=args.success_tol, seed=args.seed, backend=backend, workers=args.workers,
-                           adam_options=QUICK_OPTIONS["adam"] if args.quick else None,
-                           provable_options=QUICK_OPTIONS["provable"] if args.quick else None,
-                           scheduler=args.scheduler, progress=not args.no_progress)
+    try:
+        result = scaling_study(
+            args.out, ms=args.m, d=args.d, k=args.k, seeds=args.seeds, methods=args.methods,
+            distribution=args.distribution, adam_lrs=args.adam_lr, tune_seeds=args.tune_seeds,
+            success_tol=args.success_tol, seed=args.seed, backend=backend, workers=args.workers,
+            adam_options=QUICK_OPTIONS["adam"] if args.quick else None,
+            provable_options=QUICK_OPTIONS["provable"] if args.quick else None,
+            scheduler=args.scheduler, progress=not args.no_progress)
+    except SweepLocked as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SweepInterrupted as exc:
+        print(f"\n{exc}", file=sys.stderr)
+        return 130  # the shell's status for a SIGINT stop
     print(result.table())
     print()
     print(f"runs: {result.stats['ran']} run now, {result.stats['skipped']} kept from earlier; records in "

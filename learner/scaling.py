@@ -20,6 +20,12 @@ workers run with one BLAS thread (Dask's default for its workers, set here for
 the local pool too), so the records agree bit for bit apart from wall-clock
 times and where the run happened (:func:`comparable`).
 
+Locking and interruption. A writing sweep holds ``OUT/sweep.lock`` (its pid,
+host and start time); a second writer is refused with the owner's name, and a
+lock left by a dead process of this host is replaced (:func:`sweep_lock`).
+Ctrl-C stops the workers within seconds, keeps every finished run's record and
+raises :class:`SweepInterrupted`; the same call again resumes.
+
 Resume. A run whose record exists in ``OUT/runs/`` with the same
 specification is skipped; a record of a run that raised (``"outcome":
 "error"``) is retried. A record with the same name but another specification
@@ -51,6 +57,8 @@ from ._validation import check_distribution, check_int, check_positive_float
 __all__ = [
     "METHODS",
     "RunSpec",
+    "SweepInterrupted",
+    "SweepLocked",
     "SweepResult",
     "comparable",
     "fit_growth",
@@ -61,6 +69,7 @@ __all__ = [
     "run_sweep",
     "scaling_study",
     "summarise",
+    "sweep_lock",
 ]
 
 log = logging.getLogger(__name__)
@@ -240,49 +249,189 @@ def _worker_env():
                 os.environ[key] = value
 
 
-def _execute(specs, *, backend, workers, scheduler, progress):
-    """Yield ``(spec, record)`` as runs finish, on the chosen backend."""
-    if not specs:
-        return
-    bar = _progress(len(specs), progress)
-    try:
-        if backend == "serial":
-            for spec in specs:
+def _ignore_sigint():
+    """Initializer of local-pool workers: Ctrl-C at a terminal reaches the whole process group, and
+    only the parent should act on it (it stops the workers itself)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _Runner:
+    """Runs specifications on a backend; iterate for ``(spec, record)`` as runs finish.
+
+    After an interruption, :meth:`finished` gives every run that completed —
+    including those that completed while the interruption was handled — and
+    :meth:`stop` ends the workers at once (the local pool's processes are
+    killed; Dask futures are cancelled).
+    """
+
+    def __init__(self, specs, *, backend, workers, scheduler):
+        self.specs, self.backend, self.workers, self.scheduler = list(specs), backend, workers, scheduler
+        self._futures, self._pool, self._client = {}, None, None
+
+    def __iter__(self):
+        if not self.specs:
+            return
+        if self.backend == "serial":
+            for spec in self.specs:
                 yield spec, run_one(spec.to_dict())
-                bar.update(1)
-        elif backend == "local":
+        elif self.backend == "local":
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
             with _worker_env():
-                pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
-                futures = {pool.submit(run_one, spec.to_dict()): spec for spec in specs}
-            try:
-                for fut in as_completed(futures):
-                    yield futures[fut], _collect(futures[fut], fut.result)
-                    bar.update(1)
-            finally:
-                # On an interruption, runs not yet started are dropped (a resumed sweep does them);
-                # normally every future is done here and this returns at once.
-                pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_ignore_sigint,
+                                                 mp_context=multiprocessing.get_context("spawn"))
+                self._futures = {self._pool.submit(run_one, spec.to_dict()): spec for spec in self.specs}
+            for fut in as_completed(self._futures):
+                yield self._futures[fut], _collect(self._futures[fut], fut.result)
         else:
             from dask.distributed import Client, as_completed
 
             try:
-                client = Client(scheduler, timeout=SCHEDULER_CONNECT_TIMEOUT)
+                self._client = Client(self.scheduler, timeout=SCHEDULER_CONNECT_TIMEOUT)
             except (OSError, TimeoutError) as exc:
                 raise ConnectionError(
-                    f"could not reach the Dask scheduler at scheduler={scheduler!r} within "
+                    f"could not reach the Dask scheduler at scheduler={self.scheduler!r} within "
                     f"{SCHEDULER_CONNECT_TIMEOUT:g} s ({type(exc).__name__}); start one (`dask scheduler`) or run "
                     "without --scheduler.") from exc
-            with client:
-                futures = {client.submit(run_one, spec.to_dict(), key=f"scaling-{spec.run_id}-{spec.entropy}",
-                                         pure=False): spec for spec in specs}
-                for fut in as_completed(futures):
-                    yield futures[fut], _collect(futures[fut], fut.result)
-                    bar.update(1)
+            self._futures = {self._client.submit(run_one, spec.to_dict(), key=f"scaling-{spec.run_id}-{spec.entropy}",
+                                                 pure=False): spec for spec in self.specs}
+            for fut in as_completed(self._futures):
+                yield self._futures[fut], _collect(self._futures[fut], fut.result)
+
+    def finished(self):
+        """``(spec, record)`` of every run whose worker has returned a record so far."""
+        out = []
+        for fut, spec in self._futures.items():
+            if self.backend == "dask":
+                ok = fut.status == "finished"
+            else:
+                ok = fut.done() and not fut.cancelled() and fut.exception() is None
+            if ok:
+                out.append((spec, fut.result()))
+        return out
+
+    def stop(self):
+        """End the workers now (idempotent); runs in flight are lost, finished ones were returned."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            # Kill rather than wait: a worker may be minutes into a run. ``_processes`` is the executor's
+            # own table (Python >= 3.14 has ``kill_workers()``; use it when present).
+            if hasattr(pool, "kill_workers"):
+                pool.kill_workers()
+            else:
+                for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                    with contextlib.suppress(Exception):
+                        proc.kill()
+            pool.shutdown(wait=False, cancel_futures=True)
+        if self._client is not None:
+            client, self._client = self._client, None
+            with contextlib.suppress(Exception):
+                client.cancel(list(self._futures))
+            client.close()
+
+    def close(self):
+        """Release the backend after a normal end (every run already returned)."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=True)
+        if self._client is not None:
+            client, self._client = self._client, None
+            client.close()
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C (SIGINT): every run that finished is recorded; rerun to resume.
+
+    Attributes ``recorded`` (records in ``out/runs`` of this sweep), ``total`` (runs
+    of the sweep) and ``out``.
+    """
+
+    def __init__(self, recorded, total, out):
+        self.recorded, self.total, self.out = recorded, total, Path(out)
+        super().__init__(f"interrupted: {recorded} of {total} runs are recorded in {self.out / 'runs'}; run the "
+                         "same command again to resume (recorded runs are skipped).")
+
+
+class SweepLocked(RuntimeError):
+    """Another process is writing the same sweep directory."""
+
+
+#: Name of the lock file a writing sweep keeps in its directory.
+LOCK_NAME = "sweep.lock"
+_HELD_LOCKS = {}
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def sweep_lock(out):
+    """Hold ``out/sweep.lock`` (owner's pid, host and start time) while a sweep writes ``out``.
+
+    A second writer — another process, here or on another host sharing the
+    directory — gets :class:`SweepLocked` naming the owner. A lock left by a
+    process of this host that no longer exists is stale: it is replaced, with a
+    warning. A lock from another host cannot be checked and is never taken
+    over; the message says how to remove it. Re-entrant within one process.
+    """
+    out = Path(out)
+    path = (out / LOCK_NAME).resolve()
+    if _HELD_LOCKS.get(path):
+        _HELD_LOCKS[path] += 1
+        try:
+            yield path
+        finally:
+            _HELD_LOCKS[path] -= 1
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    blob = json.dumps(me).encode("utf-8")
+    for _attempt in range(3):
+        tmp = path.with_name(f".{LOCK_NAME}.{me['pid']}.tmp")
+        tmp.write_bytes(blob)
+        try:
+            os.link(tmp, path)  # atomic: fails if the lock exists, and the lock is never seen half-written
+            break
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink(missing_ok=True)
+        try:
+            owner = json.loads(path.read_text(encoding="utf-8"))
+            pid, host = int(owner["pid"]), str(owner["host"])
+        except FileNotFoundError:
+            continue  # released meanwhile: try again
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SweepLocked(f"{path} exists but is not a readable lock ({exc}); if no sweep is writing {out}, "
+                              "delete it and run again.") from None
+        if host == me["host"] and not _pid_alive(pid):
+            log.warning("removing the stale lock %s of process %d on %s (no longer running)", path, pid, host)
+            path.unlink(missing_ok=True)
+            continue
+        where = "this host" if host == me["host"] else f"host {host!r}"
+        raise SweepLocked(f"another sweep is writing {out}: process {pid} on {where} holds {path} (since "
+                          f"{owner.get('started', '?')}). Wait for it, stop it, or use another --out; if that "
+                          "process is gone, delete the lock file and run again.")
+    else:
+        raise SweepLocked(f"could not take the lock {path} after 3 attempts; another sweep is starting in {out}.")
+    _HELD_LOCKS[path] = 1
+    try:
+        yield path
     finally:
-        bar.close()
+        del _HELD_LOCKS[path]
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(path.read_text(encoding="utf-8")).get("pid") == me["pid"]:
+                path.unlink()
 
 
 def _collect(spec, get):
@@ -345,9 +494,15 @@ def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, prog
     records : list of dict
     stats : dict
         ``{"ran": ..., "skipped": ...}``.
-    """
-    from .io import write_json
 
+    Raises
+    ------
+    SweepLocked
+        Another live process holds ``out/sweep.lock`` (see :func:`sweep_lock`).
+    SweepInterrupted
+        On Ctrl-C (a ``KeyboardInterrupt``): the workers are stopped at once, every
+        run that finished is recorded, and calling again resumes.
+    """
     if backend not in BACKENDS:
         raise ValueError(f"`backend` must be one of {BACKENDS}; got backend={backend!r}.")
     if backend == "dask" and not scheduler:
@@ -359,7 +514,15 @@ def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, prog
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ValueError(f"`specs` must have distinct run ids; {dup!r} appears twice.")
-    runs = Path(out) / "runs"
+    with sweep_lock(out):
+        return _run_locked(specs, Path(out), ids, backend=backend, workers=workers, scheduler=scheduler,
+                           progress=progress)
+
+
+def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress):
+    from .io import write_json
+
+    runs = out / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     done, todo = {}, []
     for spec in specs:
@@ -374,11 +537,37 @@ def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, prog
             todo.append(spec)
     if done:
         log.info("resuming: %d of %d runs already recorded in %s", len(done), len(specs), runs)
-    for spec, rec in _execute(todo, backend=backend, workers=workers, scheduler=scheduler, progress=progress):
+
+    def save(spec, rec):
         rec["where"] = rec.get("where", {}) | {"backend": backend}
         write_json(runs / f"{spec.run_id}.json", rec)
         done[spec.run_id] = json.loads((runs / f"{spec.run_id}.json").read_text(encoding="utf-8"))
         log.info("run %s: %s (%s)", spec.run_id, done[spec.run_id]["status"], done[spec.run_id]["message"][:120])
+
+    runner = _Runner(todo, backend=backend, workers=workers, scheduler=scheduler)
+    bar = _progress(len(todo), progress)
+    saved, clean = set(), False
+    try:
+        for spec, rec in runner:
+            save(spec, rec)
+            saved.add(spec.run_id)
+            bar.update(1)
+        clean = True
+    except KeyboardInterrupt:
+        # Keep every run that finished, including those that finished while we were interrupted, then end
+        # the workers without waiting for the runs in flight.
+        late = [(spec, rec) for spec, rec in runner.finished() if spec.run_id not in saved]
+        runner.stop()
+        for spec, rec in late:
+            save(spec, rec)
+        recorded = sum(1 for i in ids if i in done and done[i].get("outcome") == "finished")
+        raise SweepInterrupted(recorded, len(specs), out) from None
+    finally:
+        if clean:
+            runner.close()
+        else:
+            runner.stop()
+        bar.close()
     return [done[i] for i in ids], {"ran": len(todo), "skipped": len(specs) - len(todo)}
 
 
@@ -604,51 +793,52 @@ def scaling_study(out, *, ms=(1, 2, 3), d=8, k=4, seeds=10, methods=METHODS, dis
         raise ValueError(f"`out` must be a directory; got out={str(out)!r}, which is a file.")
     ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress}
 
-    tuning_records, tuning = [], None
-    lr_for = dict.fromkeys(ms, adam_lrs[0])
-    if "adam" in methods and len(adam_lrs) > 1:
-        specs = [s for lr in adam_lrs
-                 for s in plan_runs(ms=ms, d=d, k=k, seeds=tune_seeds, methods=["adam"], entropy=entropy,
-                                    role="tune", distribution=distribution,
-                                    options={"adam": adam_options | {"lr": lr}})]
-        log.info("tuning Adam's learning rate: %d runs", len(specs))
-        tuning_records, tstats = run_sweep(specs, out, **ex)
-        chosen = _choose_lr(tuning_records, adam_lrs)
-        lr_for = {m: chosen[m]["lr"] for m in ms}
-        tuning = {"grid": adam_lrs, "seeds": tune_seeds, "chosen": chosen, "rule": "lowest median validation "
-                  "relative error over the tuning runs; ties go to the first value in the grid"}
-    else:
-        tstats = {"ran": 0, "skipped": 0}
-    specs = []
-    for method in methods:
-        for m in ms:
-            opts = provable_options if method == "provable" else adam_options | {"lr": lr_for[m]}
-            specs += plan_runs(ms=[m], d=d, k=k, seeds=seeds, methods=[method], entropy=entropy,
-                               distribution=distribution, options={method: opts})
-    # Seed-major order: a sweep stopped early has every setting for its first seeds.
-    specs.sort(key=lambda s: (s.seed_index, s.m, methods.index(s.method)))
-    records, stats = run_sweep(specs, out, **ex)
-    summary = summarise(records, success_tol=success_tol)
-    summary |= {"tuning": tuning, "parameters": {
-        "ms": ms, "d": d, "k": k, "seeds": seeds, "methods": methods, "distribution": distribution,
-        "adam_lrs": adam_lrs, "tune_seeds": tune_seeds, "adam_options": adam_options,
-        "provable_options": provable_options, "seed": entropy}, "versions": _versions(),
-        "note": "study design ours (instances: learner.random_layer, logit scale 3); the paper reports no "
-                "experiments. Medians over all finished runs, successful or not."}
-    stats = {"ran": stats["ran"] + tstats["ran"], "skipped": stats["skipped"] + tstats["skipped"]}
-    from .io import _atomic_write, write_json
+    with sweep_lock(out):  # the whole study: tuning, measured runs, summary and plot
+        tuning_records, tuning = [], None
+        lr_for = dict.fromkeys(ms, adam_lrs[0])
+        if "adam" in methods and len(adam_lrs) > 1:
+            specs = [s for lr in adam_lrs
+                     for s in plan_runs(ms=ms, d=d, k=k, seeds=tune_seeds, methods=["adam"], entropy=entropy,
+                                        role="tune", distribution=distribution,
+                                        options={"adam": adam_options | {"lr": lr}})]
+            log.info("tuning Adam's learning rate: %d runs", len(specs))
+            tuning_records, tstats = run_sweep(specs, out, **ex)
+            chosen = _choose_lr(tuning_records, adam_lrs)
+            lr_for = {m: chosen[m]["lr"] for m in ms}
+            tuning = {"grid": adam_lrs, "seeds": tune_seeds, "chosen": chosen, "rule": "lowest median validation "
+                      "relative error over the tuning runs; ties go to the first value in the grid"}
+        else:
+            tstats = {"ran": 0, "skipped": 0}
+        specs = []
+        for method in methods:
+            for m in ms:
+                opts = provable_options if method == "provable" else adam_options | {"lr": lr_for[m]}
+                specs += plan_runs(ms=[m], d=d, k=k, seeds=seeds, methods=[method], entropy=entropy,
+                                   distribution=distribution, options={method: opts})
+        # Seed-major order: a sweep stopped early has every setting for its first seeds.
+        specs.sort(key=lambda s: (s.seed_index, s.m, methods.index(s.method)))
+        records, stats = run_sweep(specs, out, **ex)
+        summary = summarise(records, success_tol=success_tol)
+        summary |= {"tuning": tuning, "parameters": {
+            "ms": ms, "d": d, "k": k, "seeds": seeds, "methods": methods, "distribution": distribution,
+            "adam_lrs": adam_lrs, "tune_seeds": tune_seeds, "adam_options": adam_options,
+            "provable_options": provable_options, "seed": entropy}, "versions": _versions(),
+            "note": "study design ours (instances: learner.random_layer, logit scale 3); the paper reports no "
+                    "experiments. Medians over all finished runs, successful or not."}
+        stats = {"ran": stats["ran"] + tstats["ran"], "skipped": stats["skipped"] + tstats["skipped"]}
+        from .io import _atomic_write, write_json
 
-    files = {"summary_json": str(write_json(out / "summary.json", summary))}
-    result = SweepResult(records, tuning_records, summary, stats, files)
-    table = result.table().encode("utf-8") + b"\n"
-    _atomic_write(out / "summary.md", lambda fh: fh.write(table))
-    files["summary_md"] = str(out / "summary.md")
-    if plot:
-        try:
-            files["plot"] = str(plot_scaling(records, out / "scaling.png", success_tol=success_tol))
-        except ImportError:
-            log.warning("matplotlib is not installed (the `plot` extra): no scaling.png")
-    return result
+        files = {"summary_json": str(write_json(out / "summary.json", summary))}
+        result = SweepResult(records, tuning_records, summary, stats, files)
+        table = result.table().encode("utf-8") + b"\n"
+        _atomic_write(out / "summary.md", lambda fh: fh.write(table))
+        files["summary_md"] = str(out / "summary.md")
+        if plot:
+            try:
+                files["plot"] = str(plot_scaling(records, out / "scaling.png", success_tol=success_tol))
+            except ImportError:
+                log.warning("matplotlib is not installed (the `plot` extra): no scaling.png")
+        return result
 
 
 def plot_scaling(records, path, *, success_tol=1e-3):

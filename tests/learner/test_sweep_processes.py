@@ -1,0 +1,152 @@
+"""Locking, Ctrl-C and resume of ``learner scaling`` with real processes (spawned here, signalled by pid).
+
+The sweep runs Adam with a fixed iteration count (about half a second per run) so that a sweep of
+12 runs on two workers is still going when the test interrupts it.
+"""
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from learner import scaling
+from learner.scaling import LOCK_NAME, SweepLocked, plan_runs, run_sweep, sweep_lock
+
+# A driver: the CLI, with `--quick`'s Adam budget replaced by a fixed 150 iterations (no early stop).
+DRIVER = """
+import sys
+from learner import scaling
+scaling.QUICK_OPTIONS["adam"].update(max_iter=150, patience=150, tol=0.0, n_train=5000, n_val=500)
+from learner.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+SEEDS = 6  # × m in {1, 2}: 12 runs
+
+
+def _argv(out):
+    return [sys.executable, "-c", DRIVER, "scaling", "--m", "1", "2", "--d", "6", "--k", "3", "--seeds",
+            str(SEEDS), "--methods", "adam", "--adam-lr", "0.03", "--quick", "--workers", "2", "--no-progress",
+            "--out", str(out)]
+
+
+def _env():
+    return os.environ | {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _wait_for(predicate, proc, timeout=60.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"the sweep ended (status {proc.returncode}) before the test could act: "
+                        f"{proc.communicate()[1][-2000:]}")
+        time.sleep(0.02)
+    pytest.fail("timed out waiting for the sweep")
+
+
+def _records(out):
+    return [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))]
+
+
+class TestRealProcesses:
+    def test_second_writer_refused_ctrl_c_keeps_finished_runs_and_resume_completes(self, tmp_path):
+        out = tmp_path / "sweep"
+        first = subprocess.Popen(_argv(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=_env(), start_new_session=True)  # its own group, as a shell job is
+        try:
+            _wait_for(lambda: (out / LOCK_NAME).exists(), first)
+            owner = json.loads((out / LOCK_NAME).read_text())
+            assert owner["pid"] == first.pid and owner["host"] == socket.gethostname()
+
+            # A second writer on the same directory is refused at once and writes nothing.
+            second = subprocess.run(_argv(out), check=False, capture_output=True, text=True, env=_env(), timeout=60)
+            assert second.returncode == 2, second.stderr
+            assert f"process {first.pid}" in second.stderr and "another sweep is writing" in second.stderr
+            assert "Traceback" not in second.stderr
+
+            # Ctrl-C (SIGINT to the whole process group, as a terminal sends it) once two runs are recorded.
+            _wait_for(lambda: len(list((out / "runs").glob("*.json"))) >= 2, first)
+            t0 = time.monotonic()
+            os.killpg(first.pid, signal.SIGINT)
+            _, err = first.communicate(timeout=60)
+            stopped_in = time.monotonic() - t0
+        finally:
+            if first.poll() is None:
+                os.killpg(first.pid, signal.SIGKILL)
+                first.wait()
+        assert first.returncode == 130, err
+        assert stopped_in < 10, f"took {stopped_in:.1f} s to stop"
+        print(f"stopped in {stopped_in:.2f} s")
+        assert "Traceback" not in err and "run the same command again to resume" in err
+        kept = _records(out)
+        assert 2 <= len(kept) < 2 * SEEDS, "the interrupt must land mid-sweep"
+        assert all(r["outcome"] == "finished" for r in kept)
+        assert f"interrupted: {len(kept)} of {2 * SEEDS} runs are recorded" in err
+        assert not (out / LOCK_NAME).exists(), "the lock is released on an interrupt"
+        before = {p.name: p.read_bytes() for p in (out / "runs").glob("*.json")}
+
+        resumed = subprocess.run(_argv(out), check=False, capture_output=True, text=True, env=_env(), timeout=300)
+        assert resumed.returncode == 0, resumed.stderr
+        assert f"{2 * SEEDS - len(kept)} run now, {len(kept)} kept from earlier" in resumed.stdout
+        after = {p.name: p.read_bytes() for p in (out / "runs").glob("*.json")}
+        assert len(after) == 2 * SEEDS and all(after[name] == blob for name, blob in before.items())
+        assert not (out / LOCK_NAME).exists()
+
+
+def _dead_pid():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()  # reaped: the pid names no process now (reuse within the test is vanishingly unlikely)
+    return proc.pid
+
+
+def _tiny(entropy=3):
+    return plan_runs(ms=(1,), d=6, k=3, seeds=1, methods=("adam",), entropy=entropy,
+                     options={"adam": scaling.QUICK_OPTIONS["adam"] | {"lr": 0.03}})
+
+
+class TestLockFile:
+    def test_stale_lock_of_a_dead_process_is_replaced(self, tmp_path, caplog):
+        pid = _dead_pid()
+        (tmp_path / LOCK_NAME).write_text(json.dumps({"pid": pid, "host": socket.gethostname()}))
+        with caplog.at_level(logging.WARNING, logger="learner.scaling"):
+            records, stats = run_sweep(_tiny(), tmp_path, backend="serial")
+        assert stats["ran"] == 1 and records[0]["outcome"] == "finished"
+        assert "stale lock" in caplog.text and str(pid) in caplog.text
+        assert not (tmp_path / LOCK_NAME).exists()
+
+    def test_lock_of_a_live_process_is_respected(self, tmp_path):
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        try:
+            (tmp_path / LOCK_NAME).write_text(json.dumps({"pid": proc.pid, "host": socket.gethostname()}))
+            with pytest.raises(SweepLocked, match=f"process {proc.pid} on this host"):
+                run_sweep(_tiny(), tmp_path, backend="serial")
+        finally:
+            proc.kill()
+            proc.wait()
+        assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+        assert (tmp_path / LOCK_NAME).exists(), "someone else's lock is left alone"
+
+    @pytest.mark.parametrize("content, match", [
+        (json.dumps({"pid": 1, "host": "elsewhere.example"}), "host 'elsewhere.example'"),
+        ("{not json", "not a readable lock"),
+        (json.dumps({"host": "x"}), "not a readable lock"),
+    ], ids=["other-host", "corrupt", "no-pid"])
+    def test_locks_that_cannot_be_checked_are_never_taken_over(self, tmp_path, content, match):
+        (tmp_path / LOCK_NAME).write_text(content)
+        with pytest.raises(SweepLocked, match=match):
+            run_sweep(_tiny(), tmp_path, backend="serial")
+        assert (tmp_path / LOCK_NAME).read_text() == content
+
+    def test_reentrant_in_one_process_and_released(self, tmp_path):
+        with sweep_lock(tmp_path) as path:
+            assert json.loads(path.read_text())["pid"] == os.getpid()
+            run_sweep(_tiny(), tmp_path, backend="serial")  # the study holds the lock around its sweeps
+            assert path.exists()
+        assert not path.exists()
