@@ -75,6 +75,8 @@ def build_parser():
                    help="example budget of each refined sculpting round (default: chosen from m, d, k)")
     p.add_argument("--allow-unsound", action="store_true",
                    help="run even where the setting's soundness conditions fail (learner.assumptions)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bars (they are shown only when stderr is a terminal)")
     p.add_argument("--json", metavar="FILE", help="also write the run's record as JSON")
     p.set_defaults(seed=0)
 
@@ -172,7 +174,8 @@ def _learn(args):
     print(f"Learning a planted layer: m={args.m}, d={args.d}, k={args.k}, {args.distribution} inputs, "
           f"logit scale {args.logit_scale}, seed entropy {ss.entropy}"
           + (" (m not given to the learner)" if args.unknown_m else ""))
-    result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth)
+    result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth,
+                   progress=False if args.no_progress else None)
     print(result.report())
     if args.json:
         write_json(args.json, {"command": "learn", "parameters": vars(args), "seed_entropy": ss.entropy,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import _progress
 from ._validation import check_int, check_rng
 from .assumptions import assumptions, check_setting
 from .layer import AttentionLayer
@@ -127,7 +128,7 @@ def _distribution(source):
     return dist
 
 
-def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
+def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress=None):
     """Learn a multi-head attention layer from examples with the paper's six phases.
 
     Before drawing any example, the setting ``(m, d, k)`` and the input
@@ -154,6 +155,10 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
     rng : None, int, SeedSequence or Generator
         Draws the fresh inputs on which the errors against ``truth`` are measured
         (the phases themselves are deterministic given the examples).
+    progress : bool, optional
+        Progress bars on standard error for the example-drawing phases (1–4);
+        ``None`` (default) shows them when standard error is a terminal. They
+        never change the result; phase starts and figures are logged at INFO either way.
 
     Returns
     -------
@@ -164,6 +169,11 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None):
     ValueError
         If ``k >= d`` (certification needs ``k < d``) or the arguments are invalid.
     """
+    with _progress.showing(_progress.resolve(progress)):
+        return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng)
+
+
+def _learn(source, *, m, k, config, truth, rng):
     t_start = time.perf_counter()
     rng = check_rng(rng)
     source = as_source(source)

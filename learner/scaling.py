@@ -192,7 +192,8 @@ def run_one(spec):
         truth, oracle, method_seed = planted_instance(spec)
         options = dict(spec.options)
         if spec.method == "provable":
-            result = learn(oracle, m=spec.m, config=LearnConfig(**options), truth=truth, rng=method_seed)
+            result = learn(oracle, m=spec.m, config=LearnConfig(**options), truth=truth, rng=method_seed,
+                           progress=False)  # workers share the terminal with the sweep's own bar
         elif spec.method == "adam":
             result = fit_gradient(oracle, m=spec.m, optimizer="adam", truth=truth, rng=method_seed, **options)
         else:
@@ -443,17 +444,11 @@ def _collect(spec, get):
                                "".join(traceback.format_exception_only(exc)), {}, {})
 
 
-class _NoBar:
-    def update(self, n):
-        pass
-
-    def close(self):
-        pass
-
-
 def _progress(total, enabled):
     if not enabled:
-        return _NoBar()
+        from ._progress import NoBar
+
+        return NoBar()
     from tqdm import tqdm
 
     return tqdm(total=total, unit="run", desc="scaling", dynamic_ncols=True)

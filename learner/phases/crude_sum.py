@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._progress import bar
 from .._validation import check_int
 
 __all__ = ["SumEstimate", "crude_sum_w"]
@@ -48,11 +49,14 @@ def crude_sum_w(source, *, n_samples=400_000, batch=100_000, truth=None):
     n_samples = check_int("n_samples", n_samples)
     acc = 0.0
     drawn = 0
+    progress = bar(n_samples, "phase 1", "ex")
     while drawn < n_samples:
         X, Y = source.draw(min(batch, n_samples - drawn))
         # Xᵀ J Y = (Xᵀ 1)(1ᵀ Y): the column sums of X and Y.
         acc = acc + np.einsum("nc,ne->ce", X.sum(axis=1), Y.sum(axis=1))
         drawn += X.shape[0]
+        progress.update(X.shape[0])
+    progress.close()
     k = X.shape[1]
     w_sum = acc / (k * drawn)
     return SumEstimate(w_sum, drawn, time.perf_counter() - t0, _sum_error(w_sum, truth))

@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from .._progress import bar
 from ..layer import attention_patterns
 from .crude_sum import SumEstimate, _sum_error
 from .sculpt import fit_patterns
@@ -102,7 +103,12 @@ def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8,
     SumEstimate
     """
     t0 = time.perf_counter()
-    parts = [source.draw(min(batch, n_samples - s)) for s in range(0, n_samples, batch)]
+    progress = bar(n_samples, "phase 3", "ex")
+    parts = []
+    for s in range(0, n_samples, batch):
+        parts.append(source.draw(min(batch, n_samples - s)))
+        progress.update(parts[-1][0].shape[0])
+    progress.close()
     X = np.concatenate([p[0] for p in parts])
     Y = np.concatenate([p[1] for p in parts])
     n, k, _ = X.shape

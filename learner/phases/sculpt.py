@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._progress import bar
 from .._validation import check_int, check_positive_float, check_rng
 
 log = logging.getLogger(__name__)
@@ -240,18 +241,22 @@ def _sculpt(source, w_sum, *, tol, min_weight, target, max_examples, batch, trut
     parts = []
     count = drawn = seen = certified = 0
     last_log = time.perf_counter()
+    progress = bar(target, label, "constraint")
     while count < target and drawn < max_examples:
         X, Y = source.draw(min(batch, max_examples - drawn))
         drawn += X.shape[0]
         seen += X.shape[0] * X.shape[1]
         *block, c = certify_rows(X, Y, w_sum, tol=tol, min_weight=min_weight)
         parts.append(block)
+        progress.update(min(block[1].shape[0], max(target - count, 0)))
+        progress.set_postfix_str(f"{drawn:,} of at most {max_examples:,} examples")
         count += block[1].shape[0]
         certified += c
         if time.perf_counter() - last_log > 10:
             last_log = time.perf_counter()
             log.info("%s: %d of %d constraints from %s examples (budget %s)", label, count, target,
                      f"{drawn:,}", f"{max_examples:,}")
+    progress.close()
     d = w_sum.shape[0]
     if parts:
         A, b, r, pj, p0 = (np.concatenate(col) for col in zip(*parts))

@@ -1,0 +1,65 @@
+"""Progress bars for the long loops of :func:`learner.learn`, shown on a terminal only.
+
+:func:`learner.learn` sets whether bars are shown for the duration of a call
+(``progress=None``: when standard error is a terminal); the phases ask
+:func:`bar` for a bar and get a no-op one otherwise. Bars go to standard error,
+never change a result, and disappear when their phase ends (the INFO log keeps
+the figures).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import sys
+
+_ENABLED = contextvars.ContextVar("learner_progress", default=False)
+
+
+class NoBar:
+    """The bar used when progress is off: every method does nothing."""
+
+    def update(self, n=1):
+        pass
+
+    def set_postfix_str(self, s):
+        pass
+
+    def close(self):
+        pass
+
+
+def resolve(progress):
+    """``True``/``False`` as given; ``None`` means "standard error is a terminal"."""
+    if progress is None:
+        isatty = getattr(sys.stderr, "isatty", None)
+        return bool(isatty and isatty())
+    if not isinstance(progress, bool):
+        raise TypeError(f"`progress` must be True, False or None (on a terminal); got progress={progress!r}.")
+    return progress
+
+
+@contextlib.contextmanager
+def showing(flag):
+    """Show bars (or not) within the block."""
+    token = _ENABLED.set(bool(flag))
+    try:
+        yield
+    finally:
+        _ENABLED.reset(token)
+
+
+def bar(total, desc, unit):
+    """A tqdm bar on standard error when progress is on, else a :class:`NoBar`."""
+    if not _ENABLED.get():
+        return NoBar()
+    from tqdm import tqdm
+
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (AttributeError, OSError, ValueError):  # not a real file, or not a terminal
+        size = os.terminal_size((0, 0))
+    # A terminal that reports no size (a pty nobody sized) would make tqdm print nothing: fix one.
+    width = {"dynamic_ncols": True} if min(size) > 0 else {"ncols": 100, "nrows": 24}
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit == "ex", leave=False, file=sys.stderr, **width)
