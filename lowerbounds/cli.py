@@ -14,6 +14,7 @@ from learner import FileFormatError, enumerate_cube, save_layer, write_json
 from learner._validation import cli_seed
 
 from .family import HardFamily
+from .instance import MAX_G_EVALUATIONS
 from .lwr import (
     DEFAULT_SHARPNESS,
     NAMED_LWR,
@@ -58,6 +59,9 @@ def build_parser():
     p.add_argument("--secret", type=int, nargs="+", default=None, help="w in Z_q^n (default: drawn with --seed)")
     p.add_argument("--name", choices=sorted(NAMED_LWR), default=None, help="a named member instead (one-slab)")
     p.add_argument("--sharpness", type=float, default=DEFAULT_SHARPNESS, help=f"λ (default {DEFAULT_SHARPNESS})")
+    p.add_argument("--max-evaluations", type=int, default=MAX_G_EVALUATIONS,
+                   help="refuse an exact sharpness table of more mpmath head-terms m(Σw+1) than this "
+                        f"(default {MAX_G_EVALUATIONS:.0e}, about 3 min); 0 for no limit")
     p.add_argument("--seed", type=cli_seed, default=None, help="integer seed for the secret and the checks")
     p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz with JSON metadata)")
     p = sub.add_parser("lwe-attack", help="attack timings against n, a lattice cost table, and a plot")
@@ -141,7 +145,8 @@ def _lwe(args):
     else:
         params = LWRParams(args.n, args.q)
         secret = params.draw_secret(rng=gen) if args.secret is None else params.check_secret(args.secret)
-        inst = lwr_hard_instance(secret, args.q, sharpness=args.sharpness)
+        inst = lwr_hard_instance(secret, args.q, sharpness=args.sharpness,
+                                 max_evaluations=args.max_evaluations if args.max_evaluations != 0 else None)
     lay = inst.layout
     print(f"LWE-style instance (learning with rounding, construction ours; hardness assumed), n={lay.n}, q={lay.q}, "
           f"d={lay.d}, k=2, m={lay.m} heads, C={lay.total:g} (seed {seed.entropy})")

@@ -23,6 +23,7 @@ in mpmath from the float64 parameters.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -33,10 +34,48 @@ from learner import AttentionLayer, assumptions
 
 from .gadget import _check_pair_inputs, _sigmoid, gadget_outputs
 
-__all__ = ["HardInstance"]
+__all__ = ["MAX_G_EVALUATIONS", "HardInstance", "check_g_cost", "g_evaluations"]
 
 #: Precision (decimal digits) of the closed forms.
 MP_DPS = 50
+#: Refuse an exact table ``G_a(h)`` of more head-terms than this unless asked (``max_evaluations``):
+#: about 3 minutes at :data:`MP_TERM_SECONDS`.
+MAX_G_EVALUATIONS = 5_000_000
+#: Measured seconds per mpmath head-term ``c/(1 + e^{−2(λh − μa)})`` at ``MP_DPS`` digits (2 cores, 2026):
+#: 2.4·10⁵ terms took 9.0 s. Used for the time estimate only.
+MP_TERM_SECONDS = 4e-5
+
+log = logging.getLogger(__name__)
+
+
+def g_evaluations(m, max_sum):
+    """Head-terms in one row ``a`` of the exact table: ``m (Σv + 1)``."""
+    return m * (max_sum + 1)
+
+
+def check_g_cost(m, max_sum, max_evaluations, *, what="the instance"):
+    """Refuse (ValueError) an exact table beyond ``max_evaluations`` head-terms; ``None`` means no limit.
+
+    Logs the estimated time at INFO when it exceeds a few seconds.
+    """
+    n = g_evaluations(m, max_sum)
+    seconds = n * MP_TERM_SECONDS
+    if max_evaluations is not None and n > max_evaluations:
+        raise ValueError(
+            f"{what} needs an exact mpmath table of m·(Σv + 1) = {m}·{max_sum + 1} = {n:.3g} head-terms per row "
+            f"for its sharpness error (about {_duration(seconds)} on one core), beyond "
+            f"max_evaluations={max_evaluations:.3g}; pass a larger max_evaluations (or None) to build it anyway.")
+    if seconds > 5:
+        log.info("%s: exact table of %.3g head-terms, about %s", what, n, _duration(seconds))
+    return n
+
+
+def _duration(seconds):
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,11 +142,10 @@ class HardInstance:
         layer evaluated in float64 adds rounding of order ``1e-16`` times the
         output scale.
         """
-        rows = self.g_table()
-        claimed = [rows[1]] if self.offset_coord is not None else [rows[0]]
+        row = self._g_row(1 if self.offset_coord is not None else 0)  # only the claimed row is needed
         hs = np.asarray(self.reachable_sums)
         tau = self.target(hs)
-        return 2.0 * float(max(abs(row[h] - int(v)) for row in claimed for h, v in zip(hs, tau)))
+        return 2.0 * float(max(abs(row[h] - int(v)) for h, v in zip(hs, tau)))
 
     # -- the stated formula ------------------------------------------------
     def hidden_sum(self, X):
@@ -141,17 +179,19 @@ class HardInstance:
         (gadget identity). Computed once per instance from the float64
         parameters, so closed forms describe the float layer itself.
         """
-        return self._g_table
+        return self._g_row(0), self._g_row(1)
 
-    @cached_property
-    def _g_table(self):
-        with mpmath.workdps(MP_DPS):
-            heads = [(mpmath.mpf(c), mpmath.mpf(lam), mpmath.mpf(mu))
-                     for c, lam, mu in zip(self.coefficients, self.lambdas, self.offsets)]
-            return tuple(tuple(sum((c / (1 + mpmath.exp(-2 * (lam * h - mu * a))) for c, lam, mu in heads),
-                                   mpmath.mpf(0))
-                               for h in range(self.max_sum + 1))
-                         for a in (0, 1))
+    def _g_row(self, a):
+        cache = self.__dict__.setdefault("_g_rows", {})  # frozen dataclass: cache beside the fields
+        if a not in cache:
+            check_g_cost(self.m, self.max_sum, None, what=f"G_{a}(h)")
+            with mpmath.workdps(MP_DPS):
+                heads = [(mpmath.mpf(c), mpmath.mpf(lam), mpmath.mpf(mu))
+                         for c, lam, mu in zip(self.coefficients, self.lambdas, self.offsets)]
+                cache[a] = tuple(sum((c / (1 + mpmath.exp(-2 * (lam * h - mu * a))) for c, lam, mu in heads),
+                                     mpmath.mpf(0))
+                                 for h in range(self.max_sum + 1))
+        return cache[a]
 
     def g_values(self, X):
         """``G_{b_p}(h)`` per input in float64 (the layer's hidden factor)."""

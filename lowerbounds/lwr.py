@@ -57,7 +57,7 @@ import numpy as np
 from learner._validation import check_int, check_positive_float, check_rng
 
 from .gadget import _check_pair_inputs, gadget_layer, gadget_outputs
-from .instance import HardInstance
+from .instance import MAX_G_EVALUATIONS, HardInstance, check_g_cost
 
 __all__ = [
     "NAMED_LWR",
@@ -300,7 +300,7 @@ class LWRInstance(HardInstance):
         return (X[:, 0, list(self.coords)] != X[:, 1, list(self.coords)]).astype(np.int64)
 
 
-def lwr_hard_instance(secret, q, *, sharpness=DEFAULT_SHARPNESS, d=None, o=0):
+def lwr_hard_instance(secret, q, *, sharpness=DEFAULT_SHARPNESS, d=None, o=0, max_evaluations=MAX_G_EVALUATIONS):
     """The LWE-style member with secret ``w``: one head per switch of the square wave.
 
     Parameters
@@ -319,6 +319,14 @@ def lwr_hard_instance(secret, q, *, sharpness=DEFAULT_SHARPNESS, d=None, o=0):
         beyond ``n + 1`` are unused.
     o : int
         Output column (default 0).
+    max_evaluations : int or None
+        The exact sharpness error costs ``m (Σw + 1)`` mpmath head-terms
+        (about 40 µs each: ``n = 200, q = 7`` takes ~5 s; ``q = 101`` would take
+        minutes, ``q = 1009`` hours). Beyond this many (default
+        :data:`~lowerbounds.instance.MAX_G_EVALUATIONS` = 5·10⁶, ~3 min) the
+        instance is refused before any work with the size and the estimated
+        time; ``None`` removes the limit. The estimate is logged at INFO when
+        it exceeds 5 s.
 
     Returns
     -------
@@ -349,6 +357,9 @@ def lwr_hard_instance(secret, q, *, sharpness=DEFAULT_SHARPNESS, d=None, o=0):
     if not switches:
         raise ValueError(f"the secret's sum Σw = {sum(w)} never reaches the first switch ⌈q/2⌉ = {-(-params.q // 2)}: "
                          f"every label is 0 (secret={list(w)}, q={params.q}).")
+    if max_evaluations is not None:
+        max_evaluations = check_int("max_evaluations", max_evaluations, minimum=1)
+    check_g_cost(len(switches), sum(w), max_evaluations, what=f"the LWE-style instance (n={n}, q={params.q})")
     t, p, coords = 0, n + 1, tuple(range(1, n + 1))
     taus = [s - 0.5 for s, _ in switches]
     coeffs = np.array([float(sign) for _, sign in switches])

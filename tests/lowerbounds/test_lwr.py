@@ -174,8 +174,11 @@ class TestLwrHardInstance:
         (((1, 2), 3), {"sharpness": 0.0}, ValueError, "sharpness"),
         (((1, 2), 3), {"o": 4}, ValueError, "o=4"),
         (((1, 2), 3.0), {}, TypeError, "q"),
+        (((1, 2), 3), {"max_evaluations": 0}, ValueError, "max_evaluations"),
+        (((1, 2), 3), {"max_evaluations": 1.5}, TypeError, "max_evaluations"),
+        (((1, 2), 3), {"max_evaluations": 7}, ValueError, r"2·4 = 8 head-terms.*max_evaluations=7"),
     ], ids=["q2", "q1", "entry-q", "entry-negative", "empty", "below-first-switch", "d-small", "sharpness0",
-            "o-out", "q-float"])
+            "o-out", "q-float", "max-evaluations-0", "max-evaluations-float", "beyond-max-evaluations"])
     def test_bad_inputs(self, args, kwargs, exc, match):
         with pytest.raises(exc, match=match):
             lwr_hard_instance(*args, **kwargs)
@@ -183,6 +186,48 @@ class TestLwrHardInstance:
     def test_unknown_name(self):
         with pytest.raises(ValueError, match="one-slab"):
             named_lwr_instance("two-slabs")
+
+
+class TestSizeGuard:
+    """The exact sharpness table costs m(Σw + 1) mpmath head-terms; beyond the limit, refused before any work."""
+
+    def test_large_modulus_refused_up_front_with_size_and_time(self, monkeypatch):
+        def no_work(*args, **kwargs):
+            raise AssertionError("the layer must not be built")
+
+        monkeypatch.setattr("lowerbounds.lwr.gadget_layer", no_work)
+        secret = np.random.default_rng(1).integers(0, 1009, size=200)
+        with pytest.raises(ValueError, match=r"n=200, q=1009.*head-terms.*about .* on one core.*max_evaluations"):
+            lwr_hard_instance(secret, 1009)
+
+    def test_the_estimate_counts_the_terms_computed(self, monkeypatch):
+        import mpmath
+
+        from lowerbounds.instance import g_evaluations
+
+        calls = []
+        real_exp = mpmath.exp
+        monkeypatch.setattr(mpmath, "exp", lambda x: calls.append(1) or real_exp(x))
+        inst = lwr_hard_instance((3, 5, 6, 2), 7)
+        inst.sharpness_error  # noqa: B018 — computes one row
+        assert len(calls) == g_evaluations(inst.m, inst.max_sum) == inst.m * (sum((3, 5, 6, 2)) + 1)
+        inst.g_table()
+        assert len(calls) == 2 * g_evaluations(inst.m, inst.max_sum)
+
+    def test_none_lifts_the_limit_and_the_result_is_unchanged(self):
+        small = lwr_hard_instance((1, 2), 3, max_evaluations=None)
+        assert small.sharpness_error == lwr_hard_instance((1, 2), 3).sharpness_error
+
+    def test_the_estimate_is_logged_for_long_tables(self, caplog):
+        import logging
+
+        from lowerbounds.instance import check_g_cost
+
+        with caplog.at_level(logging.INFO, logger="lowerbounds.instance"):
+            check_g_cost(10, 10, None)  # 110 terms: silent
+            assert caplog.text == ""
+            check_g_cost(200, 4000, None)  # 8·10⁵ terms, ~30 s: logged
+        assert "8e+05 head-terms" in caplog.text and "about" in caplog.text
 
 
 class TestAttentionSamples:
@@ -306,6 +351,11 @@ class TestCommandLine:
         assert "q=2" in capsys.readouterr().err
         assert main(["lwe", "--n", "2", "--q", "7", "--secret", "1", "9"]) == 2
         assert "secret[1]=9" in capsys.readouterr().err
+        assert main(["lwe", "--n", "200", "--q", "1009", "--seed", "1"]) == 2
+        assert "max_evaluations=5e+06" in capsys.readouterr().err
+        assert main(["lwe", "--n", "2", "--q", "3", "--secret", "1", "2", "--max-evaluations", "1"]) == 2
+        assert "max_evaluations=1" in capsys.readouterr().err
+        assert main(["lwe", "--n", "2", "--q", "3", "--secret", "1", "2", "--max-evaluations", "0"]) == 0
 
     def test_lwe_attack_small_run(self, tmp_path, capsys):
         import json
