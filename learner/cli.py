@@ -101,9 +101,13 @@ def build_parser():
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
 
     p = sub.add_parser("scaling", help="run time and examples against m: the learner and Adam on the same layers")
-    p.add_argument("--m", type=int, nargs="+", default=[1, 2, 3], help="numbers of heads (default 1 2 3)")
-    p.add_argument("--d", type=int, default=8, help="token dimension (default 8)")
-    p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
+    p.add_argument("--m", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="numbers of heads (default 1 2 3 4 5)")
+    p.add_argument("--d", type=_auto_or_int, default="auto",
+                   help="token dimension, or auto: the smallest sound d in 12, 16, ... per (m, k) (default auto)")
+    p.add_argument("--k", type=int, nargs="+", default=[2],
+                   help="tokens per sequence; several values sweep k as well (default 2)")
+    p.add_argument("--logit-scale", type=float, default=1.0,
+                   help="Frobenius norm of each planted Θ_i (default 1; the earlier study used 3)")
     p.add_argument("--seeds", type=int, default=10, help="planted layers per m (default 10)")
     p.add_argument("--methods", nargs="+", default=["provable", "adam"], help="provable and/or adam (default both)")
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
@@ -246,6 +250,15 @@ def _bench(args):
     return 0
 
 
+def _auto_or_int(text):
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
+
+
 def _scaling(args):
     from .scaling import QUICK_OPTIONS, SweepInterrupted, SweepLocked, scaling_study
 
@@ -259,7 +272,8 @@ def _scaling(args):
             raise SystemExit("--scheduler needs Dask: pip install 'provable-attention[distributed]'") from None
     try:
         result = scaling_study(
-            args.out, ms=args.m, d=args.d, k=args.k, seeds=args.seeds, methods=args.methods,
+            args.out, ms=args.m, d=args.d, k=args.k, logit_scale=args.logit_scale, seeds=args.seeds,
+            methods=args.methods,
             distribution=args.distribution, adam_lrs=args.adam_lr, tune_seeds=args.tune_seeds,
             success_tol=args.success_tol, seed=args.seed, backend=backend, workers=args.workers,
             adam_options=QUICK_OPTIONS["adam"] if args.quick else None,

@@ -68,19 +68,24 @@ __all__ = [
     "run_one",
     "run_sweep",
     "scaling_study",
+    "sound_d",
     "summarise",
     "sweep_lock",
+    "yield_of",
 ]
 
 log = logging.getLogger(__name__)
 
-RECORD_SCHEMA = 1
+RECORD_SCHEMA = 2  # 2: the planted layer's logit scale is part of the specification
 METHODS = ("provable", "adam")
 BACKENDS = ("serial", "local", "dask")
 ROLES = {"eval": 0, "tune": 1}
 #: Keys that hold wall-clock times or the place a run happened (and any key ending in
 #: ``_seconds``); :func:`comparable` drops them.
 VOLATILE_KEYS = frozenset({"timings", "seconds", "where"})
+#: The study's family (ours): logit scale 1, k = 2, d from :func:`sound_d` (DESIGN §3, issue 15).
+DEFAULT_LOGIT_SCALE = 1.0
+SOUND_D_START, SOUND_D_STEP = 12, 4
 #: ``--quick``: budgets small enough for a smoke test in seconds (not a measurement: the learner runs out
 #: of examples and Adam of iterations).
 QUICK_OPTIONS = {
@@ -124,6 +129,7 @@ class RunSpec:
     role: str = "eval"
     distribution: str = "boolean"
     options: tuple = ()  # sorted (name, value) pairs: hashable and order-free
+    logit_scale: float = DEFAULT_LOGIT_SCALE
 
     @property
     def spawn_key(self):
@@ -134,18 +140,19 @@ class RunSpec:
         """File-name-safe identifier, unique within a sweep."""
         lr = dict(self.options).get("lr")
         tag = f"-lr{lr:g}" if self.role == "tune" else ""
-        return (f"{self.method}-{self.role}{tag}-m{self.m}-d{self.d}-k{self.k}-{self.distribution}"
-                f"-s{self.seed_index}")
+        return (f"{self.method}-{self.role}{tag}-m{self.m}-d{self.d}-k{self.k}-ls{self.logit_scale:g}"
+                f"-{self.distribution}-s{self.seed_index}")
 
     def to_dict(self):
         return {"method": self.method, "role": self.role, "m": self.m, "d": self.d, "k": self.k,
                 "distribution": self.distribution, "seed_index": self.seed_index, "entropy": self.entropy,
-                "spawn_key": list(self.spawn_key), "options": dict(self.options)}
+                "spawn_key": list(self.spawn_key), "options": dict(self.options), "logit_scale": self.logit_scale}
 
     @classmethod
     def from_dict(cls, rec):
         return cls(rec["method"], rec["m"], rec["d"], rec["k"], rec["seed_index"], rec["entropy"],
-                   role=rec["role"], distribution=rec["distribution"], options=tuple(sorted(rec["options"].items())))
+                   role=rec["role"], distribution=rec["distribution"], options=tuple(sorted(rec["options"].items())),
+                   logit_scale=float(rec["logit_scale"]))
 
 
 def _versions():
@@ -169,7 +176,7 @@ def planted_instance(spec):
     from .oracle import LayerOracle
 
     layer_seed, oracle_seed, method_seed = np.random.SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)
-    truth = random_layer(spec.m, spec.d, rng=layer_seed)
+    truth = random_layer(spec.m, spec.d, logit_scale=spec.logit_scale, rng=layer_seed)
     return truth, LayerOracle(truth, spec.k, distribution=spec.distribution, rng=oracle_seed), method_seed
 
 
@@ -569,12 +576,29 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress):
 # --------------------------------------------------------------------------- the study
 
 
-def plan_runs(*, ms, d, k, seeds, methods, entropy, role="eval", distribution="boolean", options=None):
+def plan_runs(*, ms, d, k, seeds, methods, entropy, role="eval", distribution="boolean", options=None,
+              logit_scale=DEFAULT_LOGIT_SCALE):
     """The specifications of ``methods × ms × seeds`` (``options[method]`` are the method's keyword arguments)."""
     options = options or {}
     return [RunSpec(method, m, d, k, s, entropy, role=role, distribution=distribution,
-                    options=tuple(sorted((options.get(method) or {}).items())))
+                    options=tuple(sorted((options.get(method) or {}).items())), logit_scale=float(logit_scale))
             for method in methods for m in ms for s in range(seeds)]
+
+
+def sound_d(m, k, *, distribution="boolean", start=SOUND_D_START, step=SOUND_D_STEP, limit=64):
+    """The study's token dimension for ``(m, k)``: the smallest ``d`` in ``start, start + step, …`` that
+    :func:`learner.assumptions.check_setting` calls sound (ours: 12 for m <= 4 at k = 2, 16 for m = 5).
+
+    Starting at 12 rather than at the smallest sound d keeps clear of the small-d instances where the
+    learner's phase 3 is unreliable (e.g. (1, 6, 2) and (2, 8, 2) fail on some seeds).
+    """
+    from .assumptions import check_setting
+
+    m, k = check_int("m", m), check_int("k", k, minimum=2)
+    for d in range(max(start, k + 1), limit + 1, step):
+        if check_setting(m, d, k, distribution=distribution).ok:
+            return d
+    raise ValueError(f"no sound d <= {limit} for m={m}, k={k} ({distribution} inputs); give `d` explicitly.")
 
 
 def fit_growth(ms, values):
@@ -647,11 +671,15 @@ def summarise(records, *, success_tol=1e-3):
             "median_relative_error": _median(rel),  # over the runs that returned a layer
             "layers_returned": sum(r is not None for r in rel),
             "statuses": {s: sum(r["status"] == s for r in recs) for s in sorted({r["status"] for r in recs})},
+            "median_yield": _median([yield_of(r) for r in finished]),
+            "tol_phase4": _median([((r.get("diagnostics") or {}).get("4_refined_sculpt") or {}).get("tol")
+                                   for r in finished]),
         })
     growth = {}
-    for method in sorted({r["method"] for r in rows}):
-        mine = [r for r in rows if r["method"] == method and r["median_seconds"] is not None]
-        growth[method] = {
+    for method, k in sorted({(r["method"], r["k"]) for r in rows}):
+        mine = [r for r in rows if (r["method"], r["k"]) == (method, k) and r["median_seconds"] is not None]
+        label = method if len({r["k"] for r in rows}) == 1 else f"{method}, k={k}"
+        growth[label] = {
             "seconds": fit_growth([r["m"] for r in mine], [r["median_seconds"] for r in mine]),
             "examples": fit_growth([r["m"] for r in mine], [r["median_examples"] for r in mine]),
             "ms": [r["m"] for r in mine],
@@ -659,17 +687,32 @@ def summarise(records, *, success_tol=1e-3):
     return {"success_tol": success_tol, "rows": rows, "growth": growth}
 
 
+def _setting_label(m, d, k):
+    return f"m={m}, d={d}, k={k}"
+
+
+def yield_of(record):
+    """The certification yield of a learner run: phase 4's constraints per 1000 examples (its last round).
+
+    None for other methods and for runs that did not reach phase 4.
+    """
+    p4 = (record.get("diagnostics") or {}).get("4_refined_sculpt")
+    return None if not p4 else p4.get("constraints_per_1000_examples")
+
+
 def _choose_lr(records, lrs):
-    """Per m, the learning rate with the lowest median validation relative error over the tuning runs."""
+    """Per setting (m, d, k), the learning rate with the lowest median validation relative error over the
+    tuning runs; keys are ``"m=.., d=.., k=.."``."""
     by_m = {}
     for rec in records:
         spec = rec["spec"]
         val = None
         if rec["outcome"] == "finished":
             val = rec["diagnostics"].get("fit", {}).get("val_relative_error")
-        by_m.setdefault(spec["m"], {}).setdefault(spec["options"]["lr"], []).append(math.inf if val is None else val)
+        key = _setting_label(spec["m"], spec["d"], spec["k"])
+        by_m.setdefault(key, {}).setdefault(spec["options"]["lr"], []).append(math.inf if val is None else val)
     chosen = {}
-    for m, per_lr in sorted(by_m.items()):
+    for m, per_lr in by_m.items():
         medians = {lr: float(np.median(per_lr[lr])) for lr in lrs}
         best = min(lrs, key=lambda lr: (medians[lr], lrs.index(lr)))  # ties: the first in the grid
         chosen[m] = {"lr": best, "median_val_relative_error": medians}
@@ -689,19 +732,21 @@ class SweepResult:
     def table(self):
         """The summary as a Markdown table, followed by the fitted growth and the tuning choice."""
         s = self.summary
-        lines = [(f"| method | m | runs | success (rel. err ≤ {s['success_tol']:g}) | own criterion | median s "
-                 "| median examples | limit 2md²/(kd) | examples / limit | median rel. err (layers returned) | statuses |"),
-                 "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines = [(f"| method | m | d | k | runs | success (rel. err ≤ {s['success_tol']:g}) | own criterion "
+                  "| median s | median examples | limit 2md²/(kd) | examples / limit | yield /1000 ex. "
+                  "| median rel. err (layers returned) | statuses |"),
+                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
         def fmt(x, spec):
             return "–" if x is None else format(x, spec)
 
         for r in s["rows"]:
             statuses = ", ".join(f"{k} {v}" for k, v in r["statuses"].items())
-            lines.append(f"| {r['method']} | {r['m']} | {r['runs']} | {r['success_rate']:.0%} | "
+            lines.append(f"| {r['method']} | {r['m']} | {r['d']} | {r['k']} | {r['runs']} | {r['success_rate']:.0%} | "
                          f"{r['own_success_rate']:.0%} | {fmt(r['median_seconds'], '.1f')} | "
                          f"{fmt(r['median_examples'], ',.0f')} | {r['param_limit']:g} | "
-                         f"{fmt(r['median_examples_ratio'], '.3g')} | {fmt(r['median_relative_error'], '.2g')} "
+                         f"{fmt(r['median_examples_ratio'], '.3g')} | {fmt(r.get('median_yield'), '.3g')} | "
+                         f"{fmt(r['median_relative_error'], '.2g')} "
                          f"({r['layers_returned']}/{r['runs']}) | "
                          f"{statuses} |")
         lines.append("")
@@ -715,17 +760,18 @@ class SweepResult:
         tuning = s.get("tuning")
         if tuning:
             lines.append("")
-            lines.append(f"Adam's learning rate, per m, from the grid {tuning['grid']} on {tuning['seeds']} "
+            lines.append(f"Adam's learning rate, per setting, from the grid {tuning['grid']} on {tuning['seeds']} "
                          "tuning instance(s) not among the measured ones (lowest median validation relative error):")
             for m, c in tuning["chosen"].items():
                 meds = ", ".join(f"{lr:g}: {v:.2g}" for lr, v in c["median_val_relative_error"].items())
-                lines.append(f"  m = {m}: lr = {c['lr']:g}  ({meds})")
+                lines.append(f"  {m}: lr = {c['lr']:g}  ({meds})")
         return "\n".join(lines)
 
 
-def scaling_study(out, *, ms=(1, 2, 3), d=8, k=4, seeds=10, methods=METHODS, distribution="boolean",
-                  adam_lrs=(3e-3, 1e-2, 3e-2), tune_seeds=2, adam_options=None, provable_options=None,
-                  success_tol=1e-3, seed=0, backend="local", workers=None, scheduler=None, progress=False, plot=True):
+def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT_LOGIT_SCALE, seeds=10,
+                  methods=METHODS, distribution="boolean", adam_lrs=(3e-3, 1e-2, 3e-2), tune_seeds=2,
+                  adam_options=None, provable_options=None, success_tol=1e-3, seed=0, backend="local", workers=None,
+                  scheduler=None, progress=False, plot=True):
     """Run the study: tune Adam's learning rate, run every method on every ``(m, seed)``, summarise, plot.
 
     Parameters
@@ -735,8 +781,13 @@ def scaling_study(out, *, ms=(1, 2, 3), d=8, k=4, seeds=10, methods=METHODS, dis
         included), ``summary.json``, ``summary.md`` and ``scaling.png``.
     ms : sequence of int
         Numbers of heads.
-    d, k : int
-        Token dimension and tokens per sequence (``k < d``: the learner certifies with ``k < d``).
+    d : int or "auto"
+        Token dimension; ``"auto"`` (default) takes :func:`sound_d` per ``(m, k)``:
+        12 for m <= 4 and 16 for m = 5 at k = 2.
+    k : int or sequence of int
+        Tokens per sequence; several values sweep k too (every m at every k).
+    logit_scale : float
+        Frobenius norm of each planted ``Θ_i`` (:func:`~learner.random_layer`); default 1.
     seeds : int
         Planted layers per ``m``; run ``s`` of every method uses the same layer and examples.
     methods : sequence of {"provable", "adam"}
@@ -766,14 +817,21 @@ def scaling_study(out, *, ms=(1, 2, 3), d=8, k=4, seeds=10, methods=METHODS, dis
     ms = [check_int("ms", m) for m in ms]
     if not ms or len(set(ms)) != len(ms):
         raise ValueError(f"`ms` must be distinct positive integers; got ms={ms}.")
-    d, k = check_int("d", d), check_int("k", k)
+    ks = [check_int("k", kk, minimum=2) for kk in (k if isinstance(k, (list, tuple)) else [k])]
+    if not ks or len(set(ks)) != len(ks):
+        raise ValueError(f"`k` must be distinct integers >= 2; got k={k}.")
+    if not (isinstance(d, str) and d == "auto"):
+        d = check_int("d", d)
+    logit_scale = check_positive_float("logit_scale", logit_scale)
+    distribution = check_distribution(distribution)
+    settings = [(m, sound_d(m, kk, distribution=distribution) if d == "auto" else d, kk) for kk in ks for m in ms]
     seeds, tune_seeds = check_int("seeds", seeds), check_int("tune_seeds", tune_seeds)
     methods = list(methods)
     if not methods or any(mt not in METHODS for mt in methods) or len(set(methods)) != len(methods):
         raise ValueError(f"`methods` must be distinct entries of {METHODS}; got methods={methods}.")
-    if "provable" in methods and k >= d:
-        raise ValueError(f"the provable learner needs k < d; got k={k}, d={d}.")
-    distribution = check_distribution(distribution)
+    for m, dd, kk in settings:
+        if "provable" in methods and kk >= dd:
+            raise ValueError(f"the provable learner needs k < d; got k={kk}, d={dd}.")
     adam_lrs = [check_positive_float("adam_lrs", lr) for lr in adam_lrs]
     if not adam_lrs or len(set(adam_lrs)) != len(adam_lrs):
         raise ValueError(f"`adam_lrs` must be distinct positive numbers; got adam_lrs={adam_lrs}.")
@@ -790,36 +848,38 @@ def scaling_study(out, *, ms=(1, 2, 3), d=8, k=4, seeds=10, methods=METHODS, dis
 
     with sweep_lock(out):  # the whole study: tuning, measured runs, summary and plot
         tuning_records, tuning = [], None
-        lr_for = dict.fromkeys(ms, adam_lrs[0])
+        lr_for = dict.fromkeys(settings, adam_lrs[0])
+        common = {"entropy": entropy, "distribution": distribution, "logit_scale": logit_scale}
         if "adam" in methods and len(adam_lrs) > 1:
-            specs = [s for lr in adam_lrs
-                     for s in plan_runs(ms=ms, d=d, k=k, seeds=tune_seeds, methods=["adam"], entropy=entropy,
-                                        role="tune", distribution=distribution,
-                                        options={"adam": adam_options | {"lr": lr}})]
+            specs = [s for lr in adam_lrs for (m, dd, kk) in settings
+                     for s in plan_runs(ms=[m], d=dd, k=kk, seeds=tune_seeds, methods=["adam"], role="tune",
+                                        options={"adam": adam_options | {"lr": lr}}, **common)]
             log.info("tuning Adam's learning rate: %d runs", len(specs))
             tuning_records, tstats = run_sweep(specs, out, **ex)
             chosen = _choose_lr(tuning_records, adam_lrs)
-            lr_for = {m: chosen[m]["lr"] for m in ms}
+            lr_for = {st: chosen[_setting_label(*st)]["lr"] for st in settings}
             tuning = {"grid": adam_lrs, "seeds": tune_seeds, "chosen": chosen, "rule": "lowest median validation "
                       "relative error over the tuning runs; ties go to the first value in the grid"}
         else:
             tstats = {"ran": 0, "skipped": 0}
         specs = []
         for method in methods:
-            for m in ms:
-                opts = provable_options if method == "provable" else adam_options | {"lr": lr_for[m]}
-                specs += plan_runs(ms=[m], d=d, k=k, seeds=seeds, methods=[method], entropy=entropy,
-                                   distribution=distribution, options={method: opts})
+            for st in settings:
+                m, dd, kk = st
+                opts = provable_options if method == "provable" else adam_options | {"lr": lr_for[st]}
+                specs += plan_runs(ms=[m], d=dd, k=kk, seeds=seeds, methods=[method], options={method: opts},
+                                   **common)
         # Seed-major order: a sweep stopped early has every setting for its first seeds.
-        specs.sort(key=lambda s: (s.seed_index, s.m, methods.index(s.method)))
+        specs.sort(key=lambda s: (s.seed_index, s.k, s.m, methods.index(s.method)))
         records, stats = run_sweep(specs, out, **ex)
         summary = summarise(records, success_tol=success_tol)
         summary |= {"tuning": tuning, "parameters": {
-            "ms": ms, "d": d, "k": k, "seeds": seeds, "methods": methods, "distribution": distribution,
+            "ms": ms, "d": d, "k": ks, "settings": [list(st) for st in settings], "logit_scale": logit_scale,
+            "seeds": seeds, "methods": methods, "distribution": distribution,
             "adam_lrs": adam_lrs, "tune_seeds": tune_seeds, "adam_options": adam_options,
             "provable_options": provable_options, "seed": entropy}, "versions": _versions(),
-            "note": "study design ours (instances: learner.random_layer, logit scale 3); the paper reports no "
-                    "experiments. Medians over all finished runs, successful or not."}
+            "note": f"study design ours (instances: learner.random_layer, logit scale {logit_scale:g}); the paper "
+                    "reports no experiments. Medians over all finished runs, successful or not."}
         stats = {"ran": stats["ran"] + tstats["ran"], "skipped": stats["skipped"] + tstats["skipped"]}
         from .io import _atomic_write, write_json
 
@@ -852,9 +912,13 @@ def plot_scaling(records, path, *, success_tol=1e-3):
     evals = [r for r in records if r["spec"]["role"] == "eval" and r["outcome"] == "finished"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     colors = {"provable": "C0", "adam": "C1"}
-    for method in sorted({r["spec"]["method"] for r in evals}):
-        mine = [r for r in evals if r["spec"]["method"] == method]
+    ks = sorted({r["spec"]["k"] for r in evals})
+    styles = ["-", "--", "-.", ":"]
+    for method, k in sorted({(r["spec"]["method"], r["spec"]["k"]) for r in evals}):
+        mine = [r for r in evals if (r["spec"]["method"], r["spec"]["k"]) == (method, k)]
         ms = sorted({r["spec"]["m"] for r in mine})
+        name = method if len(ks) == 1 else f"{method}, k={k}"
+        style = styles[ks.index(k) % len(styles)]
         for ax, key in zip(axes, ("seconds", "examples")):
             def value(r, key=key):
                 return r["timings"]["total"] if key == "seconds" else r["examples_drawn"]
@@ -865,12 +929,15 @@ def plot_scaling(records, path, *, success_tol=1e-3):
                 ax.scatter(r["spec"]["m"] + jitter, value(r), s=18, color=colors.get(method, "k"),
                            facecolors=colors.get(method, "k") if ok else "none", alpha=0.8)
             meds = [np.median([value(r) for r in mine if r["spec"]["m"] == m]) for m in ms]
-            ax.plot(ms, meds, "-", color=colors.get(method, "k"), label=f"{method} (median)")
+            ax.plot(ms, meds, style, color=colors.get(method, "k"), label=f"{name} (median)")
     if evals:
         ms = sorted({r["spec"]["m"] for r in evals})
-        d, k = evals[0]["spec"]["d"], evals[0]["spec"]["k"]
-        axes[1].plot(ms, [param_limit(m, d, k) for m in ms], "k:", label="limit 2md²/(kd)")
-        axes[0].set_title(f"time per run (d={d}, k={k})")
+        dk = {}
+        for r in evals:
+            dk.setdefault(r["spec"]["m"], (r["spec"]["d"], r["spec"]["k"]))
+        axes[1].plot(ms, [param_limit(m, *dk[m]) for m in ms], "k:", label="limit 2md²/(kd)")
+        ds = ", ".join(f"{m}: {dk[m][0]}" for m in ms)
+        axes[0].set_title(f"time per run (d per m: {ds}; k = {', '.join(map(str, ks))})", fontsize=9)
         axes[1].set_title("examples drawn")
     for ax, label in zip(axes, ("seconds", "examples")):
         if evals:

@@ -62,7 +62,7 @@ class TestSeeding:
     def test_record_contents(self):
         spec = _specs(seeds=1, ms=(1,), methods=("provable",))[0]
         rec = json.loads(json.dumps(run_one(spec), allow_nan=False))
-        assert rec["schema_version"] == 1 and rec["kind"] == "scaling-run"
+        assert rec["schema_version"] == 2 and rec["kind"] == "scaling-run"
         assert rec["param_limit"] == param_limit(1, 6, 3) == 4.0
         assert rec["examples_ratio"] == rec["examples_drawn"] / 4.0
         assert {"1_crude_sum", "total"} <= set(rec["timings"])
@@ -240,13 +240,13 @@ class TestSummary:
         assert summarise(recs, success_tol=1e-5)["rows"][0]["success_rate"] == 0.0
 
     def test_learning_rate_choice(self):
-        recs = [{"spec": {"m": 1, "options": {"lr": lr}}, "outcome": "finished",
+        recs = [{"spec": {"m": 1, "d": 12, "k": 2, "options": {"lr": lr}}, "outcome": "finished",
                  "diagnostics": {"fit": {"val_relative_error": v}}}
                 for lr, v in ((0.01, 0.2), (0.01, 0.4), (0.03, 0.1), (0.03, 0.9), (0.1, 0.5), (0.1, 0.5))]
-        recs.append({"spec": {"m": 1, "options": {"lr": 0.1}}, "outcome": "error", "diagnostics": {}})
+        recs.append({"spec": {"m": 1, "d": 12, "k": 2, "options": {"lr": 0.1}}, "outcome": "error", "diagnostics": {}})
         chosen = scaling._choose_lr(recs, [0.01, 0.03, 0.1])
-        assert chosen[1]["lr"] == 0.01  # medians 0.3, 0.5, 0.5
-        assert chosen[1]["median_val_relative_error"][0.1] == 0.5
+        assert chosen["m=1, d=12, k=2"]["lr"] == 0.01  # medians 0.3, 0.5, 0.5
+        assert chosen["m=1, d=12, k=2"]["median_val_relative_error"][0.1] == 0.5
 
 
 class TestStudy:
@@ -257,9 +257,9 @@ class TestStudy:
                             backend="serial")
         assert res.stats == {"ran": 4 + 8, "skipped": 0}
         assert len(list((tmp_path / "runs").glob("adam-tune-*.json"))) == 4
-        assert set(res.summary["tuning"]["chosen"]) == {1, 2}
+        assert set(res.summary["tuning"]["chosen"]) == {"m=1, d=6, k=3", "m=2, d=6, k=3"}
         for m in (1, 2):
-            lr = res.summary["tuning"]["chosen"][m]["lr"]
+            lr = res.summary["tuning"]["chosen"][f"m={m}, d=6, k=3"]["lr"]
             assert all(r["spec"]["options"]["lr"] == lr for r in res.records
                        if r["spec"]["method"] == "adam" and r["spec"]["m"] == m)
         assert json.loads((tmp_path / "summary.json").read_text())["parameters"]["ms"] == [1, 2]
@@ -303,7 +303,8 @@ class TestCli:
                      "--no-progress", "--adam-lr", "0.03", "--out", str(tmp_path)])
         out = capsys.readouterr().out
         assert code == 0
-        assert "| provable | 2 | 1 |" in out and "| adam | 1 | 1 |" in out and "limit 2md²/(kd)" in out
+        assert "| provable | 2 | 6 | 3 | 1 |" in out and "| adam | 1 | 6 | 3 | 1 |" in out
+        assert "limit 2md²/(kd)" in out
         assert "4 run now, 0 kept" in out
         main(["scaling", "--m", "1", "2", "--d", "6", "--k", "3", "--seeds", "1", "--quick", "--serial",
               "--no-progress", "--adam-lr", "0.03", "--out", str(tmp_path)])
