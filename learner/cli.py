@@ -113,6 +113,10 @@ def build_parser():
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
     p.add_argument("--adam-lr", type=float, nargs="+", default=[3e-3, 1e-2, 3e-2],
                    help="Adam's learning-rate grid; tuned per m on separate layers (default 0.003 0.01 0.03)")
+    p.add_argument("--max-examples", type=int, default=None,
+                   help="the learner's phase-4 example budget (default: chosen from m, d, k)")
+    p.add_argument("--refined-tol", type=float, default=None,
+                   help="the learner's phase-4 tolerance (default: chosen from m, d, k); fix it to compare yields")
     p.add_argument("--tune-seeds", type=int, default=2, help="tuning layers per m and learning rate (default 2)")
     p.add_argument("--success-tol", type=float, default=1e-3,
                    help="common success criterion: relative error of F against the planted layer (default 1e-3)")
@@ -277,7 +281,9 @@ def _scaling(args):
             distribution=args.distribution, adam_lrs=args.adam_lr, tune_seeds=args.tune_seeds,
             success_tol=args.success_tol, seed=args.seed, backend=backend, workers=args.workers,
             adam_options=QUICK_OPTIONS["adam"] if args.quick else None,
-            provable_options=QUICK_OPTIONS["provable"] if args.quick else None,
+            provable_options=(QUICK_OPTIONS["provable"] if args.quick else {})
+            | {name: value for name, value in (("max_examples", args.max_examples), ("refined_tol", args.refined_tol))
+               if value is not None},
             scheduler=args.scheduler, progress=not args.no_progress)
     except SweepLocked as exc:
         print(f"error: {exc}", file=sys.stderr)

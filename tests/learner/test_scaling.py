@@ -318,3 +318,62 @@ class TestCli:
     def test_bad_arguments(self, tmp_path, capsys, argv, match):
         code = main(["scaling", "--out", str(tmp_path), "--quick", "--no-progress"] + argv)
         assert code == 2 and match in capsys.readouterr().err
+
+
+class TestSoundFamily:
+    """The study's default family (issue 15): k = 2, logit scale 1, d from the soundness conditions."""
+
+    @pytest.mark.parametrize("m, k, d", [(1, 2, 12), (2, 2, 12), (3, 2, 12), (4, 2, 12), (5, 2, 16), (6, 2, 16),
+                                         (3, 5, 16), (2, 5, 12)])
+    def test_sound_d(self, m, k, d):
+        from learner import check_setting
+
+        assert scaling.sound_d(m, k) == d
+        assert check_setting(m, d, k).ok
+        if d > 12:  # the control: the step below is not sound
+            assert not check_setting(m, d - 4, k).ok
+
+    def test_sound_d_beyond_the_limit_is_named(self):
+        with pytest.raises(ValueError, match="no sound d <= 16 for m=9"):
+            scaling.sound_d(9, 2, limit=16)
+
+    def test_logit_scale_is_part_of_the_spec(self):
+        a, b = RunSpec("adam", 2, 6, 3, 1, 5), RunSpec("adam", 2, 6, 3, 1, 5, logit_scale=3.0)
+        ta, tb = planted_instance(a)[0], planted_instance(b)[0]
+        np.testing.assert_allclose(np.linalg.norm(ta.thetas, axis=(1, 2)), 1.0)
+        np.testing.assert_allclose(np.linalg.norm(tb.thetas, axis=(1, 2)), 3.0)
+        assert a.run_id != b.run_id and RunSpec.from_dict(b.to_dict()) == b
+
+    def test_auto_d_and_several_k(self, tmp_path):
+        res = scaling_study(tmp_path, ms=(1, 5), k=(2, 3), seeds=1, methods=("adam",), adam_lrs=(0.03,),
+                            adam_options=QUICK_OPTIONS["adam"], backend="serial", plot=False)
+        settings = {(r["m"], r["d"], r["k"]) for r in res.summary["rows"]}
+        assert settings == {(1, 12, 2), (5, 16, 2), (1, 12, 3), (5, 16, 3)}
+        assert set(res.summary["growth"]) == {"adam, k=2", "adam, k=3"}
+        assert res.summary["parameters"]["logit_scale"] == 1.0
+        assert "| adam | 5 | 16 | 3 | 1 |" in res.table()
+
+    def test_yield_of(self):
+        assert scaling.yield_of({"diagnostics": {"4_refined_sculpt": {"constraints_per_1000_examples": 2.5}}}) == 2.5
+        assert scaling.yield_of({"diagnostics": {"fit": {}}}) is None
+        assert scaling.yield_of({"outcome": "error", "diagnostics": {}}) is None
+
+    @pytest.mark.parametrize("kwargs, match", [
+        ({"k": (2, 2)}, "distinct"), ({"k": 1}, "k"), ({"d": "big"}, "d"), ({"logit_scale": 0.0}, "logit_scale"),
+    ], ids=["k-repeated", "k-1", "d-text", "logit-scale-0"])
+    def test_bad_family_arguments(self, tmp_path, kwargs, match):
+        with pytest.raises((ValueError, TypeError), match=match):
+            scaling_study(tmp_path, ms=(1,), seeds=1, methods=("adam",), backend="serial", **kwargs)
+
+    def test_cli_learner_budget_flags_reach_the_spec(self, tmp_path, capsys):
+        code = main(["scaling", "--m", "1", "--d", "6", "--k", "3", "--seeds", "1", "--quick", "--serial",
+                     "--no-progress", "--methods", "provable", "--refined-tol", "0.02", "--max-examples", "3000",
+                     "--out", str(tmp_path)])
+        assert code == 0
+        (rec,) = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
+        assert rec["spec"]["options"]["refined_tol"] == 0.02 and rec["spec"]["options"]["max_examples"] == 3000
+
+    def test_cli_bad_d(self, tmp_path, capsys):
+        with pytest.raises(SystemExit):
+            main(["scaling", "--d", "x", "--out", str(tmp_path)])
+        assert "expected an integer or 'auto'" in capsys.readouterr().err
