@@ -111,13 +111,14 @@ def build_parser():
     p.add_argument("--seeds", type=int, default=10, help="planted layers per m (default 10)")
     p.add_argument("--methods", nargs="+", default=["provable", "adam"], help="provable and/or adam (default both)")
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
-    p.add_argument("--adam-lr", type=float, nargs="+", default=[3e-3, 1e-2, 3e-2],
-                   help="Adam's learning-rate grid; tuned per m on separate layers (default 0.003 0.01 0.03)")
+    p.add_argument("--adam-lr", type=float, nargs="+", default=[1e-2, 3e-2],
+                   help="Adam's learning-rate grid; tuned per setting on separate layers (default 0.01 0.03)")
     p.add_argument("--max-examples", type=int, default=None,
                    help="the learner's phase-4 example budget (default: chosen from m, d, k)")
     p.add_argument("--refined-tol", type=float, default=None,
                    help="the learner's phase-4 tolerance (default: chosen from m, d, k); fix it to compare yields")
-    p.add_argument("--tune-seeds", type=int, default=2, help="tuning layers per m and learning rate (default 2)")
+    p.add_argument("--tune-seeds", type=int, default=1,
+                   help="tuning layers per setting and learning rate (default 1)")
     p.add_argument("--success-tol", type=float, default=1e-3,
                    help="common success criterion: relative error of F against the planted layer (default 1e-3)")
     p.add_argument("--workers", type=int, default=None, help="processes of the local pool (default: all CPUs)")
@@ -263,8 +264,18 @@ def _auto_or_int(text):
         raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
 
 
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def _scaling(args):
+    import signal
+
     from .scaling import QUICK_OPTIONS, SweepInterrupted, SweepLocked, scaling_study
+
+    # A batch scheduler or `kill` stops a sweep with SIGTERM: treat it as Ctrl-C (workers stopped, finished runs
+    # kept) rather than dying and leaving the pool's processes behind.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
 
     if args.scheduler and args.serial:
         raise ValueError("give at most one of --scheduler and --serial.")

@@ -15,6 +15,9 @@ tests require it to fail.
   coefficients (talk, "Approximation errors: issue #1");
 * :func:`check_min_norm_orthogonality` — the min-norm point of the heads'
   affine hull is orthogonal to it (used by the learner's phase 3).
+* :func:`check_yield_prediction` — the sculpting phases' certification
+  yield matches the Gaussian density of the logit disagreements at 0 times
+  the residual test's window (talk, "Sculpting the affine hull"; model ours).
 
 Run them all with ``python -m theory all``, as tests with
 ``pytest --pyargs theory``, or inside your own tests with :mod:`theory.testing`.
@@ -27,6 +30,7 @@ from .local_clt import brute_force_distribution, check_local_clt, local_clt_swee
 from .minnorm import check_min_norm_orthogonality
 from .one_step import check_one_step, one_step_gradient_symbolic, stable_rank_sweep
 from .registry import CHECKS, run_case
+from .yield_model import check_yield_prediction, disagreement_moments, measured_yield, predicted_yield
 
 __all__ = [
     "CHECKS",
@@ -36,9 +40,13 @@ __all__ = [
     "check_min_norm_orthogonality",
     "check_one_step",
     "check_softmax_concentration",
+    "check_yield_prediction",
+    "disagreement_moments",
     "expectation_vs_sample",
     "local_clt_sweep",
+    "measured_yield",
     "one_step_gradient_symbolic",
+    "predicted_yield",
     "run_case",
     "slice_distribution",
     "slice_moments",

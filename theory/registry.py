@@ -79,6 +79,12 @@ CHECKS = {
             "minnorm", "check_min_norm_orthogonality", "default_min_norm_orthogonality",
             "control_min_norm_orthogonality", None, "",
         ),
+        CheckSpec(
+            "yield_prediction",
+            "the sculpting yield is within a factor 3 of the Gaussian density of the disagreements at 0 × window",
+            "yield_model", "check_yield_prediction", "default_yield_prediction", "control_yield_prediction",
+            None, "",
+        ),
     )
 }
 

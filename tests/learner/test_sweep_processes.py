@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -98,6 +99,51 @@ class TestRealProcesses:
         after = {p.name: p.read_bytes() for p in (out / "runs").glob("*.json")}
         assert len(after) == 2 * SEEDS and all(after[name] == blob for name, blob in before.items())
         assert not (out / LOCK_NAME).exists()
+
+
+def _children(pid):
+    """Pids of the direct children of ``pid`` (Linux /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def _gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie has exited
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to find the pool's processes")
+def test_sigterm_stops_like_ctrl_c_and_leaves_no_worker(tmp_path):
+    out = tmp_path / "sweep"
+    proc = subprocess.Popen(_argv(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        _wait_for(lambda: len(list((out / "runs").glob("*.json"))) >= 1, proc)
+        workers = [c for c in _children(proc.pid) if b"multiprocessing" in Path(f"/proc/{c}/cmdline").read_bytes()]
+        assert len(workers) >= 2, "the local pool's worker processes"
+        proc.send_signal(signal.SIGTERM)  # to the parent only, as `kill PID` or a batch scheduler does
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and "run the same command again to resume" in err, err
+    deadline = time.monotonic() + 10
+    while not all(_gone(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(_gone(w) for w in workers), "a worker outlived the sweep"
+    assert all(r["outcome"] == "finished" for r in _records(out)) and not (out / LOCK_NAME).exists()
 
 
 def _dead_pid():

@@ -1,0 +1,368 @@
+"""theory.yield_model: exact moments of the logit disagreements, the window model of the sculpting yield, the check.
+
+Reference values: the Boolean moments against exact enumeration of the cube
+(``learner.cube_expectation``, all 2^(kd) inputs), the Gaussian ones against
+Monte Carlo, the window map against the learner's own row fit
+(``learner.phases.sculpt.fit_patterns``), and the prediction against the
+learner's certification (``certify_rows``).
+"""
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from learner import AttentionLayer, cube_expectation, random_layer, sample_inputs
+from learner.phases.sculpt import fit_patterns
+from theory._core import CheckResult
+from theory.registry import run_case
+from theory.testing import assert_check_fails, assert_check_holds
+from theory.yield_model import (
+    DEFAULT_FACTOR,
+    YieldMeasurement,
+    YieldPrediction,
+    _log_unit_ball,
+    _poisson_interval,
+    _window,
+    check_yield_prediction,
+    control_yield_prediction,
+    default_yield_prediction,
+    disagreement_moments,
+    integer_layer,
+    measured_yield,
+    predicted_yield,
+)
+
+THRESHOLDS = {"tol": 0.015, "min_weight": 0.02}
+
+
+def _disagreements(X, thetas, row):
+    """D_{i,j} = x_aᵀ(Θ_i − Θ_1)(x_j − x_a) straight from the definition, shape (b, n), i-major."""
+    k = X.shape[1]
+    others = [j for j in range(k) if j != row]
+    xa = X[:, row]
+    cols = [
+        np.einsum("bc,ce,be->b", xa, theta - thetas[0], X[:, j] - xa) for theta in thetas[1:] for j in others
+    ]
+    return np.stack(cols, axis=1)
+
+
+def _thetas(m, d, seed):
+    """Generic real Θ's plus a multiple of I on Θ_2, so that E D = −tr Δ is not ≈ 0."""
+    thetas = np.random.default_rng(seed).standard_normal((m, d, d))
+    thetas[1] += 0.7 * np.eye(d)
+    return thetas
+
+
+class TestDisagreementMoments:
+    @pytest.mark.parametrize(("m", "d", "k"), [(2, 3, 2), (3, 3, 3), (3, 2, 4), (4, 2, 3)])
+    @pytest.mark.parametrize("row", [0, 1])
+    def test_boolean_matches_enumeration(self, m, d, k, row):
+        thetas = _thetas(m, d, seed=10 * m + d)
+        mean, cov = disagreement_moments(thetas, k, row=row)
+
+        def fn(X):
+            D = _disagreements(X, thetas, row)
+            return np.concatenate([D, (D[:, :, None] * D[:, None, :]).reshape(len(X), -1)], axis=1)
+
+        n = (m - 1) * (k - 1)
+        moments = cube_expectation(fn, k, d)  # exact: all 2^(kd) <= 2^12 inputs
+        exact_mean = moments[:n]
+        exact_cov = moments[n:].reshape(n, n) - np.outer(exact_mean, exact_mean)
+        # 1e-12: sums of <= 4096 float terms of size ~10 (pairwise) against closed forms of d² terms.
+        np.testing.assert_allclose(mean, exact_mean, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(cov, exact_cov, rtol=0, atol=1e-12)
+
+    @pytest.mark.parametrize(("m", "d", "k"), [(2, 4, 2), (3, 4, 3)])
+    def test_gaussian_matches_monte_carlo(self, m, d, k):
+        thetas = _thetas(m, d, seed=7)
+        mean, cov = disagreement_moments(thetas, k, distribution="gaussian")
+        n_samples = 200_000
+        D = _disagreements(sample_inputs(n_samples, k, d, distribution="gaussian", rng=3), thetas, 0)
+        # Acceptance: every entry within 5 estimated standard errors (each fails with probability
+        # ~6e-7 under the CLT, so at most 78 entries fail with probability < 1e-4). The standard
+        # errors come from the sample (second and fourth moments of D).
+        centred = D - D.mean(axis=0)
+        se_mean = centred.std(axis=0) / math.sqrt(n_samples)
+        products = centred[:, :, None] * centred[:, None, :]
+        se_cov = products.std(axis=0) / math.sqrt(n_samples)
+        assert np.all(np.abs(D.mean(axis=0) - mean) <= 5 * se_mean)
+        assert np.all(np.abs(products.mean(axis=0) - cov) <= 5 * se_cov)
+        # ... and the Boolean formula is rejected (it lacks 2·Σ_c Δ_i[c,c]Δ_i'[c,c]).
+        boolean = disagreement_moments(thetas, k)[1]
+        assert np.max(np.abs(products.mean(axis=0) - boolean) / se_cov) > 20
+
+    def test_gaussian_adds_the_hermite_term(self):
+        thetas = _thetas(3, 5, seed=1)
+        delta_diag = np.diagonal(thetas[1:] - thetas[:1], axis1=1, axis2=2)
+        extra = 2 * delta_diag @ delta_diag.T  # E He_2(x)² = 2
+        gauss, boolean = disagreement_moments(thetas, 3, distribution="gaussian"), disagreement_moments(thetas, 3)
+        np.testing.assert_array_equal(gauss[0], boolean[0])
+        np.testing.assert_allclose(gauss[1] - boolean[1], np.kron(extra, np.ones((2, 2))), rtol=1e-13, atol=1e-13)
+
+    def test_row_only_relabels(self):
+        thetas = _thetas(3, 4, seed=2)
+        for row in range(3):
+            for a, b in zip(disagreement_moments(thetas, 3, row=row), disagreement_moments(thetas, 3)):
+                np.testing.assert_array_equal(a, b)
+
+    def test_one_head_has_no_disagreements(self):
+        mean, cov = disagreement_moments(np.eye(3)[None], 4)
+        assert mean.shape == (0,) and cov.shape == (0, 0)
+
+    def test_docstring_values_by_hand(self):
+        # Δ = [[1, 2], [0, 0.5]]: E D = −1.5; ‖Δ‖² = 5.25, (Δ + Δᵀ)[0,1]² = 4; Gaussian adds 2(1 + 0.25).
+        thetas = np.array([np.zeros((2, 2)), [[1.0, 2.0], [0.0, 0.5]]])
+        assert disagreement_moments(thetas, 2)[0].tolist() == [-1.5]
+        assert disagreement_moments(thetas, 2)[1].tolist() == [[9.25]]
+        assert disagreement_moments(thetas, 2, distribution="gaussian")[1].tolist() == [[11.75]]
+
+
+class TestWindow:
+    @pytest.mark.parametrize(("m", "d", "k"), [(2, 8, 2), (3, 8, 3), (2, 10, 4)])
+    def test_linearised_residual_matches_the_learner_fit(self, m, d, k):
+        """For heads within ε of each other, the learner's relative residual of row 0 is ‖M_X D‖ + O(|D|²)."""
+        rng = np.random.default_rng(m * d * k)
+        base = random_layer(1, d, logit_scale=1.0, rng=rng)
+        eps = 1e-4
+        thetas = base.thetas + np.concatenate([np.zeros((1, d, d)), eps * rng.standard_normal((m - 1, d, d))])
+        ws = random_layer(m, d, rng=rng).ws
+        layer = AttentionLayer(thetas, ws)
+        X = sample_inputs(200, k, d, rng=rng)
+        Mt, p, _, well_posed = _window(X, thetas, ws, ws.sum(axis=0), min_weight=0.02)
+        _, residual, fit_ok = fit_patterns(X, layer(X), ws.sum(axis=0))
+        D = _disagreements(X, thetas, 0)
+        linear = np.linalg.norm(np.einsum("bnd,bn->bd", Mt, D), axis=1)
+        np.testing.assert_array_equal(well_posed, fit_ok)  # the learner's well-posedness test, reproduced
+        np.testing.assert_allclose(p, layer.attention(X)[:, 0, 0], rtol=1e-12)  # head 1's pattern, row 0
+        ok = well_posed
+        # |D| ~ 1e-4·‖x_a‖‖x_j − x_a‖ ~ 1e-3 relative to the logits, so the quadratic term is ~1e-3 of the
+        # linear one: rtol 1e-2. The learner computes res² = ‖R‖² − Σc² (cancellation), so its residual
+        # carries an absolute error ~sqrt(eps) ≈ 1.5e-8: atol 1e-7.
+        np.testing.assert_allclose(residual[ok, 0], linear[ok], rtol=1e-2, atol=1e-7)
+        assert ok.sum() > 190 and np.median(linear[ok]) > 1e-5  # the comparison is not all atol
+
+    def test_conditional_logits_average_two_incoherent_heads(self):
+        """For m = 2, Cov(L_1, D)/Var D ≈ −1/2, so the conditional pattern is about softmax of the mean logits."""
+        layer = random_layer(2, 16, logit_scale=1.0, rng=4)
+        X = sample_inputs(5, 2, 16, rng=5)
+        ws = layer.ws
+        from theory.yield_model import _relative_moments
+
+        thetas = layer.thetas
+        _, joint = _relative_moments(np.concatenate([thetas[:1], thetas[1:] - thetas[:1]]), 2, "boolean")
+        regression = np.array([[joint[0, 1] / joint[1, 1]]])
+        assert regression[0, 0] == pytest.approx(-0.5, abs=0.1)  # ⟨Θ_1, Θ_2⟩ ≈ 0 for Gaussian Θ's (d = 16)
+        _, p, _, _ = _window(X, thetas, ws, ws.sum(axis=0), min_weight=0.02, regression=regression)
+        logits = np.einsum("bc,ice,bje->bij", X[:, 0], thetas, X)
+        mean_pattern = np.exp(logits.mean(axis=1))
+        mean_pattern /= mean_pattern.sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(p, mean_pattern, atol=0.1)
+
+
+class TestPredictedYield:
+    def test_regression_values(self):
+        layer = random_layer(2, 12, logit_scale=1.0, rng=0)
+        ind = predicted_yield(layer, 2, **THRESHOLDS, rng=1)
+        cond = predicted_yield(layer, 2, **THRESHOLDS, geometry="conditional", rng=1)
+        assert isinstance(ind, YieldPrediction) and ind.n == 1 and ind.geometry == "independent"
+        # Regression (seed 0/1, 20 000 examples): 98.70 ± 0.71 and 66.48 ± 0.29 per 1000; measured 72.4.
+        assert ind.constraints_per_1000 == pytest.approx(98.704, abs=1e-2)
+        assert cond.constraints_per_1000 == pytest.approx(66.481, abs=1e-2)
+        assert ind.density_at_zero == cond.density_at_zero == pytest.approx(0.18559, abs=1e-5)
+
+    def test_density_is_the_gaussian_at_zero(self):
+        layer = random_layer(3, 6, logit_scale=1.0, rng=2)
+        pred = predicted_yield(layer, 3, **THRESHOLDS, n_geometry=100, rng=0)
+        mean, cov = disagreement_moments(layer.thetas, 3)
+        assert pred.n == 4
+        assert pred.density_at_zero == pytest.approx(multivariate_normal(mean, cov).pdf(np.zeros(4)), rel=1e-10)
+
+    @pytest.mark.parametrize(
+        ("n", "volume"), [(0, 1.0), (1, 2.0), (2, math.pi), (3, 4 * math.pi / 3), (4, math.pi**2 / 2)]
+    )
+    def test_unit_ball(self, n, volume):
+        assert math.exp(_log_unit_ball(n)) == pytest.approx(volume, rel=1e-14)
+
+    @pytest.mark.parametrize(("m", "k"), [(2, 2), (3, 2), (2, 3)])
+    def test_scales_as_tol_to_the_n(self, m, k):
+        """The linearised window's volume is exactly proportional to tol^n (same examples, same N_use)."""
+        layer = random_layer(m, 10, logit_scale=1.0, rng=m + k)
+        small = predicted_yield(layer, k, tol=0.01, min_weight=0.02, n_geometry=500, rng=9)
+        large = predicted_yield(layer, k, tol=0.03, min_weight=0.02, n_geometry=500, rng=9)
+        assert large.constraints_per_1000 == pytest.approx(3 ** small.n * small.constraints_per_1000, rel=1e-12)
+
+    def test_one_head_counts_the_usable_tokens(self):
+        """m = 1: n = 0, every well-posed row certifies; prediction and measurement estimate the same mean."""
+        layer = random_layer(1, 6, logit_scale=2.0, rng=3)  # d = 6: 3 % of examples repeat a token (ill-posed)
+        pred = predicted_yield(layer, 3, **THRESHOLDS, n_geometry=20_000, rng=4)
+        meas = measured_yield(layer, 3, **THRESHOLDS, n_examples=20_000, rng=5)
+        assert pred.n == 0 and pred.density_at_zero == 1.0 and pred.mean_window_volume == 1.0
+        assert pred.ill_posed_fraction > 0.01
+        # Independent estimates of one mean: their difference is within 5 combined standard errors
+        # (normal approximation; fails with probability ~6e-7). The measurement's standard error is
+        # taken equal to the prediction's (same per-example variable, same sample size).
+        assert abs(pred.constraints_per_1000 - meas.constraints_per_1000) <= 5 * math.sqrt(2) * pred.standard_error
+
+    def test_identical_heads_have_no_density(self):
+        theta = random_layer(1, 5, rng=0).thetas[0]
+        layer = AttentionLayer(np.stack([theta, theta]), random_layer(2, 5, rng=1).ws)
+        with pytest.raises(ValueError, match="singular covariance"):
+            predicted_yield(layer, 2, **THRESHOLDS, n_geometry=10)
+
+    def test_result_is_frozen_and_replayable(self):
+        layer = random_layer(2, 8, logit_scale=1.0, rng=0)
+        first = predicted_yield(layer, 2, **THRESHOLDS, n_geometry=1000, rng=7)
+        again = predicted_yield(layer, 2, **THRESHOLDS, n_geometry=1000, rng=first.seed_entropy)
+        assert first.constraints_per_1000 == again.constraints_per_1000 and first.seed_entropy == 7
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            first.n = 3
+
+
+class TestMeasuredYield:
+    def test_counts_and_interval(self):
+        layer = random_layer(2, 12, logit_scale=1.0, rng=0)
+        meas = measured_yield(layer, 2, **THRESHOLDS, n_examples=50_000, batch=20_000, rng=1)
+        assert isinstance(meas, YieldMeasurement) and meas.n_examples == 50_000
+        assert meas.constraints_per_1000 == 1000 * meas.constraints / 50_000
+        lo, hi = meas.interval
+        assert lo < meas.constraints_per_1000 < hi
+        # k = 2: a certified row gives at most one constraint.
+        assert meas.constraints <= meas.rows_certified
+        # Regression (seeds 0/1): 3636 constraints (72.7 per 1000).
+        assert meas.constraints == pytest.approx(3636, abs=150)
+
+    @pytest.mark.parametrize(
+        ("count", "expected"),
+        # Garwood intervals at 95 %: scipy.stats.chi2.ppf by hand, as tabulated (e.g. Ulm 1990).
+        [(0, (0.0, 3.6889)), (1, (0.02532, 5.5716)), (10, (4.7954, 18.3904))],
+    )
+    def test_poisson_interval(self, count, expected):
+        np.testing.assert_allclose(_poisson_interval(count, 0.05), expected, rtol=2e-4, atol=1e-12)
+
+
+class TestCheckYieldPrediction:
+    @pytest.mark.parametrize(
+        ("m", "geometry"),
+        [
+            (2, "independent"),
+            (2, "conditional"),
+            pytest.param(3, "independent", marks=pytest.mark.xfail(
+                strict=True, reason="ignoring the correlation of D ≈ 0 with the pattern overpredicts 3×: "
+                                    "measured/predicted 0.27–0.38 at (3, 12, 2) over 3 layers (see the report)")),
+            (3, "conditional"),
+        ],
+        ids=["m2-independent", "m2-conditional", "m3-independent", "m3-conditional"],
+    )
+    def test_default_sizes(self, m, geometry):
+        assert_check_holds(default_yield_prediction(m=m, geometry=geometry, rng=0))
+
+    def test_default_regression_values(self):
+        result = default_yield_prediction(rng=0)
+        assert result.parameters["m"] == 2 and result.parameters["factor"] == DEFAULT_FACTOR
+        # Regression (seed 0): measured 0.73 of the prediction; 0.72–0.80 over 3 layers.
+        assert 0.6 < result.details["ratio"] < 0.9
+        assert result.interval[0] <= result.measured <= result.interval[1] < math.log(DEFAULT_FACTOR)
+
+    def test_control_fails_with_margin(self):
+        result = control_yield_prediction(rng=0)
+        assert_check_fails(result)
+        # Integer Θ: the atom at D = 0 puts the measurement 7–17× above the prediction (3 layers).
+        assert result.details["ratio"] > 5 and result.interval[0] > math.log(DEFAULT_FACTOR)
+
+    @pytest.mark.parametrize("seed", [1, 2])
+    def test_any_seed(self, seed):
+        # Not a statistical statement: the ratios (0.7–0.8 default, 7–17 control) sit far from 1/3 and 3.
+        assert_check_holds(default_yield_prediction(n_examples=50_000, n_geometry=5000, rng=seed))
+        assert_check_fails(control_yield_prediction(n_examples=50_000, n_geometry=5000, rng=seed))
+
+    def test_nothing_certified_is_an_infinite_miss(self):
+        layer = random_layer(3, 12, logit_scale=1.0, rng=0)
+        result = check_yield_prediction(layer, 2, tol=1e-6, n_examples=2000, n_geometry=500, rng=0)
+        assert result.details["constraints"] == 0 and result.interval[1] == math.inf
+        assert_check_fails(result)
+
+    def test_registered_and_json_ready(self):
+        result = run_case("yield_prediction", "default", rng=3, n_examples=20_000, n_geometry=2000)
+        assert isinstance(result, CheckResult) and result.seed_entropy == 3
+        record = json.loads(json.dumps(result.to_dict()))
+        assert record["name"] == "yield_prediction" and record["relation"] == "<="
+        assert "ours" in record["source"] and "Sculpting the affine hull" in record["source"]
+
+
+class TestIntegerLayer:
+    def test_disagreements_are_even_integers(self):
+        layer = integer_layer(3, 5, nonzeros=3, rng=0)
+        assert np.all(np.abs(layer.thetas).sum(axis=(1, 2)) == 3)
+        D = _disagreements(sample_inputs(200, 3, 5, rng=1), layer.thetas, 0)
+        np.testing.assert_array_equal(D % 2, 0)
+        np.testing.assert_allclose(np.linalg.norm(layer.ws, axis=(1, 2)), math.sqrt(5), rtol=1e-12)
+
+
+_LAYER = random_layer(2, 6, logit_scale=1.0, rng=0)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: disagreement_moments(np.ones((3, 3)), 2), ValueError, r"`thetas` must have 3 dimensions"),
+        (lambda: disagreement_moments(np.ones((2, 3, 4)), 2), ValueError, r"`thetas` must have shape \(m, d, d\)"),
+        (lambda: disagreement_moments(np.ones((2, 3, 3)), 1), ValueError, r"`k` must be at least 2.*got k=1"),
+        (lambda: disagreement_moments(np.ones((2, 3, 3)), 2.5), TypeError, r"`k` must be an integer; got k=2.5"),
+        (lambda: disagreement_moments(np.ones((2, 3, 3)), 2, row=2), ValueError, r"`row` must be a token.*row=2, k=2"),
+        (lambda: disagreement_moments(np.ones((2, 3, 3)), 2, distribution="uniform"), ValueError,
+         r"`distribution` must be one of.*distribution='uniform'"),
+        (lambda: predicted_yield(_LAYER, 2, tol=0, min_weight=0.02), ValueError, r"`tol` must be finite and positive"),
+        (lambda: predicted_yield(_LAYER, 2, tol=-0.1, min_weight=0.02), ValueError, r"tol=-0.1"),
+        (lambda: predicted_yield(_LAYER, 1, tol=0.01, min_weight=0.02), ValueError, r"`k` must be at least 2"),
+        (lambda: predicted_yield(_LAYER, 2, tol=0.01, min_weight=1.0), ValueError,
+         r"`min_weight` must be in \(0, 1\); got min_weight=1.0"),
+        (lambda: predicted_yield(_LAYER, 2, tol=0.01, min_weight=0.02, geometry="exact"), ValueError,
+         r"`geometry` must be one of.*geometry='exact'"),
+        (lambda: predicted_yield(_LAYER, 2, tol=0.01, min_weight=0.02, distribution="cube"), ValueError,
+         r"`distribution` must be one of"),
+        (lambda: predicted_yield(_LAYER, 2, tol=0.01, min_weight=0.02, n_geometry=1), ValueError,
+         r"`n_geometry` must be at least 2"),
+        (lambda: predicted_yield(_LAYER.thetas, 2, tol=0.01, min_weight=0.02), TypeError,
+         r"`layer` must be an AttentionLayer; got ndarray"),
+        (lambda: predicted_yield(_LAYER, 2, tol=0.01, min_weight=0.02, rng=-1), ValueError,
+         r"`rng` must be a non-negative integer seed; got rng=-1"),
+        (lambda: measured_yield(_LAYER, 2, tol=0.01, min_weight=0.02, n_examples=0), ValueError,
+         r"`n_examples` must be at least 1; got n_examples=0"),
+        (lambda: measured_yield(_LAYER, 2, tol=0.01, min_weight=0.02, n_examples=10, failure_probability=1.5),
+         ValueError, r"`failure_probability` must be in \(0, 1\)"),
+        (lambda: check_yield_prediction(_LAYER, 2, factor=1.0), ValueError, r"`factor` must be greater than 1"),
+        (lambda: check_yield_prediction(_LAYER, 2, factor=-2), ValueError, r"`factor` must be finite and positive"),
+        (lambda: check_yield_prediction(_LAYER, 0), ValueError, r"`k` must be at least 1; got k=0"),
+        (lambda: integer_layer(2, 3, nonzeros=10), ValueError, r"`nonzeros` must be at most d² = 9; got nonzeros=10"),
+    ],
+    ids=[
+        "thetas-2d",
+        "thetas-not-square",
+        "k-one",
+        "k-float",
+        "row-out-of-range",
+        "distribution-moments",
+        "tol-zero",
+        "tol-negative",
+        "k-one-predicted",
+        "min-weight-one",
+        "geometry",
+        "distribution-predicted",
+        "n-geometry-one",
+        "layer-not-a-layer",
+        "rng-negative",
+        "n-examples-zero",
+        "failure-probability",
+        "factor-one",
+        "factor-negative",
+        "k-zero-check",
+        "integer-nonzeros",
+    ],
+)
+def test_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
