@@ -204,7 +204,9 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
     max_iter : int
         Parameter updates per restart.
     restarts : int
-        Independent random initialisations; the one with the lowest validation loss is kept.
+        At most this many independent random initialisations; the one with the
+        lowest validation loss is kept. Restarts are for escaping a bad start:
+        once one reaches ``tol`` the rest are skipped (``diagnostics["fit"]["restarts_run"]``).
     batch : int, optional
         Mini-batch size (a fresh permutation every epoch, the last partial
         mini-batch dropped); None uses the full training set at every step.
@@ -350,6 +352,8 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
             params = gen.normal(0.0, init_scale / np.sqrt(d), size=(2, m, d, d))
             runs.append(_train(params, X, Y, Xv, Yv, optimizer=optimizer, lr=lr, max_iter=max_iter,
                                batch=batch_eff, tol=tol, patience=patience, rng=gen, label=f"{j + 1}/{restarts}"))
+            if runs[-1].stopped == "tol":
+                break
     timings["fit"] = time.perf_counter() - t0
     best_j = int(np.argmin([r.val_loss for r in runs]))
     best = runs[best_j]
@@ -359,6 +363,7 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
     rel = residual / y_sq if y_sq > 0 else (0.0 if residual == 0 else float("inf"))
     diag["fit"] = settings | {
         "best_restart": best_j,
+        "restarts_run": len(runs),
         "val_relative_error": rel,
         "initial_val_loss": [r.initial_val_loss for r in runs],
         "val_loss": [r.val_loss for r in runs],
@@ -367,7 +372,7 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
         "best_iteration": [r.best_iteration for r in runs],
         "stopped": [r.stopped for r in runs],
         "seconds": [r.seconds for r in runs],
-        "spawn_keys": [list(g.bit_generator.seed_seq.spawn_key) for g in gens],
+        "spawn_keys": [list(g.bit_generator.seed_seq.spawn_key) for g in gens[: len(runs)]],
     }
     log.info("fit_gradient: kept restart %d of %d, validation relative error %.3g", best_j + 1, restarts, rel)
     where = (f"restart {best_j + 1} of {restarts}, {best.iterations} iterations "

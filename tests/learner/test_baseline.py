@@ -188,3 +188,14 @@ class TestFitGradientInputs:
     def test_bad_source(self):
         with pytest.raises(TypeError, match="`source` must be a LayerOracle"):
             fit_gradient("examples", m=1)
+
+
+def test_restarts_stop_once_one_reaches_tol():
+    """A restart that reaches `tol` ends the fit; without reaching it every restart runs (the control)."""
+    truth = random_layer(1, 4, rng=0)
+    common = {"m": 1, "n_train": 400, "n_val": 100, "restarts": 3, "lr": 0.05, "rng": 5}
+    easy = fit_gradient(LayerOracle(truth, 2, rng=1), max_iter=3000, tol=1e-3, **common)
+    hard = fit_gradient(LayerOracle(truth, 2, rng=1), max_iter=5, tol=1e-3, **common)
+    assert easy.diagnostics["fit"]["restarts_run"] == 1 and easy.diagnostics["fit"]["stopped"] == ["tol"]
+    assert len(easy.diagnostics["fit"]["spawn_keys"]) == 1
+    assert hard.diagnostics["fit"]["restarts_run"] == 3 and len(hard.diagnostics["fit"]["val_loss"]) == 3
