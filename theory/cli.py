@@ -1,4 +1,4 @@
-"""Command line of :mod:`theory`: ``python -m theory {list,check,all}``."""
+"""Command line of :mod:`theory`: ``python -m theory {list,check,all,yield-study}``."""
 
 from __future__ import annotations
 
@@ -50,6 +50,17 @@ def build_parser():
     p.add_argument("--seed", type=cli_seed, default=0, help="seed (default 0)")
     p.add_argument("--json", metavar="FILE", help="write all results as JSON")
     p.add_argument("--plot-dir", metavar="DIR", help="also write every check's figure into DIR")
+
+    p = sub.add_parser("yield-study", help="the learner's certification yield in scaling sweeps: measured, "
+                                          "predicted from the planted layers, and fitted against (m−1)(k−1)")
+    p.add_argument("sweeps", nargs="+", metavar="DIR", help="directories written by `python -m learner scaling`")
+    p.add_argument("--geometry", choices=("conditional", "independent"), default="conditional",
+                   help="pattern at agreement in the prediction (default conditional)")
+    p.add_argument("--n-geometry", type=int, default=20_000, help="Monte Carlo examples per prediction")
+    p.add_argument("--fit-tol", type=float, default=None, help="fit the runs at this tolerance (default: most common)")
+    p.add_argument("--seed", type=cli_seed, default=0, help="seed of the predictions' Monte Carlo (default 0)")
+    p.add_argument("--json", metavar="FILE", help="write every run's figures and the fits as JSON")
+    p.add_argument("--plot", metavar="FILE", help="write the yield figure (PNG; needs matplotlib)")
     return parser
 
 
@@ -115,6 +126,21 @@ def _all(args):
     return 1 if unexpected else 0
 
 
+def _yield_study(args):
+    from .yield_study import plot_yield, yield_study
+
+    study = yield_study(args.sweeps, geometry=args.geometry, n_geometry=args.n_geometry, fit_tol=args.fit_tol,
+                        rng=args.seed, progress=sys.stderr.isatty())
+    print(study.table())
+    print(f"\n{len(study.runs)} learner runs from {', '.join(args.sweeps)}; {study.seconds:.1f} s")
+    if args.json:
+        write_json(args.json, study.to_dict() | {"sweeps": args.sweeps, "seed": args.seed})
+        print(f"wrote {args.json}")
+    if args.plot:
+        print(f"wrote {plot_yield(study, args.plot)}")
+    return 0
+
+
 def main(argv=None):
     """Entry point; returns the exit status (1 when a verdict is not the expected one)."""
     args = build_parser().parse_args(argv)
@@ -126,7 +152,7 @@ def main(argv=None):
                 print(f"{'':<24} plot: {spec.plot_help}")
         return 0
     try:
-        return {"check": _check, "all": _all}[args.command](args)
-    except (ValueError, TypeError) as exc:
+        return {"check": _check, "all": _all, "yield-study": _yield_study}[args.command](args)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -372,7 +372,7 @@ class YieldPrediction:
     seconds: float
 
 
-def predicted_yield(layer, k, *, tol, min_weight, distribution="boolean", geometry="independent", n_geometry=20_000,
+def predicted_yield(layer, k, *, tol, min_weight, distribution="boolean", geometry="conditional", n_geometry=20_000,
                     batch=None, rng=None):
     """Predict the constraints per 1000 examples that sculpting certifies, from the density of ``D`` at 0.
 
@@ -398,9 +398,9 @@ def predicted_yield(layer, k, *, tol, min_weight, distribution="boolean", geomet
         Smallest weight of a token that gives a constraint, in (0, 1).
     distribution : {"boolean", "gaussian"}
     geometry : {"independent", "conditional"}
-        How the common pattern at agreement is drawn. ``"independent"``
-        (default): head 1's pattern for an unconditioned ``X``.
-        ``"conditional"``: the pattern of the logits
+        How the common pattern at agreement is drawn. ``"independent"``:
+        head 1's pattern for an unconditioned ``X`` (the first model; it
+        over-predicts, by 10⁴× at n = 6). ``"conditional"`` (default): the pattern of the logits
         ``L̃ = L_1 − Cov(L_1, D) Σ^{-1} D`` (``L_1`` head 1's logits relative to
         token ``a``), which in the Gaussian model of ``(L_1, D)`` has the law of
         ``L_1`` given ``D = 0`` — for incoherent ``Θ_i`` about the heads' mean
@@ -678,7 +678,7 @@ def measured_yield(layer, k, *, tol, min_weight, n_examples, distribution="boole
 
 
 def check_yield_prediction(layer, k, *, tol=0.015, min_weight=0.02, n_examples=200_000, n_geometry=20_000,
-                           factor=DEFAULT_FACTOR, distribution="boolean", geometry="independent",
+                           factor=DEFAULT_FACTOR, distribution="boolean", geometry="conditional",
                            failure_probability=0.05, rng=None):
     """Check that the measured sculpting yield is within a factor ``factor`` of the Gaussian-density prediction.
 
@@ -855,7 +855,7 @@ def _case(make_layer, k, geometry, n_examples, n_geometry, rng):
     return replace(result, seed_entropy=entropy)
 
 
-def default_yield_prediction(*, m=2, d=12, k=2, geometry="independent", n_examples=100_000, n_geometry=20_000,
+def default_yield_prediction(*, m=2, d=12, k=2, geometry="conditional", n_examples=100_000, n_geometry=20_000,
                              rng=None):
     """Positive case: ``learner.random_layer(m, d, logit_scale=1.0)`` at the learner's phase-4 thresholds.
 
@@ -872,7 +872,7 @@ def default_yield_prediction(*, m=2, d=12, k=2, geometry="independent", n_exampl
     return _case(lambda r: random_layer(m, d, logit_scale=1.0, rng=r), k, geometry, n_examples, n_geometry, rng)
 
 
-def control_yield_prediction(*, m=2, d=12, k=2, nonzeros=2, geometry="independent", n_examples=20_000,
+def control_yield_prediction(*, m=2, d=12, k=2, nonzeros=2, geometry="conditional", n_examples=20_000,
                              n_geometry=20_000, rng=None):
     """Negative control: integer ``Θ_i`` (:func:`integer_layer`), where the local CLT fails; must fail.
 
