@@ -377,3 +377,16 @@ class TestSoundFamily:
         with pytest.raises(SystemExit):
             main(["scaling", "--d", "x", "--out", str(tmp_path)])
         assert "expected an integer or 'auto'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_two_setting_sweep_end_to_end(tmp_path):
+    """The default family at full budgets, two settings, both methods, the local pool (about 3 minutes)."""
+    pytest.importorskip("matplotlib")
+    res = scaling_study(tmp_path, ms=(2, 3), seeds=1, adam_lrs=(0.03,), backend="local", workers=2)
+    rows = {(r["method"], r["m"]): r for r in res.summary["rows"]}
+    assert set(rows) == {("provable", 2), ("provable", 3), ("adam", 2), ("adam", 3)}
+    assert all(rows[("provable", m)]["success_rate"] == 1.0 for m in (2, 3))
+    assert all(rows[("provable", m)]["d"] == 12 and rows[("provable", m)]["k"] == 2 for m in (2, 3))
+    assert all(rows[("provable", m)]["median_yield"] > 0 for m in (2, 3))
+    assert (tmp_path / "scaling.png").exists() and (tmp_path / "summary.json").exists()
