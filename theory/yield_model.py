@@ -56,6 +56,7 @@ from scipy.stats import chi2
 from learner._validation import check_distribution, check_int, check_positive_float, check_real_array, check_rng
 
 from ._core import Timer, finish
+from .one_step import _check_layer
 
 __all__ = [
     "DEFAULT_FACTOR",
@@ -115,14 +116,6 @@ def _check_k(k):
     if k < 2:
         raise ValueError(f"`k` must be at least 2 (a row needs another token to disagree on); got k={k}.")
     return k
-
-
-def _check_layer(layer):
-    from learner import AttentionLayer
-
-    if not isinstance(layer, AttentionLayer):
-        raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
-    return layer
 
 
 def _check_fraction(name, value):
