@@ -381,7 +381,7 @@ class TestSoundFamily:
 
 @pytest.mark.slow
 def test_two_setting_sweep_end_to_end(tmp_path):
-    """The default family at full budgets, two settings, both methods, the local pool (about 3 minutes)."""
+    """The default family at full budgets, two settings, both methods, the local pool (about a minute)."""
     pytest.importorskip("matplotlib")
     res = scaling_study(tmp_path, ms=(2, 3), seeds=1, adam_lrs=(0.03,), backend="local", workers=2)
     rows = {(r["method"], r["m"]): r for r in res.summary["rows"]}
