@@ -161,6 +161,9 @@ def _lwe(args):
         err = float(np.abs(inst.layer(X)[:, 0, lay.o] - inst.formula(X))[half].max())
         checks["enumeration_max_error"] = err
         print(f"  enumeration over all 4^{lay.d} inputs: max error on the signal half {err:.3g}")
+    if lay.m * lay.d >= 2_000:  # the two forward passes below take seconds (26 s at n = 200): say so first
+        print(f"  checking the reduction through the layer on 2 × 10 000 inputs (m = {lay.m}, d = {lay.d}) ...",
+              flush=True)
     draw = sample_lwr(inst.params, 10_000, secret=inst.secret, rng=gen)
     X, Y = attention_samples(draw.public, lay, rng=gen)
     checks["reduction_max_error"] = float(np.abs(inst.layer(X) - Y).max())

@@ -357,6 +357,15 @@ class TestCommandLine:
         assert "max_evaluations=1" in capsys.readouterr().err
         assert main(["lwe", "--n", "2", "--q", "3", "--secret", "1", "2", "--max-evaluations", "0"]) == 0
 
+    def test_lwe_says_before_a_long_check(self, capsys):
+        from lowerbounds.cli import main
+
+        assert main(["lwe", "--n", "6", "--q", "7", "--seed", "0"]) == 0
+        assert "checking the reduction" not in capsys.readouterr().out  # the control: a quick check says nothing
+        assert main(["lwe", "--n", "60", "--q", "7", "--seed", "1"]) == 0
+        out = capsys.readouterr().out
+        assert out.index("checking the reduction through the layer on 2 × 10 000 inputs") < out.index("reduction on")
+
     def test_lwe_attack_small_run(self, tmp_path, capsys):
         import json
 
