@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from learner._progress import bar, showing
 from learner._validation import check_int, check_rng
 from learner.scaling import RunSpec, planted_instance, yield_of
 
@@ -140,6 +141,8 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
         Tolerance of the runs the fits use (default: the most common one).
     rng : None, int, SeedSequence or Generator
         Seeds the predictions' Monte Carlo (one child per run, in run-id order).
+    progress : bool
+        A progress bar of the predictions on standard error.
 
     Returns
     -------
@@ -155,9 +158,8 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
         raise ValueError(f"no finished learner run that reached phase 4 in {dirs}.")
     seeds = rng.bit_generator.seed_seq.spawn(len(records))
     runs = []
-    from learner._progress import bar
-
-    progress_bar = bar(len(records), "yield predictions", "run") if progress else None
+    with showing(bool(progress)):  # the phases' bar helper shows only inside `showing`
+        progress_bar = bar(len(records), "yield predictions", "run")
     for rec, seed in zip(records, seeds):
         spec = RunSpec.from_dict(rec["spec"])
         layer = planted_instance(spec)[0]
@@ -171,10 +173,8 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
                      "examples": rec["diagnostics"]["4_refined_sculpt"]["examples"],
                      "predicted": pred.constraints_per_1000, "predicted_se": pred.standard_error,
                      "rank_deficient_fraction": pred.rank_deficient_fraction, "success": bool(rec["success"])})
-        if progress_bar is not None:
-            progress_bar.update(1)
-    if progress_bar is not None:
-        progress_bar.close()
+        progress_bar.update(1)
+    progress_bar.close()
     settings = []
     for key in sorted({(r["m"], r["d"], r["k"], r["tol"]) for r in runs}):
         mine = [r for r in runs if (r["m"], r["d"], r["k"], r["tol"]) == key]

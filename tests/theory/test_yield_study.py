@@ -53,6 +53,13 @@ def test_records_predictions_and_fit(sweep):
     json.dumps(study.to_dict(), allow_nan=True)
 
 
+def test_progress_bar_only_when_asked(sweep, capsys):
+    yield_study(sweep, n_geometry=500, rng=1)
+    assert "yield predictions" not in capsys.readouterr().err
+    yield_study(sweep, n_geometry=500, rng=1, progress=True)
+    assert "yield predictions" in capsys.readouterr().err
+
+
 def test_cli_writes_json_and_names_bad_directories(sweep, tmp_path, capsys):
     path = tmp_path / "y.json"
     assert main(["yield-study", str(sweep), "--n-geometry", "1000", "--json", str(path)]) == 0
