@@ -25,6 +25,7 @@ import numpy as np
 from ._validation import check_int, check_rng
 from .inputs import cube_expectation, sample_inputs
 from .instances import random_layer
+from .parallel import available_cores
 
 __all__ = [
     "DEFAULT_CASES",
@@ -363,3 +364,100 @@ def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logi
     same = bool(np.array_equal(ok1[:, None] & (r1 < tol), ok2[:, None] & (r2 < tol)))
     return CertificationBench(m, d, k, batch, repeat, batch / t_forward, batch / t_pipeline, batch / t_fit,
                               batch / t_solve, same)
+
+
+@dataclass(frozen=True)
+class ParallelBench:
+    """Phase 4 (refined sculpting) serially and on a local pool, timed in one run: medians and their ratio."""
+
+    m: int
+    d: int
+    k: int
+    workers: int
+    batch: int
+    examples: int
+    repeat: int
+    serial_seconds: float
+    parallel_seconds: float
+    startup_seconds: float
+    identical: bool
+
+    @property
+    def speedup(self):
+        """Median serial time over median time with ``workers`` local processes (the target is >= 1.6 at 2)."""
+        return self.serial_seconds / self.parallel_seconds
+
+    @property
+    def per_worker_per_s(self):
+        return self.examples / self.parallel_seconds / self.workers
+
+    def table(self):
+        return "\n".join([
+            (f"certification (phase 4) at (m, d, k) = ({self.m}, {self.d}, {self.k}): {self.examples:,} examples in "
+             f"batches of {self.batch:,}, medians of {self.repeat} interleaved runs on {available_cores()} cores:"),
+            f"  in this process          {self.serial_seconds:8.2f} s   {self.examples / self.serial_seconds:>12,.0f} examples/s",
+            (f"  {self.workers} local workers          {self.parallel_seconds:8.2f} s   "
+             f"{self.examples / self.parallel_seconds:>12,.0f} examples/s   "
+             f"({self.per_worker_per_s:,.0f} per worker)"),
+            (f"  speed-up {self.speedup:.2f}x (target >= 1.6 with 2 workers on 2 cores); pool start-up "
+             f"{self.startup_seconds:.2f} s, once per learn() call, not included; constraints identical: {self.identical}"),
+        ])
+
+    def to_dict(self):
+        return dict(self.__dict__) | {"speedup": self.speedup, "per_worker_per_s": self.per_worker_per_s}
+
+
+def run_parallel_benchmark(m=4, d=12, k=2, *, workers=2, batch=100_000, batches=16, repeat=3, logit_scale=1.0,
+                           tol=0.015, min_weight=0.02, rng=None):
+    """Time :func:`learner.phases.refined_sculpt` in this process and with ``workers`` local processes.
+
+    Both runs certify the same stream (``batches`` batches, a target no run
+    reaches, so every batch is merged) against the true ``ΣW``; their constraints
+    must be identical. Runs alternate, so a change of load hits both alike.
+
+    Returns
+    -------
+    ParallelBench
+    """
+    from .oracle import LayerOracle
+    from .parallel import Workers
+    from .phases import refined_sculpt
+
+    rng = check_rng(rng)
+    m, d, k, workers, batch, batches, repeat = (check_int(n, v) for n, v in (
+        ("m", m), ("d", d), ("k", k), ("workers", workers), ("batch", batch), ("batches", batches),
+        ("repeat", repeat)))
+    if workers < 2:
+        raise ValueError(f"`workers` must be at least 2 to compare with one process; got workers={workers}.")
+    layer_seed, oracle_seed = rng.spawn(2)
+    layer = random_layer(m, d, logit_scale=logit_scale, rng=layer_seed)
+    w_sum = layer.ws.sum(axis=0)
+    examples = batch * batches
+    oracle_seed = int(oracle_seed.integers(2**63))  # a fixed seed: every run below sees the same stream
+
+    def phase(pool):
+        oracle = LayerOracle(layer, k, rng=oracle_seed)  # the same stream every time
+        return refined_sculpt(oracle, w_sum, tol=tol, min_weight=min_weight, target=10**12, max_examples=examples,
+                              batch=batch, workers=pool)
+
+    serial = Workers()
+    with Workers(workers) as pool:
+        t0 = time.perf_counter()
+        pool._ensure()
+        list(pool.ordered("startup", _noop, [((i,), 0) for i in range(workers)]))
+        startup = time.perf_counter() - t0
+        results = {}
+
+        def timed(name, pool):
+            def run():
+                results[name] = phase(pool)
+            return run
+
+        t_serial, t_parallel = _interleaved_medians([timed("serial", serial), timed("parallel", pool)], repeat)
+    a, b = results["serial"], results["parallel"]
+    identical = bool(np.array_equal(a.A, b.A) and np.array_equal(a.b, b.b) and a.n_examples == b.n_examples == examples)
+    return ParallelBench(m, d, k, workers, batch, examples, repeat, t_serial, t_parallel, startup, identical)
+
+
+def _noop(i):
+    return i

@@ -16,7 +16,7 @@ import numpy as np
 from . import __version__
 from ._validation import cli_seed
 from .assumptions import assumptions
-from .bench import DEFAULT_CASES, BenchCase, run_benchmark, run_certification_benchmark
+from .bench import DEFAULT_CASES, BenchCase, run_benchmark, run_certification_benchmark, run_parallel_benchmark
 from .inputs import sample_inputs
 from .instances import random_layer
 from .io import FileFormatError, load_layer, read_metadata, save_examples, save_layer, write_json
@@ -77,6 +77,11 @@ def build_parser():
                    help="run even where the setting's soundness conditions fail (learner.assumptions)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bars (they are shown only when stderr is a terminal)")
+    p.add_argument("--workers", type=_workers, default="auto",
+                   help="local processes for the example-streaming phases; 1 runs in this process "
+                        "(default auto: every core). The result does not depend on it")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="compute the batches on this Dask scheduler instead (extra `distributed`)")
     p.add_argument("--json", metavar="FILE", help="also write the run's record as JSON")
     p.set_defaults(seed=0)
 
@@ -98,6 +103,9 @@ def build_parser():
     p.add_argument("--repeat", type=int, default=5, help="timed runs per figure; medians are printed (default 5)")
     p.add_argument("--quick", action="store_true", help="small sizes only (a smoke test, not a measurement)")
     p.add_argument("--seed", type=cli_seed, default=0)
+    p.add_argument("--parallel", action="store_true",
+                   help="only the certification phase in this process against a local pool (speed-up)")
+    p.add_argument("--workers", type=int, default=2, help="local workers of --parallel (default 2)")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
 
     p = sub.add_parser("scaling", help="run time and examples against m: the learner and Adam on the same layers")
@@ -124,6 +132,8 @@ def build_parser():
     p.add_argument("--workers", type=int, default=None, help="processes of the local pool (default: all CPUs)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler (extra `distributed`)")
     p.add_argument("--serial", action="store_true", help="run in this process (debugging)")
+    p.add_argument("--learn-workers", type=int, default=None,
+                   help="with --serial: each learner run spreads its batches over this many local processes")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
     p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
@@ -183,9 +193,24 @@ def _learn(args):
     print(f"Learning a planted layer: m={args.m}, d={args.d}, k={args.k}, {args.distribution} inputs, "
           f"logit scale {args.logit_scale}, seed entropy {ss.entropy}"
           + (" (m not given to the learner)" if args.unknown_m else ""))
-    result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth,
-                   progress=False if args.no_progress else None)
+    import signal
+
+    from .learn import LearnInterrupted
+
+    signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` stops the run like Ctrl-C: workers ended
+    try:
+        result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth,
+                       progress=False if args.no_progress else None,
+                       workers=None if args.scheduler else args.workers, scheduler=args.scheduler)
+    except LearnInterrupted as exc:
+        print(exc.result.report())
+        print(f"\ninterrupted: {exc.result.message}", file=sys.stderr)
+        return 130
     print(result.report())
+    ex = result.execution
+    rates = ", ".join(f"{name} {p['examples_per_second']:,.0f}" for name, p in ex.get("phases", {}).items()
+                      if p.get("examples_per_second"))
+    print(f"batches: {ex.get('backend')} with {ex.get('workers')} worker(s); examples/s: {rates}")
     if args.json:
         write_json(args.json, {"command": "learn", "parameters": vars(args), "seed_entropy": ss.entropy,
                                "versions": _versions(), "config": dataclasses.asdict(config),
@@ -237,6 +262,13 @@ def _info(args):
 
 
 def _bench(args):
+    if args.parallel:
+        par = run_parallel_benchmark(workers=args.workers, batch=2000 if args.quick else 100_000,
+                                     batches=4 if args.quick else 16, repeat=args.repeat, rng=args.seed)
+        print(par.table())
+        if args.json:
+            write_json(args.json, {"command": "bench --parallel", "versions": _versions(), "parallel": par.to_dict()})
+        return 0
     cases = DEFAULT_CASES
     cube = (4, 5, 2)
     if args.quick:
@@ -253,6 +285,18 @@ def _bench(args):
                                 "cube_seconds": result.cube_seconds, "repeat": result.repeat,
                                 "torch_version": result.torch_version, "certification": cert.to_dict()})
     return 0
+
+
+def _workers(text):
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--workers must be a positive integer or auto; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--workers must be a positive integer or auto; got {text!r}")
+    return value
 
 
 def _auto_or_int(text):
@@ -295,7 +339,7 @@ def _scaling(args):
             provable_options=(QUICK_OPTIONS["provable"] if args.quick else {})
             | {name: value for name, value in (("max_examples", args.max_examples), ("refined_tol", args.refined_tol))
                if value is not None},
-            scheduler=args.scheduler, progress=not args.no_progress)
+            scheduler=args.scheduler, progress=not args.no_progress, learn_workers=args.learn_workers)
     except SweepLocked as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -21,6 +21,7 @@ from .assumptions import assumptions, check_setting
 from .layer import AttentionLayer
 from .metrics import match_heads, relative_error
 from .oracle import ExamplesExhausted, as_source
+from .parallel import Workers
 from .phases import (
     LearnConfig,
     crude_sculpt,
@@ -32,7 +33,7 @@ from .phases import (
     search_heads,
 )
 
-__all__ = ["LearnResult", "learn"]
+__all__ = ["LearnInterrupted", "LearnResult", "learn"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,10 @@ class LearnResult:
     phases: dict = field(repr=False)
     diagnostics: dict = field(repr=False)
     errors: dict = field(default_factory=dict)
+    #: Where the batches ran (backend, workers) and per phase the batches and examples merged, examples
+    #: computed ahead and discarded, seconds and examples/s. Not part of the result: it never changes
+    #: the layer or the diagnostics.
+    execution: dict = field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self):
         """JSON-ready record (the learned layer's parameters included as nested lists)."""
@@ -71,7 +76,7 @@ class LearnResult:
         return _json_safe({
             "success": self.success, "status": self.status, "message": self.message, "m": self.m,
             "m_estimated": self.m_estimated, "examples_drawn": self.examples_drawn, "timings": self.timings,
-            "diagnostics": self.diagnostics, "errors": self.errors,
+            "diagnostics": self.diagnostics, "errors": self.errors, "execution": self.execution,
             "layer": None if self.layer is None else {"thetas": self.layer.thetas, "ws": self.layer.ws},
         })
 
@@ -98,6 +103,15 @@ class LearnResult:
             for key, value in self.errors.items():
                 lines.append(f"    {key}: {value:.3g}" if isinstance(value, float) else f"    {key}: {value}")
         return "\n".join(lines)
+
+
+class LearnInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGINT) during :func:`learn`: the workers are stopped and ``result`` holds the
+    diagnostics of the phases that finished (``status="interrupted"``, ``layer=None``)."""
+
+    def __init__(self, result):
+        super().__init__(result.message)
+        self.result = result
 
 
 def truth_errors(truth, layer, k, source, rng):
@@ -128,7 +142,8 @@ def _distribution(source):
     return dist
 
 
-def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress=None):
+def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress=None, workers=None,
+          scheduler=None):
     """Learn a multi-head attention layer from examples with the paper's six phases.
 
     Before drawing any example, the setting ``(m, d, k)`` and the input
@@ -159,21 +174,34 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
         Progress bars on standard error for the example-drawing phases (1–4);
         ``None`` (default) shows them when standard error is a terminal. They
         never change the result; phase starts and figures are logged at INFO either way.
+    workers : int, "auto" or None
+        Local processes for the example-streaming phases (1, 2 and 4); ``None``
+        or 1 computes everything in this process, ``"auto"`` uses every core.
+        Batch ``b`` of each stream has its own seed and the batches' reductions
+        are merged in order (:mod:`learner.parallel`), so the result is the
+        same whatever the number of workers. The pool lives for this call only.
+    scheduler : str or dask.distributed.Client, optional
+        Compute the batches on a Dask cluster instead: a scheduler address (a
+        client is opened and closed by this call) or a client you own (left open).
 
     Returns
     -------
     LearnResult
+        ``execution`` says where the batches ran and the examples/s of each phase.
 
     Raises
     ------
     ValueError
         If ``k >= d`` (certification needs ``k < d``) or the arguments are invalid.
+    LearnInterrupted
+        On Ctrl-C: the workers are stopped first; the exception carries the partial result.
     """
-    with _progress.showing(_progress.resolve(progress)):
-        return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng)
+    pool = Workers(workers, scheduler)
+    with _progress.showing(_progress.resolve(progress)), pool:
+        return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool)
 
 
-def _learn(source, *, m, k, config, truth, rng):
+def _learn(source, *, m, k, config, truth, rng, pool):
     t_start = time.perf_counter()
     rng = check_rng(rng)
     source = as_source(source)
@@ -192,12 +220,29 @@ def _learn(source, *, m, k, config, truth, rng):
         raise ValueError(f"`truth` must have the examples' dimension d={d}; got a layer with d={truth.d}.")
     phases, diag, timings = {}, {}, {}
     drawn0 = source.n_drawn
+    state = {"phase": "0_setting"}  # the phase running, for the message of an interruption
 
     def done(status, message, layer=None, m_final=m, success=False):
-        errors = truth_errors(truth, layer, k, source, rng)
+        errors = truth_errors(truth, layer, k, source, rng) if status != "interrupted" else {}
         timings["total"] = time.perf_counter() - t_start
         return LearnResult(layer, success, status, message, m_final, m is None, source.n_drawn - drawn0,
-                           dict(timings), phases, diag, errors)
+                           dict(timings), phases, diag, errors, pool.info)
+
+    try:
+        return _phases(source, m=m, k=k, cfg=cfg, truth=truth, pool=pool, phases=phases, diag=diag,
+                       timings=timings, done=done, state=state)
+    except KeyboardInterrupt:
+        pool.kill()  # first: the workers must not outlive the run
+        running = state["phase"]
+        diag["interrupted"] = {"phase": running}
+        log.info("learn: interrupted in %s", running)
+        raise LearnInterrupted(done("interrupted", f"interrupted by the user in phase {running} after "
+                                    f"{source.n_drawn - drawn0:,} examples; the diagnostics are those of the "
+                                    "phases that finished")) from None
+
+
+def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, state):
+    d = source.d
 
     distribution = _distribution(source)
     setting = check_setting(m if m is not None else 1, d, k, distribution=distribution)
@@ -216,8 +261,9 @@ def _learn(source, *, m, k, config, truth, rng):
              m if m is not None else f"unknown, at most {plan_m}", d, k, distribution, setting.max_m,
              ", ".join(f"{name}={getattr(cfg, name)}" for name in chosen) or "nothing")
     try:
+        state["phase"] = "1_crude_sum"
         log.info("phase 1: one-step estimate of ΣW from %s examples", f"{cfg.n_crude:,}")
-        p1 = crude_sum_w(source, n_samples=cfg.n_crude, batch=cfg.batch, truth=truth)
+        p1 = crude_sum_w(source, n_samples=cfg.n_crude, batch=cfg.batch, truth=truth, workers=pool)
         phases["1_crude_sum"], diag["1_crude_sum"], timings["1_crude_sum"] = p1, _sum_diag(p1), p1.seconds
         norm = float(np.linalg.norm(p1.w_sum))
         if not np.isfinite(norm) or norm < SUM_W_MIN:
@@ -227,27 +273,31 @@ def _learn(source, *, m, k, config, truth, rng):
                         "phases 2–4 read the attention patterns through ΣW, so the learner cannot start "
                         "(the heads' W_i cancel; outside the paper's conditions).")
         target2 = int(cfg.crude_constraints * d * d)
+        state["phase"] = "2_crude_sculpt"
         log.info("phase 2: crude sculpting, up to %d constraints from at most %s examples", target2,
                  f"{cfg.crude_max_examples:,}")
         p2 = crude_sculpt(source, p1.w_sum, tol=cfg.crude_tol, min_weight=cfg.min_weight, target=target2,
-                          max_examples=cfg.crude_max_examples, batch=cfg.batch, truth=truth)
+                          max_examples=cfg.crude_max_examples, batch=cfg.batch, truth=truth, workers=pool)
         phases["2_crude_sculpt"], diag["2_crude_sculpt"], timings["2_crude_sculpt"] = p2, p2.summary(), p2.seconds
         theta_star = None
         if p2.count >= d * d:
+            state["phase"] = "5_span"
             theta_star = estimate_span(p2, m=m, gap_min=cfg.gap_min, max_m=plan_m,
                                        weighting=cfg.hull_weighting).theta_star
         w_sum = p1.w_sum
         for r in range(cfg.outer_rounds):
+            state["phase"] = "3_refine_sum"
             log.info("phase 3 (round %d of %d): refining ΣW from %s examples", r + 1, cfg.outer_rounds,
                      f"{cfg.n_refine:,}")
             p3 = refine_sum_w(source, w_sum, theta_star, n_samples=cfg.n_refine, rounds=cfg.refine_rounds,
                               keep=cfg.refine_keep, batch=cfg.batch, truth=truth)
             w_sum = p3.w_sum
+            state["phase"] = "4_refined_sculpt"
             log.info("phase 4 (round %d): refined sculpting, up to %d constraints from at most %s examples", r + 1,
                      int(cfg.refined_constraints * d * d), f"{cfg.max_examples:,}")
             p4 = refined_sculpt(source, w_sum, tol=cfg.refined_tol, min_weight=cfg.min_weight,
                                 target=int(cfg.refined_constraints * d * d), max_examples=cfg.max_examples,
-                                batch=cfg.batch, truth=truth)
+                                batch=cfg.batch, truth=truth, workers=pool)
             phases["3_refine_sum"], diag["3_refine_sum"] = p3, _sum_diag(p3) | {"round": r}
             phases["4_refined_sculpt"], diag["4_refined_sculpt"] = p4, p4.summary() | {"round": r}
             timings["3_refine_sum"] = timings.get("3_refine_sum", 0.0) + p3.seconds
@@ -255,6 +305,7 @@ def _learn(source, *, m, k, config, truth, rng):
             if p4.count < d * d:
                 return done("4_refined_sculpt", f"only {p4.count} constraints from {p4.n_examples:,} examples; "
                             f"the hull needs at least d²={d * d} (raise max_examples or loosen refined_tol).")
+            state["phase"] = "5_span"
             p5 = estimate_span(p4, m=m, gap_min=cfg.gap_min, max_m=plan_m, weighting=cfg.hull_weighting,
                                truth=truth)
             log.info("phase 5 (round %d): %d constraints, m = %d, gap ratios %s", r + 1, p4.count, p5.m,
@@ -268,6 +319,7 @@ def _learn(source, *, m, k, config, truth, rng):
                 return done("5_span", f"the constraints show no {m - 1}-dimensional hull (singular-value ratio "
                             f"{ratio:.3g} < gap_min={cfg.gap_min}): the heads are not distinct, or the "
                             "constraints are too noisy.")
+        state["phase"] = "6_search"
         log.info("phase 6: searching the hull (m = %d, search=%s)", p5.m, cfg.search)
         p6 = search_heads(source, p5.theta_star, p5.directions, p5.m, net_radius=cfg.net_radius,
                           net_points=cfg.net_points, net_points_3d=cfg.net_points_3d, n_search=cfg.n_search,

@@ -13,15 +13,56 @@ from ._validation import check_distribution, check_int, check_real_array, check_
 from .inputs import check_inputs, sample_inputs
 from .layer import AttentionLayer
 
-__all__ = ["ArraySource", "ExamplesExhausted", "LayerOracle", "as_source"]
+__all__ = ["ArraySource", "ExampleBatch", "ExamplesExhausted", "LayerOracle", "as_source", "batch_sizes"]
+
+#: First element of the spawn key of a streamed batch (distinguishes it from ``SeedSequence.spawn`` children).
+STREAM_TAG = 0x5354  # "ST"
 
 
 class ExamplesExhausted(RuntimeError):
     """A fixed set of examples has no more examples to hand out."""
 
 
+def batch_sizes(total, batch):
+    """Sizes of the batches that cover ``total`` examples ``batch`` at a time (the last one may be short)."""
+    return [min(batch, total - start) for start in range(0, total, batch)]
+
+
+class ExampleBatch:
+    """One batch of a stream, as a recipe a worker can run: the layer, tokens, distribution, seed, size —
+    or, for fixed arrays, the slice itself. :meth:`examples` gives ``(X, Y)``."""
+
+    __slots__ = ("X", "Y", "distribution", "k", "layer", "n", "seed")
+
+    def __init__(self, n, *, layer=None, k=None, distribution=None, seed=None, X=None, Y=None):
+        self.n, self.layer, self.k, self.distribution, self.seed, self.X, self.Y = n, layer, k, distribution, seed, X, Y
+
+    def __getstate__(self):
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def examples(self):
+        if self.X is not None:
+            return self.X, self.Y
+        X = sample_inputs(self.n, self.k, self.layer.d, distribution=self.distribution,
+                          rng=np.random.default_rng(self.seed))
+        return X, self.layer(X)
+
+
 class LayerOracle:
     """Random labelled examples ``(X, F(X))`` of a planted layer.
+
+    Two ways to draw. :meth:`draw` continues one sequential stream (the
+    oracle's generator). :meth:`batches` opens a new *stream* ``s`` (numbered
+    from 0 since the last :meth:`reset`) whose batch ``b`` has its own seed,
+    ``SeedSequence(entropy, spawn_key=key + (STREAM_TAG, s, b))`` with the
+    oracle's own entropy and key: any process can draw batch ``b`` without
+    drawing the ones before it, so the learner's phases can spread a stream
+    over workers and still see the same examples (ours; :mod:`learner.parallel`).
+    The two ways never share examples.
 
     Parameters
     ----------
@@ -61,9 +102,28 @@ class LayerOracle:
         return self._seed.entropy
 
     def reset(self):
-        """Restart the example stream and the count."""
+        """Restart the example stream, the numbering of batch streams and the count."""
         self._rng = np.random.default_rng(self._seed)
+        self._streams = 0
         self.n_drawn = 0
+
+    def batches(self, sizes):
+        """A new stream: an :class:`ExampleBatch` per size in ``sizes`` (an iterable, possibly lazy).
+
+        Nothing is counted as drawn until :meth:`consume`; batches formed and
+        not consumed (computed ahead by a worker, then not needed) leave no trace.
+        """
+        stream = self._streams
+        self._streams += 1
+        base = self._seed
+        for b, n in enumerate(sizes):
+            seed = np.random.SeedSequence(base.entropy, spawn_key=tuple(base.spawn_key) + (STREAM_TAG, stream, b),
+                                          pool_size=base.pool_size)
+            yield ExampleBatch(int(n), layer=self.layer, k=self.k, distribution=self.distribution, seed=seed)
+
+    def consume(self, n_samples):
+        """Count ``n_samples`` examples of a stream as drawn."""
+        self.n_drawn += n_samples
 
     def draw(self, n_samples):
         """``n_samples`` fresh examples ``(X, Y)``, each of shape (n_samples, k, d)."""
@@ -92,6 +152,25 @@ class ArraySource:
 
     def reset(self):
         self.n_drawn = 0
+
+    def batches(self, sizes):
+        """The examples from the current position on, cut into batches of the given sizes (the arrays'
+        slices themselves). A batch that does not fit raises :class:`ExamplesExhausted` when it is formed;
+        nothing is handed out until :meth:`consume`."""
+        start = self.n_drawn
+        for n in sizes:
+            if start + n > self.X.shape[0]:
+                raise ExamplesExhausted(
+                    f"asked for {n} examples; only {self.X.shape[0] - start} of {self.X.shape[0]} remain. "
+                    "Pass more examples or a LayerOracle.")
+            yield ExampleBatch(int(n), X=self.X[start:start + n], Y=self.Y[start:start + n])
+            start += n
+
+    def consume(self, n_samples):
+        """Hand out the next ``n_samples`` examples (after :meth:`batches` formed them)."""
+        if self.remaining < n_samples:
+            raise ExamplesExhausted(f"asked for {n_samples} examples; only {self.remaining} of {self.X.shape[0]} remain.")
+        self.n_drawn += n_samples
 
     def draw(self, n_samples):
         n_samples = check_int("n_samples", n_samples)

@@ -53,6 +53,10 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import check_distribution, check_int, check_positive_float
+from .parallel import SCHEDULER_CONNECT_TIMEOUT, WORKER_ENV  # noqa: F401 — re-exported (tests, docs)
+from .parallel import ignore_sigint as _ignore_sigint
+from .parallel import kill_pool as _kill_pool
+from .parallel import worker_env as _worker_env
 
 __all__ = [
     "METHODS",
@@ -82,7 +86,7 @@ BACKENDS = ("serial", "local", "dask")
 ROLES = {"eval": 0, "tune": 1}
 #: Keys that hold wall-clock times or the place a run happened (and any key ending in
 #: ``_seconds``); :func:`comparable` drops them.
-VOLATILE_KEYS = frozenset({"timings", "seconds", "where"})
+VOLATILE_KEYS = frozenset({"timings", "seconds", "where", "execution"})
 #: The study's family (ours): logit scale 1, k = 2, d from :func:`sound_d` (DESIGN §3, issue 15).
 DEFAULT_LOGIT_SCALE = 1.0
 SOUND_D_START, SOUND_D_STEP = 12, 4
@@ -93,10 +97,11 @@ QUICK_OPTIONS = {
                  "n_search": 500, "max_nfev": 20},
     "adam": {"max_iter": 30, "n_train": 300, "n_val": 100, "restarts": 1},
 }
-#: Seconds to wait for a Dask scheduler before giving up with a ConnectionError naming its address.
-SCHEDULER_CONNECT_TIMEOUT = 10.0
-#: The environment of local-pool workers: one BLAS thread each (what Dask's nanny sets for its workers).
-WORKER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+#: The example stream each method's records were drawn from. The learner's phases 1–4 draw
+#: per-batch seeded streams since version 2 (issue 16, learner.parallel); its records of
+#: stream 1 (sequential draws) no longer reproduce and are re-run on resume. Adam draws
+#: sequentially as before.
+EXAMPLE_STREAM = {"provable": 2, "adam": 1}
 
 
 def param_limit(m, d, k):
@@ -180,8 +185,12 @@ def planted_instance(spec):
     return truth, LayerOracle(truth, spec.k, distribution=spec.distribution, rng=oracle_seed), method_seed
 
 
-def run_one(spec):
+def run_one(spec, learn_workers=None):
     """Run one specification (a :class:`RunSpec` or its dict) and return its JSON-ready record.
+
+    ``learn_workers`` is the learner's own local pool (:func:`learner.learn`'s
+    ``workers``); it changes where the batches run, never the record
+    (``execution`` says where they ran).
 
     Never raises for a failure of the run itself: an exception becomes a
     record with ``"outcome": "error"`` and its traceback, so a sweep goes on.
@@ -200,7 +209,8 @@ def run_one(spec):
         options = dict(spec.options)
         if spec.method == "provable":
             result = learn(oracle, m=spec.m, config=LearnConfig(**options), truth=truth, rng=method_seed,
-                           progress=False)  # workers share the terminal with the sweep's own bar
+                           progress=False,  # workers share the terminal with the sweep's own bar
+                           workers=learn_workers)
         elif spec.method == "adam":
             result = fit_gradient(oracle, m=spec.m, optimizer="adam", truth=truth, rng=method_seed, **options)
         else:
@@ -214,12 +224,14 @@ def run_one(spec):
         "outcome": "finished", "success": bool(result.success), "status": result.status,
         "message": result.message, "examples_drawn": int(result.examples_drawn),
         "examples_ratio": result.examples_drawn / limit, "errors": full["errors"],
-        "diagnostics": full["diagnostics"], "timings": full["timings"], "where": where}
+        "diagnostics": full["diagnostics"], "timings": full["timings"], "where": where,
+        "execution": full.get("execution", {})}
 
 
 def _record_head(spec):
     return {"schema_version": RECORD_SCHEMA, "kind": "scaling-run", "run_id": spec.run_id, "spec": spec.to_dict(),
-            "versions": _versions(), "param_limit": param_limit(spec.m, spec.d, spec.k)}
+            "example_stream": EXAMPLE_STREAM.get(spec.method, 1), "versions": _versions(),
+            "param_limit": param_limit(spec.m, spec.d, spec.k)}
 
 
 def _failure_record(spec, message, tb, timings, where):
@@ -243,28 +255,6 @@ def comparable(record):
 # --------------------------------------------------------------------------- execution
 
 
-@contextlib.contextmanager
-def _worker_env():
-    saved = {key: os.environ.get(key) for key in WORKER_ENV}
-    os.environ.update(WORKER_ENV)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-def _ignore_sigint():
-    """Initializer of local-pool workers: Ctrl-C at a terminal reaches the whole process group, and
-    only the parent should act on it (it stops the workers itself)."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 class _Runner:
     """Runs specifications on a backend; iterate for ``(spec, record)`` as runs finish.
 
@@ -274,8 +264,9 @@ class _Runner:
     killed; Dask futures are cancelled).
     """
 
-    def __init__(self, specs, *, backend, workers, scheduler):
+    def __init__(self, specs, *, backend, workers, scheduler, learn_workers=None):
         self.specs, self.backend, self.workers, self.scheduler = list(specs), backend, workers, scheduler
+        self.learn_workers = learn_workers
         self._futures, self._pool, self._client = {}, None, None
 
     def __iter__(self):
@@ -283,7 +274,7 @@ class _Runner:
             return
         if self.backend == "serial":
             for spec in self.specs:
-                yield spec, run_one(spec.to_dict())
+                yield spec, run_one(spec.to_dict(), self.learn_workers)
         elif self.backend == "local":
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -295,15 +286,11 @@ class _Runner:
             for fut in as_completed(self._futures):
                 yield self._futures[fut], _collect(self._futures[fut], fut.result)
         else:
-            from dask.distributed import Client, as_completed
+            from dask.distributed import as_completed
 
-            try:
-                self._client = Client(self.scheduler, timeout=SCHEDULER_CONNECT_TIMEOUT)
-            except (OSError, TimeoutError) as exc:
-                raise ConnectionError(
-                    f"could not reach the Dask scheduler at scheduler={self.scheduler!r} within "
-                    f"{SCHEDULER_CONNECT_TIMEOUT:g} s ({type(exc).__name__}); start one (`dask scheduler`) or run "
-                    "without --scheduler.") from exc
+            from .parallel import connect_client
+
+            self._client = connect_client(self.scheduler)
             self._futures = {self._client.submit(run_one, spec.to_dict(), key=f"scaling-{spec.run_id}-{spec.entropy}",
                                                  pure=False): spec for spec in self.specs}
             for fut in as_completed(self._futures):
@@ -327,13 +314,7 @@ class _Runner:
             pool, self._pool = self._pool, None
             # Kill rather than wait: a worker may be minutes into a run. ``_processes`` is the executor's
             # own table (Python >= 3.14 has ``kill_workers()``; use it when present).
-            if hasattr(pool, "kill_workers"):
-                pool.kill_workers()
-            else:
-                for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                    with contextlib.suppress(Exception):
-                        proc.kill()
-            pool.shutdown(wait=False, cancel_futures=True)
+            _kill_pool(pool)
         if self._client is not None:
             client, self._client = self._client, None
             with contextlib.suppress(Exception):
@@ -475,7 +456,7 @@ def _read_record(path):
     return rec
 
 
-def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, progress=False):
+def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, progress=False, learn_workers=None):
     """Run the specifications not yet finished in ``out/runs/`` and return every record, in ``specs`` order.
 
     Parameters
@@ -490,6 +471,11 @@ def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, prog
         Address of a Dask scheduler (``backend="dask"``).
     progress : bool
         Show a tqdm progress bar on stderr.
+    learn_workers : int, optional
+        Local processes of each learner run's own pool (:func:`learner.learn`'s
+        ``workers``); only with ``backend="serial"`` (one run at a time, its
+        batches spread over the cores) — a pool inside every pool worker would
+        oversubscribe the machine.
 
     Returns
     -------
@@ -512,16 +498,21 @@ def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, prog
     if workers is None:
         workers = os.cpu_count() or 1
     workers = check_int("workers", workers)
+    if learn_workers is not None:
+        learn_workers = check_int("learn_workers", learn_workers)
+        if learn_workers > 1 and backend != "serial":
+            raise ValueError(f"`learn_workers` > 1 needs backend='serial' (one run at a time, its batches on the "
+                             f"pool); got learn_workers={learn_workers}, backend={backend!r}.")
     ids = [s.run_id for s in specs]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ValueError(f"`specs` must have distinct run ids; {dup!r} appears twice.")
     with sweep_lock(out):
         return _run_locked(specs, Path(out), ids, backend=backend, workers=workers, scheduler=scheduler,
-                           progress=progress)
+                           progress=progress, learn_workers=learn_workers)
 
 
-def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress):
+def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn_workers):
     from .io import write_json
 
     runs = out / "runs"
@@ -533,6 +524,11 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress):
         if rec is not None and rec["spec"] != json.loads(json.dumps(spec.to_dict())):
             raise ValueError(f"{path} records another specification ({rec['spec']}) than this sweep's "
                              f"({spec.to_dict()}); use a new `out` directory or the same parameters.")
+        stream = EXAMPLE_STREAM.get(spec.method, 1)
+        if rec is not None and rec.get("example_stream", 1) != stream:
+            log.info("%s was drawn from example stream %s; this version draws stream %s: run again",
+                     path.name, rec.get("example_stream", 1), stream)
+            rec = None
         if rec is not None and rec.get("outcome") == "finished":
             done[spec.run_id] = rec
         else:
@@ -546,7 +542,7 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress):
         done[spec.run_id] = json.loads((runs / f"{spec.run_id}.json").read_text(encoding="utf-8"))
         log.info("run %s: %s (%s)", spec.run_id, done[spec.run_id]["status"], done[spec.run_id]["message"][:120])
 
-    runner = _Runner(todo, backend=backend, workers=workers, scheduler=scheduler)
+    runner = _Runner(todo, backend=backend, workers=workers, scheduler=scheduler, learn_workers=learn_workers)
     bar = _progress(len(todo), progress)
     saved, clean = set(), False
     try:
@@ -771,7 +767,7 @@ class SweepResult:
 def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT_LOGIT_SCALE, seeds=10,
                   methods=METHODS, distribution="boolean", adam_lrs=(1e-2, 3e-2), tune_seeds=1,
                   adam_options=None, provable_options=None, success_tol=1e-3, seed=0, backend="local", workers=None,
-                  scheduler=None, progress=False, plot=True):
+                  scheduler=None, progress=False, plot=True, learn_workers=None):
     """Run the study: tune Adam's learning rate, run every method on every ``(m, seed)``, summarise, plot.
 
     Parameters
@@ -807,7 +803,7 @@ def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT
         The common success criterion of the summary (relative error of ``F`` on fresh inputs).
     seed : int
         Entropy of every run's seed (recorded).
-    backend, workers, scheduler, progress
+    backend, workers, scheduler, progress, learn_workers
         As in :func:`run_sweep`.
     plot : bool
         Write ``scaling.png`` (needs matplotlib, the ``plot`` extra; skipped with a warning without it).
@@ -846,7 +842,8 @@ def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"`out` must be a directory; got out={str(out)!r}, which is a file.")
-    ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress}
+    ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress,
+          "learn_workers": learn_workers}
 
     with sweep_lock(out):  # the whole study: tuning, measured runs, summary and plot
         tuning_records, tuning = [], None

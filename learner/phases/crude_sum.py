@@ -8,6 +8,7 @@ lemma bounds the bias by ``1/poly(r)``; ``theory.check_one_step`` measures it).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -15,6 +16,8 @@ import numpy as np
 
 from .._progress import bar
 from .._validation import check_int
+from ..oracle import batch_sizes
+from ..parallel import Workers
 
 __all__ = ["SumEstimate", "crude_sum_w"]
 
@@ -37,8 +40,18 @@ def _sum_error(w_sum, truth):
     return float(np.linalg.norm(w_sum - target) / np.linalg.norm(target))
 
 
-def crude_sum_w(source, *, n_samples=400_000, batch=100_000, truth=None):
+def partial_sum(batch):
+    """``Σ_n X_nᵀ J Y_n`` over one batch (a worker's reduction of phase 1): a d × d matrix."""
+    X, Y = batch.examples()
+    # Xᵀ J Y = (Xᵀ 1)(1ᵀ Y): the column sums of X and Y.
+    return np.einsum("nc,ne->ce", X.sum(axis=1), Y.sum(axis=1))
+
+
+def crude_sum_w(source, *, n_samples=400_000, batch=100_000, truth=None, workers=None):
     """Phase 1: ``Ŵ = (1/k) Ê[Xᵀ J Y]`` over ``n_samples`` examples drawn from ``source``.
+
+    ``workers`` (a :class:`learner.parallel.Workers`) computes the batches' partial
+    sums; they are added in batch order, so the estimate does not depend on it.
 
     Returns
     -------
@@ -47,16 +60,18 @@ def crude_sum_w(source, *, n_samples=400_000, batch=100_000, truth=None):
     """
     t0 = time.perf_counter()
     n_samples = check_int("n_samples", n_samples)
+    if n_samples < 1:
+        raise ValueError(f"`n_samples` must be positive; got n_samples={n_samples}.")
+    workers = workers if workers is not None else Workers()
+    sizes = batch_sizes(n_samples, check_int("batch", batch))
     acc = 0.0
-    drawn = 0
     progress = bar(n_samples, "phase 1", "ex")
-    while drawn < n_samples:
-        X, Y = source.draw(min(batch, n_samples - drawn))
-        # Xᵀ J Y = (Xᵀ 1)(1ᵀ Y): the column sums of X and Y.
-        acc = acc + np.einsum("nc,ne->ce", X.sum(axis=1), Y.sum(axis=1))
-        drawn += X.shape[0]
-        progress.update(X.shape[0])
+    tasks = (((eb,), eb.n) for eb in source.batches(sizes))
+    with contextlib.closing(workers.ordered("1_crude_sum", partial_sum, tasks)) as parts:
+        for part, n in zip(parts, sizes):
+            acc = acc + part
+            progress.update(n)
     progress.close()
-    k = X.shape[1]
-    w_sum = acc / (k * drawn)
-    return SumEstimate(w_sum, drawn, time.perf_counter() - t0, _sum_error(w_sum, truth))
+    source.consume(n_samples)
+    w_sum = acc / (source.k * n_samples)
+    return SumEstimate(w_sum, n_samples, time.perf_counter() - t0, _sum_error(w_sum, truth))

@@ -24,6 +24,7 @@ import numpy as np
 
 from .._progress import bar
 from ..layer import attention_patterns
+from ..oracle import batch_sizes
 from .crude_sum import SumEstimate, _sum_error
 from .sculpt import fit_patterns
 
@@ -105,9 +106,12 @@ def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8,
     t0 = time.perf_counter()
     progress = bar(n_samples, "phase 3", "ex")
     parts = []
-    for s in range(0, n_samples, batch):
-        parts.append(source.draw(min(batch, n_samples - s)))
-        progress.update(parts[-1][0].shape[0])
+    # The regression below works on the whole sample (a quantile over every row each round), so
+    # the examples are drawn here, batch by batch from the stream's seeds, not on workers.
+    for eb in source.batches(batch_sizes(n_samples, batch)):
+        parts.append(eb.examples())
+        progress.update(eb.n)
+    source.consume(n_samples)
     progress.close()
     X = np.concatenate([p[0] for p in parts])
     Y = np.concatenate([p[1] for p in parts])

@@ -23,6 +23,7 @@ certificate is then only approximate even in exact arithmetic.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ import numpy as np
 
 from .._progress import bar
 from .._validation import check_int, check_positive_float, check_rng
+from ..parallel import Workers
 
 log = logging.getLogger(__name__)
 
@@ -233,29 +235,56 @@ def certify_rows(X, Y, w_sum, *, tol, min_weight):
     return rows, rhs_b, resid, p[use], p_ref, int(ii.size)
 
 
-def _sculpt(source, w_sum, *, tol, min_weight, target, max_examples, batch, truth, label):
+def certify_batch(batch, w_sum, tol, min_weight):
+    """A worker's reduction of phases 2 and 4: the constraint block of one batch's certified rows,
+    the number of rows certified, and the rows seen (never the examples)."""
+    X, Y = batch.examples()
+    *block, certified = certify_rows(X, Y, w_sum, tol=tol, min_weight=min_weight)
+    return block, certified, X.shape[0] * X.shape[1]
+
+
+def _budget_sizes(max_examples, batch):
+    """Batch sizes up to the example budget, formed lazily (a stream may stop long before)."""
+    drawn = 0
+    while drawn < max_examples:
+        n = min(batch, max_examples - drawn)
+        drawn += n
+        yield n
+
+
+def _sculpt(source, w_sum, *, tol, min_weight, target, max_examples, batch, truth, label, workers):
     t0 = time.perf_counter()
     tol = check_positive_float("tol", tol)
     min_weight = check_positive_float("min_weight", min_weight)
     max_examples = check_int("max_examples", max_examples)
+    workers = workers if workers is not None else Workers()
     parts = []
     count = drawn = seen = certified = 0
     last_log = time.perf_counter()
     progress = bar(target, label, "constraint")
-    while count < target and drawn < max_examples:
-        X, Y = source.draw(min(batch, max_examples - drawn))
-        drawn += X.shape[0]
-        seen += X.shape[0] * X.shape[1]
-        *block, c = certify_rows(X, Y, w_sum, tol=tol, min_weight=min_weight)
-        parts.append(block)
-        progress.update(min(block[1].shape[0], max(target - count, 0)))
-        progress.set_postfix_str(f"{drawn:,} of at most {max_examples:,} examples")
-        count += block[1].shape[0]
-        certified += c
-        if time.perf_counter() - last_log > 10:
-            last_log = time.perf_counter()
-            log.info("%s: %d of %d constraints from %s examples (budget %s)", label, count, target,
-                     f"{drawn:,}", f"{max_examples:,}")
+    if count < target:
+        tasks = (((eb, w_sum, tol, min_weight), eb.n) for eb in source.batches(_budget_sizes(max_examples, batch)))
+        # Blocks are merged in batch order and the stream stops where a serial run stops: the first
+        # batch that brings the count to the target (batches computed ahead are discarded).
+        key = {"phase 2": "2_crude_sculpt", "phase 4": "4_refined_sculpt"}.get(label, label)
+        try:
+            with contextlib.closing(workers.ordered(key, certify_batch, tasks)) as blocks:
+                for block, c, rows in blocks:
+                    drawn += rows // source.k
+                    seen += rows
+                    parts.append(block)
+                    progress.update(min(block[1].shape[0], max(target - count, 0)))
+                    progress.set_postfix_str(f"{drawn:,} of at most {max_examples:,} examples")
+                    count += block[1].shape[0]
+                    certified += c
+                    if time.perf_counter() - last_log > 10:
+                        last_log = time.perf_counter()
+                        log.info("%s: %d of %d constraints from %s examples (budget %s)", label, count, target,
+                                 f"{drawn:,}", f"{max_examples:,}")
+                    if count >= target:
+                        break
+        finally:  # what was merged counts as drawn, also when a fixed set ran out or the run is stopped
+            source.consume(drawn)
     progress.close()
     d = w_sum.shape[0]
     if parts:
@@ -269,22 +298,25 @@ def _sculpt(source, w_sum, *, tol, min_weight, target, max_examples, batch, trut
 
 
 def crude_sculpt(source, w_sum, *, tol=0.05, min_weight=0.1, target=192, max_examples=20_000_000,
-                 batch=100_000, truth=None):
+                 batch=100_000, truth=None, workers=None):
     """Phase 2: constraints from rows certified against the crude ``ΣW`` estimate.
 
     Draws batches from ``source`` until ``target`` constraints or
-    ``max_examples`` examples. Returns :class:`Constraints`.
+    ``max_examples`` examples. ``workers`` (a :class:`learner.parallel.Workers`)
+    certifies batches in parallel; the blocks are merged in batch order, so the
+    constraints do not depend on it. Returns :class:`Constraints`.
     """
     return _sculpt(source, np.asarray(w_sum, dtype=float), tol=tol, min_weight=min_weight,
-                   target=check_int("target", target), max_examples=max_examples, batch=batch, truth=truth, label="phase 2")
+                   target=check_int("target", target), max_examples=max_examples, batch=batch, truth=truth,
+                   label="phase 2", workers=workers)
 
 
 def refined_sculpt(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_examples=20_000_000,
-                   batch=100_000, truth=None):
+                   batch=100_000, truth=None, workers=None):
     """Phase 4: the same sculpting with the refined ``ΣW`` and a tighter tolerance."""
     return _sculpt(source, np.asarray(w_sum, dtype=float), tol=tol, min_weight=min_weight,
                    target=check_int("target", target), max_examples=max_examples, batch=batch, truth=truth,
-                   label="phase 4")
+                   label="phase 4", workers=workers)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,280 @@
+"""Workers for one learning run: batches of examples drawn and reduced in parallel, merged in a fixed order.
+
+The example-hungry phases of :func:`learner.learn` (the sum of phase 1, the
+certification of phases 2 and 4) are streams of independent batches: batch
+``b`` is drawn from its own seed (:meth:`learner.oracle.LayerOracle.batch`),
+reduced where it was drawn (a ``d × d`` partial sum, or the constraint rows of
+the rows it certifies — never the examples themselves), and the reductions are
+merged in the order ``b = 0, 1, 2, …``. The merge stops where a serial run
+would stop, so the result is bit-identical whatever the number of workers and
+whatever order batches finish in; batches computed ahead of the stopping point
+are discarded and counted separately (:attr:`Workers.stats`), never as drawn
+examples. All of this is ours; the paper's learner is sequential.
+
+Backends: ``"serial"`` (this process, no batch computed ahead), ``"local"`` (a
+pool of spawned processes with one BLAS thread each) and ``"dask"`` (a
+``dask.distributed`` cluster: a scheduler address, or a ``Client`` the caller
+owns). Local workers ignore Ctrl-C; the parent stops them (:meth:`Workers.kill`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+from ._validation import check_int
+
+__all__ = ["SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "available_cores", "connect_client",
+           "kill_pool", "worker_env"]
+
+#: Seconds to wait for a Dask scheduler before giving up with a ConnectionError naming its address.
+SCHEDULER_CONNECT_TIMEOUT = 10.0
+#: The environment of local-pool workers: one BLAS thread each (what Dask's nanny sets for its workers).
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+#: Batches in flight per worker: two keeps every worker busy while the parent merges (ours).
+AHEAD_PER_WORKER = 2
+
+
+def available_cores():
+    """Cores this process may run on (its CPU affinity where the OS reports it)."""
+    with contextlib.suppress(AttributeError):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def worker_env():
+    """Set :data:`WORKER_ENV` while processes are spawned (they inherit it), then restore."""
+    saved = {key: os.environ.get(key) for key in WORKER_ENV}
+    os.environ.update(WORKER_ENV)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def ignore_sigint():
+    """Initializer of local-pool workers: Ctrl-C at a terminal reaches the whole process group, and
+    only the parent should act on it (it stops the workers itself)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def local_pool(workers):
+    """A ``ProcessPoolExecutor`` of ``workers`` spawned processes that ignore Ctrl-C, one BLAS thread each."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with worker_env():
+        return ProcessPoolExecutor(max_workers=workers, initializer=ignore_sigint,
+                                   mp_context=multiprocessing.get_context("spawn"))
+
+
+def pool_pids(pool):
+    """Process ids of a local pool's workers (for tests and diagnostics)."""
+    return sorted(proc.pid for proc in (getattr(pool, "_processes", None) or {}).values())
+
+
+def kill_pool(pool):
+    """End a local pool now: its processes are killed, pending work cancelled (a worker may be minutes
+    into a task). ``_processes`` is the executor's own table; Python >= 3.14 has ``kill_workers()``."""
+    if hasattr(pool, "kill_workers"):
+        pool.kill_workers()
+    else:
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            with contextlib.suppress(Exception):
+                proc.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            proc.join(timeout=5)
+
+
+def connect_client(scheduler):
+    """A ``dask.distributed.Client`` for the scheduler at address ``scheduler``, or a ConnectionError naming it."""
+    try:
+        from dask.distributed import Client
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ImportError("a Dask scheduler needs the optional extra: pip install -e '.[distributed]'") from exc
+    try:
+        return Client(scheduler, timeout=SCHEDULER_CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
+        raise ConnectionError(
+            f"could not reach the Dask scheduler at scheduler={scheduler!r} within {SCHEDULER_CONNECT_TIMEOUT:g} s "
+            f"({type(exc).__name__}); start one (`dask scheduler`) or run without it.") from exc
+
+
+class _Exhausted:
+    """A batch that could not be formed (a fixed set of examples ran out): raised when the merge reaches it."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def result(self):
+        raise self.exc
+
+
+class _Done:
+    """A batch computed in this process (the serial backend)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+class Workers:
+    """Where the batches of one learning run are computed.
+
+    Parameters
+    ----------
+    workers : int or None
+        Local processes. ``None`` or 1 (without ``scheduler``) computes in this
+        process; ``"auto"`` uses :func:`available_cores`.
+    scheduler : str or dask.distributed.Client, optional
+        A Dask scheduler's address (a client is opened and closed here) or a
+        client the caller owns (left open). ``workers`` must then be None.
+
+    Use as a context manager; :meth:`close` waits for nothing that is not
+    needed (batches computed ahead are cancelled) and :meth:`kill` ends local
+    workers at once. ``stats`` counts, per phase label, batches and examples
+    merged, examples computed ahead and discarded, and seconds.
+    """
+
+    def __init__(self, workers=None, scheduler=None):
+        if workers == "auto":
+            workers = available_cores()
+        if workers is not None:
+            workers = check_int("workers", workers)
+            if workers < 1:
+                raise ValueError(f"`workers` must be a positive integer, 'auto' or None; got workers={workers}.")
+        if scheduler is not None and workers is not None:
+            raise ValueError(f"give either `workers` (local processes) or `scheduler` (a Dask cluster), not both; "
+                             f"got workers={workers}, scheduler={scheduler!r}.")
+        if scheduler is not None and not isinstance(scheduler, str) and not hasattr(scheduler, "submit"):
+            raise TypeError(f"`scheduler` must be an address string or a dask.distributed.Client; "
+                            f"got {type(scheduler).__name__}.")
+        self.scheduler = scheduler
+        self.backend = "dask" if scheduler is not None else "local" if (workers or 1) > 1 else "serial"
+        self.workers = workers or 1
+        self._pool = self._client = None
+        self._own_client = False
+        self.stats = {}
+
+    # -- lifetime ---------------------------------------------------------------------------------
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and issubclass(exc_type, BaseException) and not issubclass(exc_type, Exception):
+            self.kill()  # KeyboardInterrupt, SystemExit: do not wait for anything
+        else:
+            self.close()
+        return False
+
+    def _ensure(self):
+        if self.backend == "local" and self._pool is None:
+            self._pool = local_pool(self.workers)
+        elif self.backend == "dask" and self._client is None:
+            if isinstance(self.scheduler, str):
+                self._client, self._own_client = connect_client(self.scheduler), True
+            else:
+                self._client = self.scheduler
+            self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
+
+    def pids(self):
+        """Process ids of the local pool's workers (empty before the first batch and after close)."""
+        return pool_pids(self._pool) if self._pool is not None else []
+
+    def close(self):
+        """Release the backend after a normal end (nothing is in flight then)."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=True, cancel_futures=True)
+        if self._client is not None:
+            client, self._client = self._client, None
+            if self._own_client:
+                client.close()
+
+    def kill(self):
+        """End the workers now (idempotent): local processes are killed, Dask futures cancelled."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            kill_pool(pool)
+        if self._client is not None:
+            client, self._client = self._client, None
+            if self._own_client:
+                client.close()
+
+    @property
+    def info(self):
+        """JSON-ready description: backend, workers, and per-phase figures (examples/s)."""
+        phases = {}
+        for label, s in self.stats.items():
+            rate = s["examples"] / s["seconds"] if s["seconds"] > 0 else None
+            phases[label] = dict(s, examples_per_second=rate,
+                                 examples_per_second_per_worker=None if rate is None else rate / self.workers)
+        return {"backend": self.backend, "workers": self.workers, "phases": phases}
+
+    # -- the ordered map -------------------------------------------------------------------------
+
+    def ordered(self, label, fn, tasks):
+        """Yield ``fn(*args)`` for ``(args, size)`` in ``tasks``, in order, computing up to a few batches ahead.
+
+        ``tasks`` is an iterator of argument tuples with the batch's number of
+        examples (for the statistics); it may raise
+        :class:`~learner.oracle.ExamplesExhausted`, which is raised when the
+        merge reaches that batch. Stop early by closing the generator
+        (``contextlib.closing``): batches in flight are cancelled and counted
+        as computed ahead, not as merged.
+        """
+        stats = self.stats.setdefault(label, {"batches": 0, "examples": 0, "examples_ahead": 0, "seconds": 0.0,
+                                              "calls": 0})
+        stats["calls"] += 1
+        t0 = time.perf_counter()
+        tasks = iter(tasks)
+        self._ensure()
+        window = 1 if self.backend == "serial" else AHEAD_PER_WORKER * self.workers
+        inflight = []  # (future-like, size)
+        finished = False
+        try:
+            while True:
+                while not finished and len(inflight) < window:
+                    try:
+                        args, size = next(tasks)
+                    except StopIteration:
+                        finished = True
+                        break
+                    except Exception as exc:  # noqa: BLE001 — the batch that cannot be formed fails in its turn
+                        inflight.append((_Exhausted(exc), 0))
+                        finished = True
+                        break
+                    inflight.append((self._submit(fn, args), size))
+                if not inflight:
+                    return
+                fut, size = inflight.pop(0)
+                value = fut.result()
+                stats["batches"] += 1
+                stats["examples"] += size
+                yield value
+        finally:
+            for fut, size in inflight:
+                stats["examples_ahead"] += size
+                with contextlib.suppress(Exception):
+                    fut.cancel()
+            stats["seconds"] += time.perf_counter() - t0
+
+    def _submit(self, fn, args):
+        if self.backend == "serial":
+            return _Done(fn(*args))
+        if self.backend == "local":
+            return self._pool.submit(fn, *args)
+        return self._client.submit(fn, *args, pure=False)
