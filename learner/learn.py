@@ -292,15 +292,15 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
             p3 = refine_sum_w(source, w_sum, theta_star, n_samples=cfg.n_refine, rounds=cfg.refine_rounds,
                               keep=cfg.refine_keep, batch=cfg.batch, truth=truth)
             w_sum = p3.w_sum
+            phases["3_refine_sum"], diag["3_refine_sum"] = p3, _sum_diag(p3) | {"round": r}
+            timings["3_refine_sum"] = timings.get("3_refine_sum", 0.0) + p3.seconds
             state["phase"] = "4_refined_sculpt"
             log.info("phase 4 (round %d): refined sculpting, up to %d constraints from at most %s examples", r + 1,
                      int(cfg.refined_constraints * d * d), f"{cfg.max_examples:,}")
             p4 = refined_sculpt(source, w_sum, tol=cfg.refined_tol, min_weight=cfg.min_weight,
                                 target=int(cfg.refined_constraints * d * d), max_examples=cfg.max_examples,
                                 batch=cfg.batch, truth=truth, workers=pool)
-            phases["3_refine_sum"], diag["3_refine_sum"] = p3, _sum_diag(p3) | {"round": r}
             phases["4_refined_sculpt"], diag["4_refined_sculpt"] = p4, p4.summary() | {"round": r}
-            timings["3_refine_sum"] = timings.get("3_refine_sum", 0.0) + p3.seconds
             timings["4_refined_sculpt"] = timings.get("4_refined_sculpt", 0.0) + p4.seconds
             if p4.count < d * d:
                 return done("4_refined_sculpt", f"only {p4.count} constraints from {p4.n_examples:,} examples; "

@@ -66,14 +66,43 @@ def ignore_sigint():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Ignore SIGINT while processes are started: they inherit the disposition, and Python keeps an ignored
+    SIGINT ignored, so a Ctrl-C while a worker is still importing cannot print its traceback (the
+    initializer alone comes too late for that). Only the main thread may change signal handlers."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, saved)
+
+
 def local_pool(workers):
-    """A ``ProcessPoolExecutor`` of ``workers`` spawned processes that ignore Ctrl-C, one BLAS thread each."""
+    """A ``ProcessPoolExecutor`` of ``workers`` spawned processes that ignore Ctrl-C, one BLAS thread each.
+
+    The processes are started here (one no-op task each), not on first use, so that they start with
+    Ctrl-C ignored (:func:`_sigint_ignored`).
+    """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    with worker_env():
-        return ProcessPoolExecutor(max_workers=workers, initializer=ignore_sigint,
+    with worker_env(), _sigint_ignored():
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=ignore_sigint,
                                    mp_context=multiprocessing.get_context("spawn"))
+        for _ in range(workers):
+            pool.submit(_noop)  # each submit starts a process while none is idle
+    return pool
+
+
+def _noop():
+    return None
 
 
 def pool_pids(pool):
@@ -82,16 +111,18 @@ def pool_pids(pool):
 
 
 def kill_pool(pool):
-    """End a local pool now: its processes are killed, pending work cancelled (a worker may be minutes
-    into a task). ``_processes`` is the executor's own table; Python >= 3.14 has ``kill_workers()``."""
+    """End a local pool now: its processes are killed and reaped, pending work cancelled (a worker may be
+    minutes into a task). ``_processes`` is the executor's own table (``shutdown`` clears it, so it is read
+    first); Python >= 3.14 has ``kill_workers()``."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
     if hasattr(pool, "kill_workers"):
         pool.kill_workers()
     else:
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        for proc in procs:
             with contextlib.suppress(Exception):
                 proc.kill()
     pool.shutdown(wait=False, cancel_futures=True)
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+    for proc in procs:
         with contextlib.suppress(Exception):
             proc.join(timeout=5)
 

@@ -54,9 +54,7 @@ import numpy as np
 
 from ._validation import check_distribution, check_int, check_positive_float
 from .parallel import SCHEDULER_CONNECT_TIMEOUT, WORKER_ENV  # noqa: F401 — re-exported (tests, docs)
-from .parallel import ignore_sigint as _ignore_sigint
 from .parallel import kill_pool as _kill_pool
-from .parallel import worker_env as _worker_env
 
 __all__ = [
     "METHODS",
@@ -276,13 +274,12 @@ class _Runner:
             for spec in self.specs:
                 yield spec, run_one(spec.to_dict(), self.learn_workers)
         elif self.backend == "local":
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor, as_completed
+            from concurrent.futures import as_completed
 
-            with _worker_env():
-                self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_ignore_sigint,
-                                                 mp_context=multiprocessing.get_context("spawn"))
-                self._futures = {self._pool.submit(run_one, spec.to_dict()): spec for spec in self.specs}
+            from .parallel import local_pool
+
+            self._pool = local_pool(self.workers)
+            self._futures = {self._pool.submit(run_one, spec.to_dict()): spec for spec in self.specs}
             for fut in as_completed(self._futures):
                 yield self._futures[fut], _collect(self._futures[fut], fut.result)
         else:

@@ -18,7 +18,7 @@ _CHOICES = {"hull_weighting": ("precision", "irls", "none"), "search": ("auto", 
 #: Fields that may be None (chosen from (m, d, k) by resolve_config).
 _AUTO = ("refined_tol", "refined_constraints", "max_examples", "net_points_3d", "gap_min")
 #: Fields that may be 0 (everything else numeric must be positive).
-_ZERO_OK = ("outer_rounds", "swap_starts", "search_seed")
+_ZERO_OK = ("swap_starts", "search_seed")  # outer_rounds >= 1: phase 5 runs inside the rounds
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from learner import scaling
+from learner import parallel, scaling
 from learner.cli import main
 from learner.scaling import (
     QUICK_OPTIONS,
@@ -100,7 +100,7 @@ class TestSweep:
     def test_unreachable_scheduler_is_named(self, tmp_path, capsys, monkeypatch):
         """No scheduler at the address: a clear error naming it, from the API and the CLI (exit 2), no traceback."""
         pytest.importorskip("dask.distributed")
-        monkeypatch.setattr(scaling, "SCHEDULER_CONNECT_TIMEOUT", 1.0)
+        monkeypatch.setattr(parallel, "SCHEDULER_CONNECT_TIMEOUT", 1.0)
         with pytest.raises(ConnectionError, match=r"could not reach the Dask scheduler at scheduler='tcp://127.0.0.1:1'"):
             run_sweep(_specs()[:1], tmp_path / "api", backend="dask", scheduler="tcp://127.0.0.1:1")
         argv = ["scaling", "--m", "1", "--d", "6", "--k", "3", "--seeds", "1", "--quick", "--no-progress",

@@ -1,0 +1,327 @@
+"""One learning run on several processes (learner.parallel): identical results, ordered merge, clean shutdown."""
+
+import dataclasses
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from learner import LayerOracle, LearnConfig, learn, random_layer
+from learner.learn import LearnInterrupted
+from learner.oracle import ArraySource, ExamplesExhausted, batch_sizes
+from learner.parallel import Workers
+from learner.phases import crude_sum_w, refined_sculpt
+from learner.scaling import comparable
+
+# Small budgets and batches of 20 000 so that every streaming phase has several batches to merge;
+# (2, 12, 2) at logit scale 1 is learned exactly with these (measured).
+CONFIG = LearnConfig(batch=20_000, n_crude=100_000, n_refine=100_000, crude_max_examples=400_000, outer_rounds=1)
+# The same streams, stopped at phase 4 by a tolerance so tight that its 5 batches certify fewer than d² rows
+# (measured: 81 constraints; phases 5 and 6 do not stream, and this keeps the Dask run and the control short).
+SHORT = dataclasses.replace(CONFIG, max_examples=100_000, refined_tol=2e-4)
+
+
+def _truth():
+    return random_layer(2, 12, logit_scale=1.0, rng=1)
+
+
+def _learn(**kw):
+    truth = _truth()
+    return learn(LayerOracle(truth, 2, rng=3), m=2, truth=truth, rng=0, config=kw.pop("config", CONFIG),
+                 progress=False, **kw)
+
+
+def _record(result):
+    """What must agree across backends: everything but times and where the batches ran."""
+    rec = result.to_dict()
+    rec.pop("execution")
+    return comparable(rec)
+
+
+def _assert_same(a, b):
+    assert a.success and b.success
+    np.testing.assert_array_equal(a.layer.thetas, b.layer.thetas)
+    np.testing.assert_array_equal(a.layer.ws, b.layer.ws)
+    assert a.examples_drawn == b.examples_drawn
+    assert json.dumps(_record(a), sort_keys=True) == json.dumps(_record(b), sort_keys=True)
+
+
+def _square(x, delay=0.0):
+    time.sleep(delay)
+    return x * x
+
+
+def _no_children():
+    # A finished pool's processes are joined; anything still alive here would outlive the run.
+    return [p for p in multiprocessing.active_children() if p.is_alive()]
+
+
+@pytest.fixture(scope="module")
+def serial_result():
+    return _learn()
+
+
+class TestIdenticalResults:
+    def test_two_local_workers_give_the_serial_result(self, serial_result):
+        parallel = _learn(workers=2)
+        _assert_same(serial_result, parallel)
+        assert parallel.execution["backend"] == "local" and parallel.execution["workers"] == 2
+        assert serial_result.execution["backend"] == "serial"
+        phases = parallel.execution["phases"]
+        assert set(phases) == {"1_crude_sum", "2_crude_sculpt", "4_refined_sculpt"}
+        assert phases["1_crude_sum"]["batches"] == 5 and phases["1_crude_sum"]["examples"] == 100_000
+        # Merged examples are what the run drew; batches computed ahead are counted apart.
+        merged = sum(p["examples"] for p in phases.values()) + CONFIG.n_refine + 2 * CONFIG.n_search
+        assert merged == parallel.examples_drawn
+        assert serial_result.execution["phases"]["2_crude_sculpt"]["examples_ahead"] == 0
+        assert _no_children() == []
+
+    def test_the_comparison_sees_a_different_stream(self):
+        """Negative control: batches of another size are another stream of examples, and the check notices."""
+        a = _learn(config=SHORT)
+        b = _learn(config=dataclasses.replace(SHORT, batch=10_000))
+        assert a.status == b.status == "4_refined_sculpt"
+        with pytest.raises(AssertionError):  # other examples, other constraints
+            assert json.dumps(_record(a), sort_keys=True) == json.dumps(_record(b), sort_keys=True)
+
+    def test_dask_local_cluster_gives_the_serial_result(self):
+        distributed = pytest.importorskip("dask.distributed")
+        serial = _learn(config=SHORT)
+        assert serial.status == "4_refined_sculpt" and "constraints from 100,000 examples" in serial.message
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster:
+            with distributed.Client(cluster) as client:
+                on_client = _learn(config=SHORT, scheduler=client)
+                assert client.status == "running"  # a client the caller owns stays open
+            by_address = _learn(config=SHORT, scheduler=cluster.scheduler_address)
+        for other in (on_client, by_address):
+            assert json.dumps(_record(serial), sort_keys=True) == json.dumps(_record(other), sort_keys=True)
+            assert other.examples_drawn == serial.examples_drawn
+        assert on_client.execution["backend"] == by_address.execution["backend"] == "dask"
+        assert on_client.execution["workers"] == 2
+        assert on_client.execution["phases"]["1_crude_sum"]["batches"] == 5
+
+    def test_fixed_arrays_are_split_by_index(self):
+        truth = _truth()
+        oracle = LayerOracle(truth, 2, rng=5)
+        X, Y = oracle.draw(300_000)
+        runs = [learn(ArraySource(X, Y), m=2, config=SHORT, rng=0, progress=False, workers=w) for w in (None, 2)]
+        assert runs[0].status == runs[1].status
+        assert runs[0].examples_drawn == runs[1].examples_drawn
+        assert json.dumps(_record(runs[0]), sort_keys=True) == json.dumps(_record(runs[1]), sort_keys=True)
+
+
+class TestOrderedMerge:
+    def test_results_come_in_batch_order_whatever_order_they_finish(self):
+        # Early batches sleep longest, so they finish last on two workers.
+        tasks = [((i, 0.02 * (5 - i)), 1) for i in range(6)]
+        with Workers(2) as pool:
+            assert list(pool.ordered("t", _square, iter(tasks))) == [i * i for i in range(6)]
+        assert pool.stats["t"]["batches"] == 6 and pool.stats["t"]["examples_ahead"] == 0
+
+    def test_stopping_early_discards_the_batches_ahead(self):
+        with Workers(2) as pool:
+            gen = pool.ordered("t", _square, (((i,), 10) for i in range(100)))
+            assert [next(gen) for _ in range(3)] == [0, 1, 4]
+            gen.close()
+        assert pool.stats["t"]["examples"] == 30
+        assert 0 < pool.stats["t"]["examples_ahead"] <= 10 * 2 * 2  # at most two batches per worker in flight
+
+    def test_serial_backend_computes_nothing_ahead(self):
+        calls = []
+
+        def task(i):
+            calls.append(i)
+            return i
+
+        pool = Workers()
+        gen = pool.ordered("t", task, (((i,), 1) for i in range(10)))
+        assert [next(gen) for _ in range(3)] == [0, 1, 2]
+        gen.close()
+        assert calls == [0, 1, 2] and pool.stats["t"]["examples_ahead"] == 0
+
+    def test_a_batch_that_cannot_be_formed_fails_in_its_turn(self):
+        def tasks():
+            yield (1,), 1
+            yield (2,), 1
+            raise ExamplesExhausted("only two")
+
+        with Workers(2) as pool:
+            gen = pool.ordered("t", _square, tasks())
+            assert next(gen) == 1 and next(gen) == 4
+            with pytest.raises(ExamplesExhausted, match="only two"):
+                next(gen)
+
+    @pytest.mark.parametrize("workers", [None, 2])
+    def test_phases_agree_with_serial_and_count_only_what_they_merge(self, workers):
+        layer = random_layer(3, 12, logit_scale=1.0, rng=2)
+        w_sum = layer.ws.sum(axis=0)
+        out = {}
+        for name, w in (("serial", None), ("workers", workers)):
+            with Workers(w) as pool:
+                oracle = LayerOracle(layer, 2, rng=9)
+                s1 = crude_sum_w(oracle, n_samples=50_000, batch=10_000, workers=pool)
+                c4 = refined_sculpt(oracle, w_sum, tol=0.03, min_weight=0.02, target=200, max_examples=400_000,
+                                    batch=10_000, workers=pool)
+                out[name] = (s1, c4, oracle.n_drawn)
+        (s1, c4, n), (t1, d4, n2) = out["serial"], out["workers"]
+        np.testing.assert_array_equal(s1.w_sum, t1.w_sum)
+        np.testing.assert_array_equal(c4.A, d4.A)
+        np.testing.assert_array_equal(c4.b, d4.b)
+        assert c4.count >= 200 and c4.n_examples < 400_000 and n == n2 == 50_000 + c4.n_examples
+
+    def test_fixed_arrays_run_out_at_the_same_batch(self):
+        layer = random_layer(2, 12, logit_scale=1.0, rng=2)
+        X, Y = LayerOracle(layer, 2, rng=1).draw(45_000)
+        for w in (None, 2):
+            source = ArraySource(X, Y)
+            with Workers(w) as pool, pytest.raises(ExamplesExhausted, match="only 5000 of 45000 remain"):
+                crude_sum_w(source, n_samples=50_000, batch=10_000, workers=pool)
+
+
+class TestStreams:
+    def test_batch_seeds_do_not_depend_on_the_batches_before(self):
+        layer = random_layer(2, 8, rng=0)
+        a = list(LayerOracle(layer, 3, rng=4).batches([5, 5, 5]))
+        b = list(LayerOracle(layer, 3, rng=4).batches([7, 7, 5]))
+        np.testing.assert_array_equal(a[2].examples()[0], b[2].examples()[0])
+        # A second stream of the same oracle is new examples; reset() starts the numbering again.
+        oracle = LayerOracle(layer, 3, rng=4)
+        first = next(oracle.batches([5])).examples()[0]
+        second = next(oracle.batches([5])).examples()[0]
+        assert not np.array_equal(first, second)
+        oracle.reset()
+        np.testing.assert_array_equal(next(oracle.batches([5])).examples()[0], first)
+
+    def test_sequential_draws_are_untouched_by_streams(self):
+        """Adam and phase 6 draw sequentially: opening streams must not move that stream."""
+        layer = random_layer(2, 8, rng=0)
+        plain = LayerOracle(layer, 3, rng=4)
+        mixed = LayerOracle(layer, 3, rng=4)
+        list(mixed.batches(batch_sizes(30, 10)))
+        mixed.consume(30)
+        np.testing.assert_array_equal(plain.draw(10)[0], mixed.draw(10)[0])
+        assert mixed.n_drawn == 40 and plain.n_drawn == 10
+
+    def test_batches_pickle_as_recipes(self):
+        import pickle
+
+        layer = random_layer(2, 8, rng=0)
+        batch = next(LayerOracle(layer, 3, rng=4).batches([1000]))
+        again = pickle.loads(pickle.dumps(batch))
+        np.testing.assert_array_equal(batch.examples()[1], again.examples()[1])
+        assert len(pickle.dumps(batch)) < 20_000  # the layer and a seed, not 1000 examples
+
+
+class TestShutdown:
+    def test_interrupted_run_ends_its_workers_and_keeps_the_diagnostics(self):
+        class StopInPhase4(LayerOracle):
+            streams = 0
+
+            def batches(self, sizes):
+                self.streams += 1
+                for i, batch in enumerate(super().batches(sizes)):
+                    if self.streams == 4 and i == 3:  # phase 4's stream, a few batches in
+                        raise KeyboardInterrupt
+                    yield batch
+
+        truth = _truth()
+        with pytest.raises(LearnInterrupted) as info:
+            learn(StopInPhase4(truth, 2, rng=3), m=2, config=SHORT, truth=truth, progress=False, workers=2)
+        result = info.value.result
+        assert isinstance(info.value, KeyboardInterrupt)
+        assert result.status == "interrupted" and not result.success and result.layer is None
+        assert "4_refined_sculpt" in result.message
+        assert set(result.diagnostics) >= {"0_setting", "1_crude_sum", "2_crude_sculpt", "3_refine_sum"}
+        assert "4_refined_sculpt" not in result.diagnostics
+        assert result.execution["backend"] == "local"
+        assert _no_children() == []
+
+    def test_ctrl_c_on_the_cli_ends_the_workers(self, tmp_path):
+        """A real `learner learn --workers 2`, interrupted by SIGINT to its process group once its pool exists."""
+        argv = [sys.executable, "-m", "learner", "learn", "--m", "4", "--d", "12", "--k", "2", "--logit-scale",
+                "1", "--workers", "2", "--no-progress"]
+        env = os.environ | {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                start_new_session=True)
+
+        def workers():
+            """The CLI's pool processes (spawned children running `spawn_main`; not the resource tracker)."""
+            try:
+                with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as fh:
+                    pids = [int(p) for p in fh.read().split()]
+            except OSError:
+                return []
+            out = []
+            for pid in pids:
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                        if b"spawn_main" in fh.read():
+                            out.append(pid)
+                except OSError:
+                    pass
+            return out
+
+        end = time.monotonic() + 120
+        while len(workers()) < 2 and time.monotonic() < end and proc.poll() is None:
+            time.sleep(0.05)
+        pids = workers()
+        assert len(pids) == 2, "the pool never started"
+        time.sleep(0.3)  # workers just started (they must already ignore Ctrl-C) and busy in phase 1
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        elapsed = time.monotonic() - t0
+        assert proc.returncode == 130, err[-2000:]
+        assert "interrupted: interrupted by the user in phase" in err
+        assert "Traceback" not in err and "Traceback" not in out
+        assert "success: False (interrupted)" in out
+        assert elapsed < 20
+        end = time.monotonic() + 5  # killed and reaped by the CLI before it exits; a moment for /proc
+        while any(os.path.exists(f"/proc/{pid}") and not _zombie(pid) for pid in pids) and time.monotonic() < end:
+            time.sleep(0.05)
+        for pid in pids:
+            assert not os.path.exists(f"/proc/{pid}") or _zombie(pid), f"worker {pid} outlived the run"
+
+
+def _zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+class TestBadInput:
+    @pytest.mark.parametrize("kw, match", [
+        ({"workers": 0}, r"`workers` must be at least 1; got workers=0"),
+        ({"workers": -2}, r"got workers=-2"),
+        ({"workers": 2.5}, r"`workers`"),
+        ({"workers": "many"}, r"`workers`"),
+        ({"workers": 2, "scheduler": "tcp://127.0.0.1:1"}, r"either `workers` .* or `scheduler`"),
+        ({"scheduler": 5}, r"`scheduler` must be an address string or a dask.distributed.Client; got int"),
+    ])
+    def test_refused_with_the_parameter_named(self, kw, match):
+        with pytest.raises((TypeError, ValueError), match=match):
+            learn(LayerOracle(_truth(), 2, rng=3), m=2, config=CONFIG, progress=False, **kw)
+
+    def test_unreachable_scheduler_is_named(self, monkeypatch):
+        pytest.importorskip("dask.distributed")
+        from learner import parallel
+
+        monkeypatch.setattr(parallel, "SCHEDULER_CONNECT_TIMEOUT", 1.0)
+        with pytest.raises(ConnectionError, match=r"scheduler='tcp://127.0.0.1:1'"):
+            learn(LayerOracle(_truth(), 2, rng=3), m=2, config=CONFIG, progress=False, scheduler="tcp://127.0.0.1:1")
+
+    def test_cli_workers_flag(self, capsys):
+        from learner.cli import main
+
+        with pytest.raises(SystemExit):
+            main(["learn", "--workers", "0"])
+        assert "--workers must be a positive integer or auto; got '0'" in capsys.readouterr().err
