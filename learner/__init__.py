@@ -23,7 +23,7 @@ from .inputs import check_inputs, cube_expectation, enumerate_cube, sample_input
 from .instances import PlantingError, random_layer
 from .io import FileFormatError, load_examples, load_layer, read_metadata, save_examples, save_layer, write_json
 from .layer import AttentionLayer, softmax
-from .learn import LearnResult, learn
+from .learn import LearnInterrupted, LearnResult, learn
 from .metrics import AttentionStats, HeadMatch, attention_statistics, match_heads, relative_error
 from .oracle import ArraySource, ExamplesExhausted, LayerOracle
 from .phases import LearnConfig
@@ -44,6 +44,7 @@ __all__ = [
     "HeadMatch",
     "LayerOracle",
     "LearnConfig",
+    "LearnInterrupted",
     "LearnResult",
     "PlantingError",
     "assumptions",

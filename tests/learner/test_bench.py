@@ -49,3 +49,26 @@ class TestCertificationBenchmark:
 
         with pytest.raises(ValueError, match="`batch` must be at least 1; got batch=0"):
             run_certification_benchmark(batch=0)
+
+
+class TestParallelBenchmark:
+    def test_both_runs_certify_the_same_stream(self):
+        from learner.bench import run_parallel_benchmark
+
+        r = run_parallel_benchmark(2, 8, 2, batch=2000, batches=4, repeat=1, rng=0)
+        assert r.identical and r.examples == 8000 and r.workers == 2
+        assert r.speedup == r.serial_seconds / r.parallel_seconds  # a ratio of medians, no target asserted here
+        assert "speed-up" in r.table() and "per worker" in r.table()
+
+    def test_one_worker_is_refused(self):
+        from learner.bench import run_parallel_benchmark
+
+        with pytest.raises(ValueError, match="`workers` must be at least 2 to compare with one process; got workers=1"):
+            run_parallel_benchmark(workers=1)
+
+    def test_cli(self, capsys):
+        from learner.cli import main
+
+        assert main(["bench", "--parallel", "--quick", "--repeat", "1"]) == 0
+        out = capsys.readouterr().out
+        assert "2 local workers" in out and "constraints identical: True" in out

@@ -128,6 +128,32 @@ class TestSweep:
         # A third call has nothing to do.
         assert run_sweep(specs, tmp_path / "a", backend="serial")[1] == {"ran": 0, "skipped": len(specs)}
 
+    def test_learner_records_of_the_sequential_stream_are_run_again(self, tmp_path, caplog):
+        """Records of the learner from before per-batch streams (no ``example_stream``) no longer reproduce:
+        resume runs them again; Adam's stream did not change, so its records are kept."""
+        specs = _specs(seeds=1, ms=(1,))
+        run_sweep(specs, tmp_path, backend="serial")
+        runs = tmp_path / "runs"
+        for path in runs.glob("*.json"):
+            rec = json.loads(path.read_text())
+            assert rec["example_stream"] == scaling.EXAMPLE_STREAM[rec["spec"]["method"]]
+            rec.pop("example_stream")  # as written before the change
+            path.write_text(json.dumps(rec))
+        with caplog.at_level("INFO", logger="learner.scaling"):
+            _, stats = run_sweep(specs, tmp_path, backend="serial")
+        assert stats == {"ran": 1, "skipped": 1}
+        assert "provable-eval-m1-d6-k3-ls1-boolean-s0.json was drawn from example stream 1" in caplog.text
+        assert json.loads((runs / "provable-eval-m1-d6-k3-ls1-boolean-s0.json").read_text())["example_stream"] == 2
+        assert "example_stream" not in json.loads((runs / "adam-eval-m1-d6-k3-ls1-boolean-s0.json").read_text())
+
+    def test_learn_workers_give_the_same_records(self, tmp_path):
+        spec = _specs(seeds=1, ms=(2,), methods=("provable",))[0]
+        one, two = run_one(spec), run_one(spec, learn_workers=2)
+        assert comparable(one) == comparable(two)
+        assert one["execution"]["backend"] == "serial" and two["execution"]["backend"] == "local"
+        with pytest.raises(ValueError, match="`learn_workers` > 1 needs backend='serial'"):
+            run_sweep([spec], tmp_path, backend="local", learn_workers=2)
+
     def test_a_failing_run_is_recorded_and_the_sweep_goes_on_then_retried(self, tmp_path, monkeypatch):
         import learner.baseline
 
