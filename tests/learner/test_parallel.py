@@ -90,13 +90,14 @@ class TestIdenticalResults:
         with pytest.raises(AssertionError):  # other examples, other constraints
             assert json.dumps(_record(a), sort_keys=True) == json.dumps(_record(b), sort_keys=True)
 
-    def test_dask_local_cluster_gives_the_serial_result(self):
+    def test_dask_local_cluster_gives_the_serial_result(self, serial_result):
         distributed = pytest.importorskip("dask.distributed")
         serial = _learn(config=SHORT)
         assert serial.status == "4_refined_sculpt" and "constraints from 100,000 examples" in serial.message
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                       dashboard_address=None) as cluster:
             with distributed.Client(cluster) as client:
+                _assert_same(serial_result, _learn(scheduler=client))  # the whole run, as with local workers
                 on_client = _learn(config=SHORT, scheduler=client)
                 assert client.status == "running"  # a client the caller owns stays open
             by_address = _learn(config=SHORT, scheduler=cluster.scheduler_address)
