@@ -116,12 +116,14 @@ class TestSummary:
         assert g["sq, m=3"]["seconds_slope"] == pytest.approx(3.0)
         assert g["control, m=3"]["examples_slope"] == pytest.approx(0.0, abs=1e-9)
         assert g["sq, m=3"]["sq_prediction"] == 2 and not g["sq, m=3"]["censored"]
+        assert g["sq, m=3"]["examples_slope_learned"] == pytest.approx(2.0)  # every cell learned: the same fit
 
     def test_budget_out_marks_the_fit_censored(self):
         recs = [_record("sq", 4, d, 1000.0 * d, 40.0, budget_out="time" if d > 8 else None, success=d == 8)
                 for d in (8, 12)]
         g = summarise_hard(recs)["growth"]["sq, m=4"]
         assert g["censored"] and not g["all_learned"]
+        assert g["ds_learned"] == [8] and np.isnan(g["examples_slope_learned"])  # one learned cell: no fit
 
 
 class TestStudy:
