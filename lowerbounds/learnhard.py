@@ -85,7 +85,7 @@ STOP_RELATIVE = 1e-4
 PROVABLE_OPTIONS = {"n_crude": 200_000, "crude_max_examples": 500_000, "n_refine": 200_000, "max_examples": 1_000_000,
                     "outer_rounds": 1}
 #: LWR samples the learner is given (it draws from them as from any fixed set).
-PROVABLE_LWR_SAMPLES = 1_500_000
+PROVABLE_LWR_SAMPLES = 2_000_000
 DEFAULTS = {"ds": (8, 12, 16, 24), "ms": (2, 3, 4), "subsets": 5, "lwr_ns": (2, 3, 4, 5, 6, 7, 8), "q": 7,
             "lwr_secrets": 1,
             "start": 1000, "max_examples": 32_000, "max_seconds": 40.0, "target": 1e-3, "provable_seeds": 1}
