@@ -13,23 +13,9 @@ run's randomness is therefore a function of its specification alone — not of
 the order in which runs start, the backend or the worker — and both methods
 see the same planted layer and the same stream of examples.
 
-Backends. ``"serial"`` runs in this process; ``"local"`` (the default) in a
-pool of spawned processes; ``"dask"`` on a Dask distributed cluster
-(``scheduler=ADDRESS``; the optional extra ``distributed``). Local and Dask
-workers run with one BLAS thread (Dask's default for its workers, set here for
-the local pool too), so the records agree bit for bit apart from wall-clock
-times and where the run happened (:func:`comparable`).
-
-Locking and interruption. A writing sweep holds ``OUT/sweep.lock`` (its pid,
-host and start time); a second writer is refused with the owner's name, and a
-lock left by a dead process of this host is replaced (:func:`sweep_lock`).
-Ctrl-C stops the workers within seconds, keeps every finished run's record and
-raises :class:`SweepInterrupted`; the same call again resumes.
-
-Resume. A run whose record exists in ``OUT/runs/`` with the same
-specification is skipped; a record of a run that raised (``"outcome":
-"error"``) is retried. A record with the same name but another specification
-stops the sweep with an error rather than mixing two studies in one directory.
+Execution — backends (this process, a local pool, a Dask cluster), one JSON record
+per run, resume, the lock on ``OUT`` and Ctrl-C — is the shared sweep engine,
+:mod:`learner.sweep`; this module defines the runs and the study.
 
 The study's design — the instances, the common success criterion, the tuning
 rule for Adam, the fits — is ours; the paper proves the learner's guarantee
@@ -38,12 +24,9 @@ and does not report experiments.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import math
 import os
-import platform
 import socket
 import time
 import traceback
@@ -54,7 +37,21 @@ import numpy as np
 
 from ._validation import check_distribution, check_int, check_positive_float
 from .parallel import SCHEDULER_CONNECT_TIMEOUT, WORKER_ENV  # noqa: F401 — re-exported (tests, docs)
-from .parallel import kill_pool as _kill_pool
+from .sweep import (  # noqa: F401 — the engine, re-exported: this module's names since before the move
+    BACKENDS,
+    EXAMPLE_STREAM,
+    LOCK_NAME,
+    VOLATILE_KEYS,
+    SweepInterrupted,
+    SweepLocked,
+    _collect,
+    comparable,
+    fit_growth,
+    run_sweep,
+    sweep_lock,
+)
+from .sweep import median as _median
+from .sweep import versions as _versions
 
 __all__ = [
     "METHODS",
@@ -80,11 +77,7 @@ log = logging.getLogger(__name__)
 
 RECORD_SCHEMA = 2  # 2: the planted layer's logit scale is part of the specification
 METHODS = ("provable", "adam")
-BACKENDS = ("serial", "local", "dask")
 ROLES = {"eval": 0, "tune": 1}
-#: Keys that hold wall-clock times or the place a run happened (and any key ending in
-#: ``_seconds``); :func:`comparable` drops them.
-VOLATILE_KEYS = frozenset({"timings", "seconds", "where", "execution"})
 #: The study's family (ours): logit scale 1, k = 2, d from :func:`sound_d` (DESIGN §3, issue 15).
 DEFAULT_LOGIT_SCALE = 1.0
 SOUND_D_START, SOUND_D_STEP = 12, 4
@@ -95,11 +88,6 @@ QUICK_OPTIONS = {
                  "n_search": 500, "max_nfev": 20},
     "adam": {"max_iter": 30, "n_train": 300, "n_val": 100, "restarts": 1},
 }
-#: The example stream each method's records were drawn from. The learner's phases 1–4 draw
-#: per-batch seeded streams since version 2 (issue 16, learner.parallel); its records of
-#: stream 1 (sequential draws) no longer reproduce and are re-run on resume. Adam draws
-#: sequentially as before.
-EXAMPLE_STREAM = {"provable": 2, "adam": 1}
 
 
 def param_limit(m, d, k):
@@ -157,14 +145,19 @@ class RunSpec:
                    role=rec["role"], distribution=rec["distribution"], options=tuple(sorted(rec["options"].items())),
                    logit_scale=float(rec["logit_scale"]))
 
+    # -- what the sweep engine (learner.sweep) needs ----------------------------------------------------
+    RECORD_KIND = "scaling-run"
+    RECORD_SCHEMA = RECORD_SCHEMA
 
-def _versions():
-    import scipy
+    @property
+    def example_stream(self):
+        return EXAMPLE_STREAM.get(self.method, 1)
 
-    from . import __version__
+    def run(self, learn_workers=None):
+        return run_one(self, learn_workers)
 
-    return {"learner": __version__, "numpy": np.__version__, "scipy": scipy.__version__,
-            "python": platform.python_version(), "machine": platform.machine()}
+    def failure_record(self, message, tb, timings, where):
+        return _failure_record(self, message, tb, timings, where)
 
 
 def planted_instance(spec):
@@ -228,7 +221,7 @@ def run_one(spec, learn_workers=None):
 
 def _record_head(spec):
     return {"schema_version": RECORD_SCHEMA, "kind": "scaling-run", "run_id": spec.run_id, "spec": spec.to_dict(),
-            "example_stream": EXAMPLE_STREAM.get(spec.method, 1), "versions": _versions(),
+            "example_stream": spec.example_stream, "versions": _versions(),
             "param_limit": param_limit(spec.m, spec.d, spec.k)}
 
 
@@ -238,332 +231,6 @@ def _failure_record(spec, message, tb, timings, where):
         "outcome": "error", "success": False, "status": "error", "message": message, "traceback": tb,
         "examples_drawn": None, "examples_ratio": None, "errors": {}, "diagnostics": {}, "timings": timings,
         "where": where}
-
-
-def comparable(record):
-    """The record without wall-clock times and the place it ran: what must agree across backends."""
-    if isinstance(record, dict):
-        return {key: comparable(value) for key, value in record.items()
-                if key not in VOLATILE_KEYS and not key.endswith("_seconds")}
-    if isinstance(record, list):
-        return [comparable(value) for value in record]
-    return record
-
-
-# --------------------------------------------------------------------------- execution
-
-
-class _Runner:
-    """Runs specifications on a backend; iterate for ``(spec, record)`` as runs finish.
-
-    After an interruption, :meth:`finished` gives every run that completed —
-    including those that completed while the interruption was handled — and
-    :meth:`stop` ends the workers at once (the local pool's processes are
-    killed; Dask futures are cancelled).
-    """
-
-    def __init__(self, specs, *, backend, workers, scheduler, learn_workers=None):
-        self.specs, self.backend, self.workers, self.scheduler = list(specs), backend, workers, scheduler
-        self.learn_workers = learn_workers
-        self._futures, self._pool, self._client = {}, None, None
-
-    def __iter__(self):
-        if not self.specs:
-            return
-        if self.backend == "serial":
-            for spec in self.specs:
-                yield spec, run_one(spec.to_dict(), self.learn_workers)
-        elif self.backend == "local":
-            from concurrent.futures import as_completed
-
-            from .parallel import local_pool
-
-            self._pool = local_pool(self.workers)
-            self._futures = {self._pool.submit(run_one, spec.to_dict()): spec for spec in self.specs}
-            for fut in as_completed(self._futures):
-                yield self._futures[fut], _collect(self._futures[fut], fut.result)
-        else:
-            from dask.distributed import as_completed
-
-            from .parallel import connect_client
-
-            self._client = connect_client(self.scheduler)
-            self._futures = {self._client.submit(run_one, spec.to_dict(), key=f"scaling-{spec.run_id}-{spec.entropy}",
-                                                 pure=False): spec for spec in self.specs}
-            for fut in as_completed(self._futures):
-                yield self._futures[fut], _collect(self._futures[fut], fut.result)
-
-    def finished(self):
-        """``(spec, record)`` of every run whose worker has returned a record so far."""
-        out = []
-        for fut, spec in self._futures.items():
-            if self.backend == "dask":
-                ok = fut.status == "finished"
-            else:
-                ok = fut.done() and not fut.cancelled() and fut.exception() is None
-            if ok:
-                out.append((spec, fut.result()))
-        return out
-
-    def stop(self):
-        """End the workers now (idempotent); runs in flight are lost, finished ones were returned."""
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            # Kill rather than wait: a worker may be minutes into a run. ``_processes`` is the executor's
-            # own table (Python >= 3.14 has ``kill_workers()``; use it when present).
-            _kill_pool(pool)
-        if self._client is not None:
-            client, self._client = self._client, None
-            with contextlib.suppress(Exception):
-                client.cancel(list(self._futures))
-            client.close()
-
-    def close(self):
-        """Release the backend after a normal end (every run already returned)."""
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            pool.shutdown(wait=True)
-        if self._client is not None:
-            client, self._client = self._client, None
-            client.close()
-
-
-class SweepInterrupted(KeyboardInterrupt):
-    """A sweep stopped by Ctrl-C (SIGINT): every run that finished is recorded; rerun to resume.
-
-    Attributes ``recorded`` (records in ``out/runs`` of this sweep), ``total`` (runs
-    of the sweep) and ``out``.
-    """
-
-    def __init__(self, recorded, total, out):
-        self.recorded, self.total, self.out = recorded, total, Path(out)
-        super().__init__(f"interrupted: {recorded} of {total} runs are recorded in {self.out / 'runs'}; run the "
-                         "same command again to resume (recorded runs are skipped).")
-
-
-class SweepLocked(RuntimeError):
-    """Another process is writing the same sweep directory."""
-
-
-#: Name of the lock file a writing sweep keeps in its directory.
-LOCK_NAME = "sweep.lock"
-_HELD_LOCKS = {}
-
-
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
-
-
-@contextlib.contextmanager
-def sweep_lock(out):
-    """Hold ``out/sweep.lock`` (owner's pid, host and start time) while a sweep writes ``out``.
-
-    A second writer — another process, here or on another host sharing the
-    directory — gets :class:`SweepLocked` naming the owner. A lock left by a
-    process of this host that no longer exists is stale: it is replaced, with a
-    warning. A lock from another host cannot be checked and is never taken
-    over; the message says how to remove it. Re-entrant within one process.
-    """
-    out = Path(out)
-    path = (out / LOCK_NAME).resolve()
-    if _HELD_LOCKS.get(path):
-        _HELD_LOCKS[path] += 1
-        try:
-            yield path
-        finally:
-            _HELD_LOCKS[path] -= 1
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    blob = json.dumps(me).encode("utf-8")
-    for _attempt in range(3):
-        tmp = path.with_name(f".{LOCK_NAME}.{me['pid']}.tmp")
-        tmp.write_bytes(blob)
-        try:
-            os.link(tmp, path)  # atomic: fails if the lock exists, and the lock is never seen half-written
-            break
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink(missing_ok=True)
-        try:
-            owner = json.loads(path.read_text(encoding="utf-8"))
-            pid, host = int(owner["pid"]), str(owner["host"])
-        except FileNotFoundError:
-            continue  # released meanwhile: try again
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise SweepLocked(f"{path} exists but is not a readable lock ({exc}); if no sweep is writing {out}, "
-                              "delete it and run again.") from None
-        if host == me["host"] and not _pid_alive(pid):
-            log.warning("removing the stale lock %s of process %d on %s (no longer running)", path, pid, host)
-            path.unlink(missing_ok=True)
-            continue
-        where = "this host" if host == me["host"] else f"host {host!r}"
-        raise SweepLocked(f"another sweep is writing {out}: process {pid} on {where} holds {path} (since "
-                          f"{owner.get('started', '?')}). Wait for it, stop it, or use another --out; if that "
-                          "process is gone, delete the lock file and run again.")
-    else:
-        raise SweepLocked(f"could not take the lock {path} after 3 attempts; another sweep is starting in {out}.")
-    _HELD_LOCKS[path] = 1
-    try:
-        yield path
-    finally:
-        del _HELD_LOCKS[path]
-        with contextlib.suppress(OSError, ValueError):
-            if json.loads(path.read_text(encoding="utf-8")).get("pid") == me["pid"]:
-                path.unlink()
-
-
-def _collect(spec, get):
-    """The record a worker returned, or a failure record when the worker itself died."""
-    try:
-        return get()
-    except Exception as exc:  # noqa: BLE001 — e.g. a killed worker process; recorded, the sweep goes on
-        return _failure_record(spec, f"the worker failed: {type(exc).__name__}: {exc}",
-                               "".join(traceback.format_exception_only(exc)), {}, {})
-
-
-def _progress(total, enabled):
-    if not enabled:
-        from ._progress import NoBar
-
-        return NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="run", desc="scaling", dynamic_ncols=True)
-
-
-def _read_record(path):
-    try:
-        rec = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        log.warning("ignoring unreadable record %s (%s); its run is repeated", path, exc)
-        return None
-    if not isinstance(rec, dict) or rec.get("kind") != "scaling-run":
-        raise ValueError(f"{path} is not a scaling-run record; `out` must be a directory of this sweep.")
-    if rec.get("schema_version") != RECORD_SCHEMA:
-        raise ValueError(f"{path} has schema_version={rec.get('schema_version')!r}; this version reads "
-                         f"{RECORD_SCHEMA}. Use a new `out` directory.")
-    return rec
-
-
-def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, progress=False, learn_workers=None):
-    """Run the specifications not yet finished in ``out/runs/`` and return every record, in ``specs`` order.
-
-    Parameters
-    ----------
-    specs : sequence of RunSpec
-    out : path
-        Directory of the sweep (created); records go to ``out/runs/<run_id>.json``.
-    backend : {"serial", "local", "dask"}
-    workers : int, optional
-        Processes of the local pool (default: the number of CPUs).
-    scheduler : str, optional
-        Address of a Dask scheduler (``backend="dask"``).
-    progress : bool
-        Show a tqdm progress bar on stderr.
-    learn_workers : int, optional
-        Local processes of each learner run's own pool (:func:`learner.learn`'s
-        ``workers``); only with ``backend="serial"`` (one run at a time, its
-        batches spread over the cores) — a pool inside every pool worker would
-        oversubscribe the machine.
-
-    Returns
-    -------
-    records : list of dict
-    stats : dict
-        ``{"ran": ..., "skipped": ...}``.
-
-    Raises
-    ------
-    SweepLocked
-        Another live process holds ``out/sweep.lock`` (see :func:`sweep_lock`).
-    SweepInterrupted
-        On Ctrl-C (a ``KeyboardInterrupt``): the workers are stopped at once, every
-        run that finished is recorded, and calling again resumes.
-    """
-    if backend not in BACKENDS:
-        raise ValueError(f"`backend` must be one of {BACKENDS}; got backend={backend!r}.")
-    if backend == "dask" and not scheduler:
-        raise ValueError("`scheduler` (a Dask scheduler address) is needed with backend='dask'; got scheduler=None.")
-    if workers is None:
-        workers = os.cpu_count() or 1
-    workers = check_int("workers", workers)
-    if learn_workers is not None:
-        learn_workers = check_int("learn_workers", learn_workers)
-        if learn_workers > 1 and backend != "serial":
-            raise ValueError(f"`learn_workers` > 1 needs backend='serial' (one run at a time, its batches on the "
-                             f"pool); got learn_workers={learn_workers}, backend={backend!r}.")
-    ids = [s.run_id for s in specs]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise ValueError(f"`specs` must have distinct run ids; {dup!r} appears twice.")
-    with sweep_lock(out):
-        return _run_locked(specs, Path(out), ids, backend=backend, workers=workers, scheduler=scheduler,
-                           progress=progress, learn_workers=learn_workers)
-
-
-def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn_workers):
-    from .io import write_json
-
-    runs = out / "runs"
-    runs.mkdir(parents=True, exist_ok=True)
-    done, todo = {}, []
-    for spec in specs:
-        path = runs / f"{spec.run_id}.json"
-        rec = _read_record(path) if path.exists() else None
-        if rec is not None and rec["spec"] != json.loads(json.dumps(spec.to_dict())):
-            raise ValueError(f"{path} records another specification ({rec['spec']}) than this sweep's "
-                             f"({spec.to_dict()}); use a new `out` directory or the same parameters.")
-        stream = EXAMPLE_STREAM.get(spec.method, 1)
-        if rec is not None and rec.get("example_stream", 1) != stream:
-            log.info("%s was drawn from example stream %s; this version draws stream %s: run again",
-                     path.name, rec.get("example_stream", 1), stream)
-            rec = None
-        if rec is not None and rec.get("outcome") == "finished":
-            done[spec.run_id] = rec
-        else:
-            todo.append(spec)
-    if done:
-        log.info("resuming: %d of %d runs already recorded in %s", len(done), len(specs), runs)
-
-    def save(spec, rec):
-        rec["where"] = rec.get("where", {}) | {"backend": backend}
-        write_json(runs / f"{spec.run_id}.json", rec)
-        done[spec.run_id] = json.loads((runs / f"{spec.run_id}.json").read_text(encoding="utf-8"))
-        log.info("run %s: %s (%s)", spec.run_id, done[spec.run_id]["status"], done[spec.run_id]["message"][:120])
-
-    runner = _Runner(todo, backend=backend, workers=workers, scheduler=scheduler, learn_workers=learn_workers)
-    bar = _progress(len(todo), progress)
-    saved, clean = set(), False
-    try:
-        for spec, rec in runner:
-            save(spec, rec)
-            saved.add(spec.run_id)
-            bar.update(1)
-        clean = True
-    except KeyboardInterrupt:
-        # Keep every run that finished, including those that finished while we were interrupted, then end
-        # the workers without waiting for the runs in flight.
-        late = [(spec, rec) for spec, rec in runner.finished() if spec.run_id not in saved]
-        runner.stop()
-        for spec, rec in late:
-            save(spec, rec)
-        recorded = sum(1 for i in ids if i in done and done[i].get("outcome") == "finished")
-        raise SweepInterrupted(recorded, len(specs), out) from None
-    finally:
-        if clean:
-            runner.close()
-        else:
-            runner.stop()
-        bar.close()
-    return [done[i] for i in ids], {"ran": len(todo), "skipped": len(specs) - len(todo)}
 
 
 # --------------------------------------------------------------------------- the study
@@ -592,43 +259,6 @@ def sound_d(m, k, *, distribution="boolean", start=SOUND_D_START, step=SOUND_D_S
         if check_setting(m, d, k, distribution=distribution).ok:
             return d
     raise ValueError(f"no sound d <= {limit} for m={m}, k={k} ({distribution} inputs); give `d` explicitly.")
-
-
-def fit_growth(ms, values):
-    """Least-squares fits of ``log value`` against ``log m`` (a power ``m^p``) and against ``m`` (``base^m``).
-
-    Returns a dict with ``power``, ``base``, the root-mean-square residual in
-    natural log of each fit, and the number of points. With fewer than two
-    distinct ``m`` (or a non-positive value) the fitted figures are ``nan``.
-    With three points both fits have one degree of freedom: they describe the
-    measured range and do not tell a polynomial from an exponential.
-
-    >>> g = fit_growth([1, 2, 3], [2.0, 8.0, 18.0])
-    >>> round(g["power"], 6), g["points"]
-    (2.0, 3)
-    >>> round(fit_growth([1, 2, 3], [3.0, 9.0, 27.0])["base"], 6)
-    3.0
-    """
-    ms = np.asarray(ms, dtype=float)
-    vals = np.asarray(values, dtype=float)
-    if ms.shape != vals.shape or ms.ndim != 1:
-        raise ValueError(f"`ms` and `values` must be vectors of one length; got {ms.shape} and {vals.shape}.")
-    out = {"power": math.nan, "power_rms_log": math.nan, "base": math.nan, "base_rms_log": math.nan,
-           "points": int(ms.size)}
-    if len(np.unique(ms)) < 2 or not np.all(vals > 0) or not np.all(ms > 0):
-        return out
-    y = np.log(vals)
-    for name, x, transform in (("power", np.log(ms), float), ("base", ms, math.exp)):
-        slope, intercept = np.polyfit(x, y, 1)
-        resid = y - (slope * x + intercept)
-        out[name] = transform(slope)
-        out[f"{name}_rms_log"] = float(np.sqrt(np.mean(resid**2)))
-    return out
-
-
-def _median(values):
-    values = [v for v in values if v is not None]
-    return float(np.median(values)) if values else None
 
 
 def summarise(records, *, success_tol=1e-3):

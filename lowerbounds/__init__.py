@@ -16,7 +16,11 @@ two-token diagonal gadget (:mod:`lowerbounds.gadget`):
   :func:`attention_samples`, :func:`lwr_predictor` — the LWE-style family
   (1-bit learning with rounding on two tokens; hardness assumed) and the
   reduction both ways; attacks in :mod:`lowerbounds.attacks` and
-  :mod:`lowerbounds.lattice`.
+  :mod:`lowerbounds.lattice`;
+* :func:`sparse_linear_instance` — the control beside the SQ family (same heads,
+  sparse-linear signal);
+* :func:`learn_hard_study` (:mod:`lowerbounds.learnhard`) — Adam, the learner and
+  exhaustive search on the families: examples and time against d, m and n.
 
 Imports from :mod:`learner`, never the reverse. CLI: ``python -m lowerbounds``.
 """
@@ -34,6 +38,7 @@ from .family import HardFamily
 from .gadget import gadget_layer, gadget_weight, head_weights
 from .instance import HardInstance
 from .lattice import REFERENCE_ESTIMATES, cost_table, fpylll_available, lattice_attack, lwr_cost, primal_usvp_cost
+from .learnhard import learn_hard_study
 from .lwr import (
     NAMED_LWR,
     LWRInstance,
@@ -51,7 +56,14 @@ from .lwr import (
 )
 from .oracle import CharacterQuery, SparseLinearTarget, SQOracle
 from .simulate import SearchOutcome, correlational_search, fit_slope, simulate_queries
-from .sq import ParityInstance, interpolation_coefficients, sq_hard_instance, symmetric_fourier
+from .sq import (
+    ParityInstance,
+    SparseLinearInstance,
+    interpolation_coefficients,
+    sparse_linear_instance,
+    sq_hard_instance,
+    symmetric_fourier,
+)
 
 __all__ = [
     "NAMED_LWR",
@@ -68,6 +80,7 @@ __all__ = [
     "PublicSamples",
     "SQOracle",
     "SearchOutcome",
+    "SparseLinearInstance",
     "SparseLinearTarget",
     "attention_attack",
     "attention_samples",
@@ -83,6 +96,7 @@ __all__ = [
     "head_weights",
     "interpolation_coefficients",
     "lattice_attack",
+    "learn_hard_study",
     "linear_algebra_attack",
     "lwr_cost",
     "lwr_hard_instance",
@@ -92,6 +106,7 @@ __all__ = [
     "primal_usvp_cost",
     "sample_lwr",
     "simulate_queries",
+    "sparse_linear_instance",
     "sq_hard_instance",
     "switch_points",
     "symmetric_fourier",

@@ -314,7 +314,9 @@ def attention_attack(instance, *, method="provable", n_samples=2_000_000, n_test
     return AttackOutcome(f"attention-{method}", layout.n, layout.q, acc == 1.0, None, 0, result.examples_drawn,
                          seconds, float(result.examples_drawn), msg,
                          {"accuracy": acc, "baseline": baseline, "m": layout.m, "half": half,
-                          "learner_status": result.status, "learner_success": result.success})
+                          "learner_status": result.status, "learner_success": result.success,
+                          "learner_message": result.message,
+                          "optimiser_steps": int(sum(result.diagnostics.get("fit", {}).get("iterations", [])))})
 
 
 def fit_growth(ns, seconds, *, floor=2e-3):

@@ -1,4 +1,4 @@
-"""Command line of :mod:`lowerbounds`: ``python -m lowerbounds {sq,sq-simulate,lwe,lwe-attack}``.
+"""Command line of :mod:`lowerbounds`: ``python -m lowerbounds {sq,sq-simulate,lwe,lwe-attack,learn-hard}``.
 
 Library functions never parse ``argv``; this module does, calls them, and prints.
 """
@@ -80,6 +80,38 @@ def build_parser():
     p.add_argument("--seed", type=cli_seed, default=0)
     p.add_argument("--plot", metavar="FILE", help="semi-log plot of attack time against n (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
+    from .learnhard import DEFAULTS, FAMILIES, METHODS
+
+    p = sub.add_parser("learn-hard", help="Adam and the learner on the hard families: examples and time against d, m")
+    p.add_argument("--out", metavar="DIR", required=True, help="directory of the study (records, summary, figure)")
+    p.add_argument("--d", type=int, nargs="+", default=None,
+                   help="token dimensions of the SQ family and its control (default 8 12 16 24)")
+    p.add_argument("--m", type=int, nargs="+", default=None, help="heads (default 2 3 4)")
+    p.add_argument("--subsets", type=int, default=None,
+                   help="hidden subsets per (m, d) cell, shared with the control (default 5)")
+    p.add_argument("--lwr-n", type=int, nargs="+", default=None,
+                   help="LWR secret dimensions (default 2..8)")
+    p.add_argument("--q", type=int, default=DEFAULTS["q"], help="LWR modulus (default 7)")
+    p.add_argument("--lwr-secrets", type=int, default=DEFAULTS["lwr_secrets"], help="secrets per n (default 1)")
+    p.add_argument("--families", nargs="+", default=list(FAMILIES), help="sq, control and/or lwr (default all)")
+    p.add_argument("--methods", nargs="+", default=list(METHODS),
+                   help="adam, provable and/or exhaustive (default all)")
+    p.add_argument("--start", type=int, default=None, help="first training-set size (default 1000)")
+    p.add_argument("--max-examples", type=int, default=None,
+                   help="largest training set (plus validation) per run (default 32000)")
+    p.add_argument("--max-seconds", type=float, default=None,
+                   help="time budget per run in seconds (default 40)")
+    p.add_argument("--target", type=float, default=DEFAULTS["target"],
+                   help="relative error of F on fresh inputs that counts as learned (default 1e-3)")
+    p.add_argument("--provable-seeds", type=int, default=DEFAULTS["provable_seeds"],
+                   help="members per cell the paper's learner runs on (default 1)")
+    p.add_argument("--workers", type=int, default=None, help="processes of the local pool (default: all CPUs)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler (extra `distributed`)")
+    p.add_argument("--serial", action="store_true", help="run in this process (debugging)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny sizes and budgets, a smoke test in seconds (flags given explicitly still apply)")
+    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
     return parser
 
 
@@ -290,10 +322,48 @@ def _plot(runs, args):
     plt.close(fig)
 
 
+def _learn_hard(args):
+    import signal
+
+    from learner.cli import _raise_interrupt
+    from learner.sweep import SweepInterrupted, SweepLocked
+
+    from .learnhard import DEFAULTS, QUICK, learn_hard_study
+
+    signal.signal(signal.SIGTERM, _raise_interrupt)  # like Ctrl-C: workers stopped, finished runs kept
+    if args.scheduler and args.serial:
+        raise ValueError("give at most one of --scheduler and --serial.")
+    backend = "dask" if args.scheduler else "serial" if args.serial else "local"
+    base = QUICK if args.quick else DEFAULTS
+    given = {"ds": args.d, "ms": args.m, "subsets": args.subsets, "lwr_ns": args.lwr_n, "start": args.start,
+             "max_examples": args.max_examples, "max_seconds": args.max_seconds}
+    kw = {k: v if v is not None else base[k] for k, v in given.items()}
+    kw |= {"q": args.q, "lwr_secrets": args.lwr_secrets, "families": args.families, "methods": args.methods,
+           "target": args.target, "provable_seeds": args.provable_seeds}
+    if args.quick:
+        kw |= {"adam_options": QUICK["adam"], "provable_options": QUICK["provable"],
+               "provable_lwr_samples": QUICK["provable_lwr_samples"]}
+    try:
+        result = learn_hard_study(args.out, seed=args.seed, backend=backend, workers=args.workers,
+                                  scheduler=args.scheduler, progress=not args.no_progress, **kw)
+    except SweepLocked as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SweepInterrupted as exc:
+        print(f"\n{exc}", file=sys.stderr)
+        return 130
+    print(result.table())
+    print()
+    print(f"runs: {result.stats['ran']} run now, {result.stats['skipped']} kept from earlier; records in "
+          f"{args.out}/runs/; " + ", ".join(f"{k} {v}" for k, v in result.files.items()))
+    return 0
+
+
 def main(argv=None):
     """Entry point; returns the exit status."""
     args = build_parser().parse_args(argv)
-    handler = {"sq": _sq, "sq-simulate": _simulate, "lwe": _lwe, "lwe-attack": _lwe_attack}[args.command]
+    handler = {"sq": _sq, "sq-simulate": _simulate, "lwe": _lwe, "lwe-attack": _lwe_attack,
+               "learn-hard": _learn_hard}[args.command]
     try:
         return handler(args)
     except (ValueError, TypeError, FileNotFoundError, FileFormatError) as exc:

@@ -42,7 +42,8 @@ from learner._validation import check_int, check_positive_float, check_rng
 from .gadget import check_coordinate_set, check_coordinates, gadget_layer
 from .instance import MP_DPS, HardInstance
 
-__all__ = ["ParityInstance", "interpolation_coefficients", "sq_hard_instance", "symmetric_fourier"]
+__all__ = ["ParityInstance", "SparseLinearInstance", "interpolation_coefficients", "sparse_linear_instance",
+           "sq_hard_instance", "symmetric_fourier"]
 
 VARIANTS = ("interpolation", "steps")
 #: Largest error of a member's float64 layer against its stated formula that the constructor accepts
@@ -67,11 +68,12 @@ def default_offset(d, t):
     return d - 1 if d - 1 != t else d - 2
 
 
-def interpolation_coefficients(lambdas):
-    """Solve ``Σ_i c_i σ(2 λ_i h) = (−1)^h`` (``h = 0..m−1``) in 50-digit arithmetic.
+def interpolation_coefficients(lambdas, targets=None):
+    """Solve ``Σ_i c_i σ(2 λ_i h) = τ(h)`` (``h = 0..m−1``) in 50-digit arithmetic; ``τ(h) = (−1)^h`` by default.
 
-    Returns ``(c, condition)``: the coefficients as float64 and the 1-norm
-    condition number of the system.
+    ``targets`` gives other values ``τ(0..m−1)`` (numbers or mpmath values; the
+    sparse-linear control uses ``1 − 2h/r``). Returns ``(c, condition)``: the
+    coefficients as float64 and the 1-norm condition number of the system.
 
     Examples
     --------
@@ -87,7 +89,11 @@ def interpolation_coefficients(lambdas):
         raise ValueError(f"`lambdas` must be distinct finite numbers; got lambdas={lams}.")
     with mpmath.workdps(MP_DPS):
         M = mpmath.matrix([[1 / (1 + mpmath.exp(-2 * mpmath.mpf(lam) * h)) for lam in lams] for h in range(m)])
-        v = mpmath.matrix([(-1) ** h for h in range(m)])
+        if targets is None:
+            targets = [(-1) ** h for h in range(m)]
+        if len(targets) != m:
+            raise ValueError(f"`targets` must have one value per head (m={m}); got {len(targets)}.")
+        v = mpmath.matrix([mpmath.mpf(x) for x in targets])
         try:
             inv = M**-1
         except ZeroDivisionError as exc:
@@ -309,4 +315,70 @@ def sq_hard_instance(d, m, subset=None, *, variant="interpolation", t=0, o=0, of
             f"sq_hard_instance(d={d}, m={m}, variant={variant!r}): the float64 layer misses its formula by {err:.3g} "
             f"> FORMULA_ACCURACY = {FORMULA_ACCURACY:g} (exact, over every reachable hidden sum); the "
             f"interpolation's condition number is {cond:.3g}. Use a smaller m or variant='steps'.")
+    return inst
+
+
+@dataclass(frozen=True, eq=False)
+class SparseLinearInstance(ParityInstance):
+    """The control beside the SQ family: the same heads ``Θ_i = λ_i diag(1_S)``, another mixture.
+
+    The coefficients solve ``Σ_i c_i σ(2λ_i h) = 1 − 2h/r`` instead of ``(−1)^h``,
+    so the signal is ``(x_{1t} − x_{2t}) (1/r) Σ_{j∈S} z_j`` — sparse linear in
+    ``z = x_1 ⊙ x_2``, the simulator's control (:class:`~lowerbounds.SparseLinearTarget`)
+    realised as a layer of the same shape. Its weight sits on degree-1
+    characters, which a correlational or gradient method picks up coordinate by
+    coordinate; for ``m = 2`` (``r = 1``) it equals the parity member. Ours.
+    """
+
+    def target(self, h):
+        """``1 − 2h/r`` (float)."""
+        return 1.0 - 2.0 * np.asarray(h, dtype=float) / len(self.subset)
+
+    @cached_property
+    def sharpness_error(self):
+        """``max |F(X)_{1o} − formula(X)|`` over the Boolean inputs, exact (mpmath): ``2 max_h |G(h) − (1 − 2h/r)|``."""
+        row = self._g_row(0)
+        r = len(self.subset)
+        with mpmath.workdps(MP_DPS):
+            return 2.0 * float(max(abs(row[h] - (1 - mpmath.mpf(2 * h) / r)) for h in self.reachable_sums))
+
+
+def sparse_linear_instance(d, m, subset=None, *, t=0, o=0, lambdas=None, rng=None):
+    """The control member for :func:`sq_hard_instance` (same arguments, interpolation variant).
+
+    The hidden subset is drawn exactly as :func:`sq_hard_instance` draws it
+    (the same ``rng`` gives the same ``S``), the heads are the same, and only
+    the coefficients change (:class:`SparseLinearInstance`).
+
+    Examples
+    --------
+    >>> ctl = sparse_linear_instance(6, 3, subset=(2, 4))
+    >>> from learner import enumerate_cube
+    >>> X = next(enumerate_cube(2, 6, batch=4096))
+    >>> bool(np.abs(ctl.layer(X)[:, 0, 0] - ctl.formula(X)).max() < 1e-9)
+    True
+    """
+    import dataclasses
+
+    base = sq_hard_instance(d, m, subset, t=t, o=o, lambdas=lambdas, rng=rng)
+    r = len(base.subset)
+    with mpmath.workdps(MP_DPS):
+        targets = [1 - mpmath.mpf(2 * h) / r for h in range(m)]
+    coeffs, cond = interpolation_coefficients(base.lambdas, targets)
+    layer = gadget_layer(np.array([lam * np.asarray(base.pattern, dtype=float) for lam in base.lambdas]), coeffs,
+                         t=base.t, o=base.o)
+    metadata = base.metadata | {
+        "family": "sq-two-token-control",
+        "coefficients": [float(c) for c in coeffs], "condition_number": cond,
+        "construction": base.metadata["construction"].replace("(−1)^h", "1 − 2h/r"),
+        "formula": "F(X)[0, o] = C x_2t + (x_1t − x_2t) (1/r) Σ_{j∈S} z_j on every Boolean input (sparse linear)",
+        "provenance": "control ours: the SQ family's heads with a sparse-linear signal (not SQ-hard)",
+    }
+    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+    inst = SparseLinearInstance(**(fields | {"coefficients": tuple(float(c) for c in coeffs), "layer": layer,
+                                             "metadata": metadata, "condition": cond}))
+    err = inst.sharpness_error
+    if not err <= FORMULA_ACCURACY:
+        raise ValueError(f"sparse_linear_instance(d={d}, m={m}): the float64 layer misses its formula by {err:.3g} "
+                         f"> FORMULA_ACCURACY = {FORMULA_ACCURACY:g}; use a smaller m.")
     return inst

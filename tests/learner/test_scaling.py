@@ -139,7 +139,7 @@ class TestSweep:
             assert rec["example_stream"] == scaling.EXAMPLE_STREAM[rec["spec"]["method"]]
             rec.pop("example_stream")  # as written before the change
             path.write_text(json.dumps(rec))
-        with caplog.at_level("INFO", logger="learner.scaling"):
+        with caplog.at_level("INFO", logger="learner.sweep"):
             _, stats = run_sweep(specs, tmp_path, backend="serial")
         assert stats == {"ran": 1, "skipped": 1}
         assert "provable-eval-m1-d6-k3-ls1-boolean-s0.json was drawn from example stream 1" in caplog.text

@@ -161,7 +161,7 @@ class TestLockFile:
     def test_stale_lock_of_a_dead_process_is_replaced(self, tmp_path, caplog):
         pid = _dead_pid()
         (tmp_path / LOCK_NAME).write_text(json.dumps({"pid": pid, "host": socket.gethostname()}))
-        with caplog.at_level(logging.WARNING, logger="learner.scaling"):
+        with caplog.at_level(logging.WARNING, logger="learner.sweep"):
             records, stats = run_sweep(_tiny(), tmp_path, backend="serial")
         assert stats["ran"] == 1 and records[0]["outcome"] == "finished"
         assert "stale lock" in caplog.text and str(pid) in caplog.text

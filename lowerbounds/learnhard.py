@@ -1,0 +1,625 @@
+"""What real learners pay on the hard instances: examples and time against d and m (study design ours).
+
+The lower bounds say that some layers need ``d^Ω(m)`` work (the paper's
+statement, for SQ algorithms and under an LWE variant). This study plants
+members of the toolkit's hard families and runs actual learners on samples of
+``F`` (k = 2 tokens, the instance's own input distribution):
+
+* ``"sq"`` — :func:`~lowerbounds.sq_hard_instance` (interpolation variant,
+  uniform Boolean inputs): the signal is the parity of a hidden ``S``,
+  ``|S| = m − 1``;
+* ``"control"`` — :func:`~lowerbounds.sparse_linear_instance`: the same heads
+  and the same hidden ``S`` (same seed), a sparse-linear signal (not SQ-hard);
+* ``"lwr"`` — :func:`~lowerbounds.lwr_hard_instance` with a random secret of
+  ``Z_q^n``, on the reduction's inputs (:func:`~lowerbounds.attention_samples`).
+
+Methods: ``"adam"`` (:func:`learner.fit_gradient`, told m), ``"provable"``
+(:func:`learner.learn`, told m; these layers break the paper's conditions, so it
+is expected to fail — its status and message are recorded), and, for LWR,
+``"exhaustive"`` (:func:`~lowerbounds.exhaustive_search` over ``q^n`` secrets).
+
+Protocol ("examples and time to learn", ours). Adam: the training set grows by
+doubling from ``start`` examples (a quarter more for validation, at least 250);
+each size is a fresh fit on fresh examples, until the learned layer's relative
+error on 8192 fresh inputs is at most ``target`` (LWR: the learned layer, read
+as an LWR label predictor, is right on every one of 2000 fresh samples), or the
+budget is spent: the next size would exceed ``max_examples``, or the time used
+plus the predicted time of the next fit (twice the last one's) would exceed
+``max_seconds``. A record has the examples of the last fit (the size that
+learned, or the largest tried), all examples drawn, wall time, optimiser
+steps, the final error and which budget ran out. The learner gets one run
+with a fixed example budget; the exhaustive search one run.
+
+Execution — run specifications with seeds, one JSON record per run, resume,
+local pool or Dask cluster, lock, Ctrl-C — is the shared sweep engine
+(:mod:`learner.sweep`), the one the run-time study of :mod:`learner.scaling` uses;
+the growth fits are its :func:`~learner.sweep.fit_growth`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from learner._validation import check_int, check_positive_float
+from learner.sweep import EXAMPLE_STREAM, fit_growth, median, run_sweep, sweep_lock, versions
+
+__all__ = [
+    "FAMILIES",
+    "METHODS",
+    "HardSpec",
+    "HardStudyResult",
+    "learn_hard_study",
+    "plan_hard_runs",
+    "run_hard",
+    "summarise_hard",
+]
+
+log = logging.getLogger(__name__)
+
+FAMILIES = ("sq", "control", "lwr")
+METHODS = ("adam", "provable", "exhaustive")
+RECORD_SCHEMA = 1
+#: Largest m of the SQ family and its control (the interpolation meets lowerbounds.sq.FORMULA_ACCURACY up to m = 7).
+MAX_M = 7
+#: Spawn-key code per family: the SQ member and its control share the code, so seed s of both has the same
+#: hidden subset and the same examples' seed.
+_FAMILY_CODE = {"sq": 0, "control": 0, "lwr": 1}
+#: Fresh inputs on which the learned layer's relative error is measured (as in learner.scaling).
+EVAL_INPUTS = 8192
+#: Fresh LWR samples on which a learned layer, read as a predictor, must make no mistake.
+LWR_TEST = 2000
+#: Adam's settings (ours): the rate that won every setting of the run-time study (0.03), two restarts, and a
+#: stop once the validation relative error is 1e-4 (a tenth of the success target).
+ADAM_OPTIONS = {"lr": 0.03, "restarts": 2, "max_iter": 1500, "patience": 200}
+STOP_RELATIVE = 1e-4
+#: The learner's budgets (ours): a fixed example budget, far below its defaults — enough to see where it stops.
+PROVABLE_OPTIONS = {"n_crude": 200_000, "crude_max_examples": 500_000, "n_refine": 200_000, "max_examples": 1_000_000,
+                    "outer_rounds": 1}
+#: LWR samples the learner is given (it draws from them as from any fixed set).
+PROVABLE_LWR_SAMPLES = 2_000_000
+DEFAULTS = {"ds": (8, 12, 16, 24), "ms": (2, 3, 4), "subsets": 5, "lwr_ns": (2, 3, 4, 5, 6, 7, 8), "q": 7,
+            "lwr_secrets": 1,
+            "start": 1000, "max_examples": 32_000, "max_seconds": 40.0, "target": 1e-3, "provable_seeds": 1}
+#: ``--quick``: a smoke test of the machinery in seconds (measures nothing).
+QUICK = {"ds": (6, 8), "ms": (2, 3), "subsets": 1, "lwr_ns": (2, 3), "start": 200, "max_examples": 800,
+         "max_seconds": 5.0, "adam": {"max_iter": 60, "restarts": 1, "patience": 60},
+         "provable": {"n_crude": 10_000, "crude_max_examples": 10_000, "n_refine": 10_000, "max_examples": 10_000,
+                      "batch": 10_000, "outer_rounds": 1}, "provable_lwr_samples": 60_000}
+
+
+@dataclass(frozen=True)
+class HardSpec:
+    """Everything that determines one run of the study (a specification for :mod:`learner.sweep`).
+
+    ``m`` is the number of heads (SQ family and control; 0 for LWR, whose m
+    depends on the secret), ``n`` and ``q`` the LWR secret's dimension and
+    modulus (0 otherwise). ``budget`` and ``options`` are sorted ``(name, value)``
+    pairs: the protocol's budgets and the method's keyword arguments.
+    """
+
+    family: str
+    method: str
+    m: int
+    d: int
+    seed_index: int
+    entropy: int
+    n: int = 0
+    q: int = 0
+    budget: tuple = ()
+    options: tuple = ()
+
+    RECORD_KIND = "hard-run"
+    RECORD_SCHEMA = RECORD_SCHEMA
+
+    @property
+    def spawn_key(self):
+        return (_FAMILY_CODE[self.family], self.m, self.d, self.n, self.q, self.seed_index)
+
+    @property
+    def run_id(self):
+        where = f"n{self.n}-q{self.q}" if self.family == "lwr" else f"m{self.m}-d{self.d}"
+        return f"{self.method}-{self.family}-{where}-s{self.seed_index}"
+
+    @property
+    def example_stream(self):
+        return EXAMPLE_STREAM.get(self.method, 1)
+
+    def to_dict(self):
+        return {"family": self.family, "method": self.method, "m": self.m, "d": self.d, "n": self.n, "q": self.q,
+                "seed_index": self.seed_index, "entropy": self.entropy, "spawn_key": list(self.spawn_key),
+                "budget": dict(self.budget), "options": dict(self.options)}
+
+    @classmethod
+    def from_dict(cls, rec):
+        return cls(rec["family"], rec["method"], rec["m"], rec["d"], rec["seed_index"], rec["entropy"], n=rec["n"],
+                   q=rec["q"], budget=tuple(sorted(rec["budget"].items())),
+                   options=tuple(sorted(rec["options"].items())))
+
+    def run(self, learn_workers=None):
+        return run_hard(self, learn_workers)
+
+    def failure_record(self, message, tb, timings, where):
+        return _head(self) | {"outcome": "error", "success": False, "status": "error", "message": message,
+                              "traceback": tb, "timings": timings, "where": where, "attempts": []}
+
+
+def _head(spec):
+    return {"schema_version": RECORD_SCHEMA, "kind": HardSpec.RECORD_KIND, "run_id": spec.run_id,
+            "spec": spec.to_dict(), "example_stream": spec.example_stream, "versions": versions()}
+
+
+def planted_member(spec):
+    """The member of a run and the seeds of its examples and its method.
+
+    ``SeedSequence(entropy, spawn_key=spec.spawn_key).spawn(3)`` seeds, in order,
+    the member (hidden subset or secret), the examples and the method.
+    """
+    from .lwr import LWRParams, lwr_hard_instance
+    from .sq import sparse_linear_instance, sq_hard_instance
+
+    member_seed, data_seed, method_seed = np.random.SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)
+    gen = np.random.default_rng(member_seed)
+    if spec.family == "sq":
+        inst = sq_hard_instance(spec.d, spec.m, rng=gen)
+    elif spec.family == "control":
+        inst = sparse_linear_instance(spec.d, spec.m, rng=gen)
+    else:
+        inst = lwr_hard_instance(LWRParams(spec.n, spec.q).draw_secret(rng=gen), spec.q)
+    return inst, data_seed, method_seed
+
+
+def run_hard(spec, learn_workers=None):
+    """Run one specification (a :class:`HardSpec` or its dict) and return its JSON-ready record.
+
+    A failure of the run itself (an exception) becomes a record with
+    ``"outcome": "error"`` and its traceback, so a sweep goes on.
+    """
+    if isinstance(spec, dict):
+        spec = HardSpec.from_dict(spec)
+    t0 = time.perf_counter()
+    where = {"host": socket.gethostname(), "pid": os.getpid()}
+    try:
+        inst, data_seed, method_seed = planted_member(spec)
+        if spec.method == "adam":
+            body = _grow_adam(spec, inst, data_seed, method_seed)
+        elif spec.method == "provable":
+            body = _provable(spec, inst, data_seed, method_seed, learn_workers)
+        else:
+            body = _exhaustive(spec, inst, data_seed)
+    except Exception as exc:  # noqa: BLE001 — recorded, the sweep goes on
+        log.warning("run %s failed: %s: %s", spec.run_id, type(exc).__name__, exc)
+        return spec.failure_record(f"{type(exc).__name__}: {exc}", traceback.format_exc(),
+                                   {"total": time.perf_counter() - t0}, where)
+    member = {"m": inst.m, "d": inst.d}
+    if spec.family == "lwr":
+        member |= {"secret": list(inst.secret), "q": inst.q}
+    else:
+        member |= {"subset": list(inst.subset)}
+    return _head(spec) | {"outcome": "finished", "member": member, "where": where} | body | {
+        "timings": {"total": time.perf_counter() - t0}}
+
+
+def _with_validation(n):
+    """Examples of a fit on ``n`` training examples: a quarter more for validation, at least 250."""
+    return n + max(n // 4, 250)
+
+
+def _y_scale(layer, k, rng):
+    """``E‖F(X)‖_F²`` on 4096 uniform Boolean inputs: turns a relative stopping rule into fit_gradient's absolute one."""
+    from learner import sample_inputs
+
+    X = sample_inputs(4096, k, layer.d, rng=rng)
+    return float(np.mean(np.sum(layer(X) ** 2, axis=(1, 2))))
+
+
+def _grow_adam(spec, inst, data_seed, method_seed):
+    from learner import LayerOracle, fit_gradient, relative_error
+
+    from .attacks import attention_attack
+
+    budget = dict(spec.budget)
+    options = dict(spec.options)
+    start, max_examples = budget["start"], budget["max_examples"]
+    max_seconds, target = budget["max_seconds"], budget["target"]
+    lwr = spec.family == "lwr"
+    data, evals, fits = data_seed.spawn(3)
+    if not lwr:
+        oracle = LayerOracle(inst.layer, 2, rng=data)
+        options.setdefault("tol", STOP_RELATIVE * _y_scale(inst.layer, 2, np.random.default_rng(evals)))
+    attempts, t0, n, budget_out, success = [], time.perf_counter(), start, None, False
+    while True:
+        n_val = _with_validation(n) - n
+        seed = fits.spawn(1)[0]
+        t_fit = time.perf_counter()
+        if lwr:
+            out = attention_attack(inst, method="gradient", n_samples=n + n_val, n_test=LWR_TEST,
+                                   gradient_options=options | {"n_train": n, "n_val": n_val}, rng=seed)
+            accuracy = out.extra["accuracy"]
+            attempt = {"examples": n + n_val, "seconds": time.perf_counter() - t_fit,
+                       "steps": out.extra["optimiser_steps"], "accuracy": accuracy,
+                       "error": None if accuracy is None else 1.0 - accuracy, "status": out.extra["learner_status"]}
+            success = bool(out.success)
+        else:
+            result = fit_gradient(oracle, m=spec.m, n_train=n, n_val=n_val, rng=seed, **options)
+            error = None
+            if result.layer is not None:
+                error = relative_error(inst.layer, result.layer, 2, n_samples=EVAL_INPUTS, rng=evals.spawn(1)[0])
+            fit = result.diagnostics.get("fit", {})
+            attempt = {"examples": n + n_val, "seconds": time.perf_counter() - t_fit,
+                       "steps": int(sum(fit.get("iterations", []))), "error": error,
+                       "val_relative_error": fit.get("val_relative_error"), "status": result.status}
+            success = error is not None and error <= target
+        attempts.append(attempt)
+        log.info("%s: %d examples, error %s, %.1f s", spec.run_id, n + n_val, attempt["error"], attempt["seconds"])
+        if success:
+            break
+        elapsed = time.perf_counter() - t0
+        if _with_validation(2 * n) > max_examples:
+            budget_out = "examples"
+            break
+        if elapsed + 2 * attempt["seconds"] > max_seconds:
+            budget_out = "time"
+            break
+        n *= 2
+    last = attempts[-1]
+    return {"success": success, "status": "learned" if success else f"budget ({budget_out})",
+            "message": (f"learned with {last['examples']:,} examples (error {last['error']:.3g} <= {target:g})"
+                        if success else f"not learned within the {budget_out} budget: last fit on "
+                        f"{last['examples']:,} examples, error {last['error']}"),
+            "examples": last["examples"], "examples_drawn": int(sum(a["examples"] for a in attempts)),
+            "seconds": time.perf_counter() - t0, "steps": int(sum(a["steps"] for a in attempts)),
+            "final_error": last["error"], "budget_out": budget_out, "attempts": attempts}
+
+
+def _provable(spec, inst, data_seed, method_seed, learn_workers):
+    from learner import LayerOracle, LearnConfig, learn
+
+    from .attacks import attention_attack
+
+    options = dict(spec.options)
+    t0 = time.perf_counter()
+    if spec.family == "lwr":
+        budget = options.pop("lwr_samples", PROVABLE_LWR_SAMPLES)
+        out = attention_attack(inst, method="provable", n_samples=budget, n_test=LWR_TEST,
+                               config=LearnConfig(**options), rng=method_seed)
+        status, message, success = out.extra["learner_status"], out.extra["learner_message"], bool(out.success)
+        drawn, error = out.samples, None if out.extra["accuracy"] is None else 1.0 - out.extra["accuracy"]
+    else:
+        result = learn(LayerOracle(inst.layer, 2, rng=data_seed), m=spec.m, config=LearnConfig(**options),
+                       truth=inst.layer, rng=method_seed, progress=False, workers=learn_workers)
+        status, message, drawn = result.status, result.message, result.examples_drawn
+        error = result.errors.get("relative_error")
+        success = bool(result.success)
+    return {"success": success, "status": status, "message": message, "examples": int(drawn),
+            "examples_drawn": int(drawn), "seconds": time.perf_counter() - t0, "steps": None, "final_error": error,
+            "budget_out": None, "attempts": []}
+
+
+def _exhaustive(spec, inst, data_seed):
+    from .attacks import _samples_for, exhaustive_search
+    from .lwr import sample_lwr
+
+    draw = sample_lwr(inst.params, _samples_for(spec.n, spec.q), secret=inst.secret, rng=data_seed)
+    out = exhaustive_search(draw.public)
+    ok = bool(out.success and out.recovered(inst.secret))
+    return {"success": ok, "status": "recovered" if ok else "not recovered", "message": out.message,
+            "examples": int(out.samples), "examples_drawn": int(out.samples), "seconds": out.seconds, "steps": None,
+            "final_error": None, "budget_out": None, "secrets_tried": float(out.cost), "attempts": []}
+
+
+# --------------------------------------------------------------------------- planning and checks
+
+
+def _check_list(name, values, check):
+    values = list(values)
+    if not values:
+        raise ValueError(f"`{name}` must not be empty.")
+    out = [check(v) for v in values]
+    if len(set(out)) != len(out):
+        raise ValueError(f"`{name}` must not repeat values; got {name}={values}.")
+    return out
+
+
+def check_study(*, ds, ms, subsets, lwr_ns, q, families, methods, start, max_examples, max_seconds, target,
+                provable_seeds, lwr_secrets=1):
+    """Validate every parameter of the study before anything runs; errors name the parameter and the value."""
+    from .attacks import MAX_SECRETS
+
+    families = _check_list("families", families, str)
+    for f in families:
+        if f not in FAMILIES:
+            raise ValueError(f"`families` entries must be in {FAMILIES}; got {f!r}.")
+    methods = _check_list("methods", methods, str)
+    for mt in methods:
+        if mt not in METHODS:
+            raise ValueError(f"`methods` entries must be in {METHODS}; got {mt!r}.")
+    if methods == ["exhaustive"] and families != ["lwr"]:
+        raise ValueError("method 'exhaustive' applies to the lwr family only; add 'adam' or 'provable', or "
+                         "families=['lwr'].")
+    out = {"families": families, "methods": methods}
+    if {"sq", "control"} & set(families):
+        ds = _check_list("ds", ds, lambda v: check_int("ds", v, minimum=3))
+        ms = _check_list("ms", ms, lambda v: check_int("ms", v, minimum=2))
+        for m in ms:
+            if m > MAX_M:
+                raise ValueError(f"`ms` entries must be at most {MAX_M} (the interpolation's float64 accuracy); "
+                                 f"got m={m}.")
+            for d in ds:
+                if d < m:
+                    raise ValueError(f"d={d} is too small for m={m}: the hidden subset needs m − 1 = {m - 1} "
+                                     f"coordinates besides the reader, so d >= m.")
+        out |= {"ds": sorted(ds), "ms": sorted(ms), "subsets": check_int("subsets", subsets, minimum=1)}
+    if "lwr" in families:
+        lwr_ns = _check_list("lwr_ns", lwr_ns, lambda v: check_int("lwr_ns", v, minimum=1))
+        q = check_int("q", q, minimum=3)
+        if "exhaustive" in methods:
+            too_big = [n for n in lwr_ns if q**n > MAX_SECRETS]
+            if too_big:
+                raise ValueError(f"the exhaustive search refuses q^n > {MAX_SECRETS:.3g} secrets; got n={too_big} at "
+                                 f"q={q}. Drop those n or the method.")
+        out |= {"lwr_ns": sorted(lwr_ns), "q": q, "lwr_secrets": check_int("lwr_secrets", lwr_secrets, minimum=1)}
+    start = check_int("start", start, minimum=1)
+    max_examples = check_int("max_examples", max_examples, minimum=1)
+    if max_examples < _with_validation(start):
+        raise ValueError(f"`max_examples` must allow the first fit (start={start} plus validation: "
+                         f"{_with_validation(start)}); got max_examples={max_examples}.")
+    max_seconds = check_positive_float("max_seconds", max_seconds)
+    target = check_positive_float("target", target)
+    if target >= 1:
+        raise ValueError(f"`target` must be below 1 (a relative error); got target={target}.")
+    out |= {"budget": {"start": start, "max_examples": max_examples, "max_seconds": max_seconds, "target": target},
+            "provable_seeds": check_int("provable_seeds", provable_seeds, minimum=1)}
+    return out
+
+
+def plan_hard_runs(checked, *, entropy, adam_options=None, provable_options=None, provable_lwr_samples=None):
+    """Specifications for a checked study (:func:`check_study`), seed-major so that a stopped sweep has every cell."""
+    budget = tuple(sorted(checked["budget"].items()))
+    opts = {"adam": tuple(sorted((ADAM_OPTIONS | (adam_options or {})).items())),
+            "provable": tuple(sorted((PROVABLE_OPTIONS | (provable_options or {})).items())),
+            "exhaustive": ()}
+    lwr_provable = dict(opts["provable"]) | {"lwr_samples": provable_lwr_samples or PROVABLE_LWR_SAMPLES}
+    specs = []
+    for method in checked["methods"]:
+        for family in checked["families"]:
+            if family == "lwr":
+                seeds = checked["lwr_secrets"] if method != "provable" else min(checked["provable_seeds"],
+                                                                                 checked["lwr_secrets"])
+                o = tuple(sorted(lwr_provable.items())) if method == "provable" else opts[method]
+                specs += [HardSpec("lwr", method, 0, n + 2, s, entropy, n=n, q=checked["q"],
+                                   budget=budget if method == "adam" else (), options=o)
+                          for n in checked["lwr_ns"] for s in range(seeds)]
+            elif method != "exhaustive":
+                seeds = checked["subsets"] if method == "adam" else min(checked["provable_seeds"], checked["subsets"])
+                specs += [HardSpec(family, method, m, d, s, entropy, budget=budget if method == "adam" else (),
+                                   options=opts[method])
+                          for m in checked["ms"] for d in checked["ds"] for s in range(seeds)]
+    order = {f: i for i, f in enumerate(FAMILIES)}
+    specs.sort(key=lambda s: (s.seed_index, order[s.family], s.m, s.d, s.n, METHODS.index(s.method)))
+    return specs
+
+
+# --------------------------------------------------------------------------- summary, table, figure
+
+
+def summarise_hard(records):
+    """Rows per cell and method, fitted growth in d per (family, m), and the LWR rows (JSON-ready).
+
+    Medians are over the finished runs of a cell, successful or not (what a
+    user pays); a run stopped by its budget enters with the examples and time
+    it used, so a cell with ``budget_out`` > 0 gives lower bounds, and so does a
+    fit through it (``censored`` says so).
+    """
+    groups = {}
+    for rec in records:
+        sp = rec["spec"]
+        key = (sp["family"], sp["method"], sp["m"], sp["d"], sp["n"], sp["q"])
+        groups.setdefault(key, []).append(rec)
+    rows = []
+    for (family, method, m, d, n, q), recs in sorted(groups.items(), key=lambda kv: (
+            FAMILIES.index(kv[0][0]), METHODS.index(kv[0][1]), kv[0][2], kv[0][3], kv[0][4])):
+        fin = [r for r in recs if r["outcome"] == "finished"]
+        row = {"family": family, "method": method, "m": m if family != "lwr" else median(
+                   [r["member"]["m"] for r in fin]), "d": d, "n": n, "q": q, "runs": len(recs),
+               "errors_raised": len(recs) - len(fin), "successes": sum(bool(r["success"]) for r in fin),
+               "budget_out": sum(r.get("budget_out") is not None for r in fin),
+               "median_examples": median([r["examples"] for r in fin]),
+               "median_examples_drawn": median([r["examples_drawn"] for r in fin]),
+               "median_seconds": median([r["seconds"] for r in fin]),
+               "median_steps": median([r["steps"] for r in fin]),
+               "median_final_error": median([r["final_error"] for r in fin]),
+               "statuses": {st: sum(r["status"] == st for r in recs) for st in sorted({r["status"] for r in recs})}}
+        if method == "provable" and fin:
+            row["message"] = fin[0]["message"]
+        if family == "lwr":
+            row["secrets_q_n"] = float(q) ** n
+        rows.append(row)
+    growth = {}
+    for family in ("sq", "control"):
+        for m in sorted({r["m"] for r in rows if r["family"] == family and r["method"] == "adam"}):
+            mine = [r for r in rows if (r["family"], r["method"], r["m"]) == (family, "adam", m)
+                    and r["median_seconds"] is not None]
+            ds = [r["d"] for r in mine]
+            learned = [r for r in mine if 2 * r["successes"] > r["runs"]]  # cells whose median run learned
+            growth[f"{family}, m={m}"] = {
+                "family": family, "m": m, "ds": ds, "sq_prediction": m - 1,
+                "examples_slope": fit_growth(ds, [r["median_examples"] for r in mine])["power"],
+                "seconds_slope": fit_growth(ds, [r["median_seconds"] for r in mine])["power"],
+                "ds_learned": [r["d"] for r in learned],
+                "examples_slope_learned": fit_growth([r["d"] for r in learned],
+                                                     [r["median_examples"] for r in learned])["power"],
+                "seconds_slope_learned": fit_growth([r["d"] for r in learned],
+                                                    [r["median_seconds"] for r in learned])["power"],
+                "censored": any(r["budget_out"] for r in mine),
+                "all_learned": all(r["successes"] == r["runs"] for r in mine)}
+    lwr = {}
+    for r in rows:
+        if r["family"] == "lwr":
+            lwr.setdefault(r["n"], {"n": r["n"], "q": r["q"], "secrets_q_n": r["secrets_q_n"]})[r["method"]] = {
+                k: r[k] for k in ("m", "runs", "successes", "budget_out", "median_examples", "median_seconds",
+                                  "median_steps", "median_final_error", "statuses")}
+    return {"rows": rows, "growth": growth, "lwr": [lwr[n] for n in sorted(lwr)],
+            "note": "study design, protocol, control and fits ours; the paper states the d^Ω(m) SQ lower bound "
+                    "and LWE-based hardness, and reports no experiments"}
+
+
+def _fmt(x, spec=".3g"):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return format(x, spec)
+
+
+@dataclass(frozen=True)
+class HardStudyResult:
+    """What :func:`learn_hard_study` measured; ``summary`` is also in ``out/summary.json``."""
+
+    records: list = field(repr=False)
+    summary: dict
+    stats: dict
+    files: dict
+
+    def table(self):
+        """The summary as Markdown: SQ family and control, the growth fits, the LWR rows."""
+        s = self.summary
+        lines = [("| family | method | m | d | runs | learned | budget out | median examples | median s "
+                 "| median steps | median final error | statuses |"), "|" + "---|" * 12]
+        for r in s["rows"]:
+            if r["family"] == "lwr":
+                continue
+            lines.append(f"| {r['family']} | {r['method']} | {r['m']} | {r['d']} | {r['runs']} | {r['successes']} "
+                         f"| {r['budget_out']} | {_fmt(r['median_examples'], ',.0f')} | {_fmt(r['median_seconds'], '.1f')} "
+                         f"| {_fmt(r['median_steps'], ',.0f')} | {_fmt(r['median_final_error'])} "
+                         f"| {', '.join(f'{k}: {v}' for k, v in r['statuses'].items())} |")
+        lines += ["", ("Fitted growth in d: slopes on log-log axes of the cell medians, over every d and over the d "
+                       "whose median run learned (SQ prediction m − 1 for the hard family). Censored = some run "
+                       "stopped by its budget: its cell median is a lower bound, and so is a slope through it."), "",
+                  ("| family | m | examples slope (all d) | time slope (all d) | d where most learned "
+                   "| examples slope there | time slope there | SQ prediction | censored |"),
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for g in s["growth"].values():
+            lines.append(f"| {g['family']} | {g['m']} | {_fmt(g['examples_slope'], '.2f')} "
+                         f"| {_fmt(g['seconds_slope'], '.2f')} | {', '.join(map(str, g['ds_learned'])) or 'none'} "
+                         f"| {_fmt(g['examples_slope_learned'], '.2f')} | {_fmt(g['seconds_slope_learned'], '.2f')} "
+                         f"| {g['sq_prediction'] if g['family'] == 'sq' else '—'} | {'yes' if g['censored'] else 'no'} |")
+        if s["lwr"]:
+            lines += ["", ("| n | q^n secrets | m (median) | Adam learned | Adam examples | Adam s | Adam steps "
+                      "| exhaustive s | exhaustive recovered | learner status |"), "|" + "---|" * 10]
+            for row in s["lwr"]:
+                a, e, p = row.get("adam", {}), row.get("exhaustive", {}), row.get("provable", {})
+                m = next((x["m"] for x in (a, e, p) if x), None)
+                frac_a = f"{a['successes']}/{a['runs']}" if a else "—"
+                frac_e = f"{e['successes']}/{e['runs']}" if e else "—"
+                lines.append(
+                    f"| {row['n']} | {row['secrets_q_n']:,.0f} | {_fmt(m, '.0f')} | {frac_a} "
+                    f"| {_fmt(a.get('median_examples'), ',.0f')} | {_fmt(a.get('median_seconds'), '.1f')} "
+                    f"| {_fmt(a.get('median_steps'), ',.0f')} | {_fmt(e.get('median_seconds'), '.3f')} | {frac_e} "
+                    f"| {', '.join(p.get('statuses', {})) or '—'} |")
+        return "\n".join(lines)
+
+
+def plot_hard(summary, path):
+    """Examples against d (log-log) per m, hard family and control; LWR: Adam's time and the exhaustive search's."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from learner.io import _atomic_write
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    ax = axes[0]
+    colours = {}
+    for r_family, style in (("sq", "-"), ("control", "--")):
+        for g in summary["growth"].values():
+            if g["family"] != r_family:
+                continue
+            rows = [r for r in summary["rows"] if (r["family"], r["method"], r["m"]) == (r_family, "adam", g["m"])]
+            xs = [r["d"] for r in rows]
+            ys = [r["median_examples"] for r in rows]
+            colour = colours.setdefault(g["m"], f"C{len(colours)}")
+            ax.loglog(xs, ys, style, color=colour, marker="o", label=f"{r_family}, m={g['m']}")
+            for r in rows:
+                if r["budget_out"]:
+                    ax.plot([r["d"]], [r["median_examples"]], marker="o", mfc="white", color=colour, ms=9)
+    ax.set_xlabel("d")
+    ax.set_ylabel("median examples of the fit that learned (Adam)")
+    ax.set_title("SQ family (solid) and sparse-linear control (dashed);\nhollow: some run stopped by the budget",
+                 fontsize=9)
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    rows = summary["lwr"]
+    if rows:
+        ns = [r["n"] for r in rows]
+        for method, label in (("adam", "Adam (grow to a perfect predictor)"), ("exhaustive", "exhaustive search")):
+            ys = [r.get(method, {}).get("median_seconds") for r in rows]
+            pts = [(n, y) for n, y in zip(ns, ys) if y]
+            if pts:
+                ax.semilogy(*zip(*pts), marker="o", label=label)
+        ax.set_xlabel(f"n (secret dimension), q = {rows[0]['q']}")
+        ax.set_ylabel("seconds")
+        ax.legend(fontsize=8)
+        ax.set_title("LWE-style family", fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    _atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=110))
+    plt.close(fig)
+    return path
+
+
+# --------------------------------------------------------------------------- the study
+
+
+def learn_hard_study(out, *, ds=DEFAULTS["ds"], ms=DEFAULTS["ms"], subsets=DEFAULTS["subsets"],
+                     lwr_ns=DEFAULTS["lwr_ns"], q=DEFAULTS["q"], lwr_secrets=DEFAULTS["lwr_secrets"],
+                     families=FAMILIES, methods=METHODS, start=DEFAULTS["start"],
+                     max_examples=DEFAULTS["max_examples"], max_seconds=DEFAULTS["max_seconds"],
+                     target=DEFAULTS["target"], provable_seeds=DEFAULTS["provable_seeds"], adam_options=None,
+                     provable_options=None, provable_lwr_samples=None, seed=0, backend="local", workers=None,
+                     scheduler=None, progress=False, plot=True):
+    """Run the study, write ``out/runs/*.json``, ``summary.json``, ``summary.md`` and ``learn_hard.png``.
+
+    Every parameter is checked before anything runs (:func:`check_study`).
+    ``subsets`` hidden subsets per SQ cell (the control uses the same ones),
+    ``lwr_secrets`` secrets per n; the learner runs on the first
+    ``provable_seeds`` of them. ``backend``, ``workers``, ``scheduler`` and
+    ``progress`` are :func:`learner.sweep.run_sweep`'s. Returns :class:`HardStudyResult`.
+    """
+    checked = check_study(ds=ds, ms=ms, subsets=subsets, lwr_ns=lwr_ns, q=q, families=families, methods=methods,
+                          start=start, max_examples=max_examples, max_seconds=max_seconds, target=target,
+                          provable_seeds=provable_seeds, lwr_secrets=lwr_secrets)
+    entropy = check_int("seed", seed, minimum=0)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"`out` must be a directory; got out={str(out)!r}, which is a file.")
+    specs = plan_hard_runs(checked, entropy=entropy, adam_options=adam_options, provable_options=provable_options,
+                           provable_lwr_samples=provable_lwr_samples)
+    with sweep_lock(out):
+        log.info("learn-hard: %d runs", len(specs))
+        records, stats = run_sweep(specs, out, backend=backend, workers=workers, scheduler=scheduler,
+                                   progress=progress)
+        summary = summarise_hard(records) | {"parameters": checked | {"seed": entropy,
+                                             "adam_options": ADAM_OPTIONS | (adam_options or {}),
+                                             "provable_options": PROVABLE_OPTIONS | (provable_options or {})},
+                                             "versions": versions()}
+        from learner.io import _atomic_write, write_json
+
+        files = {"summary_json": str(write_json(out / "summary.json", summary))}
+        result = HardStudyResult(records, summary, stats, files)
+        table = result.table().encode("utf-8") + b"\n"
+        _atomic_write(out / "summary.md", lambda fh: fh.write(table))
+        files["summary_md"] = str(out / "summary.md")
+        if plot:
+            try:
+                files["plot"] = str(plot_hard(summary, out / "learn_hard.png"))
+            except ImportError:
+                log.warning("matplotlib is not installed (the `plot` extra): no learn_hard.png")
+        return result

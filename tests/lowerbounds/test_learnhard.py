@@ -1,0 +1,174 @@
+"""The learn-hard study: learners on the hard families (lowerbounds.learnhard)."""
+
+import json
+
+import mpmath
+import numpy as np
+import pytest
+
+from learner import enumerate_cube
+from learner.sweep import comparable
+from lowerbounds import learnhard
+from lowerbounds.cli import main
+from lowerbounds.learnhard import (
+    HardSpec,
+    check_study,
+    learn_hard_study,
+    plan_hard_runs,
+    planted_member,
+    run_hard,
+    summarise_hard,
+)
+from lowerbounds.sq import sparse_linear_instance, sq_hard_instance
+
+TINY_ADAM = {"max_iter": 60, "restarts": 1, "patience": 60}
+
+
+def _spec(family="sq", method="adam", m=2, d=6, seed=0, **budget):
+    b = {"start": 200, "max_examples": 2000, "max_seconds": 30.0, "target": 1e-3} | budget
+    opts = learnhard.ADAM_OPTIONS | TINY_ADAM if method == "adam" else {}
+    return HardSpec(family, method, m, d, seed, 7, budget=tuple(sorted(b.items())) if method == "adam" else (),
+                    options=tuple(sorted(opts.items())))
+
+
+class TestControl:
+    def test_formula_holds_on_every_input(self):
+        ctl = sparse_linear_instance(6, 4, subset=(1, 3, 5))
+        X = next(enumerate_cube(2, 6, batch=4096))
+        z = X[:, 0] * X[:, 1]
+        signal = (X[:, 0, 0] - X[:, 1, 0]) * z[:, [1, 3, 5]].sum(axis=1) / 3
+        np.testing.assert_allclose(ctl.layer(X)[:, 0, 0], 2 * X[:, 1, 0] + signal, atol=1e-12)
+        assert ctl.sharpness_error < 1e-12
+
+    def test_weight_on_degree_one_where_the_parity_has_none(self):
+        ctl, hard = sparse_linear_instance(10, 4, rng=3), sq_hard_instance(10, 4, rng=3)
+        assert ctl.subset == hard.subset  # the same hidden subset from the same seed
+        A_ctl, A_hard = ctl.fourier_by_degree[0], hard.fourier_by_degree[0]
+        assert abs(A_ctl[1] - mpmath.mpf(1) / 3) < 1e-12 and all(abs(a) < 1e-12 for a in A_ctl[2:])
+        # Negative control: the parity member has nothing below degree r = 3.
+        assert all(abs(a) < 1e-12 for a in A_hard[:3]) and abs(A_hard[3] - 1) < 1e-12
+
+    def test_m2_control_is_the_parity_member(self):
+        np.testing.assert_allclose(sparse_linear_instance(8, 2, rng=1).layer.ws, sq_hard_instance(8, 2, rng=1).layer.ws,
+                                   atol=1e-12)
+
+
+class TestProtocol:
+    def test_sizes_double_until_the_example_budget(self):
+        # 60 Adam steps cannot fit a parity of two coordinates: every size is tried.
+        rec = run_hard(_spec(m=3, d=8, max_examples=1100))  # fits of 450, 650, 1050 examples; the next: 1850
+        assert [a["examples"] for a in rec["attempts"]] == [450, 650, 1050]
+        assert not rec["success"] and rec["budget_out"] == "examples" and rec["examples"] == 1050
+        assert all(a["error"] > 1e-3 for a in rec["attempts"])
+        assert rec["examples_drawn"] == sum(a["examples"] for a in rec["attempts"])
+        assert rec["steps"] == sum(a["steps"] for a in rec["attempts"]) > 0
+
+    def test_time_budget_stops_the_growth(self):
+        rec = run_hard(_spec(family="sq", m=3, d=8, max_examples=10**6, max_seconds=1e-3))
+        assert len(rec["attempts"]) == 1 and rec["budget_out"] == "time" and not rec["success"]
+        assert rec["status"] == "budget (time)" and "time budget" in rec["message"]
+
+    def test_success_is_the_relative_error_on_fresh_inputs(self):
+        """m = 2, d = 6 is learned from a few hundred examples; the stop is the first size that reaches the target."""
+        spec = HardSpec("control", "adam", 2, 6, 0, 7, budget=tuple(sorted(
+            {"start": 200, "max_examples": 5000, "max_seconds": 60.0, "target": 1e-3}.items())),
+            options=tuple(sorted(learnhard.ADAM_OPTIONS.items())))
+        rec = run_hard(spec)
+        assert rec["success"] and rec["final_error"] <= 1e-3 and rec["budget_out"] is None
+        assert all(a["error"] > 1e-3 for a in rec["attempts"][:-1])
+
+    def test_a_run_is_a_function_of_its_specification(self):
+        a, b = run_hard(_spec()), run_hard(HardSpec.from_dict(_spec().to_dict()))
+        assert comparable(a) == comparable(b)
+        # sq and control of one seed share the member's subset and the examples' seed.
+        assert planted_member(_spec("sq", m=3, d=8))[0].subset == planted_member(_spec("control", m=3, d=8))[0].subset
+
+    def test_learner_and_exhaustive_records(self):
+        prov = run_hard(HardSpec("sq", "provable", 2, 8, 0, 7, options=tuple(sorted(
+            (learnhard.PROVABLE_OPTIONS | learnhard.QUICK["provable"]).items()))))
+        assert prov["outcome"] == "finished" and not prov["success"] and prov["message"]
+        ex = run_hard(HardSpec("lwr", "exhaustive", 0, 5, 0, 7, n=3, q=7))
+        assert ex["success"] and ex["secrets_tried"] == 343 and ex["member"]["secret"]
+
+    def test_a_raising_run_is_recorded(self, monkeypatch):
+        import lowerbounds.sq
+
+        def broken(*a, **k):
+            raise RuntimeError("injected")
+
+        monkeypatch.setattr(lowerbounds.sq, "sq_hard_instance", broken)
+        rec = run_hard(_spec())
+        assert rec["outcome"] == "error" and "injected" in rec["message"] and "Traceback" in rec["traceback"]
+
+
+def _record(family, m, d, examples, seconds, budget_out=None, success=True):
+    return {"spec": {"family": family, "method": "adam", "m": m, "d": d, "n": 0, "q": 0}, "outcome": "finished",
+            "success": success, "examples": examples, "examples_drawn": examples, "seconds": seconds, "steps": 10,
+            "final_error": 1e-4, "budget_out": budget_out, "status": "learned", "message": ""}
+
+
+class TestSummary:
+    def test_slopes_are_recovered(self):
+        recs = [_record("sq", 3, d, 5.0 * d**2, 0.1 * d**3) for d in (8, 12, 16, 24)]
+        recs += [_record("control", 3, d, 1000.0, 2.0) for d in (8, 12, 16, 24)]  # flat: the negative control
+        g = summarise_hard(recs)["growth"]
+        assert g["sq, m=3"]["examples_slope"] == pytest.approx(2.0)
+        assert g["sq, m=3"]["seconds_slope"] == pytest.approx(3.0)
+        assert g["control, m=3"]["examples_slope"] == pytest.approx(0.0, abs=1e-9)
+        assert g["sq, m=3"]["sq_prediction"] == 2 and not g["sq, m=3"]["censored"]
+        assert g["sq, m=3"]["examples_slope_learned"] == pytest.approx(2.0)  # every cell learned: the same fit
+
+    def test_budget_out_marks_the_fit_censored(self):
+        recs = [_record("sq", 4, d, 1000.0 * d, 40.0, budget_out="time" if d > 8 else None, success=d == 8)
+                for d in (8, 12)]
+        g = summarise_hard(recs)["growth"]["sq, m=4"]
+        assert g["censored"] and not g["all_learned"]
+        assert g["ds_learned"] == [8] and np.isnan(g["examples_slope_learned"])  # one learned cell: no fit
+
+
+class TestStudy:
+    def test_quick_cli_end_to_end_and_resume(self, tmp_path, capsys):
+        out = tmp_path / "study"
+        assert main(["learn-hard", "--quick", "--out", str(out), "--no-progress", "--workers", "2"]) == 0
+        text = capsys.readouterr().out
+        runs = sorted((out / "runs").glob("*.json"))
+        checked = check_study(**{k: learnhard.QUICK[k] for k in ("ds", "ms", "subsets", "lwr_ns", "start",
+                                                                  "max_examples", "max_seconds")},
+                              q=7, families=learnhard.FAMILIES, methods=learnhard.METHODS, target=1e-3,
+                              provable_seeds=1)
+        assert len(runs) == len(plan_hard_runs(checked, entropy=0)) == 22
+        for name in ("summary.json", "summary.md", "learn_hard.png"):
+            assert (out / name).exists()
+        summary = json.loads((out / "summary.json").read_text())
+        assert {r["family"] for r in summary["rows"]} == {"sq", "control", "lwr"}
+        assert "Fitted growth in d" in text and "| 2 | 49 |" in text
+        assert main(["learn-hard", "--quick", "--out", str(out), "--no-progress", "--serial"]) == 0
+        assert "runs: 0 run now, 22 kept from earlier" in capsys.readouterr().out
+
+    @pytest.mark.parametrize("kw, match", [
+        ({"ds": [3], "ms": [4]}, r"d=3 is too small for m=4: the hidden subset needs m − 1 = 3 coordinates"),
+        ({"families": ["sq", "dense"]}, r"`families` entries must be in \('sq', 'control', 'lwr'\); got 'dense'"),
+        ({"methods": ["sgd"]}, r"`methods` entries must be in \('adam', 'provable', 'exhaustive'\); got 'sgd'"),
+        ({"max_examples": 0}, r"`max_examples` must be at least 1; got max_examples=0"),
+        ({"max_examples": 1000}, r"`max_examples` must allow the first fit \(start=1000 plus validation: 1250\)"),
+        ({"max_seconds": 0}, r"`max_seconds`"),
+        ({"max_seconds": -5.0}, r"`max_seconds`"),
+        ({"start": 0}, r"`start` must be at least 1; got start=0"),
+        ({"target": 0}, r"`target`"),
+        ({"target": 2.0}, r"`target` must be below 1"),
+        ({"subsets": 0}, r"`subsets` must be at least 1; got subsets=0"),
+        ({"ms": [9]}, r"`ms` entries must be at most 7"),
+        ({"q": 2}, r"`q` must be at least 3; got q=2"),
+        ({"lwr_ns": [12]}, r"the exhaustive search refuses q\^n"),
+        ({"ds": []}, r"`ds` must not be empty"),
+    ])
+    def test_bad_parameters_refused_before_anything_runs(self, tmp_path, kw, match):
+        out = tmp_path / "never"
+        with pytest.raises((TypeError, ValueError), match=match):
+            learn_hard_study(out, **kw)
+        assert not out.exists()
+
+    def test_cli_bad_parameter_exit_2(self, tmp_path, capsys):
+        assert main(["learn-hard", "--out", str(tmp_path / "x"), "--d", "3", "--m", "4"]) == 2
+        assert "d=3 is too small for m=4" in capsys.readouterr().err
+        assert not (tmp_path / "x").exists()
