@@ -57,9 +57,14 @@ def _square(x, delay=0.0):
     return x * x
 
 
-def _no_children():
-    # A finished pool's processes are joined; anything still alive here would outlive the run.
-    return [p for p in multiprocessing.active_children() if p.is_alive()]
+def _no_children(before=()):
+    """Child processes started since ``before`` (pids) that are still alive: a finished or killed pool's
+    processes are reaped, so anything listed would outlive the run. Children of earlier tests are not ours."""
+    return [p for p in multiprocessing.active_children() if p.is_alive() and p.pid not in before]
+
+
+def _children():
+    return {p.pid for p in multiprocessing.active_children()}
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +74,7 @@ def serial_result():
 
 class TestIdenticalResults:
     def test_two_local_workers_give_the_serial_result(self, serial_result):
+        before = _children()
         parallel = _learn(workers=2)
         _assert_same(serial_result, parallel)
         assert parallel.execution["backend"] == "local" and parallel.execution["workers"] == 2
@@ -80,7 +86,7 @@ class TestIdenticalResults:
         merged = sum(p["examples"] for p in phases.values()) + CONFIG.n_refine + 2 * CONFIG.n_search
         assert merged == parallel.examples_drawn
         assert serial_result.execution["phases"]["2_crude_sculpt"]["examples_ahead"] == 0
-        assert _no_children() == []
+        assert _no_children(before) == []
 
     def test_the_comparison_sees_a_different_stream(self):
         """Negative control: batches of another size are another stream of examples, and the check notices."""
@@ -233,6 +239,7 @@ class TestShutdown:
                     yield batch
 
         truth = _truth()
+        before = _children()
         with pytest.raises(LearnInterrupted) as info:
             learn(StopInPhase4(truth, 2, rng=3), m=2, config=SHORT, truth=truth, progress=False, workers=2)
         result = info.value.result
@@ -242,7 +249,7 @@ class TestShutdown:
         assert set(result.diagnostics) >= {"0_setting", "1_crude_sum", "2_crude_sculpt", "3_refine_sum"}
         assert "4_refined_sculpt" not in result.diagnostics
         assert result.execution["backend"] == "local"
-        assert _no_children() == []
+        assert _no_children(before) == []
 
     def test_ctrl_c_on_the_cli_ends_the_workers(self, tmp_path):
         """A real `learner learn --workers 2`, interrupted by SIGINT to its process group once its pool exists."""
