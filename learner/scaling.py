@@ -11,7 +11,9 @@ measured runs, 1 for the learning-rate tuning runs), split by ``spawn(3)`` into
 the planted layer's seed, the example stream's seed and the method's seed. A
 run's randomness is therefore a function of its specification alone — not of
 the order in which runs start, the backend or the worker — and both methods
-see the same planted layer and the same stream of examples.
+see the same planted layer and an oracle with the same seed (the learner's
+phases 1–4 draw its per-batch streams, Adam its sequential stream: the same
+distribution, not the same examples).
 
 Execution — backends (this process, a local pool, a Dask cluster), one JSON record
 per run, resume, the lock on ``OUT`` and Ctrl-C — is the shared sweep engine,
@@ -166,7 +168,7 @@ def planted_instance(spec):
     ``SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)`` seeds, in
     order, :func:`~learner.instances.random_layer` (default logit scale 3), the
     :class:`~learner.oracle.LayerOracle` and the method. The method is not part
-    of the key, so every method of a sweep meets the same layer and examples.
+    of the key, so every method of a sweep meets the same layer and oracle seed.
     """
     from .instances import random_layer
     from .oracle import LayerOracle
@@ -412,7 +414,7 @@ def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT
     logit_scale : float
         Frobenius norm of each planted ``Θ_i`` (:func:`~learner.random_layer`); default 1.
     seeds : int
-        Planted layers per ``m``; run ``s`` of every method uses the same layer and examples.
+        Planted layers per ``m``; run ``s`` of every method uses the same layer and oracle seed.
     methods : sequence of {"provable", "adam"}
     distribution : {"boolean", "gaussian"}
     adam_lrs : sequence of float
