@@ -325,7 +325,8 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
                           net_points=cfg.net_points, net_points_3d=cfg.net_points_3d, n_search=cfg.n_search,
                           keep_tuples=cfg.keep_tuples, examples_per_param=cfg.refine_examples_per_param,
                           max_nfev=cfg.max_nfev, search=cfg.search, max_tuples=cfg.max_tuples,
-                          search_memory=cfg.search_memory, swap_starts=cfg.swap_starts, seed=cfg.search_seed,
+                          search_memory=cfg.search_memory, swap_starts=cfg.swap_starts, vp_starts=cfg.vp_starts,
+                          seed=cfg.search_seed, refine=cfg.refine,
                           truth=truth)
         log.info("phase 6: %s search, held-out relative error %.3g", p6.search, p6.heldout_error)
         phases["6_search"], diag["6_search"], timings["6_search"] = p6, p6.summary(), p6.seconds

@@ -38,15 +38,19 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.optimize import least_squares
 
 from ..layer import AttentionLayer, attention_patterns
 from ..metrics import match_heads, relative_error
 
-__all__ = ["SEARCHES", "SearchResult", "layer_jacobian", "search_heads"]
+__all__ = ["REFINEMENTS", "SEARCHES", "SearchResult", "layer_jacobian", "search_heads"]
 
 #: The tuple searches of :func:`search_heads`.
-SEARCHES = ("auto", "exhaustive", "swap")
+SEARCHES = ("auto", "exhaustive", "swap", "vp")
+#: The joint refinements of :func:`search_heads`: variable projection (Levenberg–Marquardt on the
+#: Θ's, W's eliminated) or the earlier trust-region refinement of all parameters.
+REFINEMENTS = ("vp", "trf")
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,134 @@ def _refine(thetas, ws, X, Y, max_nfev):
     return t.copy(), w.copy(), int(sol.nfev)
 
 
+def _vp_solve(thetas, X, Y):
+    """Variable projection at fixed ``Θ``'s: the optimal ``W``'s, the residual and the pieces of its Jacobian.
+
+    The design ``D = [P_1X, …, P_mX]`` (rows ``(n, a)``, columns ``(i, c)``) is shared by the ``d``
+    output columns, so one thin QR gives every column's least-squares ``W`` and the projector
+    ``I − QQᵀ`` onto the residual space. Returns ``(ws, residual, Q, patterns)``; ``residual`` is
+    ``DW − Y`` with shape (n·k, d).
+    """
+    n, k, d = X.shape
+    m = len(thetas)
+    patterns = attention_patterns(thetas, X)  # (n, m, k, k)
+    D = np.einsum("nmab,nbc->namc", patterns, X).reshape(n * k, m * d)
+    Yf = Y.reshape(n * k, d)
+    Q, R = np.linalg.qr(D)
+    diag = np.abs(np.diagonal(R))
+    if diag.min() > 1e-10 * diag.max():
+        W = solve_triangular(R, Q.T @ Yf)
+    else:  # heads with (numerically) equal patterns: the W's are not identified; take the min-norm fit
+        W = np.linalg.lstsq(D, Yf, rcond=None)[0]
+        U, S, _ = np.linalg.svd(D, full_matrices=False)
+        Q = U[:, S > 1e-10 * S[0]]
+    ws = W.reshape(m, d, d)
+    return ws, D @ W - Yf, Q, patterns
+
+
+def _vp_jacobian(thetas, ws, X, patterns, Q, basis=None):
+    """Kaufman's Jacobian of the projected residual w.r.t. the ``Θ``'s (or their coordinates in ``basis``).
+
+    ``∂F_a[e]/∂Θ_i[c, c'] = x_a[c] G_i[a, c', e]`` with
+    ``G_i[a, c', e] = Σ_b P_i[a,b] (x_b[c'] − x̄_i[a,c']) v_i[b,e]`` (see :func:`layer_jacobian`);
+    the columns are then projected onto the residual space of the ``W`` least squares (Kaufman's
+    approximation of the variable-projection Jacobian, Golub & Pereyra 2003). ``basis`` (d², r),
+    when given, gives the Jacobian w.r.t. ``α_i`` with ``Θ_i = Θ_0 + reshape(basis @ α_i)``.
+    Returns shape (n·k·d, m·d²) or (n·k·d, m·r); rows ``(n, a, e)``.
+    """
+    n, k, d = X.shape
+    m = len(thetas)
+    V = X @ ws[:, None]  # (m, n, k, d): v_i[b] = x_bᵀ W_i
+    cols = []
+    for i in range(m):
+        P = patterns[:, i]
+        Z = P @ X  # (n, a, c')
+        G = np.einsum("nab,nbc,nbe->nace", P, X, V[i]) - Z[..., None] * (P @ V[i])[:, :, None, :]
+        if basis is None:
+            cols.append(np.einsum("nac,nape->naecp", X, G).reshape(n * k, d, d * d))
+        else:
+            B = basis.reshape(d, d, -1)  # (c, c', r)
+            XB = np.einsum("nac,cpr->napr", X, B)
+            cols.append(np.einsum("napr,nape->naer", XB, G))
+    J = np.concatenate([c.reshape(n * k, d, -1) for c in cols], axis=2)  # (n·k, e, cols)
+    J -= np.einsum("Nq,qec->Nec", Q, np.einsum("Nq,Nec->qec", Q, J))
+    return J.reshape(n * k * d, -1)
+
+
+def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, origin=None):
+    """Levenberg–Marquardt on the ``Θ``'s (or hull coordinates) with the ``W``'s solved exactly at every step.
+
+    Ours: variable projection (Golub & Pereyra 1973; Kaufman's Jacobian) on the layer, which is
+    linear in the ``W``'s. The damped normal equations ``(JᵀJ + λ diag JᵀJ) δ = −Jᵀr`` are solved by
+    Cholesky; a step is kept only if it lowers the residual. Stops at a relative residual below
+    1e-30 (float64's floor for ``‖F − Y‖²/‖Y‖²`` is ~1e-32), a kept step that lowers the residual
+    by less than ``ftol`` relative or moves the parameters by less than 1e-15 relative, or after
+    ``max_iter`` residual evaluations. Returns ``(params, ws, evaluations, relative residual)``.
+    """
+    m = theta0.shape[0]
+    d = X.shape[2]
+    yy = float(np.sum(Y**2))
+
+    def thetas_of(z):
+        return z.reshape(m, d, d) if basis is None else origin[None] + (z.reshape(m, -1) @ basis.T).reshape(m, d, d)
+
+    z = theta0.ravel().copy()
+    ws, r, Q, patterns = _vp_solve(thetas_of(z), X, Y)
+    cost = float(np.sum(r**2))
+    evaluations, lam = 1, 1e-3
+    while evaluations < max_iter and cost > 1e-30 * yy:
+        J = _vp_jacobian(thetas_of(z), ws, X, patterns, Q, basis)
+        A = J.T @ J
+        g = J.T @ r.ravel()
+        scale = np.maximum(np.diagonal(A), 1e-12 * max(float(np.diagonal(A).max()), 1e-300))
+        improved = False
+        while evaluations < max_iter and lam < 1e16:
+            try:
+                step = -cho_solve(cho_factor(A + lam * np.diag(scale)), g)
+            except np.linalg.LinAlgError:
+                lam *= 10
+                continue
+            z_new = z + step
+            ws_new, r_new, Q_new, p_new = _vp_solve(thetas_of(z_new), X, Y)
+            evaluations += 1
+            cost_new = float(np.sum(r_new**2))
+            if cost_new < cost:
+                small = (np.linalg.norm(step) <= 1e-15 * max(np.linalg.norm(z), 1e-300)
+                         or cost - cost_new <= ftol * cost)
+                z, ws, r, Q, patterns, cost = z_new, ws_new, r_new, Q_new, p_new, cost_new
+                lam = max(lam / 5, 1e-12)
+                improved = True
+                break
+            lam *= 4
+        if not improved or small:
+            break
+    return z, ws, evaluations, cost / yy
+
+
+def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_iter, rng, ftol=1e-8):
+    """Multi-start variable projection in the hull's ``m(m − 1)`` coordinates (ours).
+
+    Each start puts the ``m`` heads at uniform random points of the grid's box
+    ``[−radius, radius]^(m−1)`` around ``Θ*`` and runs :func:`_levenberg_marquardt` on the
+    coordinates ``α_i`` (``Θ_i = Θ* + V α_i``) with the ``W``'s eliminated. Returns
+    ``(best parameter tuples, residual evaluations, details)``, the tuples as ``(m, d, d)`` arrays
+    ranked by in-sample residual.
+    """
+    d = theta_star.shape[0]
+    found = []
+    evaluations = 0
+    for _ in range(starts):
+        alpha0 = rng.uniform(-radius, radius, size=(m, m - 1))
+        z, _, ev, rel = _levenberg_marquardt(alpha0, X, Y, max_iter=max_iter, ftol=ftol, basis=directions,
+                                             origin=theta_star)
+        evaluations += ev
+        found.append((rel, theta_star[None] + (z.reshape(m, m - 1) @ directions.T).reshape(m, d, d)))
+    found.sort(key=lambda f: f[0])
+    details = {"vp_starts": starts, "best_in_sample_residual": float(found[0][0]),
+               "start_residuals_quartiles": [float(q) for q in np.quantile([f[0] for f in found], [0.25, 0.5, 0.75])]}
+    return [f[1] for f in found[:keep]], evaluations, details
+
+
 def _exhaustive(Phi, Ys, m, keep):
     """Every m-tuple of grid points, scored from the full Gram matrix: ``(best tuples, tuples scored)``."""
     p, _, _, d = Phi.shape
@@ -273,7 +405,8 @@ def _swap_search(Phi, Ys, m, keep, *, starts, rng):
 
 def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_points=41, net_points_3d=13,
                  n_search=2000, keep_tuples=20, examples_per_param=1.5, max_nfev=200, search="auto",
-                 max_tuples=100_000, search_memory=2**30, swap_starts=8, seed=0, truth=None, k=None):
+                 max_tuples=100_000, search_memory=2**30, swap_starts=8, vp_starts=8, seed=0, refine="vp",
+                 truth=None, k=None):
     """Phase 6: the best m-tuple on an ε-net of the hull, then joint least-squares refinement.
 
     Parameters
@@ -291,14 +424,21 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
     keep_tuples : int
         Best in-sample tuples compared on held-out examples.
     examples_per_param, max_nfev :
-        Refinement set size (× 2md²/(kd), at least n_search) and iteration cap.
-    search : {"auto", "exhaustive", "swap"}
-        Which tuple search (module docstring); ``"auto"`` picks by ``max_tuples`` and ``search_memory``.
+        Refinement set size (residuals per parameter: × 2md²/(kd) examples, at most n_search) and
+        the cap on its residual evaluations.
+    refine : {"vp", "trf"}
+        The joint refinement: ``"vp"`` (default, ours) Levenberg–Marquardt on the ``Θ``'s with the
+        ``W``'s solved exactly at every step (variable projection); ``"trf"`` the earlier
+        trust-region refinement of all ``2md²`` parameters with the full analytic Jacobian.
+    search : {"auto", "exhaustive", "swap", "vp"}
+        Which tuple search (module docstring); ``"auto"`` is the exhaustive one where ``max_tuples``
+        and ``search_memory`` allow it, the variable-projection search otherwise.
     max_tuples, search_memory : int
         Limits of the exhaustive search (tuples; bytes of its Gram matrix) and the swap
         descent's feature cache (bytes).
-    swap_starts, seed :
-        Random starting tuples of the swap descent (besides the greedy one) and their seed.
+    swap_starts, vp_starts, seed :
+        Random starting tuples of the swap descent (besides the greedy one), random starts of the
+        variable-projection search, and their seed.
     truth : AttentionLayer, optional
         Records the warm start's errors.
 
@@ -315,14 +455,14 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
     t0 = time.perf_counter()
     if search not in SEARCHES:
         raise ValueError(f"`search` must be one of {SEARCHES}; got {search!r}.")
+    if refine not in REFINEMENTS:
+        raise ValueError(f"`refine` must be one of {REFINEMENTS}; got {refine!r}.")
     d = theta_star.shape[0]
     Xs, Ys = source.draw(n_search)
     Xh, Yh = source.draw(n_search)
     k = Xs.shape[1]
     radius = net_radius * max(float(np.linalg.norm(theta_star)), 1e-3)
-    alphas = _grid(m, net_points, net_points_3d) * radius
-    points = theta_star[None] + (alphas @ directions.T).reshape(-1, d, d) if m > 1 else theta_star[None]
-    p = points.shape[0]
+    p = 1 if m == 1 else net_points if m == 2 else net_points_3d ** (m - 1)  # grid points
     n_tuples = math.comb(p, m)
     gram_bytes = 8 * (p * d) ** 2
     exhaustive_ok = n_tuples <= max_tuples and gram_bytes <= search_memory
@@ -330,12 +470,26 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
         raise ValueError(f"the exhaustive search needs C({p}, {m}) = {n_tuples:.3g} tuples and a {gram_bytes / 2**30:.3g} "
                          f"GiB Gram matrix; the limits are max_tuples={max_tuples:g} and search_memory="
                          f"{search_memory / 2**30:.3g} GiB. Use search='swap' or 'auto', or a coarser grid.")
-    chosen = "exhaustive" if search == "exhaustive" or (search == "auto" and exhaustive_ok) else "swap"
+    if m == 1:  # one point, Θ* itself: nothing to search
+        chosen = "exhaustive"
+    elif search == "auto":
+        chosen = "exhaustive" if exhaustive_ok else "vp"
+    else:
+        chosen = search
     details = {"grid_points": p, "tuples_in_grid": float(n_tuples)}
+    if chosen != "vp":
+        alphas = _grid(m, net_points, net_points_3d) * radius
+        points = theta_star[None] + (alphas @ directions.T).reshape(-1, d, d) if m > 1 else theta_star[None]
     if chosen == "exhaustive":
         Phi = np.stack([_features(t, Xs) for t in points])  # (p, n, k, d)
         best, scored = _exhaustive(Phi, Ys, m, keep_tuples)
         details["memory_bytes"] = gram_bytes + Phi.nbytes
+    elif chosen == "vp":
+        # Residuals n·k·d at least twice the unknowns of the W least squares and the coordinates.
+        n_fit = min(n_search, max(32, int(np.ceil(2 * (m * d * d + m * (m - 1)) / (k * d)))))
+        found, scored, sd = _vp_search(theta_star, directions, m, Xs[:n_fit], Ys[:n_fit], radius, keep_tuples,
+                                       starts=vp_starts, max_iter=max_nfev, rng=np.random.default_rng(seed))
+        details |= sd | {"scoring_examples": int(n_fit)}
     else:
         # The feature cache (p, n, k, d) must fit the budget: score on fewer examples if needed, but
         # never fewer than twice the unknowns of the W least squares (m·d² from n·k·d equations).
@@ -350,18 +504,21 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
                                         rng=np.random.default_rng(seed))
         details |= sd | {"scoring_examples": int(n_fit), "memory_bytes": int(Phi.nbytes)}
     candidates = []
-    for T in best:
-        thetas = points[T]
+    for thetas in (found if chosen == "vp" else (points[T] for T in best)):
         ws = _fit_ws([_features(t, Xs) for t in thetas], Ys)
         layer = AttentionLayer(thetas, ws)
         candidates.append((_heldout(layer, Xh, Yh), layer))
     warm_err, warm = min(candidates, key=lambda c: c[0])
-    # Residuals = examples_per_param × parameters: enough to pin the parameters
-    # in the realizable case, few enough for the dense trust-region steps to stay cheap.
+    # Residuals = examples_per_param × parameters: enough to pin the parameters in the
+    # realizable case, few enough for the dense normal equations (or trust-region steps) to stay cheap.
     n_ref = min(n_search, max(32, int(np.ceil(examples_per_param * 2 * m * d * d / (k * d)))))
     Xr, Yr = Xs[:n_ref], Ys[:n_ref]
     t1 = time.perf_counter()
-    thetas, ws, nfev = _refine(warm.thetas, warm.ws, Xr, Yr, max_nfev)
+    if refine == "vp":
+        z, ws, nfev, _ = _levenberg_marquardt(warm.thetas, Xr, Yr, max_iter=max_nfev)
+        thetas = z.reshape(m, d, d)
+    else:
+        thetas, ws, nfev = _refine(warm.thetas, warm.ws, Xr, Yr, max_nfev)
     refined = AttentionLayer(thetas, ws)
     refine_seconds = time.perf_counter() - t1
     extra = {}

@@ -17,7 +17,20 @@ from learner.phases import (
     search_heads,
 )
 from learner.phases.sculpt import Constraints, certification_premise, fit_patterns
-from learner.phases.search import _exhaustive, _features, _grid, _swap_search, layer_jacobian
+from learner.metrics import match_heads
+from learner.phases.search import (
+    _exhaustive,
+    _features,
+    _fit_ws,
+    _grid,
+    _levenberg_marquardt,
+    _refine,
+    _swap_search,
+    _vp_jacobian,
+    _vp_search,
+    _vp_solve,
+    layer_jacobian,
+)
 from learner.phases.span import precision_weights
 
 
@@ -212,15 +225,47 @@ class TestSearchHeads:
         assert evaluations < scored / 5  # the point of the descent: far fewer tuples than C(p, 3) (measured 7–8×)
         assert details["swap_starts"] == 5
 
-    def test_auto_uses_swap_beyond_the_limit_and_says_so(self):
+    def test_swap_search_still_recovers_the_layer(self):
+        layer = random_layer(3, 6, logit_scale=1.0, rng=2)
+        star, Q = _hull(layer)
+        res = search_heads(LayerOracle(layer, 2, rng=6), star, Q, 3, net_points_3d=7, search="swap",
+                           n_search=400, examples_per_param=8.0, truth=layer)
+        assert res.search == "swap" and res.summary()["tuples_in_grid"] == 18424  # C(49, 3)
+        assert res.tuples_scored < 18424 / 3  # measured 4557
+        assert res.heldout_error < 1e-20
+
+    def test_auto_uses_variable_projection_beyond_the_limit_and_says_so(self):
         layer = random_layer(3, 6, logit_scale=1.0, rng=2)
         star, Q = _hull(layer)
         res = search_heads(LayerOracle(layer, 2, rng=6), star, Q, 3, net_points_3d=7, max_tuples=1000,
-                           n_search=400, examples_per_param=8.0, truth=layer)
-        assert res.search == "swap" and res.summary()["search"] == "swap"
-        assert res.summary()["tuples_in_grid"] == 18424  # C(49, 3), beyond max_tuples=1000
-        assert res.tuples_scored < 18424 / 3  # measured 4557
+                           n_search=400, truth=layer)
+        assert res.search == "vp" and res.summary()["search"] == "vp"
+        assert res.summary()["vp_starts"] == 8 and res.summary()["tuples_in_grid"] == 18424
         assert res.heldout_error < 1e-20
+
+    @pytest.mark.parametrize("seed", [0, 1])
+    def test_variable_projection_search_from_a_tilted_hull(self, seed):
+        """Hull directions 0.1 rad off (as phase 5 gives them at m = 5): the search's optimum, refined, is the layer."""
+        layer = random_layer(4, 8, logit_scale=1.0, rng=seed)
+        star, Q = _hull(layer)
+        rng = np.random.default_rng(seed)
+        E = rng.standard_normal(Q.shape)
+        E -= Q @ (Q.T @ E)
+        tilted = np.linalg.qr(np.cos(0.1) * Q + np.sin(0.1) * E / np.linalg.norm(E, axis=0))[0]
+        res = search_heads(LayerOracle(layer, 2, rng=seed + 3), star, tilted, 4, search="vp", n_search=500,
+                           truth=layer)
+        # The tilted hull does not contain the heads: the warm start is close, not exact (measured ~1e-3).
+        assert 1e-6 < res.warm_start_heldout < 2e-2
+        assert res.heldout_error < 1e-20 and match_heads(layer, res.layer).max_error < 1e-8
+
+    def test_a_centre_away_from_the_hull_is_reported_not_accepted(self):
+        """Negative control of the variable-projection search: a wrong centre and a capped refinement."""
+        layer = random_layer(3, 6, logit_scale=1.0, rng=3)
+        _, Q = _hull(layer)
+        wrong = random_layer(1, 6, logit_scale=1.0, rng=99).thetas[0]
+        res = search_heads(LayerOracle(layer, 2, rng=6), wrong, Q, 3, search="vp", n_search=400, max_nfev=5,
+                           truth=layer)
+        assert res.heldout_error > 1e-4 and res.warm_start_heldout > 1e-2
 
     def test_a_coarse_grid_away_from_the_hull_is_reported_not_accepted(self):
         """Negative control: a 3-point grid around a wrong centre gives a poor layer, and says so."""
@@ -235,10 +280,11 @@ class TestSearchHeads:
         ("kwargs", "match"),
         [
             ({"search": "random"}, "`search` must be one of"),
+            ({"refine": "lm"}, "`refine` must be one of"),
             ({"search": "exhaustive", "max_tuples": 10}, "max_tuples=10"),
             ({"search": "swap", "search_memory": 1000}, "raise search_memory"),
         ],
-        ids=["unknown", "too many tuples", "no memory"],
+        ids=["unknown", "unknown refinement", "too many tuples", "no memory"],
     )
     def test_bad_search_arguments(self, kwargs, match):
         layer = random_layer(3, 6, logit_scale=1.0, rng=2)
@@ -261,6 +307,8 @@ class TestLearnConfig:
             ("batch", True, TypeError),
             ("hull_weighting", "L1", ValueError),
             ("search", "greedy", ValueError),
+            ("refine", "lm", ValueError),
+            ("vp_starts", 0, ValueError),
             ("allow_unsound", 1, TypeError),
         ],
         ids=lambda v: str(v),
@@ -314,3 +362,54 @@ class TestLayerJacobian:
         fd = np.stack([(f(z + h * e) - f(z - h * e)) / (2 * h) for e in np.eye(z.size)], axis=1)
         # Central differences: truncation O(h²)·f''' ~ 1e-12 plus rounding eps·|f|/h ~ 1e-10.
         np.testing.assert_allclose(J, fd, rtol=0, atol=1e-8)
+
+
+class TestVariableProjection:
+    @pytest.mark.parametrize(("m", "d", "k"), [(2, 6, 3), (3, 6, 2)])
+    def test_reproduces_the_trust_region_optimum(self, m, d, k):
+        """From one warm start, the variable-projection refinement and the earlier trust-region one reach
+        the same layer: heads equal after matching, F exact on fresh inputs."""
+        layer = random_layer(m, d, logit_scale=1.0, rng=m)
+        rng = np.random.default_rng(11)
+        warm = layer.thetas + 0.03 * rng.standard_normal(layer.thetas.shape)
+        X, Y = LayerOracle(layer, k, rng=12).draw(8 * 2 * m * d // k)
+        Xh, Yh = LayerOracle(layer, k, rng=13).draw(1000)
+        t, w, _ = _refine(warm, _fit_ws([_features(t, X) for t in warm], Y), X, Y, 200)
+        z, ws, _, rel = _levenberg_marquardt(warm, X[: 2 * 2 * m * d // k], Y[: 2 * 2 * m * d // k], max_iter=200)
+        old, new = AttentionLayer(t, w), AttentionLayer(z.reshape(m, d, d), ws)
+        # Both are the planted layer to float64 accuracy: parameter errors ~1e-15 measured, F ~1e-30.
+        assert match_heads(old, new).max_error < 1e-10
+        assert rel < 1e-26 and np.sum((new(Xh) - Yh) ** 2) / np.sum(Yh**2) < 1e-24
+
+    def test_kaufman_jacobian_is_the_projected_layer_jacobian(self):
+        """The Θ-columns of the full analytic Jacobian, projected off the W design, in the Θ's and in hull coordinates."""
+        m, d, k = 3, 4, 2
+        layer = random_layer(m, d, logit_scale=1.0, check=False, rng=4)
+        X, Y = LayerOracle(layer, k, rng=5).draw(30)
+        thetas = layer.thetas + 0.1 * np.random.default_rng(6).standard_normal(layer.thetas.shape)
+        ws, r, Q, patterns = _vp_solve(thetas, X, Y)
+        full = layer_jacobian(thetas, ws, X)[:, : m * d * d].reshape(30 * k, d, m * d * d)
+        flat = full.reshape(30 * k, -1)  # rows (n, a); the projector acts on them, column by column
+        projected = (flat - Q @ (Q.T @ flat)).reshape(30 * k * d, -1)
+        J = _vp_jacobian(thetas, ws, X, patterns, Q)
+        # Same sums in another order: agreement to rounding (entries are O(1)).
+        np.testing.assert_allclose(J, projected, rtol=0, atol=1e-12)
+        basis = np.linalg.qr(np.random.default_rng(7).standard_normal((d * d, 2)))[0]
+        Jb = _vp_jacobian(thetas, ws, X, patterns, Q, basis)
+        np.testing.assert_allclose(Jb, J @ np.kron(np.eye(m), basis), rtol=0, atol=1e-12)
+        # The residual is orthogonal to the design (the W's are optimal).
+        D = np.einsum("nmab,nbc->namc", patterns, X).reshape(30 * k, m * d)
+        assert np.abs(D.T @ r).max() < 1e-12 * np.abs(D).max() * np.abs(Y).max() * 30 * k
+
+    def test_search_optima_rank_by_residual(self):
+        layer = random_layer(3, 6, logit_scale=1.0, rng=8)
+        star, Q = _hull(layer)
+        X, Y = LayerOracle(layer, 2, rng=9).draw(200)
+        radius = 2 * np.linalg.norm(star)
+        found, evaluations, details = _vp_search(star, Q, 3, X, Y, radius, 4, starts=5, max_iter=100,
+                                                 rng=np.random.default_rng(0))
+        assert len(found) == 4 and evaluations >= 5 and details["vp_starts"] == 5
+        # From the exact hull the best optimum is the layer itself (residual at float64's floor).
+        assert details["best_in_sample_residual"] < 1e-20
+        # (the W's paired with the heads here are the planted ones in planted order: compare the Θ's)
+        assert max(match_heads(layer, AttentionLayer(found[0], layer.ws)).theta_errors) < 1e-8
