@@ -313,12 +313,18 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
             phases["5_span"], diag["5_span"] = p5, p5.summary() | {"round": r}
             timings["5_span"] = timings.get("5_span", 0.0) + p5.seconds
             theta_star = p5.theta_star
+        unresolved = ""
         if m is not None and m > 1:
+            # With m given, an unresolved gap no longer stops the run (ours): phase 6's variable-projection
+            # search and refinement recover the layer from hulls far from the truth (measured: (6, 16, 2)
+            # from a ratio of 1.34 with directions 0.17–0.29 rad off), and the held-out error decides.
             ratio = float(p5.gap_ratios[m - 2]) if len(p5.gap_ratios) >= m - 1 else 0.0
+            diag["5_span"]["gap_resolved"] = ratio >= cfg.gap_min
             if ratio < cfg.gap_min:
-                return done("5_span", f"the constraints show no {m - 1}-dimensional hull (singular-value ratio "
-                            f"{ratio:.3g} < gap_min={cfg.gap_min}): the heads are not distinct, or the "
-                            "constraints are too noisy.")
+                unresolved = (f"; phase 5 showed no clear {m - 1}-dimensional hull (singular-value ratio {ratio:.3g} "
+                              f"< gap_min={cfg.gap_min}): the heads may not be distinct, or the constraints too noisy")
+                log.info("phase 5: singular-value ratio %.3g < gap_min=%g; phase 6 searches the hull anyway", ratio,
+                         cfg.gap_min)
         state["phase"] = "6_search"
         log.info("phase 6: searching the hull (m = %d, search=%s)", p5.m, cfg.search)
         p6 = search_heads(source, p5.theta_star, p5.directions, p5.m, net_radius=cfg.net_radius,
@@ -335,7 +341,8 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
     ok = p6.heldout_error <= cfg.success_tol
     if not ok:
         return done("6_search", f"held-out relative error {p6.heldout_error:.3g} > success_tol={cfg.success_tol:g}: "
-                    "the search or the refinement did not reach the planted layer", layer=p6.layer, m_final=p5.m)
+                    f"the search or the refinement did not reach the planted layer{unresolved}.", layer=p6.layer,
+                    m_final=p5.m)
     # The paper recovers the parameters only under its non-degeneracy conditions; a
     # learned layer that violates them (e.g. two equal heads, whose W's can be split
     # any way) matches F but its parameters are not identified: not a success.

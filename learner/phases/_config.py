@@ -66,10 +66,12 @@ class LearnConfig:
     refine_keep: float = 0.02
     #: Rounds of phases 3 → 4 (the refined hull gives a better Θ*, hence ΣW).
     outer_rounds: int = 2
-    #: Phase 5: a singular-value ratio at least this marks the hull's dimension. Chosen when
-    #: None: 3 up to m = 4, 2 from m = 5 (measured at (5, 16, 2): the 4-dimensional hull shows
-    #: ratios 2.41–2.54 with directions 0.094–0.102 rad off, which phase 6 recovers from exactly,
-    #: while ratios off the true m stayed at most 1.45 in every run at m <= 4).
+    #: Phase 5: a singular-value ratio at least this marks the hull's dimension when m is estimated.
+    #: Chosen when None: 3 up to m = 4, 2 from m = 5 (measured at (5, 16, 2): the 4-dimensional hull
+    #: shows ratios 2.41–2.54 with directions 0.094–0.102 rad off, which phase 6 recovers from exactly,
+    #: while ratios off the true m stayed at most 1.45 in every run at m <= 4). With m given, a
+    #: smaller ratio is recorded (diagnostics["5_span"]["gap_resolved"]) but no longer stops the run:
+    #: phase 6's variable projection recovered (6, 16, 2) from a ratio of 1.34.
     gap_min: float | None = None
     #: Phase 5's weighting of the constraints: "precision", "irls" or "none" (learner.phases.span).
     hull_weighting: str = "precision"

@@ -1,33 +1,44 @@
-"""Phase 6: ε-net search inside the hull, least squares for the ``W_i``, joint refinement.
+"""Phase 6: search inside the hull, least squares for the ``W_i``, joint refinement.
 
-Each head is written ``Θ_i = Θ* + V α_i`` with ``α_i`` on a grid (the ε-net) of
-radius ``net_radius·‖Θ*‖_F`` in the hull's ``m − 1`` coordinates. For fixed
-``Θ``'s the layer is linear in the ``W``'s, so every m-tuple of net points is
-scored by the linear least-squares fit of the ``W``'s (from precomputed Gram
-blocks, so a tuple costs one ``md × md`` solve); the best tuples are compared
-on held-out examples. That is the paper's phase 6 (talk: "Epsilon-net over
-span to learn F"). Ours: the grid's radius and resolution, the search over
-tuples of a grid (rather than a worst-case ε-net), and the joint refinement of
-all parameters by nonlinear least squares (scipy's trust-region reflective
-method) with an analytic Jacobian, which carries the warm start to
+Each head is written ``Θ_i = Θ* + V α_i`` with ``α_i`` in the hull's ``m − 1``
+coordinates, within a box of radius ``net_radius·‖Θ*‖_F``. For fixed ``Θ``'s
+the layer is linear in the ``W``'s, so every candidate m-tuple is scored by the
+linear least-squares fit of the ``W``'s; the best candidates are compared on
+held-out examples (the *warm start*). That is the paper's phase 6 (talk:
+"Epsilon-net over span to learn F"), whose ε-net is the grid of ``"exhaustive"``
+below. Ours: the grid's radius and resolution, the searches other than the
+exhaustive one, and the joint refinement that carries the warm start to
 floating-point accuracy.
 
-Two searches over the tuples (``search=``):
+The searches (``search=``):
 
-* ``"exhaustive"`` — every m-tuple of grid points (the paper's enumeration);
-  ``C(p, m)`` solves and a ``(p·d)²`` Gram matrix, affordable up to m = 3 on
-  the default grids (at m = 4, d = 12: ~10^12 tuples and 5.5 GB).
-* ``"swap"`` (ours) — swap descent: from a greedy start and ``swap_starts``
-  random starting tuples, replace one head at a time by the grid point that
-  lowers the least-squares residual most (every grid point is scored at once
-  through a Schur complement, one ``d × d`` solve each), until no single swap
-  improves. Each pass costs ``O(p)`` small solves, so the cost grows mildly
-  with m; the features of every grid point are cached within the stated memory
-  budget ``search_memory`` (the scoring examples are cut to fit it). It finds
-  a local optimum, not a certified global one: the held-out comparison and
-  the final held-out error are what decide success.
+* ``"exhaustive"`` — every m-tuple of grid points (the paper's enumeration), scored
+  from precomputed Gram blocks (one ``md × md`` solve per tuple); ``C(p, m)``
+  solves and a ``(p·d)²`` Gram matrix, affordable for m = 2 on the default grid
+  (at m = 4, d = 12 a 13³ grid has ~10^12 tuples and a 5.5 GB Gram matrix).
+* ``"vp"`` (ours) — variable projection in the hull's coordinates: from
+  ``vp_starts`` uniform random tuples in the box, Levenberg–Marquardt on the
+  ``m(m − 1)`` coordinates with the ``W``'s eliminated (solved exactly at every
+  step), a local optimum per start. Its cost does not depend on a grid.
+* ``"swap"`` (ours, the earlier default beyond the exhaustive search) — swap
+  descent on the grid: from a greedy start and ``swap_starts`` random tuples,
+  replace one head at a time by the grid point that lowers the residual most
+  (every grid point scored at once through a Schur complement), until no swap
+  improves; the grid's features are cached within ``search_memory``.
 * ``"auto"`` — exhaustive when at most ``max_tuples`` tuples and the Gram
-  matrix fit in ``search_memory``, swap descent otherwise.
+  matrix fit in ``search_memory``, ``"vp"`` otherwise.
+
+The searches other than the exhaustive one find local optima, not a certified
+global one: the held-out comparison and the final held-out error decide success.
+
+The refinement (``refine=``): ``"vp"`` (ours, the default) is Levenberg–Marquardt
+on the ``md²`` entries of the ``Θ``'s with the ``W``'s eliminated (Golub–Pereyra
+variable projection with Kaufman's Jacobian; one thin QR of the ``(nk) × (md)``
+design serves all ``d`` output columns) on about two residuals per parameter;
+``"trf"`` is the earlier refinement of all ``2md²`` parameters with scipy's
+trust-region reflective method and the full analytic Jacobian
+(:func:`layer_jacobian`). Both reach relative errors ~1e-30 on noiseless data;
+at (m, d, k) = (5, 16, 2) the first took 5 s where the second took ~166 s.
 """
 
 from __future__ import annotations
