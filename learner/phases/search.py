@@ -226,16 +226,46 @@ def _vp_jacobian(thetas, ws, X, patterns, Q, basis=None):
             XB = np.einsum("nac,cpr->napr", X, B)
             cols.append(np.einsum("napr,nape->naer", XB, G))
     J = np.concatenate([c.reshape(n * k, d, -1) for c in cols], axis=2)  # (n·k, e, cols)
-    J -= np.einsum("Nq,qec->Nec", Q, np.einsum("Nq,Nec->qec", Q, J))
+    if Q is not None:
+        J -= np.einsum("Nq,qec->Nec", Q, np.einsum("Nq,Nec->qec", Q, J))
     return J.reshape(n * k * d, -1)
 
 
-def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, origin=None):
+def _normal_equations(thetas, ws, X, patterns, Q, r, basis=None, max_bytes=2**30):
+    """``(JᵀJ, Jᵀr)`` for Kaufman's Jacobian ``J``, built in blocks of examples within ``max_bytes``.
+
+    ``J = P⊥ J_Θ`` with ``P⊥ = I − QQᵀ`` acting on the rows ``(n, a)`` of every output column, so
+    ``JᵀJ = Σ_blocks J_bᵀJ_b − Σ_e K_eᵀK_e`` with ``K = Σ_blocks Q_bᵀ J_b``, and ``Jᵀr = J_Θᵀ r``
+    because the residual ``r`` is already orthogonal to ``Q``. When the whole Jacobian fits the budget
+    it is projected and multiplied at once (no subtraction of two large terms).
+    """
+    n, k, d = X.shape
+    rf = r.ravel()
+    cols = len(thetas) * (d * d if basis is None else basis.shape[1])
+    per_example = 8 * k * d * cols
+    if n * per_example <= max_bytes:
+        J = _vp_jacobian(thetas, ws, X, patterns, Q, basis)
+        return J.T @ J, J.T @ rf
+    step = max(1, max_bytes // per_example)
+    A = np.zeros((cols, cols))
+    g = np.zeros(cols)
+    K = np.zeros((Q.shape[1], d, cols))
+    for s in range(0, n, step):
+        rows = slice(s * k, min(s + step, n) * k)
+        J = _vp_jacobian(thetas, ws, X[s : s + step], patterns[s : s + step], None, basis)
+        A += J.T @ J
+        g += J.T @ rf[rows.start * d : rows.stop * d]
+        K += np.einsum("Nq,Nec->qec", Q[rows], J.reshape(-1, d, cols))
+    return A - np.einsum("qec,qef->cf", K, K), g
+
+
+def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, origin=None, max_bytes=2**30):
     """Levenberg–Marquardt on the ``Θ``'s (or hull coordinates) with the ``W``'s solved exactly at every step.
 
     Ours: variable projection (Golub & Pereyra 1973; Kaufman's Jacobian) on the layer, which is
     linear in the ``W``'s. The damped normal equations ``(JᵀJ + λ diag JᵀJ) δ = −Jᵀr`` are solved by
-    Cholesky; a step is kept only if it lowers the residual. Stops at a relative residual below
+    Cholesky, built within ``max_bytes`` (:func:`_normal_equations`); a step is kept only if it lowers
+    the residual. Stops at a relative residual below
     1e-30 (float64's floor for ``‖F − Y‖²/‖Y‖²`` is ~1e-32), a kept step that lowers the residual
     by less than ``ftol`` relative or moves the parameters by less than 1e-15 relative, or after
     ``max_iter`` residual evaluations. Returns ``(params, ws, evaluations, relative residual)``.
@@ -252,9 +282,7 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     cost = float(np.sum(r**2))
     evaluations, lam = 1, 1e-3
     while evaluations < max_iter and cost > 1e-30 * yy:
-        J = _vp_jacobian(thetas_of(z), ws, X, patterns, Q, basis)
-        A = J.T @ J
-        g = J.T @ r.ravel()
+        A, g = _normal_equations(thetas_of(z), ws, X, patterns, Q, r, basis, max_bytes)
         scale = np.maximum(np.diagonal(A), 1e-12 * max(float(np.diagonal(A).max()), 1e-300))
         improved = False
         while evaluations < max_iter and lam < 1e16:
@@ -526,7 +554,7 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
     Xr, Yr = Xs[:n_ref], Ys[:n_ref]
     t1 = time.perf_counter()
     if refine == "vp":
-        z, ws, nfev, _ = _levenberg_marquardt(warm.thetas, Xr, Yr, max_iter=max_nfev)
+        z, ws, nfev, _ = _levenberg_marquardt(warm.thetas, Xr, Yr, max_iter=max_nfev, max_bytes=search_memory)
         thetas = z.reshape(m, d, d)
     else:
         thetas, ws, nfev = _refine(warm.thetas, warm.ws, Xr, Yr, max_nfev)

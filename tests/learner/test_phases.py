@@ -24,6 +24,7 @@ from learner.phases.search import (
     _fit_ws,
     _grid,
     _levenberg_marquardt,
+    _normal_equations,
     _refine,
     _swap_search,
     _vp_jacobian,
@@ -413,3 +414,17 @@ class TestVariableProjection:
         assert details["best_in_sample_residual"] < 1e-20
         # (the W's paired with the heads here are the planted ones in planted order: compare the Θ's)
         assert max(match_heads(layer, AttentionLayer(found[0], layer.ws)).theta_errors) < 1e-8
+
+    def test_normal_equations_in_blocks_equal_the_whole(self):
+        """A memory budget smaller than the Jacobian builds JᵀJ and Jᵀr from blocks of examples: same matrices."""
+        m, d, k = 2, 5, 3
+        layer = random_layer(m, d, logit_scale=1.0, check=False, rng=10)
+        X, Y = LayerOracle(layer, k, rng=11).draw(40)
+        thetas = layer.thetas + 0.05 * np.random.default_rng(12).standard_normal(layer.thetas.shape)
+        ws, r, Q, patterns = _vp_solve(thetas, X, Y)
+        A, g = _normal_equations(thetas, ws, X, patterns, Q, r)
+        per_example = 8 * k * d * m * d * d
+        Ab, gb = _normal_equations(thetas, ws, X, patterns, Q, r, max_bytes=7 * per_example)  # 6 blocks
+        # Same sums, grouped differently (and JᵀJ − KᵀK instead of (P⊥J)ᵀ(P⊥J)): rounding of O(1)·n·k·d terms.
+        np.testing.assert_allclose(Ab, A, rtol=0, atol=1e-10 * np.abs(A).max())
+        np.testing.assert_allclose(gb, g, rtol=0, atol=1e-10 * np.abs(g).max())
