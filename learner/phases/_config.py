@@ -99,8 +99,9 @@ class LearnConfig:
     search_seed: int = 0
     #: Joint refinement ("vp": Levenberg–Marquardt on the Θ's with the W's solved exactly, ours;
     #: "trf": the earlier trust-region refinement of all 2md² parameters), residuals per parameter
-    #: (sets the examples used) and the cap on residual evaluations. Two residuals per parameter
-    #: pin a noiseless layer: variable projection reached held-out errors ~1e-30 from 2 at
+    #: (sets the examples used; search_heads also asks for 2d²/(k(k−1)) examples, so that every
+    #: head's Θ is pinned by its logit differences) and the cap on residual evaluations. Two residuals
+    #: per parameter then pin a noiseless layer: variable projection reached held-out errors ~1e-30 at
     #: m = 2–6 (k = 2, 4), where the trust-region refinement used 8 (its cost grows with the count).
     refine: str = "vp"
     refine_examples_per_param: float = 2.0

@@ -463,8 +463,8 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
     keep_tuples : int
         Best in-sample tuples compared on held-out examples.
     examples_per_param, max_nfev :
-        Refinement set size (residuals per parameter: × 2md²/(kd) examples, at most n_search) and
-        the cap on its residual evaluations.
+        Refinement set size (residuals per parameter: × 2md²/(kd) examples, and at least
+        2d²/(k(k−1)) examples, at most n_search) and the cap on its residual evaluations.
     refine : {"vp", "trf"}
         The joint refinement: ``"vp"`` (default, ours) Levenberg–Marquardt on the ``Θ``'s with the
         ``W``'s solved exactly at every step (variable projection); ``"trf"`` the earlier
@@ -550,7 +550,11 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
     warm_err, warm = min(candidates, key=lambda c: c[0])
     # Residuals = examples_per_param × parameters: enough to pin the parameters in the
     # realizable case, few enough for the dense normal equations (or trust-region steps) to stay cheap.
-    n_ref = min(n_search, max(32, int(np.ceil(examples_per_param * 2 * m * d * d / (k * d)))))
+    # But a head's Θ enters F only through the k(k−1) logit differences of each example, so the
+    # examples must also give each head at least 2·d² of them: with fewer, exact fits that are not
+    # the layer exist (measured at (2, 12, 2): 48 examples fit to 1e-31 with held-out error 3e-5).
+    n_ref = min(n_search, max(32, int(np.ceil(examples_per_param * 2 * m * d * d / (k * d))),
+                              int(np.ceil(2 * d * d / (k * (k - 1))))))
     Xr, Yr = Xs[:n_ref], Ys[:n_ref]
     t1 = time.perf_counter()
     if refine == "vp":
