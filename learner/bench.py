@@ -10,19 +10,24 @@ the shared machines this runs on are noisy.
 The certification benchmark (:func:`run_certification_benchmark`) times the
 learner's streaming pipeline — oracle draw (inputs and forward pass), row fit
 and constraints, as phases 2 and 4 run it — against the plain forward pass on
-the same batch size, and the closed-form row fit against a batched-solve
-reference (:func:`fit_patterns_solve`).
+the same batch size, the float32-screened certification against the float64
+fit of every row (their outputs must be identical), and the closed-form row
+fit against a batched-solve reference (:func:`fit_patterns_solve`), with the
+BLAS limited to one thread (:func:`blas_threads`). ``python -m learner bench
+--certification`` runs it alone, at (m, d, k) = (3, 16, 4) by default.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import check_int, check_rng
+from ._validation import check_int, check_positive_float, check_rng
 from .inputs import cube_expectation, sample_inputs
 from .instances import random_layer
 from .parallel import available_cores
@@ -33,6 +38,7 @@ __all__ = [
     "BenchResult",
     "BenchRow",
     "CertificationBench",
+    "blas_threads",
     "fit_patterns_solve",
     "forward_flops",
     "run_benchmark",
@@ -287,7 +293,14 @@ def fit_patterns_solve(X, Y, w_sum):
 
 @dataclass(frozen=True)
 class CertificationBench:
-    """Examples per second of the certification pipeline and its parts (medians), one setting."""
+    """Examples per second of the certification pipeline and its parts (medians), one setting.
+
+    ``certify64_per_s`` and ``screened_per_s`` time
+    :func:`~learner.phases.sculpt.certify_rows` with ``screen=False`` (the float64 fit of every
+    row) and with the float32 screen (the default) on the same batch; ``identical`` is whether
+    their outputs agree bit for bit, ``refit_fraction`` the share of examples the screen sends to
+    the float64 fit. ``blas`` says how many BLAS threads the figures were measured with.
+    """
 
     m: int
     d: int
@@ -299,6 +312,16 @@ class CertificationBench:
     fit_per_s: float
     fit_solve_per_s: float
     same_rows: bool
+    tol: float
+    min_weight: float
+    sample_per_s: float
+    certify64_per_s: float
+    screened_per_s: float
+    pipeline64_per_s: float
+    identical: bool
+    refit_fraction: float
+    rows_certified: int
+    blas: str
 
     @property
     def pipeline_ratio(self):
@@ -309,61 +332,150 @@ class CertificationBench:
     def fit_speedup(self):
         return self.fit_per_s / self.fit_solve_per_s
 
+    @property
+    def screen_speedup(self):
+        """Screened certification examples/s over the float64 path's."""
+        return self.screened_per_s / self.certify64_per_s
+
     def table(self):
         return "\n".join([
-            (f"certification pipeline at (m, d, k) = ({self.m}, {self.d}, {self.k}), batches of {self.batch:,}, "
-             f"medians of {self.repeat} runs:"),
+            (f"certification pipeline at (m, d, k) = ({self.m}, {self.d}, {self.k}), tol {self.tol:g}, "
+             f"min_weight {self.min_weight:g}, batches of {self.batch:,}, medians of {self.repeat} interleaved runs, "
+             f"{self.blas}:"),
+            f"  sampling inputs                  {self.sample_per_s:>12,.0f} examples/s",
             f"  forward pass F(X) alone          {self.forward_per_s:>12,.0f} examples/s",
+            f"  certify_rows, float64 fit        {self.certify64_per_s:>12,.0f} examples/s",
+            (f"  certify_rows, float32 screen     {self.screened_per_s:>12,.0f} examples/s   "
+             f"{self.screen_speedup:.2f}x the float64 fit; identical output: {self.identical}; "
+             f"{100 * self.refit_fraction:.3g} % of examples refit in float64; {self.rows_certified} rows certified"),
+            (f"  pipeline, float64 fit            {self.pipeline64_per_s:>12,.0f} examples/s   "
+             f"ratio {self.pipeline64_per_s / self.forward_per_s:.2f} of the forward pass"),
             (f"  pipeline (draw + fit + rows)     {self.pipeline_per_s:>12,.0f} examples/s   "
-             f"ratio {self.pipeline_ratio:.2f} of the forward pass (target >= 0.5)"),
+             f"ratio {self.pipeline_ratio:.2f} of the forward pass (target >= 0.5); "
+             f"{self.pipeline_per_s / self.pipeline64_per_s:.2f}x the float64 pipeline"),
             f"  row fit, closed form             {self.fit_per_s:>12,.0f} examples/s",
             (f"  row fit, batched solve (ref.)    {self.fit_solve_per_s:>12,.0f} examples/s   "
              f"closed form {self.fit_speedup:.2f}x faster; same certified rows: {self.same_rows}"),
         ])
 
     def to_dict(self):
-        return dict(self.__dict__) | {"pipeline_ratio": self.pipeline_ratio, "fit_speedup": self.fit_speedup}
+        return dict(self.__dict__) | {"pipeline_ratio": self.pipeline_ratio, "fit_speedup": self.fit_speedup,
+                                      "screen_speedup": self.screen_speedup}
+
+
+def _openblas_thread_calls():
+    """``(get, set)`` of the OpenBLAS loaded in this process, through ctypes, or None (not Linux, no OpenBLAS)."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.split()[-1].lower()})
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix, suffix in (("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "")):
+            get = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
+            put = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
+            if get is not None and put is not None:
+                return get, put
+    return None
+
+
+@contextlib.contextmanager
+def blas_threads(n):
+    """Limit the BLAS to ``n`` threads inside the block, best effort; yields what was set, for the output.
+
+    Uses threadpoolctl when installed, else OpenBLAS's own calls (the BLAS numpy ships with);
+    otherwise nothing is changed and the description names the environment's setting.
+    """
+    n = check_int("n", n)
+    plural = "" if n == 1 else "s"
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        threadpool_limits = None
+    if threadpool_limits is not None:
+        with threadpool_limits(n, user_api="blas"):
+            yield f"{n} BLAS thread{plural} (threadpoolctl)"
+        return
+    calls = _openblas_thread_calls()
+    if calls is None:
+        env = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+        yield (f"BLAS threads not set here (OPENBLAS_NUM_THREADS={env}); "
+               f"run with OPENBLAS_NUM_THREADS={n} for {n}-thread figures")
+        return
+    get, put = calls
+    before = int(get())
+    put(n)
+    try:
+        yield f"{n} BLAS thread{plural} (OpenBLAS, set for the run)"
+    finally:
+        put(before)
 
 
 def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logit_scale=1.0, tol=0.015,
-                                min_weight=0.02, rng=None):
-    """Time phase 4's streaming pipeline against the plain forward pass, in one process.
+                                min_weight=0.02, threads=1, rng=None):
+    """Time phase 4's certification and streaming pipeline against the plain forward pass, in one process.
 
     The pipeline is what :func:`learner.phases.refined_sculpt` does per batch:
     ``LayerOracle.draw`` (sampling and the forward pass) then
-    :func:`~learner.phases.sculpt.certify_rows` with the true ``ΣW``. The
-    forward pass is ``layer(X)`` on inputs drawn beforehand, with the same
-    batch size. Also times the closed-form row fit against
-    :func:`fit_patterns_solve` and checks that both certify the same rows.
+    :func:`~learner.phases.sculpt.certify_rows` with the true ``ΣW``, with the
+    float32 screen (the default) and with the float64 fit of every row
+    (``screen=False``). Also times, on one fixed batch, sampling the inputs,
+    the forward pass ``layer(X)``, both certifications (and checks that their
+    outputs are identical), and the closed-form row fit against
+    :func:`fit_patterns_solve` (checking that both certify the same rows).
+    Every figure is timed in turn, ``repeat`` rounds, with the BLAS limited to
+    ``threads`` threads (:func:`blas_threads`).
 
     Returns
     -------
     CertificationBench
     """
     from .oracle import LayerOracle
-    from .phases.sculpt import certify_rows, fit_patterns
+    from .phases.sculpt import SCREEN_CHUNK, _screen_candidates, _screen_weights, certify_rows, fit_patterns
 
     rng = check_rng(rng)
-    m, d, k, batch, repeat = (check_int(n, v) for n, v in
-                              (("m", m), ("d", d), ("k", k), ("batch", batch), ("repeat", repeat)))
-    layer_seed, oracle_seed, input_seed = rng.spawn(3)
+    m, d, k, batch, repeat, threads = (check_int(n, v) for n, v in (
+        ("m", m), ("d", d), ("k", k), ("batch", batch), ("repeat", repeat), ("threads", threads)))
+    tol, min_weight = check_positive_float("tol", tol), check_positive_float("min_weight", min_weight)
+    layer_seed, oracle_seed, input_seed, sample_seed = rng.spawn(4)
     layer = random_layer(m, d, logit_scale=logit_scale, rng=layer_seed)
     w_sum = layer.ws.sum(axis=0)
     oracle = LayerOracle(layer, k, rng=oracle_seed)
+    sampler = np.random.default_rng(sample_seed)
     X = sample_inputs(batch, k, d, rng=input_seed)
     Y = layer(X)
-    # Interleaved, so that a change of load on a shared machine hits every figure alike.
-    t_forward, t_pipeline, t_fit, t_solve = _interleaved_medians([
-        lambda: layer(X),
-        lambda: certify_rows(*oracle.draw(batch), w_sum, tol=tol, min_weight=min_weight),
-        lambda: fit_patterns(X, Y, w_sum),
-        lambda: fit_patterns_solve(X, Y, w_sum),
-    ], repeat)
+    kw = {"tol": tol, "min_weight": min_weight}
+    with blas_threads(threads) as blas:
+        # Interleaved, so that a change of load on a shared machine hits every figure alike.
+        (t_sample, t_forward, t_cert64, t_screened, t_pipeline64, t_pipeline, t_fit,
+         t_solve) = _interleaved_medians([
+            lambda: sample_inputs(batch, k, d, rng=sampler),
+            lambda: layer(X),
+            lambda: certify_rows(X, Y, w_sum, screen=False, **kw),
+            lambda: certify_rows(X, Y, w_sum, **kw),
+            lambda: certify_rows(*oracle.draw(batch), w_sum, screen=False, **kw),
+            lambda: certify_rows(*oracle.draw(batch), w_sum, **kw),
+            lambda: fit_patterns(X, Y, w_sum),
+            lambda: fit_patterns_solve(X, Y, w_sum),
+        ], repeat)
+    out64 = certify_rows(X, Y, w_sum, screen=False, **kw)
+    out32 = certify_rows(X, Y, w_sum, **kw)
+    identical = all(np.array_equal(a, b) for a, b in zip(out64, out32))
+    screen_w = _screen_weights(w_sum)
+    refit = sum(int(_screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, tol).sum())
+                for s in range(0, batch, SCREEN_CHUNK))
     _, r1, ok1 = fit_patterns(X, Y, w_sum)
     _, r2, ok2 = fit_patterns_solve(X, Y, w_sum)
     same = bool(np.array_equal(ok1[:, None] & (r1 < tol), ok2[:, None] & (r2 < tol)))
     return CertificationBench(m, d, k, batch, repeat, batch / t_forward, batch / t_pipeline, batch / t_fit,
-                              batch / t_solve, same)
+                              batch / t_solve, same, tol, min_weight, batch / t_sample, batch / t_cert64,
+                              batch / t_screened, batch / t_pipeline64, identical, refit / batch, int(out64[-1]), blas)
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,14 @@ def build_parser():
     p.add_argument("--parallel", action="store_true",
                    help="only the certification phase in this process against a local pool (speed-up)")
     p.add_argument("--workers", type=int, default=2, help="local workers of --parallel (default 2)")
+    p.add_argument("--certification", action="store_true",
+                   help="only phase 4's certification (float64 fit against the float32 screen) beside the "
+                        "forward pass, with one BLAS thread, at --m/--d/--k")
+    p.add_argument("--m", type=int, default=3, help="heads of --certification (default 3)")
+    p.add_argument("--d", type=int, default=16, help="token dimension of --certification (default 16)")
+    p.add_argument("--k", type=int, default=4, help="tokens per sequence of --certification (default 4)")
+    p.add_argument("--tol", type=float, default=0.03,
+                   help="certification tolerance of --certification (default 0.03, phase 4's at (3, 16, 4))")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
 
     p = sub.add_parser("scaling", help="run time and examples against m: the learner and Adam on the same layers")
@@ -268,6 +276,14 @@ def _bench(args):
         print(par.table())
         if args.json:
             write_json(args.json, {"command": "bench --parallel", "versions": _versions(), "parallel": par.to_dict()})
+        return 0
+    if args.certification:
+        cert = run_certification_benchmark(args.m, args.d, args.k, batch=2000 if args.quick else 100_000,
+                                           repeat=args.repeat, tol=args.tol, rng=args.seed)
+        print(cert.table())
+        if args.json:
+            write_json(args.json, {"command": "bench --certification", "versions": _versions(), "seed": args.seed,
+                                   "certification": cert.to_dict()})
         return 0
     cases = DEFAULT_CASES
     cube = (4, 5, 2)

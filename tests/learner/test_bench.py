@@ -44,11 +44,65 @@ class TestCertificationBenchmark:
         assert set(res.to_dict()) >= {"pipeline_ratio", "fit_speedup", "forward_per_s"}
         assert "target >= 0.5" in res.table()
 
-    def test_bad_arguments(self):
+    def test_screened_and_float64_certification_agree(self):
+        """Phase 4's setting (3, 16, 4): the screened certification's output is the float64 path's, bit for bit."""
         from learner.bench import run_certification_benchmark
 
-        with pytest.raises(ValueError, match="`batch` must be at least 1; got batch=0"):
-            run_certification_benchmark(batch=0)
+        res = run_certification_benchmark(3, 16, 4, batch=2000, repeat=1, tol=0.03, rng=0)
+        assert res.identical and 0 <= res.refit_fraction < 0.05
+        assert res.screen_speedup == res.screened_per_s / res.certify64_per_s  # a ratio of medians, no target here
+        assert set(res.to_dict()) >= {"screen_speedup", "certify64_per_s", "screened_per_s", "sample_per_s", "blas"}
+        assert "identical output: True" in res.table() and "BLAS thread" in res.table()
+
+    @pytest.mark.parametrize("kwargs,error,match", [
+        ({"batch": 0}, ValueError, "`batch` must be at least 1; got batch=0"),
+        ({"threads": 0}, ValueError, "`threads` must be at least 1; got threads=0"),
+        ({"tol": 0.0}, ValueError, "`tol` must be finite and positive; got tol=0.0"),
+        ({"min_weight": "0.1"}, TypeError, "`min_weight` must be a real number; got min_weight='0.1'"),
+    ], ids=["batch", "threads", "tol", "min_weight"])
+    def test_bad_arguments(self, kwargs, error, match):
+        from learner.bench import run_certification_benchmark
+
+        with pytest.raises(error, match=match):
+            run_certification_benchmark(**kwargs)
+
+    def test_cli(self, capsys, tmp_path):
+        import json
+
+        from learner.cli import main
+
+        out_json = tmp_path / "cert.json"
+        argv = ["bench", "--certification", "--quick", "--repeat", "1", "--m", "2", "--d", "8", "--k", "3",
+                "--json", str(out_json)]
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "(m, d, k) = (2, 8, 3), tol 0.03" in out and "identical output: True" in out
+        record = json.loads(out_json.read_text())
+        assert record["command"] == "bench --certification" and record["certification"]["identical"] is True
+
+
+class TestBlasThreads:
+    @pytest.mark.parametrize("n", [1, 2], ids=["one", "two"])
+    def test_sets_and_restores(self, n):
+        """Inside the block OpenBLAS runs ``n`` threads (two values: the check can fail); afterwards as before."""
+        from learner.bench import _openblas_thread_calls, blas_threads
+
+        calls = _openblas_thread_calls()
+        if calls is None:
+            pytest.skip("no OpenBLAS reachable through ctypes here")
+        get, _ = calls
+        before = get()
+        with blas_threads(n) as description:
+            assert get() == n
+        assert get() == before
+        assert description.startswith(f"{n} BLAS thread")
+
+    def test_bad_count(self):
+        from learner.bench import blas_threads
+
+        with pytest.raises(ValueError, match="`n` must be at least 1; got n=0"):
+            with blas_threads(0):
+                pass
 
 
 class TestParallelBenchmark:

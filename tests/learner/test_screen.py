@@ -1,0 +1,134 @@
+"""The float32 screen of certification: the same constraints, bit for bit, as the float64 fit of every row.
+
+``certify_rows(..., screen=True)`` (the default) fits every row in float32 and refits in float64 only
+the examples with a row that might pass; ``screen=False`` fits every row in float64. The margins of
+the screen (``learner.phases.sculpt._screen_margins``) must keep every row the float64 fit certifies:
+the near-threshold cases below plant rows whose relative residual is ``tol·(1 − 10⁻⁶)``, far inside
+float32's rounding error, and the negative control shows that a screen without margins loses them.
+"""
+
+import numpy as np
+import pytest
+
+from learner import random_layer, sample_inputs
+from learner.phases import sculpt
+from learner.phases.sculpt import SCREEN_CHUNK, _screen_candidates, _screen_weights, certify_rows, fit_patterns
+
+MIN_WEIGHT = 0.02
+
+
+def _assert_identical(a, b):
+    """The six outputs of certify_rows, compared bit for bit (np.array_equal: no tolerance)."""
+    names = ("A", "b", "residual", "p_token", "p_ref", "rows_certified")
+    for name, x, y in zip(names, a, b):
+        assert np.array_equal(x, y), f"{name} differs"
+
+
+def _layer_examples(m, d, k, n, distribution, seed):
+    layer_seed, input_seed = np.random.SeedSequence(seed).spawn(2)
+    layer = random_layer(m, d, logit_scale=1.0, rng=layer_seed)
+    X = sample_inputs(n, k, d, distribution=distribution, rng=input_seed)
+    return X, layer(X), layer.ws.sum(axis=0)
+
+
+def _near_threshold(n, k, d, tol, *, distribution, seed, delta=1e-6):
+    """Examples whose first row has relative residual ``tol·(1 − delta)`` exactly (in exact arithmetic).
+
+    With ``b_j = x_jᵀŴ``, ``y_0 = pᵀB + e`` where ``p`` is a proper distribution (every weight
+    >= 0.05) and ``e ⊥ b_1..b_k``: the fit returns ``p`` and the residual ``‖e‖``, and
+    ``‖y_0‖² = ‖pᵀB‖² + ‖e‖²``; ``‖e‖`` is chosen to make ``‖e‖/‖y_0‖ = tol·(1 − delta)``. The other
+    rows are Gaussian noise of the same scale, far from certifying.
+    """
+    rng = np.random.default_rng(seed)
+    w_sum = rng.standard_normal((d, d)) / np.sqrt(d)
+    X = sample_inputs(n, k, d, distribution=distribution, rng=rng)
+    B = X @ w_sum
+    p = 0.05 + (1 - 0.05 * k) * rng.dirichlet(np.ones(k), size=n)  # (n, k), proper
+    base = np.einsum("nj,njd->nd", p, B)
+    Q, _ = np.linalg.qr(B.transpose(0, 2, 1))  # (n, d, k): an orthonormal basis of span(b_j)
+    g = rng.standard_normal((n, d))
+    e = g - np.einsum("ndj,nj->nd", Q, np.einsum("ndj,nd->nj", Q, g))
+    e /= np.linalg.norm(e, axis=1, keepdims=True)
+    t = tol * (1 - delta)
+    e *= (t * np.linalg.norm(base, axis=1) / np.sqrt(1 - t * t))[:, None]
+    Y = rng.standard_normal((n, k, d)) * np.linalg.norm(base, axis=1)[:, None, None] / np.sqrt(d)
+    Y[:, 0] = base + e
+    return X, Y, w_sum
+
+
+class TestCertifyRowsScreen:
+    @pytest.mark.parametrize("m,d,k,distribution,quantile", [
+        (3, 12, 2, "boolean", 0.05),
+        (3, 12, 2, "gaussian", 0.2),
+        (2, 8, 3, "gaussian", 0.05),
+        (3, 12, 3, "boolean", 0.2),
+        (3, 16, 4, "boolean", 0.01),
+        (3, 16, 4, "gaussian", 0.1),
+    ], ids=["k2-bool", "k2-gauss", "k3-gauss", "k3-bool", "k4-bool", "k4-gauss"])
+    def test_identical_to_the_float64_fit(self, m, d, k, distribution, quantile):
+        """With ``tol`` at a quantile of the rows' residuals, many rows sit near it on both sides."""
+        X, Y, w_sum = _layer_examples(m, d, k, 3000, distribution, seed=11)
+        _, res, _ = fit_patterns(X, Y, w_sum)
+        tol = float(np.quantile(res, quantile))
+        full = certify_rows(X, Y, w_sum, tol=tol, min_weight=MIN_WEIGHT, screen=False)
+        screened = certify_rows(X, Y, w_sum, tol=tol, min_weight=MIN_WEIGHT)
+        assert full[-1] > 20  # not vacuous: rows certify
+        _assert_identical(full, screened)
+
+    @pytest.mark.parametrize("k,distribution", [(2, "boolean"), (3, "gaussian"), (4, "boolean"), (4, "gaussian")],
+                             ids=["k2-bool", "k3-gauss", "k4-bool", "k4-gauss"])
+    def test_rows_just_below_tol_are_kept(self, k, distribution):
+        X, Y, w_sum = _near_threshold(400, k, 16, 0.03, distribution=distribution, seed=k)
+        full = certify_rows(X, Y, w_sum, tol=0.03, min_weight=MIN_WEIGHT, screen=False)
+        assert full[-1] >= 390  # the planted rows certify in float64 (a few may be ill-posed)
+        _assert_identical(full, certify_rows(X, Y, w_sum, tol=0.03, min_weight=MIN_WEIGHT))
+
+    @pytest.mark.parametrize("k,distribution,margin", [
+        (2, "boolean", 0.0), (4, "boolean", 0.0), (4, "gaussian", 0.0), (2, "boolean", 1e-3),
+    ], ids=["k2-bool-none", "k4-bool-none", "k4-gauss-none", "k2-bool-thousandth"])
+    def test_negative_control_without_margins_rows_are_lost(self, k, distribution, margin, monkeypatch):
+        """A plain float32 test (margins 0), or a thousandth of the margins, drops rows the float64 fit certifies."""
+        X, Y, w_sum = _near_threshold(400, k, 16, 0.03, distribution=distribution, seed=k)
+        full = certify_rows(X, Y, w_sum, tol=0.03, min_weight=MIN_WEIGHT, screen=False)
+        monkeypatch.setattr(sculpt, "_SCREEN_MARGIN", margin)
+        tight = certify_rows(X, Y, w_sum, tol=0.03, min_weight=MIN_WEIGHT)
+        # float32 moves a residual of 0.03 by ~10⁻⁴ relative, 100 times delta: with no margin about half
+        # the planted rows fall out (measured 172–215 of 400 kept); a thousandth of the margins loses 53.
+        assert tight[-1] < full[-1]
+        if margin == 0:
+            assert tight[-1] < 0.8 * full[-1]
+
+    def test_the_screen_is_selective(self):
+        """At phase 4's setting (3, 16, 4), tol 0.03, the screen refits a tiny share of the examples in float64."""
+        X, Y, w_sum = _layer_examples(3, 16, 4, SCREEN_CHUNK, "boolean", seed=3)
+        keep = _screen_candidates(X, Y, _screen_weights(w_sum), 0.03)
+        # Measured (ours): 2·10⁻⁴ of the examples (repeated tokens and rows near tol); 1 % leaves room.
+        assert keep.mean() < 0.01
+
+    @pytest.mark.parametrize("scale", [2.0**-70, 1e-25, 1e25, 2.0**70], ids=["2^-70", "1e-25", "1e25", "2^70"])
+    def test_extreme_scales(self, scale):
+        """``Ŵ`` and ``Y`` scaled alike: float32 alone would under- or overflow; the screen rescales exactly."""
+        X, Y, w_sum = _layer_examples(3, 12, 3, 2000, "boolean", seed=5)
+        Y, w_sum = Y * scale, w_sum * scale
+        full = certify_rows(X, Y, w_sum, tol=0.1, min_weight=MIN_WEIGHT, screen=False)
+        assert full[-1] > 20
+        _assert_identical(full, certify_rows(X, Y, w_sum, tol=0.1, min_weight=MIN_WEIGHT))
+        keep = _screen_candidates(X, Y, _screen_weights(w_sum), 0.1)
+        assert keep.mean() < 0.5  # still a screen, not "refit everything"
+
+    def test_degenerate_examples(self):
+        """Repeated tokens (0/0 in the fit), zero and non-finite output rows, and an empty batch."""
+        X, Y, w_sum = _layer_examples(3, 12, 3, 1000, "boolean", seed=7)
+        X[:50, 1] = X[:50, 0]
+        Y[50:60, 2] = 0.0
+        Y[60:70, 1] = np.nan
+        Y[70:80, 0] = np.inf
+        for x, y in ((X, Y), (X[:0], Y[:0])):
+            _assert_identical(certify_rows(x, y, w_sum, tol=0.1, min_weight=MIN_WEIGHT, screen=False),
+                              certify_rows(x, y, w_sum, tol=0.1, min_weight=MIN_WEIGHT))
+
+    @pytest.mark.parametrize("screen", ["yes", 1, None], ids=["str", "int", "none"])
+    def test_screen_must_be_bool(self, screen):
+        X, Y, w_sum = _layer_examples(2, 8, 2, 10, "boolean", seed=0)
+        with pytest.raises(TypeError, match="`screen` must be True or False; got screen="):
+            certify_rows(X, Y, w_sum, tol=0.1, min_weight=MIN_WEIGHT, screen=screen)
