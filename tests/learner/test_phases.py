@@ -365,6 +365,14 @@ class TestLayerJacobian:
         np.testing.assert_allclose(J, fd, rtol=0, atol=1e-8)
 
 
+def _off_layer(m, d, k, n, scale, *, seed):
+    """Θ's ``scale`` off a planted layer's, its examples, and the variable-projection solve there."""
+    layer = random_layer(m, d, logit_scale=1.0, check=False, rng=seed)
+    X, Y = LayerOracle(layer, k, rng=seed + 1).draw(n)
+    thetas = layer.thetas + scale * np.random.default_rng(seed + 2).standard_normal(layer.thetas.shape)
+    return thetas, X, Y, _vp_solve(thetas, X, Y)
+
+
 class TestVariableProjection:
     @pytest.mark.parametrize(("m", "d", "k"), [(2, 6, 3), (3, 6, 2)])
     def test_reproduces_the_trust_region_optimum(self, m, d, k):
@@ -385,10 +393,7 @@ class TestVariableProjection:
     def test_kaufman_jacobian_is_the_projected_layer_jacobian(self):
         """The Θ-columns of the full analytic Jacobian, projected off the W design, in the Θ's and in hull coordinates."""
         m, d, k = 3, 4, 2
-        layer = random_layer(m, d, logit_scale=1.0, check=False, rng=4)
-        X, Y = LayerOracle(layer, k, rng=5).draw(30)
-        thetas = layer.thetas + 0.1 * np.random.default_rng(6).standard_normal(layer.thetas.shape)
-        ws, r, Q, patterns = _vp_solve(thetas, X, Y)
+        thetas, X, Y, (ws, r, Q, patterns) = _off_layer(m, d, k, 30, 0.1, seed=4)
         full = layer_jacobian(thetas, ws, X)[:, : m * d * d].reshape(30 * k, d, m * d * d)
         flat = full.reshape(30 * k, -1)  # rows (n, a); the projector acts on them, column by column
         projected = (flat - Q @ (Q.T @ flat)).reshape(30 * k * d, -1)
@@ -418,10 +423,7 @@ class TestVariableProjection:
     def test_normal_equations_in_blocks_equal_the_whole(self):
         """A memory budget smaller than the Jacobian builds JᵀJ and Jᵀr from blocks of examples: same matrices."""
         m, d, k = 2, 5, 3
-        layer = random_layer(m, d, logit_scale=1.0, check=False, rng=10)
-        X, Y = LayerOracle(layer, k, rng=11).draw(40)
-        thetas = layer.thetas + 0.05 * np.random.default_rng(12).standard_normal(layer.thetas.shape)
-        ws, r, Q, patterns = _vp_solve(thetas, X, Y)
+        thetas, X, Y, (ws, r, Q, patterns) = _off_layer(m, d, k, 40, 0.05, seed=10)
         A, g = _normal_equations(thetas, ws, X, patterns, Q, r)
         per_example = 8 * k * d * m * d * d
         Ab, gb = _normal_equations(thetas, ws, X, patterns, Q, r, max_bytes=7 * per_example)  # 6 blocks
