@@ -82,7 +82,9 @@ class LearnResult:
 
     def report(self):
         """A phase-by-phase text report."""
-        lines = [f"success: {self.success} ({self.status}): {self.message}",
+        lines = [f"success: {self.success} ({self.status}): {self.message}"
+                 + (f" Time: {self.execution['phase4_time_estimate']}." if "phase4_time_estimate" in self.execution
+                    else ""),
                  f"m = {self.m}{' (estimated)' if self.m_estimated else ''}; examples drawn {self.examples_drawn:,}"]
         for name, diag in self.diagnostics.items():
             secs = self.timings.get(name)
@@ -156,6 +158,18 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
     from ``(m, d, k)`` (:func:`learner.phases.resolve_config`); every value used,
     and which were chosen, is in ``diagnostics["0_setting"]``.
 
+    Phase 4 starts each round with a pilot (ours, :mod:`learner.forecast`): its
+    first examples forecast the examples the constraints' target needs at each
+    candidate tolerance, choose the tolerance when ``refined_tol`` is None
+    (``diagnostics["0_setting"]["refined_tol_chosen"]``, one per round), and
+    are kept. The forecast of every round is in
+    ``diagnostics["4_refined_sculpt"]`` (``forecast``, ``tol_chosen``,
+    ``forecast_ratio`` = examples drawn / forecast, and ``rounds``; a WARNING is
+    logged when the ratio leaves [1/3, 3]). When the forecast exceeds
+    ``max_examples`` the run stops there with ``success=False``,
+    ``status="budget"`` and a message giving the forecast, the budget, the time
+    and what would make it fit.
+
     Parameters
     ----------
     source : LayerOracle, ArraySource or (X, Y)
@@ -225,8 +239,11 @@ def _learn(source, *, m, k, config, truth, rng, pool):
     def done(status, message, layer=None, m_final=m, success=False):
         errors = truth_errors(truth, layer, k, source, rng) if status != "interrupted" else {}
         timings["total"] = time.perf_counter() - t_start
+        execution = pool.info
+        if state.get("forecast_time"):
+            execution["phase4_time_estimate"] = state["forecast_time"]
         return LearnResult(layer, success, status, message, m_final, m is None, source.n_drawn - drawn0,
-                           dict(timings), phases, diag, errors, pool.info)
+                           dict(timings), phases, diag, errors, execution)
 
     try:
         return _phases(source, m=m, k=k, cfg=cfg, truth=truth, pool=pool, phases=phases, diag=diag,
@@ -295,13 +312,34 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
             phases["3_refine_sum"], diag["3_refine_sum"] = p3, _sum_diag(p3) | {"round": r}
             timings["3_refine_sum"] = timings.get("3_refine_sum", 0.0) + p3.seconds
             state["phase"] = "4_refined_sculpt"
-            log.info("phase 4 (round %d): refined sculpting, up to %d constraints from at most %s examples", r + 1,
-                     int(cfg.refined_constraints * d * d), f"{cfg.max_examples:,}")
-            p4 = refined_sculpt(source, w_sum, tol=cfg.refined_tol, min_weight=cfg.min_weight,
-                                target=int(cfg.refined_constraints * d * d), max_examples=cfg.max_examples,
-                                batch=cfg.batch, truth=truth, workers=pool)
-            phases["4_refined_sculpt"], diag["4_refined_sculpt"] = p4, p4.summary() | {"round": r}
+            target4 = int(cfg.refined_constraints * d * d)
+            log.info("phase 4 (round %d): refined sculpting, up to %d constraints from at most %s examples; "
+                     "a pilot forecasts the examples first", r + 1, target4, f"{cfg.max_examples:,}")
+            p4 = refined_sculpt(source, w_sum, tol=cfg.refined_tol, min_weight=cfg.min_weight, target=target4,
+                                max_examples=cfg.max_examples, batch=cfg.batch, truth=truth, workers=pool,
+                                pilot=True, n=(max(plan_m, 1) - 1) * (k - 1))
+            fc = p4.forecast
+            rounds4 = diag.get("4_refined_sculpt", {}).get("rounds", [])
+            diag["4_refined_sculpt"] = p4.summary() | {"round": r}
+            # Censored: a phase stopped by its budget (or by the forecast) drew fewer examples than it needed.
+            censored = p4.count < target4
+            rounds4.append({"round": r, "tol": p4.tol, "examples": p4.n_examples, "pilot_examples": fc.n_examples,
+                            "predicted_examples": diag["4_refined_sculpt"]["forecast"]["predicted_examples"],
+                            "forecast_ratio": diag["4_refined_sculpt"]["forecast_ratio"], "censored": censored})
+            diag["4_refined_sculpt"]["rounds"] = rounds4
+            diag["0_setting"]["refined_tol_chosen"] = [row["tol"] for row in rounds4]
+            phases["4_refined_sculpt"] = p4
             timings["4_refined_sculpt"] = timings.get("4_refined_sculpt", 0.0) + p4.seconds
+            if fc.over_budget and censored:
+                # The time estimate depends on where the batches ran: it goes with `execution`, not the message.
+                state["forecast_time"] = fc.time_message()
+                log.info("phase 4: %s; %s", fc.budget_message(), state["forecast_time"])
+                return done("budget", fc.budget_message())
+            ratio = p4.forecast_ratio
+            if not censored and not 1 / 3 <= ratio <= 3:
+                log.warning("phase 4 (round %d): drew %s examples, %.3g times the pilot's forecast of %.3g "
+                            "(outside [1/3, 3]: the forecast missed)", r + 1, f"{p4.n_examples:,}", ratio,
+                            fc.predicted_examples)
             if p4.count < d * d:
                 return done("4_refined_sculpt", f"only {p4.count} constraints from {p4.n_examples:,} examples; "
                             f"the hull needs at least d²={d * d} (raise max_examples or loosen refined_tol).")

@@ -1,8 +1,9 @@
 """Tuning knobs of the learner, with the reason for each default (all ours).
 
 Fields left at ``None`` are chosen by :func:`resolve_config` from ``(m, d, k)``
-when :func:`learner.learn` starts; the run's diagnostics record every value
-used and which ones were chosen so.
+when :func:`learner.learn` starts, except phase 4's tolerance, which phase 4's
+pilot forecast chooses (:mod:`learner.forecast`); the run's diagnostics record
+every value used and which ones were chosen so.
 """
 
 from __future__ import annotations
@@ -39,10 +40,11 @@ class LearnConfig:
     n_crude: int = 400_000
     #: Phases 2/4: relative residual below which a row's fit certifies agreement.
     #: Phase 2 works with a crude ΣW, so it must be loose; phase 4 is tighter. Phase 4's is
-    #: chosen when None: 0.015, or 0.03 where the cube model (learner.assumptions) predicts
-    #: more than 10^7 examples for the target at 0.015 — the yield grows like
-    #: tol^((m−1)(k−1)) (measured ×8 at (3, 16, 3) from 0.015 to 0.03), and the precision
-    #: weighting of phase 5 discounts the looser rows.
+    #: chosen when None, in every round, by its pilot (learner.forecast, ours): the first
+    #: batches are certified at 0.03 and forecast the examples the target needs at 0.015,
+    #: 0.02 and 0.03; the smallest whose forecast is at most 2·10^7 examples is used, else
+    #: 0.03 — the yield grows like tol^((m−1)(k−1)), and the precision weighting of phase 5
+    #: discounts the looser rows. A value given is used as is (the pilot only forecasts).
     crude_tol: float = 0.05
     refined_tol: float | None = None
     #: Tokens whose fitted weight is at least this give constraints. Low weights give
@@ -54,9 +56,10 @@ class LearnConfig:
     #: examples are cheap at k = 2).
     crude_constraints: float = 3.0
     refined_constraints: float | None = None
-    #: Example budget of each refined sculpting round (phase 4). When None: ten times
-    #: the examples the cube model predicts for the target (learner.assumptions), at
-    #: least 2·10^7 and at most 10^9.
+    #: Example budget of each refined sculpting round (phase 4). When None: 10^9
+    #: (learner.forecast.DEFAULT_MAX_EXAMPLES; 15–45 min on two cores at the measured rates).
+    #: When phase 4's pilot forecasts more than the budget, the run stops after the pilot
+    #: with status "budget" and a message saying what would make it fit.
     max_examples: int | None = None
     #: Phase 2's budget: with the crude ΣW its constraints are rough, so they only seed phase 3's Θ*.
     crude_max_examples: int = 2_000_000
@@ -141,9 +144,10 @@ def resolve_config(cfg, m, d, k):
 
     ``m`` is the number of heads the run plans for (the given m, or the largest
     the setting allows when m is estimated). The rules are ours, from the
-    measurements in the field comments of :class:`LearnConfig`.
+    measurements in the field comments of :class:`LearnConfig`. ``refined_tol``
+    stays None: phase 4's pilot chooses it (:func:`learner.phases.refined_sculpt`).
     """
-    from ..assumptions import CUBE_WINDOW
+    from ..forecast import DEFAULT_MAX_EXAMPLES
 
     chosen = {}
     if cfg.refined_constraints is None:
@@ -152,12 +156,6 @@ def resolve_config(cfg, m, d, k):
         chosen["gap_min"] = 3.0 if m <= 4 else 2.0
     if cfg.net_points_3d is None:
         chosen["net_points_3d"] = 13 if m <= 4 else 9 if m == 5 else 7
-    target = chosen.get("refined_constraints", cfg.refined_constraints) * d * d
-    # Constraints per example on the cube model: k rows, each certifying with probability
-    # w^((m−1)(k−1)) and giving up to k − 1 constraints.
-    predicted = target / (k * max(k - 1, 1) * CUBE_WINDOW ** ((m - 1) * (k - 1)))
-    if cfg.refined_tol is None:
-        chosen["refined_tol"] = 0.015 if predicted <= 1e7 else 0.03
     if cfg.max_examples is None:
-        chosen["max_examples"] = int(min(1e9, max(2e7, 10 * predicted)))
+        chosen["max_examples"] = DEFAULT_MAX_EXAMPLES
     return dataclasses.replace(cfg, **chosen), sorted(chosen)

@@ -32,6 +32,7 @@ import numpy as np
 
 from .._progress import bar
 from .._validation import check_int, check_positive_float, check_rng
+from ..forecast import AFFORDABLE_EXAMPLES, DEFAULT_CANDIDATES, pilot_forecast
 from ..parallel import Workers
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ __all__ = [
     "certify_rows",
     "crude_sculpt",
     "fit_patterns",
+    "pilot_batch",
     "refined_sculpt",
 ]
 
@@ -56,7 +58,9 @@ class Constraints:
     ``p_ref`` the fitted weights ``p_j`` and ``p_{j0}`` of the two tokens whose
     log-ratio is ``b_l`` (they set the constraint's precision, see
     :func:`precision_weights`). ``errors`` (when the truth is known) is
-    ``max_i |A_l vec(Θ_i) − b_l|`` per constraint.
+    ``max_i |A_l vec(Θ_i) − b_l|`` per constraint. ``forecast`` is the
+    pilot's :class:`learner.forecast.Forecast` when phase 4 ran one (see
+    :func:`refined_sculpt`), else None.
     """
 
     A: np.ndarray
@@ -71,6 +75,16 @@ class Constraints:
     errors: np.ndarray | None = None
     p_token: np.ndarray | None = None
     p_ref: np.ndarray | None = None
+    forecast: object | None = None
+
+    @property
+    def forecast_ratio(self):
+        """Examples drawn over the examples the pilot forecast (None without a forecast; ``inf`` when the
+        forecast was 0 constraints). Below 1 also when the phase stopped at its budget."""
+        if self.forecast is None:
+            return None
+        predicted = self.forecast.predicted_examples
+        return self.n_examples / predicted if predicted > 0 else float("inf")
 
     @property
     def count(self):
@@ -92,6 +106,12 @@ class Constraints:
         if self.errors is not None and self.count:
             out["constraint_error_median"] = float(np.median(self.errors))
             out["constraint_error_p90"] = float(np.quantile(self.errors, 0.9))
+        if self.forecast is not None:
+            out["forecast"] = self.forecast.to_dict()
+            out["tol_chosen"] = {"tol": self.forecast.tol, "fixed": self.forecast.fixed,
+                                 "threshold": self.forecast.threshold, "model_ok": self.forecast.model_ok}
+            ratio = self.forecast_ratio
+            out["forecast_ratio"] = ratio if ratio is not None and np.isfinite(ratio) else None
         return out
 
 
@@ -380,6 +400,36 @@ def certify_batch(batch, w_sum, tol, min_weight):
     return block, certified, X.shape[0] * X.shape[1]
 
 
+def pilot_batch(batch, w_sum, tols, min_weight):
+    """The pilot's reduction of a batch (phase 4, ours): the constraint block certified at ``max(tols)`` and
+    the rows certified at every tolerance of ``tols``, and the rows seen.
+
+    The block at a smaller ``t`` is the block's constraints with residual ``< t``: a row certifies at ``t``
+    exactly when its float64 fit is well posed, proper and has residual ``< t``, and the screen at ``t``
+    keeps a subset of the examples kept at ``max(tols)`` (:func:`_screen_margins` grows with ``tol``).
+    The rows per tolerance are counted by certifying the loosest tolerance's candidates again at each
+    (a row with no token above ``min_weight`` gives no constraint but counts as certified).
+    """
+    X, Y = batch.examples()
+    n = X.shape[0]
+    loosest = max(tols)
+    screen_w = _screen_weights(w_sum)
+    keep = np.flatnonzero(np.concatenate([
+        _screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, loosest)
+        for s in range(0, max(n, 1), SCREEN_CHUNK)]))
+    # The float64 fit of an example does not depend on the others (certify_rows relies on it too).
+    Xc, Yc = X[keep], Y[keep]
+    *block, _ = certify_rows(Xc, Yc, w_sum, tol=loosest, min_weight=min_weight)
+    rows = tuple(int(certify_rows(Xc, Yc, w_sum, tol=t, min_weight=min_weight)[-1]) for t in tols)
+    return block, rows, n * X.shape[1]
+
+
+def _below(block, tol):
+    """A block's constraints with residual ``< tol`` (in order)."""
+    keep = block[2] < tol
+    return [col[keep] for col in block]
+
+
 def _budget_sizes(max_examples, batch):
     """Batch sizes up to the example budget, formed lazily (a stream may stop long before)."""
     drawn = 0
@@ -389,9 +439,20 @@ def _budget_sizes(max_examples, batch):
         yield n
 
 
-def _sculpt(source, w_sum, *, tol, min_weight, target, max_examples, batch, truth, label, workers):
+def _certify_or_pilot(batch, w_sum, tol, min_weight):
+    """A batch of phase 4: :func:`pilot_batch` while piloting (``tol`` is then the tuple of tolerances), else
+    :func:`certify_batch`."""
+    if isinstance(tol, tuple):
+        return pilot_batch(batch, w_sum, tol, min_weight)
+    return certify_batch(batch, w_sum, tol, min_weight)
+
+
+def _sculpt(source, w_sum, *, tol, min_weight, target, max_examples, batch, truth, label, workers, pilot=None):
     t0 = time.perf_counter()
-    tol = check_positive_float("tol", tol)
+    if pilot is None or tol is not None:
+        tol = check_positive_float("tol", tol)
+        if tol >= 1:
+            raise ValueError(f"`tol` must be below 1; got tol={tol!r}.")
     min_weight = check_positive_float("min_weight", min_weight)
     max_examples = check_int("max_examples", max_examples)
     workers = workers if workers is not None else Workers()
@@ -399,14 +460,61 @@ def _sculpt(source, w_sum, *, tol, min_weight, target, max_examples, batch, trut
     count = drawn = seen = certified = 0
     last_log = time.perf_counter()
     progress = bar(target, label, "constraint")
+    # The tolerance batches are certified at, read when each task is formed: the pilot's tuple of tolerances
+    # until the forecast settles, then the chosen one (batches already in flight are filtered on arrival).
+    tols = tuple(sorted(set(pilot["candidates"]) | ({tol} if tol is not None else set()))) if pilot else None
+    state = {"tol": tol if pilot is None else tols, "forecast": None}
+    pilot_blocks = []
+
+    def settle(fc):
+        """Keep the pilot's constraints below the chosen tolerance, up to where a direct run would stop."""
+        nonlocal count, drawn, seen, certified
+        state["forecast"], state["tol"] = fc, fc.tol
+        log.info("%s: %s", label, fc.summary())
+        drawn = seen = 0
+        at = tols.index(fc.tol)
+        for pb, pc, pn in pilot_blocks:
+            kept = _below(pb, fc.tol)
+            parts.append(kept)
+            count += kept[1].shape[0]
+            certified += pc[at]
+            drawn += pn
+            seen += pn * source.k
+            if count >= target:
+                break
+        progress.update(min(count, target))
+
+    def forecast_now(n_pilot):
+        res = np.concatenate([pb[2] for pb, _, _ in pilot_blocks]) if pilot_blocks else np.empty(0)
+        return pilot_forecast(res, max(n_pilot, 1), target=target, n=pilot["n"], candidates=pilot["candidates"],
+                              tol=tol, threshold=pilot["threshold"], budget=max_examples,
+                              seconds=time.perf_counter() - t0, workers=workers.workers)
+
     if count < target:
-        tasks = (((eb, w_sum, tol, min_weight), eb.n) for eb in source.batches(_budget_sizes(max_examples, batch)))
+        tasks = (((eb, w_sum, state["tol"], min_weight), eb.n)
+                 for eb in source.batches(_budget_sizes(max_examples, batch)))
         # Blocks are merged in batch order and the stream stops where a serial run stops: the first
         # batch that brings the count to the target (batches computed ahead are discarded).
         key = {"phase 2": "2_crude_sculpt", "phase 4": "4_refined_sculpt"}.get(label, label)
+        fn = certify_batch if pilot is None else _certify_or_pilot
         try:
-            with contextlib.closing(workers.ordered(key, certify_batch, tasks)) as blocks:
+            with contextlib.closing(workers.ordered(key, fn, tasks)) as blocks:
                 for block, c, rows in blocks:
+                    if isinstance(c, tuple):  # a pilot batch
+                        if state["forecast"] is None:
+                            pilot_blocks.append((block, c, rows // source.k))
+                            drawn += rows // source.k
+                            seen += rows
+                            progress.set_postfix_str(f"pilot: {drawn:,} examples")
+                            fc = forecast_now(drawn)
+                            if not fc.settled:
+                                continue
+                            settle(fc)
+                            if fc.over_budget or count >= target:
+                                break
+                            continue
+                        # Computed ahead at the pilot's tolerances: the rows below the chosen one are what it gives.
+                        block, c = _below(block, state["tol"]), c[tols.index(state["tol"])]
                     drawn += rows // source.k
                     seen += rows
                     parts.append(block)
@@ -420,9 +528,15 @@ def _sculpt(source, w_sum, *, tol, min_weight, target, max_examples, batch, trut
                                  f"{drawn:,}", f"{max_examples:,}")
                     if count >= target:
                         break
+                else:
+                    if pilot is not None and state["forecast"] is None:  # the budget ended inside the pilot
+                        settle(forecast_now(drawn))
         finally:  # what was merged counts as drawn, also when a fixed set ran out or the run is stopped
             source.consume(drawn)
     progress.close()
+    forecast = state["forecast"]
+    if pilot is not None and forecast is not None:
+        tol = forecast.tol
     d = w_sum.shape[0]
     if parts:
         A, b, r, pj, p0 = (np.concatenate(col) for col in zip(*parts))
@@ -431,7 +545,8 @@ def _sculpt(source, w_sum, *, tol, min_weight, target, max_examples, batch, trut
     errors = None
     if truth is not None:
         errors = np.abs(A @ truth.thetas.reshape(truth.m, -1).T - b[:, None]).max(axis=1) if b.size else np.empty(0)
-    return Constraints(A, b, r, drawn, seen, certified, tol, min_weight, time.perf_counter() - t0, errors, pj, p0)
+    return Constraints(A, b, r, drawn, seen, certified, tol, min_weight, time.perf_counter() - t0, errors, pj, p0,
+                       forecast)
 
 
 def crude_sculpt(source, w_sum, *, tol=0.05, min_weight=0.1, target=192, max_examples=20_000_000,
@@ -449,11 +564,57 @@ def crude_sculpt(source, w_sum, *, tol=0.05, min_weight=0.1, target=192, max_exa
 
 
 def refined_sculpt(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_examples=20_000_000,
-                   batch=100_000, truth=None, workers=None):
-    """Phase 4: the same sculpting with the refined ``ΣW`` and a tighter tolerance."""
+                   batch=100_000, truth=None, workers=None, pilot=False, n=None, candidates=DEFAULT_CANDIDATES,
+                   threshold=AFFORDABLE_EXAMPLES):
+    """Phase 4: the same sculpting with the refined ``ΣW`` and a tighter tolerance.
+
+    With ``pilot=True`` (ours) the first batches are a *pilot*: they are certified at the
+    loosest of ``candidates`` (and ``tol``), and after each one
+    :func:`learner.forecast.pilot_forecast` forecasts the examples the ``target`` needs at
+    every tolerance, until the forecast settles (enough rows, or a clear verdict on the
+    budget; see there). Then the tolerance is chosen — ``tol`` when given, else the smallest
+    candidate forecast at most ``threshold`` examples — the forecast is logged at INFO with a
+    time estimate from the pilot's examples/s, and the stream continues at that tolerance.
+    The pilot's constraints with residual below it are exactly those a run at that tolerance
+    certifies on the same batches (see :func:`pilot_batch`), so they are kept, and the result
+    equals ``refined_sculpt(..., tol=chosen)`` on the same source. When the forecast exceeds
+    ``max_examples`` the phase stops after the pilot (``forecast.over_budget``; the caller
+    decides). Batches computed ahead at the pilot's tolerance are filtered the same way, so
+    ``workers`` change nothing.
+
+    Parameters
+    ----------
+    source, w_sum, min_weight, target, max_examples, batch, truth, workers
+        As for :func:`crude_sculpt`.
+    tol : float or None
+        Certification tolerance; with ``pilot``, None lets the forecast choose it.
+    pilot : bool
+        Run the pilot and attach its :class:`learner.forecast.Forecast` as ``forecast``.
+    n : int
+        ``(m−1)(k−1)``, the window law's exponent (needed with ``pilot``).
+    candidates : sequence of float
+        Tolerances the pilot forecasts (default 0.015, 0.02, 0.03).
+    threshold : float
+        Examples up to which the smaller tolerance is affordable (default 2·10^7).
+
+    Returns
+    -------
+    Constraints
+    """
+    if not isinstance(pilot, bool):
+        raise TypeError(f"`pilot` must be True or False; got pilot={pilot!r}.")
+    spec = None
+    if pilot:
+        if n is None:
+            raise ValueError("`n` must be given with pilot=True (the window law's exponent (m−1)(k−1)); got n=None.")
+        spec = {"n": check_int("n", n, minimum=0), "threshold": check_positive_float("threshold", threshold),
+                "candidates": tuple(candidates)}
+        pilot_forecast(np.empty(0), 1, target=1, n=spec["n"], candidates=spec["candidates"], tol=tol)  # validates
+    elif tol is None:
+        raise ValueError("`tol` must be given unless pilot=True; got tol=None.")
     return _sculpt(source, np.asarray(w_sum, dtype=float), tol=tol, min_weight=min_weight,
                    target=check_int("target", target), max_examples=max_examples, batch=batch, truth=truth,
-                   label="phase 4", workers=workers)
+                   label="phase 4", workers=workers, pilot=spec)
 
 
 @dataclass(frozen=True)

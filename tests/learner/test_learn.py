@@ -45,9 +45,13 @@ class TestLearnFast:
                              "5_span", "6_search", "assumptions"}
         # Every choice is recorded: the values used and which were chosen from (m, d, k).
         assert diag["0_setting"]["sound"] is True
-        assert diag["0_setting"]["config"]["max_examples"] == 20_000_000
+        assert diag["0_setting"]["config"]["max_examples"] == 1_000_000_000
         assert diag["0_setting"]["chosen_from_setting"] == ["gap_min", "max_examples", "net_points_3d",
-                                                            "refined_constraints", "refined_tol"]
+                                                            "refined_constraints"]
+        # Phase 4's tolerance is chosen by its pilot, once per round, and recorded.
+        assert len(diag["0_setting"]["refined_tol_chosen"]) == 2
+        assert diag["4_refined_sculpt"]["forecast"]["tol"] == diag["0_setting"]["refined_tol_chosen"][-1]
+        assert [r["round"] for r in diag["4_refined_sculpt"]["rounds"]] == [0, 1]
         assert diag["6_search"]["search"] == "exhaustive"
         assert diag["assumptions"]["failed"] == []
         # The warm start (best net tuple + least squares, before joint refinement) is

@@ -92,14 +92,14 @@ class TestIdenticalResults:
         """Negative control: batches of another size are another stream of examples, and the check notices."""
         a = _learn(config=SHORT)
         b = _learn(config=dataclasses.replace(SHORT, batch=10_000))
-        assert a.status == b.status == "4_refined_sculpt"
+        assert a.status == b.status == "budget"  # refined_tol=2e-4: the pilot forecasts far more than the budget
         with pytest.raises(AssertionError):  # other examples, other constraints
             assert json.dumps(_record(a), sort_keys=True) == json.dumps(_record(b), sort_keys=True)
 
     def test_dask_local_cluster_gives_the_serial_result(self, serial_result):
         distributed = pytest.importorskip("dask.distributed")
         serial = _learn(config=SHORT)
-        assert serial.status == "4_refined_sculpt" and "constraints from 100,000 examples" in serial.message
+        assert serial.status == "budget" and "phase 4 would need" in serial.message
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                       dashboard_address=None) as cluster:
             with distributed.Client(cluster) as client:

@@ -327,14 +327,15 @@ class TestLearnConfig:
     @pytest.mark.parametrize(
         ("setting", "chosen"),
         [
-            ((3, 12, 2), {"refined_constraints": 6.0, "net_points_3d": 13, "max_examples": 20_000_000,
-                          "refined_tol": 0.015, "gap_min": 3.0}),
-            ((4, 12, 2), {"refined_constraints": 12.0, "net_points_3d": 13, "max_examples": 40_000_000,
-                          "refined_tol": 0.015, "gap_min": 3.0}),
+            # The budget is fixed (learner.forecast.DEFAULT_MAX_EXAMPLES); phase 4's pilot chooses refined_tol.
+            ((3, 12, 2), {"refined_constraints": 6.0, "net_points_3d": 13, "max_examples": 1_000_000_000,
+                          "gap_min": 3.0}),
+            ((4, 12, 2), {"refined_constraints": 12.0, "net_points_3d": 13, "max_examples": 1_000_000_000,
+                          "gap_min": 3.0}),
             ((5, 16, 2), {"refined_constraints": 12.0, "net_points_3d": 9, "max_examples": 1_000_000_000,
-                          "refined_tol": 0.03, "gap_min": 2.0}),
-            ((3, 16, 3), {"refined_constraints": 6.0, "net_points_3d": 13, "max_examples": 197_530_864,
-                          "refined_tol": 0.03, "gap_min": 3.0}),
+                          "gap_min": 2.0}),
+            ((3, 16, 3), {"refined_constraints": 6.0, "net_points_3d": 13, "max_examples": 1_000_000_000,
+                          "gap_min": 3.0}),
         ],
         ids=str,
     )
@@ -342,6 +343,7 @@ class TestLearnConfig:
         cfg, names = resolve_config(LearnConfig(), *setting)
         assert names == sorted(chosen)
         assert {name: getattr(cfg, name) for name in chosen} == chosen
+        assert cfg.refined_tol is None  # left to phase 4's pilot
         given, names = resolve_config(LearnConfig(max_examples=123, net_points_3d=5, refined_constraints=2.0,
                                                   refined_tol=0.02, gap_min=4.0), *setting)
         assert names == [] and given.max_examples == 123

@@ -28,7 +28,9 @@ from theory.yield_model import (
     _poisson_interval,
     _window,
     check_yield_prediction,
+    control_pilot_forecast,
     control_yield_prediction,
+    default_pilot_forecast,
     default_yield_prediction,
     disagreement_moments,
     integer_layer,
@@ -294,6 +296,26 @@ class TestCheckYieldPrediction:
         record = json.loads(json.dumps(result.to_dict()))
         assert record["name"] == "yield_prediction" and record["relation"] == "<="
         assert "ours" in record["source"] and "Sculpting the affine hull" in record["source"]
+
+
+class TestCheckPilotForecast:
+    """The learner's pilot (learner.forecast) at 0.03, extrapolated by tol^n, against measured_yield at 0.015."""
+
+    def test_planted_layer_holds(self):
+        result = default_pilot_forecast(rng=0)
+        assert_check_holds(result)
+        assert result.details["model_ok"] and result.details["method"] == "window law"
+
+    def test_integer_layer_fails(self):
+        """Negative control: the atom at D = 0 gives exponent ~0; the pilot rejects the law, the check fails."""
+        result = control_pilot_forecast(rng=0)
+        assert_check_fails(result)
+        assert not result.details["model_ok"] and result.details["exponent_interval"][1] < 1.0
+
+    def test_poisson_interval_is_the_learners(self):
+        from learner.forecast import poisson_interval
+
+        assert _poisson_interval is poisson_interval
 
 
 class TestIntegerLayer:

@@ -1,0 +1,495 @@
+"""Phase 4's cost before paying it: the examples a certification tolerance needs, forecast from a pilot (ours).
+
+Phase 4 (:func:`learner.phases.refined_sculpt`) draws examples until it has
+``target`` constraints; its yield (constraints per example) falls steeply with
+the tolerance and with ``n = (m−1)(k−1)``, so the examples it needs range over
+orders of magnitude between settings. This module is what the learner needs of
+the yield model of :mod:`theory.yield_model` to know that cost early, from its
+own examples (it does not have the true heads):
+
+* :func:`poisson_interval`, Garwood's exact interval for a Poisson count;
+* the *window law* (:func:`window_exponent`, :func:`window_scale`): a row
+  certifies when its ``n`` logit disagreements fall in a window whose volume is
+  ``∝ tol^n`` (the volume factor of :func:`theory.yield_model.predicted_yield`),
+  so the yield scales like ``tol^n``;
+* :func:`pilot_forecast`: from the residuals of the constraints certified on the
+  first examples of phase 4 (the *pilot*, certified at the loosest candidate
+  tolerance), the constraints per example at each candidate tolerance, a 95 %
+  interval, and the examples the target needs; the choice of tolerance; and
+  whether that fits the example budget.
+
+Everything here is ours: the paper (arXiv 2402.04084) bounds the examples only
+up to ``poly(d, k, 1/ε)·(dk)^{O(m³)}`` factors.
+
+Measured (ours; true ΣW, logit scale 1, two layers each, ΣW also perturbed by
+0.5 %): the local exponent ``d log(count)/d log(tol)`` between 0.015 and 0.03
+was 0.99–1.07 n at (2, 12, 2), 0.98–1.05 n at (3, 12, 2), 0.96–1.03 n at
+(4, 16, 2), 0.96–1.01 n at (3, 16, 3) and 0.82 n at (6, 16, 2). Integer ``Θ``
+(:func:`theory.yield_model.integer_layer`) put an atom at ``D = 0`` whose rows
+fit exactly: their exponent is near 0 (see :data:`EXPONENT_BAND`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ._validation import check_int, check_positive_float, check_real_array
+
+__all__ = [
+    "AFFORDABLE_EXAMPLES",
+    "DEFAULT_CANDIDATES",
+    "DEFAULT_MAX_EXAMPLES",
+    "EXPONENT_BAND",
+    "MIN_DIRECT",
+    "PILOT_EXAMPLES",
+    "PILOT_MAX_FRACTION",
+    "PILOT_ROWS",
+    "Forecast",
+    "ToleranceForecast",
+    "pilot_forecast",
+    "poisson_interval",
+    "window_exponent",
+    "window_scale",
+]
+
+#: Candidate tolerances of phase 4 (ours): 0.015 was the tighter default and 0.03 the looser one of the
+#: cube rule it replaces (looser rows are discounted by phase 5's precision weights); 0.02 lies between.
+DEFAULT_CANDIDATES = (0.015, 0.02, 0.03)
+#: Constraints below which a direct count at a tolerance is not trusted (ours: the 95 % Garwood interval
+#: of 10 counts spans 0.48–1.84 times the count; below that the window law from the loosest tolerance,
+#: which has the most constraints, is the better estimate).
+MIN_DIRECT = 10
+#: Band of the measured local exponent, as multiples of n, inside which the window law is trusted (ours).
+#: Planted layers measured 0.82–1.07 n (module docstring); integer Θ about 0. The band is wide enough
+#: for the Gaussian model's known under-estimate at larger n and a ΣW error, and excludes the atom.
+EXPONENT_BAND = (0.5, 1.5)
+#: The tolerance chosen is the smallest candidate whose forecast is at most this many examples (ours):
+#: about one to two minutes of phase 4 on two cores (measured 0.2–0.4 M examples/s at n <= 4). Tighter
+#: constraints are worth that much; beyond it the looser tolerance's 2^n-fold yield wins.
+AFFORDABLE_EXAMPLES = 20_000_000
+#: The default example budget of each phase-4 round (ours): 10^9 examples, some 15–45 minutes on two
+#: cores at the rates measured by the pilot (0.4–1 M examples/s at (m, d, k) = (6, 16, 2)–(4, 16, 4)).
+DEFAULT_MAX_EXAMPLES = 1_000_000_000
+#: The pilot certifies at least this many examples before it settles, unless it has PILOT_ROWS rows (ours).
+PILOT_EXAMPLES = 1_000_000
+#: Certified rows at the loosest tolerance that settle the pilot at once: ±20 % at 95 % (ours).
+PILOT_ROWS = 100
+#: The pilot never takes more than this fraction of the budget before it settles (ours).
+PILOT_MAX_FRACTION = 0.05
+
+
+def poisson_interval(count, failure_probability):
+    """Garwood's exact two-sided interval for a Poisson mean from one observed ``count``.
+
+    .. math:: \\Big[\\tfrac12 \\chi^2_{2c}(\\alpha/2),\\ \\tfrac12 \\chi^2_{2c+2}(1-\\alpha/2)\\Big]
+
+    with ``c`` the count and ``α`` the failure probability (the lower end is 0 for ``c = 0``).
+
+    Parameters
+    ----------
+    count : int
+        Observed count, ``>= 0``.
+    failure_probability : float
+        ``α``, in (0, 1).
+
+    Returns
+    -------
+    (float, float)
+
+    References
+    ----------
+    F. Garwood, "Fiducial limits for the Poisson distribution", Biometrika 28 (1936).
+
+    Examples
+    --------
+    >>> [round(v, 3) for v in poisson_interval(10, 0.05)]
+    [4.795, 18.39]
+    """
+    from scipy.stats import chi2
+
+    count = check_int("count", count, minimum=0)
+    a = check_positive_float("failure_probability", failure_probability)
+    if a >= 1:
+        raise ValueError(f"`failure_probability` must be in (0, 1); got failure_probability={a!r}.")
+    lo = 0.0 if count == 0 else 0.5 * float(chi2.ppf(a / 2, 2 * count))
+    hi = 0.5 * float(chi2.ppf(1 - a / 2, 2 * count + 2))
+    return lo, hi
+
+
+def window_exponent(m, k):
+    """``n = (m−1)(k−1)``: the logit disagreements a certified row must have near 0.
+
+    Examples
+    --------
+    >>> window_exponent(3, 3), window_exponent(1, 4)
+    (4, 0)
+    """
+    return (check_int("m", m) - 1) * (check_int("k", k) - 1)
+
+
+def window_scale(tol, tol_ref, n):
+    """The window law: yield at ``tol`` over yield at ``tol_ref``, ``(tol / tol_ref)^n``.
+
+    The acceptance window of the ``n`` disagreements is ``{‖M_X D‖ <= tol}``, a volume
+    ``∝ tol^n`` (:func:`theory.yield_model.predicted_yield`); where the density of ``D`` is
+    smooth at 0 the yield scales the same way (ours).
+
+    Examples
+    --------
+    >>> window_scale(0.015, 0.03, 4)
+    0.0625
+    """
+    tol = check_positive_float("tol", tol)
+    tol_ref = check_positive_float("tol_ref", tol_ref)
+    return (tol / tol_ref) ** check_int("n", n, minimum=0)
+
+
+@dataclass(frozen=True)
+class ToleranceForecast:
+    """The forecast at one tolerance (one row of :class:`Forecast`).
+
+    ``constraints`` and ``rows`` are the direct counts in the pilot (residual ``< tol``);
+    ``per_1000`` and ``interval`` the constraints per 1000 examples used for the forecast and
+    their 95 % interval; ``method`` says where they come from: ``"direct"`` (the count),
+    ``"window law"`` (extrapolated from the loosest tolerance as ``(tol/T)^n``, when the count
+    is below ``min_count`` and the model holds) or ``"direct, few"`` (the count although below
+    ``min_count``, when the model does not hold or nothing can be extrapolated).
+    ``predicted_examples`` is ``target / rate`` (infinite when the rate is 0) and
+    ``predicted_interval`` its interval.
+    """
+
+    tol: float
+    constraints: int
+    rows: int
+    per_1000: float
+    interval: tuple[float, float]
+    method: str
+    predicted_examples: float
+    predicted_interval: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """What phase 4 will cost, forecast from a pilot; see :func:`pilot_forecast`."""
+
+    n_examples: int
+    target: int
+    n: int
+    table: tuple[ToleranceForecast, ...]
+    exponent: float
+    exponent_interval: tuple[float, float]
+    model_ok: bool
+    band: tuple[float, float]
+    tol: float
+    fixed: bool
+    threshold: float
+    budget: int | None
+    over_budget: bool
+    settled: bool
+    seconds: float | None
+    workers: int
+    failure_probability: float
+
+    def at(self, tol):
+        """The :class:`ToleranceForecast` at ``tol`` (one of the table's tolerances)."""
+        for row in self.table:
+            if row.tol == tol:
+                return row
+        raise KeyError(f"no forecast at tol={tol!r}; have {[row.tol for row in self.table]}")
+
+    @property
+    def chosen(self):
+        """The forecast at the tolerance chosen (or fixed)."""
+        return self.at(self.tol)
+
+    @property
+    def predicted_examples(self):
+        """Examples phase 4 is forecast to draw at the chosen tolerance (the pilot's included)."""
+        return self.chosen.predicted_examples
+
+    @property
+    def examples_per_second(self):
+        """The pilot's measured rate (None without its time)."""
+        return self.n_examples / self.seconds if self.seconds else None
+
+    def seconds_for(self, examples, workers=None):
+        """Seconds for ``examples`` more examples at the pilot's rate, scaled per worker to ``workers``."""
+        rate = self.examples_per_second
+        if rate is None or not math.isfinite(examples):
+            return math.inf if rate is not None else None
+        return examples / (rate / self.workers * (workers or self.workers))
+
+    def summary(self):
+        """One line for the log: the prediction at every tolerance and the choice."""
+        def ex(v):
+            return "∞" if not math.isfinite(v) else f"{v:.2g}"
+        parts = [f"tol {r.tol:g}: {r.constraints} constraints, {ex(r.predicted_examples)} examples "
+                 f"[{ex(r.predicted_interval[0])}, {ex(r.predicted_interval[1])}]"
+                 + ("" if r.method == "direct" else f" ({r.method})") for r in self.table]
+        rest = self.seconds_for(max(self.predicted_examples - self.n_examples, 0))
+        eta = "" if rest is None or not math.isfinite(rest) else f"; about {_duration(rest)} more at {self.examples_per_second:,.0f} examples/s"
+        law = (f"exponent {self.exponent:.2f} vs n = {self.n}" + ("" if self.model_ok else
+                                                                  " (window law rejected: direct counts only)"))
+        return (f"pilot of {self.n_examples:,} examples: " + "; ".join(parts) + f"; {law}; "
+                + ("fixed" if self.fixed else "chosen") + f" tol {self.tol:g}" + eta)
+
+    def budget_message(self):
+        """Why phase 4 stops before drawing the rest, and what would make it fit.
+
+        Deterministic given the examples (no rate, no workers), so a run's record is the same
+        wherever its batches ran; :meth:`time_message` adds the time estimates.
+        """
+        c = self.chosen
+        lo, hi = c.predicted_interval
+        point = (f"about {c.predicted_examples:.2g} examples (95 % interval {lo:.2g}–{hi:.2g})"
+                 if math.isfinite(c.predicted_examples)
+                 else f"more than {lo:.2g} examples (95 % lower end; no constraint at tol {c.tol:g} yet)")
+        text = (f"phase 4 would need {point} for {self.target} constraints at tol {c.tol:g}, forecast from a pilot "
+                f"of {self.n_examples:,} examples ({c.constraints} constraints); the budget is "
+                f"max_examples={self.budget:,}")
+        need = c.predicted_examples if math.isfinite(c.predicted_examples) else 10 * lo
+        mag = 10.0 ** (math.floor(math.log10(need)) - 1)
+        suggest = int(math.ceil(need / mag) * mag)  # rounded up to two significant digits
+        upper = f"its 95 % upper end is {hi:.2g}" if math.isfinite(hi) else "ten times the lower end: no upper end yet"
+        text += (f". To run it: pass a budget of at least {suggest:,} examples ({upper}): "
+                 f"LearnConfig(max_examples={suggest}) or --max-examples {suggest}")
+        best = min(self.table, key=lambda r: (r.predicted_examples, -r.tol))
+        if best.tol != c.tol:
+            text += f"; the tolerance with the smallest forecast is tol {best.tol:g} ({best.predicted_examples:.2g} examples)"
+        else:
+            text += f"; tol {c.tol:g} already has the smallest forecast of the candidates"
+        return text + "."
+
+    def time_message(self):
+        """The time the rest of phase 4 would take at the pilot's rate, here and with more workers."""
+        rate = self.examples_per_second
+        c = self.chosen
+        if not rate:
+            return "the pilot's rate is unknown"
+        per = rate / self.workers
+        text = (f"the pilot ran at {rate:,.0f} examples/s with {self.workers} worker{'s' * (self.workers > 1)} "
+                f"({per:,.0f} per worker)")
+        if not math.isfinite(c.predicted_examples):
+            return text + f"; more than {_duration(self.seconds_for(c.predicted_interval[0]))} for the rest"
+        rest = c.predicted_examples - self.n_examples
+        hour = max(self.workers, math.ceil(rest / (per * 3600)))
+        text += f": the rest would take about {_duration(self.seconds_for(rest))}"
+        if hour > self.workers:
+            text += f", or about an hour with {hour} workers at that per-worker rate"
+        return text
+
+    def to_dict(self):
+        """JSON-ready dictionary (infinite values become None) of what does not depend on where the pilot ran.
+
+        ``seconds`` is wall time (records drop it when they compare runs); the workers and the rate are
+        left out, so a run's diagnostics are the same with any number of workers (they are in the INFO
+        log, the budget message and ``LearnResult.execution``).
+        """
+        def clean(v):
+            if isinstance(v, float) and not math.isfinite(v):
+                return None
+            if isinstance(v, (list, tuple)):
+                return [clean(x) for x in v]
+            if isinstance(v, dict):
+                return {key: clean(x) for key, x in v.items()}
+            return v
+        out = clean(asdict(self))
+        del out["workers"]
+        out["predicted_examples"] = clean(self.predicted_examples)
+        return out
+
+
+def _duration(seconds):
+    if seconds is None:
+        return "unknown time"
+    if not math.isfinite(seconds):
+        return "forever"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _runs(residuals):
+    """Residuals of the certified rows: the constraints of one row are consecutive with equal residuals."""
+    if residuals.size == 0:
+        return residuals
+    return residuals[np.r_[True, residuals[1:] != residuals[:-1]]]
+
+
+def _exponent(rows_lo, rows_hi, ratio, failure_probability):
+    """``log(R_hi/R_lo)/log(T/t)`` and its interval from the Clopper–Pearson interval of ``R_lo | R_hi``."""
+    from scipy.stats import beta
+
+    if rows_hi == 0:
+        return math.nan, (0.0, math.inf)
+    a = failure_probability
+    q_lo = 0.0 if rows_lo == 0 else float(beta.ppf(a / 2, rows_lo, rows_hi - rows_lo + 1))
+    q_hi = 1.0 if rows_lo == rows_hi else float(beta.ppf(1 - a / 2, rows_lo + 1, rows_hi - rows_lo))
+    log_ratio = math.log(ratio)  # > 0: T / t
+    point = math.log(rows_hi / rows_lo) / log_ratio if rows_lo else math.inf
+    return point, (-math.log(q_hi) / log_ratio, -math.log(q_lo) / log_ratio if q_lo > 0 else math.inf)
+
+
+def pilot_forecast(residuals, n_examples, *, target, n, candidates=DEFAULT_CANDIDATES, tol=None,
+                   threshold=AFFORDABLE_EXAMPLES, budget=None, seconds=None, workers=1, min_count=MIN_DIRECT,
+                   band=EXPONENT_BAND, failure_probability=0.05):
+    """Forecast the examples phase 4 needs at each candidate tolerance from a pilot, and choose one.
+
+    With ``C_t`` the pilot's constraints with residual ``< t`` among ``N`` examples, the
+    forecast at ``t`` is
+
+    .. math:: \\hat N_t = \\frac{\\text{target}}{\\hat\\lambda_t}, \\qquad
+              \\hat\\lambda_t = \\begin{cases} C_t / N & C_t \\ge c_{min} \\\\
+              (C_T / N)\\,(t / T)^n & \\text{otherwise (window law)} \\end{cases}
+
+    with ``T`` the loosest tolerance, ``n = (m−1)(k−1)`` and ``c_min = min_count``. The
+    window law is used only when the pilot's local exponent
+    ``a = log(R_T / R_t0) / log(T / t0)`` (rows ``R``, ``t0`` the smallest tolerance) has a
+    95 % interval meeting ``[band_0·n, band_1·n]`` (``model_ok``); otherwise only direct counts.
+
+    Parameters
+    ----------
+    residuals : array_like, shape (N_c,)
+        Relative residual of each constraint the pilot certified, in certification order, all
+        below the loosest tolerance (phase 4's ``Constraints.residual``). The constraints of
+        one row are consecutive and share its residual: a run of equal values counts as one
+        row, so the intervals allow for a row's several constraints.
+    n_examples : int
+        Examples of the pilot (``N``).
+    target : int
+        Constraints phase 4 collects.
+    n : int
+        ``(m−1)(k−1)``, the window law's exponent (:func:`window_exponent`).
+    candidates : sequence of float
+        Tolerances to choose from, each in (0, 1).
+    tol : float, optional
+        A tolerance fixed by the user: forecast there too, and choose it.
+    threshold : float
+        The smallest candidate whose forecast is at most this many examples is chosen, else the
+        one with the smallest forecast (the loosest, when yields grow with tol).
+    budget : int, optional
+        Example budget of phase 4: ``over_budget`` when the chosen forecast exceeds it.
+    seconds : float, optional
+        Wall time of the pilot (for the rate and time estimates).
+    workers : int
+        Workers the pilot ran on (for the per-worker rate).
+    min_count : int
+        Direct counts below this are extrapolated (when ``model_ok`` and the loosest tolerance
+        itself has at least :data:`MIN_DIRECT` constraints).
+    band : (float, float)
+        The window law holds when the exponent's interval meets ``[band[0]·n, band[1]·n]``.
+    failure_probability : float
+        Of each interval (Garwood for the rows, Clopper–Pearson for the exponent).
+
+    Returns
+    -------
+    Forecast
+        ``table`` (one :class:`ToleranceForecast` per tolerance, increasing), ``exponent`` and
+        its interval (NaN, (0, ∞) without rows at the loosest), ``model_ok``, the chosen
+        ``tol``, ``over_budget`` and ``settled`` (the pilot may stop: at least
+        :data:`PILOT_ROWS` rows at the loosest tolerance; or at least :data:`PILOT_EXAMPLES`
+        examples and a forecast within the budget; or the forecast's lower end above the budget;
+        or :data:`PILOT_MAX_FRACTION` of the budget spent).
+
+    Raises
+    ------
+    ValueError
+        A residual not below the loosest tolerance, bad tolerances, counts or band.
+
+    Notes
+    -----
+    Ours. The rows' count is treated as Poisson (Garwood's interval, scaled by the observed
+    constraints per row; ``k − 1`` is unknown here, so 1 when no row certified). Extrapolating
+    with ``n`` rather than the measured exponent is conservative where the measured exponent is
+    below ``n`` (planted layers: 0.82–1.07 n).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> res = np.random.default_rng(0).uniform(0, 0.03, 400)  # uniform residuals: exponent 1
+    >>> fc = pilot_forecast(res, 100_000, target=1000, n=1)
+    >>> fc.model_ok, fc.tol, [r.constraints for r in fc.table], f"{fc.predicted_examples:.3g}"
+    (True, 0.015, [183, 243, 400], '5.46e+05')
+    """
+    res = check_real_array("residuals", residuals, ndim=1)
+    n_examples = check_int("n_examples", n_examples)
+    target = check_int("target", target)
+    n = check_int("n", n, minimum=0)
+    workers = check_int("workers", workers)
+    min_count = check_int("min_count", min_count)
+    threshold = check_positive_float("threshold", threshold)
+    if budget is not None:
+        budget = check_int("budget", budget)
+    if seconds is not None:
+        seconds = check_positive_float("seconds", seconds, allow_zero=True)
+    a = check_positive_float("failure_probability", failure_probability)
+    if a >= 1:
+        raise ValueError(f"`failure_probability` must be in (0, 1); got failure_probability={a!r}.")
+    try:
+        cands = tuple(float(check_positive_float("candidates", t)) for t in candidates)
+    except TypeError as exc:
+        raise TypeError(f"`candidates` must be a sequence of tolerances; got candidates={candidates!r}.") from exc
+    if not cands or any(t >= 1 for t in cands):
+        raise ValueError(f"`candidates` must be non-empty tolerances in (0, 1); got candidates={candidates!r}.")
+    if tol is not None:
+        tol = check_positive_float("tol", tol)
+        if tol >= 1:
+            raise ValueError(f"`tol` must be below 1; got tol={tol!r}.")
+    if len(band) != 2 or not 0 <= band[0] < band[1]:
+        raise ValueError(f"`band` must be (low, high) with 0 <= low < high; got band={band!r}.")
+    tols = sorted(set(cands) | ({tol} if tol is not None else set()))
+    loosest = tols[-1]
+    if res.size and not (res.min() >= 0 and res.max() < loosest):
+        raise ValueError(f"`residuals` must lie in [0, {loosest:g}) (the pilot certifies at the loosest tolerance); "
+                         f"got residuals in [{res.min():.3g}, {res.max():.3g}].")
+    rows = _runs(res)
+    count = {t: int((res < t).sum()) for t in tols}
+    rcount = {t: int((rows < t).sum()) for t in tols}
+    exponent, exp_interval = _exponent(rcount[tols[0]], rcount[loosest], loosest / tols[0], a) if len(tols) > 1 \
+        else (math.nan, (0.0, math.inf))
+    model_ok = bool(exp_interval[1] >= band[0] * n and exp_interval[0] <= band[1] * n)
+
+    def rate(t):  # constraints per example and interval from the direct count at t
+        per_row = count[t] / rcount[t] if rcount[t] else (count[loosest] / rcount[loosest] if rcount[loosest] else 1.0)
+        lo, hi = poisson_interval(rcount[t], a)
+        return count[t] / n_examples, (per_row * lo / n_examples, per_row * hi / n_examples)
+
+    base, (base_lo, base_hi) = rate(loosest)
+    table = []
+    for t in tols:
+        lam, (lo, hi) = rate(t)
+        method = "direct"
+        if count[t] < min_count:
+            if model_ok and count[loosest] >= MIN_DIRECT and t < loosest:
+                s = window_scale(t, loosest, n)
+                lam, lo, hi, method = base * s, base_lo * s, base_hi * s, "window law"
+            else:
+                method = "direct, few"
+        table.append(ToleranceForecast(
+            tol=t, constraints=count[t], rows=rcount[t], per_1000=1000 * lam, interval=(1000 * lo, 1000 * hi),
+            method=method, predicted_examples=target / lam if lam > 0 else math.inf,
+            predicted_interval=(target / hi if hi > 0 else math.inf, target / lo if lo > 0 else math.inf)))
+    table = tuple(table)
+    if tol is None:
+        fits = [r for r in table if r.tol in cands and r.predicted_examples <= threshold]
+        chosen = fits[0].tol if fits else min((r for r in table if r.tol in cands),
+                                              key=lambda r: (r.predicted_examples, -r.tol)).tol
+    else:
+        chosen = tol
+    row = next(r for r in table if r.tol == chosen)
+    over = budget is not None and row.predicted_examples > budget
+    settled = (rcount[loosest] >= PILOT_ROWS
+               or (budget is None and n_examples >= PILOT_EXAMPLES)
+               or (budget is not None and (
+                   (n_examples >= PILOT_EXAMPLES and not over)
+                   or row.predicted_interval[0] > budget
+                   or n_examples >= PILOT_MAX_FRACTION * budget)))
+    return Forecast(
+        n_examples=n_examples, target=target, n=n, table=table, exponent=exponent, exponent_interval=exp_interval,
+        model_ok=model_ok, band=tuple(band), tol=chosen, fixed=tol is not None, threshold=threshold, budget=budget,
+        over_budget=over, settled=settled, seconds=seconds, workers=workers, failure_probability=a)

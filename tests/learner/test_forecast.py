@@ -1,0 +1,255 @@
+"""learner.forecast: phase 4's pilot forecast, the choice of tolerance, and the early budget stop."""
+
+import dataclasses
+import json
+import logging
+import math
+
+import numpy as np
+import pytest
+
+from learner import LayerOracle, random_layer
+from learner.cli import main
+from learner.forecast import (
+    DEFAULT_CANDIDATES,
+    Forecast,
+    pilot_forecast,
+    poisson_interval,
+    window_exponent,
+    window_scale,
+)
+from learner.learn import learn
+from learner.phases import LearnConfig, refined_sculpt
+from learner.phases.sculpt import certify_rows
+from learner.parallel import Workers
+
+
+def _residuals(counts, seed=0):
+    """Residuals with ``counts[t]`` values below each default candidate t (one constraint per row)."""
+    rng = np.random.default_rng(seed)
+    edges = (0.0, *DEFAULT_CANDIDATES)
+    parts = [rng.uniform(lo, hi, c) for lo, hi, c in zip(edges[:-1], edges[1:], np.diff([0, *counts]))]
+    return rng.permutation(np.concatenate(parts))
+
+
+class TestPoissonInterval:
+    @pytest.mark.parametrize(("count", "expected"), [(0, (0.0, -math.log(0.025))), (1, (-math.log(0.975), 5.5716)),
+                                                      (10, (4.7954, 18.3904))], ids=str)
+    def test_garwood_values(self, count, expected):
+        # Reference: closed forms where the chi-square has 2 degrees of freedom (−ln of a tail), else
+        # Garwood's table to 4 decimals; rtol 2e-4 covers the table's rounding.
+        np.testing.assert_allclose(poisson_interval(count, 0.05), expected, rtol=2e-4, atol=1e-12)
+
+
+class TestWindowLaw:
+    def test_exponent_and_scale(self):
+        assert window_exponent(3, 3) == 4 and window_exponent(6, 2) == 5 and window_exponent(1, 5) == 0
+        # Exact: (1/2)^4.
+        assert window_scale(0.015, 0.03, 4) == 0.0625
+
+
+class TestPilotForecast:
+    def test_direct_counts_and_intervals(self):
+        """Counts 40/60/100 below 0.015/0.02/0.03 of 10^5 examples: every row direct, exponent ~1.32."""
+        res = _residuals((40, 60, 100))
+        fc = pilot_forecast(res, 100_000, target=1000, n=1)
+        assert isinstance(fc, Forecast) and [r.constraints for r in fc.table] == [40, 60, 100]
+        assert all(r.method == "direct" for r in fc.table)
+        row = fc.at(0.03)
+        assert row.per_1000 == 1.0 and row.predicted_examples == 1_000_000
+        lo, hi = poisson_interval(100, 0.05)
+        # Exact arithmetic of the same formulas: rtol 1e-12 for rounding.
+        np.testing.assert_allclose(row.interval, (lo / 100, hi / 100), rtol=1e-12)
+        np.testing.assert_allclose(row.predicted_interval, (1e6 * 100 / hi, 1e6 * 100 / lo), rtol=1e-12)
+        assert fc.exponent == pytest.approx(math.log(100 / 40) / math.log(2), rel=1e-12)
+        assert fc.model_ok  # 1.32 in [0.5, 1.5]·1
+        # 0.015 needs 2.5·10^6 <= threshold: the smallest candidate is chosen.
+        assert fc.tol == 0.015 and not fc.fixed and not fc.over_budget
+        json.dumps(fc.to_dict())
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            fc.tol = 0.02
+
+    def test_rows_share_constraints(self):
+        """A run of equal residuals is one row: the interval is the rows' Garwood interval, scaled by 2."""
+        res = np.repeat(_residuals((0, 0, 50)), 2)
+        row = pilot_forecast(res, 10_000, target=10, n=1).at(0.03)
+        assert (row.constraints, row.rows) == (100, 50)
+        lo, hi = poisson_interval(50, 0.05)
+        np.testing.assert_allclose(row.interval, (2 * lo / 10, 2 * hi / 10), rtol=1e-12)  # rounding only
+
+    def test_window_law_extrapolates_small_counts(self):
+        """Below MIN_DIRECT constraints the window law (t/T)^n from the loosest tolerance is used, and said."""
+        res = _residuals((2, 5, 160))  # exponent log(160/2)/log 2 = 6.3: its interval still meets [2, 6]
+        fc = pilot_forecast(res, 100_000, target=100, n=4)
+        assert fc.model_ok
+        base = fc.at(0.03)
+        for t in (0.015, 0.02):
+            row = fc.at(t)
+            assert row.method == "window law" and row.constraints < 10
+            # Exact: the loosest rate times (t/0.03)^4.
+            assert row.per_1000 == pytest.approx(base.per_1000 * (t / 0.03) ** 4, rel=1e-12)
+        assert "window law" in fc.summary()
+
+    def test_threshold_and_budget(self):
+        res = _residuals((20, 60, 200))
+        fc = pilot_forecast(res, 1_000_000, target=3000, n=3, threshold=1e7, budget=10**8)
+        # 0.015: 1.5e8 > 1e7; 0.02: 5e7 > 1e7; 0.03: 1.5e7 > 1e7 -> the smallest forecast, the loosest.
+        assert fc.tol == 0.03 and fc.predicted_examples == pytest.approx(1.5e7, rel=1e-12)
+        assert not fc.over_budget and fc.settled
+        tight = pilot_forecast(res, 1_000_000, target=3000, n=3, budget=10**7, seconds=10.0, workers=2)
+        assert tight.over_budget
+        msg = tight.budget_message()
+        for text in ("1.5e+07 examples", "max_examples=10,000,000", "LearnConfig(max_examples=15000000)",
+                     "--max-examples 15000000"):
+            assert text in msg, msg
+        assert "examples/s" not in msg  # deterministic: the same wherever the batches ran
+        assert "100,000 examples/s with 2 workers" in tight.time_message()
+        fixed = pilot_forecast(res, 1_000_000, target=3000, n=3, tol=0.015)
+        assert fixed.tol == 0.015 and fixed.fixed
+
+    def test_nothing_certified(self):
+        fc = pilot_forecast(np.empty(0), 2_000_000, target=4800, n=6, budget=10**9)
+        assert math.isinf(fc.predicted_examples) and fc.over_budget
+        # Lower end from Garwood's 3.69: 4800·2e6/3.69 = 2.6e9 > budget, so the pilot has settled.
+        assert fc.settled and fc.chosen.predicted_interval[0] > 10**9
+        assert "more than 2.6e+09 examples" in fc.budget_message()
+
+    def test_integer_layer_rejects_the_window_law(self):
+        """Negative control: integer Θ put an atom at D = 0, the yield hardly depends on tol (exponent ~0):
+        the forecast must say the law does not hold and use direct counts only."""
+        from theory.yield_model import integer_layer
+
+        layer = integer_layer(3, 12, rng=0)
+        oracle = LayerOracle(layer, 2, rng=1)
+        X, Y = oracle.draw(20_000)
+        res = certify_rows(X, Y, layer.ws.sum(axis=0), tol=0.03, min_weight=0.02)[2]
+        fc = pilot_forecast(res, 20_000, target=1000, n=2, min_count=10**9)
+        assert not fc.model_ok and fc.exponent_interval[1] < 0.5 * 2
+        assert all(r.method != "window law" for r in fc.table)
+        assert "window law rejected" in fc.summary()
+        # The planted layer of the same size passes the same test (measured exponent 1.9–2.1, n = 2).
+        planted = random_layer(3, 12, logit_scale=1.0, rng=0)
+        X, Y = LayerOracle(planted, 2, rng=1).draw(20_000)
+        res = certify_rows(X, Y, planted.ws.sum(axis=0), tol=0.03, min_weight=0.02)[2]
+        assert pilot_forecast(res, 20_000, target=1000, n=2).model_ok
+
+    @pytest.mark.parametrize(
+        ("kwargs", "error", "match"),
+        [
+            pytest.param({"residuals": [0.01, 0.05]}, ValueError, r"`residuals` must lie in \[0, 0.03\)",
+                         id="residual-above-loosest"),
+            pytest.param({"residuals": [[0.01]]}, ValueError, r"`residuals`", id="residuals-2d"),
+            pytest.param({"n_examples": 0}, ValueError, r"`n_examples` must be at least 1; got n_examples=0",
+                         id="n_examples=0"),
+            pytest.param({"target": 0}, ValueError, r"`target` must be at least 1; got target=0", id="target=0"),
+            pytest.param({"n": -1}, ValueError, r"`n` must be at least 0; got n=-1", id="n=-1"),
+            pytest.param({"candidates": ()}, ValueError, r"`candidates` must be non-empty", id="no-candidates"),
+            pytest.param({"candidates": (0.01, 1.5)}, ValueError, r"`candidates` must be non-empty tolerances in "
+                         r"\(0, 1\)", id="candidate>=1"),
+            pytest.param({"candidates": (0.01, -0.1)}, ValueError, r"`candidates` must be finite and positive",
+                         id="candidate<0"),
+            pytest.param({"tol": 1.0}, ValueError, r"`tol` must be below 1; got tol=1.0", id="tol=1"),
+            pytest.param({"threshold": 0}, ValueError, r"`threshold` must be finite and positive", id="threshold=0"),
+            pytest.param({"budget": 0}, ValueError, r"`budget` must be at least 1; got budget=0", id="budget=0"),
+            pytest.param({"band": (1.5, 0.5)}, ValueError, r"`band` must be \(low, high\)", id="band-reversed"),
+            pytest.param({"failure_probability": 1.0}, ValueError, r"`failure_probability` must be in \(0, 1\)",
+                         id="failure=1"),
+            pytest.param({"n_examples": 1.5}, TypeError, r"`n_examples` must be an integer", id="n_examples-float"),
+        ],
+    )
+    def test_bad_input(self, kwargs, error, match):
+        args = {"residuals": [0.01], "n_examples": 100, "target": 10, "n": 1} | kwargs
+        residuals, n_examples = args.pop("residuals"), args.pop("n_examples")
+        with pytest.raises(error, match=match):
+            pilot_forecast(residuals, n_examples, **args)
+
+
+class TestRefinedSculptPilot:
+    # (3, 12, 2): ~6 constraints per 1000 examples at 0.03 with the true ΣW, so the pilot is one batch.
+    SETTING = (3, 12, 2)
+
+    def _run(self, workers=None, **kw):
+        m, d, k = self.SETTING
+        layer = random_layer(m, d, logit_scale=1.0, rng=0)
+        args = {"min_weight": 0.02, "target": 300, "max_examples": 2_000_000, "batch": 20_000} | kw
+        return refined_sculpt(LayerOracle(layer, k, rng=1), layer.ws.sum(axis=0), workers=workers, **args)
+
+    @pytest.mark.parametrize("workers", [None, 2], ids=["serial", "2-workers"])
+    def test_pilot_then_continuation_equals_a_direct_run(self, workers):
+        """The pilot's constraints below the chosen tol plus the continuation are exactly a run at that tol."""
+        if workers:
+            with Workers(workers) as pool:
+                piloted = self._run(pool, tol=None, pilot=True, n=2)
+        else:
+            piloted = self._run(tol=None, pilot=True, n=2)
+        fc = piloted.forecast
+        assert fc is not None and piloted.tol == fc.tol == 0.015
+        assert fc.n_examples < piloted.n_examples  # the pilot stopped before the target: a continuation ran
+        direct = self._run(tol=fc.tol)
+        for name in ("A", "b", "residual", "p_token", "p_ref"):
+            np.testing.assert_array_equal(getattr(piloted, name), getattr(direct, name), err_msg=name)
+        assert (piloted.n_examples, piloted.rows_seen, piloted.rows_certified) == \
+               (direct.n_examples, direct.rows_seen, direct.rows_certified)
+        # Negative control: the pilot's tolerance is not the chosen one, and a run there differs.
+        assert self._run(tol=0.03).count != direct.count or self._run(tol=0.03).n_examples != direct.n_examples
+        summary = piloted.summary()
+        assert summary["tol_chosen"]["tol"] == 0.015 and summary["forecast"]["tol"] == 0.015
+        assert 1 / 3 <= summary["forecast_ratio"] <= 3
+
+    def test_fixed_tol_is_kept(self):
+        out = self._run(tol=0.02, pilot=True, n=2)
+        assert out.tol == 0.02 and out.forecast.fixed and [r.tol for r in out.forecast.table] == [0.015, 0.02, 0.03]
+
+    @pytest.mark.parametrize(
+        ("kwargs", "error", "match"),
+        [
+            pytest.param({"pilot": True, "tol": None}, ValueError, r"`n` must be given with pilot=True", id="no-n"),
+            pytest.param({"tol": None}, ValueError, r"`tol` must be given unless pilot=True", id="no-tol"),
+            pytest.param({"pilot": 1}, TypeError, r"`pilot` must be True or False; got pilot=1", id="pilot=1"),
+            pytest.param({"pilot": True, "n": 2, "candidates": (0.5, 2.0)}, ValueError, r"`candidates`",
+                         id="bad-candidates"),
+        ],
+    )
+    def test_bad_input(self, kwargs, error, match):
+        with pytest.raises(error, match=match):
+            self._run(**kwargs)
+
+
+# A small setting with a budget far below its forecast: phases 1–3 are cut short too, so the run is fast.
+SMALL = {"n_crude": 50_000, "crude_max_examples": 100_000, "n_refine": 50_000, "batch": 20_000, "outer_rounds": 1}
+
+
+class TestBudgetStop:
+    def test_learn_stops_after_the_pilot(self, caplog):
+        truth = random_layer(3, 12, logit_scale=1.0, rng=0)
+        oracle = LayerOracle(truth, 2, rng=1)
+        budget = 200_000
+        # refined_tol fixed so tight that the forecast far exceeds the budget (0 or few rows at 1e-4).
+        cfg = LearnConfig(max_examples=budget, refined_tol=1e-4, **SMALL)
+        with caplog.at_level(logging.INFO, logger="learner"):
+            result = learn(oracle, m=3, config=cfg, truth=truth)
+        assert not result.success and result.status == "budget" and result.layer is None
+        for text in ("phase 4 would need", "max_examples=200,000", "LearnConfig(max_examples=", "--max-examples",
+                     "tol 0.03"):
+            assert text in result.message, result.message
+        fc = result.diagnostics["4_refined_sculpt"]["forecast"]
+        assert fc["over_budget"] and fc["fixed"] and fc["tol"] == 1e-4
+        pilot = result.diagnostics["4_refined_sculpt"]["examples"]
+        assert pilot == fc["n_examples"] < budget / 2  # stopped long before the budget was spent
+        assert result.diagnostics["0_setting"]["refined_tol_chosen"] == [1e-4]
+        assert any("pilot of" in rec.getMessage() for rec in caplog.records)
+        json.dumps(result.to_dict())
+
+    def test_cli_prints_the_forecast(self, capsys, monkeypatch):
+        import functools
+
+        import learner.phases
+
+        # The CLI's defaults for phases 1–3 with SMALL's sizes, so the test takes about a second.
+        monkeypatch.setattr(learner.phases, "LearnConfig", functools.partial(LearnConfig, **SMALL))
+        code = main(["learn", "--m", "3", "--d", "12", "--k", "2", "--logit-scale", "1", "--seed", "0",
+                     "--max-examples", "30000", "--no-progress"])
+        out = capsys.readouterr().out
+        assert code != 0 or "success: False (budget)" in out
+        assert "success: False (budget): phase 4 would need" in out and "--max-examples" in out
+        assert "Time: the pilot ran at" in out
