@@ -19,7 +19,6 @@ BLAS limited to one thread (:func:`blas_threads`). ``python -m learner bench
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
@@ -30,7 +29,7 @@ import numpy as np
 from ._validation import check_int, check_positive_float, check_rng
 from .inputs import cube_expectation, sample_inputs
 from .instances import random_layer
-from .parallel import available_cores
+from .parallel import blas_threads, available_cores
 
 __all__ = [
     "DEFAULT_CASES",
@@ -361,60 +360,6 @@ class CertificationBench:
     def to_dict(self):
         return dict(self.__dict__) | {"pipeline_ratio": self.pipeline_ratio, "fit_speedup": self.fit_speedup,
                                       "screen_speedup": self.screen_speedup}
-
-
-def _openblas_thread_calls():
-    """``(get, set)`` of the OpenBLAS loaded in this process, through ctypes, or None (not Linux, no OpenBLAS)."""
-    import ctypes
-
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.split()[-1].lower()})
-    except OSError:
-        return None
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix, suffix in (("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "")):
-            get = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
-            put = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
-            if get is not None and put is not None:
-                return get, put
-    return None
-
-
-@contextlib.contextmanager
-def blas_threads(n):
-    """Limit the BLAS to ``n`` threads inside the block, best effort; yields what was set, for the output.
-
-    Uses threadpoolctl when installed, else OpenBLAS's own calls (the BLAS numpy ships with);
-    otherwise nothing is changed and the description names the environment's setting.
-    """
-    n = check_int("n", n)
-    plural = "" if n == 1 else "s"
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        threadpool_limits = None
-    if threadpool_limits is not None:
-        with threadpool_limits(n, user_api="blas"):
-            yield f"{n} BLAS thread{plural} (threadpoolctl)"
-        return
-    calls = _openblas_thread_calls()
-    if calls is None:
-        env = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
-        yield (f"BLAS threads not set here (OPENBLAS_NUM_THREADS={env}); "
-               f"run with OPENBLAS_NUM_THREADS={n} for {n}-thread figures")
-        return
-    get, put = calls
-    before = int(get())
-    put(n)
-    try:
-        yield f"{n} BLAS thread{plural} (OpenBLAS, set for the run)"
-    finally:
-        put(before)
 
 
 def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logit_scale=1.0, tol=0.015,

@@ -25,7 +25,7 @@ import time
 
 from ._validation import check_int
 
-__all__ = ["SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "available_cores", "connect_client",
+__all__ = ["SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "available_cores", "blas_threads", "connect_client",
            "kill_pool", "worker_env"]
 
 #: Seconds to wait for a Dask scheduler before giving up with a ConnectionError naming its address.
@@ -34,6 +34,66 @@ SCHEDULER_CONNECT_TIMEOUT = 10.0
 WORKER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 #: Batches in flight per worker: two keeps every worker busy while the parent merges (ours).
 AHEAD_PER_WORKER = 2
+
+
+def _openblas_thread_calls():
+    """``(get, set)`` pairs of every OpenBLAS loaded in this process (numpy's and scipy's may differ), via ctypes."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.split()[-1].lower()})
+    except OSError:
+        return []
+    calls = []
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix, suffix in (("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "")):
+            get = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
+            put = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
+            if get is not None and put is not None:
+                calls.append((get, put))
+                break
+    return calls
+
+
+@contextlib.contextmanager
+def blas_threads(n):
+    """Limit the BLAS to ``n`` threads inside the block, best effort; yields what was set, for the output.
+
+    Uses threadpoolctl when installed, else OpenBLAS's own calls on every OpenBLAS loaded
+    (numpy's and scipy's); otherwise nothing is changed and the description names the
+    environment's setting. Results are bit-reproducible for a given thread setting only (a
+    multithreaded LAPACK call may sum in another order), so every run of a sweep, whatever its
+    backend, and every worker of a parallel learn, computes with one thread.
+    """
+    n = check_int("n", n)
+    plural = "" if n == 1 else "s"
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        threadpool_limits = None
+    if threadpool_limits is not None:
+        with threadpool_limits(n, user_api="blas"):
+            yield f"{n} BLAS thread{plural} (threadpoolctl)"
+        return
+    calls = _openblas_thread_calls()
+    if not calls:
+        env = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+        yield (f"BLAS threads not set here (OPENBLAS_NUM_THREADS={env}); "
+               f"run with OPENBLAS_NUM_THREADS={n} for {n}-thread figures")
+        return
+    before = [int(get()) for get, _ in calls]
+    for _, put in calls:
+        put(n)
+    try:
+        yield f"{n} BLAS thread{plural} (OpenBLAS, set for the run)"
+    finally:
+        for (_, put), b in zip(calls, before):
+            put(b)
 
 
 def available_cores():

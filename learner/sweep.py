@@ -117,8 +117,14 @@ class _Runner:
         if not self.specs:
             return
         if self.backend == "serial":
+            from .parallel import blas_threads
+
             for spec in self.specs:
-                yield spec, spec.run(learn_workers=self.learn_workers)
+                # One BLAS thread, as in the pool's and Dask's workers: records are bit-identical across
+                # backends only for one thread setting (a multithreaded SVD sums in another order).
+                with blas_threads(1):
+                    result = spec.run(learn_workers=self.learn_workers)
+                yield spec, result
         elif self.backend == "local":
             from concurrent.futures import as_completed
 

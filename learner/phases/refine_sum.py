@@ -91,7 +91,8 @@ def _fit_quantile(X, Y, w_sum, q):
     """The ``q``-quantile of the rows' fit residuals under ``w_sum`` (lower: the best rows fit better)."""
     _, res, well_posed = fit_patterns(X, Y, w_sum)
     res = np.where(well_posed[:, None], res, np.inf)
-    return float(np.quantile(res, q))
+    # An order statistic, not an interpolation: ill-posed rows are inf (inf − inf would be nan).
+    return float(np.quantile(res, q, method="inverted_cdf"))
 
 
 def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8, keep=0.02, batch=100_000,
