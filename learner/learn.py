@@ -336,7 +336,8 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
                 log.info("phase 4: %s; %s", fc.budget_message(), state["forecast_time"])
                 return done("budget", fc.budget_message())
             ratio = p4.forecast_ratio
-            if not censored and not 1 / 3 <= ratio <= 3:
+            # One batch is the smallest draw: a forecast below it cannot be missed by drawing it (m = 1).
+            if not censored and p4.n_examples > cfg.batch and not 1 / 3 <= ratio <= 3:
                 log.warning("phase 4 (round %d): drew %s examples, %.3g times the pilot's forecast of %.3g "
                             "(outside [1/3, 3]: the forecast missed)", r + 1, f"{p4.n_examples:,}", ratio,
                             fc.predicted_examples)
