@@ -182,9 +182,17 @@ def kill_pool(pool):
             with contextlib.suppress(Exception):
                 proc.kill()
     pool.shutdown(wait=False, cancel_futures=True)
+    # The executor's management thread may join (and close) a killed process at the same time, so our
+    # join can fail at once while the process is still dying: wait until each one is gone.
+    deadline = time.monotonic() + 5
     for proc in procs:
-        with contextlib.suppress(Exception):
-            proc.join(timeout=5)
+        while time.monotonic() < deadline:
+            try:
+                proc.join(timeout=0.05)
+                if not proc.is_alive():
+                    break
+            except (ValueError, AssertionError):  # closed, or reaped by the executor: gone
+                break
 
 
 def connect_client(scheduler):

@@ -272,7 +272,7 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     """
     m = theta0.shape[0]
     d = X.shape[2]
-    yy = float(np.sum(Y**2))
+    yy = max(float(np.sum(Y**2)), 1e-300)  # all-zero labels: the relative residual stays defined
 
     def thetas_of(z):
         return z.reshape(m, d, d) if basis is None else origin[None] + (z.reshape(m, -1) @ basis.T).reshape(m, d, d)
