@@ -63,6 +63,11 @@ def _no_children(before=()):
     return [p for p in multiprocessing.active_children() if p.is_alive() and p.pid not in before]
 
 
+def _default_sigint():
+    """In a child before exec: SIGINT as an interactive shell leaves it (Python then raises KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _children():
     return {p.pid for p in multiprocessing.active_children()}
 
@@ -256,8 +261,10 @@ class TestShutdown:
         argv = [sys.executable, "-m", "learner", "learn", "--m", "4", "--d", "12", "--k", "2", "--logit-scale",
                 "1", "--workers", "2", "--no-progress"]
         env = os.environ | {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        # Ctrl-C's disposition as a terminal's shell gives it: a test run started in the background by a
+        # non-interactive shell (`... &`) ignores SIGINT, and the child would inherit that.
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_default_sigint)
 
         def workers():
             """The CLI's pool processes (spawned children running `spawn_main`; not the resource tracker)."""

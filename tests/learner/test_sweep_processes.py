@@ -59,8 +59,11 @@ def _records(out):
 class TestRealProcesses:
     def test_second_writer_refused_ctrl_c_keeps_finished_runs_and_resume_completes(self, tmp_path):
         out = tmp_path / "sweep"
+        # Its own group, as a shell job is, with SIGINT as an interactive shell leaves it (a test run started
+        # in the background by a non-interactive shell ignores SIGINT, and the child would inherit that).
         first = subprocess.Popen(_argv(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 env=_env(), start_new_session=True)  # its own group, as a shell job is
+                                 env=_env(), start_new_session=True,
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             _wait_for(lambda: (out / LOCK_NAME).exists(), first)
             owner = json.loads((out / LOCK_NAME).read_text())
