@@ -101,14 +101,14 @@ class TestIdenticalResults:
         with pytest.raises(AssertionError):  # other examples, other constraints
             assert json.dumps(_record(a), sort_keys=True) == json.dumps(_record(b), sort_keys=True)
 
-    def test_dask_local_cluster_gives_the_serial_result(self, serial_result):
+    def test_dask_local_cluster_gives_the_serial_result(self):
+        """Phases 1–4 (to phase 4's pilot) on a Dask cluster, by client and by address; the whole run: below."""
         distributed = pytest.importorskip("dask.distributed")
         serial = _learn(config=SHORT)
         assert serial.status == "budget" and "phase 4 would need" in serial.message
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                       dashboard_address=None) as cluster:
             with distributed.Client(cluster) as client:
-                _assert_same(serial_result, _learn(scheduler=client))  # the whole run, as with local workers
                 on_client = _learn(config=SHORT, scheduler=client)
                 assert client.status == "running"  # a client the caller owns stays open
             by_address = _learn(config=SHORT, scheduler=cluster.scheduler_address)
@@ -118,6 +118,17 @@ class TestIdenticalResults:
         assert on_client.execution["backend"] == by_address.execution["backend"] == "dask"
         assert on_client.execution["workers"] == 2
         assert on_client.execution["phases"]["1_crude_sum"]["batches"] == 5
+
+    @pytest.mark.slow
+    def test_dask_local_cluster_gives_the_whole_serial_run(self, serial_result):
+        """The whole run (phase 4 past its pilot, phases 5–6) on a Dask cluster, as with local workers."""
+        distributed = pytest.importorskip("dask.distributed")
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster:
+            with distributed.Client(cluster) as client:
+                on_dask = _learn(scheduler=client)
+        _assert_same(serial_result, on_dask)
+        assert on_dask.execution["backend"] == "dask"
 
     def test_fixed_arrays_are_split_by_index(self):
         truth = _truth()
