@@ -40,7 +40,7 @@ def check_positive_float(name, value, *, allow_zero=False):
 
 def check_distribution(distribution):
     """Return ``distribution`` if it names a supported input distribution."""
-    if distribution not in DISTRIBUTIONS:
+    if not isinstance(distribution, str) or distribution not in DISTRIBUTIONS:
         raise ValueError(
             f"`distribution` must be one of {DISTRIBUTIONS}; got distribution={distribution!r}."
         )

@@ -243,6 +243,7 @@ def setting_conditions(m, d, k, *, distribution="boolean"):
     tuple of AssumptionRow
     """
     m, d, k = check_int("m", m), check_int("d", d), check_int("k", k)
+    distribution = check_distribution(distribution)
     rows = [
         AssumptionRow("k_below_d", "setting", "sequence length k", float(k), "<", float(d), k < d, "-",
                       "talk: k <= d; ours: strict, for certification"),
@@ -294,12 +295,14 @@ class SettingReport:
         return tuple(row.name for row in self.rows if not row.ok)
 
     def message(self):
-        """One sentence per failed condition, and the largest m the setting allows."""
+        """One sentence per failed condition (or that none failed), and the largest m the setting allows."""
         parts = [f"{r.name}: {r.quantity} = {r.value:.4g}, needs {r.relation} {r.threshold:.4g} ({r.source})"
                  for r in self.rows if not r.ok]
-        head = f"(m, d, k) = ({self.m}, {self.d}, {self.k}) with {self.distribution} inputs is not sound for certification"
+        setting = f"(m, d, k) = ({self.m}, {self.d}, {self.k}) with {self.distribution} inputs"
         tail = (f"this (d, k) allows at most m = {self.max_m}" if self.max_m else "no m is sound at this (d, k)")
-        return f"{head}: " + "; ".join(parts) + f"; {tail}."
+        if not parts:
+            return f"{setting} is sound for certification (every condition holds); {tail}."
+        return f"{setting} is not sound for certification: " + "; ".join(parts) + f"; {tail}."
 
     def to_dict(self):
         return {"m": self.m, "d": self.d, "k": self.k, "distribution": self.distribution, "ok": self.ok,

@@ -203,7 +203,7 @@ def _learn(args):
           + (" (m not given to the learner)" if args.unknown_m else ""))
     import signal
 
-    from .learn import LearnInterrupted
+    from .learn import ALLOW_UNSOUND_HINT, LearnInterrupted
 
     signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` stops the run like Ctrl-C: workers ended
     try:
@@ -214,6 +214,9 @@ def _learn(args):
         print(exc.result.report())
         print(f"\ninterrupted: {exc.result.message}", file=sys.stderr)
         return 130
+    if result.status == "setting":  # the command's option, not the library's
+        result = dataclasses.replace(result, message=result.message.replace(
+            ALLOW_UNSOUND_HINT, "Pass --allow-unsound to run anyway."))
     print(result.report())
     ex = result.execution
     rates = ", ".join(f"{name} {p['examples_per_second']:,.0f}" for name, p in ex.get("phases", {}).items()
@@ -379,4 +382,11 @@ def main(argv=None):
         return handler(args)
     except (ValueError, TypeError, FileNotFoundError, FileFormatError, ConnectionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError as exc:
+        sizes = ", ".join(f"--{name.replace('_', '-')} {getattr(args, name)}" for name in ("m", "d", "k")
+                          if getattr(args, name, None) is not None)
+        print(f"error: out of memory in `{args.command}`{f' ({sizes})' if sizes else ''}: the arrays of this "
+              f"setting do not fit in RAM{f' ({exc})' if str(exc) else ''}; the layer holds 2md² numbers and "
+              "the learner's phase 5 memory grows as d⁴ — lower --d or --m.", file=sys.stderr)
         return 2

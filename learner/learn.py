@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ from .metrics import match_heads, relative_error
 from .oracle import ExamplesExhausted, as_source
 from .parallel import Workers
 from .phases import (
+    HullUndetermined,
     LearnConfig,
     crude_sculpt,
     crude_sum_w,
@@ -36,6 +38,9 @@ from .phases import (
 __all__ = ["LearnInterrupted", "LearnResult", "learn"]
 
 log = logging.getLogger(__name__)
+
+#: The end of an unsound setting's message; the command line names its own option instead.
+ALLOW_UNSOUND_HINT = "Pass LearnConfig(allow_unsound=True) to run anyway."
 
 #: Below this Frobenius norm the phase-1 estimate of ΣW counts as zero (ours: planted
 #: layers have ‖ΣW‖_F of order 1; an exact cancellation estimates to ~1e-17).
@@ -258,6 +263,19 @@ def _learn(source, *, m, k, config, truth, rng, pool):
                                     "phases that finished")) from None
 
 
+def physical_memory():
+    """Bytes of RAM on this machine, or None where the OS does not say (POSIX ``sysconf``)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def phase5_bytes(cfg, d):
+    """A lower bound on phase 5's memory: three ``(constraints × d²)`` float64 arrays at the target count."""
+    return 3 * 8 * int(cfg.refined_constraints * d * d) * d * d
+
+
 def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, state):
     d = source.d
 
@@ -273,7 +291,13 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
             f"no number of heads is sound at (d, k) = ({d}, {k}) with {distribution} inputs: "
             + setting.message())
         log.info("learn: %s", message)
-        return done("setting", message + " Pass LearnConfig(allow_unsound=True) to run anyway.")
+        return done("setting", f"{message} {ALLOW_UNSOUND_HINT}")
+    need, have = phase5_bytes(cfg, d), physical_memory()
+    if have is not None and need > have:
+        return done("setting", f"d={d} needs more memory than this machine has: phase 5 alone holds "
+                    f"{int(cfg.refined_constraints * d * d):,} constraints of d²={d * d:,} unknowns, three copies "
+                    f"(the matrix, its weighted copy, the SVD's factor), {need / 2**30:,.1f} GiB, against "
+                    f"{have / 2**30:,.1f} GiB of RAM; the memory grows as d⁴.")
     log.info("learn: (m, d, k) = (%s, %d, %d), %s inputs; sound up to m = %d; chosen from the setting: %s",
              m if m is not None else f"unknown, at most {plan_m}", d, k, distribution, setting.max_m,
              ", ".join(f"{name}={getattr(cfg, name)}" for name in chosen) or "nothing")
@@ -299,8 +323,11 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
         theta_star = None
         if p2.count >= d * d:
             state["phase"] = "5_span"
-            theta_star = estimate_span(p2, m=m, gap_min=cfg.gap_min, max_m=plan_m,
-                                       weighting=cfg.hull_weighting).theta_star
+            try:
+                theta_star = estimate_span(p2, m=m, gap_min=cfg.gap_min, max_m=plan_m,
+                                           weighting=cfg.hull_weighting).theta_star
+            except HullUndetermined as exc:  # phase 3 then picks tokens by their vertex residuals alone
+                log.info("phase 2: no crude hull for phase 3 (%s)", exc)
         w_sum = p1.w_sum
         for r in range(cfg.outer_rounds):
             state["phase"] = "3_refine_sum"
@@ -345,8 +372,12 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
                 return done("4_refined_sculpt", f"only {p4.count} constraints from {p4.n_examples:,} examples; "
                             f"the hull needs at least d²={d * d} (raise max_examples or loosen refined_tol).")
             state["phase"] = "5_span"
-            p5 = estimate_span(p4, m=m, gap_min=cfg.gap_min, max_m=plan_m, weighting=cfg.hull_weighting,
-                               truth=truth)
+            try:
+                p5 = estimate_span(p4, m=m, gap_min=cfg.gap_min, max_m=plan_m, weighting=cfg.hull_weighting,
+                                   truth=truth)
+            except HullUndetermined as exc:
+                return done("5_span", f"{exc} Phase 4 certified {p4.count} constraints from {p4.n_examples:,} "
+                            "examples; more examples add no new ones where the inputs are few.")
             log.info("phase 5 (round %d): %d constraints, m = %d, gap ratios %s", r + 1, p4.count, p5.m,
                      np.array2string(p5.gap_ratios[:plan_m], precision=3))
             phases["5_span"], diag["5_span"] = p5, p5.summary() | {"round": r}

@@ -25,8 +25,8 @@ import time
 
 from ._validation import check_int
 
-__all__ = ["SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "available_cores", "blas_threads", "connect_client",
-           "kill_pool", "worker_env"]
+__all__ = ["SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "as_workers", "available_cores", "blas_threads",
+           "connect_client", "kill_pool", "worker_env"]
 
 #: Seconds to wait for a Dask scheduler before giving up with a ConnectionError naming its address.
 SCHEDULER_CONNECT_TIMEOUT = 10.0
@@ -377,3 +377,21 @@ class Workers:
         if self.backend == "local":
             return self._pool.submit(fn, *args)
         return self._client.submit(fn, *args, pure=False)
+
+
+@contextlib.contextmanager
+def as_workers(workers):
+    """The :class:`Workers` a phase called on its own computes on.
+
+    ``workers`` is a :class:`Workers` (used as it is and left open: :func:`learner.learn` shares
+    one pool across its phases) or what :func:`learner.learn` accepts — an int, ``"auto"`` or
+    None — for a pool that lives for this call only (ended on any exit, killed on Ctrl-C).
+    """
+    if isinstance(workers, Workers):
+        yield workers
+        return
+    if workers is not None and workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int)):
+        raise TypeError(f"`workers` must be an int, 'auto', None or a learner.parallel.Workers; "
+                        f"got workers={workers!r} ({type(workers).__name__}).")
+    with Workers(workers) as pool:
+        yield pool

@@ -18,10 +18,11 @@ from .crude_sum import SumEstimate, crude_sum_w
 from .refine_sum import refine_sum_w
 from .sculpt import Constraints, crude_sculpt, refined_sculpt
 from .search import SearchResult, search_heads
-from .span import SpanEstimate, estimate_span
+from .span import HullUndetermined, SpanEstimate, estimate_span
 
 __all__ = [
     "Constraints",
+    "HullUndetermined",
     "LearnConfig",
     "SearchResult",
     "SpanEstimate",

@@ -17,7 +17,7 @@ import numpy as np
 from .._progress import bar
 from .._validation import check_int
 from ..oracle import batch_sizes
-from ..parallel import Workers
+from ..parallel import as_workers
 
 __all__ = ["SumEstimate", "crude_sum_w"]
 
@@ -50,8 +50,9 @@ def partial_sum(batch):
 def crude_sum_w(source, *, n_samples=400_000, batch=100_000, truth=None, workers=None):
     """Phase 1: ``Ŵ = (1/k) Ê[Xᵀ J Y]`` over ``n_samples`` examples drawn from ``source``.
 
-    ``workers`` (a :class:`learner.parallel.Workers`) computes the batches' partial
-    sums; they are added in batch order, so the estimate does not depend on it.
+    ``workers`` computes the batches' partial sums: a :class:`learner.parallel.Workers`,
+    or an int, ``"auto"`` or None as :func:`learner.learn` takes them (a pool for this
+    call only). The sums are added in batch order, so the estimate does not depend on it.
 
     Returns
     -------
@@ -62,8 +63,12 @@ def crude_sum_w(source, *, n_samples=400_000, batch=100_000, truth=None, workers
     n_samples = check_int("n_samples", n_samples)
     if n_samples < 1:
         raise ValueError(f"`n_samples` must be positive; got n_samples={n_samples}.")
-    workers = workers if workers is not None else Workers()
     sizes = batch_sizes(n_samples, check_int("batch", batch))
+    with as_workers(workers) as pool:
+        return _crude_sum_on(source, n_samples, sizes, truth, pool, t0)
+
+
+def _crude_sum_on(source, n_samples, sizes, truth, workers, t0):
     acc = 0.0
     progress = bar(n_samples, "phase 1", "ex")
     tasks = (((eb,), eb.n) for eb in source.batches(sizes))

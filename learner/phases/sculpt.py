@@ -33,7 +33,7 @@ import numpy as np
 from .._progress import bar
 from .._validation import check_int, check_positive_float, check_rng
 from ..forecast import AFFORDABLE_EXAMPLES, DEFAULT_CANDIDATES, pilot_forecast
-from ..parallel import Workers
+from ..parallel import as_workers
 
 log = logging.getLogger(__name__)
 
@@ -447,7 +447,12 @@ def _certify_or_pilot(batch, w_sum, tol, min_weight):
     return certify_batch(batch, w_sum, tol, min_weight)
 
 
-def _sculpt(source, w_sum, *, tol, min_weight, target, max_examples, batch, truth, label, workers, pilot=None):
+def _sculpt(source, w_sum, *, workers, **kw):
+    with as_workers(workers) as pool:
+        return _sculpt_on(source, w_sum, workers=pool, **kw)
+
+
+def _sculpt_on(source, w_sum, *, tol, min_weight, target, max_examples, batch, truth, label, workers, pilot=None):
     t0 = time.perf_counter()
     if pilot is None or tol is not None:
         tol = check_positive_float("tol", tol)
@@ -455,7 +460,6 @@ def _sculpt(source, w_sum, *, tol, min_weight, target, max_examples, batch, trut
             raise ValueError(f"`tol` must be below 1; got tol={tol!r}.")
     min_weight = check_positive_float("min_weight", min_weight)
     max_examples = check_int("max_examples", max_examples)
-    workers = workers if workers is not None else Workers()
     parts = []
     count = drawn = seen = certified = 0
     last_log = time.perf_counter()
@@ -554,9 +558,11 @@ def crude_sculpt(source, w_sum, *, tol=0.05, min_weight=0.1, target=192, max_exa
     """Phase 2: constraints from rows certified against the crude ``ΣW`` estimate.
 
     Draws batches from ``source`` until ``target`` constraints or
-    ``max_examples`` examples. ``workers`` (a :class:`learner.parallel.Workers`)
-    certifies batches in parallel; the blocks are merged in batch order, so the
-    constraints do not depend on it. Returns :class:`Constraints`.
+    ``max_examples`` examples. ``workers`` certifies batches in parallel: a
+    :class:`learner.parallel.Workers`, or an int, ``"auto"`` or None as
+    :func:`learner.learn` takes them (a pool for this call only). The blocks are
+    merged in batch order, so the constraints do not depend on it. Returns
+    :class:`Constraints`.
     """
     return _sculpt(source, np.asarray(w_sum, dtype=float), tol=tol, min_weight=min_weight,
                    target=check_int("target", target), max_examples=max_examples, batch=batch, truth=truth,

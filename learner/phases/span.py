@@ -45,7 +45,12 @@ import numpy as np
 
 from ..geometry import min_norm_point
 
-__all__ = ["WEIGHTINGS", "SpanEstimate", "estimate_span", "hull_solve", "precision_weights", "token_distances"]
+__all__ = ["WEIGHTINGS", "HullUndetermined", "SpanEstimate", "estimate_span", "hull_solve", "precision_weights",
+           "token_distances"]
+
+
+class HullUndetermined(ValueError):
+    """The constraints do not pin the hull: too few of them, or too few independent ones."""
 
 #: The weighting schemes of :func:`hull_solve`.
 WEIGHTINGS = ("precision", "irls", "none")
@@ -123,9 +128,20 @@ def _irls_weights(A, b, theta, base):
     return w / w.max()
 
 
+def _numerical_rank(S, shape):
+    """Singular values above numpy's ``matrix_rank`` tolerance, ``S.max()·max(shape)·eps``."""
+    top = float(np.max(S)) if S.size else 0.0
+    return int((S > top * max(shape) * np.finfo(float).eps).sum()) if top > 0 else 0
+
+
 def _min_norm_solution(A, b, w, r):
-    """``(θ, S, Vt)``: min-norm least-squares solution of ``(A·w) θ = b·w`` on the top ``r`` singular directions."""
+    """``(θ, S, Vt)``: min-norm least-squares solution of ``(A·w) θ = b·w`` on the top ``r`` singular directions.
+
+    Directions beyond the matrix's numerical rank are left out (the pseudo-inverse's
+    convention): whether the rank suffices is :func:`estimate_span`'s check.
+    """
     U, S, Vt = np.linalg.svd(A * w[:, None], full_matrices=False)
+    r = min(r, _numerical_rank(S, A.shape))
     return Vt[:r].T @ ((U[:, :r].T @ (b * w)) / S[:r]), S, Vt
 
 
@@ -165,15 +181,16 @@ def estimate_span(constraints, *, m=None, gap_min=3.0, max_m=6, irls_rounds=3, w
 
     Raises
     ------
-    ValueError
-        With fewer constraints than unknowns (``d²``): the hull is not determined.
+    HullUndetermined
+        (a ValueError) With fewer constraints than unknowns (``d²``), or constraints of too
+        low a rank: the hull is not determined.
     """
     t0 = time.perf_counter()
     A, b = constraints.A, constraints.b
     n_params = A.shape[1]
     d = round(np.sqrt(n_params))
     if A.shape[0] < n_params:
-        raise ValueError(
+        raise HullUndetermined(
             f"the constraints do not determine the hull: {A.shape[0]} constraints for d²={n_params} unknowns."
         )
     if weighting not in WEIGHTINGS:
@@ -189,6 +206,12 @@ def estimate_span(constraints, *, m=None, gap_min=3.0, max_m=6, irls_rounds=3, w
     if m is None:
         m_est = m_gap
         theta, V, S = hull_solve(A, b, m_est, **opts)
+    rank = _numerical_rank(S, A.shape)
+    if rank < n_params - (m_est - 1):
+        raise HullUndetermined(
+            f"the constraints do not determine the hull: {A.shape[0]} constraints of rank {rank} for "
+            f"d²={n_params} unknowns, and a hull of dimension {m_est - 1} (m = {m_est}) needs rank "
+            f"{n_params - (m_est - 1)} (too few distinct inputs certify: e.g. a small Boolean cube).")
     out = {
         "theta_star": theta.reshape(d, d),
         "directions": V,

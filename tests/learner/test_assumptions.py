@@ -243,6 +243,18 @@ class TestSettingConditions:
     def test_message_names_the_largest_sound_m(self):
         assert "allows at most m = 2" in check_setting(3, 8, 2).message()
 
+    def test_message_of_a_sound_setting_says_so(self):
+        message = check_setting(2, 8, 4).message()
+        assert message == ("(m, d, k) = (2, 8, 4) with boolean inputs is sound for certification (every condition "
+                           "holds); this (d, k) allows at most m = 2.")
+
+    @pytest.mark.parametrize("bad", ["Boolean", None, 3, "", ["boolean"]])
+    def test_distribution_is_checked(self, bad):
+        with pytest.raises(ValueError, match="`distribution` must be one of"):
+            check_setting(2, 8, 4, distribution=bad)
+        with pytest.raises(ValueError, match=r"got distribution="):
+            max_sound_m(8, 4, distribution=bad)
+
     def test_assumption_report_includes_the_setting_rows(self):
         report = assumptions(random_layer(3, D, logit_scale=1.0, rng=0), k=2)
         assert report["cube_configurations"].ok is False and not report.ok

@@ -81,6 +81,25 @@ class TestLearnFast:
             result.status == "assumptions" and "theta_incoherence" in result.message
         ), result.message
 
+    def test_undetermined_hull_ends_at_phase_5_with_a_reason(self, monkeypatch):
+        """Constraints of too low a rank (a small cube): phase 5 names it, the crude hull is skipped."""
+        import sys
+
+        from learner.phases import HullUndetermined
+
+        learn_module = sys.modules["learner.learn"]  # the module; `learner.learn` is also the function
+
+        def undetermined(constraints, **kw):
+            raise HullUndetermined(f"the constraints do not determine the hull: {constraints.count} constraints "
+                                   "of rank 3 (test)")
+
+        monkeypatch.setattr(learn_module, "estimate_span", undetermined)
+        truth = random_layer(1, 6, rng=0)
+        cfg = LearnConfig(n_crude=20_000, n_refine=20_000, batch=10_000, outer_rounds=1)
+        result = learn(LayerOracle(truth, 2, rng=0), m=1, truth=truth, config=cfg, progress=False)
+        assert not result.success and result.status == "5_span"
+        assert "of rank 3 (test)" in result.message and "Phase 4 certified" in result.message
+
     def test_exhausted_examples_fail_with_a_reason(self):
         truth = random_layer(2, 8, rng=0)
         X = np.sign(np.random.default_rng(0).standard_normal((1000, 4, 8)))
@@ -166,10 +185,32 @@ class TestLearnCommand:
         record = json.loads(path.read_text())
         assert record["result"]["success"] is True and record["seed_entropy"] == 0
 
+    def test_too_large_d_is_refused_before_any_example(self, monkeypatch):
+        import sys
+
+        learn_module = sys.modules["learner.learn"]
+        truth = random_layer(1, 8, rng=0)
+        # Phase 5 at d = 8 holds 3·8·6·8²·8² bytes ≈ 0.6 MiB: a machine of 0.5 MiB refuses, one of 1 MiB runs.
+        monkeypatch.setattr(learn_module, "physical_memory", lambda: 2**19)
+        result = learn(LayerOracle(truth, 4, rng=0), m=1, truth=truth)
+        assert result.status == "setting" and result.examples_drawn == 0
+        assert "d=8 needs more memory than this machine has" in result.message and "0.0 GiB of RAM" in result.message
+        assert learn_module.phase5_bytes(LearnConfig(refined_constraints=6.0), 8) == 3 * 8 * 6 * 8**4
+        monkeypatch.setattr(learn_module, "physical_memory", lambda: 2**20)  # control
+        cfg = LearnConfig(n_crude=1000, crude_max_examples=1000, n_refine=1000, max_examples=1000, batch=1000)
+        assert learn(LayerOracle(truth, 4, rng=0), m=1, truth=truth, config=cfg).examples_drawn > 0
+
+    def test_out_of_memory_is_one_line(self, capsys):
+        assert main(["learn", "--m", "2", "--d", "100000", "--k", "2", "--seed", "0"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: out of memory in `learn` (--m 2, --d 100000, --k 2)") and "Traceback" not in err
+
     def test_unsound_setting_exits_at_once_naming_the_condition(self, capsys):
         assert main(["learn", "--m", "3", "--d", "8", "--k", "2", "--logit-scale", "1"]) == 1
         out = capsys.readouterr().out
         assert "success: False (setting)" in out and "cube_configurations" in out and "examples drawn 0" in out
+        # The command names its own option; the library names the config field.
+        assert "Pass --allow-unsound to run anyway." in out and "LearnConfig(allow_unsound" not in out
 
     def test_writes_the_record_of_a_refused_run(self, tmp_path, capsys):
         """The JSON record is written whatever the outcome (here: refused, no example drawn)."""

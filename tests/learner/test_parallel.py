@@ -16,7 +16,7 @@ from learner import LayerOracle, LearnConfig, learn, random_layer
 from learner.learn import LearnInterrupted
 from learner.oracle import ArraySource, ExamplesExhausted, batch_sizes
 from learner.parallel import Workers
-from learner.phases import crude_sum_w, refined_sculpt
+from learner.phases import crude_sculpt, crude_sum_w, refined_sculpt
 from learner.scaling import comparable
 
 # Small budgets and batches of 20 000 so that every streaming phase has several batches to merge;
@@ -198,6 +198,31 @@ class TestOrderedMerge:
         np.testing.assert_array_equal(c4.A, d4.A)
         np.testing.assert_array_equal(c4.b, d4.b)
         assert c4.count >= 200 and c4.n_examples < 400_000 and n == n2 == 50_000 + c4.n_examples
+
+    def test_phases_take_what_learn_takes(self):
+        """An int, "auto" or None for ``workers``, as `learn` takes them: a pool for the call, the serial result."""
+        layer = random_layer(2, 12, logit_scale=1.0, rng=2)
+        w_sum = layer.ws.sum(axis=0)
+        before = _children()
+        runs = {}
+        for w in (None, 1, 2, "auto"):
+            oracle = LayerOracle(layer, 2, rng=9)
+            s1 = crude_sum_w(oracle, n_samples=30_000, batch=10_000, workers=w)
+            c2 = crude_sculpt(oracle, w_sum, tol=0.05, min_weight=0.02, target=100, max_examples=60_000,
+                              batch=10_000, workers=w)
+            runs[w] = (s1.w_sum, c2.A, c2.b)
+        for w in (1, 2, "auto"):
+            for a, b in zip(runs[None], runs[w]):
+                np.testing.assert_array_equal(a, b)
+        assert _no_children(before) == []  # each call's pool ended with it
+
+    @pytest.mark.parametrize("bad", [2.0, "two", True, [2]])
+    def test_phases_name_a_bad_workers_value(self, bad):
+        oracle = LayerOracle(random_layer(1, 6, rng=0), 2, rng=0)
+        with pytest.raises(TypeError, match=r"`workers` must be an int, 'auto', None or a learner.parallel.Workers"):
+            crude_sum_w(oracle, n_samples=1000, batch=1000, workers=bad)
+        with pytest.raises(TypeError, match=r"got workers="):
+            refined_sculpt(oracle, np.eye(6), tol=0.03, target=10, max_examples=1000, batch=1000, workers=bad)
 
     def test_fixed_arrays_run_out_at_the_same_batch(self):
         layer = random_layer(2, 12, logit_scale=1.0, rng=2)

@@ -32,7 +32,7 @@ from learner.phases.search import (
     _vp_solve,
     layer_jacobian,
 )
-from learner.phases.span import precision_weights
+from learner.phases.span import HullUndetermined, precision_weights
 
 
 @pytest.fixture(scope="module")
@@ -198,6 +198,26 @@ class TestEstimateSpan:
         c = Constraints(np.ones((3, 16)), np.ones(3), np.zeros(3), 0, 0, 0, 0.0, 0.0, 0.0)
         with pytest.raises(ValueError, match="3 constraints for d²=16 unknowns"):
             estimate_span(c, m=2)
+
+
+    @pytest.mark.parametrize("weighting", ["precision", "irls", "none"])
+    def test_rank_deficient_constraints_are_named(self, weighting):
+        """Many constraints but few independent ones (a small cube): a clear error, not a division by zero."""
+        rng = np.random.default_rng(0)
+        A = np.repeat(rng.standard_normal((10, 16)), 5, axis=0)  # 50 rows of rank 10 for d² = 16
+        c = Constraints(A, A @ rng.standard_normal(16), np.full(50, 0.01), 0, 0, 0, 0.01, 0.0, 0.0,
+                        p_token=np.full(50, 0.5), p_ref=np.full(50, 0.5))
+        for m in (2, None):  # m estimated (max_m=4): any hull it can choose needs rank 12 or more
+            with pytest.raises(HullUndetermined, match="50 constraints of rank 10 for d²=16 unknowns"):
+                estimate_span(c, m=m, max_m=4, weighting=weighting)
+        # Control: rank d² − (m − 1) = 15 is enough for a 1-dimensional hull.
+        A = rng.standard_normal((50, 16))
+        A -= np.outer(A[:, 0], np.eye(16)[0])  # no row sees the first unknown: rank 15
+        c = Constraints(A, A @ rng.standard_normal(16), np.full(50, 0.01), 0, 0, 0, 0.01, 0.0, 0.0,
+                        p_token=np.full(50, 0.5), p_ref=np.full(50, 0.5))
+        assert estimate_span(c, m=2, weighting=weighting).m == 2
+        with pytest.raises(HullUndetermined, match="rank 15"):
+            estimate_span(c, m=1, weighting=weighting)
 
 
 class TestSearchHeads:
