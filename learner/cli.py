@@ -22,7 +22,7 @@ from .instances import random_layer
 from .io import FileFormatError, load_layer, read_metadata, save_examples, save_layer, write_json
 from .metrics import attention_statistics
 
-__all__ = ["build_parser", "main"]
+__all__ = ["OUTPUT_OPTIONS", "build_parser", "check_output_options", "main"]
 
 
 def _versions():
@@ -47,6 +47,35 @@ def _layer_args(p, *, unset=False):
     p.add_argument("--w-scale", type=float, default=dflt["w_scale"],
                    help="per-entry scale of each head's output (default 1)")
     p.add_argument("--seed", type=cli_seed, default=None, help="integer seed (default: fresh entropy, printed)")
+
+
+#: Options that name an output (a file, or a directory where their metavar is DIR); inputs are not listed.
+OUTPUT_OPTIONS = ("json", "out", "examples", "plot", "plot_dir")
+
+
+def check_output_options(parser, args):
+    """Check every output option of ``args`` before the command runs (a lost record costs the whole run).
+
+    A file's directory must exist and take files; a directory (metavar ``DIR``) is created and must
+    take files; a plot needs matplotlib. Raises ValueError naming the option. Shared by the
+    ``learner``, ``theory`` and ``lowerbounds`` command lines.
+    """
+    from .io import check_writable_dir, check_writable_file
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for action in sub.choices[args.command]._actions:
+        value = getattr(args, action.dest, None)
+        if action.dest not in OUTPUT_OPTIONS or value is None:
+            continue
+        option = action.option_strings[-1] if action.option_strings else action.dest
+        if action.dest.startswith("plot"):
+            import importlib.util
+
+            if importlib.util.find_spec("matplotlib") is None:
+                raise ValueError(f"{option} needs matplotlib (the `plot` extra: pip install -e '.[plot]'); "
+                                 f"got {option} {value!r} without it.")
+        check = check_writable_dir if action.metavar == "DIR" else check_writable_file
+        check(option, value)
 
 
 def build_parser():
@@ -374,11 +403,13 @@ def _scaling(args):
 
 def main(argv=None):
     """Entry point; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     handler = {"demo": _demo, "learn": _learn, "sample": _sample, "info": _info, "bench": _bench,
                "scaling": _scaling}[args.command]
     try:
+        check_output_options(parser, args)
         return handler(args)
     except (ValueError, TypeError, FileNotFoundError, FileFormatError, ConnectionError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -29,6 +29,8 @@ from .layer import AttentionLayer
 __all__ = [
     "SCHEMA_VERSION",
     "FileFormatError",
+    "check_writable_dir",
+    "check_writable_file",
     "load_examples",
     "load_layer",
     "read_metadata",
@@ -51,6 +53,55 @@ def _version():
     from . import __version__
 
     return f"learner {__version__}"
+
+
+def _probe(directory, name, value, what):
+    """Create and remove a file in ``directory``: the one test of writability that holds for root and immutable dirs."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".write-probe-"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"`{name}` {what} cannot be written: {directory} is not writable "
+                         f"({exc.strerror or exc}); got {name}={value!r}.") from None
+
+
+def check_writable_dir(name, path):
+    """``path`` as a Path to a directory that takes files, or can be created where files can be; else ValueError.
+
+    For the outputs of a long command: checked before it starts, so a bad path costs nothing.
+    Nothing is created: a missing directory's nearest existing ancestor must be a directory
+    that takes files. The ValueError names ``name`` and the path.
+    """
+    value = path
+    if path is None or not str(path).strip():
+        raise ValueError(f"`{name}` must name a directory; got {name}={value!r}.")
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"`{name}` must be a directory; got {name}={str(value)!r}, which is a file.")
+    existing = path.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(f"`{name}` cannot be created: {str(existing)!r} is a file where a directory is expected; "
+                         f"got {name}={str(value)!r}.")
+    _probe(existing, name, str(value), "directory")
+    return path
+
+
+def check_writable_file(name, path):
+    """``path`` as a Path whose directory exists and takes files (the file itself is written later, atomically)."""
+    value = path
+    if path is None or not str(path).strip():
+        raise ValueError(f"`{name}` must name a file; got {name}={value!r}.")
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"`{name}` must be a file, not a directory; got {name}={str(value)!r}.")
+    parent = path.parent
+    if not parent.is_dir():
+        raise ValueError(f"`{name}`'s directory {str(parent)!r} does not exist or is not a directory; "
+                         f"got {name}={str(value)!r}.")
+    _probe(parent, name, str(value), "file")
+    return path
 
 
 def _atomic_write(path, write):

@@ -468,9 +468,13 @@ def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT
     if "lr" in adam_options:
         raise ValueError("`adam_options` must not set 'lr'; give the grid as `adam_lrs`.")
     provable_options = dict(provable_options or {})
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"`out` must be a directory; got out={str(out)!r}, which is a file.")
+    if "provable" in methods:
+        from .phases import LearnConfig
+
+        LearnConfig(**provable_options)  # every option checked before the first run, not in each run's record
+    from .io import check_writable_dir
+
+    out = check_writable_dir("out", out)
     ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress,
           "learn_workers": learn_workers}
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
 from learner._validation import cli_seed
+from learner.cli import check_output_options
 
 from .family import HardFamily
 from .instance import MAX_G_EVALUATIONS
@@ -361,10 +362,12 @@ def _learn_hard(args):
 
 def main(argv=None):
     """Entry point; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     handler = {"sq": _sq, "sq-simulate": _simulate, "lwe": _lwe, "lwe-attack": _lwe_attack,
                "learn-hard": _learn_hard}[args.command]
     try:
+        check_output_options(parser, args)
         return handler(args)
     except (ValueError, TypeError, FileNotFoundError, FileFormatError) as exc:
         print(f"error: {exc}", file=sys.stderr)

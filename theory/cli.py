@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from learner._validation import cli_seed
+from learner.cli import check_output_options
 from learner.io import write_json
 
 from .registry import CHECKS, get, run_case
@@ -143,7 +144,8 @@ def _yield_study(args):
 
 def main(argv=None):
     """Entry point; returns the exit status (1 when a verdict is not the expected one)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     if args.command == "list":
         for name, spec in CHECKS.items():
@@ -152,6 +154,7 @@ def main(argv=None):
                 print(f"{'':<24} plot: {spec.plot_help}")
         return 0
     try:
+        check_output_options(parser, args)
         return {"check": _check, "all": _all, "yield-study": _yield_study}[args.command](args)
     except (ValueError, TypeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -116,3 +116,78 @@ class TestSeedFlag:
             cli.main([*args, "--seed", value])
         assert exc.value.code == 2
         assert f"argument --seed: must be a non-negative integer (seed entropy); got '{value}'" in capsys.readouterr().err
+
+
+class TestOutputPaths:
+    """Every output option is checked before the command runs: one line naming it, exit 2, nothing run or written."""
+
+    @staticmethod
+    def _main(cli):
+        import importlib
+
+        return importlib.import_module(f"{cli}.cli").main
+
+    # (command line, path to give, expected words). {file}: an existing file; {dir}: an existing directory.
+    LEARN = ["learn", "--m", "1", "--d", "6", "--k", "2", "--json"]
+    SCALING = ["scaling", "--m", "1", "--quick", "--out"]
+    NO_DIR, A_FILE = "does not exist or is not a directory", "is a file where a directory is expected"
+    CASES = [
+        ("learner", LEARN, "{file}/run.json", NO_DIR),
+        ("learner", LEARN, "{dir}", "must be a file, not a directory"),
+        ("learner", LEARN, "", "must name a file"),
+        ("learner", SCALING, "", "must name a directory"),
+        ("learner", SCALING, "{file}", "which is a file"),
+        ("learner", SCALING, "{file}/sub", A_FILE),
+        ("learner", ["sample", "--m", "1", "--d", "4", "--out"], "{file}/layer.npz", NO_DIR),
+        ("learner", ["demo", "--json"], "{dir}", "must be a file, not a directory"),
+        ("lowerbounds", ["learn-hard", "--quick", "--out"], "", "must name a directory"),
+        ("lowerbounds", ["learn-hard", "--quick", "--out"], "{file}/sub", A_FILE),
+        ("theory", ["yield-study", "{dir}", "--json"], "{file}/x.json", NO_DIR),
+    ]
+
+    @pytest.mark.parametrize(("cli", "argv", "path", "words"), CASES,
+                             ids=[f"{c[0]} {c[1][0]} {c[2] or 'empty'}" for c in CASES])
+    def test_bad_output_is_refused_first(self, cli, argv, path, words, tmp_path, capsys):
+        afile = tmp_path / "afile"
+        afile.write_text("x")
+        fill = lambda s: s.format(file=afile, dir=tmp_path)
+        before = sorted(tmp_path.rglob("*"))
+        assert self._main(cli)([fill(a) for a in argv] + [fill(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: `--") and words in err and "Traceback" not in err
+        assert sorted(tmp_path.rglob("*")) == before  # nothing created
+
+    def test_unwritable_directory_is_named(self, tmp_path, capsys, monkeypatch):
+        """A directory that refuses files (read-only, immutable; root ignores modes, so the probe is made to fail)."""
+        import tempfile
+
+        def refuse(*args, **kwargs):
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(tempfile, "NamedTemporaryFile", refuse)
+        assert main(["learn", "--m", "1", "--d", "6", "--k", "2", "--json", str(tmp_path / "run.json")]) == 2
+        err = capsys.readouterr().err
+        assert "`--json` file cannot be written" in err and "is not writable (Permission denied)" in err
+
+    @pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() == 0,
+                        reason="root writes into read-only directories")
+    def test_read_only_directory_for_real(self, tmp_path, capsys):
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        try:
+            assert main(["scaling", "--m", "1", "--quick", "--out", str(ro / "study")]) == 2
+        finally:
+            ro.chmod(0o700)
+        assert "is not writable" in capsys.readouterr().err
+
+    def test_plot_without_matplotlib_is_refused_first(self, tmp_path, capsys, monkeypatch):
+        import importlib.util
+
+        from theory.cli import main as theory_main
+
+        real = importlib.util.find_spec
+        monkeypatch.setattr(importlib.util, "find_spec",
+                            lambda name, *a: None if name == "matplotlib" else real(name, *a))
+        assert theory_main(["yield-study", str(tmp_path), "--plot", str(tmp_path / "y.png")]) == 2
+        assert "--plot needs matplotlib" in capsys.readouterr().err
