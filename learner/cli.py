@@ -106,9 +106,9 @@ def build_parser():
                    help="run even where the setting's soundness conditions fail (learner.assumptions)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bars (they are shown only when stderr is a terminal)")
-    p.add_argument("--workers", type=_workers, default="auto",
+    p.add_argument("--workers", type=_workers, default=None,
                    help="local processes for the example-streaming phases; 1 runs in this process "
-                        "(default auto: every core). The result does not depend on it")
+                        "(default auto: every core; not with --scheduler). The result does not depend on it")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="compute the batches on this Dask scheduler instead (extra `distributed`)")
     p.add_argument("--json", metavar="FILE", help="also write the run's record as JSON")
@@ -218,6 +218,15 @@ def _learn(args):
     from .oracle import LayerOracle
     from .phases import LearnConfig
 
+    if args.scheduler is not None and args.workers is not None:
+        raise ValueError(f"give either --workers (local processes) or --scheduler (a Dask cluster, whose workers "
+                         f"are its own), not both; got --workers {args.workers} --scheduler {args.scheduler!r}.")
+    if args.scheduler is not None:
+        from .parallel import Workers, dask_client_class
+
+        Workers(scheduler=args.scheduler)  # the address is checked (an empty one is named) before anything runs
+        dask_client_class()  # the extra is there, or one line saying how to install it
+    workers = None if args.scheduler is not None else ("auto" if args.workers is None else args.workers)
     ss = _seed(args.seed)
     layer_seed, oracle_seed = ss.spawn(2)
     truth = random_layer(args.m, args.d, logit_scale=args.logit_scale, w_scale=args.w_scale, rng=layer_seed)
@@ -238,7 +247,7 @@ def _learn(args):
     try:
         result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth,
                        progress=False if args.no_progress else None,
-                       workers=None if args.scheduler else args.workers, scheduler=args.scheduler)
+                       workers=workers, scheduler=args.scheduler)
     except LearnInterrupted as exc:
         print(exc.result.report())
         print(f"\ninterrupted: {exc.result.message}", file=sys.stderr)
@@ -369,14 +378,18 @@ def _scaling(args):
     # kept) rather than dying and leaving the pool's processes behind.
     signal.signal(signal.SIGTERM, _raise_interrupt)
 
-    if args.scheduler and args.serial:
+    if args.scheduler is not None and args.serial:
         raise ValueError("give at most one of --scheduler and --serial.")
-    backend = "dask" if args.scheduler else "serial" if args.serial else "local"
+    if args.workers is not None and (args.scheduler is not None or args.serial):
+        other = f"--scheduler {args.scheduler!r}" if args.scheduler is not None else "--serial"
+        raise ValueError(f"--workers sizes the local pool, which {other} does not use; got --workers {args.workers} "
+                         f"with {other} (with --serial, --learn-workers spreads each run's batches).")
+    backend = "dask" if args.scheduler is not None else "serial" if args.serial else "local"
     if backend == "dask":
-        try:
-            import dask.distributed  # noqa: F401
-        except ImportError:
-            raise SystemExit("--scheduler needs Dask: pip install 'provable-attention[distributed]'") from None
+        from .parallel import Workers, dask_client_class
+
+        Workers(scheduler=args.scheduler)  # an empty address is named
+        dask_client_class()  # the extra is there, or one line saying how to install it
     try:
         result = scaling_study(
             args.out, ms=args.m, d=args.d, k=args.k, logit_scale=args.logit_scale, seeds=args.seeds,

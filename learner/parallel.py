@@ -25,8 +25,8 @@ import time
 
 from ._validation import check_int
 
-__all__ = ["SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "as_workers", "available_cores", "blas_threads",
-           "connect_client", "kill_pool", "worker_env"]
+__all__ = ["SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "MissingExtra", "Workers", "as_workers", "available_cores",
+           "blas_threads", "connect_client", "dask_client_class", "kill_pool", "worker_env"]
 
 #: Seconds to wait for a Dask scheduler before giving up with a ConnectionError naming its address.
 SCHEDULER_CONNECT_TIMEOUT = 10.0
@@ -195,12 +195,23 @@ def kill_pool(pool):
                 break
 
 
-def connect_client(scheduler):
-    """A ``dask.distributed.Client`` for the scheduler at address ``scheduler``, or a ConnectionError naming it."""
+class MissingExtra(ImportError, ValueError):
+    """An optional extra that a requested feature needs is not installed (a ValueError too: a bad request)."""
+
+
+def dask_client_class():
+    """``dask.distributed.Client``, or :class:`MissingExtra` saying how to install it."""
     try:
         from dask.distributed import Client
-    except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise ImportError("a Dask scheduler needs the optional extra: pip install -e '.[distributed]'") from exc
+    except ImportError as exc:
+        raise MissingExtra("a Dask scheduler needs the optional extra `distributed`: "
+                           "pip install -e '.[distributed]'") from exc
+    return Client
+
+
+def connect_client(scheduler):
+    """A ``dask.distributed.Client`` for the scheduler at address ``scheduler``, or a ConnectionError naming it."""
+    Client = dask_client_class()
     try:
         return Client(scheduler, timeout=SCHEDULER_CONNECT_TIMEOUT)
     except (OSError, TimeoutError) as exc:
@@ -257,6 +268,9 @@ class Workers:
         if scheduler is not None and workers is not None:
             raise ValueError(f"give either `workers` (local processes) or `scheduler` (a Dask cluster), not both; "
                              f"got workers={workers}, scheduler={scheduler!r}.")
+        if isinstance(scheduler, str) and not scheduler.strip():
+            raise ValueError(f"`scheduler` must be a Dask scheduler's address (e.g. 'tcp://host:8786') or a "
+                             f"dask.distributed.Client; got scheduler={scheduler!r}.")
         if scheduler is not None and not isinstance(scheduler, str) and not hasattr(scheduler, "submit"):
             raise TypeError(f"`scheduler` must be an address string or a dask.distributed.Client; "
                             f"got {type(scheduler).__name__}.")
@@ -360,7 +374,7 @@ class Workers:
                 if not inflight:
                     return
                 fut, size = inflight.pop(0)
-                value = fut.result()
+                value = self._result(fut)
                 stats["batches"] += 1
                 stats["examples"] += size
                 yield value
@@ -370,6 +384,20 @@ class Workers:
                 with contextlib.suppress(Exception):
                     fut.cancel()
             stats["seconds"] += time.perf_counter() - t0
+
+    def _result(self, fut):
+        if self.backend != "dask":
+            return fut.result()
+        import concurrent.futures
+
+        try:
+            return fut.result()
+        except (concurrent.futures.CancelledError, OSError, TimeoutError) as exc:
+            # A cluster that stopped (its scheduler or every worker) cancels the futures or closes the comm.
+            where = self.scheduler if isinstance(self.scheduler, str) else "the client's cluster"
+            raise ConnectionError(f"the Dask cluster ({where}) lost this run's batches ({type(exc).__name__}: "
+                                  f"{exc}); it stopped or is unreachable. Start it again, or run with local "
+                                  "workers.") from exc
 
     def _submit(self, fn, args):
         if self.backend == "serial":

@@ -191,3 +191,34 @@ class TestOutputPaths:
                             lambda name, *a: None if name == "matplotlib" else real(name, *a))
         assert theory_main(["yield-study", str(tmp_path), "--plot", str(tmp_path / "y.png")]) == 2
         assert "--plot needs matplotlib" in capsys.readouterr().err
+
+
+class TestSchedulerOptions:
+    @pytest.mark.parametrize(("argv", "words"), [
+        (["learn", "--workers", "3", "--scheduler", "tcp://127.0.0.1:1"], "give either --workers"),
+        (["learn", "--scheduler", ""], "must be a Dask scheduler's address"),
+        (["learn", "--scheduler", "  "], "must be a Dask scheduler's address"),
+        (["scaling", "--quick", "--scheduler", "", "--out", "{dir}"], "must be a Dask scheduler's address"),
+        (["scaling", "--quick", "--serial", "--workers", "2", "--out", "{dir}"], "--workers sizes the local pool"),
+        (["scaling", "--quick", "--scheduler", "tcp://127.0.0.1:1", "--workers", "2", "--out", "{dir}"],
+         "--workers sizes the local pool"),
+    ], ids=["learn workers+scheduler", "learn empty", "learn blank", "scaling empty", "scaling serial+workers",
+            "scaling scheduler+workers"])
+    def test_conflicts_and_empty_addresses_are_named(self, argv, words, tmp_path, capsys):
+        argv = [a.format(dir=tmp_path / "study") for a in argv]
+        assert main(argv[:1] + ["--m", "1", "--d", "6", "--k", "2"] + argv[1:]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and words in err and "Traceback" not in err
+        assert not (tmp_path / "study").exists()
+
+    @pytest.mark.parametrize("command", ["learn", "scaling"])
+    def test_missing_dask_extra_is_one_line(self, command, tmp_path, capsys, monkeypatch):
+        import sys
+
+        monkeypatch.setitem(sys.modules, "dask.distributed", None)  # `import dask.distributed` raises ImportError
+        extra = ["--quick", "--out", str(tmp_path / "study")] if command == "scaling" else []
+        argv = [command, "--m", "1", "--d", "6", "--k", "2", "--scheduler", "tcp://127.0.0.1:1"] + extra
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: a Dask scheduler needs the optional extra `distributed`")
+        assert "Traceback" not in err

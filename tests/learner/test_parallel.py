@@ -15,7 +15,7 @@ import pytest
 from learner import LayerOracle, LearnConfig, learn, random_layer
 from learner.learn import LearnInterrupted
 from learner.oracle import ArraySource, ExamplesExhausted, batch_sizes
-from learner.parallel import Workers
+from learner.parallel import Workers, _Done
 from learner.phases import crude_sculpt, crude_sum_w, refined_sculpt
 from learner.scaling import comparable
 
@@ -376,3 +376,43 @@ class TestBadInput:
         with pytest.raises(SystemExit):
             main(["learn", "--workers", "0"])
         assert "--workers must be a positive integer or auto; got '0'" in capsys.readouterr().err
+
+
+class TestDaskFailures:
+    def test_a_stopped_cluster_is_a_connection_error_naming_it(self):
+        """A cluster killed mid-run cancels the futures (FutureCancelledError) or closes the comm: one clear error."""
+        import concurrent.futures
+
+        class Future:
+            def __init__(self, exc):
+                self.exc = exc
+
+            def result(self):
+                raise self.exc
+
+            def cancel(self):
+                pass
+
+        class Client:  # what Workers uses of a dask.distributed.Client
+            def __init__(self, exc):
+                self.exc = exc
+
+            def submit(self, fn, *args, pure=False):
+                return Future(self.exc)
+
+            def scheduler_info(self):
+                return {"workers": {"a": {}, "b": {}}}
+
+        for exc in (concurrent.futures.CancelledError("lost"), OSError("comm closed")):
+            pool = Workers(scheduler=Client(exc))
+            with pytest.raises(ConnectionError, match=r"the Dask cluster \(the client's cluster\) lost this run's "
+                                                      r"batches \((CancelledError|OSError)"):
+                list(pool.ordered("x", _square, [((2,), 1)]))
+        # Control: a value arrives as it is; an error of the task itself is not turned into a cluster failure.
+        class Ok(Client):
+            def submit(self, fn, *args, pure=False):
+                return _Done(fn(*args))
+
+        assert list(Workers(scheduler=Ok(None)).ordered("x", _square, [((3,), 1)])) == [9]
+        with pytest.raises(ZeroDivisionError):
+            list(Workers(scheduler=Client(ZeroDivisionError("task"))).ordered("x", _square, [((2,), 1)]))
