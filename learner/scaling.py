@@ -47,6 +47,7 @@ from .sweep import (  # noqa: F401 — the engine, re-exported: this module's na
     SweepInterrupted,
     SweepLocked,
     _collect,
+    claim_study,
     comparable,
     fit_growth,
     run_sweep,
@@ -478,7 +479,13 @@ def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT
     ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress,
           "learn_workers": learn_workers}
 
+    parameters = {"ms": ms, "d": d, "k": ks, "settings": [list(st) for st in settings], "logit_scale": logit_scale,
+                  "seeds": seeds, "methods": methods, "distribution": distribution, "adam_lrs": adam_lrs,
+                  "tune_seeds": tune_seeds, "adam_options": adam_options, "provable_options": provable_options,
+                  "seed": entropy}
+
     with sweep_lock(out):  # the whole study: tuning, measured runs, summary and plot
+        claim_study(out, "scaling-study", RunSpec.RECORD_KIND, parameters)
         tuning_records, tuning = [], None
         lr_for = dict.fromkeys(settings, adam_lrs[0])
         common = {"entropy": entropy, "distribution": distribution, "logit_scale": logit_scale}
@@ -505,11 +512,7 @@ def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT
         specs.sort(key=lambda s: (s.seed_index, s.k, s.m, methods.index(s.method)))
         records, stats = run_sweep(specs, out, **ex)
         summary = summarise(records, success_tol=success_tol)
-        summary |= {"tuning": tuning, "parameters": {
-            "ms": ms, "d": d, "k": ks, "settings": [list(st) for st in settings], "logit_scale": logit_scale,
-            "seeds": seeds, "methods": methods, "distribution": distribution,
-            "adam_lrs": adam_lrs, "tune_seeds": tune_seeds, "adam_options": adam_options,
-            "provable_options": provable_options, "seed": entropy}, "versions": _versions(),
+        summary |= {"tuning": tuning, "parameters": parameters, "versions": _versions(),
             "note": f"study design ours (instances: learner.random_layer, logit scale {logit_scale:g}); the paper "
                     "reports no experiments. Medians over all finished runs, successful or not."}
         stats = {"ran": stats["ran"] + tstats["ran"], "skipped": stats["skipped"] + tstats["skipped"]}

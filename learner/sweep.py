@@ -29,6 +29,11 @@ Resume. A run whose record exists in ``OUT/runs/`` with the same
 specification is skipped; a record of a run that raised (``"outcome":
 "error"``) is retried. A record with the same name but another specification
 stops the sweep with an error rather than mixing two studies in one directory.
+
+One study per directory. A study (scaling, learn-hard) claims its directory
+with ``OUT/study.json`` — its kind and parameters (:func:`claim_study`) — and
+another study, or the same one with other parameters, is refused there before
+anything runs: its summaries would overwrite the first one's.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ __all__ = [
     "BACKENDS",
     "EXAMPLE_STREAM",
     "LOCK_NAME",
+    "STUDY_FILE",
+    "claim_study",
     "SweepInterrupted",
     "SweepLocked",
     "comparable",
@@ -289,6 +296,79 @@ def _progress(total, enabled, desc="sweep"):
     from tqdm import tqdm
 
     return tqdm(total=total, unit="run", desc=desc, dynamic_ncols=True)
+
+
+#: A study's claim on its directory: kind, parameters and schema (written by :func:`claim_study`).
+STUDY_FILE = "study.json"
+STUDY_SCHEMA = 1
+
+
+def _normalised(value):
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def _differences(mine, theirs):
+    keys = sorted(set(mine) | set(theirs))
+    return [f"{key}: {theirs.get(key, '(absent)')!r} there, {mine.get(key, '(absent)')!r} here" for key in keys
+            if mine.get(key) != theirs.get(key)]
+
+
+def claim_study(out, kind, record_kind, parameters):
+    """Make ``out`` the directory of one study, or raise ValueError saying whose it is (ours).
+
+    ``kind`` names the study (e.g. ``"scaling-study"``), ``record_kind`` its runs' records and
+    ``parameters`` (JSON-ready) what it was asked for. A directory already claimed (``study.json``)
+    must hold the same kind with the same parameters (a resume); one claimed by nothing must hold
+    no other kind of record in ``runs/``, and, when an earlier version left a ``summary.json``,
+    the parameters both name must agree. Then ``study.json`` is written (atomically). Call it
+    while holding :func:`sweep_lock`.
+    """
+    from .io import write_json
+
+    out = Path(out)
+    mine = _normalised(parameters)
+    path = out / STUDY_FILE
+    hint = "use another `out` directory (or the same parameters to resume this one)"
+    if path.exists():
+        try:
+            claim = json.loads(path.read_text(encoding="utf-8"))
+            theirs, their_kind = claim["parameters"], claim["kind"]
+            if not isinstance(theirs, dict):
+                raise TypeError("parameters is not an object")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path} is unreadable ({type(exc).__name__}: {exc}); the directory's study is "
+                             f"unknown, so {kind} will not write there: {hint}.") from None
+        if their_kind != kind:
+            raise ValueError(f"{out} holds a {their_kind} (see {path}), not a {kind}; {hint}.")
+        diff = _differences(mine, theirs)
+        if diff:
+            raise ValueError(f"{out} holds a {kind} with other parameters ({'; '.join(diff)}); its summaries "
+                             f"would be overwritten: {hint}.")
+        return path
+    runs = out / "runs"
+    if runs.is_dir():
+        for rec_path in sorted(runs.glob("*.json")):
+            try:
+                other = json.loads(rec_path.read_text(encoding="utf-8")).get("kind")
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+                continue  # unreadable records are the sweep's to report and re-run
+            if other != record_kind:
+                raise ValueError(f"{out} holds records of another kind ({rec_path.name}: {other!r}, not "
+                                 f"{record_kind!r}); {hint}.")
+    summary = out / "summary.json"
+    if summary.exists():  # a study of an earlier version, which wrote no study.json
+        try:
+            theirs = json.loads(summary.read_text(encoding="utf-8")).get("parameters")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            theirs = None
+        if isinstance(theirs, dict):
+            shared = set(mine) & set(theirs)
+            diff = _differences({k: mine[k] for k in shared}, {k: theirs[k] for k in shared})
+            if diff:
+                raise ValueError(f"{out} holds a study with other parameters (from its summary.json: "
+                                 f"{'; '.join(diff)}); its summaries would be overwritten: {hint}.")
+    write_json(path, {"schema_version": STUDY_SCHEMA, "kind": kind, "parameters": mine})
+    return path
 
 
 def _read_record(path, kind, schema):

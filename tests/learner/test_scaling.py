@@ -295,6 +295,13 @@ class TestStudy:
                               adam_options=QUICK_OPTIONS["adam"], provable_options=QUICK_OPTIONS["provable"],
                               backend="serial", plot=False)
         assert again.stats == {"ran": 0, "skipped": 12} and again.summary["rows"] == res.summary["rows"]
+        # Another study in the same directory is refused before it runs anything; the first one's files stay.
+        summary = (tmp_path / "summary.json").read_bytes()
+        with pytest.raises(ValueError, match=r"holds a scaling-study with other parameters \(seeds: 2 there, 3 here"):
+            scaling_study(tmp_path, ms=(1, 2), d=6, k=3, seeds=3, adam_lrs=(0.01, 0.03), tune_seeds=1,
+                          adam_options=QUICK_OPTIONS["adam"], provable_options=QUICK_OPTIONS["provable"],
+                          backend="serial", plot=False)
+        assert (tmp_path / "summary.json").read_bytes() == summary and len(list((tmp_path / "runs").iterdir())) == 12
 
     @pytest.mark.parametrize("kwargs, match", [
         ({"ms": ()}, "ms"),
@@ -416,3 +423,54 @@ def test_two_setting_sweep_end_to_end(tmp_path):
     assert all(rows[("provable", m)]["d"] == 12 and rows[("provable", m)]["k"] == 2 for m in (2, 3))
     assert all(rows[("provable", m)]["median_yield"] > 0 for m in (2, 3))
     assert (tmp_path / "scaling.png").exists() and (tmp_path / "summary.json").exists()
+
+
+class TestStudyDirectory:
+    """One study per directory (learner.sweep.claim_study): resumes pass, anything else is refused first."""
+
+    def test_claim_resume_and_refusals(self, tmp_path):
+        from learner.sweep import STUDY_FILE, claim_study
+
+        params = {"ms": [1, 2], "seeds": 2}
+        claim_study(tmp_path, "scaling-study", "scaling-run", params)
+        assert json.loads((tmp_path / STUDY_FILE).read_text())["kind"] == "scaling-study"
+        claim_study(tmp_path, "scaling-study", "scaling-run", dict(params))  # the same study again: a resume
+        with pytest.raises(ValueError, match=r"other parameters \(seeds: 2 there, 5 here\)"):
+            claim_study(tmp_path, "scaling-study", "scaling-run", {"ms": [1, 2], "seeds": 5})
+        with pytest.raises(ValueError, match=r"holds a scaling-study .*, not a learn-hard-study"):
+            claim_study(tmp_path, "learn-hard-study", "learn-hard-run", params)
+        (tmp_path / STUDY_FILE).write_text("{not json")
+        with pytest.raises(ValueError, match="is unreadable"):
+            claim_study(tmp_path, "scaling-study", "scaling-run", params)
+
+    def test_unclaimed_directory_with_foreign_records_or_summary(self, tmp_path):
+        from learner.sweep import claim_study
+
+        runs = tmp_path / "a" / "runs"
+        runs.mkdir(parents=True)
+        (runs / "x.json").write_text(json.dumps({"kind": "learn-hard-run"}))
+        with pytest.raises(ValueError, match=r"another kind \(x.json: 'learn-hard-run', not 'scaling-run'\)"):
+            claim_study(tmp_path / "a", "scaling-study", "scaling-run", {"seeds": 2})
+        # An earlier version's study: no study.json, but its summary.json names the parameters.
+        old = tmp_path / "b"
+        old.mkdir()
+        (old / "summary.json").write_text(json.dumps({"parameters": {"seeds": 10, "ms": [1, 2]}}))
+        with pytest.raises(ValueError, match=r"from its summary.json: seeds: 10 there, 2 here"):
+            claim_study(old, "scaling-study", "scaling-run", {"seeds": 2, "ms": [1, 2]})
+        claim_study(old, "scaling-study", "scaling-run", {"seeds": 10, "ms": [1, 2], "k": [2]})  # control: agrees
+        assert (old / "study.json").exists()
+
+    def test_committed_main_study_is_its_own(self):
+        """The README's study directory (docs/sweeps/main) is claimed by the parameters of its own command."""
+        from pathlib import Path
+
+        from learner.sweep import _differences, _normalised
+
+        root = Path(__file__).resolve().parents[2] / "docs" / "sweeps" / "main"
+        theirs = json.loads((root / "summary.json").read_text())["parameters"]
+        mine = _normalised({"ms": [1, 2, 3, 4, 5], "d": "auto", "k": [2], "logit_scale": 1.0, "seeds": 10,
+                            "methods": ["provable", "adam"], "distribution": "boolean", "adam_lrs": [0.01, 0.03],
+                            "tune_seeds": 1, "adam_options": {}, "provable_options": {}, "seed": 0,
+                            "settings": [[1, 12, 2], [2, 12, 2], [3, 12, 2], [4, 12, 2], [5, 16, 2]]})
+        assert _differences(mine, theirs) == []
+
