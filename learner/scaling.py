@@ -162,6 +162,16 @@ class RunSpec:
     def failure_record(self, message, tb, timings, where):
         return _failure_record(self, message, tb, timings, where)
 
+    @staticmethod
+    def record_rules(rec):
+        """What the summaries read of a record (:func:`learner.sweep.record_problem`); a failing record is re-run."""
+        rules = {"spec": "dict", "outcome": "str", "success": "bool", "status": "str", "message": "str",
+                 "errors": "dict", "timings": "dict"}
+        if isinstance(rec, dict) and rec.get("outcome") == "finished":
+            rules |= {"examples_drawn": "count", "examples_ratio": "nonneg", "timings.total": "nonneg",
+                      "errors.relative_error": "nonneg?", "errors.param_error": "nonneg?", "diagnostics": "dict?"}
+        return rules
+
 
 def planted_instance(spec):
     """The planted layer, the oracle of its examples and the method's seed of a run.

@@ -60,6 +60,7 @@ __all__ = [
     "LOCK_NAME",
     "STUDY_FILE",
     "claim_study",
+    "record_problem",
     "SweepInterrupted",
     "SweepLocked",
     "comparable",
@@ -371,6 +372,49 @@ def claim_study(out, kind, record_kind, parameters):
     return path
 
 
+def _is_count(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _is_nonneg(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+#: Field checks a record rule can name: (test, what the field must be).
+FIELD_CHECKS = {
+    "count": (_is_count, "a non-negative integer"),
+    "nonneg": (_is_nonneg, "a finite non-negative number"),
+    "nonneg?": (lambda v: v is None or _is_nonneg(v), "a finite non-negative number or null"),
+    "count?": (lambda v: v is None or _is_count(v), "a non-negative integer or null"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "dict": (lambda v: isinstance(v, dict), "an object"),
+    "dict?": (lambda v: v is None or isinstance(v, dict), "an object or null"),
+}
+
+
+def record_problem(rec, rules):
+    """The first field of ``rec`` that breaks ``rules`` (``{"a.b": check}``, checks of :data:`FIELD_CHECKS`), or None.
+
+    A dotted name reads nested objects; a missing field is a problem unless the check allows null.
+    Returns ``"field: must be …; got …"`` for the message naming the file (ours).
+    """
+    for name, check in rules.items():
+        value, here = rec, True
+        for part in name.split("."):
+            if isinstance(value, dict) and part in value:
+                value = value[part]
+            else:
+                value, here = None, False
+                break
+        test, what = FIELD_CHECKS[check]
+        if not here and not check.endswith("?"):
+            return f"`{name}` is missing"
+        if here and not test(value):
+            return f"`{name}` must be {what}; got {value!r:.60}"
+    return None
+
+
 def _read_record(path, kind, schema):
     try:
         rec = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -454,6 +498,11 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn
     for spec in specs:
         path = runs / f"{spec.run_id}.json"
         rec = _read_record(path, spec.RECORD_KIND, spec.RECORD_SCHEMA) if path.exists() else None
+        rules = getattr(spec, "record_rules", None)
+        problem = rules and rec is not None and record_problem(rec, rules(rec))
+        if problem:
+            log.warning("ignoring invalid record %s (%s); its run is repeated", path, problem)
+            rec = None
         if rec is not None and rec["spec"] != json.loads(json.dumps(spec.to_dict())):
             raise ValueError(f"{path} records another specification ({rec['spec']}) than this sweep's "
                              f"({spec.to_dict()}); use a new `out` directory or the same parameters.")

@@ -474,3 +474,42 @@ class TestStudyDirectory:
                             "settings": [[1, 12, 2], [2, 12, 2], [3, 12, 2], [4, 12, 2], [5, 16, 2]]})
         assert _differences(mine, theirs) == []
 
+
+
+class TestRecordValidation:
+    """Hand-edited records are checked on load: the file and field are named, and the run is repeated."""
+
+    EDITS = [
+        ("negative examples", lambda r: r.update(examples_drawn=-5), "`examples_drawn` must be a non-negative integer"),
+        ("nan error", lambda r: r["errors"].update(relative_error=float("nan")), "`errors.relative_error` must be"),
+        ("negative error", lambda r: r["errors"].update(relative_error=-1.0), "`errors.relative_error` must be"),
+        ("no spec", lambda r: r.pop("spec"), "`spec` is missing"),
+        ("no status", lambda r: r.pop("status"), "`status` is missing"),
+        ("no errors", lambda r: r.pop("errors"), "`errors` is missing"),
+        ("null timings", lambda r: r.update(timings=None), "`timings` must be an object; got None"),
+        ("string count", lambda r: r.update(examples_drawn="many"), "`examples_drawn` must be a non-negative"),
+        ("inf total", lambda r: r["timings"].update(total=float("inf")), "`timings.total` must be"),
+    ]
+
+    @staticmethod
+    def _study(out):
+        return scaling_study(out, ms=(1,), d=6, k=3, seeds=1, methods=["adam"], adam_lrs=(0.03,),
+                             adam_options=QUICK_OPTIONS["adam"], backend="serial", plot=False)
+
+    def test_edited_records_are_named_and_run_again(self, tmp_path, caplog):
+        first = self._study(tmp_path)
+        (path,) = (tmp_path / "runs").glob("*.json")
+        good = json.loads(path.read_text())
+        assert self._study(tmp_path).stats == {"ran": 0, "skipped": 1}  # control: an untouched record is kept
+        for name, edit, words in self.EDITS:
+            rec = json.loads(json.dumps(good))
+            edit(rec)
+            path.write_text(json.dumps(rec))  # json writes NaN and Infinity, as a hand edit might
+            caplog.clear()
+            with caplog.at_level("WARNING", logger="learner.sweep"):
+                again = self._study(tmp_path)
+            assert again.stats == {"ran": 1, "skipped": 0}, name
+            assert any(str(path) in m and words in m for m in caplog.messages), (name, caplog.messages)
+            # Nothing edited reaches the summary: the repeated run gives the first one's figures (times aside).
+            untimed = lambda rows: [{k: v for k, v in r.items() if k != "median_seconds"} for r in rows]
+            assert untimed(again.summary["rows"]) == untimed(first.summary["rows"]), name
