@@ -405,6 +405,7 @@ def _scaling(args):
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except SweepInterrupted as exc:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is ending: more Ctrl-Cs change nothing now
         print(f"\n{exc}", file=sys.stderr)
         return 130  # the shell's status for a SIGINT stop
     print(result.table())
@@ -427,6 +428,15 @@ def main(argv=None):
     except (ValueError, TypeError, FileNotFoundError, FileFormatError, ConnectionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # A Ctrl-C that lands outside the commands' own handling (e.g. a second one while a sweep saves its
+        # records, or one before a run starts): one line, the shell's status for SIGINT, no traceback.
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is ending
+        print(f"\ninterrupted: `{args.command}` stopped by Ctrl-C; finished records are kept (see above).",
+              file=sys.stderr)
+        return 130
     except MemoryError as exc:
         sizes = ", ".join(f"--{name.replace('_', '-')} {getattr(args, name)}" for name in ("m", "d", "k")
                           if getattr(args, name, None) is not None)

@@ -415,6 +415,22 @@ def record_problem(rec, rules):
     return None
 
 
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Ignore SIGINT inside the block (main thread only; elsewhere nothing changes); the handler comes back after."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _read_record(path, kind, schema):
     try:
         rec = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -535,11 +551,14 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn
         clean = True
     except KeyboardInterrupt:
         # Keep every run that finished, including those that finished while we were interrupted, then end
-        # the workers without waiting for the runs in flight.
-        late = [(spec, rec) for spec, rec in runner.finished() if spec.run_id not in saved]
-        runner.stop()
-        for spec, rec in late:
-            save(spec, rec)
+        # the workers without waiting for the runs in flight. Further Ctrl-Cs (a user pressing it again)
+        # must not cut this short: they are ignored until the records are saved.
+        with _sigint_deferred():
+            late = [(spec, rec) for spec, rec in runner.finished() if spec.run_id not in saved]
+            runner.stop()
+            for spec, rec in late:
+                save(spec, rec)
+            bar.close()
         recorded = sum(1 for i in ids if i in done and done[i].get("outcome") == "finished")
         raise SweepInterrupted(recorded, len(specs), out) from None
     finally:

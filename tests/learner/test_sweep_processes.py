@@ -104,6 +104,35 @@ class TestRealProcesses:
         assert not (out / LOCK_NAME).exists()
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to find the pool's processes")
+def test_three_quick_ctrl_cs_end_in_one_message_and_keep_the_runs(tmp_path):
+    """A user pressing Ctrl-C three times in a row: still exit 130 with the message, no traceback, no worker left."""
+    out = tmp_path / "sweep"
+    proc = subprocess.Popen(_argv(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        _wait_for(lambda: len(list((out / "runs").glob("*.json"))) >= 1, proc)
+        workers = _children(proc.pid)
+        for _ in range(3):
+            os.killpg(proc.pid, signal.SIGINT)
+            time.sleep(0.03)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "interrupted" in err
+    kept = _records(out)
+    assert kept and all(r["outcome"] == "finished" for r in kept)
+    assert not (out / LOCK_NAME).exists()
+    deadline = time.monotonic() + 10
+    while not all(_gone(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(_gone(w) for w in workers)
+
+
 def _children(pid):
     """Pids of the direct children of ``pid`` (Linux /proc)."""
     out = []
