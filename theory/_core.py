@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["CheckResult", "Timer", "chebyshev_radius", "finish", "seeded"]
+from learner.parallel import MissingExtra
+
+__all__ = ["CheckResult", "MissingMatplotlib", "Timer", "chebyshev_radius", "finish", "require_matplotlib",
+           "seeded"]
 
 _RELATIONS = {"<=": operator.le, ">=": operator.ge}
 
@@ -196,3 +199,22 @@ def seeded(rng):
         return rng, getattr(seq, "entropy", None)
     seq = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
     return np.random.default_rng(seq), seq.entropy
+
+
+class MissingMatplotlib(MissingExtra):
+    """A plot was asked for without matplotlib (the ``plot`` extra); like every
+    :class:`learner.parallel.MissingExtra`, a ValueError too: the command line reports it as one line."""
+
+
+def require_matplotlib(what):
+    """The ``matplotlib`` module, or :class:`MissingMatplotlib` naming ``what`` needs it and how to install it.
+
+    Plot functions call it first, so that a missing extra is said before any computation (the command
+    lines check ``--plot`` earlier still, in :func:`learner.cli.check_output_options`).
+    """
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise MissingMatplotlib(f"{what} needs matplotlib (the `plot` extra: pip install -e '.[plot]'); "
+                                "it is not installed.") from exc
+    return matplotlib

@@ -133,7 +133,9 @@ def _yield_study(args):
     study = yield_study(args.sweeps, geometry=args.geometry, n_geometry=args.n_geometry, fit_tol=args.fit_tol,
                         rng=args.seed, progress=sys.stderr.isatty())
     print(study.table())
-    print(f"\n{len(study.runs)} learner runs from {', '.join(args.sweeps)}; {study.seconds:.1f} s")
+    print(f"\n{len(study.runs)} learner runs from {', '.join(args.sweeps)}; {study.seconds:.1f} s"
+          + (f"; {len(study.skipped)} records skipped as unreadable or invalid (see the warnings)"
+             if study.skipped else ""))
     if args.json:
         write_json(args.json, study.to_dict() | {"sweeps": args.sweeps, "seed": args.seed})
         print(f"wrote {args.json}")

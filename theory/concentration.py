@@ -28,7 +28,7 @@ from learner import AttentionLayer, sample_inputs
 from learner._validation import check_int, check_positive_float, check_real_array, check_rng
 from learner.layer import auto_batch
 
-from ._core import Timer, chebyshev_radius, finish, seeded
+from ._core import Timer, chebyshev_radius, finish, require_matplotlib, seeded
 
 __all__ = [
     "ExpectationVsSample",
@@ -643,8 +643,10 @@ def plot_expectation_vs_sample(path, *, d=TALK_D, k=PLOT_K, n_samples=PLOT_N_SAM
     Raises
     ------
     ValueError
-        If ``k > d`` or a size is not a positive integer.
+        If ``k > d`` or a size is not a positive integer, or matplotlib is missing (before any
+        computation).
     """
+    require_matplotlib("plot_expectation_vs_sample")
     rng = check_rng(rng)
     theta_rng, sample_rng = rng.spawn(2)
     d = check_int("d", d)

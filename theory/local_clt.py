@@ -29,7 +29,7 @@ from scipy.special import ndtr
 from learner._validation import check_real_array
 from learner.assumptions import lattice_distance
 
-from ._core import Timer, finish, seeded
+from ._core import Timer, finish, require_matplotlib, seeded
 
 __all__ = [
     "DEFAULT_BOUND",
@@ -803,11 +803,11 @@ def local_clt_sweep(*, ns=(16, 32, 64), kind="nonarithmetic", delta_factor=DEFAU
 def plot_local_clt(path, *, ns=(16, 32, 64), rng=None):
     """Write a log-log PNG: relative local error against n for each kind, Kolmogorov errors beside.
 
-    Returns the :class:`LocalCLTSweep` results ``(nonarithmetic, arithmetic, skewed)``.
+    Returns the :class:`LocalCLTSweep` results ``(nonarithmetic, arithmetic, skewed)``. Needs matplotlib
+    (the ``plot`` extra); without it, a ValueError saying so before any computation.
     """
+    matplotlib = require_matplotlib("plot_local_clt")
     rng, _ = seeded(rng)
-    import matplotlib
-
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -32,7 +32,7 @@ import numpy as np
 from learner import AttentionLayer, cube_expectation, sample_inputs
 from learner._validation import check_distribution, check_int, check_positive_float, check_rng
 
-from ._core import CheckResult, Timer, chebyshev_radius, finish, seeded
+from ._core import CheckResult, Timer, chebyshev_radius, finish, require_matplotlib, seeded
 
 log = logging.getLogger(__name__)
 
@@ -912,8 +912,7 @@ def plot_stable_rank_sweep(result, path):
     """
     if not isinstance(result, StableRankSweep):
         raise TypeError(f"`result` must be a StableRankSweep; got {type(result).__name__}.")
-    import matplotlib
-
+    matplotlib = require_matplotlib("plot_stable_rank_sweep")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -949,5 +948,9 @@ def plot_stable_rank_sweep(result, path):
 
 
 def plot_one_step(path, *, rng=None):
-    """The registry's figure: :func:`stable_rank_sweep` at default sizes, plotted to ``path``."""
+    """The registry's figure: :func:`stable_rank_sweep` at default sizes, plotted to ``path``.
+
+    Needs matplotlib (the ``plot`` extra); without it, a ValueError saying so before the sweep runs.
+    """
+    require_matplotlib("plot_one_step")
     return plot_stable_rank_sweep(stable_rank_sweep(rng=rng), path)

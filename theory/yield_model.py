@@ -115,10 +115,19 @@ def _check_thetas(thetas):
     return T
 
 
-def _check_k(k):
+def _check_k(k, d=None):
+    """``k`` as an int >= 2; given the layer's ``d``, also ``k < d``, as :func:`learner.learn` requires.
+
+    The learner refuses ``k >= d`` before drawing an example (:func:`learner.assumptions.setting_conditions`,
+    ``k_below_d``: no residual then tells agreeing heads from disagreeing ones); there is no yield of
+    its to model or measure, so the model, the measurement and the check refuse it too, up front and
+    in the learner's words (ours).
+    """
     k = check_int("k", k, minimum=1)
     if k < 2:
         raise ValueError(f"`k` must be at least 2 (a row needs another token to disagree on); got k={k}.")
+    if d is not None and k >= d:
+        raise ValueError(f"`k` must be smaller than `d` for certification; got k={k}, d={d}.")
     return k
 
 
@@ -388,7 +397,7 @@ def predicted_yield(layer, k, *, tol, min_weight, distribution="boolean", geomet
     layer : AttentionLayer
         The planted layer (``layer.thetas``, ``layer.ws``).
     k : int
-        Tokens per example, ``k >= 2``.
+        Tokens per example, ``2 <= k < d`` (the learner certifies only below ``d``).
     tol : float
         The relative-residual threshold of the row fit (> 0).
     min_weight : float
@@ -462,7 +471,7 @@ def predicted_yield(layer, k, *, tol, min_weight, distribution="boolean", geomet
     """
     t0 = time.perf_counter()
     layer = _check_layer(layer)
-    k = _check_k(k)
+    k = _check_k(k, layer.d)
     tol = check_positive_float("tol", tol)
     min_weight = _check_fraction("min_weight", min_weight)
     check_distribution(distribution)
@@ -588,7 +597,7 @@ def measured_yield(layer, k, *, tol, min_weight, n_examples, distribution="boole
     ----------
     layer : AttentionLayer
     k : int
-        Tokens per example, ``k >= 2``.
+        Tokens per example, ``2 <= k < d`` (the learner certifies only below ``d``).
     tol : float
         Relative-residual threshold (> 0).
     min_weight : float
@@ -624,7 +633,7 @@ def measured_yield(layer, k, *, tol, min_weight, n_examples, distribution="boole
     """
     t0 = time.perf_counter()
     layer = _check_layer(layer)
-    k = _check_k(k)
+    k = _check_k(k, layer.d)
     tol = check_positive_float("tol", tol)
     min_weight = _check_fraction("min_weight", min_weight)
     n_examples = check_int("n_examples", n_examples)
@@ -680,7 +689,7 @@ def check_yield_prediction(layer, k, *, tol=0.015, min_weight=0.02, n_examples=2
     ----------
     layer : AttentionLayer
     k : int
-        Tokens per example, ``k >= 2``.
+        Tokens per example, ``2 <= k < d`` (the learner certifies only below ``d``).
     tol, min_weight : float
         The learner's phase-4 thresholds (defaults 0.015 and 0.02, as in
         :class:`learner.LearnConfig`).
@@ -712,7 +721,7 @@ def check_yield_prediction(layer, k, *, tol=0.015, min_weight=0.02, n_examples=2
     ------
     ValueError
         Bad inputs (see :func:`predicted_yield` and :func:`measured_yield`),
-        ``factor <= 1``.
+        ``factor <= 1``, ``k >= d`` (refused before any example is drawn, as the learner does).
 
     Notes
     -----
@@ -732,7 +741,7 @@ def check_yield_prediction(layer, k, *, tol=0.015, min_weight=0.02, n_examples=2
     """
     timer = Timer()
     layer = _check_layer(layer)
-    k = _check_k(k)
+    k = _check_k(k, layer.d)
     factor = check_positive_float("factor", factor)
     if factor <= 1:
         raise ValueError(f"`factor` must be greater than 1; got factor={factor!r}.")
@@ -904,7 +913,7 @@ def check_pilot_forecast(layer, k, *, pilot_tol=0.03, tol=0.015, min_weight=0.02
     ----------
     layer : AttentionLayer
     k : int
-        Tokens per example, ``k >= 2``.
+        Tokens per example, ``2 <= k < d`` (the learner certifies only below ``d``).
     pilot_tol, tol : float
         The pilot's tolerance and the one forecast (``tol < pilot_tol``).
     min_weight : float
@@ -937,7 +946,7 @@ def check_pilot_forecast(layer, k, *, pilot_tol=0.03, tol=0.015, min_weight=0.02
     """
     timer = Timer()
     layer = _check_layer(layer)
-    k = _check_k(k)
+    k = _check_k(k, layer.d)
     pilot_tol = check_positive_float("pilot_tol", pilot_tol)
     tol = check_positive_float("tol", tol)
     if not tol < pilot_tol < 1:

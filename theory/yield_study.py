@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import math
+import numbers
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,20 +35,175 @@ from pathlib import Path
 import numpy as np
 
 from learner._progress import bar, showing
-from learner._validation import check_int, check_rng
+from learner._validation import DISTRIBUTIONS, check_int, check_positive_float, check_rng
 from learner.scaling import RunSpec, planted_instance, yield_of
 
+from ._core import require_matplotlib
 from .yield_model import GEOMETRIES, predicted_yield
 
 __all__ = ["YieldStudy", "fit_log_yield", "load_learner_records", "plot_yield", "yield_study"]
+
+log = logging.getLogger(__name__)
 
 #: A prediction "misses" when measured and predicted differ by more than this factor (issue 15's criterion).
 MISS_FACTOR = 3.0
 
 
-def load_learner_records(dirs):
-    """Finished learner runs (``role="eval"``) of the sweeps in ``dirs`` that reached phase 4, sorted by run id."""
-    records = []
+# --------------------------------------------------------------------------- #
+# the learner's run records, checked on load
+# --------------------------------------------------------------------------- #
+
+
+class _Unusable(Exception):
+    """A run record the study cannot use; the message names the field (the caller adds the file)."""
+
+
+def _text(value):
+    if not isinstance(value, str) or not value:
+        return "a non-empty string"
+
+
+def _boolean(value):
+    if not isinstance(value, bool):
+        return "true or false"
+
+
+def _mapping(value):
+    if not isinstance(value, dict):
+        return "a JSON object"
+
+
+def _integer(minimum):
+    def check(value):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            return f"an integer >= {minimum}"
+    return check
+
+
+def _real(low, high=math.inf, *, open_low=False):
+    """Finite, in ``[low, high)`` (``(low, high)`` with ``open_low``)."""
+    wanted = (f"a finite number in {'(' if open_low else '['}{low:g}, {high:g})" if high < math.inf
+              else f"a finite number {'>' if open_low else '>='} {low:g}")
+
+    def check(value):
+        ok = (isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+              and (value > low if open_low else value >= low) and value < high)
+        return None if ok else wanted
+    return check
+
+
+def _one_of(options):
+    def check(value):
+        if value not in options:
+            return f"one of {options}"
+    return check
+
+
+_P4 = "diagnostics.4_refined_sculpt"
+
+#: What the study reads of a learner run's record (:func:`learner.scaling.run_one`), and what each value
+#: must be (ours: what the prediction and the fits need, and the learner's own ranges: ``k >= 2``,
+#: phase 4's ``tol`` and ``min_weight`` in (0, 1)). ``rows_seen``, ``rank`` and ``planned_m`` are read
+#: only to tie the specification to the diagnostics (:func:`_check_consistency`).
+_FIELDS = (
+    ("run_id", _text),
+    ("success", _boolean),
+    ("spec.m", _integer(1)),
+    ("spec.d", _integer(1)),
+    ("spec.k", _integer(2)),
+    ("spec.seed_index", _integer(0)),
+    ("spec.entropy", _integer(0)),
+    ("spec.distribution", _one_of(DISTRIBUTIONS)),
+    ("spec.options", _mapping),
+    ("spec.logit_scale", _real(0, open_low=True)),
+    ("diagnostics.0_setting.planned_m", _integer(1)),
+    (f"{_P4}.examples", _integer(1)),
+    (f"{_P4}.rows_seen", _integer(0)),
+    (f"{_P4}.constraints", _integer(0)),
+    (f"{_P4}.constraints_per_1000_examples", _real(0)),
+    (f"{_P4}.rank", _integer(0)),
+    (f"{_P4}.tol", _real(0, 1, open_low=True)),
+    (f"{_P4}.min_weight", _real(0, 1, open_low=True)),
+)
+
+
+def _field(rec, path, rule=None):
+    """The value at the dotted ``path`` of ``rec``; :class:`_Unusable` naming the field when it is missing or
+    breaks ``rule`` (a function returning what the value must be, or None when it is fine)."""
+    value, walked = rec, []
+    for key in path.split("."):
+        if not isinstance(value, dict):
+            where = ".".join(walked)
+            raise _Unusable(f"field `{where}` must be a JSON object; got {value!r}")
+        if key not in value:
+            raise _Unusable(f"field `{'.'.join([*walked, key])}` is missing")
+        value = value[key]
+        walked.append(key)
+    wanted = rule(value) if rule is not None else None
+    if wanted is not None:
+        raise _Unusable(f"field `{path}` must be {wanted}; got {value!r}")
+    return value
+
+
+def _check_consistency(rec, v):
+    """The specification against the diagnostics of the run it names (ours; every record the learner
+    writes passes). The prediction uses the spec's ``m, d, k``, the measurement the diagnostics: a record
+    whose spec was edited would compare one setting's yield with another's."""
+    m, d, k = v["spec.m"], v["spec.d"], v["spec.k"]
+    if k >= d:
+        raise _Unusable(f"field `spec.k` must be smaller than `spec.d` for certification; got k={k}, d={d}")
+    if v["diagnostics.0_setting.planned_m"] != m:
+        raise _Unusable(f"field `diagnostics.0_setting.planned_m` must equal `spec.m` (the learner plans the m "
+                        f"it is given); got planned_m={v['diagnostics.0_setting.planned_m']}, m={m}")
+    examples, constraints = v[f"{_P4}.examples"], v[f"{_P4}.constraints"]
+    if v[f"{_P4}.rows_seen"] != k * examples:
+        raise _Unusable(f"field `{_P4}.rows_seen` must be k × examples = {k * examples} (k={k} rows per "
+                        f"example); got rows_seen={v[f'{_P4}.rows_seen']}")
+    if v[f"{_P4}.rank"] > min(constraints, d * d):
+        raise _Unusable(f"field `{_P4}.rank` must be at most min(constraints, d²) = {min(constraints, d * d)}; "
+                        f"got rank={v[f'{_P4}.rank']} (d={d})")
+    per_1000 = 1000 * constraints / examples
+    if not math.isclose(v[f"{_P4}.constraints_per_1000_examples"], per_1000, rel_tol=1e-9, abs_tol=1e-12):
+        raise _Unusable(f"field `{_P4}.constraints_per_1000_examples` must be 1000 × constraints / examples "
+                        f"= {per_1000:.6g}; got {v[f'{_P4}.constraints_per_1000_examples']!r}")
+    forecast = _field(rec, _P4).get("forecast")
+    if forecast is not None:  # phase 4's pilot (learners since the forecast): its window exponent (m−1)(k−1)
+        n = _field(rec, f"{_P4}.forecast.n", _integer(0))
+        if n != (m - 1) * (k - 1):
+            raise _Unusable(f"field `{_P4}.forecast.n` must be (m−1)(k−1) = {(m - 1) * (k - 1)} for m={m}, "
+                            f"k={k}; got n={n}")
+    # Last: the run id names m, d and k too (and is the only place d shows beyond rank <= d²).
+    expected_id = RunSpec.from_dict(rec["spec"]).run_id
+    if v["run_id"] != expected_id:
+        raise _Unusable(f"field `run_id` must be the one its spec gives, {expected_id!r}; got {v['run_id']!r}")
+
+
+def _read_run(path):
+    """The record at ``path`` if it is a run the study uses; None for other runs (skipped quietly);
+    :class:`_Unusable` (naming the field) for a record that cannot be read or trusted."""
+    try:
+        rec = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _Unusable(f"unreadable ({exc})") from None
+    if not isinstance(rec, dict):
+        raise _Unusable(f"the record must be a JSON object; got {type(rec).__name__}")
+    # Which runs the study takes: finished evaluation runs of the provable learner that reached phase 4.
+    if _field(rec, "kind", _text) != "scaling-run":
+        return None
+    if _field(rec, "spec.method", _text) != "provable" or _field(rec, "spec.role", _text) != "eval":
+        return None
+    if _field(rec, "outcome", _text) != "finished" or _field(rec, "diagnostics", _mapping).get(
+            "4_refined_sculpt") is None:
+        return None
+    values = {path: _field(rec, path, rule) for path, rule in _FIELDS}
+    _check_consistency(rec, values)
+    return rec
+
+
+def _load(dirs):
+    """``(records, skipped)``: the usable runs of ``dirs`` sorted by run id, and ``{"file", "reason"}`` of every
+    record skipped as unreadable or invalid (each also logged as a warning)."""
+    records, skipped = [], []
     dirs = [dirs] if isinstance(dirs, (str, Path)) else list(dirs)
     if not dirs:
         raise ValueError("`dirs` must name at least one sweep directory; got none.")
@@ -55,19 +212,40 @@ def load_learner_records(dirs):
         if not runs.is_dir():
             raise FileNotFoundError(f"{str(d)!r} is not a scaling sweep: it has no runs/ directory.")
         for path in sorted(runs.glob("*.json")):
-            rec = json.loads(path.read_text(encoding="utf-8"))
-            spec = rec.get("spec", {})
-            if rec.get("kind") != "scaling-run" or spec.get("method") != "provable" or spec.get("role") != "eval":
+            try:
+                rec = _read_run(path)
+            except _Unusable as exc:
+                # As the sweep engine treats an unreadable record (learner.sweep): say so, and go on without it.
+                log.warning("ignoring record %s: %s", path, exc)
+                skipped.append({"file": str(path), "reason": str(exc)})
                 continue
-            if rec.get("outcome") != "finished" or yield_of(rec) is None:
-                continue
-            rec["_source"] = str(path)
-            records.append(rec)
+            if rec is not None:
+                rec["_source"] = str(path)
+                records.append(rec)
     ids = [r["run_id"] for r in records]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ValueError(f"run {dup!r} appears in two of the sweeps {dirs}; give each setting once.")
-    return sorted(records, key=lambda r: r["run_id"])
+    return sorted(records, key=lambda r: r["run_id"]), skipped
+
+
+def load_learner_records(dirs):
+    """Finished learner runs (``role="eval"``) of the sweeps in ``dirs`` that reached phase 4, sorted by run id.
+
+    Every record is checked on load against what the study reads (the fields of ``_FIELDS``: types,
+    finiteness, ranges) and for agreement of its specification with its diagnostics (planned ``m``,
+    rows per example ``k``, rank at most ``d²``, the run id, phase 4's yield against its counts). A record
+    that cannot be read or fails a check is skipped with a warning (``logging``) naming the file and the
+    field, as the sweep engine treats unreadable records; it is never used. The checks are ours.
+
+    Raises
+    ------
+    ValueError
+        No directory given, or one run id in two sweeps.
+    FileNotFoundError
+        A directory without ``runs/``.
+    """
+    return _load(dirs)[0]
 
 
 def fit_log_yield(n, yields):
@@ -95,11 +273,14 @@ class YieldStudy:
     fit_predicted: dict
     geometry: str
     seconds: float
+    #: ``{"file", "reason"}`` of every record skipped as unreadable or invalid (:func:`load_learner_records`).
+    skipped: list = field(default_factory=list)
 
     def to_dict(self):
         return {"schema_version": 1, "kind": "yield-study", "runs": self.runs, "settings": self.settings,
                 "fit_tol": self.fit_tol, "fit_measured": self.fit_measured, "fit_predicted": self.fit_predicted,
                 "geometry": self.geometry, "miss_factor": MISS_FACTOR, "seconds": self.seconds,
+                "skipped": self.skipped,
                 "note": "measured: phase-4 constraints per 1000 examples of the learner (estimated ΣW); predicted: "
                         "theory.yield_model.predicted_yield on the same planted layer (true ΣW). Model ours."}
 
@@ -121,9 +302,10 @@ class YieldStudy:
 
 
 def _run_tol(rec):
-    config = rec["diagnostics"].get("0_setting", {}).get("config", {})
+    # Phase 4's own tolerance and weight (checked on load): the config's refined_tol may be null (chosen by the
+    # pilot), so it is no fallback.
     p4 = rec["diagnostics"]["4_refined_sculpt"]
-    return float(p4.get("tol", config.get("refined_tol"))), float(p4.get("min_weight", config.get("min_weight")))
+    return float(p4["tol"]), float(p4["min_weight"])
 
 
 def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None, rng=None, progress=False):
@@ -136,9 +318,10 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
     geometry : {"independent", "conditional"}
         Passed to :func:`~theory.yield_model.predicted_yield` (default ``"conditional"``).
     n_geometry : int
-        Monte Carlo examples of each prediction.
+        Monte Carlo examples of each prediction, at least 2.
     fit_tol : float, optional
-        Tolerance of the runs the fits use (default: the most common one).
+        Tolerance of the runs the fits use, in (0, 1) and one of the runs' phase-4 tolerances
+        (default: the most common one).
     rng : None, int, SeedSequence or Generator
         Seeds the predictions' Monte Carlo (one child per run, in run-id order).
     progress : bool
@@ -147,15 +330,39 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
     Returns
     -------
     YieldStudy
+        Its ``skipped`` lists the records left out as unreadable or invalid (see
+        :func:`load_learner_records`; each is also logged as a warning).
+
+    Raises
+    ------
+    ValueError
+        A bad argument (named with its value), no usable run, or a ``fit_tol`` no run used; all
+        before the first prediction.
+    FileNotFoundError
+        A directory without ``runs/``.
     """
     t0 = time.perf_counter()
-    if geometry not in GEOMETRIES:
+    if not isinstance(geometry, str) or geometry not in GEOMETRIES:
         raise ValueError(f"`geometry` must be one of {GEOMETRIES}; got geometry={geometry!r}.")
-    n_geometry = check_int("n_geometry", n_geometry)
+    n_geometry = check_int("n_geometry", n_geometry, minimum=2)  # predicted_yield's minimum, checked up front
+    if fit_tol is not None:
+        fit_tol = check_positive_float("fit_tol", fit_tol)
+        if fit_tol >= 1:
+            raise ValueError(f"`fit_tol` must be in (0, 1), as phase 4's tolerance is; got fit_tol={fit_tol!r}.")
     rng = check_rng(rng)
-    records = load_learner_records(dirs)
+    records, skipped = _load(dirs)
     if not records:
-        raise ValueError(f"no finished learner run that reached phase 4 in {dirs}.")
+        raise ValueError(f"no finished learner run that reached phase 4 in {dirs}"
+                         + (f" ({len(skipped)} records skipped as unreadable or invalid; see the warnings)."
+                            if skipped else "."))
+    tols = [_run_tol(rec)[0] for rec in records]
+    if fit_tol is not None:
+        # A tolerance no run used would fit nothing (ours: matched to 1e-9 relative, so 0.015 is 0.015).
+        match = [t for t in sorted(set(tols)) if math.isclose(t, fit_tol, rel_tol=1e-9)]
+        if not match:
+            raise ValueError(f"`fit_tol` must be a tolerance the runs used, one of "
+                             f"{', '.join(f'{t:g}' for t in sorted(set(tols)))}; got fit_tol={fit_tol!r}.")
+        fit_tol = match[0]
     seeds = rng.bit_generator.seed_seq.spawn(len(records))
     runs = []
     with showing(bool(progress)):  # the phases' bar helper shows only inside `showing`
@@ -184,18 +391,20 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
         settings.append({"m": key[0], "d": key[1], "k": key[2], "tol": key[3], "n": mine[0]["n"], "runs": len(mine),
                          "measured_median": meas, "predicted_median": pred, "ratio_median": ratio,
                          "within": bool(1 / MISS_FACTOR <= ratio <= MISS_FACTOR)})
-    tols = [r["tol"] for r in runs]
-    fit_tol = max(set(tols), key=tols.count) if fit_tol is None else float(fit_tol)
+    if fit_tol is None:
+        fit_tol = max(sorted(set(tols)), key=tols.count)
     used = [r for r in runs if r["tol"] == fit_tol]
     fit_m = fit_log_yield([r["n"] for r in used], [r["measured"] for r in used])
     fit_p = fit_log_yield([r["n"] for r in used], [r["predicted"] for r in used])
-    return YieldStudy(runs, settings, fit_tol, fit_m, fit_p, geometry, time.perf_counter() - t0)
+    return YieldStudy(runs, settings, fit_tol, fit_m, fit_p, geometry, time.perf_counter() - t0, skipped)
 
 
 def plot_yield(study, path):
-    """``log`` yield against ``n``: every run's measurement (filled) and prediction (hollow), the fitted lines."""
-    import matplotlib
+    """``log`` yield against ``n``: every run's measurement (filled) and prediction (hollow), the fitted lines.
 
+    Needs matplotlib (the ``plot`` extra); without it, a ValueError saying so before anything is drawn.
+    """
+    matplotlib = require_matplotlib("plot_yield")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

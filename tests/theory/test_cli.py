@@ -40,6 +40,28 @@ class TestCheck:
         assert "the default case of 'min_norm_orthogonality' takes no parameter 'nonsense'; it takes" in err
         assert "got an unexpected keyword argument" not in err
 
+    @pytest.mark.parametrize("argv", [
+        ["--param", "k=12"],
+        ["--param", "k=13"],
+        ["--param", "d=5", "--param", "k=5"],
+        ["--control", "--param", "k=12"],
+    ], ids=["k-equals-d", "k-above-d", "small-d", "control"])
+    def test_yield_prediction_refuses_k_at_least_d_up_front(self, argv, capsys, monkeypatch):
+        """k >= d is refused as the learner refuses it: one line naming k and d, exit 2, nothing computed."""
+        import theory.yield_model as ym
+
+        def never(*args, **kwargs):
+            raise AssertionError("computed a yield for k >= d")
+
+        monkeypatch.setattr(ym, "predicted_yield", never)
+        monkeypatch.setattr(ym, "measured_yield", never)
+        assert main(["check", "yield_prediction", *argv]) == 2
+        out, err = capsys.readouterr()
+        params = dict(a.split("=") for a in argv if "=" in a)
+        k, d = params["k"], params.get("d", "12")
+        assert err == f"error: `k` must be smaller than `d` for certification; got k={k}, d={d}.\n"
+        assert out == ""
+
     def test_unknown_check(self, capsys):
         with pytest.raises(SystemExit):
             main(["check", "no_such_check"])

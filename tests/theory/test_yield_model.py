@@ -27,6 +27,7 @@ from theory.yield_model import (
     _log_unit_ball,
     _poisson_interval,
     _window,
+    check_pilot_forecast,
     check_yield_prediction,
     control_pilot_forecast,
     control_yield_prediction,
@@ -328,6 +329,7 @@ class TestIntegerLayer:
 
 
 _LAYER = random_layer(2, 6, logit_scale=1.0, rng=0)
+_K_BELOW_D = r"^`k` must be smaller than `d` for certification; got k={k}, d=6\.$"
 
 
 @pytest.mark.parametrize(
@@ -363,6 +365,12 @@ _LAYER = random_layer(2, 6, logit_scale=1.0, rng=0)
         (lambda: check_yield_prediction(_LAYER, 2, factor=-2), ValueError, r"`factor` must be finite and positive"),
         (lambda: check_yield_prediction(_LAYER, 0), ValueError, r"`k` must be at least 1; got k=0"),
         (lambda: integer_layer(2, 3, nonzeros=10), ValueError, r"`nonzeros` must be at most d² = 9; got nonzeros=10"),
+        # k >= d: the learner refuses it (learner.learn), so there is no yield to model, measure or check.
+        (lambda: predicted_yield(_LAYER, 6, tol=0.01, min_weight=0.02), ValueError, _K_BELOW_D.format(k=6)),
+        (lambda: measured_yield(_LAYER, 7, tol=0.01, min_weight=0.02, n_examples=10), ValueError,
+         _K_BELOW_D.format(k=7)),
+        (lambda: check_yield_prediction(_LAYER, 6), ValueError, _K_BELOW_D.format(k=6)),
+        (lambda: check_pilot_forecast(_LAYER, 12), ValueError, _K_BELOW_D.format(k=12)),
     ],
     ids=[
         "thetas-2d",
@@ -386,6 +394,10 @@ _LAYER = random_layer(2, 6, logit_scale=1.0, rng=0)
         "factor-negative",
         "k-zero-check",
         "integer-nonzeros",
+        "k-equals-d-predicted",
+        "k-above-d-measured",
+        "k-equals-d-check",
+        "k-above-d-pilot",
     ],
 )
 def test_bad_input(call, error, match):

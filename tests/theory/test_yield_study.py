@@ -1,7 +1,11 @@
 """The yield study: sweep records in, measured against predicted yields and the log-linear fit out."""
 
 import json
+import logging
 import math
+import shutil
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,7 +13,7 @@ import pytest
 from learner.scaling import QUICK_OPTIONS, RunSpec, plan_runs, planted_instance, run_sweep
 from theory.cli import main
 from theory.yield_model import predicted_yield
-from theory.yield_study import fit_log_yield, load_learner_records, yield_study
+from theory.yield_study import fit_log_yield, load_learner_records, plot_yield, yield_study
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +72,233 @@ def test_cli_writes_json_and_names_bad_directories(sweep, tmp_path, capsys):
     assert "no runs/ directory" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"geometry": "flat"}, "geometry='flat'"), ({"n_geometry": 0}, "n_geometry"),
-], ids=["geometry", "n_geometry"])
-def test_bad_arguments(sweep, kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def _never(*args, **kwargs):
+    raise AssertionError("a prediction ran before the arguments were checked")
+
+
+BAD_ARGUMENTS = [
+    ({"geometry": "flat"}, ValueError, r"`geometry` must be one of .*; got geometry='flat'"),
+    ({"geometry": None}, ValueError, r"got geometry=None"),
+    ({"n_geometry": 0}, ValueError, r"`n_geometry` must be at least 2; got n_geometry=0"),
+    ({"n_geometry": 1}, ValueError, r"`n_geometry` must be at least 2; got n_geometry=1"),
+    ({"n_geometry": 2.5}, TypeError, r"`n_geometry` must be an integer; got n_geometry=2.5"),
+    ({"fit_tol": math.nan}, ValueError, r"`fit_tol` must be finite and positive; got fit_tol=nan"),
+    ({"fit_tol": math.inf}, ValueError, r"`fit_tol` must be finite and positive; got fit_tol=inf"),
+    ({"fit_tol": 0.0}, ValueError, r"`fit_tol` must be finite and positive; got fit_tol=0.0"),
+    ({"fit_tol": -1.0}, ValueError, r"`fit_tol` must be finite and positive; got fit_tol=-1.0"),
+    ({"fit_tol": 1.5}, ValueError, r"`fit_tol` must be in \(0, 1\).*; got fit_tol=1.5"),
+    ({"fit_tol": "0.015"}, TypeError, r"`fit_tol` must be a real number; got fit_tol='0.015'"),
+    ({"fit_tol": 0.02}, ValueError, r"`fit_tol` must be a tolerance the runs used, one of 0.015; got fit_tol=0.02"),
+    ({"rng": -1}, ValueError, r"`rng` must be a non-negative integer seed; got rng=-1"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), BAD_ARGUMENTS,
+                         ids=[f"{k}={v!r}" for kw, _, _ in BAD_ARGUMENTS for k, v in kw.items()])
+def test_bad_arguments(sweep, kwargs, error, match, monkeypatch):
+    """Every argument is checked before the first prediction (which would fail later or give nonsense)."""
+    monkeypatch.setattr("theory.yield_study.predicted_yield", _never)
+    with pytest.raises(error, match=match):
         yield_study(sweep, **kwargs)
+
+
+def test_fit_tol_of_the_runs_is_accepted(sweep):
+    study = yield_study(sweep, n_geometry=500, fit_tol=0.015, rng=1)
+    assert study.fit_tol == 0.015 and study.fit_measured["points"] == len(study.runs)
+
+
+BAD_OPTIONS = [
+    (["--fit-tol", "nan"], "`fit_tol` must be finite and positive; got fit_tol=nan"),
+    (["--fit-tol", "0"], "`fit_tol` must be finite and positive; got fit_tol=0.0"),
+    (["--fit-tol", "-1"], "`fit_tol` must be finite and positive; got fit_tol=-1.0"),
+    (["--fit-tol", "inf"], "`fit_tol` must be finite and positive; got fit_tol=inf"),
+    (["--fit-tol", "2"], "`fit_tol` must be in (0, 1), as phase 4's tolerance is; got fit_tol=2.0"),
+    (["--fit-tol", "0.02"], "`fit_tol` must be a tolerance the runs used, one of 0.015; got fit_tol=0.02"),
+    (["--n-geometry", "0"], "`n_geometry` must be at least 2; got n_geometry=0"),
+    (["--n-geometry", "1"], "`n_geometry` must be at least 2; got n_geometry=1"),
+    (["--n-geometry", "-5"], "`n_geometry` must be at least 2; got n_geometry=-5"),
+]
+
+
+@pytest.mark.parametrize(("argv", "words"), BAD_OPTIONS, ids=[" ".join(a) for a, _ in BAD_OPTIONS])
+def test_cli_bad_numeric_option_is_one_line_before_any_prediction(sweep, argv, words, capsys, monkeypatch):
+    monkeypatch.setattr("theory.yield_study.predicted_yield", _never)
+    assert main(["yield-study", str(sweep), *argv]) == 2
+    out, err = capsys.readouterr()
+    assert err == f"error: {words}.\n" and out == ""
+
+
+def test_cli_plot_without_matplotlib_is_refused_before_any_prediction(sweep, tmp_path, capsys, monkeypatch):
+    """Covered by learner.cli.check_output_options (called by theory's main): no second check here."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` fails, find_spec says None
+    monkeypatch.setattr("theory.yield_study.predicted_yield", _never)
+    assert main(["yield-study", str(sweep), "--plot", str(tmp_path / "y.png")]) == 2
+    assert "--plot needs matplotlib" in capsys.readouterr().err
+    assert not (tmp_path / "y.png").exists()
+
+
+def test_plot_yield_without_matplotlib_says_so(monkeypatch, tmp_path):
+    """Reached anyway (from the library): a ValueError naming the extra, not a bare ModuleNotFoundError."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ValueError, match=r"plot_yield needs matplotlib \(the `plot` extra"):
+        plot_yield(None, tmp_path / "y.png")
+
+
+# --------------------------------------------------------------------------- #
+# records checked on load
+# --------------------------------------------------------------------------- #
+
+_DELETE = object()
+#: The record edited below: m = 2, k = 3 (n = 2), so that m and k each have a diagnostic to disagree with.
+_EDITED = "provable-eval-m2-d6-k3-ls1-boolean-s0.json"
+
+
+def _edit(rec, path, value):
+    *parents, last = path.split(".")
+    node = rec
+    for key in parents:
+        node = node[key]
+    if value is _DELETE:
+        del node[last]
+    else:
+        node[last] = value
+
+
+P4 = "diagnostics.4_refined_sculpt"
+#: (field, new value or _DELETE, words of the warning). Every edit makes the record unusable; none may crash.
+BAD_RECORDS = [
+    ("kind", _DELETE, "field `kind` is missing"),
+    ("spec", _DELETE, "field `spec` is missing"),
+    ("spec", [2, 6, 3], "field `spec` must be a JSON object; got [2, 6, 3]"),
+    ("spec.role", _DELETE, "field `spec.role` is missing"),
+    ("outcome", None, "field `outcome` must be a non-empty string; got None"),
+    ("diagnostics", None, "field `diagnostics` must be a JSON object; got None"),
+    ("run_id", 7, "field `run_id` must be a non-empty string; got 7"),
+    ("success", "yes", "field `success` must be true or false; got 'yes'"),
+    ("success", _DELETE, "field `success` is missing"),
+    ("spec.m", 2.5, "field `spec.m` must be an integer >= 1; got 2.5"),
+    ("spec.m", "2", "field `spec.m` must be an integer >= 1; got '2'"),
+    ("spec.m", 0, "field `spec.m` must be an integer >= 1; got 0"),
+    ("spec.m", 5, "field `diagnostics.0_setting.planned_m` must equal `spec.m` (the learner plans the m it is "
+                  "given); got planned_m=2, m=5"),
+    ("spec.k", 1, "field `spec.k` must be an integer >= 2; got 1"),
+    ("spec.k", 2, f"field `{P4}.rows_seen` must be k × examples"),
+    ("spec.k", 6, "field `spec.k` must be smaller than `spec.d` for certification; got k=6, d=6"),
+    ("spec.d", True, "field `spec.d` must be an integer >= 1; got True"),
+    ("spec.d", 8, "field `run_id` must be the one its spec gives, 'provable-eval-m2-d8-k3-ls1-boolean-s0'"),
+    ("spec.d", 5, f"field `{P4}.rank` must be at most min(constraints, d²)"),
+    ("spec.entropy", -1, "field `spec.entropy` must be an integer >= 0; got -1"),
+    ("spec.seed_index", None, "field `spec.seed_index` must be an integer >= 0; got None"),
+    ("spec.distribution", "cube", "field `spec.distribution` must be one of ('boolean', 'gaussian'); got 'cube'"),
+    ("spec.options", None, "field `spec.options` must be a JSON object; got None"),
+    ("spec.logit_scale", math.nan, "field `spec.logit_scale` must be a finite number > 0; got nan"),
+    ("spec.logit_scale", -1.0, "field `spec.logit_scale` must be a finite number > 0; got -1.0"),
+    ("diagnostics.0_setting", _DELETE, "field `diagnostics.0_setting` is missing"),
+    (f"{P4}", "phase 4", f"field `{P4}` must be a JSON object; got 'phase 4'"),
+    (f"{P4}.constraints", -3, f"field `{P4}.constraints` must be an integer >= 0; got -3"),
+    (f"{P4}.constraints", math.nan, f"field `{P4}.constraints` must be an integer >= 0; got nan"),
+    (f"{P4}.constraints", 10**6, f"field `{P4}.constraints_per_1000_examples` must be 1000 × constraints / examples"),
+    (f"{P4}.examples", 0, f"field `{P4}.examples` must be an integer >= 1; got 0"),
+    (f"{P4}.examples", -20000, f"field `{P4}.examples` must be an integer >= 1; got -20000"),
+    (f"{P4}.examples", "20000", f"field `{P4}.examples` must be an integer >= 1; got '20000'"),
+    (f"{P4}.constraints_per_1000_examples", math.nan,
+     f"field `{P4}.constraints_per_1000_examples` must be a finite number >= 0; got nan"),
+    (f"{P4}.constraints_per_1000_examples", -2.0,
+     f"field `{P4}.constraints_per_1000_examples` must be a finite number >= 0; got -2.0"),
+    (f"{P4}.constraints_per_1000_examples", _DELETE, f"field `{P4}.constraints_per_1000_examples` is missing"),
+    (f"{P4}.constraints_per_1000_examples", 124386.0,
+     f"field `{P4}.constraints_per_1000_examples` must be 1000 × constraints / examples"),
+    (f"{P4}.tol", _DELETE, f"field `{P4}.tol` is missing"),
+    (f"{P4}.tol", 0.0, f"field `{P4}.tol` must be a finite number in (0, 1); got 0.0"),
+    (f"{P4}.tol", math.inf, f"field `{P4}.tol` must be a finite number in (0, 1); got inf"),
+    (f"{P4}.min_weight", 1.0, f"field `{P4}.min_weight` must be a finite number in (0, 1); got 1.0"),
+    (f"{P4}.rows_seen", 7, f"field `{P4}.rows_seen` must be k × examples"),
+    (f"{P4}.rank", 10**4, f"field `{P4}.rank` must be at most min(constraints, d²)"),
+    ("diagnostics.0_setting.planned_m", 3, "field `diagnostics.0_setting.planned_m` must equal `spec.m`"),
+    (f"{P4}.forecast.n", 4, f"field `{P4}.forecast.n` must be (m−1)(k−1) = 2 for m=2, k=3; got n=4"),
+    ("run_id", "provable-eval-m3-d6-k3-ls1-boolean-s0", "field `run_id` must be the one its spec gives"),
+]
+
+
+def _sweep_with(sweep, tmp_path, text):
+    """A copy of ``sweep`` whose record _EDITED has the content ``text``."""
+    out = tmp_path / "edited"
+    shutil.copytree(sweep, out)
+    (out / "runs" / _EDITED).write_text(text, encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize(("path", "value", "words"), BAD_RECORDS,
+                         ids=[f"{p}={'deleted' if v is _DELETE else repr(v)}" for p, v, _ in BAD_RECORDS])
+def test_bad_record_is_skipped_with_a_warning(sweep, tmp_path, caplog, path, value, words):
+    """A hand-edited record that breaks what the study reads is left out, named with its field; never used."""
+    rec = json.loads((sweep / "runs" / _EDITED).read_text())
+    assert P4 + ".forecast" not in path or "forecast" in rec["diagnostics"]["4_refined_sculpt"]
+    _edit(rec, path, value)
+    edited = _sweep_with(sweep, tmp_path, json.dumps(rec))
+    with caplog.at_level(logging.WARNING, logger="theory.yield_study"):
+        records = load_learner_records(edited)
+    assert {r["run_id"] for r in records} == {r["run_id"] for r in load_learner_records(sweep)} - {_EDITED[:-5]}
+    [message] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert message.startswith(f"ignoring record {edited / 'runs' / _EDITED}: ") and words in message
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("{not json", "unreadable (Expecting property name"),
+    ("[1, 2]", "the record must be a JSON object; got list"),
+    ("", "unreadable (Expecting value"),
+], ids=["broken-json", "a-list", "empty"])
+def test_unreadable_record_is_skipped_with_a_warning(sweep, tmp_path, caplog, text, words):
+    edited = _sweep_with(sweep, tmp_path, text)
+    with caplog.at_level(logging.WARNING, logger="theory.yield_study"):
+        records = load_learner_records(edited)
+    assert len(records) == len(load_learner_records(sweep)) - 1
+    [message] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert str(edited / "runs" / _EDITED) in message and words in message
+
+
+@pytest.mark.parametrize(("path", "value"), [("status", _DELETE), ("errors", _DELETE), ("timings", None),
+                                             ("message", _DELETE)],
+                         ids=["status-deleted", "errors-deleted", "timings-null", "message-deleted"])
+def test_fields_the_study_does_not_read_do_not_matter(sweep, tmp_path, caplog, path, value):
+    rec = json.loads((sweep / "runs" / _EDITED).read_text())
+    _edit(rec, path, value)
+    edited = _sweep_with(sweep, tmp_path, json.dumps(rec))
+    with caplog.at_level(logging.WARNING, logger="theory.yield_study"):
+        assert len(load_learner_records(edited)) == len(load_learner_records(sweep))
+    assert not caplog.records
+
+
+def test_a_study_goes_on_without_the_bad_record_and_lists_it(sweep, tmp_path, capsys, caplog):
+    """The issue's case: spec m edited from 2 to 5 gave a ratio of 124 386; now the run is left out, named."""
+    rec = json.loads((sweep / "runs" / _EDITED).read_text())
+    rec["spec"]["m"] = 5
+    edited = _sweep_with(sweep, tmp_path, json.dumps(rec))
+    study = yield_study(edited, n_geometry=500, rng=1)
+    assert _EDITED[:-5] not in {r["run_id"] for r in study.runs}
+    assert all(r["m"] <= 2 for r in study.runs)
+    [skipped] = study.skipped
+    assert skipped["file"] == str(edited / "runs" / _EDITED) and "`spec.m`" in skipped["reason"]
+    assert study.to_dict()["skipped"] == study.skipped
+    assert main(["yield-study", str(edited), "--n-geometry", "500"]) == 0
+    assert "1 records skipped as unreadable or invalid (see the warnings)" in capsys.readouterr().out
+
+
+def test_only_bad_records_is_an_error_that_says_so(sweep, tmp_path):
+    out = tmp_path / "bad"
+    (out / "runs").mkdir(parents=True)
+    (out / "runs" / _EDITED).write_text("{", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"no finished learner run .*\(1 records skipped as unreadable or invalid"):
+        yield_study(out, n_geometry=500)
+
+
+def test_committed_sweeps_pass_the_checks(caplog):
+    """Every record the learner wrote for the README's studies loads (the checks reject no genuine record)."""
+    root = Path(__file__).resolve().parents[2] / "docs" / "sweeps"
+    sweeps = [p for p in sorted(root.iterdir()) if (p / "runs").is_dir() and p.name != "learn-hard"]
+    if not sweeps:
+        pytest.skip("no committed sweeps")
+    with caplog.at_level(logging.WARNING, logger="theory.yield_study"):
+        for d in sweeps:
+            assert load_learner_records(d)
+    assert not caplog.records
