@@ -12,7 +12,7 @@ are discarded and counted separately (:attr:`Workers.stats`), never as drawn
 examples. All of this is ours; the paper's learner is sequential.
 
 Backends: ``"serial"`` (this process, no batch computed ahead), ``"local"`` (a
-pool of spawned processes with one BLAS thread each) and ``"dask"`` (a
+pool of loky processes (fork + exec; no re-import of ``__main__``) with one BLAS thread each) and ``"dask"`` (a
 ``dask.distributed`` cluster: a scheduler address, or a ``Client`` the caller
 owns). Local workers ignore Ctrl-C; the parent stops them (:meth:`Workers.kill`).
 """
@@ -145,19 +145,20 @@ def _sigint_ignored():
 
 
 def local_pool(workers):
-    """A ``ProcessPoolExecutor`` of ``workers`` spawned processes that ignore Ctrl-C, one BLAS thread each.
+    """A process pool of ``workers`` processes that ignore Ctrl-C, one BLAS thread each (loky's executor).
 
+    loky (the executor joblib uses) starts its workers by fork + exec without re-running the
+    caller's ``__main__``, so a plain script without an ``if __name__ == "__main__":`` guard, a
+    script read from standard input and ``python -c`` all work; the standard library's spawned
+    ``ProcessPoolExecutor`` re-imports ``__main__`` in every worker and fails in the first two.
     The processes are started here (one no-op task each), not on first use, so that they start with
     Ctrl-C ignored (:func:`_sigint_ignored`).
     """
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from loky import ProcessPoolExecutor
 
     with worker_env(), _sigint_ignored():
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=ignore_sigint,
-                                   mp_context=multiprocessing.get_context("spawn"))
-        for _ in range(workers):
-            pool.submit(_noop)  # each submit starts a process while none is idle
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=ignore_sigint, env=dict(WORKER_ENV))
+        pool.submit(_noop)  # the first submit starts every process (fork + exec, in this call)
     return pool
 
 
@@ -173,15 +174,22 @@ def pool_pids(pool):
 def kill_pool(pool):
     """End a local pool now: its processes are killed and reaped, pending work cancelled (a worker may be
     minutes into a task). ``_processes`` is the executor's own table (``shutdown`` clears it, so it is read
-    first); Python >= 3.14 has ``kill_workers()``."""
+    first). loky's executor kills its workers itself (``shutdown(kill_workers=True)``); for the standard
+    library's, the processes are killed here (Python >= 3.14 has ``kill_workers()``)."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
-    if hasattr(pool, "kill_workers"):
-        pool.kill_workers()
-    else:
+    if "kill_workers" in getattr(pool.shutdown, "__code__", _noop.__code__).co_varnames:  # loky
         for proc in procs:
             with contextlib.suppress(Exception):
                 proc.kill()
-    pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=False, kill_workers=True)
+    else:
+        if hasattr(pool, "kill_workers"):
+            pool.kill_workers()
+        else:
+            for proc in procs:
+                with contextlib.suppress(Exception):
+                    proc.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
     # The executor's management thread may join (and close) a killed process at the same time, so our
     # join can fail at once while the process is still dying: wait until each one is gone.
     deadline = time.monotonic() + 5
@@ -311,7 +319,7 @@ class Workers:
         """Release the backend after a normal end (nothing is in flight then)."""
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=True)  # nothing is in flight after a normal end (ordered() cancels what was ahead)
         if self._client is not None:
             client, self._client = self._client, None
             if self._own_client:

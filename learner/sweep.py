@@ -14,7 +14,7 @@ was drawn from; records of another stream are run again on resume).
 the two users.
 
 Backends. ``"serial"`` runs in this process; ``"local"`` (the default) in a
-pool of spawned processes; ``"dask"`` on a Dask distributed cluster
+pool of loky processes (fork + exec, as joblib starts them); ``"dask"`` on a Dask distributed cluster
 (``scheduler=ADDRESS``; the optional extra ``distributed``). Local and Dask
 workers run with one BLAS thread, so records agree bit for bit apart from
 wall-clock times and where the run happened (:func:`comparable`).

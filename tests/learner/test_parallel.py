@@ -140,6 +140,45 @@ class TestIdenticalResults:
         assert json.dumps(_record(runs[0]), sort_keys=True) == json.dumps(_record(runs[1]), sort_keys=True)
 
 
+# A user's plain script: no `if __name__ == "__main__":` guard, two local workers, the SHORT run above.
+PLAIN_SCRIPT = """
+import json
+from learner import LayerOracle, LearnConfig, learn, random_layer
+from learner.scaling import comparable
+truth = random_layer(2, 12, logit_scale=1.0, rng=1)
+cfg = LearnConfig(batch=20_000, n_crude=100_000, n_refine=100_000, crude_max_examples=400_000, outer_rounds=1,
+                  max_examples=100_000, refined_tol=2e-4)
+result = learn(LayerOracle(truth, 2, rng=3), m=2, truth=truth, rng=0, config=cfg, progress=False, workers=2)
+record = result.to_dict()
+backend = record.pop("execution")["backend"]
+print("RECORD " + json.dumps({"backend": backend, "record": comparable(record)}, sort_keys=True))
+"""
+
+
+class TestPlainScripts:
+    """`learn(..., workers=2)` from wherever Python starts: a script without a main guard, stdin, `-c`."""
+
+    @pytest.mark.parametrize("how", ["script file", "standard input", "-c"])
+    def test_gives_the_serial_result(self, how, tmp_path):
+        assert PLAIN_SCRIPT.count("workers=2") == 1 and "__main__" not in PLAIN_SCRIPT
+        env = os.environ | {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        script = tmp_path / "user_script.py"
+        script.write_text(PLAIN_SCRIPT)
+        argv, stdin = {"script file": ([sys.executable, str(script)], None),
+                       "standard input": ([sys.executable, "-"], PLAIN_SCRIPT),
+                       "-c": ([sys.executable, "-c", PLAIN_SCRIPT], None)}[how]
+        run = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+                             check=False)
+        assert run.returncode == 0, run.stderr[-3000:]
+        (line,) = [ln for ln in run.stdout.splitlines() if ln.startswith("RECORD ")]
+        got = json.loads(line[len("RECORD "):])
+        assert got["backend"] == "local"
+        serial = _learn(config=SHORT)
+        assert serial.status == "budget"
+        assert json.dumps(got["record"], sort_keys=True) == json.dumps(json.loads(json.dumps(_record(serial))),
+                                                                       sort_keys=True)
+
+
 class TestOrderedMerge:
     def test_results_come_in_batch_order_whatever_order_they_finish(self):
         # Early batches sleep longest, so they finish last on two workers.
@@ -303,7 +342,7 @@ class TestShutdown:
                                 start_new_session=True, preexec_fn=_default_sigint)
 
         def workers():
-            """The CLI's pool processes (spawned children running `spawn_main`; not the resource tracker)."""
+            """The CLI's pool processes (loky's workers, `popen_loky_posix`; not the resource trackers)."""
             try:
                 with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as fh:
                     pids = [int(p) for p in fh.read().split()]
@@ -313,7 +352,7 @@ class TestShutdown:
             for pid in pids:
                 try:
                     with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                        if b"spawn_main" in fh.read():
+                        if b"popen_loky_posix" in fh.read():
                             out.append(pid)
                 except OSError:
                     pass

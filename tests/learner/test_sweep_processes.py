@@ -112,7 +112,8 @@ def test_three_quick_ctrl_cs_end_in_one_message_and_keep_the_runs(tmp_path):
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         _wait_for(lambda: len(list((out / "runs").glob("*.json"))) >= 1, proc)
-        workers = _children(proc.pid)
+        workers = [c for c in _children(proc.pid) if b"popen_loky_posix" in Path(f"/proc/{c}/cmdline").read_bytes()]
+        assert len(workers) >= 2, "the local pool's worker processes"
         for _ in range(3):
             os.killpg(proc.pid, signal.SIGINT)
             time.sleep(0.03)
@@ -162,7 +163,7 @@ def test_sigterm_stops_like_ctrl_c_and_leaves_no_worker(tmp_path):
     proc = subprocess.Popen(_argv(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     try:
         _wait_for(lambda: len(list((out / "runs").glob("*.json"))) >= 1, proc)
-        workers = [c for c in _children(proc.pid) if b"multiprocessing" in Path(f"/proc/{c}/cmdline").read_bytes()]
+        workers = [c for c in _children(proc.pid) if b"popen_loky_posix" in Path(f"/proc/{c}/cmdline").read_bytes()]
         assert len(workers) >= 2, "the local pool's worker processes"
         proc.send_signal(signal.SIGTERM)  # to the parent only, as `kill PID` or a batch scheduler does
         _, err = proc.communicate(timeout=300)
