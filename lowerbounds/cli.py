@@ -89,7 +89,8 @@ def build_parser():
                    help="token dimensions of the SQ family and its control (default 8 12 16 24)")
     p.add_argument("--m", type=int, nargs="+", default=None, help="heads (default 2 3 4)")
     p.add_argument("--subsets", type=int, default=None,
-                   help="hidden subsets per (m, d) cell, shared with the control (default 5)")
+                   help="distinct hidden subsets per (m, d) cell, shared with the control; at most "
+                        "C(d − 1, m − 1) (default 5)")
     p.add_argument("--lwr-n", type=int, nargs="+", default=None,
                    help="LWR secret dimensions (default 2..8)")
     p.add_argument("--q", type=int, default=DEFAULTS["q"], help="LWR modulus (default 7)")
@@ -323,6 +324,29 @@ def _plot(runs, args):
     plt.close(fig)
 
 
+def _check_backend_options(args):
+    """Refuse ``learn-hard``'s backend flags that would be dropped or fail only after the study has started.
+
+    An empty ``--scheduler`` would fall back to the local pool, and ``--workers``
+    means nothing on a Dask cluster (its workers are its own); without Dask the
+    import would fail inside the sweep with a traceback.
+    """
+    if args.scheduler is None:
+        return
+    if not args.scheduler.strip():
+        raise ValueError(f"--scheduler must be a Dask scheduler address (e.g. tcp://host:8786); "
+                         f"got an empty address --scheduler {args.scheduler!r}.")
+    if args.serial:
+        raise ValueError("give at most one of --scheduler and --serial.")
+    if args.workers is not None:
+        raise ValueError(f"give at most one of --workers and --scheduler: the Dask cluster's workers are its own; "
+                         f"got --workers {args.workers} --scheduler {args.scheduler}.")
+    try:
+        import dask.distributed  # noqa: F401
+    except ImportError:
+        raise ValueError("--scheduler needs Dask: pip install 'provable-attention[distributed]'") from None
+
+
 def _learn_hard(args):
     import signal
 
@@ -332,9 +356,8 @@ def _learn_hard(args):
     from .learnhard import DEFAULTS, QUICK, learn_hard_study
 
     signal.signal(signal.SIGTERM, _raise_interrupt)  # like Ctrl-C: workers stopped, finished runs kept
-    if args.scheduler and args.serial:
-        raise ValueError("give at most one of --scheduler and --serial.")
-    backend = "dask" if args.scheduler else "serial" if args.serial else "local"
+    _check_backend_options(args)
+    backend = "dask" if args.scheduler is not None else "serial" if args.serial else "local"
     base = QUICK if args.quick else DEFAULTS
     given = {"ds": args.d, "ms": args.m, "subsets": args.subsets, "lwr_ns": args.lwr_n, "start": args.start,
              "max_examples": args.max_examples, "max_seconds": args.max_seconds}

@@ -38,6 +38,7 @@ the growth fits are its :func:`~learner.sweep.fit_growth`.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import os
@@ -50,13 +51,15 @@ from pathlib import Path
 import numpy as np
 
 from learner._validation import check_int, check_positive_float
-from learner.sweep import EXAMPLE_STREAM, fit_growth, median, run_sweep, sweep_lock, versions
+from learner.io import check_writable_dir
+from learner.sweep import EXAMPLE_STREAM, claim_study, fit_growth, median, run_sweep, sweep_lock, versions
 
 __all__ = [
     "FAMILIES",
     "METHODS",
     "HardSpec",
     "HardStudyResult",
+    "cell_subset",
     "learn_hard_study",
     "plan_hard_runs",
     "run_hard",
@@ -67,12 +70,19 @@ log = logging.getLogger(__name__)
 
 FAMILIES = ("sq", "control", "lwr")
 METHODS = ("adam", "provable", "exhaustive")
-RECORD_SCHEMA = 1
+#: 2: the hidden subsets of a cell are distinct (drawn without replacement, :func:`cell_subset`); records of
+#: schema 1 drew each seed's subset on its own, so seeds of one cell could share a subset.
+RECORD_SCHEMA = 2
 #: Largest m of the SQ family and its control (the interpolation meets lowerbounds.sq.FORMULA_ACCURACY up to m = 7).
 MAX_M = 7
 #: Spawn-key code per family: the SQ member and its control share the code, so seed s of both has the same
-#: hidden subset and the same examples' seed.
+#: examples' seed (and, from cell_subset, the same hidden subset).
 _FAMILY_CODE = {"sq": 0, "control": 0, "lwr": 1}
+#: Spawn-key code of a cell's hidden subsets (apart from the runs' codes above): shared by the SQ family and its
+#: control, independent of the seed index.
+_SUBSETS_CODE = 2
+#: Cells with at most this many hidden subsets draw a random order of all of them; larger ones skip repeats.
+_ENUMERATE_SUBSETS = 10_000
 #: Fresh inputs on which the learned layer's relative error is measured (as in learner.scaling).
 EVAL_INPUTS = 8192
 #: Fresh LWR samples on which a learned layer, read as a predictor, must make no mistake.
@@ -161,20 +171,78 @@ def planted_member(spec):
     """The member of a run and the seeds of its examples and its method.
 
     ``SeedSequence(entropy, spawn_key=spec.spawn_key).spawn(3)`` seeds, in order,
-    the member (hidden subset or secret), the examples and the method.
+    the member (the LWR secret), the examples and the method. The hidden subset
+    of the SQ family and its control is the cell's ``seed_index``-th
+    (:func:`cell_subset`), so the seeds of a cell have distinct subsets.
     """
     from .lwr import LWRParams, lwr_hard_instance
     from .sq import sparse_linear_instance, sq_hard_instance
 
     member_seed, data_seed, method_seed = np.random.SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)
-    gen = np.random.default_rng(member_seed)
     if spec.family == "sq":
-        inst = sq_hard_instance(spec.d, spec.m, rng=gen)
+        inst = sq_hard_instance(spec.d, spec.m, cell_subset(spec.m, spec.d, spec.seed_index, entropy=spec.entropy))
     elif spec.family == "control":
-        inst = sparse_linear_instance(spec.d, spec.m, rng=gen)
+        inst = sparse_linear_instance(spec.d, spec.m,
+                                      cell_subset(spec.m, spec.d, spec.seed_index, entropy=spec.entropy))
     else:
-        inst = lwr_hard_instance(LWRParams(spec.n, spec.q).draw_secret(rng=gen), spec.q)
+        inst = lwr_hard_instance(LWRParams(spec.n, spec.q).draw_secret(rng=np.random.default_rng(member_seed)),
+                                 spec.q)
     return inst, data_seed, method_seed
+
+
+def cell_subset(m, d, index, *, entropy):
+    """The hidden subset of seed ``index`` in the SQ cell ``(m, d)``; the seeds of a cell never share one (ours).
+
+    The subsets of a cell are a uniformly random sequence without repetition of
+    the :math:`\\binom{d-1}{m-1}` subsets ``S ⊂ {1, …, d − 1}`` (``t = 0`` is the
+    reader) with ``|S| = m − 1``, seeded by ``SeedSequence(entropy,
+    spawn_key=(2, m, d))``: the same for the SQ family and its control, and a
+    seed's subset does not depend on how many seeds are asked for (a larger
+    ``subsets`` extends a study and keeps its runs). A cell with at most
+    10 000 subsets takes a random order of all of them; a larger one draws
+    subsets uniformly and skips repeats (fewer than ``2 (index + 1)`` draws
+    expected while ``index`` is below half the subsets).
+
+    Parameters
+    ----------
+    m, d : int
+        Heads and token dimension of the cell, ``2 <= m <= d``.
+    index : int
+        Seed index, ``0 <= index <`` :math:`\\binom{d-1}{m-1}`.
+    entropy : int
+        The study's seed.
+
+    Returns
+    -------
+    tuple of int
+        Sorted coordinates.
+
+    Examples
+    --------
+    >>> sorted(cell_subset(2, 4, i, entropy=0) for i in range(3))   # every 1-subset of {1, 2, 3}, once each
+    [(1,), (2,), (3,)]
+    """
+    m, d = check_int("m", m, minimum=2), check_int("d", d, minimum=2)
+    if d < m:
+        raise ValueError(f"d={d} is too small for m={m}: the hidden subset needs m − 1 = {m - 1} coordinates "
+                         f"besides the reader, so d >= m.")
+    count = math.comb(d - 1, m - 1)
+    index = check_int("index", index, minimum=0)
+    if index >= count:
+        raise ValueError(f"`index` must be below the {count} hidden subsets of the cell m={m}, d={d} "
+                         f"(C({d - 1}, {m - 1})); got index={index}.")
+    gen = np.random.default_rng(np.random.SeedSequence(check_int("entropy", entropy, minimum=0),
+                                                       spawn_key=(_SUBSETS_CODE, m, d)))
+    if count <= _ENUMERATE_SUBSETS:
+        every = list(itertools.combinations(range(1, d), m - 1))
+        return every[int(gen.permutation(count)[index])]
+    seen, order = set(), []
+    while len(order) <= index:
+        S = tuple(sorted(int(j) for j in gen.choice(np.arange(1, d), size=m - 1, replace=False)))
+        if S not in seen:
+            seen.add(S)
+            order.append(S)
+    return order[index]
 
 
 def run_hard(spec, learn_workers=None):
@@ -357,7 +425,14 @@ def check_study(*, ds, ms, subsets, lwr_ns, q, families, methods, start, max_exa
                 if d < m:
                     raise ValueError(f"d={d} is too small for m={m}: the hidden subset needs m − 1 = {m - 1} "
                                      f"coordinates besides the reader, so d >= m.")
-        out |= {"ds": sorted(ds), "ms": sorted(ms), "subsets": check_int("subsets", subsets, minimum=1)}
+        subsets = check_int("subsets", subsets, minimum=1)
+        # Distinct subsets per cell (cell_subset): the smallest cell bounds how many there can be.
+        count, m_cell, d_cell = min((math.comb(d - 1, m - 1), m, d) for m in ms for d in ds)
+        if subsets > count:
+            raise ValueError(f"`subsets` must be at most the number of distinct hidden subsets of every (m, d) cell; "
+                             f"the cell m={m_cell}, d={d_cell} has C({d_cell - 1}, {m_cell - 1}) = {count}; "
+                             f"got subsets={subsets}.")
+        out |= {"ds": sorted(ds), "ms": sorted(ms), "subsets": subsets}
     if "lwr" in families:
         lwr_ns = _check_list("lwr_ns", lwr_ns, lambda v: check_int("lwr_ns", v, minimum=1))
         q = check_int("q", q, minimum=3)
@@ -417,7 +492,9 @@ def summarise_hard(records):
     Medians are over the finished runs of a cell, successful or not (what a
     user pays); a run stopped by its budget enters with the examples and time
     it used, so a cell with ``budget_out`` > 0 gives lower bounds, and so does a
-    fit through it (``censored`` says so).
+    fit through it (``censored`` says so). LWR rows carry the number of secrets,
+    ``secrets_q_n`` (``q^n``; ``None`` beyond float64's range) and
+    ``log2_secrets_q_n`` (``n log2 q``, always finite).
     """
     groups = {}
     for rec in records:
@@ -441,7 +518,7 @@ def summarise_hard(records):
         if method == "provable" and fin:
             row["message"] = fin[0]["message"]
         if family == "lwr":
-            row["secrets_q_n"] = float(q) ** n
+            row["secrets_q_n"], row["log2_secrets_q_n"] = _secret_count(n, q)
         rows.append(row)
     growth = {}
     for family in ("sq", "control"):
@@ -464,12 +541,41 @@ def summarise_hard(records):
     lwr = {}
     for r in rows:
         if r["family"] == "lwr":
-            lwr.setdefault(r["n"], {"n": r["n"], "q": r["q"], "secrets_q_n": r["secrets_q_n"]})[r["method"]] = {
+            lwr.setdefault(r["n"], {k: r[k] for k in ("n", "q", "secrets_q_n", "log2_secrets_q_n")})[r["method"]] = {
                 k: r[k] for k in ("m", "runs", "successes", "budget_out", "median_examples", "median_seconds",
                                   "median_steps", "median_final_error", "statuses")}
     return {"rows": rows, "growth": growth, "lwr": [lwr[n] for n in sorted(lwr)],
             "note": "study design, protocol, control and fits ours; the paper states the d^Ω(m) SQ lower bound "
                     "and LWE-based hardness, and reports no experiments"}
+
+
+def _secret_count(n, q):
+    """``(q^n, n log2 q)``: the number of LWR secrets, as a float where float64 holds it (else ``None``), and its log.
+
+    ``float(q) ** n`` overflows once ``n log2 q >= 1024`` (``n = 200, q = 1009``:
+    about ``2^1995``); the log is always finite, and ``q^n`` itself is computed in
+    Python integers only below that, so a huge ``n`` costs nothing. Exact below
+    ``2^53``, which covers every ``q^n`` the exhaustive search accepts.
+    """
+    log2 = n * math.log2(q)
+    if log2 >= 1024:
+        return None, log2
+    try:
+        return float(q**n), log2
+    except OverflowError:  # 2^1024 > q^n rounds up to infinity: only just below the cut
+        return None, log2
+
+
+def _fmt_count(count, log2):
+    """``q^n`` for the table: with thousands separators while exact, else ``m.mme+k`` from its log."""
+    if count is not None and count < 2**53:
+        return f"{count:,.0f}"
+    exponent = log2 * math.log10(2)
+    k = math.floor(exponent)
+    mantissa = 10 ** (exponent - k)
+    if round(mantissa, 2) >= 10:
+        mantissa, k = mantissa / 10, k + 1
+    return f"{mantissa:.2f}e{k}"
 
 
 def _fmt(x, spec=".3g"):
@@ -519,7 +625,8 @@ class HardStudyResult:
                 frac_a = f"{a['successes']}/{a['runs']}" if a else "—"
                 frac_e = f"{e['successes']}/{e['runs']}" if e else "—"
                 lines.append(
-                    f"| {row['n']} | {row['secrets_q_n']:,.0f} | {_fmt(m, '.0f')} | {frac_a} "
+                    f"| {row['n']} | {_fmt_count(row['secrets_q_n'], row['log2_secrets_q_n'])} "
+                    f"| {_fmt(m, '.0f')} | {frac_a} "
                     f"| {_fmt(a.get('median_examples'), ',.0f')} | {_fmt(a.get('median_seconds'), '.1f')} "
                     f"| {_fmt(a.get('median_steps'), ',.0f')} | {_fmt(e.get('median_seconds'), '.3f')} | {frac_e} "
                     f"| {', '.join(p.get('statuses', {})) or '—'} |")
@@ -588,7 +695,8 @@ def learn_hard_study(out, *, ds=DEFAULTS["ds"], ms=DEFAULTS["ms"], subsets=DEFAU
     """Run the study, write ``out/runs/*.json``, ``summary.json``, ``summary.md`` and ``learn_hard.png``.
 
     Every parameter is checked before anything runs (:func:`check_study`).
-    ``subsets`` hidden subsets per SQ cell (the control uses the same ones),
+    ``subsets`` distinct hidden subsets per SQ cell (:func:`cell_subset`; the
+    control uses the same ones),
     ``lwr_secrets`` secrets per n; the learner runs on the first
     ``provable_seeds`` of them. ``backend``, ``workers``, ``scheduler`` and
     ``progress`` are :func:`learner.sweep.run_sweep`'s. Returns :class:`HardStudyResult`.
@@ -597,19 +705,19 @@ def learn_hard_study(out, *, ds=DEFAULTS["ds"], ms=DEFAULTS["ms"], subsets=DEFAU
                           start=start, max_examples=max_examples, max_seconds=max_seconds, target=target,
                           provable_seeds=provable_seeds, lwr_secrets=lwr_secrets)
     entropy = check_int("seed", seed, minimum=0)
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"`out` must be a directory; got out={str(out)!r}, which is a file.")
+    out = check_writable_dir("out", out)
     specs = plan_hard_runs(checked, entropy=entropy, adam_options=adam_options, provable_options=provable_options,
                            provable_lwr_samples=provable_lwr_samples)
+    parameters = checked | {"seed": entropy, "adam_options": ADAM_OPTIONS | (adam_options or {}),
+                            "provable_options": PROVABLE_OPTIONS | (provable_options or {})}
     with sweep_lock(out):
+        # One study per directory: another study's (a scaling sweep, or learn-hard with other parameters)
+        # is refused before anything runs, instead of having its summaries overwritten.
+        claim_study(out, "learn-hard-study", HardSpec.RECORD_KIND, parameters)
         log.info("learn-hard: %d runs", len(specs))
         records, stats = run_sweep(specs, out, backend=backend, workers=workers, scheduler=scheduler,
                                    progress=progress)
-        summary = summarise_hard(records) | {"parameters": checked | {"seed": entropy,
-                                             "adam_options": ADAM_OPTIONS | (adam_options or {}),
-                                             "provable_options": PROVABLE_OPTIONS | (provable_options or {})},
-                                             "versions": versions()}
+        summary = summarise_hard(records) | {"parameters": parameters, "versions": versions()}
         from learner.io import _atomic_write, write_json
 
         files = {"summary_json": str(write_json(out / "summary.json", summary))}

@@ -1,6 +1,10 @@
 """The learn-hard study: learners on the hard families (lowerbounds.learnhard)."""
 
+import itertools
 import json
+import math
+import sys
+from decimal import Decimal
 
 import mpmath
 import numpy as np
@@ -12,6 +16,8 @@ from lowerbounds import learnhard
 from lowerbounds.cli import main
 from lowerbounds.learnhard import (
     HardSpec,
+    HardStudyResult,
+    cell_subset,
     check_study,
     learn_hard_study,
     plan_hard_runs,
@@ -126,6 +132,99 @@ class TestSummary:
         assert g["ds_learned"] == [8] and np.isnan(g["examples_slope_learned"])  # one learned cell: no fit
 
 
+def _lwr_record(n, q, outcome="error"):
+    """A run of the LWR family; by default one that raised (as a member too large to build does)."""
+    rec = {"spec": {"family": "lwr", "method": "adam", "m": 0, "d": n + 2, "n": n, "q": q}, "outcome": outcome,
+           "success": False, "status": outcome, "message": "ValueError: refused"}
+    if outcome == "finished":
+        rec |= {"member": {"m": 3}, "examples": 100, "examples_drawn": 100, "seconds": 1.0, "steps": 10,
+                "final_error": 0.5, "budget_out": "time", "status": "budget (time)"}
+    return rec
+
+
+def _sci(count):
+    """``count`` as the table writes it past 2^53, from the exact integer (Decimal rounds exactly)."""
+    mantissa, exponent = format(Decimal(count), ".2e").split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+class TestSecretCount:
+    """The LWR rows' q^n: finite in JSON and in the table for any n and q (n = 200, q = 1009 overflowed float64)."""
+
+    @pytest.mark.parametrize("n, q, exact", [
+        pytest.param(3, 7, True, id="small-exact"),
+        pytest.param(8, 7, True, id="defaults-largest"),
+        pytest.param(646, 3, False, id="just-below-float-max"),  # 3^646 ≈ 1.6e308 < 1.8e308
+        pytest.param(647, 3, False, id="just-above-float-max"),
+        pytest.param(200, 1009, False, id="issue-n200-q1009"),
+        pytest.param(5000, 1009, False, id="beyond-int-str-limit"),  # q^n has 15 020 digits
+    ])
+    def test_summary_json_and_table(self, tmp_path, n, q, exact):
+        from learner.io import write_json
+
+        summary = summarise_hard([_lwr_record(n, q), _lwr_record(n, q, "finished")])
+        row = summary["lwr"][0]
+        assert row["log2_secrets_q_n"] == pytest.approx(n * math.log2(q), rel=1e-15)
+        log2 = n * math.log2(q)
+        if log2 < 1023.9:  # float64 holds q^n: correctly rounded from the exact integer
+            assert row["secrets_q_n"] == float(q**n)
+        elif log2 > 1024:
+            assert row["secrets_q_n"] is None
+        written = json.loads(write_json(tmp_path / "summary.json", summary).read_text())
+        assert written["lwr"][0]["log2_secrets_q_n"] == pytest.approx(log2, rel=1e-15)
+        table = HardStudyResult([], summary, {}, {}).table()
+        if exact:
+            assert f"| {n} | {q**n:,} |" in table
+        elif log2 < 4000:  # the exact integer is cheap to print for the reference
+            assert f"| {n} | {_sci(q**n)} |" in table
+        else:
+            assert f"| {n} | " in table and "e15019 |" in table
+
+    def test_lwr_error_rows_are_counted(self):
+        row = summarise_hard([_lwr_record(200, 1009)])["rows"][0]
+        assert row["errors_raised"] == 1 and row["m"] is None and row["statuses"] == {"error": 1}
+
+
+class TestCellSubset:
+    @pytest.mark.parametrize("m, d", [(2, 4), (3, 5), (4, 6), (3, 8), (2, 24), (4, 12)])
+    def test_a_small_cell_is_a_random_order_of_every_subset(self, m, d):
+        every = list(itertools.combinations(range(1, d), m - 1))
+        drawn = [cell_subset(m, d, i, entropy=0) for i in range(len(every))]
+        assert sorted(drawn) == every  # each subset exactly once
+
+    @pytest.mark.parametrize("m, d", [(7, 24), (5, 40)])  # C(23, 6) = 100 947, C(39, 4) = 82 251: by rejection
+    def test_a_large_cell_never_repeats(self, m, d):
+        drawn = [cell_subset(m, d, i, entropy=3) for i in range(40)]
+        assert len(set(drawn)) == 40 and all(len(S) == m - 1 and 0 not in S and max(S) < d for S in drawn)
+
+    def test_the_study_draws_distinct_subsets_shared_with_the_control(self):
+        """The 3 cells of docs/sweeps/learn-hard whose seeds repeated a subset (seed 0, 5 subsets)."""
+        checked = check_study(ds=[8, 12, 24], ms=[2, 3, 4], subsets=5, lwr_ns=[2], q=7, families=["sq", "control"],
+                              methods=["adam"], start=1000, max_examples=32_000, max_seconds=40.0, target=1e-3,
+                              provable_seeds=1)
+        specs = plan_hard_runs(checked, entropy=0)
+        for m, d in ((2, 24), (3, 8), (4, 12)):
+            sq = [planted_member(s)[0].subset for s in specs if (s.family, s.m, s.d) == ("sq", m, d)]
+            ctl = [planted_member(s)[0].subset for s in specs if (s.family, s.m, s.d) == ("control", m, d)]
+            assert len(sq) == 5 and len(set(sq)) == 5 and sq == ctl
+
+    def test_other_entropy_other_order(self):
+        """Negative control: the order depends on the study's seed (a fixed enumeration would pass the tests above)."""
+        assert [cell_subset(3, 12, i, entropy=0) for i in range(5)] != [cell_subset(3, 12, i, entropy=1)
+                                                                         for i in range(5)]
+
+    @pytest.mark.parametrize("kw, match", [
+        pytest.param({"m": 2, "d": 4, "index": 3}, r"`index` must be below the 3 hidden subsets of the cell m=2, d=4 "
+                     r"\(C\(3, 1\)\); got index=3", id="index-past-the-cell"),
+        pytest.param({"m": 2, "d": 4, "index": -1}, r"`index` must be at least 0; got index=-1", id="negative-index"),
+        pytest.param({"m": 5, "d": 4, "index": 0}, r"d=4 is too small for m=5", id="d-below-m"),
+        pytest.param({"m": 1, "d": 4, "index": 0}, r"`m` must be at least 2; got m=1", id="one-head"),
+    ])
+    def test_bad_inputs(self, kw, match):
+        with pytest.raises(ValueError, match=match):
+            cell_subset(**kw, entropy=0)
+
+
 class TestStudy:
     def test_quick_cli_end_to_end_and_resume(self, tmp_path, capsys):
         out = tmp_path / "study"
@@ -144,6 +243,22 @@ class TestStudy:
         assert "Fitted growth in d" in text and "| 2 | 49 |" in text
         assert main(["learn-hard", "--quick", "--out", str(out), "--no-progress", "--serial"]) == 0
         assert "runs: 0 run now, 22 kept from earlier" in capsys.readouterr().out
+        # One study per directory: learn-hard with other parameters, or a scaling study, is refused first.
+        before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        assert main(["learn-hard", "--quick", "--seed", "1", "--out", str(out), "--no-progress", "--serial"]) == 2
+        assert "holds a learn-hard-study with other parameters (seed: 0 there, 1 here)" in capsys.readouterr().err
+        from learner.cli import main as learner_main
+
+        argv = ["scaling", "--m", "1", "--d", "6", "--k", "3", "--quick", "--serial", "--no-progress",
+                "--out", str(out)]
+        assert learner_main(argv) == 2
+        assert "holds a learn-hard-study (see" in capsys.readouterr().err
+        assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+        scaling_dir = tmp_path / "scaling"  # and the reverse
+        assert learner_main(argv[:-1] + [str(scaling_dir)]) == 0
+        capsys.readouterr()
+        assert main(["learn-hard", "--quick", "--out", str(scaling_dir), "--no-progress", "--serial"]) == 2
+        assert "holds a scaling-study (see" in capsys.readouterr().err
 
     @pytest.mark.parametrize("kw, match", [
         ({"ds": [3], "ms": [4]}, r"d=3 is too small for m=4: the hidden subset needs m − 1 = 3 coordinates"),
@@ -161,6 +276,9 @@ class TestStudy:
         ({"q": 2}, r"`q` must be at least 3; got q=2"),
         ({"lwr_ns": [12]}, r"the exhaustive search refuses q\^n"),
         ({"ds": []}, r"`ds` must not be empty"),
+        ({"ds": [4, 8], "ms": [2], "subsets": 4}, r"`subsets` must be at most the number of distinct hidden subsets "
+         r"of every \(m, d\) cell; the cell m=2, d=4 has C\(3, 1\) = 3; got subsets=4"),
+        ({"ds": [5, 8], "ms": [2, 3], "subsets": 5}, r"the cell m=2, d=5 has C\(4, 1\) = 4; got subsets=5"),
     ])
     def test_bad_parameters_refused_before_anything_runs(self, tmp_path, kw, match):
         out = tmp_path / "never"
@@ -172,3 +290,47 @@ class TestStudy:
         assert main(["learn-hard", "--out", str(tmp_path / "x"), "--d", "3", "--m", "4"]) == 2
         assert "d=3 is too small for m=4" in capsys.readouterr().err
         assert not (tmp_path / "x").exists()
+
+
+class TestCliBackend:
+    """``learn-hard``'s backend flags: refused in one line, exit 2, before the study starts or ``--out`` exists."""
+
+    @pytest.fixture
+    def no_study(self, monkeypatch):
+        def started(*a, **k):
+            raise AssertionError("the study must not start")
+
+        monkeypatch.setattr(learnhard, "learn_hard_study", started)
+
+    @pytest.mark.parametrize("flags, message", [
+        pytest.param(["--scheduler", ""], "error: --scheduler must be a Dask scheduler address (e.g. "
+                     "tcp://host:8786); got an empty address --scheduler ''.", id="empty-scheduler"),
+        pytest.param(["--scheduler", "  "], "error: --scheduler must be a Dask scheduler address (e.g. "
+                     "tcp://host:8786); got an empty address --scheduler '  '.", id="blank-scheduler"),
+        pytest.param(["--scheduler", "tcp://127.0.0.1:1", "--workers", "2"],
+                     "error: give at most one of --workers and --scheduler: the Dask cluster's workers are its own; "
+                     "got --workers 2 --scheduler tcp://127.0.0.1:1.", id="workers-and-scheduler"),
+        pytest.param(["--scheduler", "tcp://127.0.0.1:1", "--serial"],
+                     "error: give at most one of --scheduler and --serial.", id="serial-and-scheduler"),
+    ])
+    def test_bad_flags(self, tmp_path, capsys, no_study, flags, message):
+        out = tmp_path / "never"
+        assert main(["learn-hard", "--quick", "--out", str(out), "--no-progress", *flags]) == 2
+        assert capsys.readouterr().err == message + "\n"
+        assert not out.exists()
+
+    def test_scheduler_without_dask(self, tmp_path, capsys, monkeypatch, no_study):
+        monkeypatch.setitem(sys.modules, "dask.distributed", None)  # `import dask.distributed` raises ImportError
+        out = tmp_path / "never"
+        assert main(["learn-hard", "--quick", "--out", str(out), "--scheduler", "tcp://127.0.0.1:1"]) == 2
+        err = capsys.readouterr().err
+        assert err == "error: --scheduler needs Dask: pip install 'provable-attention[distributed]'\n"
+        assert not out.exists()
+
+    def test_too_many_subsets(self, tmp_path, capsys):
+        out = tmp_path / "never"
+        assert main(["learn-hard", "--out", str(out), "--families", "sq", "--methods", "adam", "--d", "4", "8",
+                     "--m", "2", "--subsets", "4"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: `subsets` must be at most") and "m=2, d=4 has C(3, 1) = 3; got subsets=4" in err
+        assert err.count("\n") == 1 and not out.exists()
