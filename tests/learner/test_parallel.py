@@ -306,8 +306,25 @@ class TestStreams:
         assert len(pickle.dumps(batch)) < 20_000  # the layer and a seed, not 1000 examples
 
 
+@pytest.fixture(params=["quiet", "two CPU-bound processes beside it"])
+def load(request):
+    """Nothing, or two busy-looping processes for the test's duration (a loaded 2-core machine)."""
+    if request.param == "quiet":
+        yield request.param
+        return
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield request.param
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+
+
 class TestShutdown:
-    def test_interrupted_run_ends_its_workers_and_keeps_the_diagnostics(self):
+    def test_interrupted_run_ends_its_workers_and_keeps_the_diagnostics(self, load):
+        """Interrupted in phase 4: no worker outlives the run, on a quiet machine and under load (the
+        guarantee failed once on a loaded machine: the executor's thread and ours raced to reap a worker)."""
         class StopInPhase4(LayerOracle):
             streams = 0
 
