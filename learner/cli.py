@@ -174,6 +174,8 @@ def build_parser():
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
     p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
+    p.add_argument("--summarise-only", action="store_true",
+                   help="run nothing: re-summarise the records in --out (all must be there, e.g. docs/sweeps/main)")
     p.add_argument("--out", metavar="DIR", required=True,
                    help="directory of the sweep; an interrupted sweep resumes from the records in it")
     return parser
@@ -400,7 +402,8 @@ def _scaling(args):
             provable_options=(QUICK_OPTIONS["provable"] if args.quick else {})
             | {name: value for name, value in (("max_examples", args.max_examples), ("refined_tol", args.refined_tol))
                if value is not None},
-            scheduler=args.scheduler, progress=not args.no_progress, learn_workers=args.learn_workers)
+            scheduler=args.scheduler, progress=not args.no_progress, learn_workers=args.learn_workers,
+            run=not args.summarise_only)
     except SweepLocked as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -407,7 +407,7 @@ class SweepResult:
 def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT_LOGIT_SCALE, seeds=10,
                   methods=METHODS, distribution="boolean", adam_lrs=(1e-2, 3e-2), tune_seeds=1,
                   adam_options=None, provable_options=None, success_tol=1e-3, seed=0, backend="local", workers=None,
-                  scheduler=None, progress=False, plot=True, learn_workers=None):
+                  scheduler=None, progress=False, plot=True, learn_workers=None, run=True):
     """Run the study: tune Adam's learning rate, run every method on every ``(m, seed)``, summarise, plot.
 
     Parameters
@@ -447,6 +447,10 @@ def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT
         As in :func:`run_sweep`.
     plot : bool
         Write ``scaling.png`` (needs matplotlib, the ``plot`` extra; skipped with a warning without it).
+    run : bool
+        False: run nothing, re-summarise the records in ``out`` (every run must have a finished
+        record; records of an earlier example stream are used as they are). See
+        :func:`learner.sweep.run_sweep`.
 
     Returns
     -------
@@ -487,7 +491,7 @@ def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT
 
     out = check_writable_dir("out", out)
     ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress,
-          "learn_workers": learn_workers}
+          "learn_workers": learn_workers, "run": run}
 
     parameters = {"ms": ms, "d": d, "k": ks, "settings": [list(st) for st in settings], "logit_scale": logit_scale,
                   "seeds": seeds, "methods": methods, "distribution": distribution, "adam_lrs": adam_lrs,

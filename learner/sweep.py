@@ -415,6 +415,35 @@ def record_problem(rec, rules):
     return None
 
 
+def _recorded(specs, runs, ids):
+    """``run=False``: the finished records of ``specs`` as they are, or a ValueError counting the missing ones."""
+    done, missing, older = {}, [], 0
+    for spec in specs:
+        path = runs / f"{spec.run_id}.json"
+        rec = _read_record(path, spec.RECORD_KIND, spec.RECORD_SCHEMA) if path.exists() else None
+        rules = getattr(spec, "record_rules", None)
+        problem = rules and rec is not None and record_problem(rec, rules(rec))
+        if problem:
+            log.warning("ignoring invalid record %s (%s)", path, problem)
+            rec = None
+        if rec is not None and rec["spec"] != json.loads(json.dumps(spec.to_dict())):
+            raise ValueError(f"{path} records another specification ({rec['spec']}) than this sweep's "
+                             f"({spec.to_dict()}); give the parameters it was run with.")
+        if rec is None or rec.get("outcome") != "finished":
+            missing.append(spec.run_id)
+            continue
+        older += rec.get("example_stream", 1) != spec.example_stream
+        done[spec.run_id] = rec
+    if missing:
+        raise ValueError(f"{len(missing)} of {len(specs)} runs have no finished record in {runs} (e.g. "
+                         f"{', '.join(missing[:3])}); nothing was run. Give the parameters the records were run "
+                         "with, or run without the summarise-only option to complete them.")
+    if older:
+        log.info("%d of %d records were drawn from an earlier example stream; summarised as they are", older,
+                 len(specs))
+    return [done[i] for i in ids], {"ran": 0, "skipped": len(specs)}
+
+
 @contextlib.contextmanager
 def _sigint_deferred():
     """Ignore SIGINT inside the block (main thread only; elsewhere nothing changes); the handler comes back after."""
@@ -445,8 +474,13 @@ def _read_record(path, kind, schema):
     return rec
 
 
-def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, progress=False, learn_workers=None):
+def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, progress=False, learn_workers=None,
+              run=True):
     """Run the specifications not yet finished in ``out/runs/`` and return every record, in ``specs`` order.
+
+    With ``run=False`` nothing runs: the records found are returned as they are (those of an
+    earlier example stream included, with a note in the log), and a specification without a
+    finished record is a ValueError counting them — for re-summarising a directory of records.
 
     Parameters
     ----------
@@ -502,13 +536,15 @@ def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, prog
         raise ValueError(f"`specs` must have distinct run ids; {dup!r} appears twice.")
     with sweep_lock(out):
         return _run_locked(specs, Path(out), ids, backend=backend, workers=workers, scheduler=scheduler,
-                           progress=progress, learn_workers=learn_workers)
+                           progress=progress, learn_workers=learn_workers, run=run)
 
 
-def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn_workers):
+def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn_workers, run=True):
     from .io import write_json
 
     runs = out / "runs"
+    if not run:
+        return _recorded(specs, runs, ids)
     runs.mkdir(parents=True, exist_ok=True)
     done, todo = {}, []
     for spec in specs:

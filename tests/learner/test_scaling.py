@@ -513,3 +513,31 @@ class TestRecordValidation:
             # Nothing edited reaches the summary: the repeated run gives the first one's figures (times aside).
             untimed = lambda rows: [{k: v for k, v in r.items() if k != "median_seconds"} for r in rows]
             assert untimed(again.summary["rows"]) == untimed(first.summary["rows"]), name
+
+
+class TestSummariseOnly:
+    def test_committed_records_are_resummarised_without_running(self, tmp_path, capsys):
+        """The README's command on a copy of docs/sweeps/main: the committed summary again, nothing run."""
+        import shutil
+        from pathlib import Path
+
+        src = Path(__file__).resolve().parents[2] / "docs" / "sweeps" / "main"
+        out = tmp_path / "main"
+        shutil.copytree(src, out)
+        before = {p.name: p.read_bytes() for p in (out / "runs").glob("*.json")}
+        assert main(["scaling", "--summarise-only", "--no-progress", "--out", str(out)]) == 0
+        assert "runs: 0 run now, 110 kept from earlier" in capsys.readouterr().out
+        assert (out / "summary.md").read_text() == (src / "summary.md").read_text()
+        assert {p.name: p.read_bytes() for p in (out / "runs").glob("*.json")} == before
+
+    def test_missing_records_are_counted_and_nothing_runs(self, tmp_path, capsys):
+        argv = ["scaling", "--m", "1", "2", "--d", "6", "--k", "3", "--seeds", "2", "--methods", "adam",
+                "--adam-lr", "0.03", "--quick", "--serial", "--no-progress", "--out", str(tmp_path)]
+        assert main(argv + ["--summarise-only"]) == 2
+        err = capsys.readouterr().err
+        assert "4 of 4 runs have no finished record" in err and "nothing was run" in err
+        assert not list(tmp_path.glob("runs/*.json"))
+        assert main(argv) == 0  # control: run them, then the summary alone works
+        capsys.readouterr()
+        assert main(argv + ["--summarise-only"]) == 0
+        assert "runs: 0 run now, 4 kept from earlier" in capsys.readouterr().out
