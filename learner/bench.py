@@ -438,6 +438,8 @@ class ParallelBench:
     parallel_seconds: float
     startup_seconds: float
     identical: bool
+    #: The BLAS threads of each side: like for like, one thread in this process as in every worker.
+    blas: str = ""
 
     @property
     def speedup(self):
@@ -456,8 +458,10 @@ class ParallelBench:
             (f"  {self.workers} local workers          {self.parallel_seconds:8.2f} s   "
              f"{self.examples / self.parallel_seconds:>12,.0f} examples/s   "
              f"({self.per_worker_per_s:,.0f} per worker)"),
-            (f"  speed-up {self.speedup:.2f}x (target >= 1.6 with 2 workers on 2 cores); pool start-up "
-             f"{self.startup_seconds:.2f} s, once per learn() call, not included; constraints identical: {self.identical}"),
+            (f"  speed-up {self.speedup:.2f}x (target >= 1.6 with 2 workers on 2 cores; at most {self.workers}x for "
+             f"this like-for-like comparison); pool start-up {self.startup_seconds:.2f} s, once per learn() call, "
+             f"not included; constraints identical: {self.identical}"),
+            f"  compared: {self.blas}",
         ])
 
     def to_dict(self):
@@ -507,13 +511,18 @@ def run_parallel_benchmark(m=4, d=12, k=2, *, workers=2, batch=100_000, batches=
 
         def timed(name, pool):
             def run():
-                results[name] = phase(pool)
+                # Like for like: this process computes with one BLAS thread, as every worker does (with the
+                # default threads a loaded machine oversubscribed and printed "speed-ups" of 6-10x).
+                with blas_threads(1):
+                    results[name] = phase(pool)
             return run
 
         t_serial, t_parallel = _interleaved_medians([timed("serial", serial), timed("parallel", pool)], repeat)
+        with blas_threads(1) as how:
+            blas = f"{how} in this process; one BLAS thread in each worker (learner.parallel.WORKER_ENV)"
     a, b = results["serial"], results["parallel"]
     identical = bool(np.array_equal(a.A, b.A) and np.array_equal(a.b, b.b) and a.n_examples == b.n_examples == examples)
-    return ParallelBench(m, d, k, workers, batch, examples, repeat, t_serial, t_parallel, startup, identical)
+    return ParallelBench(m, d, k, workers, batch, examples, repeat, t_serial, t_parallel, startup, identical, blas)
 
 
 def _noop(i):

@@ -113,6 +113,23 @@ class TestParallelBenchmark:
         assert r.speedup == r.serial_seconds / r.parallel_seconds  # a ratio of medians, no target asserted here
         assert "speed-up" in r.table() and "per worker" in r.table()
 
+    def test_this_process_computes_with_one_blas_thread_as_the_workers(self, monkeypatch):
+        """Like for like: the serial side runs inside blas_threads(1), and the output says what was compared."""
+        import learner.bench as bench
+
+        entered = []
+        real = bench.blas_threads
+
+        def spy(n):
+            entered.append(n)
+            return real(n)
+
+        monkeypatch.setattr(bench, "blas_threads", spy)
+        r = bench.run_parallel_benchmark(2, 8, 2, batch=2000, batches=2, repeat=1, rng=0)
+        assert entered and set(entered) == {1}  # both timed sides, and the description
+        assert "one BLAS thread in each worker" in r.blas and "compared: " in r.table()
+        assert f"at most {r.workers}x for this like-for-like comparison" in r.table()
+
     def test_one_worker_is_refused(self):
         from learner.bench import run_parallel_benchmark
 
