@@ -126,6 +126,28 @@ def ignore_sigint():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+#: Seconds between a local worker's checks that the process that started it is still there.
+PARENT_CHECK_SECONDS = 1.0
+
+
+def _exit_with_parent(parent_pid):
+    while True:
+        time.sleep(PARENT_CHECK_SECONDS)
+        if os.getppid() != parent_pid:  # re-parented: the run's process is gone (e.g. killed with SIGKILL)
+            os._exit(0)
+
+
+def init_worker(parent_pid):
+    """Initializer of local-pool workers: Ctrl-C ignored (:func:`ignore_sigint`), and the worker ends
+    itself within :data:`PARENT_CHECK_SECONDS` of its parent's death — a parent killed outright
+    (SIGKILL, the OOM killer) cannot stop its workers, and loky's idle workers would otherwise
+    outlive it (measured: orphans still alive 14 min later)."""
+    import threading
+
+    ignore_sigint()
+    threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True, name="exit-with-parent").start()
+
+
 @contextlib.contextmanager
 def _sigint_ignored():
     """Ignore SIGINT while processes are started: they inherit the disposition, and Python keeps an ignored
@@ -157,7 +179,8 @@ def local_pool(workers):
     from loky import ProcessPoolExecutor
 
     with worker_env(), _sigint_ignored():
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=ignore_sigint, env=dict(WORKER_ENV))
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=init_worker, initargs=(os.getpid(),),
+                                   env=dict(WORKER_ENV))
         pool.submit(_noop)  # the first submit starts every process (fork + exec, in this call)
     return pool
 

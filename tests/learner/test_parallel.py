@@ -15,6 +15,7 @@ import pytest
 from learner import LayerOracle, LearnConfig, learn, random_layer
 from learner.learn import LearnInterrupted
 from learner.oracle import ArraySource, ExamplesExhausted, batch_sizes
+from learner import parallel
 from learner.parallel import Workers, _Done
 from learner.phases import crude_sculpt, crude_sum_w, refined_sculpt
 from learner.scaling import comparable
@@ -347,6 +348,23 @@ class TestShutdown:
         assert "4_refined_sculpt" not in result.diagnostics
         assert result.execution["backend"] == "local"
         assert _no_children(before) == []
+
+    def test_workers_end_when_their_parent_is_killed_outright(self):
+        """SIGKILL (or the OOM killer) gives the parent no chance to stop its pool: the workers end themselves."""
+        code = ("import sys, time\nfrom learner.parallel import local_pool, pool_pids\n"
+                "pool = local_pool(2)\nprint(*pool_pids(pool), flush=True)\ntime.sleep(600)\n")
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        try:
+            pids = [int(p) for p in proc.stdout.readline().split()]
+            assert len(pids) == 2 and all(os.path.exists(f"/proc/{pid}") for pid in pids)
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+        end = time.monotonic() + 10 * parallel.PARENT_CHECK_SECONDS + 5
+        while any(os.path.exists(f"/proc/{pid}") and not _zombie(pid) for pid in pids) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not any(os.path.exists(f"/proc/{pid}") and not _zombie(pid) for pid in pids), "an orphaned worker"
 
     def test_ctrl_c_on_the_cli_ends_the_workers(self, tmp_path):
         """A real `learner learn --workers 2`, interrupted by SIGINT to its process group once its pool exists."""
