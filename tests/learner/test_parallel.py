@@ -159,7 +159,9 @@ print("RECORD " + json.dumps({"backend": backend, "record": comparable(record)},
 class TestPlainScripts:
     """`learn(..., workers=2)` from wherever Python starts: a script without a main guard, stdin, `-c`."""
 
-    @pytest.mark.parametrize("how", ["script file", "standard input", "-c"])
+    # The script file by default; standard input and -c (the same pool, ~6 s each) with -m slow.
+    @pytest.mark.parametrize("how", ["script file", pytest.param("standard input", marks=pytest.mark.slow),
+                                     pytest.param("-c", marks=pytest.mark.slow)])
     def test_gives_the_serial_result(self, how, tmp_path):
         assert PLAIN_SCRIPT.count("workers=2") == 1 and "__main__" not in PLAIN_SCRIPT
         env = os.environ | {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -307,7 +309,7 @@ class TestStreams:
         assert len(pickle.dumps(batch)) < 20_000  # the layer and a seed, not 1000 examples
 
 
-@pytest.fixture(params=["quiet", "two CPU-bound processes beside it"])
+@pytest.fixture(params=["quiet", pytest.param("two CPU-bound processes beside it", marks=pytest.mark.slow)])
 def load(request):
     """Nothing, or two busy-looping processes for the test's duration (a loaded 2-core machine)."""
     if request.param == "quiet":
@@ -349,6 +351,7 @@ class TestShutdown:
         assert result.execution["backend"] == "local"
         assert _no_children(before) == []
 
+    @pytest.mark.slow
     def test_workers_end_when_their_parent_is_killed_outright(self):
         """SIGKILL (or the OOM killer) gives the parent no chance to stop its pool: the workers end themselves."""
         code = ("import sys, time\nfrom learner.parallel import local_pool, pool_pids\n"

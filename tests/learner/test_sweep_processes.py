@@ -57,6 +57,7 @@ def _records(out):
 
 
 class TestRealProcesses:
+    @pytest.mark.slow  # ~20 s; the default run keeps SIGTERM's and three Ctrl-Cs' tests with real processes
     def test_second_writer_refused_ctrl_c_keeps_finished_runs_and_resume_completes(self, tmp_path):
         out = tmp_path / "sweep"
         # Its own group, as a shell job is, with SIGINT as an interactive shell leaves it (a test run started

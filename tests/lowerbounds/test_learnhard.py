@@ -243,6 +243,12 @@ class TestStudy:
         assert "Fitted growth in d" in text and "| 2 | 49 |" in text
         assert main(["learn-hard", "--quick", "--out", str(out), "--no-progress", "--serial"]) == 0
         assert "runs: 0 run now, 22 kept from earlier" in capsys.readouterr().out
+
+    @pytest.mark.slow  # a quick learn-hard and a quick scaling study (~10 s); claim_study's unit tests run by default
+    def test_one_study_per_directory_both_ways(self, tmp_path, capsys):
+        out = tmp_path / "study"
+        assert main(["learn-hard", "--quick", "--out", str(out), "--no-progress", "--serial"]) == 0
+        capsys.readouterr()
         # One study per directory: learn-hard with other parameters, or a scaling study, is refused first.
         before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
         assert main(["learn-hard", "--quick", "--seed", "1", "--out", str(out), "--no-progress", "--serial"]) == 2
