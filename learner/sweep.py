@@ -415,20 +415,27 @@ def record_problem(rec, rules):
     return None
 
 
+def _checked_record(spec, runs, invalid_then, other_spec_hint):
+    """``spec``'s record in ``runs`` if it exists and passes the spec's ``record_rules`` (else None, with a
+    warning naming the file and field), or a ValueError when it records another specification."""
+    path = runs / f"{spec.run_id}.json"
+    rec = _read_record(path, spec.RECORD_KIND, spec.RECORD_SCHEMA) if path.exists() else None
+    rules = getattr(spec, "record_rules", None)
+    problem = rules and rec is not None and record_problem(rec, rules(rec))
+    if problem:
+        log.warning("ignoring invalid record %s (%s)%s", path, problem, invalid_then)
+        rec = None
+    if rec is not None and rec["spec"] != json.loads(json.dumps(spec.to_dict())):
+        raise ValueError(f"{path} records another specification ({rec['spec']}) than this sweep's "
+                         f"({spec.to_dict()}); {other_spec_hint}.")
+    return rec
+
+
 def _recorded(specs, runs, ids):
     """``run=False``: the finished records of ``specs`` as they are, or a ValueError counting the missing ones."""
     done, missing, older = {}, [], 0
     for spec in specs:
-        path = runs / f"{spec.run_id}.json"
-        rec = _read_record(path, spec.RECORD_KIND, spec.RECORD_SCHEMA) if path.exists() else None
-        rules = getattr(spec, "record_rules", None)
-        problem = rules and rec is not None and record_problem(rec, rules(rec))
-        if problem:
-            log.warning("ignoring invalid record %s (%s)", path, problem)
-            rec = None
-        if rec is not None and rec["spec"] != json.loads(json.dumps(spec.to_dict())):
-            raise ValueError(f"{path} records another specification ({rec['spec']}) than this sweep's "
-                             f"({spec.to_dict()}); give the parameters it was run with.")
+        rec = _checked_record(spec, runs, "", "give the parameters it was run with")
         if rec is None or rec.get("outcome") != "finished":
             missing.append(spec.run_id)
             continue
@@ -549,15 +556,8 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn
     done, todo = {}, []
     for spec in specs:
         path = runs / f"{spec.run_id}.json"
-        rec = _read_record(path, spec.RECORD_KIND, spec.RECORD_SCHEMA) if path.exists() else None
-        rules = getattr(spec, "record_rules", None)
-        problem = rules and rec is not None and record_problem(rec, rules(rec))
-        if problem:
-            log.warning("ignoring invalid record %s (%s); its run is repeated", path, problem)
-            rec = None
-        if rec is not None and rec["spec"] != json.loads(json.dumps(spec.to_dict())):
-            raise ValueError(f"{path} records another specification ({rec['spec']}) than this sweep's "
-                             f"({spec.to_dict()}); use a new `out` directory or the same parameters.")
+        rec = _checked_record(spec, runs, "; its run is repeated",
+                              "use a new `out` directory or the same parameters")
         stream = spec.example_stream
         if rec is not None and rec.get("example_stream", 1) != stream:
             log.info("%s was drawn from example stream %s; this version draws stream %s: run again",
