@@ -200,7 +200,9 @@ def kill_pool(pool):
     first). loky's executor kills its workers itself (``shutdown(kill_workers=True)``); for the standard
     library's, the processes are killed here (Python >= 3.14 has ``kill_workers()``)."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
-    if "kill_workers" in getattr(pool.shutdown, "__code__", _noop.__code__).co_varnames:  # loky
+    from loky import ProcessPoolExecutor as LokyExecutor
+
+    if isinstance(pool, LokyExecutor):
         for proc in procs:
             with contextlib.suppress(Exception):
                 proc.kill()
