@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import check_int
+from .parallel import _sigint_ignored
 from .parallel import kill_pool as _kill_pool
 
 __all__ = [
@@ -451,22 +452,6 @@ def _recorded(specs, runs, ids):
     return [done[i] for i in ids], {"ran": 0, "skipped": len(specs)}
 
 
-@contextlib.contextmanager
-def _sigint_deferred():
-    """Ignore SIGINT inside the block (main thread only; elsewhere nothing changes); the handler comes back after."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def _read_record(path, kind, schema):
     try:
         rec = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -589,7 +574,7 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn
         # Keep every run that finished, including those that finished while we were interrupted, then end
         # the workers without waiting for the runs in flight. Further Ctrl-Cs (a user pressing it again)
         # must not cut this short: they are ignored until the records are saved.
-        with _sigint_deferred():
+        with _sigint_ignored():
             late = [(spec, rec) for spec, rec in runner.finished() if spec.run_id not in saved]
             runner.stop()
             for spec, rec in late:
