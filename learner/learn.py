@@ -169,8 +169,11 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
     (``diagnostics["0_setting"]["refined_tol_chosen"]``, one per round), and
     are kept. The forecast of every round is in
     ``diagnostics["4_refined_sculpt"]`` (``forecast``, ``tol_chosen``,
-    ``forecast_ratio`` = examples drawn / forecast, and ``rounds``; a WARNING is
-    logged when the ratio leaves [1/3, 3]). When the forecast exceeds
+    ``forecast_ratio`` = examples drawn / forecast, ``examples_at_target`` (the
+    example whose constraint reached the target), ``needed_ratio`` = that /
+    forecast, and ``rounds``; a WARNING is logged when ``needed_ratio`` leaves
+    [1/3, 3]: the examples drawn are whole batches, so only the needed ones
+    test a forecast below a batch). When the forecast exceeds
     ``max_examples`` the run stops there with ``success=False``,
     ``status="budget"`` and a message giving the forecast, the budget, the time
     and what would make it fit.
@@ -352,7 +355,9 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
             censored = p4.count < target4
             rounds4.append({"round": r, "tol": p4.tol, "examples": p4.n_examples, "pilot_examples": fc.n_examples,
                             "predicted_examples": diag["4_refined_sculpt"]["forecast"]["predicted_examples"],
-                            "forecast_ratio": diag["4_refined_sculpt"]["forecast_ratio"], "censored": censored})
+                            "forecast_ratio": diag["4_refined_sculpt"]["forecast_ratio"],
+                            "examples_at_target": p4.examples_at_target,
+                            "needed_ratio": diag["4_refined_sculpt"]["needed_ratio"], "censored": censored})
             diag["4_refined_sculpt"]["rounds"] = rounds4
             diag["0_setting"]["refined_tol_chosen"] = [row["tol"] for row in rounds4]
             phases["4_refined_sculpt"] = p4
@@ -362,12 +367,11 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
                 state["forecast_time"] = fc.time_message()
                 log.info("phase 4: %s; %s", fc.budget_message(), state["forecast_time"])
                 return done("budget", fc.budget_message())
-            ratio = p4.forecast_ratio
-            # One batch is the smallest draw: a forecast below it cannot be missed by drawing it (m = 1).
-            if not censored and p4.n_examples > cfg.batch and not 1 / 3 <= ratio <= 3:
-                log.warning("phase 4 (round %d): drew %s examples, %.3g times the pilot's forecast of %.3g "
-                            "(outside [1/3, 3]: the forecast missed)", r + 1, f"{p4.n_examples:,}", ratio,
-                            fc.predicted_examples)
+            ratio = p4.needed_ratio  # the examples up to the target's, not the whole batches drawn
+            if ratio is not None and not 1 / 3 <= ratio <= 3:
+                log.warning("phase 4 (round %d): reached the target at example %s, %.3g times the pilot's "
+                            "forecast of %.3g (outside [1/3, 3]: the forecast missed)", r + 1,
+                            f"{p4.examples_at_target:,}", ratio, fc.predicted_examples)
             if p4.count < d * d:
                 return done("4_refined_sculpt", f"only {p4.count} constraints from {p4.n_examples:,} examples; "
                             f"the hull needs at least d²={d * d} (raise max_examples or loosen refined_tol).")

@@ -76,6 +76,9 @@ class Constraints:
     p_token: np.ndarray | None = None
     p_ref: np.ndarray | None = None
     forecast: object | None = None
+    #: The examples drawn up to and including the one whose constraint reached the target (ours; None when
+    #: the target was not reached): what the phase needed, where ``n_examples`` is rounded up to whole batches.
+    examples_at_target: int | None = None
 
     @property
     def forecast_ratio(self):
@@ -85,6 +88,16 @@ class Constraints:
             return None
         predicted = self.forecast.predicted_examples
         return self.n_examples / predicted if predicted > 0 else float("inf")
+
+    @property
+    def needed_ratio(self):
+        """Examples needed for the target (:attr:`examples_at_target`) over the pilot's forecast: the
+        forecast's own error, which ``forecast_ratio`` hides where one batch held the target (None without a
+        forecast or when the target was not reached)."""
+        if self.forecast is None or self.examples_at_target is None:
+            return None
+        predicted = self.forecast.predicted_examples
+        return self.examples_at_target / predicted if predicted > 0 else float("inf")
 
     @property
     def count(self):
@@ -110,8 +123,10 @@ class Constraints:
             out["forecast"] = self.forecast.to_dict()
             out["tol_chosen"] = {"tol": self.forecast.tol, "fixed": self.forecast.fixed,
                                  "threshold": self.forecast.threshold, "model_ok": self.forecast.model_ok}
-            ratio = self.forecast_ratio
-            out["forecast_ratio"] = ratio if ratio is not None and np.isfinite(ratio) else None
+            for name in ("forecast_ratio", "needed_ratio"):
+                ratio = getattr(self, name)
+                out[name] = ratio if ratio is not None and np.isfinite(ratio) else None
+        out["examples_at_target"] = self.examples_at_target
         return out
 
 
@@ -330,12 +345,15 @@ def fit_patterns(X, Y, w_sum):
     return tuple(np.concatenate(col) for col in zip(*parts))
 
 
-def certify_rows(X, Y, w_sum, *, tol, min_weight, screen=True):
+def certify_rows(X, Y, w_sum, *, tol, min_weight, screen=True, with_example=False):
     """Certify rows of a batch and turn them into constraints.
 
     Returns ``(A, b, residual, p_token, p_ref, rows_certified)``: one constraint
     per used token ``j`` of a certified row, with its row's residual and the
-    fitted weights ``p_j`` and ``p_{j0}``.
+    fitted weights ``p_j`` and ``p_{j0}``, in the order of the examples. With
+    ``with_example`` the index of each constraint's example in ``X`` comes
+    before ``rows_certified`` (phases 2 and 4 use it to count the examples that
+    reached their target).
 
     With ``screen`` (the default; ours) every row is first fitted in float32 and
     only the examples with a row that might pass (:func:`_screen_margins` bounds
@@ -379,7 +397,8 @@ def certify_rows(X, Y, w_sum, *, tol, min_weight, screen=True):
         parts.append((ii + block.start if isinstance(block, slice) else block[ii], aa, p, res[ii, aa]))
     ii, aa, p, row_res = (np.concatenate(col) for col in zip(*parts))
     if ii.size == 0:
-        return np.empty((0, d * d)), np.empty(0), np.empty(0), np.empty(0), np.empty(0), 0
+        return (np.empty((0, d * d)), np.empty(0), np.empty(0), np.empty(0), np.empty(0),
+                *((np.empty(0, dtype=np.intp),) if with_example else ()), 0)
     j0 = p.argmax(axis=1)
     p0 = p[np.arange(ii.size), j0]
     use = (p >= min_weight) & (np.arange(p.shape[1])[None, :] != j0[:, None])
@@ -389,14 +408,15 @@ def certify_rows(X, Y, w_sum, *, tol, min_weight, screen=True):
     p_ref = np.broadcast_to(p0[:, None], use.shape)[use]
     rhs_b = np.log(p[use] / p_ref)
     resid = np.broadcast_to(row_res[:, None], use.shape)[use]
-    return rows, rhs_b, resid, p[use], p_ref, int(ii.size)
+    example = (np.broadcast_to(ii[:, None], use.shape)[use],) if with_example else ()
+    return rows, rhs_b, resid, p[use], p_ref, *example, int(ii.size)
 
 
 def certify_batch(batch, w_sum, tol, min_weight):
     """A worker's reduction of phases 2 and 4: the constraint block of one batch's certified rows,
     the number of rows certified, and the rows seen (never the examples)."""
     X, Y = batch.examples()
-    *block, certified = certify_rows(X, Y, w_sum, tol=tol, min_weight=min_weight)
+    *block, certified = certify_rows(X, Y, w_sum, tol=tol, min_weight=min_weight, with_example=True)
     return block, certified, X.shape[0] * X.shape[1]
 
 
@@ -419,7 +439,8 @@ def pilot_batch(batch, w_sum, tols, min_weight):
         for s in range(0, max(n, 1), SCREEN_CHUNK)]))
     # The float64 fit of an example does not depend on the others (certify_rows relies on it too).
     Xc, Yc = X[keep], Y[keep]
-    *block, _ = certify_rows(Xc, Yc, w_sum, tol=loosest, min_weight=min_weight)
+    *block, _ = certify_rows(Xc, Yc, w_sum, tol=loosest, min_weight=min_weight, with_example=True)
+    block[-1] = keep[block[-1]]  # the example's index in the batch, not among the screened ones
     rows = tuple(int(certify_rows(Xc, Yc, w_sum, tol=t, min_weight=min_weight)[-1]) for t in tols)
     return block, rows, n * X.shape[1]
 
@@ -467,8 +488,13 @@ def _sculpt_on(source, w_sum, *, tol, min_weight, target, max_examples, batch, t
     # The tolerance batches are certified at, read when each task is formed: the pilot's tuple of tolerances
     # until the forecast settles, then the chosen one (batches already in flight are filtered on arrival).
     tols = tuple(sorted(set(pilot["candidates"]) | ({tol} if tol is not None else set()))) if pilot else None
-    state = {"tol": tol if pilot is None else tols, "forecast": None}
+    state = {"tol": tol if pilot is None else tols, "forecast": None, "at_target": None}
     pilot_blocks = []
+
+    def reach(block, before):
+        """Note the example of the block (merged after ``before`` examples) whose constraint reaches the target."""
+        if state["at_target"] is None and count + block[1].shape[0] >= target:
+            state["at_target"] = before + int(block[-1][target - count - 1]) + 1 if target > count else before
 
     def settle(fc):
         """Keep the pilot's constraints below the chosen tolerance, up to where a direct run would stop."""
@@ -479,6 +505,7 @@ def _sculpt_on(source, w_sum, *, tol, min_weight, target, max_examples, batch, t
         at = tols.index(fc.tol)
         for pb, pc, pn in pilot_blocks:
             kept = _below(pb, fc.tol)
+            reach(kept, drawn)
             parts.append(kept)
             count += kept[1].shape[0]
             certified += pc[at]
@@ -519,6 +546,7 @@ def _sculpt_on(source, w_sum, *, tol, min_weight, target, max_examples, batch, t
                             continue
                         # Computed ahead at the pilot's tolerances: the rows below the chosen one are what it gives.
                         block, c = _below(block, state["tol"]), c[tols.index(state["tol"])]
+                    reach(block, drawn)
                     drawn += rows // source.k
                     seen += rows
                     parts.append(block)
@@ -542,15 +570,15 @@ def _sculpt_on(source, w_sum, *, tol, min_weight, target, max_examples, batch, t
     if pilot is not None and forecast is not None:
         tol = forecast.tol
     d = w_sum.shape[0]
-    if parts:
-        A, b, r, pj, p0 = (np.concatenate(col) for col in zip(*parts))
+    if parts:  # the last column, each constraint's example, only served to find the target's example
+        A, b, r, pj, p0 = (np.concatenate(col) for col in list(zip(*parts))[:5])
     else:
         A, b, r, pj, p0 = np.empty((0, d * d)), np.empty(0), np.empty(0), np.empty(0), np.empty(0)
     errors = None
     if truth is not None:
         errors = np.abs(A @ truth.thetas.reshape(truth.m, -1).T - b[:, None]).max(axis=1) if b.size else np.empty(0)
     return Constraints(A, b, r, drawn, seen, certified, tol, min_weight, time.perf_counter() - t0, errors, pj, p0,
-                       forecast)
+                       forecast, state["at_target"])
 
 
 def crude_sculpt(source, w_sum, *, tol=0.05, min_weight=0.1, target=192, max_examples=20_000_000,

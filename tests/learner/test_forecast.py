@@ -188,13 +188,13 @@ class TestRefinedSculptPilot:
         direct = self._run(tol=fc.tol)
         for name in ("A", "b", "residual", "p_token", "p_ref"):
             np.testing.assert_array_equal(getattr(piloted, name), getattr(direct, name), err_msg=name)
-        assert (piloted.n_examples, piloted.rows_seen, piloted.rows_certified) == \
-               (direct.n_examples, direct.rows_seen, direct.rows_certified)
+        assert (piloted.n_examples, piloted.rows_seen, piloted.rows_certified, piloted.examples_at_target) == \
+               (direct.n_examples, direct.rows_seen, direct.rows_certified, direct.examples_at_target)
         # Negative control: the pilot's tolerance is not the chosen one, and a run there differs.
         assert self._run(tol=0.03).count != direct.count or self._run(tol=0.03).n_examples != direct.n_examples
         summary = piloted.summary()
         assert summary["tol_chosen"]["tol"] == 0.015 and summary["forecast"]["tol"] == 0.015
-        assert 1 / 3 <= summary["forecast_ratio"] <= 3
+        assert 1 / 3 <= summary["forecast_ratio"] <= 3 and 1 / 3 <= summary["needed_ratio"] <= 3
 
     def test_fixed_tol_is_kept(self):
         out = self._run(tol=0.02, pilot=True, n=2)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from learner import AttentionLayer, enumerate_cube, min_norm_point, random_layer
+from learner import AttentionLayer, enumerate_cube, min_norm_point, random_layer, sample_inputs
 from learner.bench import fit_patterns_solve
 from learner.oracle import ArraySource, LayerOracle
 from learner.phases import (
@@ -16,7 +16,9 @@ from learner.phases import (
     resolve_config,
     search_heads,
 )
-from learner.phases.sculpt import Constraints, certification_premise, fit_patterns
+from learner.phases import refine_sum as refine_module
+from learner.phases.refine_sum import vertex_residuals
+from learner.phases.sculpt import Constraints, certification_premise, certify_rows, fit_patterns
 from learner.metrics import match_heads
 from learner.phases.search import (
     _exhaustive,
@@ -76,6 +78,27 @@ class TestSculpt:
         c = refined_sculpt(LayerOracle(planted, 4, rng=3), planted.ws.sum(0), target=100)
         assert np.linalg.matrix_rank(c.A) == 64
 
+    @pytest.mark.parametrize("pilot", [False, True])
+    @pytest.mark.parametrize("target", [40, 400])  # inside the first batch (~170 per batch), and in the third
+    def test_examples_at_target_is_the_first_prefix_that_reaches_it(self, planted, pilot, target):
+        X = sample_inputs(30_000, 4, 8, rng=7)
+        Y, w = planted(X), planted.ws.sum(0) * 1.003
+        c = refined_sculpt(ArraySource(X, Y), w, tol=0.03, min_weight=0.02, target=target, batch=4_000, pilot=pilot,
+                           n=3)
+        # The reference: certify the examples one prefix at a time, serially, at the tolerance the phase used.
+        per_example = np.bincount(
+            certify_rows(X, Y, w, tol=c.tol, min_weight=0.02, with_example=True)[5], minlength=X.shape[0])
+        first = int(np.searchsorted(np.cumsum(per_example), target)) + 1
+        assert c.examples_at_target == first
+        assert c.n_examples % 4_000 == 0 and c.n_examples >= first  # whole batches were drawn
+        if pilot:
+            assert c.needed_ratio == pytest.approx(first / c.forecast.predicted_examples)
+
+    def test_examples_at_target_is_none_when_the_budget_ends_first(self, planted):
+        c = refined_sculpt(LayerOracle(planted, 4, rng=3), planted.ws.sum(0), target=10**6, max_examples=8_000,
+                           batch=4_000)
+        assert c.count < 10**6 and c.examples_at_target is None and c.summary()["examples_at_target"] is None
+
 
 class TestFitPatterns:
     @pytest.mark.parametrize(("m", "d", "k"), [(3, 12, 2), (3, 16, 3), (2, 8, 4), (2, 12, 6)], ids=str)
@@ -134,6 +157,30 @@ class TestRefineSumW:
         est = refine_sum_w(oracle, crude.w_sum, star, n_samples=200_000, truth=planted)
         # Measured ~2e-3 with 4e5 examples; 2e5 examples leave a few times more noise.
         assert est.error < 0.02 < crude.error
+
+    @staticmethod
+    def _dense_residuals(X, Y, w_sum):
+        """Every row against every token, on the whole sample at once: the reference."""
+        B = X @ w_sum
+        D = np.linalg.norm(Y[:, :, None, :] - B[:, None, :, :], axis=3)  # (n, a, j)
+        return D / np.linalg.norm(Y, axis=2)[:, :, None]
+
+    def test_vertex_residuals_match_the_dense_computation(self, planted, monkeypatch):
+        X = sample_inputs(3000, 4, 8, rng=5)
+        Y, w = planted(X), planted.ws.sum(axis=0) * 1.01
+        R = self._dense_residuals(X, Y, w)
+        monkeypatch.setattr(refine_module, "VERTEX_CHUNK", 700)  # several blocks and a short last one
+        j, res = vertex_residuals(X, Y, w)
+        np.testing.assert_array_equal(j, R.argmin(axis=2))
+        # Tolerance: the expanded square ‖y‖² − 2y·b + ‖b‖² has an absolute error ~1e-16·‖y‖², i.e. ~1e-16/res²
+        # relative in res; every residual here is above 1e-3 (the sum is 1 % off).
+        np.testing.assert_allclose(res, R.min(axis=2), rtol=1e-7)
+        pick = np.random.default_rng(1).integers(0, 4, size=(3000, 4))
+        j2, res2 = vertex_residuals(X, Y, w, pick=pick)
+        np.testing.assert_array_equal(j2, pick)
+        np.testing.assert_allclose(res2, np.take_along_axis(R, pick[..., None], axis=2)[..., 0], rtol=1e-7)
+        # Negative control: the given tokens are not the nearest ones, so their residuals are larger somewhere.
+        assert (res2 > res + 1e-3).any()
 
 
 class TestEstimateSpan:
