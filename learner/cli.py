@@ -111,6 +111,9 @@ def build_parser():
                         "(default auto: every core; not with --scheduler). The result does not depend on it")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="compute the batches on this Dask scheduler instead (extra `distributed`)")
+    p.add_argument("--blas-threads", type=_blas_threads, default=1,
+                   help="BLAS threads of this process in the phases it computes alone (default 1; 'default' "
+                        "leaves numpy's own setting); workers always have one")
     p.add_argument("--json", metavar="FILE", help="also write the run's record as JSON")
     p.set_defaults(seed=0)
 
@@ -249,7 +252,7 @@ def _learn(args):
     try:
         result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth,
                        progress=False if args.no_progress else None,
-                       workers=workers, scheduler=args.scheduler)
+                       workers=workers, scheduler=args.scheduler, blas_threads=args.blas_threads)
     except LearnInterrupted as exc:
         print(exc.result.report())
         print(f"\ninterrupted: {exc.result.message}", file=sys.stderr)
@@ -261,7 +264,11 @@ def _learn(args):
     ex = result.execution
     rates = ", ".join(f"{name} {p['examples_per_second']:,.0f}" for name, p in ex.get("phases", {}).items()
                       if p.get("examples_per_second"))
-    print(f"batches: {ex.get('backend')} with {ex.get('workers')} worker(s); examples/s: {rates}")
+    threads = ex.get("blas_threads")
+    threads = (f"{threads['alone']} here alone, {threads['while_workers_stream']} while workers stream"
+               if isinstance(threads, dict) else threads)
+    print(f"batches: {ex.get('backend')} with {ex.get('workers')} worker(s); examples/s: {rates}; "
+          f"BLAS threads: {threads}")
     if args.json:
         write_json(args.json, {"command": "learn", "parameters": vars(args), "seed_entropy": ss.entropy,
                                "versions": _versions(), "config": dataclasses.asdict(config),
@@ -344,6 +351,18 @@ def _bench(args):
                                 "cube_seconds": result.cube_seconds, "repeat": result.repeat,
                                 "torch_version": result.torch_version, "certification": cert.to_dict()})
     return 0
+
+
+def _blas_threads(text):
+    if text == "default":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--blas-threads must be a positive integer or default; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--blas-threads must be a positive integer or default; got {text!r}")
+    return value
 
 
 def _workers(text):

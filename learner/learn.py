@@ -8,6 +8,7 @@ and reports failure in the result — never as a silently wrong layer.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -22,7 +23,7 @@ from .assumptions import assumptions, check_setting
 from .layer import AttentionLayer
 from .metrics import match_heads, relative_error
 from .oracle import ExamplesExhausted, as_source
-from .parallel import Workers
+from .parallel import Workers, blas_threads
 from .phases import (
     HullUndetermined,
     LearnConfig,
@@ -150,7 +151,7 @@ def _distribution(source):
 
 
 def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress=None, workers=None,
-          scheduler=None):
+          scheduler=None, blas_threads=1):
     """Learn a multi-head attention layer from examples with the paper's six phases.
 
     Before drawing any example, the setting ``(m, d, k)`` and the input
@@ -205,6 +206,16 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
     scheduler : str or dask.distributed.Client, optional
         Compute the batches on a Dask cluster instead: a scheduler address (a
         client is opened and closed by this call) or a client you own (left open).
+    blas_threads : int or None
+        BLAS threads of this process (threadpoolctl) in the phases it computes
+        alone: 3, 5 and 6, and every phase when ``workers`` is None or 1 (while
+        workers stream phases 1, 2 and 4, this process only merges their
+        blocks and keeps one thread). Workers always have one. ``None`` leaves
+        the process's setting (numpy's default: every core, or the
+        environment's ``OPENBLAS_NUM_THREADS``). Results are bit-reproducible
+        for a given setting only (a multithreaded product may sum in another
+        order); the default 1 is also what every sweep run and every worker uses.
+        ``execution["blas_threads"]`` records what was set.
 
     Returns
     -------
@@ -218,12 +229,22 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
     LearnInterrupted
         On Ctrl-C: the workers are stopped first; the exception carries the partial result.
     """
+    if blas_threads is not None:
+        blas_threads = check_int("blas_threads", blas_threads, minimum=1)
     pool = Workers(workers, scheduler)
     with _progress.showing(_progress.resolve(progress)), pool:
-        return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool)
+        return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool, blas=blas_threads)
 
 
-def _learn(source, *, m, k, config, truth, rng, pool):
+def _threads(n, pool, alone):
+    """The BLAS thread limit of a phase: ``n`` where this process computes alone (or there are no workers),
+    one while workers compute; nothing is changed when ``n`` is None."""
+    if n is None:
+        return contextlib.nullcontext()
+    return blas_threads(n if alone or pool.backend == "serial" else 1)
+
+
+def _learn(source, *, m, k, config, truth, rng, pool, blas):
     t_start = time.perf_counter()
     rng = check_rng(rng)
     source = as_source(source)
@@ -248,14 +269,20 @@ def _learn(source, *, m, k, config, truth, rng, pool):
         errors = truth_errors(truth, layer, k, source, rng) if status != "interrupted" else {}
         timings["total"] = time.perf_counter() - t_start
         execution = pool.info
+        execution["blas_threads"] = (
+            {"alone": blas, "while_workers_stream": blas if pool.backend == "serial" else 1, "workers": 1}
+            if blas is not None else "not set: the process's own setting (numpy's default or the environment)")
         if state.get("forecast_time"):
             execution["phase4_time_estimate"] = state["forecast_time"]
         return LearnResult(layer, success, status, message, m_final, m is None, source.n_drawn - drawn0,
                            dict(timings), phases, diag, errors, execution)
 
     try:
-        return _phases(source, m=m, k=k, cfg=cfg, truth=truth, pool=pool, phases=phases, diag=diag,
-                       timings=timings, done=done, state=state)
+        # The whole run at the setting of the phases this process computes alone (3, 5, 6, the errors
+        # against the truth); the streaming phases narrow it to one thread while workers compute.
+        with _threads(blas, pool, alone=True):
+            return _phases(source, m=m, k=k, cfg=cfg, truth=truth, pool=pool, phases=phases, diag=diag,
+                           timings=timings, done=done, state=state, blas=blas)
     except KeyboardInterrupt:
         pool.kill()  # first: the workers must not outlive the run
         running = state["phase"]
@@ -279,7 +306,7 @@ def phase5_bytes(cfg, d):
     return 3 * 8 * int(cfg.refined_constraints * d * d) * d * d
 
 
-def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, state):
+def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, state, blas):
     d = source.d
 
     distribution = _distribution(source)
@@ -307,7 +334,8 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
     try:
         state["phase"] = "1_crude_sum"
         log.info("phase 1: one-step estimate of ΣW from %s examples", f"{cfg.n_crude:,}")
-        p1 = crude_sum_w(source, n_samples=cfg.n_crude, batch=cfg.batch, truth=truth, workers=pool)
+        with _threads(blas, pool, alone=False):
+            p1 = crude_sum_w(source, n_samples=cfg.n_crude, batch=cfg.batch, truth=truth, workers=pool)
         phases["1_crude_sum"], diag["1_crude_sum"], timings["1_crude_sum"] = p1, _sum_diag(p1), p1.seconds
         norm = float(np.linalg.norm(p1.w_sum))
         if not np.isfinite(norm) or norm < SUM_W_MIN:
@@ -320,8 +348,9 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
         state["phase"] = "2_crude_sculpt"
         log.info("phase 2: crude sculpting, up to %d constraints from at most %s examples", target2,
                  f"{cfg.crude_max_examples:,}")
-        p2 = crude_sculpt(source, p1.w_sum, tol=cfg.crude_tol, min_weight=cfg.min_weight, target=target2,
-                          max_examples=cfg.crude_max_examples, batch=cfg.batch, truth=truth, workers=pool)
+        with _threads(blas, pool, alone=False):
+            p2 = crude_sculpt(source, p1.w_sum, tol=cfg.crude_tol, min_weight=cfg.min_weight, target=target2,
+                              max_examples=cfg.crude_max_examples, batch=cfg.batch, truth=truth, workers=pool)
         phases["2_crude_sculpt"], diag["2_crude_sculpt"], timings["2_crude_sculpt"] = p2, p2.summary(), p2.seconds
         theta_star = None
         if p2.count >= d * d:
@@ -345,9 +374,10 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
             target4 = int(cfg.refined_constraints * d * d)
             log.info("phase 4 (round %d): refined sculpting, up to %d constraints from at most %s examples; "
                      "a pilot forecasts the examples first", r + 1, target4, f"{cfg.max_examples:,}")
-            p4 = refined_sculpt(source, w_sum, tol=cfg.refined_tol, min_weight=cfg.min_weight, target=target4,
-                                max_examples=cfg.max_examples, batch=cfg.batch, truth=truth, workers=pool,
-                                pilot=True, n=(max(plan_m, 1) - 1) * (k - 1))
+            with _threads(blas, pool, alone=False):
+                p4 = refined_sculpt(source, w_sum, tol=cfg.refined_tol, min_weight=cfg.min_weight, target=target4,
+                                    max_examples=cfg.max_examples, batch=cfg.batch, truth=truth, workers=pool,
+                                    pilot=True, n=(max(plan_m, 1) - 1) * (k - 1))
             fc = p4.forecast
             rounds4 = diag.get("4_refined_sculpt", {}).get("rounds", [])
             diag["4_refined_sculpt"] = p4.summary() | {"round": r}

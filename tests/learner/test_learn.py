@@ -1,6 +1,7 @@
 """learn: the six phases end to end on planted layers, failures reported, never silently wrong."""
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -149,6 +150,56 @@ class TestLearnFast:
     def test_bad_config(self):
         with pytest.raises(TypeError, match="LearnConfig"):
             learn(LayerOracle(random_layer(1, 8, rng=0), 4), config={"batch": 10})
+
+
+class _Stop(Exception):
+    pass
+
+
+def _blas_now():
+    from threadpoolctl import threadpool_info
+
+    return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+
+class TestBlasThreads:
+    """``blas_threads``: this process's BLAS threads where it computes alone, one while workers stream."""
+
+    @pytest.mark.parametrize(("workers", "blas", "alone", "streaming"),
+                             [(None, 2, {2}, {2}), (2, 2, {2}, {1}), (None, 1, {1}, {1}), (None, None, {1}, {1})])
+    def test_threads_per_phase(self, monkeypatch, workers, blas, alone, streaming):
+        learn_module = sys.modules["learner.learn"]  # `learner.learn` is the function, not the module
+        seen = {}
+        check = learn_module.check_setting
+
+        def check_setting(*args, **kw):  # runs before phase 1, where the process computes alone
+            seen["alone"] = _blas_now()
+            return check(*args, **kw)
+
+        def crude_sum_w(*args, **kw):  # phase 1 streams (on the workers when there are any)
+            seen["streaming"] = _blas_now()
+            raise _Stop
+
+        monkeypatch.setattr(learn_module, "check_setting", check_setting)
+        monkeypatch.setattr(learn_module, "crude_sum_w", crude_sum_w)
+        before = _blas_now()  # one thread: tests/conftest.py sets it for the test run
+        with pytest.raises(_Stop):
+            learn(LayerOracle(random_layer(2, 8, rng=0), 4, rng=1), m=2, workers=workers, blas_threads=blas)
+        assert seen == {"alone": alone, "streaming": streaming}
+        assert _blas_now() == before == {1}  # restored
+
+    @pytest.mark.parametrize("text", ["0", "-2", "two", "1.5", ""])
+    def test_cli_flag_refuses_bad_values(self, capsys, text):
+        with pytest.raises(SystemExit) as exc:
+            main(["learn", "--blas-threads", text])
+        assert exc.value.code == 2
+        assert f"--blas-threads must be a positive integer or default; got {text!r}" in capsys.readouterr().err
+
+    @pytest.mark.parametrize(("value", "error"), [(0, ValueError), (-1, ValueError), ("2", TypeError),
+                                                  (1.5, TypeError), (True, TypeError)])
+    def test_bad_blas_threads(self, value, error):
+        with pytest.raises(error, match=f"blas_threads={value!r}" if error is TypeError else "blas_threads"):
+            learn(LayerOracle(random_layer(1, 8, rng=0), 4), m=1, blas_threads=value)
 
 
 @pytest.mark.slow
