@@ -1,0 +1,16 @@
+#!/bin/bash
+# Issue 22, second stop: clean checkout of 52cb266 (phase 3 in blocks; phase 4 records the example that reached
+# its target) at /tmp/acc22b/repo, sequential, two workers each, one BLAS thread per process, nothing else running.
+cd /tmp/acc22b/repo
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+O=/tmp/acc22b/out
+run() { # m d k seed logit
+  local f=$O/m$1_d$2_k$3_l$5_s$4
+  [ -f $f.json ] && return
+  /usr/bin/time -f "%e s wall, %M KB maxrss" .venv/bin/python -m learner learn --m $1 --d $2 --k $3 --logit-scale $5 --workers 2 --seed $4 --no-progress --json $f.json > $f.txt 2>&1
+  echo "$(date +%T) done $1 $2 $3 s$4 l$5: $(head -2 $f.txt | tail -1)" >> $O/progress.log
+}
+for s in 0 1 2 3 4 5 6 7 8 9; do run 2 24 8 $s 1; done
+for s in 0 1 2 3 4 5 6 7 8 9; do run 2 8 4 $s 3; done
+run 7 20 2 0 1
+echo "$(date +%T) ALLDONE" >> $O/progress.log
