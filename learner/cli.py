@@ -233,7 +233,8 @@ def _learn(args):
         dask_client_class()  # the extra is there, or one line saying how to install it
     workers = None if args.scheduler is not None else ("auto" if args.workers is None else args.workers)
     ss = _seed(args.seed)
-    layer_seed, oracle_seed = ss.spawn(2)
+    # The third child draws the inputs the errors against the truth are measured on (the first two are as before).
+    layer_seed, oracle_seed, error_seed = ss.spawn(3)
     truth = random_layer(args.m, args.d, logit_scale=args.logit_scale, w_scale=args.w_scale, rng=layer_seed)
     config = LearnConfig()
     if args.max_examples is not None:
@@ -250,7 +251,7 @@ def _learn(args):
 
     signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` stops the run like Ctrl-C: workers ended
     try:
-        result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth,
+        result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth, rng=error_seed,
                        progress=False if args.no_progress else None,
                        workers=workers, scheduler=args.scheduler, blas_threads=args.blas_threads)
     except LearnInterrupted as exc:

@@ -237,6 +237,21 @@ class TestLearnCommand:
         record = json.loads(path.read_text())
         assert record["result"]["success"] is True and record["seed_entropy"] == 0
 
+    def test_the_seed_fixes_the_inputs_the_errors_are_measured_on(self, monkeypatch):
+        """Two runs of one seed measure their errors on the same inputs (they were fresh entropy each run)."""
+        seen = []
+
+        def learn(*args, rng=None, **kw):
+            seen.append(np.random.default_rng(rng).random(3))
+            raise _Stop
+
+        monkeypatch.setattr(sys.modules["learner.learn"], "learn", learn)
+        for seed in ("5", "5", "6"):
+            with pytest.raises(_Stop):
+                main(["learn", "--seed", seed, "--workers", "1"])
+        np.testing.assert_array_equal(seen[0], seen[1])
+        assert not np.array_equal(seen[0], seen[2])  # control: another seed, other inputs
+
     def test_too_large_d_is_refused_before_any_example(self, monkeypatch):
         import sys
 
