@@ -214,7 +214,10 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
         the process's setting (numpy's default: every core, or the
         environment's ``OPENBLAS_NUM_THREADS``). Results are bit-reproducible
         for a given setting only (a multithreaded product may sum in another
-        order); the default 1 is also what every sweep run and every worker uses.
+        order); the default 1 is also what every sweep run and every worker uses,
+        and was the fastest measured on two cores, quiet or beside other work
+        (README, "BLAS threads"; two threads took 3× as long beside two
+        CPU-bound processes at (5, 16, 2)).
         ``execution["blas_threads"]`` records what was set.
 
     Returns
