@@ -354,28 +354,25 @@ def _bench(args):
     return 0
 
 
-def _blas_threads(text):
-    if text == "default":
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--blas-threads must be a positive integer or default; got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--blas-threads must be a positive integer or default; got {text!r}")
-    return value
+def _positive_int_or(flag, word, meaning):
+    """An argparse type: a positive integer, or ``word`` (which stands for ``meaning``)."""
+
+    def parse(text):
+        if text == word:
+            return meaning
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer or {word}; got {text!r}")
+        return value
+
+    return parse
 
 
-def _workers(text):
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--workers must be a positive integer or auto; got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--workers must be a positive integer or auto; got {text!r}")
-    return value
+_workers = _positive_int_or("--workers", "auto", "auto")
+_blas_threads = _positive_int_or("--blas-threads", "default", None)
 
 
 def _auto_or_int(text):
