@@ -26,7 +26,7 @@ from .._progress import bar
 from ..layer import attention_patterns
 from ..oracle import batch_sizes
 from .crude_sum import SumEstimate, _sum_error
-from .sculpt import fit_patterns
+from .sculpt import _dot, fit_patterns
 
 __all__ = ["refine_sum_w"]
 
@@ -87,10 +87,6 @@ def certified_regression(X, Y, w_sum, *, rounds=60, keep=0.003, pool=0.05, rtol=
 
 #: Examples per block of :func:`vertex_residuals`.
 VERTEX_CHUNK = 8192
-
-
-def _dot(a, b):
-    return np.einsum("...d,...d->...", a, b)
 
 
 def vertex_residuals(X, Y, w_sum, *, pick=None, yy=None, ynorm=None):
