@@ -17,6 +17,7 @@ from . import __version__
 from ._validation import cli_seed
 from .assumptions import assumptions
 from .bench import DEFAULT_CASES, BenchCase, run_benchmark, run_certification_benchmark, run_parallel_benchmark
+from .frontier import DEFAULT_GRID
 from .inputs import sample_inputs
 from .instances import random_layer
 from .io import FileFormatError, load_layer, read_metadata, save_examples, save_layer, write_json
@@ -149,14 +150,19 @@ def build_parser():
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
 
     p = sub.add_parser("scaling", help="run time and examples against m: the learner and Adam on the same layers")
-    p.add_argument("--m", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="numbers of heads (default 1 2 3 4 5)")
+    p.add_argument("--m", type=int, nargs="+", default=None, help="numbers of heads (default 1 2 3 4 5)")
     p.add_argument("--d", type=_auto_or_int, default="auto",
                    help="token dimension, or auto: the smallest sound d in 12, 16, ... per (m, k) (default auto)")
-    p.add_argument("--k", type=int, nargs="+", default=[2],
+    p.add_argument("--k", type=int, nargs="+", default=None,
                    help="tokens per sequence; several values sweep k as well (default 2)")
+    p.add_argument("--grid", nargs="+", metavar="BLOCK", default=None,
+                   help="instead of --m/--k: blocks of (m, k) cells, e.g. 'm=1..6,k=2' 'm=2,k=8,d=24,seeds=3', "
+                        "or the word default (the study over heads and tokens: " + " ".join(DEFAULT_GRID) + ")")
     p.add_argument("--logit-scale", type=float, default=1.0,
                    help="Frobenius norm of each planted Θ_i (default 1; the earlier study used 3)")
-    p.add_argument("--seeds", type=int, default=10, help="planted layers per m (default 10)")
+    p.add_argument("--seeds", type=_positive_int_or("--seeds", "auto", "auto"), default=None,
+                   help="planted layers per setting, or auto: 3, then 10 where their median time is under 2 min "
+                        "(default 10; auto with --grid)")
     p.add_argument("--methods", nargs="+", default=["provable", "adam"], help="provable and/or adam (default both)")
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
     p.add_argument("--adam-lr", type=float, nargs="+", default=[1e-2, 3e-2],
@@ -410,8 +416,14 @@ def _scaling(args):
         Workers(scheduler=args.scheduler)  # an empty address is named
         dask_client_class()  # the extra is there, or one line saying how to install it
     try:
+        grid = args.grid
+        if grid == ["default"]:
+            grid = list(DEFAULT_GRID)
+        seeds = args.seeds if args.seeds is not None else "auto" if grid is not None else 10
+        if grid is not None and (args.m is not None or args.k is not None):
+            raise ValueError("give either --grid or --m/--k, not both.")
         result = scaling_study(
-            args.out, ms=args.m, d=args.d, k=args.k, logit_scale=args.logit_scale, seeds=args.seeds,
+            args.out, ms=args.m, d=args.d, k=args.k, grid=grid, logit_scale=args.logit_scale, seeds=seeds,
             methods=args.methods,
             distribution=args.distribution, adam_lrs=args.adam_lr, tune_seeds=args.tune_seeds,
             success_tol=args.success_tol, seed=args.seed, backend=backend, workers=args.workers,

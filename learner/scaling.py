@@ -393,6 +393,16 @@ class SweepResult:
                 lines.append(f"{method}, median {what} over m = {g['ms']}: ∝ m^{power:.2f} "
                              f"(rms log residual {f['power_rms_log']:.2f}) or ∝ {f['base']:.2f}^m "
                              f"(rms {f['base_rms_log']:.2f})")
+        if s.get("frontier") is not None:
+            from .frontier import AUTO_FIRST, AUTO_FULL, AUTO_SECONDS, cells_table, fits_table, frontier_table
+
+            for method in sorted({c["method"] for c in s["frontier"]}, reverse=True):
+                lines += ["", f"{method}: median time per run and successes per cell (m down, k across):", "",
+                          frontier_table(s["frontier"], method)]
+            lines += ["", "Cells (seeds: 'auto' = " + f"{AUTO_FIRST} layers, {AUTO_FULL} where their median time "
+                      f"was under {AUTO_SECONDS:g} s):", "", cells_table(s["frontier"]), "",
+                      "Fits of log(median over successful runs) per cell (natural log; ours):", "",
+                      fits_table(s["fits"])]
         tuning = s.get("tuning")
         if tuning:
             lines.append("")
@@ -404,7 +414,7 @@ class SweepResult:
         return "\n".join(lines)
 
 
-def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT_LOGIT_SCALE, seeds=10,
+def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=DEFAULT_LOGIT_SCALE, seeds=10,
                   methods=METHODS, distribution="boolean", adam_lrs=(1e-2, 3e-2), tune_seeds=1,
                   adam_options=None, provable_options=None, success_tol=1e-3, seed=0, backend="local", workers=None,
                   scheduler=None, progress=False, plot=True, learn_workers=None, run=True):
@@ -416,16 +426,24 @@ def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT
         Directory of the sweep: ``runs/`` (one JSON record per run, tuning runs
         included), ``summary.json``, ``summary.md`` and ``scaling.png``.
     ms : sequence of int
-        Numbers of heads.
+        Numbers of heads (default 1..5 unless ``grid`` is given).
     d : int or "auto"
         Token dimension; ``"auto"`` (default) takes :func:`sound_d` per ``(m, k)``:
-        12 for m <= 4 and 16 for m = 5 at k = 2.
+        12 for m <= 4 and 16 for m = 5 at k = 2. With ``grid``, the default of its blocks.
     k : int or sequence of int
-        Tokens per sequence; several values sweep k too (every m at every k).
+        Tokens per sequence (default 2); several values sweep k too (every m at every k).
+    grid : sequence of str, optional
+        Instead of ``ms`` × ``k``: blocks of (m, k) cells such as ``"m=1..6,k=2"`` or
+        ``"m=2,k=8,d=24,seeds=3"`` (:func:`learner.frontier.parse_grid`;
+        :data:`learner.frontier.DEFAULT_GRID` is the issue's study). The summary then adds the frontier
+        (per cell: successes, median time, failures by reason, forecasts of runs beyond the budget), the
+        fits of :func:`learner.frontier.fit_shapes` and ``frontier.png``.
     logit_scale : float
         Frobenius norm of each planted ``Θ_i`` (:func:`~learner.random_layer`); default 1.
-    seeds : int
-        Planted layers per ``m``; run ``s`` of every method uses the same layer and oracle seed.
+    seeds : int or "auto"
+        Planted layers per setting; run ``s`` of every method uses the same layer and oracle seed.
+        ``"auto"``: 3 per method and setting, then 10 where the median time of those 3 is under two
+        minutes (:func:`learner.frontier.seeds_for`).
     methods : sequence of {"provable", "adam"}
     distribution : {"boolean", "gaussian"}
     adam_lrs : sequence of float
@@ -456,18 +474,30 @@ def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT
     -------
     SweepResult
     """
-    ms = [check_int("ms", m) for m in ms]
-    if not ms or len(set(ms)) != len(ms):
-        raise ValueError(f"`ms` must be distinct positive integers; got ms={ms}.")
-    ks = [check_int("k", kk, minimum=2) for kk in (k if isinstance(k, (list, tuple)) else [k])]
-    if not ks or len(set(ks)) != len(ks):
-        raise ValueError(f"`k` must be distinct integers >= 2; got k={k}.")
+    from .frontier import AUTO_FIRST, AUTO_SECONDS, check_seeds, parse_grid, seeds_for
+
     if not (isinstance(d, str) and d == "auto"):
         d = check_int("d", d)
     logit_scale = check_positive_float("logit_scale", logit_scale)
     distribution = check_distribution(distribution)
-    settings = [(m, sound_d(m, kk, distribution=distribution) if d == "auto" else d, kk) for kk in ks for m in ms]
-    seeds, tune_seeds = check_int("seeds", seeds), check_int("tune_seeds", tune_seeds)
+    seeds, tune_seeds = check_seeds(seeds), check_int("tune_seeds", tune_seeds)
+    if grid is not None:
+        if ms is not None or k is not None:
+            raise ValueError(f"give either `grid` or `ms` and `k`, not both; got grid={grid!r}, ms={ms!r}, k={k!r}.")
+        cells = parse_grid(grid, d=d, seeds=seeds, sound_d=lambda m, kk: sound_d(m, kk, distribution=distribution))
+        settings = [(m, dd, kk) for m, dd, kk, _ in cells]
+        seed_rules = {(m, dd, kk): ss for m, dd, kk, ss in cells}
+        ms, ks = sorted({m for m, _, _ in settings}), sorted({kk for _, _, kk in settings})
+    else:
+        ms = [check_int("ms", m) for m in ((1, 2, 3, 4, 5) if ms is None else ms)]
+        if not ms or len(set(ms)) != len(ms):
+            raise ValueError(f"`ms` must be distinct positive integers; got ms={ms}.")
+        k = 2 if k is None else k
+        ks = [check_int("k", kk, minimum=2) for kk in (k if isinstance(k, (list, tuple)) else [k])]
+        if not ks or len(set(ks)) != len(ks):
+            raise ValueError(f"`k` must be distinct integers >= 2; got k={k}.")
+        settings = [(m, sound_d(m, kk, distribution=distribution) if d == "auto" else d, kk) for kk in ks for m in ms]
+        seed_rules = dict.fromkeys(settings, seeds)
     methods = list(methods)
     if not methods or any(mt not in METHODS for mt in methods) or len(set(methods)) != len(methods):
         raise ValueError(f"`methods` must be distinct entries of {METHODS}; got methods={methods}.")
@@ -497,39 +527,78 @@ def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT
                   "seeds": seeds, "methods": methods, "distribution": distribution, "adam_lrs": adam_lrs,
                   "tune_seeds": tune_seeds, "adam_options": adam_options, "provable_options": provable_options,
                   "seed": entropy}
+    if grid is not None:  # only then: the claims of studies without a grid stay as they were
+        parameters["grid"] = list(grid)
+        parameters["cell_seeds"] = [[m, dd, kk, ss] for (m, dd, kk), ss in seed_rules.items()]
 
     with sweep_lock(out):  # the whole study: tuning, measured runs, summary and plot
         claim_study(out, "scaling-study", RunSpec.RECORD_KIND, parameters)
         tuning_records, tuning = [], None
         lr_for = dict.fromkeys(settings, adam_lrs[0])
         common = {"entropy": entropy, "distribution": distribution, "logit_scale": logit_scale}
+
+        def measured(method, counts):
+            """The measured runs of ``method``: ``counts[setting]`` seeds per setting, seed-major (a sweep stopped
+            early has every setting for its first seeds)."""
+            specs = []
+            for st in settings:
+                m, dd, kk = st
+                opts = provable_options if method == "provable" else adam_options | {"lr": lr_for[st]}
+                specs += plan_runs(ms=[m], d=dd, k=kk, seeds=counts[st], methods=[method], options={method: opts},
+                                   **common)
+            return sorted(specs, key=lambda s: (s.seed_index, s.k, s.m))
+
+        first = {st: AUTO_FIRST if rule == "auto" else rule for st, rule in seed_rules.items()}
+        tuning_specs = []
         if "adam" in methods and len(adam_lrs) > 1:
-            specs = [s for lr in adam_lrs for (m, dd, kk) in settings
-                     for s in plan_runs(ms=[m], d=dd, k=kk, seeds=tune_seeds, methods=["adam"], role="tune",
-                                        options={"adam": adam_options | {"lr": lr}}, **common)]
-            log.info("tuning Adam's learning rate: %d runs", len(specs))
-            tuning_records, tstats = run_sweep(specs, out, **ex)
+            tuning_specs = [s for lr in adam_lrs for (m, dd, kk) in settings
+                            for s in plan_runs(ms=[m], d=dd, k=kk, seeds=tune_seeds, methods=["adam"], role="tune",
+                                               options={"adam": adam_options | {"lr": lr}}, **common)]
+        # The learner's first runs go before Adam's tuning (they need nothing of it), then Adam's first runs,
+        # then — for seeds="auto" — the further layers of the cells whose first runs were quick.
+        head = measured("provable", first) if "provable" in methods else []
+        if tuning_specs:
+            log.info("tuning Adam's learning rate: %d runs", len(tuning_specs))
+        got, stats = run_sweep(head + tuning_specs, out, **ex)
+        by_id = {r["run_id"]: r for r in got}
+        tuning_records = [by_id[s.run_id] for s in tuning_specs]
+        if tuning_specs:
             chosen = _choose_lr(tuning_records, adam_lrs)
             lr_for = {st: chosen[_setting_label(*st)]["lr"] for st in settings}
             tuning = {"grid": adam_lrs, "seeds": tune_seeds, "chosen": chosen, "rule": "lowest median validation "
                       "relative error over the tuning runs; ties go to the first value in the grid"}
-        else:
-            tstats = {"ran": 0, "skipped": 0}
-        specs = []
+        plans = {method: measured(method, first) for method in methods}
+        if "adam" in methods:
+            got, more = run_sweep(plans["adam"], out, **ex)
+            by_id |= {r["run_id"]: r for r in got}
+            stats = {key: stats[key] + more[key] for key in stats}
+        rest = []
         for method in methods:
-            for st in settings:
-                m, dd, kk = st
-                opts = provable_options if method == "provable" else adam_options | {"lr": lr_for[st]}
-                specs += plan_runs(ms=[m], d=dd, k=kk, seeds=seeds, methods=[method], options={method: opts},
-                                   **common)
-        # Seed-major order: a sweep stopped early has every setting for its first seeds.
-        specs.sort(key=lambda s: (s.seed_index, s.k, s.m, methods.index(s.method)))
-        records, stats = run_sweep(specs, out, **ex)
+            times = {}
+            for spec in plans[method]:
+                rec = by_id[spec.run_id]
+                if rec.get("outcome") == "finished":
+                    times.setdefault((spec.m, spec.d, spec.k), []).append(rec["timings"].get("total"))
+            counts = {st: max(first[st], seeds_for(seed_rules[st], times.get(st, []))) for st in settings}
+            plans[method] = measured(method, counts)
+            rest += [s for s in plans[method] if s.run_id not in by_id]
+        if rest:
+            log.info("seeds='auto': %d more runs in the cells whose first runs took under %g s", len(rest),
+                     AUTO_SECONDS)
+            got, more = run_sweep(rest, out, **ex)
+            by_id |= {r["run_id"]: r for r in got}
+            stats = {key: stats[key] + more[key] for key in stats}
+        records = [by_id[s.run_id] for method in methods for s in plans[method]]
+        stats = {key: stats[key] for key in ("ran", "skipped")}
         summary = summarise(records, success_tol=success_tol)
         summary |= {"tuning": tuning, "parameters": parameters, "versions": _versions(),
             "note": f"study design ours (instances: learner.random_layer, logit scale {logit_scale:g}); the paper "
                     "reports no experiments. Medians over all finished runs, successful or not."}
-        stats = {"ran": stats["ran"] + tstats["ran"], "skipped": stats["skipped"] + tstats["skipped"]}
+        if grid is not None:
+            from .frontier import fits_of, frontier_cells
+
+            cells = frontier_cells(records, success_tol=success_tol, seed_rules=seed_rules)
+            summary |= {"frontier": cells, "fits": fits_of(cells)}
         from .io import _atomic_write, write_json
 
         files = {"summary_json": str(write_json(out / "summary.json", summary))}
@@ -542,6 +611,13 @@ def scaling_study(out, *, ms=(1, 2, 3, 4, 5), d="auto", k=2, logit_scale=DEFAULT
                 files["plot"] = str(plot_scaling(records, out / "scaling.png", success_tol=success_tol))
             except ImportError:
                 log.warning("matplotlib is not installed (the `plot` extra): no scaling.png")
+            if grid is not None:
+                from .frontier import plot_frontier
+
+                try:
+                    files["frontier_plot"] = str(plot_frontier(summary["frontier"], out / "frontier.png")[0])
+                except ImportError:
+                    log.warning("matplotlib is not installed (the `plot` extra): no frontier.png")
         return result
 
 

@@ -1,0 +1,465 @@
+"""The study over heads and tokens: the grid of (m, k) cells, its seed rule, the frontier and the fits.
+
+Used by :func:`learner.scaling.scaling_study` when it is given a ``grid``; everything here is ours (the
+paper proves a ``(dk)^{O(m³)}`` bound and reports no experiments).
+
+- **The grid.** A list of blocks such as ``"m=1..6,k=2"`` or ``"m=2,k=8,d=24,seeds=3"``: each block is
+  the product of its ``m`` and ``k`` values (an integer or a range ``a..b``); ``d`` (default: the
+  study's, ``"auto"`` = :func:`learner.scaling.sound_d` per cell) and ``seeds`` (default: the study's)
+  apply to every cell of the block. A cell named by two blocks must agree on ``d`` and ``seeds``.
+- **Seeds per cell.** An integer, or ``"auto"``: :data:`AUTO_FIRST` seeds first, then
+  :data:`AUTO_FULL` where the median time of those first runs (per method and cell) is under
+  :data:`AUTO_SECONDS` — so cheap cells get ten layers and dear ones three.
+- **The frontier** (:func:`frontier_cells`): per method and cell the success count, the median time,
+  the split between the example phases (1–4) and the search (5–6), the failures by reason, and for runs
+  the learner stopped before drawing (``status="budget"``) the examples its forecast asked for.
+- **The fits** (:func:`fit_shapes`): ``log`` of the median examples and time against four shapes in
+  ``(m, k, d)``, with residuals per cell and a leave-one-out error (shapes have 2 or 3 coefficients).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["AUTO_FIRST", "AUTO_FULL", "AUTO_SECONDS", "DEFAULT_GRID", "SHAPES", "failure_reason", "fit_shapes",
+           "cells_table", "frontier_cells", "frontier_table", "fits_table", "parse_grid", "plot_frontier", "seeds_for"]
+
+#: The default study (issue 24): m = 1..6 at k = 2, k = 2..8 at m = 2, k = 2..4 at m = 3, k = 2..3 at m = 4.
+DEFAULT_GRID = ("m=1..6,k=2", "m=2,k=2..8", "m=3,k=2..4", "m=4,k=2..3")
+#: ``seeds="auto"``: this many layers per method and cell first, then AUTO_FULL where their median time is
+#: under AUTO_SECONDS (the issue's "10 where a run's median is under about two minutes, at least 3 elsewhere").
+AUTO_FIRST, AUTO_FULL, AUTO_SECONDS = 3, 10, 120.0
+_KEYS = ("m", "k", "d", "seeds")
+_VALUE = re.compile(r"^\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?$")
+
+
+def _block_values(block, key, text, minimum):
+    found = _VALUE.match(text)
+    if not found:
+        raise ValueError(f"`grid` block {block!r}: {key} must be an integer or a range a..b; got {key}={text!r}.")
+    lo = int(found.group(1))
+    hi = int(found.group(2)) if found.group(2) is not None else lo
+    if lo < minimum or hi < lo:
+        what = f"at least {minimum}" + (", and a range a..b needs a <= b" if found.group(2) is not None else "")
+        raise ValueError(f"`grid` block {block!r}: {key} must be {what}; got {key}={text!r}.")
+    return list(range(lo, hi + 1))
+
+
+def _parse_block(block, d, seeds):
+    if not isinstance(block, str) or not block.strip():
+        raise ValueError(f"`grid` blocks must be non-empty strings like 'm=1..6,k=2'; got {block!r}.")
+    fields = {}
+    for part in block.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in _KEYS:
+            raise ValueError(f"`grid` block {block!r}: each part must be one of {', '.join(k + '=…' for k in _KEYS)}; "
+                             f"got {part.strip()!r}.")
+        if key in fields:
+            raise ValueError(f"`grid` block {block!r}: {key} is given twice.")
+        fields[key] = value.strip()
+    for key in ("m", "k"):
+        if key not in fields:
+            raise ValueError(f"`grid` block {block!r}: {key} is missing (every block names m and k).")
+    ms = _block_values(block, "m", fields["m"], 1)
+    ks = _block_values(block, "k", fields["k"], 2)
+    if "d" in fields:
+        if fields["d"] == "auto":
+            d = "auto"
+        else:
+            ds = _block_values(block, "d", fields["d"], 2)
+            if len(ds) != 1:
+                raise ValueError(f"`grid` block {block!r}: d must be one integer or auto; got d={fields['d']!r}.")
+            d = ds[0]
+    if "seeds" in fields:
+        if fields["seeds"] == "auto":
+            seeds = "auto"
+        else:
+            ss = _block_values(block, "seeds", fields["seeds"], 1)
+            if len(ss) != 1:
+                raise ValueError(f"`grid` block {block!r}: seeds must be one integer or auto; "
+                                 f"got seeds={fields['seeds']!r}.")
+            seeds = ss[0]
+    return [(m, k, d, seeds) for m in ms for k in ks]
+
+
+def check_seeds(seeds, name="seeds"):
+    """``seeds`` as a positive int or the word ``"auto"``, else a ValueError naming ``name``."""
+    if isinstance(seeds, str) and seeds == "auto":
+        return seeds
+    if isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or seeds < 1:
+        raise ValueError(f"`{name}` must be a positive integer or 'auto'; got {name}={seeds!r}.")
+    return int(seeds)
+
+
+def parse_grid(blocks, *, d="auto", seeds="auto", sound_d=None):
+    """The cells of ``blocks`` as sorted ``(m, d, k, seeds)``; ValueError naming the block and field.
+
+    ``d`` and ``seeds`` are the defaults of cells whose block gives none; ``sound_d(m, k)`` resolves
+    ``d="auto"`` (e.g. :func:`learner.scaling.sound_d` for the study's distribution).
+
+    >>> parse_grid(["m=1..2,k=2", "m=2,k=2..3,seeds=3"], d=12, seeds=10)
+    Traceback (most recent call last):
+    ...
+    ValueError: `grid`: cell (m=2, k=2) is given twice with different seeds: 10 in 'm=1..2,k=2', 3 in 'm=2,k=2..3,seeds=3'.
+    >>> parse_grid(["m=1..2,k=2", "m=2,k=3,seeds=3"], d=12, seeds=10)
+    [(1, 12, 2, 10), (2, 12, 2, 10), (2, 12, 3, 3)]
+    """
+    if isinstance(blocks, str) or not hasattr(blocks, "__iter__"):
+        raise ValueError(f"`grid` must be a list of blocks like ['m=1..6,k=2']; got grid={blocks!r}.")
+    blocks = list(blocks)
+    if not blocks:
+        raise ValueError("`grid` must name at least one block; got an empty list.")
+    if not (isinstance(d, str) and d == "auto"):
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
+            raise ValueError(f"`d` must be an integer >= 2 or 'auto'; got d={d!r}.")
+    seeds = check_seeds(seeds)
+    cells, where = {}, {}
+    for block in blocks:
+        for m, k, dd, ss in _parse_block(block, d, seeds):
+            if dd == "auto":
+                if sound_d is None:
+                    raise ValueError(f"`grid` block {block!r}: d=auto needs `sound_d`; give d.")
+                dd = sound_d(m, k)
+            if dd <= k:
+                raise ValueError(f"`grid` block {block!r}: the learner needs k < d; got k={k}, d={dd} "
+                                 f"at (m={m}, k={k}).")
+            old = cells.get((m, k))
+            if old is not None:
+                for name, a, b in (("d", old[0], dd), ("seeds", old[1], ss)):
+                    if a != b:
+                        raise ValueError(f"`grid`: cell (m={m}, k={k}) is given twice with different {name}: "
+                                         f"{a} in {where[(m, k)]!r}, {b} in {block!r}.")
+                continue
+            cells[(m, k)], where[(m, k)] = (dd, ss), block
+    return [(m, dd, k, ss) for (m, k), (dd, ss) in sorted(cells.items())]
+
+
+def seeds_for(rule, first_times):
+    """Layers to run for one method and cell: ``rule`` itself, or for ``"auto"`` AUTO_FULL when the median of
+    ``first_times`` (the finished first runs' seconds) is under AUTO_SECONDS, else AUTO_FIRST.
+
+    >>> seeds_for(5, []), seeds_for("auto", [30.0, 50.0, 400.0]), seeds_for("auto", [130.0, 50.0, 400.0])
+    (5, 10, 3)
+    >>> seeds_for("auto", [])   # nothing finished: no reason to run more
+    3
+    """
+    if rule != "auto":
+        return rule
+    times = [t for t in first_times if t is not None]
+    return AUTO_FULL if times and float(np.median(times)) < AUTO_SECONDS else AUTO_FIRST
+
+
+def failure_reason(record, success_tol):
+    """Why a run is not a success under the common criterion, in one word; None for a success.
+
+    ``budget`` (the learner's forecast exceeded its budget, or Adam's time or examples ran out),
+    ``examples`` (phase 4 ended with too few constraints), ``gap`` (phase 5: no clear hull),
+    ``search`` (phase 6 found no layer that fits), ``error`` (the run raised), ``inaccurate`` (a layer
+    was returned but its error exceeds the criterion), else the status.
+    """
+    if record.get("outcome") != "finished":
+        return "error"
+    rel = (record.get("errors") or {}).get("relative_error")
+    if rel is not None and rel <= success_tol:
+        return None
+    status = record.get("status", "")
+    if status.startswith("budget"):
+        return "budget"
+    named = {"4_refined_sculpt": "examples", "5_span": "gap", "6_search": "search", "gradient": "inaccurate",
+             "setting": "setting"}
+    return named.get(status, status or "unknown")
+
+
+def _forecast_examples(record):
+    p4 = (record.get("diagnostics") or {}).get("4_refined_sculpt") or {}
+    fc = p4.get("forecast") or {}
+    return fc.get("predicted_examples")
+
+
+def _phase_split(record):
+    t = record.get("timings") or {}
+    early = sum(v for key, v in t.items() if key[:1] in "1234" and isinstance(v, (int, float)))
+    late = sum(v for key, v in t.items() if key[:1] in "56" and isinstance(v, (int, float)))
+    return early, late
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return float(np.median(values)) if values else None
+
+
+def frontier_cells(records, *, success_tol, seed_rules=None):
+    """Per (method, m, k): what the frontier figure and table show, from measured (``role="eval"``) records.
+
+    ``seed_rules`` maps ``(m, d, k)`` to the cell's seed rule (int or ``"auto"``), reported with the count
+    of layers run. Times are medians over finished runs (what a user pays, successful or not); examples
+    medians over finished runs that drew past the pilot (a run stopped for budget draws only its pilot:
+    its forecast is reported instead, ``predicted_examples``).
+    """
+    groups = {}
+    for rec in records:
+        spec = rec["spec"]
+        if spec["role"] == "eval":
+            groups.setdefault((spec["method"], spec["m"], spec["d"], spec["k"]), []).append(rec)
+    cells = []
+    for (method, m, d, k), recs in sorted(groups.items()):
+        finished = [r for r in recs if r.get("outcome") == "finished"]
+        reasons = [failure_reason(r, success_tol) for r in recs]
+        ok = [r for r, why in zip(recs, reasons) if why is None]
+        counts = {}
+        for why in reasons:
+            if why is not None:
+                counts[why] = counts.get(why, 0) + 1
+        budget = [r for r, why in zip(recs, reasons) if why == "budget"]
+        split = [_phase_split(r) for r in finished]
+        rule = (seed_rules or {}).get((m, d, k))
+        cells.append({
+            "method": method, "m": m, "d": d, "k": k, "n": (m - 1) * (k - 1), "runs": len(recs),
+            "successes": len(ok), "seed_rule": rule,
+            "median_seconds": _median([r["timings"].get("total") for r in finished]),
+            "median_seconds_success": _median([r["timings"].get("total") for r in ok]),
+            "median_examples": _median([r["examples_drawn"] for r in finished if failure_reason(r, success_tol)
+                                        != "budget"]),
+            "median_examples_success": _median([r["examples_drawn"] for r in ok]),
+            "median_seconds_phases_1_4": _median([s[0] for s in split]) if method == "provable" else None,
+            "median_seconds_phases_5_6": _median([s[1] for s in split]) if method == "provable" else None,
+            "median_relative_error": _median([(r.get("errors") or {}).get("relative_error") for r in finished]),
+            "failures": counts,
+            "predicted_examples": _median([_forecast_examples(r) for r in budget]),
+            "beyond_budget": bool(budget) and len(budget) == len(recs),
+        })
+    return cells
+
+
+# --------------------------------------------------------------------------- the fits
+
+#: The shapes of ``log(value)`` fitted (ours): name -> features of (m, k, d) besides the constant.
+SHAPES = {
+    "a + b·(m−1)(k−1)": lambda m, k, d: [(m - 1) * (k - 1)],
+    "a + b·m + c·k": lambda m, k, d: [m, k],
+    "a + b·m·log(dk)": lambda m, k, d: [m * math.log(d * k)],
+    "a + b·m³·log(dk)": lambda m, k, d: [m**3 * math.log(d * k)],
+}
+
+
+def _lstsq(x, y):
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    return coef
+
+
+def fit_shapes(points):
+    """Least squares of ``log(value)`` on each shape of :data:`SHAPES`, over ``points`` = ``[(m, k, d, value)]``.
+
+    Returns one dict per shape: ``coefficients`` (a, b[, c]), ``rms`` (residual, natural log), ``max_abs``,
+    ``loo_rms`` (leave-one-out prediction error: each cell predicted by the fit to the others; None
+    with too few cells), ``residuals`` per cell and ``points``. Non-positive values are left out.
+
+    >>> pts = [(m, 2, 12, 3.0 * 10 ** (m - 1)) for m in (1, 2, 3, 4)]
+    >>> f = {r["shape"]: r for r in fit_shapes(pts)}
+    >>> round(f["a + b·(m−1)(k−1)"]["rms"], 9), round(math.exp(f["a + b·(m−1)(k−1)"]["coefficients"][1]), 6)
+    (0.0, 10.0)
+    """
+    pts = [(m, k, d, v) for m, k, d, v in points if v is not None and v > 0]
+    out = []
+    for name, features in SHAPES.items():
+        x = np.array([[1.0, *features(m, k, d)] for m, k, d, _ in pts]) if pts else np.zeros((0, 1))
+        y = np.log([v for *_, v in pts]) if pts else np.zeros(0)
+        row = {"shape": name, "points": len(pts), "coefficients": None, "rms": None, "max_abs": None,
+               "loo_rms": None, "residuals": []}
+        p = x.shape[1] if pts else len(features(1, 2, 3)) + 1
+        if len(pts) >= p and np.linalg.matrix_rank(x) == p:
+            coef = _lstsq(x, y)
+            res = y - x @ coef
+            row |= {"coefficients": [float(c) for c in coef], "rms": float(np.sqrt(np.mean(res**2))),
+                    "max_abs": float(np.max(np.abs(res))),
+                    "residuals": [{"m": m, "k": k, "d": d, "residual": float(r)} for (m, k, d, _), r in zip(pts, res)]}
+            loo = []
+            for i in range(len(pts)):
+                keep = np.arange(len(pts)) != i
+                if np.linalg.matrix_rank(x[keep]) < p:
+                    loo = None
+                    break
+                loo.append(float(y[i] - x[i] @ _lstsq(x[keep], y[keep])))
+            if loo and len(pts) > p:
+                row["loo_rms"] = float(np.sqrt(np.mean(np.square(loo))))
+        out.append(row)
+    return out
+
+
+def fits_of(cells):
+    """The fits of the learner's (and Adam's) medians: ``{method: {"seconds": [...], "examples": [...]}}``.
+
+    Over the cells with at least one success, on the medians over the successful runs (a failed run's
+    time and examples measure where it stopped, not what learning costs). Adam's examples are its
+    fixed training and validation sets and are not fitted.
+    """
+    fits = {}
+    for method in sorted({c["method"] for c in cells}):
+        mine = [c for c in cells if c["method"] == method and c["successes"] > 0]
+        entry = {"cells": [[c["m"], c["k"]] for c in mine],
+                 "seconds": fit_shapes([(c["m"], c["k"], c["d"], c["median_seconds_success"]) for c in mine])}
+        if method == "provable":
+            entry["examples"] = fit_shapes([(c["m"], c["k"], c["d"], c["median_examples_success"]) for c in mine])
+        fits[method] = entry
+    return fits
+
+
+# --------------------------------------------------------------------------- the table and the figure
+
+
+def _fmt_seconds(s):
+    if s is None:
+        return "–"
+    return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
+
+
+def _fmt_count(x):
+    if x is None:
+        return "–"
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x:.0f}"
+
+
+def cell_label(cell):
+    """The text of one heatmap cell: median time and successes, or the forecast of a run beyond the budget."""
+    if cell["beyond_budget"]:
+        return f"beyond budget\n{cell['successes']}/{cell['runs']}\nforecast {_fmt_count(cell['predicted_examples'])} ex."
+    return f"{_fmt_seconds(cell['median_seconds'])}\n{cell['successes']}/{cell['runs']}"
+
+
+def frontier_table(cells, method):
+    """A Markdown grid, m down and k across: median time and successes per cell (``–`` where no cell)."""
+    mine = {(c["m"], c["k"]): c for c in cells if c["method"] == method}
+    if not mine:
+        return f"(no {method} runs)"
+    ms = sorted({m for m, _ in mine})
+    ks = sorted({k for _, k in mine})
+    lines = ["| m \\ k | " + " | ".join(str(k) for k in ks) + " |", "|---|" + "---|" * len(ks)]
+    for m in ms:
+        row = []
+        for k in ks:
+            c = mine.get((m, k))
+            row.append("" if c is None else cell_label(c).replace("\n", ", "))
+        lines.append(f"| **{m}** | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def fits_table(fits):
+    """The fits as Markdown: one row per (method, quantity, shape)."""
+    lines = ["| method | log of median | shape | coefficients | rms residual | largest residual | leave-one-out rms | cells |",
+             "|---|---|---|---|---|---|---|---|"]
+    for method, entry in fits.items():
+        for what in ("seconds", "examples"):
+            for f in entry.get(what, []):
+                coef = "–" if f["coefficients"] is None else ", ".join(f"{c:.3g}" for c in f["coefficients"])
+
+                def g(x):
+                    return "–" if x is None else f"{x:.2f}"
+
+                lines.append(f"| {method} | {what} | {f['shape']} | {coef} | {g(f['rms'])} | {g(f['max_abs'])} | "
+                             f"{g(f['loo_rms'])} | {f['points']} |")
+    return "\n".join(lines)
+
+
+def plot_frontier(cells, path, *, methods=("provable", "adam")):
+    """The frontier figure: per method a heatmap of log10 median time (m down, k across) with each cell's
+    text (:func:`cell_label`); cells without a success are hatched, cells beyond the budget hatched and
+    labelled with the forecast; then the examples and time per run against (m−1)(k−1).
+
+    Returns ``(path, drawn)``: ``drawn`` lists ``(method, m, k, label, state)`` of every cell drawn, with
+    state ``"success"``, ``"no success"`` or ``"beyond budget"`` (what the tests check).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from .io import _atomic_write
+
+    methods = [mt for mt in methods if any(c["method"] == mt for c in cells)]
+    names = {"provable": "learner", "adam": "Adam"}
+    ms = sorted({c["m"] for c in cells})
+    ks = sorted({c["k"] for c in cells})
+    times = [c["median_seconds"] for c in cells if c["median_seconds"]]
+    lo, hi = (math.log10(min(times)), math.log10(max(times))) if times else (0.0, 1.0)
+    hi = max(hi, lo + 1e-9)
+    fig, axes = plt.subplots(1, len(methods) + 1, figsize=(5.2 * (len(methods) + 1), 4.6))
+    axes = np.atleast_1d(axes)
+    drawn = []
+    cmap = plt.get_cmap("viridis")
+    for ax, method in zip(axes, methods):
+        grid = np.full((len(ms), len(ks)), np.nan)
+        mine = [c for c in cells if c["method"] == method]
+        for c in mine:
+            if c["median_seconds"]:
+                grid[ms.index(c["m"]), ks.index(c["k"])] = math.log10(c["median_seconds"])
+        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=lo, vmax=hi, origin="lower", aspect="auto")
+        for c in mine:
+            i, j = ms.index(c["m"]), ks.index(c["k"])
+            state = "beyond budget" if c["beyond_budget"] else "success" if c["successes"] else "no success"
+            if state != "success":
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="red", lw=1.5))
+            label = cell_label(c)
+            value = grid[i, j]
+            dark = not np.isnan(value) and (value - lo) / (hi - lo) < 0.55
+            ax.text(j, i, label, ha="center", va="center", fontsize=6.5, color="white" if dark else "black")
+            drawn.append((method, c["m"], c["k"], label, state))
+        ax.set_xticks(range(len(ks)), [str(k) for k in ks])
+        ax.set_yticks(range(len(ms)), [str(m) for m in ms])
+        ax.set_xlabel("tokens k")
+        ax.set_ylabel("heads m")
+        ax.set_title(f"{names.get(method, method)}: median time per run (successes/runs)", fontsize=9)
+        fig.colorbar(image, ax=ax, label="log10 seconds", shrink=0.8)
+    ax = axes[-1]
+    for method, marker in zip(methods, "os"):
+        mine = [c for c in cells if c["method"] == method]
+        ns = [c["n"] for c in mine]
+        color = "C0" if method == "provable" else "C1"
+        ax.scatter(ns, [c["median_seconds"] or np.nan for c in mine], marker=marker, color=color,
+                   label=f"{names.get(method, method)}: seconds")
+        if method == "provable":
+            ax.scatter(ns, [c["median_examples"] or np.nan for c in mine], marker="^", color="C2",
+                       label="learner: examples drawn")
+            fc = [(c["n"], c["predicted_examples"]) for c in mine if c["predicted_examples"]]
+            if fc:
+                ax.scatter(*zip(*fc), marker="^", facecolors="none", edgecolors="C3",
+                           label="learner: forecast of runs beyond the budget")
+    ax.set_yscale("log")
+    ax.set_xlabel("disagreements n = (m−1)(k−1)")
+    ax.set_title("median per cell against n (yield model: theory yield-study)", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    path = Path(path)
+    _atomic_write(path, lambda fh: fh.write(buf.getvalue()))
+    return path, drawn
+
+
+def cells_table(cells):
+    """Every cell as a Markdown row: seeds (and the rule), successes, failures by reason, medians, phase split."""
+    lines = ["| method | m | d | k | n | layers (rule) | successes | failures | median time | phases 1–4 / 5–6 "
+             "| median examples | forecast (runs beyond budget) | median rel. err |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in sorted(cells, key=lambda c: (c["method"] != "provable", c["m"], c["k"])):
+        rule = c["seed_rule"]
+        why = ", ".join(f"{k} {v}" for k, v in sorted(c["failures"].items())) or "–"
+        split = "–" if c["median_seconds_phases_1_4"] is None else (
+            f"{_fmt_seconds(c['median_seconds_phases_1_4'])} / {_fmt_seconds(c['median_seconds_phases_5_6'])}")
+        err = "–" if c["median_relative_error"] is None else f"{c['median_relative_error']:.1g}"
+        lines.append(f"| {c['method']} | {c['m']} | {c['d']} | {c['k']} | {c['n']} | {c['runs']} "
+                     f"({'–' if rule is None else rule}) | {c['successes']}/{c['runs']} | {why} | "
+                     f"{_fmt_seconds(c['median_seconds'])} | {split} | {_fmt_count(c['median_examples'])} | "
+                     f"{_fmt_count(c['predicted_examples'])} | {err} |")
+    return "\n".join(lines)
