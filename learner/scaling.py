@@ -387,6 +387,8 @@ class SweepResult:
                          f"{statuses} |")
         lines.append("")
         for method, g in s["growth"].items():
+            if len(g["ms"]) < 2:  # one m at this k (a grid's column): no growth in m to fit
+                continue
             for what in ("seconds", "examples"):
                 f = g[what]
                 power = round(f["power"], 2) + 0.0  # no "-0.00"

@@ -54,6 +54,14 @@ MISS_FACTOR = 3.0
 # --------------------------------------------------------------------------- #
 
 
+@dataclass(frozen=True)
+class _Unmeasured:
+    """A learner run of a cell that ended before phase 4 measured a yield (its cell still gets a row)."""
+
+    cell: tuple
+    status: str
+
+
 class _Unusable(Exception):
     """A run record the study cannot use; the message names the field (the caller adds the file)."""
 
@@ -194,7 +202,8 @@ def _read_run(path):
         return None
     if _field(rec, "outcome", _text) != "finished" or _field(rec, "diagnostics", _mapping).get(
             "4_refined_sculpt") is None:
-        return None
+        cell = tuple(_field(rec, f"spec.{key}", _integer(1)) for key in ("m", "d", "k"))
+        return _Unmeasured(cell, str(rec.get("status")))
     values = {path: _field(rec, path, rule) for path, rule in _FIELDS}
     _check_consistency(rec, values)
     return rec
@@ -203,7 +212,7 @@ def _read_run(path):
 def _load(dirs):
     """``(records, skipped)``: the usable runs of ``dirs`` sorted by run id, and ``{"file", "reason"}`` of every
     record skipped as unreadable or invalid (each also logged as a warning)."""
-    records, skipped = [], []
+    records, skipped, unmeasured = [], [], {}
     dirs = [dirs] if isinstance(dirs, (str, Path)) else list(dirs)
     if not dirs:
         raise ValueError("`dirs` must name at least one sweep directory; got none.")
@@ -219,14 +228,16 @@ def _load(dirs):
                 log.warning("ignoring record %s: %s", path, exc)
                 skipped.append({"file": str(path), "reason": str(exc)})
                 continue
-            if rec is not None:
+            if isinstance(rec, _Unmeasured):
+                unmeasured.setdefault(rec.cell, []).append(rec.status)
+            elif rec is not None:
                 rec["_source"] = str(path)
                 records.append(rec)
     ids = [r["run_id"] for r in records]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ValueError(f"run {dup!r} appears in two of the sweeps {dirs}; give each setting once.")
-    return sorted(records, key=lambda r: r["run_id"]), skipped
+    return sorted(records, key=lambda r: r["run_id"]), skipped, unmeasured
 
 
 def load_learner_records(dirs):
@@ -286,19 +297,43 @@ class YieldStudy:
 
     def table(self):
         header = ("| m | d | k | n = (m−1)(k−1) | tol | runs | measured /1000 (median) | predicted /1000 (median) "
-                  "| measured / predicted | within 3× |")
-        lines = [header, "|---|---|---|---|---|---|---|---|---|---|"]
-        for s in self.settings:
+                  "| measured / predicted | within 3× | phase-4 examples: measured / predicted (median) "
+                  "| time per run: measured / predicted (median) |")
+        lines = [header, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+        def fmt(x, spec):
+            return "–" if x is None else format(x, spec)
+
+        for s in sorted(self.settings, key=lambda s: (s["m"], s["k"], s["d"], s["tol"] or 0)):
+            if s["tol"] is None:
+                why = ", ".join(f"{k} {v}" for k, v in s["statuses"].items())
+                lines.append(f"| {s['m']} | {s['d']} | {s['k']} | {s['n']} | – | 0 | no run reached phase 4 ({why}) "
+                             "| – | – | – | – | – |")
+                continue
             ratio = s["ratio_median"]
             lines.append(f"| {s['m']} | {s['d']} | {s['k']} | {s['n']} | {s['tol']:g} | {s['runs']} | "
                          f"{s['measured_median']:.3g} | {s['predicted_median']:.3g} | {ratio:.2f} | "
-                         f"{'yes' if s['within'] else 'NO'} |")
+                         f"{'yes' if s['within'] else 'NO'} | {fmt(s.get('examples_measured_median'), '.3g')} / "
+                         f"{fmt(s.get('examples_predicted_median'), '.3g')} | "
+                         f"{fmt(s.get('seconds_median'), '.0f')} s / {fmt(s.get('seconds_predicted_median'), '.0f')} s |")
         for label, fit in (("measured", self.fit_measured), ("predicted", self.fit_predicted)):
             lines.append(f"\nlog(yield) against n at tol = {self.fit_tol:g}, {label}: slope {fit['slope']:.3f} "
                          f"(δ = e^slope = {fit['delta']:.3g}), rms residual {fit['rms']:.2f} in natural log, "
                          f"{fit['points']} runs" + (f" ({fit['zeros']} with no constraint left out)" if fit['zeros']
                                                      else ""))
         return "\n".join(lines)
+
+
+def _median_of(runs, key):
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return float(np.median(values)) if values else None
+
+
+def _counts(statuses):
+    out = {}
+    for status in statuses:
+        out[str(status)] = out.get(str(status), 0) + 1
+    return dict(sorted(out.items()))
 
 
 def _run_tol(rec):
@@ -350,7 +385,7 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
         if fit_tol >= 1:
             raise ValueError(f"`fit_tol` must be in (0, 1), as phase 4's tolerance is; got fit_tol={fit_tol!r}.")
     rng = check_rng(rng)
-    records, skipped = _load(dirs)
+    records, skipped, unmeasured = _load(dirs)
     if not records:
         raise ValueError(f"no finished learner run that reached phase 4 in {dirs}"
                          + (f" ({len(skipped)} records skipped as unreadable or invalid; see the warnings)."
@@ -373,13 +408,31 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
         tol, min_weight = _run_tol(rec)
         pred = predicted_yield(layer, spec.k, tol=tol, min_weight=min_weight, distribution=spec.distribution,
                                geometry=geometry, n_geometry=n_geometry, rng=seed)
+        p4 = rec["diagnostics"]["4_refined_sculpt"]
+        target = (p4.get("forecast") or {}).get("target")
+        measured_examples = p4.get("examples_at_target") or p4["examples"]
+        predicted_examples = (1000.0 * target / pred.constraints_per_1000
+                              if target and pred.constraints_per_1000 > 0 else None)
+        timings = rec.get("timings") or {}
+        rate = (((rec.get("execution") or {}).get("phases") or {}).get("4_refined_sculpt") or {}).get(
+            "examples_per_second")
+        predicted_seconds = None
+        if predicted_examples is not None and rate and timings.get("total") is not None:
+            # Ours: the run's other phases as measured, phase 4 replaced by the yield model's examples at the
+            # run's own phase-4 speed, once per round it ran.
+            rounds = max(1, len(p4.get("rounds") or [None]))
+            predicted_seconds = (timings["total"] - timings.get("4_refined_sculpt", 0.0)
+                                 + rounds * predicted_examples / rate)
         runs.append({"run_id": rec["run_id"], "m": spec.m, "d": spec.d, "k": spec.k, "n": (spec.m - 1) * (spec.k - 1),
                      "logit_scale": spec.logit_scale, "seed_index": spec.seed_index, "tol": tol,
                      "min_weight": min_weight, "measured": float(yield_of(rec)),
                      "constraints": rec["diagnostics"]["4_refined_sculpt"]["constraints"],
                      "examples": rec["diagnostics"]["4_refined_sculpt"]["examples"],
                      "predicted": pred.constraints_per_1000, "predicted_se": pred.standard_error,
-                     "rank_deficient_fraction": pred.rank_deficient_fraction, "success": bool(rec["success"])})
+                     "rank_deficient_fraction": pred.rank_deficient_fraction, "success": bool(rec["success"]),
+                     "status": rec.get("status"), "target": target, "examples_measured": measured_examples,
+                     "examples_predicted": predicted_examples, "seconds": timings.get("total"),
+                     "seconds_predicted": predicted_seconds})
         progress_bar.update(1)
     progress_bar.close()
     settings = []
@@ -390,7 +443,18 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
         ratio = meas / pred if pred > 0 else math.inf
         settings.append({"m": key[0], "d": key[1], "k": key[2], "tol": key[3], "n": mine[0]["n"], "runs": len(mine),
                          "measured_median": meas, "predicted_median": pred, "ratio_median": ratio,
-                         "within": bool(1 / MISS_FACTOR <= ratio <= MISS_FACTOR)})
+                         "within": bool(1 / MISS_FACTOR <= ratio <= MISS_FACTOR),
+                         "examples_measured_median": _median_of(mine, "examples_measured"),
+                         "examples_predicted_median": _median_of(mine, "examples_predicted"),
+                         "seconds_median": _median_of(mine, "seconds"),
+                         "seconds_predicted_median": _median_of(mine, "seconds_predicted"),
+                         "statuses": _counts(r["status"] for r in mine)})
+    measured_cells = {(s["m"], s["d"], s["k"]) for s in settings}
+    for (m, d, k), statuses in sorted(unmeasured.items()):
+        if (m, d, k) not in measured_cells:  # a cell whose every run ended before phase 4 measured a yield
+            settings.append({"m": m, "d": d, "k": k, "tol": None, "n": (m - 1) * (k - 1), "runs": 0,
+                             "measured_median": None, "predicted_median": None, "ratio_median": None,
+                             "within": None, "statuses": _counts(statuses)})
     if fit_tol is None:
         fit_tol = max(sorted(set(tols)), key=tols.count)
     used = [r for r in runs if r["tol"] == fit_tol]
@@ -410,17 +474,20 @@ def plot_yield(study, path):
 
     from learner.io import _atomic_write
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
+    ax = axes[0]
     ms = sorted({r["m"] for r in study.runs})
-    markers = {2: "o", 3: "s", 4: "^", 5: "D"}
+    markers = {2: "o", 3: "s", 4: "^", 5: "D", 6: "v", 7: "P", 8: "X"}
     for r in study.runs:
         color = f"C{ms.index(r['m'])}"
         mk = markers.get(r["k"], "o")
         x = r["n"] + 0.06 * (r["k"] - 3)
-        if r["measured"] > 0:
-            ax.scatter(x, r["measured"], color=color, marker=mk, s=22, alpha=0.8)
-        if r["predicted"] > 0:
-            ax.scatter(x, r["predicted"], facecolors="none", edgecolors=color, marker=mk, s=30, alpha=0.8)
+        for panel, (meas, pred) in zip(axes, (("measured", "predicted"), ("examples_measured", "examples_predicted"),
+                                              ("seconds", "seconds_predicted"))):
+            if (r.get(meas) or 0) > 0:
+                panel.scatter(x, r[meas], color=color, marker=mk, s=22, alpha=0.8)
+            if (r.get(pred) or 0) > 0:
+                panel.scatter(x, r[pred], facecolors="none", edgecolors=color, marker=mk, s=30, alpha=0.8)
     ns = np.linspace(0, max(r["n"] for r in study.runs), 50)
     for fit, style, label in ((study.fit_measured, "-", "measured"), (study.fit_predicted, "--", "predicted")):
         if math.isfinite(fit["slope"]):
@@ -433,9 +500,20 @@ def plot_yield(study, path):
     ax.set_yscale("log")
     ax.set_xlabel("disagreements n = (m−1)(k−1)")
     ax.set_ylabel("certified constraints per 1000 examples")
-    ax.set_title(f"sculpting yield at tol = {study.fit_tol:g}: measured (filled), predicted (hollow)", fontsize=9)
+    ax.set_title(f"sculpting yield (fits at tol = {study.fit_tol:g}): measured (filled), predicted (hollow)",
+                 fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
+    for panel, label, title in (
+            (axes[1], "phase-4 examples per round", "examples to phase 4's target: measured (filled), "
+                                                    "target / predicted yield (hollow)"),
+            (axes[2], "seconds per run", "time per run: measured (filled), with phase 4 at the predicted "
+                                         "examples (hollow)")):
+        panel.set_yscale("log")
+        panel.set_xlabel("disagreements n = (m−1)(k−1)")
+        panel.set_ylabel(label)
+        panel.set_title(title, fontsize=8)
+        panel.grid(True, alpha=0.3)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)

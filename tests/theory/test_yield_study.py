@@ -302,3 +302,42 @@ def test_committed_sweeps_pass_the_checks(caplog):
         for d in sweeps:
             assert load_learner_records(d)
     assert not caplog.records
+
+
+def test_every_cell_gets_a_row_even_without_a_measurement(sweep, tmp_path):
+    """A cell whose runs all ended before phase 4 (here: edited to have raised) is a row saying so, not a gap."""
+    out = tmp_path / "cells"
+    shutil.copytree(sweep, out)
+    changed = 0
+    for path in sorted((out / "runs").glob("provable-*-m2-*.json")):
+        rec = json.loads(path.read_text())
+        rec["outcome"], rec["status"], rec["diagnostics"] = "error", "error", {}
+        path.write_text(json.dumps(rec))
+        changed += 1
+    assert changed
+    study = yield_study(out, n_geometry=500, rng=1)
+    rows = {(s["m"], s["k"]): s for s in study.settings}
+    assert rows[(2, 3)]["runs"] == 0 and rows[(2, 3)]["statuses"] == {"error": changed}
+    assert "| 2 | 6 | 3 | 2 | – | 0 | no run reached phase 4 (error 2) |" in study.table()
+    # Control: the untouched sweep measures that cell.
+    assert {(s["m"], s["k"]): s for s in yield_study(sweep, n_geometry=500, rng=1).settings}[(2, 3)]["runs"] > 0
+
+
+def test_predicted_examples_and_time_of_a_run(sweep):
+    """Phase 4's target over the predicted yield, and the run's time with phase 4 at that many examples."""
+    study = yield_study(sweep, n_geometry=500, rng=1)
+    records = {r["run_id"]: r for r in load_learner_records(sweep)}
+    checked = 0
+    for run in study.runs:
+        rec = records[run["run_id"]]
+        p4 = rec["diagnostics"]["4_refined_sculpt"]
+        target = p4["forecast"]["target"]
+        assert run["target"] == target and run["examples_measured"] == (p4.get("examples_at_target") or p4["examples"])
+        if run["predicted"] > 0:
+            assert run["examples_predicted"] == pytest.approx(1000 * target / run["predicted"], rel=1e-12)
+            rate = rec["execution"]["phases"]["4_refined_sculpt"]["examples_per_second"]
+            rounds = max(1, len(p4.get("rounds") or [None]))
+            want = rec["timings"]["total"] - rec["timings"]["4_refined_sculpt"] + rounds * run["examples_predicted"] / rate
+            assert run["seconds_predicted"] == pytest.approx(want, rel=1e-12)
+            checked += 1
+    assert checked
