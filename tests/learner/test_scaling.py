@@ -72,6 +72,8 @@ class TestSeeding:
 
 
 class TestSweep:
+    # slow (9 s): a one-run Dask identity stays in the default run (test_parallel's LocalCluster test)
+    @pytest.mark.slow
     def test_local_pool_and_dask_cluster_give_identical_records(self, tmp_path, capsys):
         distributed = pytest.importorskip("dask.distributed")
         specs = _specs()
