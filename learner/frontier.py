@@ -50,6 +50,18 @@ def _block_values(block, key, text, minimum):
     return list(range(lo, hi + 1))
 
 
+def _one_or_auto(block, key, fields, minimum, default):
+    """The block's single value of ``key`` (an integer >= ``minimum`` or "auto"), else ``default``."""
+    if key not in fields:
+        return default
+    if fields[key] == "auto":
+        return "auto"
+    values = _block_values(block, key, fields[key], minimum)
+    if len(values) != 1:
+        raise ValueError(f"`grid` block {block!r}: {key} must be one integer or auto; got {key}={fields[key]!r}.")
+    return values[0]
+
+
 def _parse_block(block, d, seeds):
     if not isinstance(block, str) or not block.strip():
         raise ValueError(f"`grid` blocks must be non-empty strings like 'm=1..6,k=2'; got {block!r}.")
@@ -68,23 +80,8 @@ def _parse_block(block, d, seeds):
             raise ValueError(f"`grid` block {block!r}: {key} is missing (every block names m and k).")
     ms = _block_values(block, "m", fields["m"], 1)
     ks = _block_values(block, "k", fields["k"], 2)
-    if "d" in fields:
-        if fields["d"] == "auto":
-            d = "auto"
-        else:
-            ds = _block_values(block, "d", fields["d"], 2)
-            if len(ds) != 1:
-                raise ValueError(f"`grid` block {block!r}: d must be one integer or auto; got d={fields['d']!r}.")
-            d = ds[0]
-    if "seeds" in fields:
-        if fields["seeds"] == "auto":
-            seeds = "auto"
-        else:
-            ss = _block_values(block, "seeds", fields["seeds"], 1)
-            if len(ss) != 1:
-                raise ValueError(f"`grid` block {block!r}: seeds must be one integer or auto; "
-                                 f"got seeds={fields['seeds']!r}.")
-            seeds = ss[0]
+    d = _one_or_auto(block, "d", fields, 2, d)
+    seeds = _one_or_auto(block, "seeds", fields, 1, seeds)
     return [(m, k, d, seeds) for m in ms for k in ks]
 
 
