@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .sweep import median as _median
+
 __all__ = ["AUTO_FIRST", "AUTO_FULL", "AUTO_SECONDS", "DEFAULT_GRID", "SHAPES", "failure_reason", "fit_shapes",
            "cells_table", "frontier_cells", "frontier_table", "fits_table", "parse_grid", "plot_frontier", "seeds_for"]
 
@@ -186,11 +188,6 @@ def _phase_split(record):
     return early, late
 
 
-def _median(values):
-    values = [v for v in values if v is not None]
-    return float(np.median(values)) if values else None
-
-
 def frontier_cells(records, *, success_tol, seed_rules=None):
     """Per (method, m, k): what the frontier figure and table show, from measured (``role="eval"``) records.
 
@@ -221,8 +218,9 @@ def frontier_cells(records, *, success_tol, seed_rules=None):
             "successes": len(ok), "seed_rule": rule,
             "median_seconds": _median([r["timings"].get("total") for r in finished]),
             "median_seconds_success": _median([r["timings"].get("total") for r in ok]),
-            "median_examples": _median([r["examples_drawn"] for r in finished if failure_reason(r, success_tol)
-                                        != "budget"]),
+            # A run stopped for budget drew only its pilot (errors have no count): not what learning costs.
+            "median_examples": _median([r["examples_drawn"] for r, why in zip(recs, reasons)
+                                        if why not in ("budget", "error")]),
             "median_examples_success": _median([r["examples_drawn"] for r in ok]),
             "median_seconds_phases_1_4": _median([s[0] for s in split]) if method == "provable" else None,
             "median_seconds_phases_5_6": _median([s[1] for s in split]) if method == "provable" else None,

@@ -591,7 +591,6 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=DEFA
             by_id |= {r["run_id"]: r for r in got}
             stats = {key: stats[key] + more[key] for key in stats}
         records = [by_id[s.run_id] for method in methods for s in plans[method]]
-        stats = {key: stats[key] for key in ("ran", "skipped")}
         summary = summarise(records, success_tol=success_tol)
         summary |= {"tuning": tuning, "parameters": parameters, "versions": _versions(),
             "note": f"study design ours (instances: learner.random_layer, logit scale {logit_scale:g}); the paper "
