@@ -5,7 +5,8 @@ This package is the floor of the toolkit: the layer itself
 planted instances, the paper's non-degeneracy conditions measured on a layer,
 error metrics, file I/O, the paper's six-phase learner (:func:`learn`,
 phases in :mod:`learner.phases`), and a gradient-descent baseline to compare it
-with (:func:`fit_gradient`). ``theory`` and ``lowerbounds`` import from here,
+with (:func:`fit_gradient`), and the bridge to PyTorch (:func:`from_torch`, :func:`to_torch`,
+:func:`fit_torch`; the optional ``torch`` extra). ``theory`` and ``lowerbounds`` import from here,
 never the reverse.
 
 References
@@ -27,6 +28,8 @@ from .learn import LearnInterrupted, LearnResult, learn
 from .metrics import AttentionStats, HeadMatch, attention_statistics, match_heads, relative_error
 from .oracle import ArraySource, ExamplesExhausted, LayerOracle
 from .phases import LearnConfig
+from .torch_baseline import fit_torch
+from .torch_interop import TorchConversionError, from_torch, load_torch_layer, to_torch, to_torch_mha
 
 try:
     __version__ = version("provable-attention")
@@ -47,6 +50,7 @@ __all__ = [
     "LearnInterrupted",
     "LearnResult",
     "PlantingError",
+    "TorchConversionError",
     "assumptions",
     "attention_statistics",
     "check_inputs",
@@ -54,10 +58,13 @@ __all__ = [
     "cube_expectation",
     "enumerate_cube",
     "fit_gradient",
+    "fit_torch",
+    "from_torch",
     "lattice_distance",
     "learn",
     "load_examples",
     "load_layer",
+    "load_torch_layer",
     "match_heads",
     "min_norm_point",
     "random_layer",
@@ -67,5 +74,7 @@ __all__ = [
     "save_examples",
     "save_layer",
     "softmax",
+    "to_torch",
+    "to_torch_mha",
     "write_json",
 ]

@@ -30,6 +30,23 @@ ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
 MIN_IMPROVEMENT = 1e-4
 
 
+def check_milestones(milestones):
+    """``milestones`` as a sorted tuple of distinct relative errors in (0, 1), descending (named errors otherwise)."""
+    try:
+        values = tuple(milestones)
+    except TypeError:
+        raise TypeError(f"`milestones` must be a sequence of numbers; got milestones={milestones!r}.") from None
+    values = tuple(check_positive_float("milestones", v) for v in values)
+    if len(set(values)) != len(values) or any(v >= 1 for v in values):
+        raise ValueError(f"`milestones` must be distinct relative errors below 1; got milestones={milestones!r}.")
+    return tuple(sorted(values, reverse=True))
+
+
+def milestone_key(threshold):
+    """The JSON key of a milestone: ``"1e-03"``, ``"1e-08"`` (one spelling, so records compare)."""
+    return f"{threshold:.0e}"
+
+
 def _softmax_backward(A, G, axis):
     """Vector-Jacobian product of the softmax along ``axis``: ``∂L/∂S`` from ``A = softmax(S)`` and ``G = ∂L/∂A``."""
     return A * (G - np.sum(G * A, axis=axis, keepdims=True))
@@ -113,11 +130,12 @@ class _Run:
     seconds: float
 
 
-def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patience, rng, label):
+def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patience, rng, label, mark):
     t0 = time.perf_counter()
     n = X.shape[0]
     best = params.copy()
     best_val = ref = initial = _loss(params, Xv, Yv)
+    mark(best_val)
     best_it = last_improve = it = 0
     stopped = "max_iter"
     m1, v = np.zeros_like(params), np.zeros_like(params)
@@ -151,6 +169,7 @@ def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patienc
             if not np.isfinite(val):
                 stopped = "diverged"
                 break
+            mark(val)
             # Improvements are measured from the last significant one, so a slow
             # creep of many tiny steps still runs out of patience.
             if val < ref * (1 - MIN_IMPROVEMENT):
@@ -173,7 +192,7 @@ def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patienc
 
 def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000, restarts=3, batch=None,
                  n_train=20000, n_val=5000, tol=1e-8, patience=200, init_scale=0.5, success_tol=1e-3,
-                 truth=None, rng=None):
+                 milestones=(1e-3, 1e-8), truth=None, rng=None):
     """Fit an ``m``-head attention layer to examples by gradient descent on the squared loss (a baseline).
 
     Minimises
@@ -226,6 +245,10 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
     success_tol : float
         Success when the validation relative error
         ``Σ_n ‖F(X_n) − Y_n‖_F² / Σ_n ‖Y_n‖_F²`` is at most this.
+    milestones : sequence of float
+        Validation relative errors whose first crossing (over all restarts, in order) is timed:
+        ``diagnostics["fit"]["seconds_to"]`` maps each (``"1e-03"``) to the seconds since the call
+        began, examples drawn included, or None if never reached.
     truth : AttentionLayer, optional
         The planted layer, for diagnostics only (``result.errors``).
     rng : None, int, SeedSequence or Generator
@@ -308,6 +331,7 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
     patience = check_int("patience", patience)
     init_scale = check_positive_float("init_scale", init_scale)
     success_tol = check_positive_float("success_tol", success_tol)
+    milestones = check_milestones(milestones)
     d = source.d
     if k is not None and check_int("k", k) != source.k:
         raise ValueError(f"`k` must match the examples' {source.k} tokens; got k={k}.")
@@ -343,6 +367,14 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
     X, Y = X_all[:n_train], Y_all[:n_train]
     Xv, Yv = X_all[n_train:], Y_all[n_train:]
 
+    seconds_to = dict.fromkeys(milestones)
+    y_val = float(np.sum(Yv**2)) / n_val  # validation loss / y_val = validation relative error
+
+    def mark(val):
+        for threshold, seconds in seconds_to.items():
+            if seconds is None and val <= threshold * y_val:
+                seconds_to[threshold] = time.perf_counter() - t_start
+
     t0 = time.perf_counter()
     runs = []
     # Overflow in a diverging run is detected (non-finite loss or gradient) and reported.
@@ -351,7 +383,8 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
         for j, gen in enumerate(gens):
             params = gen.normal(0.0, init_scale / np.sqrt(d), size=(2, m, d, d))
             runs.append(_train(params, X, Y, Xv, Yv, optimizer=optimizer, lr=lr, max_iter=max_iter,
-                               batch=batch_eff, tol=tol, patience=patience, rng=gen, label=f"{j + 1}/{restarts}"))
+                               batch=batch_eff, tol=tol, patience=patience, rng=gen, label=f"{j + 1}/{restarts}",
+                               mark=mark))
             if runs[-1].stopped == "tol":
                 break
     timings["fit"] = time.perf_counter() - t0
@@ -373,6 +406,7 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
         "stopped": [r.stopped for r in runs],
         "seconds": [r.seconds for r in runs],
         "spawn_keys": [list(g.bit_generator.seed_seq.spawn_key) for g in gens[: len(runs)]],
+        "seconds_to": {milestone_key(t): s for t, s in seconds_to.items()},
     }
     log.info("fit_gradient: kept restart %d of %d, validation relative error %.3g", best_j + 1, restarts, rel)
     where = (f"restart {best_j + 1} of {restarts}, {best.iterations} iterations "

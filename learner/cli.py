@@ -1,4 +1,4 @@
-"""Command line of :mod:`learner`: ``python -m learner {demo,learn,sample,info,bench,scaling}``.
+"""Command line of :mod:`learner`: ``python -m learner {demo,learn,sample,info,bench,scaling,peers}``.
 
 Library functions never parse ``argv``; this module does, calls them, and prints.
 """
@@ -97,7 +97,11 @@ def build_parser():
     p.set_defaults(seed=0)
 
     p = sub.add_parser("learn", help="the main job: plant a layer and learn it with the six-phase algorithm")
-    _layer_args(p)
+    _layer_args(p, unset=True)  # the defaults are filled in by _learn (unset tells them apart from --torch-layer)
+    p.add_argument("--torch-layer", metavar="FILE",
+                   help="learn this torch layer instead of a planted one: the state dict of an "
+                        "nn.MultiheadAttention(d, m, bias=False), torch.save(mha.state_dict(), FILE), "
+                        "with --m its num_heads (extra `torch`)")
     p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
     p.add_argument("--unknown-m", action="store_true", help="do not tell the learner m (it estimates it)")
@@ -187,6 +191,26 @@ def build_parser():
                    help="run nothing: re-summarise the records in --out (all must be there, e.g. docs/sweeps/main)")
     p.add_argument("--out", metavar="DIR", required=True,
                    help="directory of the sweep; an interrupted sweep resumes from the records in it")
+
+    p = sub.add_parser("peers", help="the learner, numpy Adam and torch Adam side by side on the same layers "
+                                     "(extra `torch`)")
+    p.add_argument("--m", type=int, nargs="+", default=[1, 2, 3, 4], help="numbers of heads (default 1 2 3 4)")
+    p.add_argument("--k", type=int, default=2, help="tokens per sequence (default 2)")
+    p.add_argument("--d", type=_auto_or_int, default="auto",
+                   help="token dimension, or auto: the scaling study's sound d per m (default auto: 12)")
+    p.add_argument("--seeds", type=int, default=3, help="planted layers per m (default 3)")
+    p.add_argument("--adam-lr", type=float, default=1e-2, help="numpy Adam's learning rate (default 0.01)")
+    p.add_argument("--torch-lr", type=float, default=1e-2, help="torch Adam's initial learning rate (default 0.01)")
+    p.add_argument("--epochs", type=int, default=200, help="torch Adam's epochs per restart (default 200)")
+    p.add_argument("--batch", type=int, default=256, help="torch Adam's mini-batch (default 256)")
+    p.add_argument("--workers", type=int, default=None, help="processes of the local pool (default: all CPUs)")
+    p.add_argument("--serial", action="store_true", help="one run at a time, in this process")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
+    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
+    p.add_argument("--summarise-only", action="store_true", help="run nothing: re-summarise the records in --out")
+    p.add_argument("--out", metavar="DIR", required=True,
+                   help="directory of the study; an interrupted study resumes from the records in it")
     return parser
 
 
@@ -241,15 +265,35 @@ def _learn(args):
     ss = _seed(args.seed)
     # The third child draws the inputs the errors against the truth are measured on (the first two are as before).
     layer_seed, oracle_seed, error_seed = ss.spawn(3)
-    truth = random_layer(args.m, args.d, logit_scale=args.logit_scale, w_scale=args.w_scale, rng=layer_seed)
+    if args.torch_layer is not None:
+        from .torch_interop import load_torch_layer
+
+        _need_torch("--torch-layer")
+        given = [key for key in ("d", "logit_scale", "w_scale") if getattr(args, key) is not None]
+        if given:
+            flags = ", ".join(f"--{key.replace('_', '-')} {getattr(args, key)}" for key in given)
+            raise ValueError(f"--torch-layer {args.torch_layer} fixes the layer; {flags} would be ignored. "
+                             "Drop them or --torch-layer.")
+        if args.m is None:
+            raise ValueError(f"--torch-layer {args.torch_layer} needs --m, the layer's num_heads (a state dict "
+                             "does not record it); got no --m.")
+        truth = load_torch_layer(args.torch_layer, num_heads=args.m)
+        args.d = truth.d
+        source = f"the torch layer {args.torch_layer}:"
+    else:
+        for key, value in _LAYER_DEFAULTS.items():
+            if getattr(args, key) is None:
+                setattr(args, key, value)
+        truth = random_layer(args.m, args.d, logit_scale=args.logit_scale, w_scale=args.w_scale, rng=layer_seed)
+        source = f"a planted layer (logit scale {args.logit_scale}):"
     config = LearnConfig()
     if args.max_examples is not None:
         config = dataclasses.replace(config, max_examples=args.max_examples)
     if args.allow_unsound:
         config = dataclasses.replace(config, allow_unsound=True)
     oracle = LayerOracle(truth, args.k, distribution=args.distribution, rng=oracle_seed)
-    print(f"Learning a planted layer: m={args.m}, d={args.d}, k={args.k}, {args.distribution} inputs, "
-          f"logit scale {args.logit_scale}, seed entropy {ss.entropy}"
+    print(f"Learning {source} m={args.m}, d={args.d}, k={args.k}, {args.distribution} inputs, "
+          f"seed entropy {ss.entropy}"
           + (" (m not given to the learner)" if args.unknown_m else ""))
     import signal
 
@@ -447,13 +491,57 @@ def _scaling(args):
     return 0
 
 
+def _need_torch(option):
+    """torch is installed, or a ValueError (one line on the command line) saying how to install it."""
+    from .torch_interop import _torch
+
+    try:
+        _torch()
+    except ImportError as exc:
+        raise ValueError(f"{option}: {exc}") from None
+
+
+def _peers(args):
+    import signal
+
+    from .peers import QUICK_PEER_OPTIONS, peer_study
+    from .scaling import SweepInterrupted, SweepLocked
+
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    if args.workers is not None and args.serial:
+        raise ValueError(f"--workers sizes the local pool, which --serial does not use; got --workers {args.workers} "
+                         "with --serial.")
+    if not args.summarise_only:
+        _need_torch("peers")
+    quick = QUICK_PEER_OPTIONS if args.quick else {}
+    try:
+        result = peer_study(
+            args.out, ms=args.m, k=args.k, d=args.d, seeds=args.seeds, seed=args.seed,
+            adam_options=quick.get("adam", {}) | {"lr": args.adam_lr},
+            torch_options=quick.get("torch-adam", {"epochs": args.epochs, "batch": args.batch}) | {"lr": args.torch_lr},
+            provable_options=quick.get("provable"), backend="serial" if args.serial else "local",
+            workers=args.workers, progress=not args.no_progress, run=not args.summarise_only)
+    except SweepLocked as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SweepInterrupted as exc:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print(f"\n{exc}", file=sys.stderr)
+        return 130
+    print(result.table())
+    print()
+    print(f"runs: {result.stats['ran']} run now, {result.stats['skipped']} kept from earlier; records in "
+          f"{args.out}/runs/; " + ", ".join(f"{k} {v}" for k, v in result.files.items()))
+    return 0
+
+
 def main(argv=None):
     """Entry point; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     handler = {"demo": _demo, "learn": _learn, "sample": _sample, "info": _info, "bench": _bench,
-               "scaling": _scaling}[args.command]
+               "scaling": _scaling, "peers": _peers}[args.command]
     try:
         check_output_options(parser, args)
         return handler(args)

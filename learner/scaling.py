@@ -80,6 +80,8 @@ log = logging.getLogger(__name__)
 
 RECORD_SCHEMA = 2  # 2: the planted layer's logit scale is part of the specification
 METHODS = ("provable", "adam")
+#: What one run can be: the study's methods and the peer baseline of :mod:`learner.peers` (needs torch).
+RUN_METHODS = METHODS + ("torch-adam",)
 ROLES = {"eval": 0, "tune": 1}
 #: The study's family (ours): logit scale 1, k = 2, d from :func:`sound_d` (DESIGN §3, issue 15).
 DEFAULT_LOGIT_SCALE = 1.0
@@ -111,7 +113,8 @@ class RunSpec:
     """Everything that determines one run (and nothing that does not).
 
     ``options`` are keyword arguments of the method: :class:`~learner.phases.LearnConfig`
-    fields for ``"provable"``, :func:`~learner.baseline.fit_gradient` arguments for ``"adam"``.
+    fields for ``"provable"``, :func:`~learner.baseline.fit_gradient` arguments for ``"adam"``,
+    :func:`~learner.torch_baseline.fit_torch` arguments for ``"torch-adam"``.
     """
 
     method: str
@@ -217,8 +220,12 @@ def run_one(spec, learn_workers=None):
                            workers=learn_workers)
         elif spec.method == "adam":
             result = fit_gradient(oracle, m=spec.m, optimizer="adam", truth=truth, rng=method_seed, **options)
+        elif spec.method == "torch-adam":
+            from .torch_baseline import fit_torch
+
+            result = fit_torch(oracle, m=spec.m, truth=truth, rng=method_seed, **options)
         else:
-            raise ValueError(f"`method` must be one of {METHODS}; got method={spec.method!r}.")
+            raise ValueError(f"`method` must be one of {RUN_METHODS}; got method={spec.method!r}.")
     except Exception as exc:  # noqa: BLE001 — a failed run is recorded, the sweep goes on
         log.warning("run %s failed: %s: %s", spec.run_id, type(exc).__name__, exc)
         return _failure_record(spec, f"{type(exc).__name__}: {exc}", traceback.format_exc(),

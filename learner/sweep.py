@@ -77,12 +77,12 @@ log = logging.getLogger(__name__)
 BACKENDS = ("serial", "local", "dask")
 #: Keys that hold wall-clock times or the place a run happened (and any key ending in
 #: ``_seconds``); :func:`comparable` drops them.
-VOLATILE_KEYS = frozenset({"timings", "seconds", "where", "execution"})
+VOLATILE_KEYS = frozenset({"timings", "seconds", "seconds_to", "where", "execution"})
 #: The example stream each method's records were drawn from. The learner's phases 1–4 draw
 #: per-batch seeded streams since version 2 (learner.parallel); its records of stream 1
 #: (sequential draws) no longer reproduce and are re-run on resume. Adam draws
 #: sequentially as before.
-EXAMPLE_STREAM = {"provable": 2, "adam": 1}
+EXAMPLE_STREAM = {"provable": 2, "adam": 1, "torch-adam": 1}
 
 
 def versions():

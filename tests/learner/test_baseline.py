@@ -171,6 +171,11 @@ BAD_INPUTS = [
     pytest.param({"optimizer": "sgd"}, ValueError,
                  re.escape("`optimizer` must be one of ('adam', 'gd'); got optimizer='sgd'"), id="optimizer-unknown"),
     pytest.param({"k": 3}, ValueError, "`k` must match the examples' 2 tokens; got k=3", id="k-mismatch"),
+    pytest.param({"milestones": (1e-3, 1e-3)}, ValueError, "`milestones` must be distinct relative errors below 1",
+                 id="milestones-repeated"),
+    pytest.param({"milestones": (2.0,)}, ValueError, "`milestones` must be distinct", id="milestones>=1"),
+    pytest.param({"milestones": (0.0,)}, ValueError, "`milestones` must be finite and positive", id="milestones=0"),
+    pytest.param({"milestones": 1e-3}, TypeError, "`milestones` must be a sequence", id="milestones-scalar"),
     pytest.param({"truth": "layer"}, TypeError, "`truth` must be an AttentionLayer; got str", id="truth-not-layer"),
     pytest.param({"truth": _TRUTH5}, ValueError, "`truth` must have the examples' dimension d=4; got truth.d=5",
                  id="truth-other-d"),
@@ -199,3 +204,17 @@ def test_restarts_stop_once_one_reaches_tol():
     assert easy.diagnostics["fit"]["restarts_run"] == 1 and easy.diagnostics["fit"]["stopped"] == ["tol"]
     assert len(easy.diagnostics["fit"]["spawn_keys"]) == 1
     assert hard.diagnostics["fit"]["restarts_run"] == 3 and len(hard.diagnostics["fit"]["val_loss"]) == 3
+
+
+class TestMilestones:
+    def test_times_of_first_crossings(self):
+        """Each milestone is timed at its first validation below it: in order, within the run, and not before a
+        validation error that low was seen (the control: a run of 5 iterations reaches neither)."""
+        truth = random_layer(1, 4, rng=0)
+        result = fit_gradient(LayerOracle(truth, 2, rng=1), m=1, restarts=1, rng=2, milestones=(1e-8, 1e-3), **FAST)
+        seconds = result.diagnostics["fit"]["seconds_to"]
+        assert list(seconds) == ["1e-03", "1e-08"]  # descending, one spelling
+        assert 0 < seconds["1e-03"] <= seconds["1e-08"] <= result.timings["total"]
+        short = fit_gradient(LayerOracle(truth, 2, rng=1), m=1, restarts=1, rng=2, **(FAST | {"max_iter": 5}))
+        assert short.diagnostics["fit"]["seconds_to"] == {"1e-03": None, "1e-08": None}
+        assert short.diagnostics["fit"]["val_relative_error"] > 1e-3

@@ -1,0 +1,270 @@
+"""The peer baseline: an attention layer of the paper's form trained the way an ML researcher would, in PyTorch.
+
+:func:`fit_torch` trains :class:`~learner.torch_interop.AttentionModule` (``Θ_i``, ``W_i`` as
+parameters) with ``torch.optim.Adam`` on mini-batches, a cosine learning-rate schedule and
+gradient-norm clipping: the conventional recipe, not a method the paper analyses. It draws the
+same examples and starts from the same initial parameters as :func:`learner.fit_gradient` given
+the same ``rng`` (restart ``j`` from ``rng.spawn(restarts)[j]``), so the two differ only in the
+optimiser's recipe and the software.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import numpy as np
+
+from ._validation import check_int, check_positive_float, check_rng
+from .baseline import check_milestones, milestone_key
+from .layer import AttentionLayer
+from .learn import LearnResult, truth_errors
+from .oracle import ExamplesExhausted, as_source
+from .torch_interop import _dtype, _module_class, _torch
+
+__all__ = ["fit_torch"]
+
+log = logging.getLogger(__name__)
+
+
+def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=20000, n_val=5000, restarts=3,
+              tol=1e-8, clip=1.0, init_scale=0.5, success_tol=1e-3, milestones=(1e-3, 1e-8), eval_every=None,
+              dtype="float64", threads=None, truth=None, rng=None):
+    """Fit an ``m``-head layer with ``torch.optim.Adam``: mini-batches, cosine schedule, gradient clipping.
+
+    Minimises the loss of :func:`learner.fit_gradient`,
+
+    .. math::
+
+        L(\\Theta, W) = \\frac{1}{N} \\sum_{n=1}^{N} \\big\\| F(X_n) - Y_n \\big\\|_F^2,
+
+    estimated on mini-batches of ``batch`` examples (a fresh permutation every epoch, the last
+    partial batch dropped), with torch's autograd. Each step: ``loss.backward()``, the gradient of
+    all parameters clipped to norm ``clip`` (``torch.nn.utils.clip_grad_norm_``), an Adam step
+    (torch's defaults ``β = (0.9, 0.999)``, ``ε = 1e-8``) and a step of
+    ``CosineAnnealingLR(T_max = epochs · ⌊n_train / batch⌋)``, which takes the learning rate from
+    ``lr`` to 0 over the run.
+
+    Parameters
+    ----------
+    source : LayerOracle, ArraySource or (X, Y)
+        ``n_train + n_val`` examples are drawn once: the first ``n_train`` train, the rest validate.
+    m : int
+        Heads of the fitted layer.
+    k : int, optional
+        Checked against the source's tokens.
+    lr : float
+        Adam's initial learning rate.
+    epochs : int
+        Passes over the training examples per restart (the cosine schedule's length).
+    batch : int
+        Mini-batch size (at most ``n_train``).
+    n_train, n_val, restarts, tol, init_scale, success_tol
+        As in :func:`learner.fit_gradient`: a restart stops once its validation loss is at most
+        ``tol``; the restart with the lowest validation loss is kept; success is a validation
+        relative error ``Σ‖F(X) − Y‖² / Σ‖Y‖²`` of at most ``success_tol``.
+    clip : float
+        Largest gradient norm (over all parameters) of a step.
+    milestones : sequence of float
+        Validation relative errors whose first crossing is timed (``diagnostics["fit"]["seconds_to"]``,
+        seconds since the call began, examples drawn included; None if never reached).
+    eval_every : int, optional
+        Steps between validations (default: one epoch). The validation decides ``tol``, the best
+        parameters and the milestones.
+    dtype : {"float64", "float32"}
+        Of the parameters and examples (float32 cannot reach relative errors near 1e-8 reliably).
+    threads : int, optional
+        ``torch.set_num_threads`` for the call (restored after); None leaves torch's setting.
+    truth : AttentionLayer, optional
+        The planted layer, for ``result.errors`` only.
+    rng : None, int, SeedSequence or Generator
+        As in :func:`learner.fit_gradient` (same examples, initial parameters and error inputs for
+        the same ``rng``); restart ``j`` also draws its permutations from its own generator.
+
+    Returns
+    -------
+    LearnResult
+        As :func:`learner.fit_gradient`'s, with ``diagnostics["fit"]["recipe"] = "torch-adam"``, per
+        restart its steps, best step, why it stopped (``"tol"``, ``"epochs"`` or ``"diverged"``) and
+        seconds, and ``seconds_to``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For arguments out of range or of the wrong type (named).
+    ImportError
+        If torch is not installed.
+
+    Notes
+    -----
+    The recipe (mini-batches of 256, cosine schedule, clipping at 1, 200 epochs) is the common
+    default of deep-learning practice and ours to choose; the paper analyses no gradient method.
+
+    References
+    ----------
+    D. P. Kingma and J. Ba, "Adam: a method for stochastic optimization", arXiv:1412.6980.
+    I. Loshchilov and F. Hutter, "SGDR: stochastic gradient descent with warm restarts", arXiv:1608.03983.
+    """
+    t_start = time.perf_counter()
+    torch = _torch()
+    rng = check_rng(rng)
+    source = as_source(source)
+    m = check_int("m", m)
+    lr = check_positive_float("lr", lr)
+    epochs = check_int("epochs", epochs)
+    batch = check_int("batch", batch)
+    n_train = check_int("n_train", n_train)
+    n_val = check_int("n_val", n_val)
+    restarts = check_int("restarts", restarts)
+    tol = check_positive_float("tol", tol, allow_zero=True)
+    clip = check_positive_float("clip", clip)
+    init_scale = check_positive_float("init_scale", init_scale)
+    success_tol = check_positive_float("success_tol", success_tol)
+    milestones = check_milestones(milestones)
+    if eval_every is not None:
+        eval_every = check_int("eval_every", eval_every)
+    if threads is not None:
+        threads = check_int("threads", threads)
+    dt = _dtype(dtype)
+    d = source.d
+    if k is not None and check_int("k", k) != source.k:
+        raise ValueError(f"`k` must match the examples' {source.k} tokens; got k={k}.")
+    k = source.k
+    if truth is not None:
+        if not isinstance(truth, AttentionLayer):
+            raise TypeError(f"`truth` must be an AttentionLayer; got {type(truth).__name__}.")
+        if truth.d != d:
+            raise ValueError(f"`truth` must have the examples' dimension d={d}; got truth.d={truth.d}.")
+    batch = min(batch, n_train)
+    per_epoch = n_train // batch
+    total_steps = epochs * per_epoch
+    eval_every = per_epoch if eval_every is None else eval_every
+    settings = {
+        "recipe": "torch-adam", "lr": lr, "epochs": epochs, "batch": batch, "n_train": n_train, "n_val": n_val,
+        "restarts": restarts, "tol": tol, "clip": clip, "init_scale": init_scale, "success_tol": success_tol,
+        "schedule": f"cosine over {total_steps} steps", "eval_every": eval_every, "dtype": dtype,
+        "threads": threads, "torch_version": torch.__version__, "milestones": list(milestones),
+        "loss": "mean over examples of ||F(X) - Y||_F^2", "seed_entropy": rng.bit_generator.seed_seq.entropy,
+    }
+    timings, diag = {}, {}
+    drawn0 = source.n_drawn
+
+    def done(status, message, layer=None, success=False):
+        errors = truth_errors(truth, layer, k, source, rng)
+        timings["total"] = time.perf_counter() - t_start
+        return LearnResult(layer, success, status, message, m, False, source.n_drawn - drawn0,
+                           dict(timings), {}, diag, errors)
+
+    t0 = time.perf_counter()
+    try:
+        X_all, Y_all = source.draw(n_train + n_val)
+    except ExamplesExhausted as exc:
+        return done("examples", f"{exc} fit_torch needs n_train + n_val = {n_train + n_val} examples "
+                    f"(n_train={n_train}, n_val={n_val}).")
+    timings["draw"] = time.perf_counter() - t0
+
+    old_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        t0 = time.perf_counter()
+        X = torch.from_numpy(X_all[:n_train]).to(dt)
+        Y = torch.from_numpy(Y_all[:n_train]).to(dt)
+        Xv = torch.from_numpy(X_all[n_train:]).to(dt)
+        Yv = torch.from_numpy(Y_all[n_train:]).to(dt)
+        y_val = float(torch.sum(Yv.double() ** 2)) / n_val
+        seconds_to = dict.fromkeys(milestones)
+        cls = _module_class()
+        gens = rng.spawn(restarts)
+        runs = []
+        for j, gen in enumerate(gens):
+            init = gen.normal(0.0, init_scale / np.sqrt(d), size=(2, m, d, d))
+            model = cls(torch.from_numpy(init[0]).to(dt), torch.from_numpy(init[1]).to(dt))
+            opt = torch.optim.Adam(model.parameters(), lr=lr)
+            sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total_steps)
+            run = _train(torch, model, opt, sched, X, Y, Xv, Yv, gen=gen, batch=batch, per_epoch=per_epoch,
+                         total_steps=total_steps, eval_every=eval_every, clip=clip, tol=tol, y_val=y_val,
+                         seconds_to=seconds_to, t_start=t_start, label=f"{j + 1}/{restarts}")
+            runs.append(run)
+            if run["stopped"] == "tol":
+                break
+        timings["fit"] = time.perf_counter() - t0
+    finally:
+        torch.set_num_threads(old_threads)
+    best_j = int(np.argmin([r["val_loss"] for r in runs]))
+    best = runs[best_j]
+    layer = AttentionLayer(best["thetas"], best["ws"])
+    Xv_np, Yv_np = X_all[n_train:], Y_all[n_train:]
+    y_sq = float(np.sum(Yv_np**2))
+    residual = float(np.sum((layer(Xv_np) - Yv_np) ** 2))
+    rel = residual / y_sq if y_sq > 0 else (0.0 if residual == 0 else float("inf"))
+    keys = ("initial_val_loss", "val_loss", "steps", "best_step", "stopped", "seconds")
+    diag["fit"] = settings | {"best_restart": best_j, "restarts_run": len(runs), "val_relative_error": rel,
+                              "seconds_to": {milestone_key(t): s for t, s in seconds_to.items()}} | {
+        key: [r[key] for r in runs] for key in keys} | {
+        "spawn_keys": [list(g.bit_generator.seed_seq.spawn_key) for g in gens[: len(runs)]]}
+    where = (f"restart {best_j + 1} of {restarts}, {best['steps']} steps (best at {best['best_step']}), "
+             f"stopped: {best['stopped']}")
+    log.info("fit_torch: kept restart %d of %d, validation relative error %.3g", best_j + 1, restarts, rel)
+    if rel <= success_tol:
+        return done("gradient", f"validation relative error {rel:.3g} <= success_tol={success_tol:g} ({where})",
+                    layer=layer, success=True)
+    return done("not_converged", f"validation relative error {rel:.3g} > success_tol={success_tol:g} ({where}): "
+                "torch Adam did not fit the examples; try more epochs or restarts, another lr or batch",
+                layer=layer)
+
+
+def _train(torch, model, opt, sched, X, Y, Xv, Yv, *, gen, batch, per_epoch, total_steps, eval_every, clip, tol,
+           y_val, seconds_to, t_start, label):
+    """One restart; returns its best parameters (numpy, float64) and how it ended."""
+    t0 = time.perf_counter()
+
+    def val_loss():
+        with torch.no_grad():
+            return float(torch.sum((model(Xv) - Yv) ** 2)) / Xv.shape[0]
+
+    def mark(loss):
+        for threshold, seconds in seconds_to.items():
+            if seconds is None and loss / y_val <= threshold:
+                seconds_to[threshold] = time.perf_counter() - t_start
+
+    def snapshot():
+        return model.thetas.detach().double().numpy().copy(), model.ws.detach().double().numpy().copy()
+
+    best_val = initial = val_loss()
+    mark(best_val)
+    best, best_step, step, stopped = snapshot(), 0, 0, "epochs"
+    if not math.isfinite(best_val):
+        stopped = "diverged"
+    elif best_val <= tol:
+        stopped = "tol"
+    else:
+        perm = None
+        for step in range(1, total_steps + 1):
+            pos = (step - 1) % per_epoch
+            if pos == 0:
+                perm = torch.from_numpy(gen.permutation(X.shape[0]))
+            idx = perm[pos * batch : (pos + 1) * batch]
+            loss = torch.sum((model(X[idx]) - Y[idx]) ** 2) / batch
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            opt.step()
+            sched.step()
+            if step % eval_every and step != total_steps:
+                continue
+            val = val_loss()
+            if not math.isfinite(val):
+                stopped = "diverged"
+                break
+            mark(val)
+            if val < best_val:
+                best, best_val, best_step = snapshot(), val, step
+            if val <= tol:
+                stopped = "tol"
+                break
+    log.info("fit_torch restart %s: validation loss %.4g -> %.4g after %d steps (stopped: %s)",
+             label, initial, best_val, step, stopped)
+    return {"thetas": best[0], "ws": best[1], "initial_val_loss": initial, "val_loss": best_val, "steps": step,
+            "best_step": best_step, "stopped": stopped, "seconds": time.perf_counter() - t0}

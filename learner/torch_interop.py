@@ -1,0 +1,392 @@
+"""PyTorch in and out: ``nn.MultiheadAttention`` to :class:`~learner.layer.AttentionLayer`, and back.
+
+torch is an optional extra (``pip install -e ".[torch]"``); this module imports
+it only when one of its functions is called, so ``import learner`` never needs it.
+
+The correspondence (ours, from torch's documented packing of the weights):
+``nn.MultiheadAttention(E, h, bias=False)`` computes, for one sequence
+``X ∈ R^{k×E}`` given as query, key and value,
+
+.. math::
+
+    \\operatorname{MHA}(X) = \\sum_{i=1}^{h} \\operatorname{softmax}\\!\\Big(
+        \\frac{(X W_{Q,i}^\\top)(X W_{K,i}^\\top)^\\top}{\\sqrt{d_h}}\\Big)\\,
+        X W_{V,i}^\\top\\, W_O[:, s_i]^\\top,
+
+where ``d_h = E/h``, ``s_i = i·d_h .. (i+1)·d_h − 1``, ``W_{Q,i}``, ``W_{K,i}``,
+``W_{V,i}`` are rows ``s_i`` of the query, key and value blocks of
+``in_proj_weight`` (stacked q, k, v, each ``E × E``) and ``W_O`` is
+``out_proj.weight``. That is the paper's layer with
+
+.. math::
+
+    \\Theta_i = W_{Q,i}^\\top W_{K,i} / \\sqrt{d_h}, \\qquad W_i = W_{V,i}^\\top W_O[:, s_i]^\\top,
+
+so every head of a torch layer has ``rank Θ_i ≤ d_h`` and ``rank W_i ≤ d_h``:
+low-rank heads, which the paper's model allows (its ``Θ_i`` and ``W_i`` are
+any ``d × d`` matrices) but which sit at the edge of its non-degeneracy
+conditions (:func:`learner.assumptions`; the README's torch section has the
+report of default-initialised torch layers).
+
+Biases, ``add_bias_kv``, ``add_zero_attn``, separate key/value dimensions and
+attention masks have no counterpart in the paper's form and are refused with
+:class:`TorchConversionError`. Dropout is not refused: the layer is the
+module's function in evaluation mode (dropout off).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from ._validation import check_positive_float
+from .layer import AttentionLayer
+
+__all__ = ["AttentionModule", "TorchConversionError", "from_torch", "load_torch_layer", "to_torch", "to_torch_mha"]
+
+#: What the ``torch`` extra installs; the message of every function here that needs torch says so.
+INSTALL_HINT = "install the torch extra: pip install -e '.[torch]'"
+DTYPES = ("float64", "float32")
+#: Singular values below ``RANK_RTOL · σ_max`` count as zero in :func:`to_torch_mha`'s ranks (ours): far above the
+#: float64 rounding of a product of factors (~1e-16 relative), far below the smallest singular value of a random
+#: full-rank d × d matrix at the toolkit's sizes (~1e-3 relative).
+RANK_RTOL = 1e-9
+
+
+class TorchConversionError(ValueError):
+    """A torch layer (or a layer for torch) that does not fit the other side's form; the message says what."""
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(f"this needs PyTorch, which is not installed; {INSTALL_HINT}.") from exc
+    return torch
+
+
+def _dtype(dtype):
+    if dtype not in DTYPES:
+        raise ValueError(f"`dtype` must be one of {DTYPES}; got dtype={dtype!r}.")
+    return getattr(_torch(), dtype)
+
+
+def _numpy(tensor):
+    return tensor.detach().to("cpu").double().numpy().copy()
+
+
+_MODULE_CLASS = None
+
+
+def _module_class():
+    """The :class:`AttentionModule` class, defined on first use (it subclasses ``torch.nn.Module``)."""
+    global _MODULE_CLASS
+    if _MODULE_CLASS is not None:
+        return _MODULE_CLASS
+    torch = _torch()
+
+    class AttentionModule(torch.nn.Module):
+        """``F(X) = Σ_i softmax(X Θ_i Xᵀ) X W_i`` as a torch module: ``thetas`` and ``ws`` (m, d, d) are its parameters.
+
+        ``forward(X)`` takes ``X`` of shape (..., k, d) and returns ``F(X)`` of the same shape;
+        ``attention(X)`` returns the patterns, shape (..., m, k, k). ``torch.softmax`` subtracts the
+        row maximum (stable). No ``1/√d`` scaling and no mask: the paper's definition, as
+        :class:`~learner.layer.AttentionLayer`.
+        """
+
+        def __init__(self, thetas, ws):
+            super().__init__()
+            self.thetas = torch.nn.Parameter(thetas)
+            self.ws = torch.nn.Parameter(ws)
+
+        @property
+        def m(self):
+            return self.thetas.shape[0]
+
+        @property
+        def d(self):
+            return self.thetas.shape[1]
+
+        def attention(self, X):
+            logits = torch.einsum("...ac,ice,...be->...iab", X, self.thetas, X)
+            return torch.softmax(logits, dim=-1)
+
+        def forward(self, X):
+            return torch.einsum("...iab,...bc,ice->...ae", self.attention(X), X, self.ws)
+
+        def extra_repr(self):
+            return f"m={self.m}, d={self.d}, dtype={self.thetas.dtype}"
+
+    AttentionModule.__module__ = __name__
+    AttentionModule.__qualname__ = "AttentionModule"
+    _MODULE_CLASS = AttentionModule
+    return AttentionModule
+
+
+def __getattr__(name):
+    # `learner.torch_interop.AttentionModule` is the class, built (and torch imported) on first access.
+    if name == "AttentionModule":
+        return _module_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def to_torch(layer, *, dtype="float64"):
+    """The layer as a torch module that computes ``F`` exactly, with ``Θ_i`` and ``W_i`` as parameters.
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+    dtype : {"float64", "float32"}
+        The parameters' dtype; float64 keeps them bit for bit (``from_torch`` gives the layer back exactly).
+
+    Returns
+    -------
+    AttentionModule
+        ``module(X)`` for ``X`` of shape (..., k, d) equals ``layer(X)`` up to the rounding of the
+        einsum order (float64: ~1e-15 relative).
+
+    Raises
+    ------
+    TypeError
+        If ``layer`` is not an AttentionLayer.
+    ValueError
+        If ``dtype`` is not one of ``DTYPES``.
+    ImportError
+        If torch is not installed.
+    """
+    if not isinstance(layer, AttentionLayer):
+        raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
+    torch = _torch()
+    dt = _dtype(dtype)
+    cls = _module_class()
+    # np.array copies: the layer's arrays are read-only and torch wants writable buffers.
+    return cls(torch.from_numpy(np.array(layer.thetas)).to(dt), torch.from_numpy(np.array(layer.ws)).to(dt))
+
+
+def _ranks(mats, rtol):
+    out = []
+    for mat in mats:
+        s = np.linalg.svd(mat, compute_uv=False)
+        out.append(int(np.sum(s > rtol * s[0])) if s[0] > 0 else 0)
+    return out
+
+
+def _factor(mat, width, rtol):
+    """``(A, B)`` of shape (width, d) with ``Aᵀ B = mat`` (the SVD, split as √S on each side; zero rows past the rank)."""
+    d = mat.shape[0]
+    u, s, vt = np.linalg.svd(mat)
+    r = int(np.sum(s > rtol * s[0])) if s[0] > 0 else 0
+    A, B = np.zeros((width, d)), np.zeros((width, d))
+    root = np.sqrt(s[:r])
+    A[:r] = (u[:, :r] * root).T
+    B[:r] = root[:, None] * vt[:r]
+    return A, B
+
+
+def to_torch_mha(layer, *, dtype="float64", batch_first=False, rank_rtol=RANK_RTOL):
+    """An ``nn.MultiheadAttention(d, m, bias=False)`` computing the layer, where every head has rank ≤ d/m.
+
+    Each ``√d_h·Θ_i`` and ``W_i`` is factored by its SVD, ``U S Vᵀ = (U√S)(√S Vᵀ)``: the query rows
+    ``s_i`` get ``(U√S)ᵀ``, the key rows ``√S Vᵀ`` (so ``W_{Q,i}ᵀ W_{K,i}/√d_h = Θ_i``), the value rows
+    and the ``s_i`` columns of ``out_proj`` likewise for ``W_i``; rows past the rank are zero. The
+    result equals the layer to ~``rank_rtol`` relative (exactly, up to rounding, for heads of exact
+    rank ≤ d/m, such as those of :func:`from_torch`).
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+        ``m`` must divide ``d``.
+    dtype : {"float64", "float32"}
+    batch_first : bool
+        Passed to ``nn.MultiheadAttention`` (the layout of its inputs; the function is the same).
+    rank_rtol : float
+        Singular values at most ``rank_rtol · σ_max`` of their matrix count as zero.
+
+    Raises
+    ------
+    TorchConversionError
+        If ``m`` does not divide ``d`` or some ``Θ_i`` or ``W_i`` has rank above ``d/m`` (the ranks are named).
+    """
+    if not isinstance(layer, AttentionLayer):
+        raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
+    rank_rtol = check_positive_float("rank_rtol", rank_rtol)
+    if not isinstance(batch_first, (bool, np.bool_)):
+        raise TypeError(f"`batch_first` must be a bool; got batch_first={batch_first!r}.")
+    torch = _torch()
+    dt = _dtype(dtype)
+    m, d = layer.m, layer.d
+    if d % m:
+        raise TorchConversionError(f"nn.MultiheadAttention needs num_heads to divide embed_dim; got m={m}, d={d}.")
+    dh = d // m
+    theta_ranks, w_ranks = _ranks(layer.thetas, rank_rtol), _ranks(layer.ws, rank_rtol)
+    if max(theta_ranks + w_ranks) > dh:
+        raise TorchConversionError(
+            f"a torch head has rank at most d/m = {dh}; this layer's ranks (singular values above "
+            f"rank_rtol={rank_rtol:g}·σ_max) are Θ: {theta_ranks}, W: {w_ranks}. Use to_torch for any layer.")
+    q, k, v = np.zeros((d, d)), np.zeros((d, d)), np.zeros((d, d))
+    out = np.zeros((d, d))
+    for i in range(m):
+        s = slice(i * dh, (i + 1) * dh)
+        q[s], k[s] = _factor(math.sqrt(dh) * layer.thetas[i], dh, rank_rtol)
+        a, b = _factor(layer.ws[i], dh, rank_rtol)
+        v[s], out[:, s] = a, b.T
+    mha = torch.nn.MultiheadAttention(d, m, bias=False, batch_first=batch_first, dtype=dt)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.from_numpy(np.concatenate([q, k, v])))
+        mha.out_proj.weight.copy_(torch.from_numpy(out))
+    return mha.eval()
+
+
+#: The state-dict keys of the forms the paper has no counterpart for, and why.
+_REFUSED_KEYS = {
+    "in_proj_bias": "biases (bias=True)",
+    "out_proj.bias": "biases (bias=True)",
+    "bias_k": "add_bias_kv=True",
+    "bias_v": "add_bias_kv=True",
+    "q_proj_weight": "separate key/value dimensions (kdim or vdim != embed_dim)",
+    "k_proj_weight": "separate key/value dimensions (kdim or vdim != embed_dim)",
+    "v_proj_weight": "separate key/value dimensions (kdim or vdim != embed_dim)",
+}
+
+
+def _refuse(what):
+    raise TorchConversionError(
+        f"the paper's layer F(X) = Σ_i softmax(X Θ_i Xᵀ) X W_i has no counterpart for {what}; "
+        "only nn.MultiheadAttention(embed_dim, num_heads, bias=False) with kdim = vdim = embed_dim, "
+        "add_bias_kv=False, add_zero_attn=False and no mask converts.")
+
+
+def _from_state(state, num_heads):
+    torch = _torch()
+    for key, what in _REFUSED_KEYS.items():
+        if state.get(key) is not None:
+            _refuse(what)
+    missing = [key for key in ("in_proj_weight", "out_proj.weight") if key not in state]
+    unknown = sorted(set(state) - {"in_proj_weight", "out_proj.weight"} - set(_REFUSED_KEYS))
+    if missing or unknown:
+        raise TorchConversionError(
+            f"not a state dict of nn.MultiheadAttention: missing {missing}, unexpected {unknown} "
+            f"(got keys {sorted(state)}).")
+    w_in, w_out = state["in_proj_weight"], state["out_proj.weight"]
+    for key, value in (("in_proj_weight", w_in), ("out_proj.weight", w_out)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"state[{key!r}] must be a torch.Tensor; got {type(value).__name__}.")
+        if value.is_complex() or not value.is_floating_point():
+            raise TorchConversionError(f"state[{key!r}] must hold real floating-point numbers; got {value.dtype}.")
+    E = w_out.shape[-1]
+    if tuple(w_out.shape) != (E, E) or tuple(w_in.shape) != (3 * E, E):
+        raise TorchConversionError(
+            f"in_proj_weight must have shape (3E, E) and out_proj.weight (E, E); got {tuple(w_in.shape)} "
+            f"and {tuple(w_out.shape)}.")
+    if isinstance(num_heads, (bool, np.bool_)) or not isinstance(num_heads, (int, np.integer)):
+        raise TypeError(f"`num_heads` must be an integer; got num_heads={num_heads!r}.")
+    if num_heads < 1 or E % num_heads:
+        raise ValueError(f"`num_heads` must be a positive divisor of embed_dim={E}; got num_heads={num_heads}.")
+    h, dh = int(num_heads), E // int(num_heads)
+    w_in, w_out = _numpy(w_in), _numpy(w_out)
+    if not (np.isfinite(w_in).all() and np.isfinite(w_out).all()):
+        raise TorchConversionError("the torch layer's weights must be finite; got inf or nan.")
+    wq, wk, wv = w_in[:E], w_in[E : 2 * E], w_in[2 * E :]
+    thetas, ws = np.empty((h, E, E)), np.empty((h, E, E))
+    for i in range(h):
+        s = slice(i * dh, (i + 1) * dh)
+        thetas[i] = wq[s].T @ wk[s] / math.sqrt(dh)
+        ws[i] = wv[s].T @ w_out[:, s].T
+    return AttentionLayer(thetas, ws)
+
+
+def from_torch(mha, *, num_heads=None, attn_mask=None, key_padding_mask=None, is_causal=False):
+    """The paper's layer computed by a torch attention layer.
+
+    Parameters
+    ----------
+    mha : torch.nn.MultiheadAttention, AttentionModule or mapping
+        An ``nn.MultiheadAttention`` with ``bias=False`` (any ``batch_first``), an
+        :class:`AttentionModule` (from :func:`to_torch`: converted exactly), or the
+        ``state_dict()`` of an ``nn.MultiheadAttention`` (then ``num_heads`` is needed: a state
+        dict does not record it, nor ``add_zero_attn``, which the caller must know is off).
+    num_heads : int, optional
+        The torch layer's heads; for a module, must equal ``mha.num_heads`` when given.
+    attn_mask, key_padding_mask, is_causal
+        The masks the layer is used with, if any: they are refused (the paper's layer has none);
+        they are parameters so that code passing its masks along fails loudly rather than
+        converting a different function.
+
+    Returns
+    -------
+    AttentionLayer
+        ``m = num_heads`` heads, ``d = embed_dim``; ``Θ_i = W_{Q,i}ᵀ W_{K,i}/√d_h`` and
+        ``W_i = W_{V,i}ᵀ W_O[:, s_i]ᵀ`` (module docstring), computed in float64 from the weights.
+        Its forward pass equals ``mha(X, X, X, need_weights=False)`` in evaluation mode, and its
+        :meth:`~learner.layer.AttentionLayer.attention` torch's per-head weights
+        (``average_attn_weights=False``), to rounding.
+
+    Raises
+    ------
+    TorchConversionError
+        For what has no counterpart in the paper's form: biases, ``add_bias_kv``, ``add_zero_attn``,
+        separate key/value dimensions, masks; or a mapping that is not such a state dict.
+    TypeError, ValueError
+        For ``mha`` of another type and a bad ``num_heads``.
+    ImportError
+        If torch is not installed.
+    """
+    torch = _torch()
+    if attn_mask is not None or key_padding_mask is not None or is_causal:
+        given = [name for name, value in (("attn_mask", attn_mask), ("key_padding_mask", key_padding_mask))
+                 if value is not None] + (["is_causal=True"] if is_causal else [])
+        _refuse(f"attention masks (got {', '.join(given)})")
+    if isinstance(mha, _module_class()):
+        if num_heads is not None and num_heads != mha.m:
+            raise ValueError(f"`num_heads` must match the module's {mha.m} heads; got num_heads={num_heads}.")
+        return AttentionLayer(_numpy(mha.thetas), _numpy(mha.ws))
+    if isinstance(mha, torch.nn.MultiheadAttention):
+        if not mha._qkv_same_embed_dim:
+            _refuse(f"separate key/value dimensions (kdim={mha.kdim}, vdim={mha.vdim}, embed_dim={mha.embed_dim})")
+        if mha.add_zero_attn:
+            _refuse("add_zero_attn=True")
+        if num_heads is not None and num_heads != mha.num_heads:
+            raise ValueError(f"`num_heads` must match the module's {mha.num_heads} heads; got num_heads={num_heads}.")
+        state = {key: value for key, value in mha.state_dict().items()}
+        return _from_state(state, mha.num_heads)
+    if isinstance(mha, Mapping):
+        if num_heads is None:
+            raise ValueError("`num_heads` is needed to convert a state dict (it does not record the heads); "
+                             "got num_heads=None.")
+        return _from_state(dict(mha), num_heads)
+    raise TypeError(f"`mha` must be an nn.MultiheadAttention, an AttentionModule or a state dict; "
+                    f"got {type(mha).__name__}.")
+
+
+def load_torch_layer(path, *, num_heads):
+    """The layer of an ``nn.MultiheadAttention`` state dict saved with ``torch.save(mha.state_dict(), path)``.
+
+    Loaded with ``torch.load(..., weights_only=True)``: tensors and plain containers only, never
+    arbitrary pickled objects (a whole pickled module is refused with a message saying to save its
+    state dict). ``num_heads`` as in :func:`from_torch`.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    TorchConversionError
+        If the file is not a state dict of a convertible layer.
+    """
+    import os
+
+    torch = _torch()
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"torch layer file not found: {path!r}.")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 — torch raises UnpicklingError/RuntimeError for refused content
+        raise TorchConversionError(
+            f"{path!r} could not be loaded with torch.load(weights_only=True) ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}); save the layer's state dict: "
+            "torch.save(mha.state_dict(), path).") from exc
+    if not isinstance(state, Mapping):
+        raise TorchConversionError(f"{path!r} holds a {type(state).__name__}, not a state dict; save "
+                                   "torch.save(mha.state_dict(), path).")
+    return from_torch(state, num_heads=num_heads)

@@ -1,0 +1,104 @@
+"""learner.peers: the learner, numpy Adam and torch Adam side by side (quick budgets: a smoke test)."""
+
+import importlib.util
+import json
+
+import pytest
+
+from learner.cli import main
+from learner.peers import PEER_METHODS, _seconds_to, peer_rows, peer_table
+
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                 reason="the torch extra is not installed (pip install -e '.[torch]')")
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    out = tmp_path_factory.mktemp("peers") / "study"
+    argv = ["peers", "--m", "1", "2", "--d", "6", "--seeds", "1", "--quick", "--serial", "--no-progress",
+            "--seed", "3", "--out", str(out)]
+    assert main(argv) == 0
+    return out, json.loads((out / "summary.json").read_text(encoding="utf-8"))
+
+
+@needs_torch
+class TestPeerStudy:
+    def test_every_method_on_the_same_layers(self, study):
+        out, summary = study
+        assert [(r["m"], r["method"]) for r in summary["rows"]] == [(m, mt) for m in (1, 2) for mt in PEER_METHODS]
+        records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "runs").glob("*.json"))]
+        assert len(records) == 6
+        by_m = {}
+        for rec in records:  # the method is not part of the seed: one entropy and spawn key per m
+            by_m.setdefault(rec["spec"]["m"], set()).add((rec["spec"]["entropy"], tuple(rec["spec"]["spawn_key"])))
+        assert all(len(keys) == 1 for keys in by_m.values())
+        torch_rec = next(r for r in records if r["spec"]["method"] == "torch-adam")
+        assert torch_rec["diagnostics"]["fit"]["threads"] == 1  # like with like: one thread per method
+        import torch
+
+        assert summary["versions"]["torch"] == torch.__version__
+
+    def test_table_and_summarise_only(self, study, capsys):
+        out, summary = study
+        table = (out / "summary.md").read_text(encoding="utf-8")
+        assert "time to 1e-03 (reached)" in table and "| torch-adam |" in table
+        capsys.readouterr()
+        assert main(["peers", "--m", "1", "2", "--d", "6", "--seeds", "1", "--quick", "--no-progress", "--seed", "3",
+                     "--summarise-only", "--out", str(out)]) == 0
+        assert json.loads((out / "summary.json").read_text(encoding="utf-8"))["rows"] == summary["rows"]
+        assert "0 run now, 6 kept" in capsys.readouterr().out
+
+    def test_other_parameters_are_refused_in_the_same_directory(self, study, capsys):
+        out, _ = study
+        assert main(["peers", "--m", "1", "--d", "6", "--seeds", "1", "--quick", "--serial", "--no-progress",
+                     "--out", str(out)]) == 2
+        assert "use another `out` directory" in capsys.readouterr().err
+
+
+def _rec(method, *, total=10.0, err=1e-12, seconds_to=None, outcome="finished"):
+    rec = {"spec": {"method": method, "m": 1, "d": 4, "k": 2}, "outcome": outcome, "timings": {"total": total},
+           "errors": {"relative_error": err}, "examples_drawn": 100, "diagnostics": {}}
+    if seconds_to is not None:
+        rec["diagnostics"] = {"fit": {"seconds_to": seconds_to}}
+    return rec
+
+
+class TestMilestoneTimes:
+    def test_learner_time_is_its_total_when_its_layer_is_good_enough(self):
+        assert _seconds_to(_rec("provable", err=1e-12), 1e-8) == 10.0
+        assert _seconds_to(_rec("provable", err=1e-5), 1e-8) is None  # control: not that good
+        assert _seconds_to(_rec("provable", err=1e-5), 1e-3) == 10.0
+        assert _seconds_to(_rec("provable", outcome="error"), 1e-3) is None
+
+    def test_without_torch_the_command_says_how_to_install_it(self, tmp_path, capsys, monkeypatch):
+        import sys
+
+        monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+        assert main(["peers", "--quick", "--no-progress", "--out", str(tmp_path / "o")]) == 2
+        assert "pip install -e '.[torch]'" in capsys.readouterr().err
+
+    def test_baselines_report_their_own_crossings(self):
+        rec = _rec("adam", seconds_to={"1e-03": 2.0, "1e-08": None})
+        assert _seconds_to(rec, 1e-3) == 2.0 and _seconds_to(rec, 1e-8) is None
+
+    def test_rows_count_who_reached_and_take_medians_of_those(self):
+        recs = [_rec("torch-adam", seconds_to={"1e-03": t, "1e-08": None}) for t in (1.0, 3.0, None)]
+        (row,) = peer_rows(recs)
+        assert row["milestones"]["1e-03"] == {"reached": 2, "median_seconds": 2.0}
+        assert row["milestones"]["1e-08"] == {"reached": 0, "median_seconds": None}
+        assert "2.0 s (2/3)" in peer_table([row]) and "– s (0/3)" in peer_table([row])
+
+
+@needs_torch
+class TestPeerErrors:
+    @pytest.mark.parametrize(("argv", "match"), [
+        (["--m", "0"], "`ms` must be at least 1"),
+        (["--m", "2", "2"], "`ms` must be distinct"),
+        (["--k", "1"], "`k` must be at least 2"),
+        (["--d", "2"], "`d` must be at least 3"),
+        (["--seeds", "0"], "`seeds` must be at least 1"),
+        (["--workers", "2", "--serial"], "--workers sizes the local pool"),
+    ], ids=["m0", "m-repeated", "k1", "d-small", "seeds0", "workers-serial"])
+    def test_named_errors(self, argv, match, tmp_path, capsys):
+        assert main(["peers", "--quick", "--no-progress", "--out", str(tmp_path / "o")] + argv) == 2
+        assert match in capsys.readouterr().err
