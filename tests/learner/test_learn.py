@@ -70,6 +70,7 @@ class TestLearnFast:
         with pytest.raises(ValueError, match="`k` must be smaller than `d` for certification; got k=4, d=4"):
             learn(LayerOracle(truth, 4, rng=0), m=1)
 
+    @pytest.mark.slow  # 7 s (every row of equal heads certifies); the default run keeps the cheap failure tests
     def test_equal_heads_fail_with_a_reason(self):
         base = random_layer(1, 8, rng=3)
         twin = AttentionLayer(np.concatenate([base.thetas] * 2), np.concatenate([base.ws] * 2) / 2)

@@ -102,6 +102,7 @@ class TestIdenticalResults:
         with pytest.raises(AssertionError):  # other examples, other constraints
             assert json.dumps(_record(a), sort_keys=True) == json.dumps(_record(b), sort_keys=True)
 
+    @pytest.mark.slow  # 7 s: the local pool's identity above stays in the default run; Dask is an optional backend
     def test_dask_local_cluster_gives_the_serial_result(self):
         """Phases 1–4 (to phase 4's pilot) on a Dask cluster, by client and by address; the whole run: below."""
         distributed = pytest.importorskip("dask.distributed")
@@ -131,6 +132,7 @@ class TestIdenticalResults:
         _assert_same(serial_result, on_dask)
         assert on_dask.execution["backend"] == "dask"
 
+    @pytest.mark.slow  # 4 s; TestOrderedMerge checks the split on one phase in the default run
     def test_fixed_arrays_are_split_by_index(self):
         truth = _truth()
         oracle = LayerOracle(truth, 2, rng=5)
@@ -265,6 +267,18 @@ class TestOrderedMerge:
             crude_sum_w(oracle, n_samples=1000, batch=1000, workers=bad)
         with pytest.raises(TypeError, match=r"got workers="):
             refined_sculpt(oracle, np.eye(6), tol=0.03, target=10, max_examples=1000, batch=1000, workers=bad)
+
+    def test_fixed_arrays_are_split_by_index_in_a_phase(self):
+        """The default run's check of fixed arrays on two workers (the whole learner: the slow test above)."""
+        layer = random_layer(2, 12, logit_scale=1.0, rng=2)
+        X, Y = LayerOracle(layer, 2, rng=1).draw(40_000)
+        sums = []
+        for w in (None, 2):
+            with Workers(w) as pool:
+                sums.append(crude_sum_w(ArraySource(X, Y), n_samples=40_000, batch=10_000, workers=pool).w_sum)
+        np.testing.assert_array_equal(sums[0], sums[1])  # the same batches, merged in order: bit for bit
+        other = crude_sum_w(ArraySource(X[::-1].copy(), Y[::-1].copy()), n_samples=40_000, batch=10_000).w_sum
+        assert not np.array_equal(other, sums[0])  # control: the same examples in another order sum otherwise
 
     def test_fixed_arrays_run_out_at_the_same_batch(self):
         layer = random_layer(2, 12, logit_scale=1.0, rng=2)
