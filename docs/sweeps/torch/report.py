@@ -7,7 +7,7 @@ import torch
 
 from learner import assumptions, from_torch
 
-SETTINGS = [(8, 2, 2), (12, 3, 2), (16, 4, 2), (16, 2, 4), (24, 4, 2), (32, 4, 4)]
+SETTINGS = [(8, 2, 2), (8, 4, 2), (12, 3, 2), (12, 6, 2), (16, 4, 2), (16, 8, 2), (16, 2, 4), (24, 4, 2), (32, 4, 4)]
 SEEDS = range(3)
 
 print("| embed_dim d | heads m | k | d_h = d/m | rank Θ_i, W_i | ‖Θ_i‖_F (median) | stable rank Θ (min) "
@@ -20,8 +20,8 @@ for d, m, k in SETTINGS:
         layer = from_torch(torch.nn.MultiheadAttention(d, m, bias=False))  # torch's default init, float32
         rep = assumptions(layer, k=k)
         oks.append(rep.ok)
-        for row in rep.failed:
-            failed[row.name] = failed.get(row.name, 0) + 1
+        for name in rep.failed:
+            failed[name] = failed.get(name, 0) + 1
         fro += list(np.linalg.norm(layer.thetas.reshape(m, -1), axis=1))
         srt.append(rep["theta_stable_rank"].value)
         srw.append(rep["w_stable_rank"].value)
