@@ -47,6 +47,69 @@ def milestone_key(threshold):
     return f"{threshold:.0e}"
 
 
+class _Fit:
+    """What the gradient fits share (:func:`fit_gradient`, :func:`learner.torch_baseline.fit_torch`): the checks of
+    ``k`` and ``truth`` against the examples, the one draw of ``n_train + n_val`` examples, the milestone clock,
+    and the result with its verdict."""
+
+    def __init__(self, source, *, name, m, k, truth, rng, t_start):
+        if k is not None and check_int("k", k) != source.k:
+            raise ValueError(f"`k` must match the examples' {source.k} tokens; got k={k}.")
+        if truth is not None:
+            if not isinstance(truth, AttentionLayer):
+                raise TypeError(f"`truth` must be an AttentionLayer; got {type(truth).__name__}.")
+            if truth.d != source.d:
+                raise ValueError(f"`truth` must have the examples' dimension d={source.d}; got truth.d={truth.d}.")
+        self.source, self.name, self.m, self.truth, self.rng, self.t_start = source, name, m, truth, rng, t_start
+        self.timings, self.diag, self.drawn0 = {}, {}, source.n_drawn
+
+    def done(self, status, message, layer=None, success=False):
+        errors = truth_errors(self.truth, layer, self.source.k, self.source, self.rng)
+        self.timings["total"] = time.perf_counter() - self.t_start
+        return LearnResult(layer, success, status, message, self.m, False, self.source.n_drawn - self.drawn0,
+                           dict(self.timings), {}, self.diag, errors)
+
+    def draw(self, n_train, n_val):
+        """``(X_all, Y_all)``, or ``(None, result)`` when the source has too few examples."""
+        t0 = time.perf_counter()
+        try:
+            X_all, Y_all = self.source.draw(n_train + n_val)
+        except ExamplesExhausted as exc:
+            return None, self.done("examples", f"{exc} {self.name} needs n_train + n_val = {n_train + n_val} "
+                                   f"examples (n_train={n_train}, n_val={n_val}).")
+        self.timings["draw"] = time.perf_counter() - t0
+        return X_all, Y_all
+
+    def clock(self, milestones, Yv):
+        """``(seconds_to, mark)``: ``mark(val_loss)`` times the first validation loss below each milestone."""
+        seconds_to = dict.fromkeys(milestones)
+        y_val = float(np.sum(Yv**2)) / Yv.shape[0]  # validation loss / y_val = validation relative error
+
+        def mark(val):
+            for threshold, seconds in seconds_to.items():
+                if seconds is None and val <= threshold * y_val:
+                    seconds_to[threshold] = time.perf_counter() - self.t_start
+
+        return seconds_to, mark
+
+    def verdict(self, layer, Xv, Yv, success_tol, where, hint):
+        """The result of the kept layer: success when its validation relative error is at most ``success_tol``."""
+        rel = self.diag["fit"]["val_relative_error"] = validation_error(layer, Xv, Yv)
+        log.info("%s: %s, validation relative error %.3g", self.name, where, rel)
+        if rel <= success_tol:
+            return self.done("gradient", f"validation relative error {rel:.3g} <= success_tol={success_tol:g} "
+                             f"({where})", layer=layer, success=True)
+        return self.done("not_converged", f"validation relative error {rel:.3g} > success_tol={success_tol:g} "
+                         f"({where}): {hint}", layer=layer)
+
+
+def validation_error(layer, Xv, Yv):
+    """``Σ‖F(X) − Y‖² / Σ‖Y‖²`` over the validation examples (0 for an exact fit of zero labels)."""
+    y_sq = float(np.sum(Yv**2))
+    residual = float(np.sum((layer(Xv) - Yv) ** 2))
+    return residual / y_sq if y_sq > 0 else (0.0 if residual == 0 else float("inf"))
+
+
 def _softmax_backward(A, G, axis):
     """Vector-Jacobian product of the softmax along ``axis``: ``∂L/∂S`` from ``A = softmax(S)`` and ``G = ∂L/∂A``."""
     return A * (G - np.sum(G * A, axis=axis, keepdims=True))
@@ -333,14 +396,7 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
     success_tol = check_positive_float("success_tol", success_tol)
     milestones = check_milestones(milestones)
     d = source.d
-    if k is not None and check_int("k", k) != source.k:
-        raise ValueError(f"`k` must match the examples' {source.k} tokens; got k={k}.")
-    k = source.k
-    if truth is not None:
-        if not isinstance(truth, AttentionLayer):
-            raise TypeError(f"`truth` must be an AttentionLayer; got {type(truth).__name__}.")
-        if truth.d != d:
-            raise ValueError(f"`truth` must have the examples' dimension d={d}; got truth.d={truth.d}.")
+    fit = _Fit(source, name="fit_gradient", m=m, k=k, truth=truth, rng=rng, t_start=t_start)
     batch_eff = n_train if batch is None else min(batch, n_train)
     settings = {
         "optimizer": optimizer, "lr": lr, "max_iter": max_iter, "restarts": restarts, "batch": batch,
@@ -348,33 +404,13 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
         "success_tol": success_tol, "loss": "mean over examples of ||F(X) - Y||_F^2",
         "seed_entropy": rng.bit_generator.seed_seq.entropy,
     }
-    timings, diag = {}, {}
-    drawn0 = source.n_drawn
-
-    def done(status, message, layer=None, success=False):
-        errors = truth_errors(truth, layer, k, source, rng)
-        timings["total"] = time.perf_counter() - t_start
-        return LearnResult(layer, success, status, message, m, False, source.n_drawn - drawn0,
-                           dict(timings), {}, diag, errors)
-
-    t0 = time.perf_counter()
-    try:
-        X_all, Y_all = source.draw(n_train + n_val)
-    except ExamplesExhausted as exc:
-        return done("examples", f"{exc} fit_gradient needs n_train + n_val = {n_train + n_val} examples "
-                    f"(n_train={n_train}, n_val={n_val}).")
-    timings["draw"] = time.perf_counter() - t0
+    X_all, Y_all = fit.draw(n_train, n_val)
+    if X_all is None:
+        return Y_all
     X, Y = X_all[:n_train], Y_all[:n_train]
     Xv, Yv = X_all[n_train:], Y_all[n_train:]
 
-    seconds_to = dict.fromkeys(milestones)
-    y_val = float(np.sum(Yv**2)) / n_val  # validation loss / y_val = validation relative error
-
-    def mark(val):
-        for threshold, seconds in seconds_to.items():
-            if seconds is None and val <= threshold * y_val:
-                seconds_to[threshold] = time.perf_counter() - t_start
-
+    seconds_to, mark = fit.clock(milestones, Yv)
     t0 = time.perf_counter()
     runs = []
     # Overflow in a diverging run is detected (non-finite loss or gradient) and reported.
@@ -387,17 +423,13 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
                                mark=mark))
             if runs[-1].stopped == "tol":
                 break
-    timings["fit"] = time.perf_counter() - t0
+    fit.timings["fit"] = time.perf_counter() - t0
     best_j = int(np.argmin([r.val_loss for r in runs]))
     best = runs[best_j]
     layer = AttentionLayer(best.params[0], best.params[1])
-    y_sq = float(np.sum(Yv**2))
-    residual = float(np.sum((layer(Xv) - Yv) ** 2))
-    rel = residual / y_sq if y_sq > 0 else (0.0 if residual == 0 else float("inf"))
-    diag["fit"] = settings | {
+    fit.diag["fit"] = settings | {
         "best_restart": best_j,
         "restarts_run": len(runs),
-        "val_relative_error": rel,
         "initial_val_loss": [r.initial_val_loss for r in runs],
         "val_loss": [r.val_loss for r in runs],
         "train_loss": [r.train_loss for r in runs],
@@ -408,12 +440,7 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
         "spawn_keys": [list(g.bit_generator.seed_seq.spawn_key) for g in gens[: len(runs)]],
         "seconds_to": {milestone_key(t): s for t, s in seconds_to.items()},
     }
-    log.info("fit_gradient: kept restart %d of %d, validation relative error %.3g", best_j + 1, restarts, rel)
     where = (f"restart {best_j + 1} of {restarts}, {best.iterations} iterations "
              f"(best at {best.best_iteration}), stopped: {best.stopped}")
-    if rel <= success_tol:
-        return done("gradient", f"validation relative error {rel:.3g} <= success_tol={success_tol:g} ({where})",
-                    layer=layer, success=True)
-    return done("not_converged", f"validation relative error {rel:.3g} > success_tol={success_tol:g} ({where}): "
-                "gradient descent did not fit the examples; try more iterations or restarts, another lr or "
-                "init_scale", layer=layer)
+    return fit.verdict(layer, Xv, Yv, success_tol, where, "gradient descent did not fit the examples; try more "
+                       "iterations or restarts, another lr or init_scale")

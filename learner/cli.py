@@ -484,10 +484,7 @@ def _scaling(args):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is ending: more Ctrl-Cs change nothing now
         print(f"\n{exc}", file=sys.stderr)
         return 130  # the shell's status for a SIGINT stop
-    print(result.table())
-    print()
-    print(f"runs: {result.stats['ran']} run now, {result.stats['skipped']} kept from earlier; records in "
-          f"{args.out}/runs/; " + ", ".join(f"{k} {v}" for k, v in result.files.items()))
+    print_study(result, args.out)
     return 0
 
 
@@ -499,6 +496,15 @@ def _need_torch(option):
         _torch()
     except ImportError as exc:
         raise ValueError(f"{option}: {exc}") from None
+
+
+def print_study(result, out):
+    """A sweep's table, then how many runs ran now or were kept and where the records and summaries are
+    (the studies of ``learner`` and ``lowerbounds`` print the same way)."""
+    print(result.table())
+    print()
+    print(f"runs: {result.stats['ran']} run now, {result.stats['skipped']} kept from earlier; records in "
+          f"{out}/runs/; " + ", ".join(f"{k} {v}" for k, v in result.files.items()))
 
 
 def _peers(args):
@@ -528,10 +534,7 @@ def _peers(args):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         print(f"\n{exc}", file=sys.stderr)
         return 130
-    print(result.table())
-    print()
-    print(f"runs: {result.stats['ran']} run now, {result.stats['skipped']} kept from earlier; records in "
-          f"{args.out}/runs/; " + ", ".join(f"{k} {v}" for k, v in result.files.items()))
+    print_study(result, args.out)
     return 0
 
 

@@ -17,10 +17,9 @@ import time
 import numpy as np
 
 from ._validation import check_int, check_positive_float, check_rng
-from .baseline import check_milestones, milestone_key
+from .baseline import _Fit, check_milestones, milestone_key
 from .layer import AttentionLayer
-from .learn import LearnResult, truth_errors
-from .oracle import ExamplesExhausted, as_source
+from .oracle import as_source
 from .torch_interop import _dtype, _module_class, _torch
 
 __all__ = ["fit_torch"]
@@ -128,14 +127,7 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
         threads = check_int("threads", threads)
     dt = _dtype(dtype)
     d = source.d
-    if k is not None and check_int("k", k) != source.k:
-        raise ValueError(f"`k` must match the examples' {source.k} tokens; got k={k}.")
-    k = source.k
-    if truth is not None:
-        if not isinstance(truth, AttentionLayer):
-            raise TypeError(f"`truth` must be an AttentionLayer; got {type(truth).__name__}.")
-        if truth.d != d:
-            raise ValueError(f"`truth` must have the examples' dimension d={d}; got truth.d={truth.d}.")
+    fit = _Fit(source, name="fit_torch", m=m, k=k, truth=truth, rng=rng, t_start=t_start)
     batch = min(batch, n_train)
     per_epoch = n_train // batch
     total_steps = epochs * per_epoch
@@ -147,22 +139,9 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
         "threads": threads, "torch_version": torch.__version__, "milestones": list(milestones),
         "loss": "mean over examples of ||F(X) - Y||_F^2", "seed_entropy": rng.bit_generator.seed_seq.entropy,
     }
-    timings, diag = {}, {}
-    drawn0 = source.n_drawn
-
-    def done(status, message, layer=None, success=False):
-        errors = truth_errors(truth, layer, k, source, rng)
-        timings["total"] = time.perf_counter() - t_start
-        return LearnResult(layer, success, status, message, m, False, source.n_drawn - drawn0,
-                           dict(timings), {}, diag, errors)
-
-    t0 = time.perf_counter()
-    try:
-        X_all, Y_all = source.draw(n_train + n_val)
-    except ExamplesExhausted as exc:
-        return done("examples", f"{exc} fit_torch needs n_train + n_val = {n_train + n_val} examples "
-                    f"(n_train={n_train}, n_val={n_val}).")
-    timings["draw"] = time.perf_counter() - t0
+    X_all, Y_all = fit.draw(n_train, n_val)
+    if X_all is None:
+        return Y_all
 
     old_threads = torch.get_num_threads()
     if threads is not None:
@@ -173,8 +152,7 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
         Y = torch.from_numpy(Y_all[:n_train]).to(dt)
         Xv = torch.from_numpy(X_all[n_train:]).to(dt)
         Yv = torch.from_numpy(Y_all[n_train:]).to(dt)
-        y_val = float(torch.sum(Yv.double() ** 2)) / n_val
-        seconds_to = dict.fromkeys(milestones)
+        seconds_to, mark = fit.clock(milestones, Y_all[n_train:])
         cls = _module_class()
         gens = rng.spawn(restarts)
         runs = []
@@ -184,50 +162,36 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
             opt = torch.optim.Adam(model.parameters(), lr=lr)
             sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total_steps)
             run = _train(torch, model, opt, sched, X, Y, Xv, Yv, gen=gen, batch=batch, per_epoch=per_epoch,
-                         total_steps=total_steps, eval_every=eval_every, clip=clip, tol=tol, y_val=y_val,
-                         seconds_to=seconds_to, t_start=t_start, label=f"{j + 1}/{restarts}")
+                         total_steps=total_steps, eval_every=eval_every, clip=clip, tol=tol, mark=mark,
+                         label=f"{j + 1}/{restarts}")
             runs.append(run)
             if run["stopped"] == "tol":
                 break
-        timings["fit"] = time.perf_counter() - t0
+        fit.timings["fit"] = time.perf_counter() - t0
     finally:
         torch.set_num_threads(old_threads)
     best_j = int(np.argmin([r["val_loss"] for r in runs]))
     best = runs[best_j]
     layer = AttentionLayer(best["thetas"], best["ws"])
-    Xv_np, Yv_np = X_all[n_train:], Y_all[n_train:]
-    y_sq = float(np.sum(Yv_np**2))
-    residual = float(np.sum((layer(Xv_np) - Yv_np) ** 2))
-    rel = residual / y_sq if y_sq > 0 else (0.0 if residual == 0 else float("inf"))
     keys = ("initial_val_loss", "val_loss", "steps", "best_step", "stopped", "seconds")
-    diag["fit"] = settings | {"best_restart": best_j, "restarts_run": len(runs), "val_relative_error": rel,
-                              "seconds_to": {milestone_key(t): s for t, s in seconds_to.items()}} | {
+    fit.diag["fit"] = settings | {"best_restart": best_j, "restarts_run": len(runs),
+                                  "seconds_to": {milestone_key(t): s for t, s in seconds_to.items()}} | {
         key: [r[key] for r in runs] for key in keys} | {
         "spawn_keys": [list(g.bit_generator.seed_seq.spawn_key) for g in gens[: len(runs)]]}
     where = (f"restart {best_j + 1} of {restarts}, {best['steps']} steps (best at {best['best_step']}), "
              f"stopped: {best['stopped']}")
-    log.info("fit_torch: kept restart %d of %d, validation relative error %.3g", best_j + 1, restarts, rel)
-    if rel <= success_tol:
-        return done("gradient", f"validation relative error {rel:.3g} <= success_tol={success_tol:g} ({where})",
-                    layer=layer, success=True)
-    return done("not_converged", f"validation relative error {rel:.3g} > success_tol={success_tol:g} ({where}): "
-                "torch Adam did not fit the examples; try more epochs or restarts, another lr or batch",
-                layer=layer)
+    return fit.verdict(layer, X_all[n_train:], Y_all[n_train:], success_tol, where, "torch Adam did not fit the "
+                       "examples; try more epochs or restarts, another lr or batch")
 
 
 def _train(torch, model, opt, sched, X, Y, Xv, Yv, *, gen, batch, per_epoch, total_steps, eval_every, clip, tol,
-           y_val, seconds_to, t_start, label):
+           mark, label):
     """One restart; returns its best parameters (numpy, float64) and how it ended."""
     t0 = time.perf_counter()
 
     def val_loss():
         with torch.no_grad():
             return float(torch.sum((model(Xv) - Yv) ** 2)) / Xv.shape[0]
-
-    def mark(loss):
-        for threshold, seconds in seconds_to.items():
-            if seconds is None and loss / y_val <= threshold:
-                seconds_to[threshold] = time.perf_counter() - t_start
 
     def snapshot():
         return model.thetas.detach().double().numpy().copy(), model.ws.detach().double().numpy().copy()

@@ -12,7 +12,7 @@ import numpy as np
 
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
 from learner._validation import cli_seed
-from learner.cli import check_output_options
+from learner.cli import check_output_options, print_study
 
 from .family import HardFamily
 from .instance import MAX_G_EVALUATIONS
@@ -376,10 +376,7 @@ def _learn_hard(args):
     except SweepInterrupted as exc:
         print(f"\n{exc}", file=sys.stderr)
         return 130
-    print(result.table())
-    print()
-    print(f"runs: {result.stats['ran']} run now, {result.stats['skipped']} kept from earlier; records in "
-          f"{args.out}/runs/; " + ", ".join(f"{k} {v}" for k, v in result.files.items()))
+    print_study(result, args.out)
     return 0
 
 
