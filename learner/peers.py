@@ -12,18 +12,14 @@ is ours; the paper reports no experiments.
 
 from __future__ import annotations
 
-import logging
-
-import numpy as np
+from dataclasses import dataclass, field
 
 from ._validation import check_int
 from .baseline import check_milestones, milestone_key
-from .scaling import RunSpec, _versions, param_limit, plan_runs, sound_d
+from .scaling import QUICK_OPTIONS, RunSpec, _versions, param_limit, plan_runs, sound_d
 from .sweep import claim_study, median, run_sweep, sweep_lock
 
 __all__ = ["PEER_METHODS", "PeerResult", "peer_rows", "peer_study", "peer_table"]
-
-log = logging.getLogger(__name__)
 
 PEER_METHODS = ("provable", "adam", "torch-adam")
 #: Relative errors whose first crossing is timed.
@@ -32,12 +28,8 @@ MILESTONES = (1e-3, 1e-8)
 #: two runs at a time on two cores: like with like.
 TORCH_THREADS = 1
 #: ``--quick``: a smoke test in seconds (the learner runs out of examples, the baselines of iterations).
-QUICK_PEER_OPTIONS = {
-    "provable": {"n_crude": 5000, "crude_max_examples": 20000, "max_examples": 20000, "n_refine": 5000,
-                 "n_search": 500, "max_nfev": 20},
-    "adam": {"max_iter": 30, "n_train": 300, "n_val": 100, "restarts": 1},
-    "torch-adam": {"epochs": 3, "batch": 64, "n_train": 300, "n_val": 100, "restarts": 1},
-}
+QUICK_PEER_OPTIONS = QUICK_OPTIONS | {
+    "torch-adam": {"epochs": 3, "batch": 64, "n_train": 300, "n_val": 100, "restarts": 1}}
 
 
 def _seconds_to(rec, threshold):
@@ -117,11 +109,14 @@ def _torch_version(records):
     return ", ".join(sorted(found)) or None
 
 
+@dataclass(frozen=True)
 class PeerResult:
     """What :func:`peer_study` measured: ``records``, ``summary`` (also ``out/summary.json``), ``stats``, ``files``."""
 
-    def __init__(self, records, summary, stats, files):
-        self.records, self.summary, self.stats, self.files = records, summary, stats, files
+    records: list = field(repr=False)
+    summary: dict
+    stats: dict
+    files: dict
 
     def table(self):
         s = self.summary

@@ -67,7 +67,7 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
         Largest gradient norm (over all parameters) of a step.
     milestones : sequence of float
         Validation relative errors whose first crossing is timed (``diagnostics["fit"]["seconds_to"]``,
-        seconds since the call began, examples drawn included; None if never reached).
+        seconds since the call began, examples drawn included, ``import torch`` not; None if never reached).
     eval_every : int, optional
         Steps between validations (default: one epoch). The validation decides ``tol``, the best
         parameters and the milestones.
