@@ -4,10 +4,14 @@ This package is the floor of the toolkit: the layer itself
 (:class:`AttentionLayer`), its input distributions and exact cube enumeration,
 planted instances, the paper's non-degeneracy conditions measured on a layer,
 error metrics, file I/O, the paper's six-phase learner (:func:`learn`,
-phases in :mod:`learner.phases`), and a gradient-descent baseline to compare it
-with (:func:`fit_gradient`), and the bridge to PyTorch (:func:`from_torch`, :func:`to_torch`,
-:func:`fit_torch`; the optional ``torch`` extra). ``theory`` and ``lowerbounds`` import from here,
+phases in :mod:`learner.phases`), and the bridge to PyTorch (:func:`from_torch`,
+:func:`to_torch`; the optional ``torch`` extra). ``theory`` and ``lowerbounds`` import from here,
 never the reverse.
+
+Two layers sit on it, each importing only downward: :mod:`learner.baselines`, the
+gradient-descent learners it is compared with (:func:`~learner.baselines.fit_gradient`,
+:func:`~learner.baselines.fit_torch`), and :mod:`learner.study`, the sweep engine and the studies
+(scaling, frontier, peers, benchmarks). ``import learner`` loads neither.
 
 References
 ----------
@@ -18,7 +22,6 @@ arXiv:2402.04084 (STOC 2025).
 from importlib.metadata import PackageNotFoundError, version
 
 from .assumptions import AssumptionReport, AssumptionRow, assumptions, check_setting, lattice_distance
-from .baseline import fit_gradient
 from .geometry import min_norm_point
 from .inputs import check_inputs, cube_expectation, enumerate_cube, sample_inputs
 from .instances import PlantingError, random_layer
@@ -28,7 +31,6 @@ from .learn import LearnInterrupted, LearnResult, learn
 from .metrics import AttentionStats, HeadMatch, attention_statistics, match_heads, relative_error
 from .oracle import ArraySource, ExamplesExhausted, LayerOracle
 from .phases import LearnConfig
-from .torch_baseline import fit_torch
 from .torch_interop import TorchConversionError, from_torch, load_torch_layer, to_torch, to_torch_mha
 
 try:
@@ -57,8 +59,6 @@ __all__ = [
     "check_setting",
     "cube_expectation",
     "enumerate_cube",
-    "fit_gradient",
-    "fit_torch",
     "from_torch",
     "lattice_distance",
     "learn",

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_distribution, check_int
+from .validation import check_distribution, check_int
 
 __all__ = [
     "AssumptionReport",

@@ -14,10 +14,11 @@ import time
 import numpy as np
 
 from . import __version__
-from ._validation import cli_seed
+from .parallel import interrupt_on_sigterm
+from .validation import cli_seed
 from .assumptions import assumptions
-from .bench import DEFAULT_CASES, BenchCase, run_benchmark, run_certification_benchmark, run_parallel_benchmark
-from .frontier import DEFAULT_GRID
+from .study.bench import DEFAULT_CASES, BenchCase, run_benchmark, run_certification_benchmark, run_parallel_benchmark
+from .study.frontier import DEFAULT_GRID
 from .inputs import sample_inputs
 from .instances import random_layer
 from .io import FileFormatError, load_layer, read_metadata, save_examples, save_layer, write_json
@@ -299,7 +300,7 @@ def _learn(args):
 
     from .learn import ALLOW_UNSOUND_HINT, LearnInterrupted
 
-    signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` stops the run like Ctrl-C: workers ended
+    interrupt_on_sigterm()  # `kill` stops the run like Ctrl-C: workers ended
     try:
         result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth, rng=error_seed,
                        progress=False if args.no_progress else None,
@@ -434,18 +435,16 @@ def _auto_or_int(text):
         raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
 
 
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def _scaling(args):
     import signal
 
-    from .scaling import QUICK_OPTIONS, SweepInterrupted, SweepLocked, scaling_study
+    from .study.runs import QUICK_OPTIONS
+    from .study.scaling import scaling_study
+    from .study.sweep import SweepInterrupted, SweepLocked
 
     # A batch scheduler or `kill` stops a sweep with SIGTERM: treat it as Ctrl-C (workers stopped, finished runs
     # kept) rather than dying and leaving the pool's processes behind.
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    interrupt_on_sigterm()
 
     if args.scheduler is not None and args.serial:
         raise ValueError("give at most one of --scheduler and --serial.")
@@ -490,10 +489,10 @@ def _scaling(args):
 
 def _need_torch(option):
     """torch is installed, or a ValueError (one line on the command line) saying how to install it."""
-    from .torch_interop import _torch
+    from .torch_interop import require_torch
 
     try:
-        _torch()
+        require_torch()
     except ImportError as exc:
         raise ValueError(f"{option}: {exc}") from None
 
@@ -510,10 +509,10 @@ def print_study(result, out):
 def _peers(args):
     import signal
 
-    from .peers import QUICK_PEER_OPTIONS, peer_study
-    from .scaling import SweepInterrupted, SweepLocked
+    from .study.peers import QUICK_PEER_OPTIONS, peer_study
+    from .study.sweep import SweepInterrupted, SweepLocked
 
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    interrupt_on_sigterm()
     if args.workers is not None and args.serial:
         raise ValueError(f"--workers sizes the local pool, which --serial does not use; got --workers {args.workers} "
                          "with --serial.")

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._validation import check_real_array
+from .validation import check_real_array
 
 __all__ = ["min_norm_point"]
 

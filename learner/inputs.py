@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from ._validation import check_distribution, check_int, check_real_array, check_rng
+from .validation import check_distribution, check_int, check_real_array, check_rng
 
 __all__ = ["check_inputs", "cube_expectation", "enumerate_cube", "sample_inputs"]
 

@@ -6,7 +6,7 @@ import logging
 
 import numpy as np
 
-from ._validation import check_int, check_positive_float, check_rng
+from .validation import check_int, check_positive_float, check_rng
 from .assumptions import assumptions
 from .layer import AttentionLayer
 

@@ -23,14 +23,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validation import check_real_array
+from .validation import check_real_array
 from .layer import AttentionLayer
 
 __all__ = [
     "SCHEMA_VERSION",
     "FileFormatError",
+    "atomic_write",
     "check_writable_dir",
     "check_writable_file",
+    "json_safe",
     "load_examples",
     "load_layer",
     "read_metadata",
@@ -104,7 +106,7 @@ def check_writable_file(name, path):
     return path
 
 
-def _atomic_write(path, write):
+def atomic_write(path, write):
     """Call ``write(fh)`` on a temporary file beside ``path``, fsync it, and rename it over ``path``."""
     path = Path(path)
     if path.is_dir():
@@ -126,19 +128,19 @@ def _atomic_write(path, write):
 
 def write_json(path, record):
     """Write a JSON-serialisable ``record`` to ``path`` atomically (NaN and inf become null)."""
-    blob = json.dumps(_json_safe(record), indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
-    _atomic_write(path, lambda fh: fh.write(blob))
+    blob = json.dumps(json_safe(record), indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
+    atomic_write(path, lambda fh: fh.write(blob))
     return Path(path)
 
 
-def _json_safe(value):
+def json_safe(value):
     """Replace non-finite floats by None and numpy scalars/arrays by Python values."""
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     if isinstance(value, np.ndarray):
-        return _json_safe(value.tolist())
+        return json_safe(value.tolist())
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not np.isfinite(value):
@@ -168,7 +170,7 @@ def _write_record(path, kind, arrays, metadata):
     except (TypeError, ValueError) as exc:
         raise ValueError(f"`metadata` must be JSON-serialisable (no NaN/inf): {exc}") from exc
     payload[_META] = np.frombuffer(blob, dtype=np.uint8)
-    _atomic_write(path, lambda fh: np.savez(fh, **payload))
+    atomic_write(path, lambda fh: np.savez(fh, **payload))
     return path
 
 

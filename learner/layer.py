@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import check_int, check_real_array
+from .validation import check_int, check_real_array
 from .inputs import check_inputs
 
-__all__ = ["AttentionLayer", "attention_patterns", "auto_batch", "softmax"]
+__all__ = ["AttentionLayer", "attention_patterns", "auto_batch", "softmax", "softmax_inplace"]
 
 #: Default chunk size: the largest of the per-chunk work arrays holds about this
 #: many floats (4 MiB), small enough to stay in cache and be reused, large
@@ -33,7 +33,7 @@ def auto_batch(k, d, m):
     return int(max(16, min(MAX_AUTO_BATCH, WORK_FLOATS // (k * m * max(d, k)))))
 
 
-def _softmax_inplace(z, axis, work):
+def softmax_inplace(z, axis, work):
     """Stable softmax of ``z`` along ``axis``, in place; ``work`` holds the reduced shape.
 
     Subtracting the maximum makes every exponent ``<= 0`` (no overflow) and puts
@@ -65,7 +65,7 @@ def softmax(z, *, axis=-1):
     if z.ndim == 0:
         raise ValueError("`z` must have at least one dimension; got a scalar.")
     work = np.empty(np.max(z, axis=axis, keepdims=True).shape)
-    return _softmax_inplace(z, axis, work)
+    return softmax_inplace(z, axis, work)
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,7 +159,7 @@ class AttentionLayer:
             # over j reduces along axis 1 (fast) rather than a short trailing axis.
             with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected just below
                 np.matmul(x, a.reshape(nb, k * m, d).transpose(0, 2, 1), out=p)
-                _softmax_inplace(p, 1, work[:nb])
+                softmax_inplace(p, 1, work[:nb])
             if not np.isfinite(work[:nb]).all():
                 raise FloatingPointError(
                     "attention logits overflowed float64 (|x_a^T Theta_i x_b| too large); "

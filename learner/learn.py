@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _progress
-from ._validation import check_int, check_rng
+from . import progress as _bars
+from .validation import check_int, check_rng
 from .assumptions import assumptions, check_setting
 from .layer import AttentionLayer
 from .metrics import match_heads, relative_error
@@ -77,9 +77,9 @@ class LearnResult:
 
     def to_dict(self):
         """JSON-ready record (the learned layer's parameters included as nested lists)."""
-        from .io import _json_safe
+        from .io import json_safe
 
-        return _json_safe({
+        return json_safe({
             "success": self.success, "status": self.status, "message": self.message, "m": self.m,
             "m_estimated": self.m_estimated, "examples_drawn": self.examples_drawn, "timings": self.timings,
             "diagnostics": self.diagnostics, "errors": self.errors, "execution": self.execution,
@@ -164,7 +164,7 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
     from ``(m, d, k)`` (:func:`learner.phases.resolve_config`); every value used,
     and which were chosen, is in ``diagnostics["0_setting"]``.
 
-    Phase 4 starts each round with a pilot (ours, :mod:`learner.forecast`): its
+    Phase 4 starts each round with a pilot (ours, :mod:`learner.phases.forecast`): its
     first examples forecast the examples the constraints' target needs at each
     candidate tolerance, choose the tolerance when ``refined_tol`` is None
     (``diagnostics["0_setting"]["refined_tol_chosen"]``, one per round), and
@@ -235,7 +235,7 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
     if blas_threads is not None:
         blas_threads = check_int("blas_threads", blas_threads, minimum=1)
     pool = Workers(workers, scheduler)
-    with _progress.showing(_progress.resolve(progress)), pool:
+    with _bars.showing(_bars.resolve(progress)), pool:
         return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool, blas=blas_threads)
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from ._validation import check_distribution, check_int, check_rng
+from .validation import check_distribution, check_int, check_rng
 from .inputs import sample_inputs
 from .layer import AttentionLayer
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_distribution, check_int, check_real_array, check_rng
+from .validation import check_distribution, check_int, check_real_array, check_rng
 from .inputs import check_inputs, sample_inputs
 from .layer import AttentionLayer
 

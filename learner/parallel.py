@@ -23,10 +23,11 @@ import contextlib
 import os
 import time
 
-from ._validation import check_int
+from .validation import check_int
 
 __all__ = ["SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "MissingExtra", "Workers", "as_workers", "available_cores",
-           "blas_threads", "connect_client", "dask_client_class", "kill_pool", "worker_env"]
+           "blas_threads", "connect_client", "dask_client_class", "interrupt_on_sigterm", "kill_pool", "sigint_ignored",
+           "worker_env"]
 
 #: Seconds to wait for a Dask scheduler before giving up with a ConnectionError naming its address.
 SCHEDULER_CONNECT_TIMEOUT = 10.0
@@ -148,8 +149,23 @@ def init_worker(parent_pid):
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True, name="exit-with-parent").start()
 
 
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def interrupt_on_sigterm():
+    """Make SIGTERM raise KeyboardInterrupt in the main thread, as Ctrl-C does.
+
+    A batch scheduler or ``kill`` then stops a command's workers and keeps its finished runs, rather than
+    ending the process and leaving the pool's processes behind. For command lines; libraries never call it.
+    """
+    import signal
+
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
 @contextlib.contextmanager
-def _sigint_ignored():
+def sigint_ignored():
     """Ignore SIGINT while processes are started: they inherit the disposition, and Python keeps an ignored
     SIGINT ignored, so a Ctrl-C while a worker is still importing cannot print its traceback (the
     initializer alone comes too late for that). Only the main thread may change signal handlers."""
@@ -174,11 +190,11 @@ def local_pool(workers):
     script read from standard input and ``python -c`` all work; the standard library's spawned
     ``ProcessPoolExecutor`` re-imports ``__main__`` in every worker and fails in the first two.
     The processes are started here (one no-op task each), not on first use, so that they start with
-    Ctrl-C ignored (:func:`_sigint_ignored`).
+    Ctrl-C ignored (:func:`sigint_ignored`).
     """
     from loky import ProcessPoolExecutor
 
-    with worker_env(), _sigint_ignored():
+    with worker_env(), sigint_ignored():
         pool = ProcessPoolExecutor(max_workers=workers, initializer=init_worker, initargs=(os.getpid(),),
                                    env=dict(WORKER_ENV))
         pool.submit(_noop)  # the first submit starts every process (fork + exec, in this call)

@@ -41,10 +41,19 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._validation import check_positive_float
+from .validation import check_positive_float
 from .layer import AttentionLayer
 
-__all__ = ["AttentionModule", "TorchConversionError", "from_torch", "load_torch_layer", "to_torch", "to_torch_mha"]
+__all__ = [
+    "AttentionModule",
+    "TorchConversionError",
+    "from_torch",
+    "load_torch_layer",
+    "require_torch",
+    "to_torch",
+    "to_torch_mha",
+    "torch_dtype",
+]
 
 #: What the ``torch`` extra installs; the message of every function here that needs torch says so.
 INSTALL_HINT = "install the torch extra: pip install -e '.[torch]'"
@@ -59,7 +68,8 @@ class TorchConversionError(ValueError):
     """A torch layer (or a layer for torch) that does not fit the other side's form; the message says what."""
 
 
-def _torch():
+def require_torch():
+    """The ``torch`` module, or an ImportError saying how to install the optional ``torch`` extra."""
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -67,10 +77,11 @@ def _torch():
     return torch
 
 
-def _dtype(dtype):
+def torch_dtype(dtype):
+    """The torch dtype named ``dtype`` (one of :data:`DTYPES`), or a ValueError naming it."""
     if dtype not in DTYPES:
         raise ValueError(f"`dtype` must be one of {DTYPES}; got dtype={dtype!r}.")
-    return getattr(_torch(), dtype)
+    return getattr(require_torch(), dtype)
 
 
 def _numpy(tensor):
@@ -85,7 +96,7 @@ def _module_class():
     global _MODULE_CLASS
     if _MODULE_CLASS is not None:
         return _MODULE_CLASS
-    torch = _torch()
+    torch = require_torch()
 
     class AttentionModule(torch.nn.Module):
         """``F(X) = Σ_i softmax(X Θ_i Xᵀ) X W_i`` as a torch module: ``thetas`` and ``ws`` (m, d, d) are its parameters.
@@ -158,8 +169,8 @@ def to_torch(layer, *, dtype="float64"):
     """
     if not isinstance(layer, AttentionLayer):
         raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
-    torch = _torch()
-    dt = _dtype(dtype)
+    torch = require_torch()
+    dt = torch_dtype(dtype)
     cls = _module_class()
     # np.array copies: the layer's arrays are read-only and torch wants writable buffers.
     return cls(torch.from_numpy(np.array(layer.thetas)).to(dt), torch.from_numpy(np.array(layer.ws)).to(dt))
@@ -214,8 +225,8 @@ def to_torch_mha(layer, *, dtype="float64", batch_first=False, rank_rtol=RANK_RT
     rank_rtol = check_positive_float("rank_rtol", rank_rtol)
     if not isinstance(batch_first, (bool, np.bool_)):
         raise TypeError(f"`batch_first` must be a bool; got batch_first={batch_first!r}.")
-    torch = _torch()
-    dt = _dtype(dtype)
+    torch = require_torch()
+    dt = torch_dtype(dtype)
     m, d = layer.m, layer.d
     if d % m:
         raise TorchConversionError(f"nn.MultiheadAttention needs num_heads to divide embed_dim; got m={m}, d={d}.")
@@ -259,7 +270,7 @@ def _refuse(what):
 
 
 def _from_state(state, num_heads):
-    torch = _torch()
+    torch = require_torch()
     for key, what in _REFUSED_KEYS.items():
         if state.get(key) is not None:
             _refuse(what)
@@ -333,7 +344,7 @@ def from_torch(mha, *, num_heads=None, attn_mask=None, key_padding_mask=None, is
     ImportError
         If torch is not installed.
     """
-    torch = _torch()
+    torch = require_torch()
     if attn_mask is not None or key_padding_mask is not None or is_causal:
         given = [name for name, value in (("attn_mask", attn_mask), ("key_padding_mask", key_padding_mask))
                  if value is not None] + (["is_causal=True"] if is_causal else [])
@@ -376,7 +387,7 @@ def load_torch_layer(path, *, num_heads):
     """
     import os
 
-    torch = _torch()
+    torch = require_torch()
     if not os.path.isfile(path):
         raise FileNotFoundError(f"torch layer file not found: {path!r}.")
     try:

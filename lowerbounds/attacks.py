@@ -15,7 +15,7 @@ score. Implementations ours; the attacks are the standard ones:
   optional extra), and :func:`~lowerbounds.lattice.lwr_cost` for parameters
   beyond reach.
 * :func:`attention_attack` — our six-phase learner (:func:`learner.learn`) or
-  the gradient baseline (:func:`learner.fit_gradient`) fed the attention
+  the gradient baseline (:func:`learner.baselines.fit_gradient`) fed the attention
   samples of the reduction; the learned layer becomes an LWR predictor.
 
 Many secrets share one label function on ``{0,1}^n`` when ``n`` is small
@@ -33,7 +33,7 @@ from itertools import product
 
 import numpy as np
 
-from learner._validation import check_int, check_rng
+from learner.validation import check_int, check_rng
 
 from .lwr import LWRInstance, LWRParams, PublicSamples, attention_samples, lwr_predictor, predictor_accuracy, sample_lwr
 
@@ -268,13 +268,13 @@ def attention_attack(instance, *, method="provable", n_samples=2_000_000, n_test
     ----------
     instance : LWRInstance
     method : {"provable", "gradient"}
-        :func:`learner.learn` or :func:`learner.fit_gradient`, told ``m``
+        :func:`learner.learn` or :func:`learner.baselines.fit_gradient`, told ``m``
         (the architecture is public).
     n_samples, n_test : int
     config : LearnConfig, optional
         For ``"provable"``.
     gradient_options : dict, optional
-        Keyword arguments for :func:`learner.fit_gradient`.
+        Keyword arguments for :func:`learner.baselines.fit_gradient`.
     rng : seed or Generator, optional
 
     Returns
@@ -284,6 +284,7 @@ def attention_attack(instance, *, method="provable", n_samples=2_000_000, n_test
         ``extra`` has the accuracy, the baseline, and the learner's status.
     """
     import learner
+    import learner.baselines
 
     rng = check_rng(rng)
     if not isinstance(instance, LWRInstance):
@@ -301,7 +302,7 @@ def attention_attack(instance, *, method="provable", n_samples=2_000_000, n_test
     if method == "provable":
         result = learner.learn((X, Y), m=layout.m, k=2, config=config, rng=seeds[2])
     else:
-        result = learner.fit_gradient((X, Y), m=layout.m, k=2, rng=seeds[2], **(gradient_options or {}))
+        result = learner.baselines.fit_gradient((X, Y), m=layout.m, k=2, rng=seeds[2], **(gradient_options or {}))
     seconds = time.perf_counter() - t0
     test = sample_lwr(instance.params, n_test, secret=instance.secret, rng=seeds[3]).public
     baseline = float(max(np.mean(test.labels), 1 - np.mean(test.labels)))

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
-from learner._validation import cli_seed
+from learner.validation import cli_seed
 from learner.cli import check_output_options, print_study
 
 from .family import HardFamily
@@ -350,12 +350,12 @@ def _check_backend_options(args):
 def _learn_hard(args):
     import signal
 
-    from learner.cli import _raise_interrupt
-    from learner.sweep import SweepInterrupted, SweepLocked
+    from learner.parallel import interrupt_on_sigterm
+    from learner.study.sweep import SweepInterrupted, SweepLocked
 
     from .learnhard import DEFAULTS, QUICK, learn_hard_study
 
-    signal.signal(signal.SIGTERM, _raise_interrupt)  # like Ctrl-C: workers stopped, finished runs kept
+    interrupt_on_sigterm()  # like Ctrl-C: workers stopped, finished runs kept
     _check_backend_options(args)
     backend = "dask" if args.scheduler is not None else "serial" if args.serial else "local"
     base = QUICK if args.quick else DEFAULTS

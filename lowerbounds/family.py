@@ -38,7 +38,7 @@ import mpmath
 import numpy as np
 
 from learner import enumerate_cube
-from learner._validation import check_int, check_positive_float, check_rng
+from learner.validation import check_int, check_positive_float, check_rng
 
 from .sq import MP_DPS, VARIANTS, default_offset, sq_hard_instance
 

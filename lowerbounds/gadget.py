@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from learner import AttentionLayer
-from learner._validation import check_int, check_real_array
+from learner.validation import check_int, check_real_array
 
 __all__ = ["gadget_layer", "gadget_outputs", "gadget_weight", "head_weights"]
 

@@ -45,7 +45,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from learner._validation import check_int, check_positive_float, check_rng
+from learner.validation import check_int, check_positive_float, check_rng
 
 from .lwr import switch_points
 

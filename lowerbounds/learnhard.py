@@ -13,7 +13,7 @@ members of the toolkit's hard families and runs actual learners on samples of
 * ``"lwr"`` — :func:`~lowerbounds.lwr_hard_instance` with a random secret of
   ``Z_q^n``, on the reduction's inputs (:func:`~lowerbounds.attention_samples`).
 
-Methods: ``"adam"`` (:func:`learner.fit_gradient`, told m), ``"provable"``
+Methods: ``"adam"`` (:func:`learner.baselines.fit_gradient`, told m), ``"provable"``
 (:func:`learner.learn`, told m; these layers break the paper's conditions, so it
 is expected to fail — its status and message are recorded), and, for LWR,
 ``"exhaustive"`` (:func:`~lowerbounds.exhaustive_search` over ``q^n`` secrets).
@@ -32,8 +32,8 @@ with a fixed example budget; the exhaustive search one run.
 
 Execution — run specifications with seeds, one JSON record per run, resume,
 local pool or Dask cluster, lock, Ctrl-C — is the shared sweep engine
-(:mod:`learner.sweep`), the one the run-time study of :mod:`learner.scaling` uses;
-the growth fits are its :func:`~learner.sweep.fit_growth`.
+(:mod:`learner.study.sweep`), the one the run-time study of :mod:`learner.study.scaling` uses;
+the growth fits are its :func:`~learner.study.sweep.fit_growth`.
 """
 
 from __future__ import annotations
@@ -50,9 +50,10 @@ from pathlib import Path
 
 import numpy as np
 
-from learner._validation import check_int, check_positive_float
+from learner.validation import check_int, check_positive_float
 from learner.io import check_writable_dir
-from learner.sweep import EXAMPLE_STREAM, claim_study, fit_growth, median, run_sweep, sweep_lock, versions
+from learner.study.records import write_summary
+from learner.study.sweep import EXAMPLE_STREAM, claim_study, fit_growth, median, run_sweep, sweep_lock, versions
 
 __all__ = [
     "FAMILIES",
@@ -83,7 +84,7 @@ _FAMILY_CODE = {"sq": 0, "control": 0, "lwr": 1}
 _SUBSETS_CODE = 2
 #: Cells with at most this many hidden subsets draw a random order of all of them; larger ones skip repeats.
 _ENUMERATE_SUBSETS = 10_000
-#: Fresh inputs on which the learned layer's relative error is measured (as in learner.scaling).
+#: Fresh inputs on which the learned layer's relative error is measured (as in learner.study.scaling).
 EVAL_INPUTS = 8192
 #: Fresh LWR samples on which a learned layer, read as a predictor, must make no mistake.
 LWR_TEST = 2000
@@ -108,7 +109,7 @@ QUICK = {"ds": (6, 8), "ms": (2, 3), "subsets": 1, "lwr_ns": (2, 3), "start": 20
 
 @dataclass(frozen=True)
 class HardSpec:
-    """Everything that determines one run of the study (a specification for :mod:`learner.sweep`).
+    """Everything that determines one run of the study (a specification for :mod:`learner.study.sweep`).
 
     ``m`` is the number of heads (SQ family and control; 0 for LWR, whose m
     depends on the secret), ``n`` and ``q`` the LWR secret's dimension and
@@ -290,7 +291,8 @@ def _y_scale(layer, k, rng):
 
 
 def _grow_adam(spec, inst, data_seed, method_seed):
-    from learner import LayerOracle, fit_gradient, relative_error
+    from learner import LayerOracle, relative_error
+    from learner.baselines import fit_gradient
 
     from .attacks import attention_attack
 
@@ -640,7 +642,7 @@ def plot_hard(summary, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from learner.io import _atomic_write
+    from learner.io import atomic_write
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     ax = axes[0]
@@ -677,7 +679,7 @@ def plot_hard(summary, path):
         ax.set_title("LWE-style family", fontsize=9)
     fig.tight_layout()
     path = Path(path)
-    _atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=110))
+    atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=110))
     plt.close(fig)
     return path
 
@@ -699,7 +701,7 @@ def learn_hard_study(out, *, ds=DEFAULTS["ds"], ms=DEFAULTS["ms"], subsets=DEFAU
     control uses the same ones),
     ``lwr_secrets`` secrets per n; the learner runs on the first
     ``provable_seeds`` of them. ``backend``, ``workers``, ``scheduler`` and
-    ``progress`` are :func:`learner.sweep.run_sweep`'s. Returns :class:`HardStudyResult`.
+    ``progress`` are :func:`learner.study.sweep.run_sweep`'s. Returns :class:`HardStudyResult`.
     """
     checked = check_study(ds=ds, ms=ms, subsets=subsets, lwr_ns=lwr_ns, q=q, families=families, methods=methods,
                           start=start, max_examples=max_examples, max_seconds=max_seconds, target=target,
@@ -718,13 +720,9 @@ def learn_hard_study(out, *, ds=DEFAULTS["ds"], ms=DEFAULTS["ms"], subsets=DEFAU
         records, stats = run_sweep(specs, out, backend=backend, workers=workers, scheduler=scheduler,
                                    progress=progress)
         summary = summarise_hard(records) | {"parameters": parameters, "versions": versions()}
-        from learner.io import _atomic_write, write_json
-
-        files = {"summary_json": str(write_json(out / "summary.json", summary))}
+        files = {}
         result = HardStudyResult(records, summary, stats, files)
-        table = result.table().encode("utf-8") + b"\n"
-        _atomic_write(out / "summary.md", lambda fh: fh.write(table))
-        files["summary_md"] = str(out / "summary.md")
+        files |= write_summary(out, summary, result.table() + "\n")
         if plot:
             try:
                 files["plot"] = str(plot_hard(summary, out / "learn_hard.png"))

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from learner._validation import check_int, check_positive_float, check_rng
+from learner.validation import check_int, check_positive_float, check_rng
 
 from .gadget import _check_pair_inputs, gadget_layer, gadget_outputs
 from .instance import MAX_G_EVALUATIONS, HardInstance, check_g_cost

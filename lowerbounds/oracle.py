@@ -26,7 +26,7 @@ from math import comb
 import numpy as np
 
 from learner import enumerate_cube, sample_inputs
-from learner._validation import check_int, check_positive_float, check_rng
+from learner.validation import check_int, check_positive_float, check_rng
 
 from .gadget import _check_pair_inputs, check_coordinate_set
 from .sq import ParityInstance

@@ -24,7 +24,7 @@ from math import comb
 
 import numpy as np
 
-from learner._validation import check_int, check_positive_float, check_rng
+from learner.validation import check_int, check_positive_float, check_rng
 
 from .oracle import CharacterQuery, SparseLinearTarget, SQOracle
 from .sq import sq_hard_instance

@@ -37,7 +37,7 @@ from math import comb
 import mpmath
 import numpy as np
 
-from learner._validation import check_int, check_positive_float, check_rng
+from learner.validation import check_int, check_positive_float, check_rng
 
 from .gadget import check_coordinate_set, check_coordinates, gadget_layer
 from .instance import MP_DPS, HardInstance

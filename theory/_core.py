@@ -96,9 +96,9 @@ class CheckResult:
 
     def to_dict(self):
         """JSON-ready dictionary (numpy values converted, non-finite floats as None)."""
-        from learner.io import _json_safe
+        from learner.io import json_safe
 
-        return _json_safe(
+        return json_safe(
             {
                 "name": self.name,
                 "claim": self.claim,

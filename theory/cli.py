@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from learner._validation import cli_seed
+from learner.validation import cli_seed
 from learner.cli import check_output_options
 from learner.io import write_json
 

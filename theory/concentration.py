@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from learner import AttentionLayer, sample_inputs
-from learner._validation import check_int, check_positive_float, check_real_array, check_rng
+from learner.validation import check_int, check_positive_float, check_real_array, check_rng
 from learner.layer import auto_batch
 
 from ._core import Timer, chebyshev_radius, finish, require_matplotlib, seeded

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import ndtr
 
-from learner._validation import check_real_array
+from learner.validation import check_real_array
 from learner.assumptions import lattice_distance
 
 from ._core import Timer, finish, require_matplotlib, seeded

@@ -7,7 +7,7 @@ from fractions import Fraction
 import numpy as np
 
 from learner import min_norm_point
-from learner._validation import check_real_array
+from learner.validation import check_real_array
 
 from ._core import Timer, finish
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from learner import AttentionLayer, cube_expectation, sample_inputs
-from learner._validation import check_distribution, check_int, check_positive_float, check_rng
+from learner.validation import check_distribution, check_int, check_positive_float, check_rng
 
 from ._core import CheckResult, Timer, chebyshev_radius, finish, require_matplotlib, seeded
 
@@ -193,9 +193,9 @@ class StableRankSweep:
 
     def to_dict(self):
         """JSON-ready dictionary (non-finite floats as None)."""
-        from learner.io import _json_safe
+        from learner.io import json_safe
 
-        return _json_safe({f: getattr(self, f) for f in self.__dataclass_fields__})
+        return json_safe({f: getattr(self, f) for f in self.__dataclass_fields__})
 
 
 # ----------------------------------------------------------------------------- validation

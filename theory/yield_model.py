@@ -52,9 +52,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import gammaln, ndtri
 
-from learner._validation import check_distribution, check_int, check_positive_float, check_real_array, check_rng
-from learner.forecast import pilot_forecast, window_exponent
-from learner.forecast import poisson_interval as _poisson_interval
+from learner.validation import check_distribution, check_int, check_positive_float, check_real_array, check_rng
+from learner.phases.forecast import pilot_forecast, window_exponent
+from learner.phases.forecast import poisson_interval as _poisson_interval
 
 from ._core import Timer, finish
 from .one_step import _check_layer
@@ -904,7 +904,7 @@ def check_pilot_forecast(layer, k, *, pilot_tol=0.03, tol=0.015, min_weight=0.02
               \\qquad \\hat\\lambda_{\\mathrm{tol}} = \\frac{C_T}{N}\\Big(\\frac{\\mathrm{tol}}{T}\\Big)^{n},
 
     with ``C_T`` the constraints a pilot of ``N = n_pilot`` examples certifies at ``T = pilot_tol``
-    (:func:`learner.forecast.pilot_forecast`, forced to extrapolate), ``n = (m−1)(k−1)`` and
+    (:func:`learner.phases.forecast.pilot_forecast`, forced to extrapolate), ``n = (m−1)(k−1)`` and
     ``λ_tol`` the yield :func:`measured_yield` measures at ``tol`` on independent examples. The
     check also requires the pilot's own test of the window law (``model_ok``): where the pilot
     rejects it, the learner does not extrapolate, and the check fails (infinite interval).
@@ -935,7 +935,7 @@ def check_pilot_forecast(layer, k, *, pilot_tol=0.03, tol=0.015, min_weight=0.02
 
     Notes
     -----
-    Ours: the window law, the pilot and its exponent test (:mod:`learner.forecast`). The pilot
+    Ours: the window law, the pilot and its exponent test (:mod:`learner.phases.forecast`). The pilot
     certifies with the true ``ΣW`` here (the learner's pilot uses its estimate).
 
     Examples
@@ -989,7 +989,7 @@ def check_pilot_forecast(layer, k, *, pilot_tol=0.03, tol=0.015, min_weight=0.02
         name="pilot_forecast",
         claim=(f"the learner's pilot at tol {pilot_tol:g}, extrapolated by the window law tol^n, forecasts the "
                f"yield at tol {tol:g} within a factor {factor:g}, and the pilot's exponent test accepts the law"),
-        source="ours: the window law (the volume factor tol^n of the yield model) and the pilot (learner.forecast)",
+        source="ours: the window law (the volume factor tol^n of the yield model) and the pilot (learner.phases.forecast)",
         parameters={"m": layer.m, "d": layer.d, "k": k, "pilot_tol": pilot_tol, "tol": tol, "min_weight": min_weight,
                     "n_pilot": n_pilot, "n_examples": n_examples, "factor": factor, "distribution": distribution,
                     "failure_probability": failure_probability},

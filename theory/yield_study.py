@@ -4,10 +4,10 @@ Reads the records of one or more ``python -m learner scaling`` sweeps (their
 ``runs/*.json``), and for every finished learner run:
 
 - takes the measured yield, phase 4's certified constraints per 1000 examples
-  (:func:`learner.scaling.yield_of`), with the tolerance and ``min_weight`` the
+  (:func:`learner.study.scaling.yield_of`), with the tolerance and ``min_weight`` the
   run used (``diagnostics["0_setting"]["config"]``);
 - rebuilds the run's planted layer from its specification
-  (:func:`learner.scaling.planted_instance`: the same seed, so the same layer)
+  (:func:`learner.study.scaling.planted_instance`: the same seed, so the same layer)
   and predicts the yield of that layer at that tolerance with
   :func:`theory.yield_model.predicted_yield` — the Gaussian density of the
   ``n = (m−1)(k−1)`` logit disagreements at 0 times the linearised window;
@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from learner._progress import bar, showing
-from learner._validation import DISTRIBUTIONS, check_int, check_positive_float, check_rng
-from learner.scaling import RunSpec, planted_instance, yield_of
+from learner.progress import bar, showing
+from learner.validation import DISTRIBUTIONS, check_int, check_positive_float, check_rng
+from learner.study.runs import RunSpec, planted_instance, yield_of
 
 from ._core import require_matplotlib
 from .yield_model import GEOMETRIES, predicted_yield
@@ -109,7 +109,7 @@ def _one_of(options):
 
 _P4 = "diagnostics.4_refined_sculpt"
 
-#: What the study reads of a learner run's record (:func:`learner.scaling.run_one`), and what each value
+#: What the study reads of a learner run's record (:func:`learner.study.scaling.run_one`), and what each value
 #: must be (ours: what the prediction and the fits need, and the learner's own ranges: ``k >= 2``,
 #: phase 4's ``tol`` and ``min_weight`` in (0, 1)). ``rows_seen``, ``rank`` and ``planned_m`` are read
 #: only to tie the specification to the diagnostics (:func:`_check_consistency`).
@@ -224,7 +224,7 @@ def _load(dirs):
             try:
                 rec = _read_run(path)
             except _Unusable as exc:
-                # As the sweep engine treats an unreadable record (learner.sweep): say so, and go on without it.
+                # As the sweep engine treats an unreadable record (learner.study.sweep): say so, and go on without it.
                 log.warning("ignoring record %s: %s", path, exc)
                 skipped.append({"file": str(path), "reason": str(exc)})
                 continue
@@ -472,7 +472,7 @@ def plot_yield(study, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from learner.io import _atomic_write
+    from learner.io import atomic_write
 
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
     ax = axes[0]
@@ -518,5 +518,5 @@ def plot_yield(study, path):
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    _atomic_write(Path(path), lambda fh: fh.write(buf.getvalue()))
+    atomic_write(Path(path), lambda fh: fh.write(buf.getvalue()))
     return Path(path)

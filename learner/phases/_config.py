@@ -2,7 +2,7 @@
 
 Fields left at ``None`` are chosen by :func:`resolve_config` from ``(m, d, k)``
 when :func:`learner.learn` starts, except phase 4's tolerance, which phase 4's
-pilot forecast chooses (:mod:`learner.forecast`); the run's diagnostics record
+pilot forecast chooses (:mod:`learner.phases.forecast`); the run's diagnostics record
 every value used and which ones were chosen so.
 """
 
@@ -40,7 +40,7 @@ class LearnConfig:
     n_crude: int = 400_000
     #: Phases 2/4: relative residual below which a row's fit certifies agreement.
     #: Phase 2 works with a crude ΣW, so it must be loose; phase 4 is tighter. Phase 4's is
-    #: chosen when None, in every round, by its pilot (learner.forecast, ours): the first
+    #: chosen when None, in every round, by its pilot (learner.phases.forecast, ours): the first
     #: batches are certified at 0.03 and forecast the examples the target needs at 0.015,
     #: 0.02 and 0.03; the smallest whose forecast is at most 2·10^7 examples is used, else
     #: 0.03 — the yield grows like tol^((m−1)(k−1)), and the precision weighting of phase 5
@@ -57,7 +57,7 @@ class LearnConfig:
     crude_constraints: float = 3.0
     refined_constraints: float | None = None
     #: Example budget of each refined sculpting round (phase 4). When None: 10^9
-    #: (learner.forecast.DEFAULT_MAX_EXAMPLES; 15–45 min on two cores at the measured rates).
+    #: (learner.phases.forecast.DEFAULT_MAX_EXAMPLES; 15–45 min on two cores at the measured rates).
     #: When phase 4's pilot forecasts more than the budget, the run stops after the pilot
     #: with status "budget" and a message saying what would make it fit.
     max_examples: int | None = None
@@ -147,7 +147,7 @@ def resolve_config(cfg, m, d, k):
     measurements in the field comments of :class:`LearnConfig`. ``refined_tol``
     stays None: phase 4's pilot chooses it (:func:`learner.phases.refined_sculpt`).
     """
-    from ..forecast import DEFAULT_MAX_EXAMPLES
+    from .forecast import DEFAULT_MAX_EXAMPLES
 
     chosen = {}
     if cfg.refined_constraints is None:

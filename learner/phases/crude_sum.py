@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._progress import bar
-from .._validation import check_int
+from ..progress import bar
+from ..validation import check_int
 from ..oracle import batch_sizes
 from ..parallel import as_workers
 

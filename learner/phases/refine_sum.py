@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from .._progress import bar
+from ..progress import bar
 from ..layer import attention_patterns
 from ..oracle import batch_sizes
 from .crude_sum import SumEstimate, _sum_error

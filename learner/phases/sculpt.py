@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._progress import bar
-from .._validation import check_int, check_positive_float, check_rng
-from ..forecast import AFFORDABLE_EXAMPLES, DEFAULT_CANDIDATES, pilot_forecast
+from ..progress import bar
+from ..validation import check_int, check_positive_float, check_rng
+from .forecast import AFFORDABLE_EXAMPLES, DEFAULT_CANDIDATES, pilot_forecast
 from ..parallel import as_workers
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,8 @@ __all__ = [
     "fit_patterns",
     "pilot_batch",
     "refined_sculpt",
+    "screen_candidates",
+    "screen_weights",
 ]
 
 
@@ -59,7 +61,7 @@ class Constraints:
     log-ratio is ``b_l`` (they set the constraint's precision, see
     :func:`precision_weights`). ``errors`` (when the truth is known) is
     ``max_i |A_l vec(Θ_i) − b_l|`` per constraint. ``forecast`` is the
-    pilot's :class:`learner.forecast.Forecast` when phase 4 ran one (see
+    pilot's :class:`learner.phases.forecast.Forecast` when phase 4 ran one (see
     :func:`refined_sculpt`), else None.
     """
 
@@ -265,7 +267,7 @@ def _screen_margins(k, d):
     return _SCREEN_MARGIN * eta_a, _SCREEN_MARGIN * eta_b
 
 
-def _screen_weights(w_sum):
+def screen_weights(w_sum):
     """``(s·Ŵ, ‖1ᵀ|s·Ŵ|‖, s)``, the first two in float32; ``s = 1`` unless ``Ŵ``'s scale is extreme.
 
     ``s`` is a power of two (so ``s·Ŵ`` and ``s·Y`` are exact and every relative residual is
@@ -277,10 +279,10 @@ def _screen_weights(w_sum):
     return w.astype(np.float32), np.float32(np.linalg.norm(np.abs(w).sum(axis=0))), s
 
 
-def _screen_candidates(X, Y, screen_w, tol):
+def screen_candidates(X, Y, screen_w, tol):
     """Per example, whether a row might certify, from the fit of every row in float32.
 
-    ``screen_w`` is :func:`_screen_weights` of ``Ŵ``. ``False`` only where the example is well
+    ``screen_w`` is :func:`screen_weights` of ``Ŵ``. ``False`` only where the example is well
     conditioned and every row's float32 residual exceeds :func:`_screen_margins`'s bound for a
     certifiable row; anything non-finite (overflow, the 0/0 of a repeated token) is a candidate.
     """
@@ -335,7 +337,7 @@ def fit_patterns(X, Y, w_sum):
     the residual as ``‖y_a − b_1‖² − Σ_j c_j²``. Every product is a length-``d``
     dot product over the batch, which numpy does far faster than ``n`` small
     ``k × k`` solves (``python -m learner bench`` measures both;
-    :func:`learner.bench.fit_patterns_solve` is the reference).
+    :func:`learner.study.bench.fit_patterns_solve` is the reference).
     """
     parts = []
     for start in range(0, max(X.shape[0], 1), FIT_CHUNK):  # an empty batch is one empty block
@@ -378,9 +380,9 @@ def certify_rows(X, Y, w_sum, *, tol, min_weight, screen=True, with_example=Fals
         raise TypeError(f"`screen` must be True or False; got screen={screen!r}.")
     n, _, d = X.shape
     if screen:
-        screen_w = _screen_weights(w_sum)
+        screen_w = screen_weights(w_sum)
         keep = np.flatnonzero(np.concatenate([
-            _screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, tol)
+            screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, tol)
             for s in range(0, max(n, 1), SCREEN_CHUNK)]))
         # Each example's float64 fit does not depend on the others in its block: a subset gives the same bits.
         blocks = [keep[s:s + FIT_CHUNK] for s in range(0, max(keep.size, 1), FIT_CHUNK)]
@@ -433,9 +435,9 @@ def pilot_batch(batch, w_sum, tols, min_weight):
     X, Y = batch.examples()
     n = X.shape[0]
     loosest = max(tols)
-    screen_w = _screen_weights(w_sum)
+    screen_w = screen_weights(w_sum)
     keep = np.flatnonzero(np.concatenate([
-        _screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, loosest)
+        screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, loosest)
         for s in range(0, max(n, 1), SCREEN_CHUNK)]))
     # The float64 fit of an example does not depend on the others (certify_rows relies on it too).
     Xc, Yc = X[keep], Y[keep]
@@ -604,7 +606,7 @@ def refined_sculpt(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_
 
     With ``pilot=True`` (ours) the first batches are a *pilot*: they are certified at the
     loosest of ``candidates`` (and ``tol``), and after each one
-    :func:`learner.forecast.pilot_forecast` forecasts the examples the ``target`` needs at
+    :func:`learner.phases.forecast.pilot_forecast` forecasts the examples the ``target`` needs at
     every tolerance, until the forecast settles (enough rows, or a clear verdict on the
     budget; see there). Then the tolerance is chosen — ``tol`` when given, else the smallest
     candidate forecast at most ``threshold`` examples — the forecast is logged at INFO with a
@@ -623,7 +625,7 @@ def refined_sculpt(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_
     tol : float or None
         Certification tolerance; with ``pilot``, None lets the forecast choose it.
     pilot : bool
-        Run the pilot and attach its :class:`learner.forecast.Forecast` as ``forecast``.
+        Run the pilot and attach its :class:`learner.phases.forecast.Forecast` as ``forecast``.
     n : int
         ``(m−1)(k−1)``, the window law's exponent (needed with ``pilot``).
     candidates : sequence of float

@@ -10,7 +10,7 @@ import pytest
 from learner import AssumptionReport, AttentionLayer, assumptions, enumerate_cube, lattice_distance, random_layer
 from learner.assumptions import CUBE_MARGIN, check_setting, cube_constraint_count, max_sound_m, setting_conditions
 from learner.phases import LearnConfig, resolve_config
-from learner.forecast import DEFAULT_CANDIDATES
+from learner.phases.forecast import DEFAULT_CANDIDATES
 from learner.phases.sculpt import certify_rows
 
 D = 8

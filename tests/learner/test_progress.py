@@ -11,12 +11,14 @@ import termios
 
 import pytest
 
-from learner import _progress, random_layer
+from learner import progress as bars
+from learner import random_layer
 from learner.cli import main
 from learner.learn import learn
 from learner.oracle import LayerOracle
 from learner.phases import LearnConfig
-from learner.scaling import QUICK_OPTIONS, comparable
+from learner.study.runs import QUICK_OPTIONS
+from learner.study.sweep import comparable
 
 # Small budgets: every phase runs in well under a second (the run fails; the bars are the point).
 QUICK = QUICK_OPTIONS["provable"]
@@ -41,7 +43,7 @@ class _Tty(io.StringIO):
 ], ids=["auto-file", "auto-terminal", "on", "off"])
 def test_resolve(monkeypatch, progress, stderr, expected):
     monkeypatch.setattr(sys, "stderr", stderr)
-    assert _progress.resolve(progress) is expected
+    assert bars.resolve(progress) is expected
 
 
 @pytest.mark.parametrize("progress", ["yes", 1, 0.0], ids=["str", "int", "float"])
@@ -64,7 +66,7 @@ def test_bars_for_phases_1_to_4_and_the_same_result(capsys):
 @pytest.mark.parametrize("rows_cols", [(24, 80), (0, 0)], ids=["sized", "unsized"])
 def test_auto_shows_bars_on_a_real_terminal_only(rows_cols):
     code = ("from learner import random_layer, LayerOracle, learn\n"
-            "from learner.phases import LearnConfig\nfrom learner.scaling import QUICK_OPTIONS, comparable\n"
+            "from learner.phases import LearnConfig\nfrom learner.study.runs import QUICK_OPTIONS\nfrom learner.study.sweep import comparable\n"
             "t = random_layer(1, 6, rng=1)\n"
             "learn(LayerOracle(t, 3, rng=2), m=1, config=LearnConfig(**QUICK_OPTIONS['provable']))\n")
     master, slave = pty.openpty()  # a real terminal; one nobody sized reports 0 rows and 0 columns

@@ -2,7 +2,7 @@
 
 Each row calls a public function with one bad argument and checks the exception
 type and that the message names the parameter and the bad value, as written in
-learner/_validation.py and the modules' own checks.
+learner/validation.py and the modules' own checks.
 """
 
 import re
@@ -178,7 +178,7 @@ class TestRngArguments:
 
     @pytest.mark.parametrize("value", [None, 0, 7, np.int64(3)])
     def test_good_seeds(self, value):
-        from learner._validation import check_rng
+        from learner.validation import check_rng
 
         assert isinstance(check_rng(value), np.random.Generator)
         gen = np.random.default_rng(1)

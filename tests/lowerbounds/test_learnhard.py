@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from learner import enumerate_cube
-from learner.sweep import comparable
+from learner.study.sweep import comparable
 from lowerbounds import learnhard
 from lowerbounds.cli import main
 from lowerbounds.learnhard import (

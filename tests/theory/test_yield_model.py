@@ -300,7 +300,7 @@ class TestCheckYieldPrediction:
 
 
 class TestCheckPilotForecast:
-    """The learner's pilot (learner.forecast) at 0.03, extrapolated by tol^n, against measured_yield at 0.015."""
+    """The learner's pilot (learner.phases.forecast) at 0.03, extrapolated by tol^n, against measured_yield at 0.015."""
 
     def test_planted_layer_holds(self):
         result = default_pilot_forecast(rng=0)
@@ -314,7 +314,7 @@ class TestCheckPilotForecast:
         assert not result.details["model_ok"] and result.details["exponent_interval"][1] < 1.0
 
     def test_poisson_interval_is_the_learners(self):
-        from learner.forecast import poisson_interval
+        from learner.phases.forecast import poisson_interval
 
         assert _poisson_interval is poisson_interval
 

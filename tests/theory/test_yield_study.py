@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from learner.scaling import QUICK_OPTIONS, RunSpec, plan_runs, planted_instance, run_sweep
+from learner.study.runs import QUICK_OPTIONS, RunSpec, plan_runs, planted_instance
+from learner.study.sweep import run_sweep
 from theory.cli import main
 from theory.yield_model import predicted_yield
 from theory.yield_study import fit_log_yield, load_learner_records, plot_yield, yield_study

@@ -1,4 +1,4 @@
-"""learner.peers: the learner, numpy Adam and torch Adam side by side (quick budgets: a smoke test)."""
+"""learner.study.peers: the learner, numpy Adam and torch Adam side by side (quick budgets: a smoke test)."""
 
 import importlib.util
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 
 from learner.cli import main
-from learner.peers import PEER_METHODS, _seconds_to, peer_rows, peer_table
+from learner.study.peers import PEER_METHODS, _seconds_to, peer_rows, peer_table
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="the torch extra is not installed (pip install -e '.[torch]')")

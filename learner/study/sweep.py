@@ -9,7 +9,7 @@ itself), ``failure_record(message, traceback, timings, where)`` (the record of a
 run whose worker died), the class attributes ``RECORD_KIND`` and
 ``RECORD_SCHEMA``, and ``example_stream`` (which stream of examples its record
 was drawn from; records of another stream are run again on resume).
-:class:`learner.scaling.RunSpec` (the run time against m) and
+:class:`learner.study.scaling.RunSpec` (the run time against m) and
 :class:`lowerbounds.learnhard.HardSpec` (learners on the hard instances) are
 the two users.
 
@@ -51,9 +51,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validation import check_int
-from .parallel import _sigint_ignored
-from .parallel import kill_pool as _kill_pool
+from ..validation import check_int
+from .records import read_run_record, record_problem
+from ..parallel import sigint_ignored
+from ..parallel import kill_pool as _kill_pool
 
 __all__ = [
     "BACKENDS",
@@ -61,7 +62,6 @@ __all__ = [
     "LOCK_NAME",
     "STUDY_FILE",
     "claim_study",
-    "record_problem",
     "SweepInterrupted",
     "SweepLocked",
     "comparable",
@@ -88,7 +88,7 @@ EXAMPLE_STREAM = {"provable": 2, "adam": 1, "torch-adam": 1}
 def versions():
     import scipy
 
-    from . import __version__
+    from .. import __version__
 
     return {"learner": __version__, "numpy": np.__version__, "scipy": scipy.__version__,
             "python": platform.python_version(), "machine": platform.machine()}
@@ -126,7 +126,7 @@ class _Runner:
         if not self.specs:
             return
         if self.backend == "serial":
-            from .parallel import blas_threads
+            from ..parallel import blas_threads
 
             for spec in self.specs:
                 # One BLAS thread, as in the pool's and Dask's workers: records are bit-identical across
@@ -137,7 +137,7 @@ class _Runner:
         elif self.backend == "local":
             from concurrent.futures import as_completed
 
-            from .parallel import local_pool
+            from ..parallel import local_pool
 
             self._pool = local_pool(self.workers)
             self._futures = {self._pool.submit(_execute, spec): spec for spec in self.specs}
@@ -146,7 +146,7 @@ class _Runner:
         else:
             from dask.distributed import as_completed
 
-            from .parallel import connect_client
+            from ..parallel import connect_client
 
             self._client = connect_client(self.scheduler)
             self._futures = {self._client.submit(_execute, spec, key=f"{spec.RECORD_KIND}-{spec.run_id}-{spec.entropy}",
@@ -290,9 +290,9 @@ def _collect(spec, get):
                                    "".join(traceback.format_exception_only(exc)), {}, {})
 
 
-def _progress(total, enabled, desc="sweep"):
+def _progress_bar(total, enabled, desc="sweep"):
     if not enabled:
-        from ._progress import NoBar
+        from ..progress import NoBar
 
         return NoBar()
     from tqdm import tqdm
@@ -325,7 +325,7 @@ def claim_study(out, kind, record_kind, parameters):
     the parameters both name must agree. Then ``study.json`` is written (atomically). Call it
     while holding :func:`sweep_lock`.
     """
-    from .io import write_json
+    from ..io import write_json
 
     out = Path(out)
     mine = _normalised(parameters)
@@ -373,54 +373,11 @@ def claim_study(out, kind, record_kind, parameters):
     return path
 
 
-def _is_count(v):
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-def _is_nonneg(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-
-
-#: Field checks a record rule can name: (test, what the field must be).
-FIELD_CHECKS = {
-    "count": (_is_count, "a non-negative integer"),
-    "nonneg": (_is_nonneg, "a finite non-negative number"),
-    "nonneg?": (lambda v: v is None or _is_nonneg(v), "a finite non-negative number or null"),
-    "count?": (lambda v: v is None or _is_count(v), "a non-negative integer or null"),
-    "bool": (lambda v: isinstance(v, bool), "true or false"),
-    "str": (lambda v: isinstance(v, str), "a string"),
-    "dict": (lambda v: isinstance(v, dict), "an object"),
-    "dict?": (lambda v: v is None or isinstance(v, dict), "an object or null"),
-}
-
-
-def record_problem(rec, rules):
-    """The first field of ``rec`` that breaks ``rules`` (``{"a.b": check}``, checks of :data:`FIELD_CHECKS`), or None.
-
-    A dotted name reads nested objects; a missing field is a problem unless the check allows null.
-    Returns ``"field: must be …; got …"`` for the message naming the file (ours).
-    """
-    for name, check in rules.items():
-        value, here = rec, True
-        for part in name.split("."):
-            if isinstance(value, dict) and part in value:
-                value = value[part]
-            else:
-                value, here = None, False
-                break
-        test, what = FIELD_CHECKS[check]
-        if not here and not check.endswith("?"):
-            return f"`{name}` is missing"
-        if here and not test(value):
-            return f"`{name}` must be {what}; got {value!r:.60}"
-    return None
-
-
 def _checked_record(spec, runs, invalid_then, other_spec_hint):
     """``spec``'s record in ``runs`` if it exists and passes the spec's ``record_rules`` (else None, with a
     warning naming the file and field), or a ValueError when it records another specification."""
     path = runs / f"{spec.run_id}.json"
-    rec = _read_record(path, spec.RECORD_KIND, spec.RECORD_SCHEMA) if path.exists() else None
+    rec = read_run_record(path, spec.RECORD_KIND, spec.RECORD_SCHEMA) if path.exists() else None
     rules = getattr(spec, "record_rules", None)
     problem = rules and rec is not None and record_problem(rec, rules(rec))
     if problem:
@@ -450,20 +407,6 @@ def _recorded(specs, runs, ids):
         log.info("%d of %d records were drawn from an earlier example stream; summarised as they are", older,
                  len(specs))
     return [done[i] for i in ids], {"ran": 0, "skipped": len(specs)}
-
-
-def _read_record(path, kind, schema):
-    try:
-        rec = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        log.warning("ignoring unreadable record %s (%s); its run is repeated", path, exc)
-        return None
-    if not isinstance(rec, dict) or rec.get("kind") != kind:
-        raise ValueError(f"{path} is not a {kind} record; `out` must be a directory of this sweep.")
-    if rec.get("schema_version") != schema:
-        raise ValueError(f"{path} has schema_version={rec.get('schema_version')!r}; this version reads "
-                         f"{schema}. Use a new `out` directory.")
-    return rec
 
 
 def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, progress=False, learn_workers=None,
@@ -532,7 +475,7 @@ def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, prog
 
 
 def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn_workers, run=True):
-    from .io import write_json
+    from ..io import write_json
 
     runs = out / "runs"
     if not run:
@@ -562,7 +505,7 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn
         log.info("run %s: %s (%s)", spec.run_id, done[spec.run_id]["status"], done[spec.run_id]["message"][:120])
 
     runner = _Runner(todo, backend=backend, workers=workers, scheduler=scheduler, learn_workers=learn_workers)
-    bar = _progress(len(todo), progress, desc=specs[0].RECORD_KIND.split("-")[0] if specs else "sweep")
+    bar = _progress_bar(len(todo), progress, desc=specs[0].RECORD_KIND.split("-")[0] if specs else "sweep")
     saved, clean = set(), False
     try:
         for spec, rec in runner:
@@ -574,7 +517,7 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn
         # Keep every run that finished, including those that finished while we were interrupted, then end
         # the workers without waiting for the runs in flight. Further Ctrl-Cs (a user pressing it again)
         # must not cut this short: they are ignored until the records are saved.
-        with _sigint_ignored():
+        with sigint_ignored():
             late = [(spec, rec) for spec, rec in runner.finished() if spec.run_id not in saved]
             runner.stop()
             for spec, rec in late:

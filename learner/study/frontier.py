@@ -1,11 +1,11 @@
 """The study over heads and tokens: the grid of (m, k) cells, its seed rule, the frontier and the fits.
 
-Used by :func:`learner.scaling.scaling_study` when it is given a ``grid``; everything here is ours (the
+Used by :func:`learner.study.scaling.scaling_study` when it is given a ``grid``; everything here is ours (the
 paper proves a ``(dk)^{O(m³)}`` bound and reports no experiments).
 
 - **The grid.** A list of blocks such as ``"m=1..6,k=2"`` or ``"m=2,k=8,d=24,seeds=3"``: each block is
   the product of its ``m`` and ``k`` values (an integer or a range ``a..b``); ``d`` (default: the
-  study's, ``"auto"`` = :func:`learner.scaling.sound_d` per cell) and ``seeds`` (default: the study's)
+  study's, ``"auto"`` = :func:`learner.study.scaling.sound_d` per cell) and ``seeds`` (default: the study's)
   apply to every cell of the block. A cell named by two blocks must agree on ``d`` and ``seeds``.
 - **Seeds per cell.** An integer, or ``"auto"``: :data:`AUTO_FIRST` seeds first, then
   :data:`AUTO_FULL` where the median time of those first runs (per method and cell) is under
@@ -100,7 +100,7 @@ def parse_grid(blocks, *, d="auto", seeds="auto", sound_d=None):
     """The cells of ``blocks`` as sorted ``(m, d, k, seeds)``; ValueError naming the block and field.
 
     ``d`` and ``seeds`` are the defaults of cells whose block gives none; ``sound_d(m, k)`` resolves
-    ``d="auto"`` (e.g. :func:`learner.scaling.sound_d` for the study's distribution).
+    ``d="auto"`` (e.g. :func:`learner.study.scaling.sound_d` for the study's distribution).
 
     >>> parse_grid(["m=1..2,k=2", "m=2,k=2..3,seeds=3"], d=12, seeds=10)
     Traceback (most recent call last):
@@ -378,7 +378,7 @@ def plot_frontier(cells, path, *, methods=("provable", "adam")):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    from .io import _atomic_write
+    from ..io import atomic_write
 
     methods = [mt for mt in methods if any(c["method"] == mt for c in cells)]
     names = {"provable": "learner", "adam": "Adam"}
@@ -438,7 +438,7 @@ def plot_frontier(cells, path, *, methods=("provable", "adam")):
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
     path = Path(path)
-    _atomic_write(path, lambda fh: fh.write(buf.getvalue()))
+    atomic_write(path, lambda fh: fh.write(buf.getvalue()))
     return path, drawn
 
 

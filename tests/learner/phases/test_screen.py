@@ -12,7 +12,7 @@ import pytest
 
 from learner import random_layer, sample_inputs
 from learner.phases import sculpt
-from learner.phases.sculpt import SCREEN_CHUNK, _screen_candidates, _screen_weights, certify_rows, fit_patterns
+from learner.phases.sculpt import SCREEN_CHUNK, screen_candidates, screen_weights, certify_rows, fit_patterns
 
 MIN_WEIGHT = 0.02
 
@@ -101,7 +101,7 @@ class TestCertifyRowsScreen:
     def test_the_screen_is_selective(self):
         """At phase 4's setting (3, 16, 4), tol 0.03, the screen refits a tiny share of the examples in float64."""
         X, Y, w_sum = _layer_examples(3, 16, 4, SCREEN_CHUNK, "boolean", seed=3)
-        keep = _screen_candidates(X, Y, _screen_weights(w_sum), 0.03)
+        keep = screen_candidates(X, Y, screen_weights(w_sum), 0.03)
         # Measured (ours): 2·10⁻⁴ of the examples (repeated tokens and rows near tol); 1 % leaves room.
         assert keep.mean() < 0.01
 
@@ -113,7 +113,7 @@ class TestCertifyRowsScreen:
         full = certify_rows(X, Y, w_sum, tol=0.1, min_weight=MIN_WEIGHT, screen=False)
         assert full[-1] > 20
         _assert_identical(full, certify_rows(X, Y, w_sum, tol=0.1, min_weight=MIN_WEIGHT))
-        keep = _screen_candidates(X, Y, _screen_weights(w_sum), 0.1)
+        keep = screen_candidates(X, Y, screen_weights(w_sum), 0.1)
         assert keep.mean() < 0.5  # still a screen, not "refit everything"
 
     def test_degenerate_examples(self):

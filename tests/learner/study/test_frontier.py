@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from learner import frontier
+from learner.study import frontier
 from learner.cli import main
-from learner.frontier import (
+from learner.study.frontier import (
     AUTO_FIRST,
     AUTO_FULL,
     AUTO_SECONDS,
@@ -23,7 +23,8 @@ from learner.frontier import (
     plot_frontier,
     seeds_for,
 )
-from learner.scaling import QUICK_OPTIONS, scaling_study, sound_d
+from learner.study.runs import QUICK_OPTIONS, sound_d
+from learner.study.scaling import scaling_study
 
 
 def _sound(m, k):

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ._validation import check_int, check_positive_float, check_real_array
+from ..validation import check_int, check_positive_float, check_real_array
 
 __all__ = [
     "AFFORDABLE_EXAMPLES",

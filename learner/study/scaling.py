@@ -5,19 +5,14 @@ JSON record per run into ``OUT/runs/``, and summarises them: success rate,
 median time, median examples, examples against the parameter-counting limit,
 and a fitted growth of time and examples in ``m``.
 
-Seeding. Run ``s`` of setting ``(m, d, k)`` uses the instance seed
-``SeedSequence(entropy, spawn_key=(role, m, d, k, s))`` (``role`` 0 for the
-measured runs, 1 for the learning-rate tuning runs), split by ``spawn(3)`` into
-the planted layer's seed, the example stream's seed and the method's seed. A
-run's randomness is therefore a function of its specification alone — not of
-the order in which runs start, the backend or the worker — and both methods
-see the same planted layer and an oracle with the same seed (the learner's
-phases 1–4 draw its per-batch streams, Adam its sequential stream: the same
-distribution, not the same examples).
-
-Execution — backends (this process, a local pool, a Dask cluster), one JSON record
-per run, resume, the lock on ``OUT`` and Ctrl-C — is the shared sweep engine,
-:mod:`learner.sweep`; this module defines the runs and the study.
+The runs, their seeding and their records are :mod:`learner.study.runs` (both
+methods see the same planted layer and an oracle with the same seed: the learner's
+phases 1–4 draw its per-batch streams, Adam its sequential stream, the same
+distribution, not the same examples). Execution — backends (this process, a local
+pool, a Dask cluster), one JSON record per run, resume, the lock on ``OUT`` and
+Ctrl-C — is the shared sweep engine, :mod:`learner.study.sweep`; the summary files
+are written by :func:`learner.study.records.write_summary`. This module is the study:
+Adam's tuning, the runs, the summary, the plot.
 
 The study's design — the instances, the common success criterion, the tuning
 rule for Adam, the fits — is ours; the paper proves the learner's guarantee
@@ -37,248 +32,26 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validation import check_distribution, check_int, check_positive_float
-from .parallel import SCHEDULER_CONNECT_TIMEOUT, WORKER_ENV  # noqa: F401 — re-exported (tests, docs)
-from .sweep import (  # noqa: F401 — the engine, re-exported: this module's names since before the move
-    BACKENDS,
-    EXAMPLE_STREAM,
-    LOCK_NAME,
-    VOLATILE_KEYS,
-    SweepInterrupted,
-    SweepLocked,
-    _collect,
-    claim_study,
-    comparable,
-    fit_growth,
-    run_sweep,
-    sweep_lock,
+from ..validation import check_distribution, check_int, check_positive_float
+from .records import write_summary
+from .runs import (
+    DEFAULT_LOGIT_SCALE,
+    METHODS,
+    RunSpec,
+    param_limit,
+    plan_runs,
+    sound_d,
+    yield_of,
 )
+from .sweep import claim_study, fit_growth, run_sweep, sweep_lock
 from .sweep import median as _median
 from .sweep import versions as _versions
 
-__all__ = [
-    "METHODS",
-    "RunSpec",
-    "SweepInterrupted",
-    "SweepLocked",
-    "SweepResult",
-    "comparable",
-    "fit_growth",
-    "param_limit",
-    "plan_runs",
-    "planted_instance",
-    "run_one",
-    "run_sweep",
-    "scaling_study",
-    "sound_d",
-    "summarise",
-    "sweep_lock",
-    "yield_of",
-]
+__all__ = ["SweepResult", "plot_scaling", "scaling_study", "summarise"]
 
 log = logging.getLogger(__name__)
 
-RECORD_SCHEMA = 2  # 2: the planted layer's logit scale is part of the specification
-METHODS = ("provable", "adam")
-#: What one run can be: the study's methods and the peer baseline of :mod:`learner.peers` (needs torch).
-RUN_METHODS = METHODS + ("torch-adam",)
-ROLES = {"eval": 0, "tune": 1}
-#: The study's family (ours): logit scale 1, k = 2, d from :func:`sound_d` (DESIGN §3, issue 15).
-DEFAULT_LOGIT_SCALE = 1.0
-SOUND_D_START, SOUND_D_STEP = 12, 4
-#: ``--quick``: budgets small enough for a smoke test in seconds (not a measurement: the learner runs out
-#: of examples and Adam of iterations).
-QUICK_OPTIONS = {
-    "provable": {"n_crude": 5000, "crude_max_examples": 20000, "max_examples": 20000, "n_refine": 5000,
-                 "n_search": 500, "max_nfev": 20},
-    "adam": {"max_iter": 30, "n_train": 300, "n_val": 100, "restarts": 1},
-}
-
-
-def param_limit(m, d, k):
-    """The parameter-counting limit ``2md²/(kd)``: examples needed to match the number of unknowns.
-
-    A layer has ``2md²`` parameters (``Θ_i`` and ``W_i``); an example gives ``k·d``
-    numbers. No method can identify the layer from fewer examples than this
-    (generically), so ``examples_drawn / param_limit`` measures the overhead.
-
-    >>> param_limit(2, 8, 4)
-    8.0
-    """
-    return 2.0 * m * d * d / (k * d)
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """Everything that determines one run (and nothing that does not).
-
-    ``options`` are keyword arguments of the method: :class:`~learner.phases.LearnConfig`
-    fields for ``"provable"``, :func:`~learner.baseline.fit_gradient` arguments for ``"adam"``,
-    :func:`~learner.torch_baseline.fit_torch` arguments for ``"torch-adam"``.
-    """
-
-    method: str
-    m: int
-    d: int
-    k: int
-    seed_index: int
-    entropy: int
-    role: str = "eval"
-    distribution: str = "boolean"
-    options: tuple = ()  # sorted (name, value) pairs: hashable and order-free
-    logit_scale: float = DEFAULT_LOGIT_SCALE
-
-    @property
-    def spawn_key(self):
-        return (ROLES[self.role], self.m, self.d, self.k, self.seed_index)
-
-    @property
-    def run_id(self):
-        """File-name-safe identifier, unique within a sweep."""
-        lr = dict(self.options).get("lr")
-        tag = f"-lr{lr:g}" if self.role == "tune" else ""
-        return (f"{self.method}-{self.role}{tag}-m{self.m}-d{self.d}-k{self.k}-ls{self.logit_scale:g}"
-                f"-{self.distribution}-s{self.seed_index}")
-
-    def to_dict(self):
-        return {"method": self.method, "role": self.role, "m": self.m, "d": self.d, "k": self.k,
-                "distribution": self.distribution, "seed_index": self.seed_index, "entropy": self.entropy,
-                "spawn_key": list(self.spawn_key), "options": dict(self.options), "logit_scale": self.logit_scale}
-
-    @classmethod
-    def from_dict(cls, rec):
-        return cls(rec["method"], rec["m"], rec["d"], rec["k"], rec["seed_index"], rec["entropy"],
-                   role=rec["role"], distribution=rec["distribution"], options=tuple(sorted(rec["options"].items())),
-                   logit_scale=float(rec["logit_scale"]))
-
-    # -- what the sweep engine (learner.sweep) needs ----------------------------------------------------
-    RECORD_KIND = "scaling-run"
-    RECORD_SCHEMA = RECORD_SCHEMA
-
-    @property
-    def example_stream(self):
-        return EXAMPLE_STREAM.get(self.method, 1)
-
-    def run(self, learn_workers=None):
-        return run_one(self, learn_workers)
-
-    def failure_record(self, message, tb, timings, where):
-        return _failure_record(self, message, tb, timings, where)
-
-    @staticmethod
-    def record_rules(rec):
-        """What the summaries read of a record (:func:`learner.sweep.record_problem`); a failing record is re-run."""
-        rules = {"spec": "dict", "outcome": "str", "success": "bool", "status": "str", "message": "str",
-                 "errors": "dict", "timings": "dict"}
-        if isinstance(rec, dict) and rec.get("outcome") == "finished":
-            rules |= {"examples_drawn": "count", "examples_ratio": "nonneg", "timings.total": "nonneg",
-                      "errors.relative_error": "nonneg?", "errors.param_error": "nonneg?", "diagnostics": "dict?"}
-        return rules
-
-
-def planted_instance(spec):
-    """The planted layer, the oracle of its examples and the method's seed of a run.
-
-    ``SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)`` seeds, in
-    order, :func:`~learner.instances.random_layer` (default logit scale 3), the
-    :class:`~learner.oracle.LayerOracle` and the method. The method is not part
-    of the key, so every method of a sweep meets the same layer and oracle seed.
-    """
-    from .instances import random_layer
-    from .oracle import LayerOracle
-
-    layer_seed, oracle_seed, method_seed = np.random.SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)
-    truth = random_layer(spec.m, spec.d, logit_scale=spec.logit_scale, rng=layer_seed)
-    return truth, LayerOracle(truth, spec.k, distribution=spec.distribution, rng=oracle_seed), method_seed
-
-
-def run_one(spec, learn_workers=None):
-    """Run one specification (a :class:`RunSpec` or its dict) and return its JSON-ready record.
-
-    ``learn_workers`` is the learner's own local pool (:func:`learner.learn`'s
-    ``workers``); it changes where the batches run, never the record
-    (``execution`` says where they ran).
-
-    Never raises for a failure of the run itself: an exception becomes a
-    record with ``"outcome": "error"`` and its traceback, so a sweep goes on.
-    """
-    if isinstance(spec, dict):
-        spec = RunSpec.from_dict(spec)
-    from .baseline import fit_gradient
-    from .learn import learn
-    from .phases import LearnConfig
-
-    t0 = time.perf_counter()
-    limit = param_limit(spec.m, spec.d, spec.k)
-    where = {"host": socket.gethostname(), "pid": os.getpid()}
-    try:
-        truth, oracle, method_seed = planted_instance(spec)
-        options = dict(spec.options)
-        if spec.method == "provable":
-            result = learn(oracle, m=spec.m, config=LearnConfig(**options), truth=truth, rng=method_seed,
-                           progress=False,  # workers share the terminal with the sweep's own bar
-                           workers=learn_workers)
-        elif spec.method == "adam":
-            result = fit_gradient(oracle, m=spec.m, optimizer="adam", truth=truth, rng=method_seed, **options)
-        elif spec.method == "torch-adam":
-            from .torch_baseline import fit_torch
-
-            result = fit_torch(oracle, m=spec.m, truth=truth, rng=method_seed, **options)
-        else:
-            raise ValueError(f"`method` must be one of {RUN_METHODS}; got method={spec.method!r}.")
-    except Exception as exc:  # noqa: BLE001 — a failed run is recorded, the sweep goes on
-        log.warning("run %s failed: %s: %s", spec.run_id, type(exc).__name__, exc)
-        return _failure_record(spec, f"{type(exc).__name__}: {exc}", traceback.format_exc(),
-                               {"total": time.perf_counter() - t0}, where)
-    full = result.to_dict()
-    return _record_head(spec) | {
-        "outcome": "finished", "success": bool(result.success), "status": result.status,
-        "message": result.message, "examples_drawn": int(result.examples_drawn),
-        "examples_ratio": result.examples_drawn / limit, "errors": full["errors"],
-        "diagnostics": full["diagnostics"], "timings": full["timings"], "where": where,
-        "execution": full.get("execution", {})}
-
-
-def _record_head(spec):
-    return {"schema_version": RECORD_SCHEMA, "kind": "scaling-run", "run_id": spec.run_id, "spec": spec.to_dict(),
-            "example_stream": spec.example_stream, "versions": _versions(),
-            "param_limit": param_limit(spec.m, spec.d, spec.k)}
-
-
-def _failure_record(spec, message, tb, timings, where):
-    """The record of a run that raised (or whose worker died): no result, the reason and traceback."""
-    return _record_head(spec) | {
-        "outcome": "error", "success": False, "status": "error", "message": message, "traceback": tb,
-        "examples_drawn": None, "examples_ratio": None, "errors": {}, "diagnostics": {}, "timings": timings,
-        "where": where}
-
-
 # --------------------------------------------------------------------------- the study
-
-
-def plan_runs(*, ms, d, k, seeds, methods, entropy, role="eval", distribution="boolean", options=None,
-              logit_scale=DEFAULT_LOGIT_SCALE):
-    """The specifications of ``methods × ms × seeds`` (``options[method]`` are the method's keyword arguments)."""
-    options = options or {}
-    return [RunSpec(method, m, d, k, s, entropy, role=role, distribution=distribution,
-                    options=tuple(sorted((options.get(method) or {}).items())), logit_scale=float(logit_scale))
-            for method in methods for m in ms for s in range(seeds)]
-
-
-def sound_d(m, k, *, distribution="boolean", start=SOUND_D_START, step=SOUND_D_STEP, limit=64):
-    """The study's token dimension for ``(m, k)``: the smallest ``d`` in ``start, start + step, …`` that
-    :func:`learner.assumptions.check_setting` calls sound (ours: 12 for m <= 4 at k = 2, 16 for m = 5).
-
-    Starting at 12 rather than at the smallest sound d keeps clear of the small-d instances where the
-    learner's phase 3 is unreliable (e.g. (1, 6, 2) and (2, 8, 2) fail on some seeds).
-    """
-    from .assumptions import check_setting
-
-    m, k = check_int("m", m), check_int("k", k, minimum=2)
-    for d in range(max(start, k + 1), limit + 1, step):
-        if check_setting(m, d, k, distribution=distribution).ok:
-            return d
-    raise ValueError(f"no sound d <= {limit} for m={m}, k={k} ({distribution} inputs); give `d` explicitly.")
 
 
 def summarise(records, *, success_tol=1e-3):
@@ -332,15 +105,6 @@ def summarise(records, *, success_tol=1e-3):
 
 def _setting_label(m, d, k):
     return f"m={m}, d={d}, k={k}"
-
-
-def yield_of(record):
-    """The certification yield of a learner run: phase 4's constraints per 1000 examples (its last round).
-
-    None for other methods and for runs that did not reach phase 4.
-    """
-    p4 = (record.get("diagnostics") or {}).get("4_refined_sculpt")
-    return None if not p4 else p4.get("constraints_per_1000_examples")
 
 
 def _choose_lr(records, lrs):
@@ -443,16 +207,16 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=DEFA
         Tokens per sequence (default 2); several values sweep k too (every m at every k).
     grid : sequence of str, optional
         Instead of ``ms`` × ``k``: blocks of (m, k) cells such as ``"m=1..6,k=2"`` or
-        ``"m=2,k=8,d=24,seeds=3"`` (:func:`learner.frontier.parse_grid`;
-        :data:`learner.frontier.DEFAULT_GRID` is the issue's study). The summary then adds the frontier
+        ``"m=2,k=8,d=24,seeds=3"`` (:func:`learner.study.frontier.parse_grid`;
+        :data:`learner.study.frontier.DEFAULT_GRID` is the issue's study). The summary then adds the frontier
         (per cell: successes, median time, failures by reason, forecasts of runs beyond the budget), the
-        fits of :func:`learner.frontier.fit_shapes` and ``frontier.png``.
+        fits of :func:`learner.study.frontier.fit_shapes` and ``frontier.png``.
     logit_scale : float
         Frobenius norm of each planted ``Θ_i`` (:func:`~learner.random_layer`); default 1.
     seeds : int or "auto"
         Planted layers per setting; run ``s`` of every method uses the same layer and oracle seed.
         ``"auto"``: 3 per method and setting, then 10 where the median time of those 3 is under two
-        minutes (:func:`learner.frontier.seeds_for`).
+        minutes (:func:`learner.study.frontier.seeds_for`).
     methods : sequence of {"provable", "adam"}
     distribution : {"boolean", "gaussian"}
     adam_lrs : sequence of float
@@ -464,7 +228,7 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=DEFA
         never chosen, cost 3–8× the time (55–166 s per run at m <= 2, d = 12).
     tune_seeds : int
     adam_options, provable_options : dict, optional
-        Further keyword arguments of :func:`~learner.baseline.fit_gradient` /
+        Further keyword arguments of :func:`~learner.baselines.numpy_adam.fit_gradient` /
         fields of :class:`~learner.phases.LearnConfig`.
     success_tol : float
         The common success criterion of the summary (relative error of ``F`` on fresh inputs).
@@ -477,7 +241,7 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=DEFA
     run : bool
         False: run nothing, re-summarise the records in ``out`` (every run must have a finished
         record; records of an earlier example stream are used as they are). See
-        :func:`learner.sweep.run_sweep`.
+        :func:`learner.study.sweep.run_sweep`.
 
     Returns
     -------
@@ -523,10 +287,10 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=DEFA
         raise ValueError("`adam_options` must not set 'lr'; give the grid as `adam_lrs`.")
     provable_options = dict(provable_options or {})
     if "provable" in methods:
-        from .phases import LearnConfig
+        from ..phases import LearnConfig
 
         LearnConfig(**provable_options)  # every option checked before the first run, not in each run's record
-    from .io import check_writable_dir
+    from ..io import check_writable_dir
 
     out = check_writable_dir("out", out)
     ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress,
@@ -607,13 +371,9 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=DEFA
 
             cells = frontier_cells(records, success_tol=success_tol, seed_rules=seed_rules)
             summary |= {"frontier": cells, "fits": fits_of(cells)}
-        from .io import _atomic_write, write_json
-
-        files = {"summary_json": str(write_json(out / "summary.json", summary))}
+        files = {}
         result = SweepResult(records, tuning_records, summary, stats, files)
-        table = result.table().encode("utf-8") + b"\n"
-        _atomic_write(out / "summary.md", lambda fh: fh.write(table))
-        files["summary_md"] = str(out / "summary.md")
+        files |= write_summary(out, summary, result.table() + "\n")
         if plot:
             try:
                 files["plot"] = str(plot_scaling(records, out / "scaling.png", success_tol=success_tol))
@@ -640,7 +400,7 @@ def plot_scaling(records, path, *, success_tol=1e-3):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .io import _atomic_write
+    from ..io import atomic_write
 
     evals = [r for r in records if r["spec"]["role"] == "eval" and r["outcome"] == "finished"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
@@ -689,5 +449,5 @@ def plot_scaling(records, path, *, success_tol=1e-3):
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    _atomic_write(path, lambda fh: fh.write(buf.getvalue()))
+    atomic_write(path, lambda fh: fh.write(buf.getvalue()))
     return path

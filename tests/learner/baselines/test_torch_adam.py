@@ -1,4 +1,4 @@
-"""learner.fit_torch: the torch Adam peer baseline (quick budgets)."""
+"""learner.baselines.fit_torch: the torch Adam peer baseline (quick budgets)."""
 
 import json
 
@@ -7,7 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed (pip install -e '.[torch]')")
 
-from learner import LayerOracle, LearnResult, fit_gradient, fit_torch, random_layer  # noqa: E402
+from learner import LayerOracle, LearnResult, random_layer  # noqa: E402
+from learner.baselines import fit_gradient, fit_torch  # noqa: E402
 
 # random_layer(1, 4, logit scale 1), k = 2: a problem torch Adam fits in a second (quick budget).
 QUICK = {"n_train": 1000, "n_val": 300, "batch": 100, "epochs": 60, "lr": 0.05, "threads": 1}

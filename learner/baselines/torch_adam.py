@@ -3,7 +3,7 @@
 :func:`fit_torch` trains :class:`~learner.torch_interop.AttentionModule` (``Θ_i``, ``W_i`` as
 parameters) with ``torch.optim.Adam`` on mini-batches, a cosine learning-rate schedule and
 gradient-norm clipping: the conventional recipe, not a method the paper analyses. It draws the
-same examples and starts from the same initial parameters as :func:`learner.fit_gradient` given
+same examples and starts from the same initial parameters as :func:`learner.baselines.fit_gradient` given
 the same ``rng`` (restart ``j`` from ``rng.spawn(restarts)[j]``), so the two differ only in the
 optimiser's recipe and the software.
 """
@@ -16,11 +16,10 @@ import time
 
 import numpy as np
 
-from ._validation import check_int, check_positive_float, check_rng
-from .baseline import _Fit, check_milestones, milestone_key
-from .layer import AttentionLayer
-from .oracle import as_source
-from .torch_interop import _dtype, _module_class, _torch
+from ..validation import check_int, check_positive_float, check_rng
+from .. import torch_interop
+from ..oracle import as_source
+from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones
 
 __all__ = ["fit_torch"]
 
@@ -28,11 +27,11 @@ log = logging.getLogger(__name__)
 
 
 def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=20000, n_val=5000, restarts=3,
-              tol=1e-8, clip=1.0, init_scale=0.5, success_tol=1e-3, milestones=(1e-3, 1e-8), eval_every=None,
+              tol=1e-8, clip=1.0, init_scale=0.5, success_tol=1e-3, milestones=DEFAULT_MILESTONES, eval_every=None,
               dtype="float64", threads=None, truth=None, rng=None):
     """Fit an ``m``-head layer with ``torch.optim.Adam``: mini-batches, cosine schedule, gradient clipping.
 
-    Minimises the loss of :func:`learner.fit_gradient`,
+    Minimises the loss of :func:`learner.baselines.fit_gradient`,
 
     .. math::
 
@@ -60,7 +59,7 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
     batch : int
         Mini-batch size (at most ``n_train``).
     n_train, n_val, restarts, tol, init_scale, success_tol
-        As in :func:`learner.fit_gradient`: a restart stops once its validation loss is at most
+        As in :func:`learner.baselines.fit_gradient`: a restart stops once its validation loss is at most
         ``tol``; the restart with the lowest validation loss is kept; success is a validation
         relative error ``Σ‖F(X) − Y‖² / Σ‖Y‖²`` of at most ``success_tol``.
     clip : float
@@ -78,13 +77,13 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
     truth : AttentionLayer, optional
         The planted layer, for ``result.errors`` only.
     rng : None, int, SeedSequence or Generator
-        As in :func:`learner.fit_gradient` (same examples, initial parameters and error inputs for
+        As in :func:`learner.baselines.fit_gradient` (same examples, initial parameters and error inputs for
         the same ``rng``); restart ``j`` also draws its permutations from its own generator.
 
     Returns
     -------
     LearnResult
-        As :func:`learner.fit_gradient`'s, with ``diagnostics["fit"]["recipe"] = "torch-adam"``, per
+        As :func:`learner.baselines.fit_gradient`'s, with ``diagnostics["fit"]["recipe"] = "torch-adam"``, per
         restart its steps, best step, why it stopped (``"tol"``, ``"epochs"`` or ``"diverged"``) and
         seconds, and ``seconds_to``.
 
@@ -105,7 +104,7 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
     D. P. Kingma and J. Ba, "Adam: a method for stochastic optimization", arXiv:1412.6980.
     I. Loshchilov and F. Hutter, "SGDR: stochastic gradient descent with warm restarts", arXiv:1608.03983.
     """
-    torch = _torch()  # imported before the clock starts: a process pays it once, not per fit
+    torch = torch_interop.require_torch()  # imported before the clock starts: a process pays it once, not per fit
     t_start = time.perf_counter()
     rng = check_rng(rng)
     source = as_source(source)
@@ -125,9 +124,8 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
         eval_every = check_int("eval_every", eval_every)
     if threads is not None:
         threads = check_int("threads", threads)
-    dt = _dtype(dtype)
-    d = source.d
-    fit = _Fit(source, name="fit_torch", m=m, k=k, truth=truth, rng=rng, t_start=t_start)
+    dt = torch_interop.torch_dtype(dtype)
+    fit = GradientFit(source, name="fit_torch", m=m, k=k, truth=truth, rng=rng, t_start=t_start)
     batch = min(batch, n_train)
     per_epoch = n_train // batch
     total_steps = epochs * per_epoch
@@ -139,49 +137,34 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
         "threads": threads, "torch_version": torch.__version__, "milestones": list(milestones),
         "loss": "mean over examples of ||F(X) - Y||_F^2", "seed_entropy": rng.bit_generator.seed_seq.entropy,
     }
-    X_all, Y_all = fit.draw(n_train, n_val)
-    if X_all is None:
-        return Y_all
+    train, validation = fit.split(n_train, n_val)
+    if train is None:
+        return validation
+    seconds_to, mark = fit.clock(milestones, validation[1])
+    module_class = torch_interop.AttentionModule  # the class, built (and torch imported) on first access
+
+    def one(j, gen, params):
+        model = module_class(torch.from_numpy(params[0]).to(dt), torch.from_numpy(params[1]).to(dt))
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total_steps)
+        return _train(torch, model, opt, sched, X, Y, Xv, Yv, gen=gen, batch=batch, per_epoch=per_epoch,
+                      total_steps=total_steps, eval_every=eval_every, clip=clip, tol=tol, mark=mark,
+                      label=f"{j + 1}/{restarts}")
 
     old_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        t0 = time.perf_counter()
-        X = torch.from_numpy(X_all[:n_train]).to(dt)
-        Y = torch.from_numpy(Y_all[:n_train]).to(dt)
-        Xv = torch.from_numpy(X_all[n_train:]).to(dt)
-        Yv = torch.from_numpy(Y_all[n_train:]).to(dt)
-        seconds_to, mark = fit.clock(milestones, Y_all[n_train:])
-        cls = _module_class()
-        gens = rng.spawn(restarts)
-        runs = []
-        for j, gen in enumerate(gens):
-            init = gen.normal(0.0, init_scale / np.sqrt(d), size=(2, m, d, d))
-            model = cls(torch.from_numpy(init[0]).to(dt), torch.from_numpy(init[1]).to(dt))
-            opt = torch.optim.Adam(model.parameters(), lr=lr)
-            sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total_steps)
-            run = _train(torch, model, opt, sched, X, Y, Xv, Yv, gen=gen, batch=batch, per_epoch=per_epoch,
-                         total_steps=total_steps, eval_every=eval_every, clip=clip, tol=tol, mark=mark,
-                         label=f"{j + 1}/{restarts}")
-            runs.append(run)
-            if run["stopped"] == "tol":
-                break
-        fit.timings["fit"] = time.perf_counter() - t0
+        X, Y, Xv, Yv = (torch.from_numpy(a).to(dt) for a in (*train, *validation))
+        runs, gens = fit.restarts(restarts, init_scale, one)
     finally:
         torch.set_num_threads(old_threads)
-    best_j = int(np.argmin([r["val_loss"] for r in runs]))
-    best = runs[best_j]
-    layer = AttentionLayer(best["thetas"], best["ws"])
-    keys = ("initial_val_loss", "val_loss", "steps", "best_step", "stopped", "seconds")
-    fit.diag["fit"] = settings | {"best_restart": best_j, "restarts_run": len(runs),
-                                  "seconds_to": {milestone_key(t): s for t, s in seconds_to.items()}} | {
-        key: [r[key] for r in runs] for key in keys} | {
-        "spawn_keys": [list(g.bit_generator.seed_seq.spawn_key) for g in gens[: len(runs)]]}
-    where = (f"restart {best_j + 1} of {restarts}, {best['steps']} steps (best at {best['best_step']}), "
-             f"stopped: {best['stopped']}")
-    return fit.verdict(layer, X_all[n_train:], Y_all[n_train:], success_tol, where, "torch Adam did not fit the "
-                       "examples; try more epochs or restarts, another lr or batch")
+    return fit.finish(
+        runs, gens, settings=settings, seconds_to=seconds_to, validation=validation, success_tol=success_tol,
+        keys=("initial_val_loss", "val_loss", "steps", "best_step", "stopped", "seconds"),
+        where=lambda j, best: (f"restart {j + 1} of {restarts}, {best['steps']} steps (best at {best['best_step']}), "
+                               f"stopped: {best['stopped']}"),
+        hint="torch Adam did not fit the examples; try more epochs or restarts, another lr or batch")
 
 
 def _train(torch, model, opt, sched, X, Y, Xv, Yv, *, gen, batch, per_epoch, total_steps, eval_every, clip, tol,
@@ -230,5 +213,5 @@ def _train(torch, model, opt, sched, X, Y, Xv, Yv, *, gen, batch, per_epoch, tot
                 break
     log.info("fit_torch restart %s: validation loss %.4g -> %.4g after %d steps (stopped: %s)",
              label, initial, best_val, step, stopped)
-    return {"thetas": best[0], "ws": best[1], "initial_val_loss": initial, "val_loss": best_val, "steps": step,
+    return {"params": np.stack(best), "initial_val_loss": initial, "val_loss": best_val, "steps": step,
             "best_step": best_step, "stopped": stopped, "seconds": time.perf_counter() - t0}

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from learner import random_layer, sample_inputs
-from learner.bench import einsum_forward, forward_flops
+from learner.study.bench import einsum_forward, forward_flops
 
 
 class TestEinsumForward:
@@ -19,7 +19,7 @@ class TestEinsumForward:
 class TestTorchForward:
     def test_matches_fast_path(self):
         torch = pytest.importorskip("torch")  # noqa: F841  (optional reference implementation)
-        from learner.bench import _torch_forward
+        from learner.study.bench import _torch_forward
 
         run, _ = _torch_forward()
         layer = random_layer(2, 6, check=False, rng=0)
@@ -36,7 +36,7 @@ class TestForwardFlops:
 class TestCertificationBenchmark:
     def test_figures_and_the_reference_agree(self):
         """The benchmark's fit and its batched-solve reference certify the same rows; ratios are consistent."""
-        from learner.bench import run_certification_benchmark
+        from learner.study.bench import run_certification_benchmark
 
         res = run_certification_benchmark(batch=1000, repeat=1, rng=0)
         assert res.same_rows
@@ -46,7 +46,7 @@ class TestCertificationBenchmark:
 
     def test_screened_and_float64_certification_agree(self):
         """Phase 4's setting (3, 16, 4): the screened certification's output is the float64 path's, bit for bit."""
-        from learner.bench import run_certification_benchmark
+        from learner.study.bench import run_certification_benchmark
 
         res = run_certification_benchmark(3, 16, 4, batch=2000, repeat=1, tol=0.03, rng=0)
         assert res.identical and 0 <= res.refit_fraction < 0.05
@@ -61,7 +61,7 @@ class TestCertificationBenchmark:
         ({"min_weight": "0.1"}, TypeError, "`min_weight` must be a real number; got min_weight='0.1'"),
     ], ids=["batch", "threads", "tol", "min_weight"])
     def test_bad_arguments(self, kwargs, error, match):
-        from learner.bench import run_certification_benchmark
+        from learner.study.bench import run_certification_benchmark
 
         with pytest.raises(error, match=match):
             run_certification_benchmark(**kwargs)
@@ -106,7 +106,7 @@ class TestBlasThreads:
 
 class TestParallelBenchmark:
     def test_both_runs_certify_the_same_stream(self):
-        from learner.bench import run_parallel_benchmark
+        from learner.study.bench import run_parallel_benchmark
 
         r = run_parallel_benchmark(2, 8, 2, batch=2000, batches=4, repeat=1, rng=0)
         assert r.identical and r.examples == 8000 and r.workers == 2
@@ -115,7 +115,7 @@ class TestParallelBenchmark:
 
     def test_this_process_computes_with_one_blas_thread_as_the_workers(self, monkeypatch):
         """Like for like: the serial side runs inside blas_threads(1), and the output says what was compared."""
-        import learner.bench as bench
+        import learner.study.bench as bench
 
         entered = []
         real = bench.blas_threads
@@ -131,7 +131,7 @@ class TestParallelBenchmark:
         assert f"at most {r.workers}x for this like-for-like comparison" in r.table()
 
     def test_one_worker_is_refused(self):
-        from learner.bench import run_parallel_benchmark
+        from learner.study.bench import run_parallel_benchmark
 
         with pytest.raises(ValueError, match="`workers` must be at least 2 to compare with one process; got workers=1"):
             run_parallel_benchmark(workers=1)

@@ -1,4 +1,4 @@
-"""learner.forecast: phase 4's pilot forecast, the choice of tolerance, and the early budget stop."""
+"""learner.phases.forecast: phase 4's pilot forecast, the choice of tolerance, and the early budget stop."""
 
 import dataclasses
 import json
@@ -10,7 +10,7 @@ import pytest
 
 from learner import LayerOracle, random_layer
 from learner.cli import main
-from learner.forecast import (
+from learner.phases.forecast import (
     DEFAULT_CANDIDATES,
     Forecast,
     pilot_forecast,

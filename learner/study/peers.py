@@ -1,12 +1,12 @@
 """The learner beside the gradient baselines a user would pick: our numpy Adam and torch Adam, on the same layers.
 
-:func:`peer_study` plants layers as :func:`learner.scaling.scaling_study` does (the same
+:func:`peer_study` plants layers as :func:`learner.study.scaling.scaling_study` does (the same
 seeds: with ``seed=0`` and the same ``(m, d, k)`` its layer ``s`` is the scaling study's layer
-``s``), runs the paper's learner (:func:`learner.learn`), :func:`learner.fit_gradient` (numpy,
-full-batch Adam, restarts) and :func:`learner.torch_baseline.fit_torch` (torch Adam,
+``s``), runs the paper's learner (:func:`learner.learn`), :func:`learner.baselines.fit_gradient` (numpy,
+full-batch Adam, restarts) and :func:`learner.baselines.torch_adam.fit_torch` (torch Adam,
 mini-batches, cosine schedule, clipping) on each, and reports per method the time to a relative
 error of 1e-3 and of 1e-8, the examples drawn and the final error. Runs are records of the
-sweep engine (:mod:`learner.sweep`): resumable, locked, on any backend. The comparison's design
+sweep engine (:mod:`learner.study.sweep`): resumable, locked, on any backend. The comparison's design
 is ours; the paper reports no experiments.
 """
 
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ._validation import check_int
-from .baseline import check_milestones, milestone_key
-from .scaling import QUICK_OPTIONS, RunSpec, _versions, param_limit, plan_runs, sound_d
-from .sweep import claim_study, median, run_sweep, sweep_lock
+from ..validation import check_int
+from ..baselines import check_milestones, milestone_key
+from .runs import QUICK_OPTIONS, RunSpec, param_limit, plan_runs, sound_d
+from .records import write_summary
+from .sweep import claim_study, median, run_sweep, sweep_lock, versions
 
 __all__ = ["PEER_METHODS", "PeerResult", "peer_rows", "peer_study", "peer_table"]
 
@@ -141,18 +142,18 @@ def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=1.0,
     k : int
         Tokens per sequence.
     d : int or "auto"
-        Token dimension; ``"auto"`` is :func:`learner.scaling.sound_d` per ``(m, k)`` (12 for m <= 4 at k = 2).
+        Token dimension; ``"auto"`` is :func:`learner.study.scaling.sound_d` per ``(m, k)`` (12 for m <= 4 at k = 2).
     seeds : int
         Planted layers per m; every method meets the same layers and oracle seeds.
     logit_scale : float
         Of the planted layers (the scaling study's 1).
     adam_options, torch_options, provable_options : dict, optional
-        Keyword arguments of :func:`~learner.fit_gradient` / :func:`~learner.torch_baseline.fit_torch`
+        Keyword arguments of :func:`~learner.baselines.fit_gradient` / :func:`~learner.baselines.torch_adam.fit_torch`
         (default ``threads=1``) / fields of :class:`~learner.phases.LearnConfig`.
     seed : int
         Entropy of every run's seed.
     backend, workers, scheduler, progress, run
-        As in :func:`learner.sweep.run_sweep` (``run=False``: summarise the records already there).
+        As in :func:`learner.study.sweep.run_sweep` (``run=False``: summarise the records already there).
 
     Returns
     -------
@@ -160,8 +161,8 @@ def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=1.0,
     """
     from pathlib import Path
 
-    from .io import _atomic_write, check_writable_dir, write_json
-    from .phases import LearnConfig
+    from ..io import check_writable_dir
+    from ..phases import LearnConfig
 
     ms = [check_int("ms", m) for m in ms]
     if not ms or len(set(ms)) != len(ms):
@@ -179,9 +180,9 @@ def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=1.0,
     options = {"provable": provable_options, "adam": dict(adam_options or {}),
                "torch-adam": {"threads": TORCH_THREADS} | dict(torch_options or {})}
     if run:
-        from .torch_interop import _torch
+        from ..torch_interop import require_torch
 
-        _torch()  # the extra is there before anything runs, or one line saying how to install it
+        require_torch()  # the extra is there before anything runs, or one line saying how to install it
     out = Path(check_writable_dir("out", out))
     # Where the runs went is not part of the study (a resume may use another backend); the summary says it.
     concurrency = ("one run at a time" if backend == "serial" else
@@ -199,12 +200,10 @@ def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=1.0,
         if not run:  # re-summarising: the concurrency of the sitting that ran them, as its summary said
             concurrency = _previous(out / "summary.json").get("concurrency", "as recorded by the runs' sitting")
         summary = {"rows": peer_rows(records), "parameters": parameters, "concurrency": concurrency,
-                   "versions": _versions() | {"torch": _torch_version(records)},
+                   "versions": versions() | {"torch": _torch_version(records)},
                    "note": "comparison design ours (instances: learner.random_layer); the paper reports no "
                            "experiments. time to e: first relative error <= e, median over the runs that reached it."}
-        files = {"summary_json": str(write_json(out / "summary.json", summary))}
+        files = {}
         result = PeerResult(records, summary, stats, files)
-        table = result.table().encode("utf-8") + b"\n"
-        _atomic_write(out / "summary.md", lambda fh: fh.write(table))
-        files["summary_md"] = str(out / "summary.md")
+        files |= write_summary(out, summary, result.table() + "\n")
     return result

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from learner import AttentionLayer, enumerate_cube, min_norm_point, random_layer, sample_inputs
-from learner.bench import fit_patterns_solve
+from learner.study.bench import fit_patterns_solve
 from learner.oracle import ArraySource, LayerOracle
 from learner.phases import (
     LearnConfig,
@@ -394,7 +394,7 @@ class TestLearnConfig:
     @pytest.mark.parametrize(
         ("setting", "chosen"),
         [
-            # The budget is fixed (learner.forecast.DEFAULT_MAX_EXAMPLES); phase 4's pilot chooses refined_tol.
+            # The budget is fixed (learner.phases.forecast.DEFAULT_MAX_EXAMPLES); phase 4's pilot chooses refined_tol.
             ((3, 12, 2), {"refined_constraints": 6.0, "net_points_3d": 13, "max_examples": 1_000_000_000,
                           "gap_min": 3.0}),
             ((4, 12, 2), {"refined_constraints": 12.0, "net_points_3d": 13, "max_examples": 1_000_000_000,

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import check_int, check_positive_float, check_rng
-from .inputs import cube_expectation, sample_inputs
-from .instances import random_layer
-from .parallel import blas_threads, available_cores
+from ..validation import check_int, check_positive_float, check_rng
+from ..inputs import cube_expectation, sample_inputs
+from ..instances import random_layer
+from ..parallel import blas_threads, available_cores
 
 __all__ = [
     "DEFAULT_CASES",
@@ -381,8 +381,8 @@ def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logi
     -------
     CertificationBench
     """
-    from .oracle import LayerOracle
-    from .phases.sculpt import SCREEN_CHUNK, _screen_candidates, _screen_weights, certify_rows, fit_patterns
+    from ..oracle import LayerOracle
+    from ..phases.sculpt import SCREEN_CHUNK, screen_candidates, screen_weights, certify_rows, fit_patterns
 
     rng = check_rng(rng)
     m, d, k, batch, repeat, threads = (check_int(n, v) for n, v in (
@@ -412,8 +412,8 @@ def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logi
     out64 = certify_rows(X, Y, w_sum, screen=False, **kw)
     out32 = certify_rows(X, Y, w_sum, **kw)
     identical = all(np.array_equal(a, b) for a, b in zip(out64, out32))
-    screen_w = _screen_weights(w_sum)
-    refit = sum(int(_screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, tol).sum())
+    screen_w = screen_weights(w_sum)
+    refit = sum(int(screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, tol).sum())
                 for s in range(0, batch, SCREEN_CHUNK))
     _, r1, ok1 = fit_patterns(X, Y, w_sum)
     _, r2, ok2 = fit_patterns_solve(X, Y, w_sum)
@@ -480,9 +480,9 @@ def run_parallel_benchmark(m=4, d=12, k=2, *, workers=2, batch=100_000, batches=
     -------
     ParallelBench
     """
-    from .oracle import LayerOracle
-    from .parallel import Workers
-    from .phases import refined_sculpt
+    from ..oracle import LayerOracle
+    from ..parallel import Workers
+    from ..phases import refined_sculpt
 
     rng = check_rng(rng)
     m, d, k, workers, batch, batches, repeat = (check_int(n, v) for n, v in (

@@ -6,7 +6,9 @@ import re
 import numpy as np
 import pytest
 
-from learner import ArraySource, AttentionLayer, LayerOracle, LearnResult, baseline, fit_gradient, random_layer
+from learner import ArraySource, AttentionLayer, LayerOracle, LearnResult, random_layer
+from learner.baselines import fit_gradient
+from learner.baselines import numpy_adam as baseline
 
 # Small problems that Adam fits to the tolerance in a few hundred iterations (measured for
 # random_layer(1, 4, rng=0), k=2: 256 iterations, 0.2 s, validation relative error 2e-9).

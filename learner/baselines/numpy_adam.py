@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
-
 import numpy as np
 
-from ._validation import check_int, check_positive_float, check_rng
-from .layer import AttentionLayer, _softmax_inplace, auto_batch
-from .learn import LearnResult, truth_errors
-from .oracle import ExamplesExhausted, as_source
+from ..validation import check_int, check_positive_float, check_rng
+from ..layer import auto_batch, softmax_inplace
+from ..oracle import as_source
+from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones
 
 __all__ = ["fit_gradient"]
 
@@ -28,86 +26,6 @@ ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
 #: An iteration counts as an improvement when it lowers the best validation loss
 #: by more than this fraction (ours).
 MIN_IMPROVEMENT = 1e-4
-
-
-def check_milestones(milestones):
-    """``milestones`` as a sorted tuple of distinct relative errors in (0, 1), descending (named errors otherwise)."""
-    try:
-        values = tuple(milestones)
-    except TypeError:
-        raise TypeError(f"`milestones` must be a sequence of numbers; got milestones={milestones!r}.") from None
-    values = tuple(check_positive_float("milestones", v) for v in values)
-    if len(set(values)) != len(values) or any(v >= 1 for v in values):
-        raise ValueError(f"`milestones` must be distinct relative errors below 1; got milestones={milestones!r}.")
-    return tuple(sorted(values, reverse=True))
-
-
-def milestone_key(threshold):
-    """The JSON key of a milestone: ``"1e-03"``, ``"1e-08"`` (one spelling, so records compare)."""
-    return f"{threshold:.0e}"
-
-
-class _Fit:
-    """What the gradient fits share (:func:`fit_gradient`, :func:`learner.torch_baseline.fit_torch`): the checks of
-    ``k`` and ``truth`` against the examples, the one draw of ``n_train + n_val`` examples, the milestone clock,
-    and the result with its verdict."""
-
-    def __init__(self, source, *, name, m, k, truth, rng, t_start):
-        if k is not None and check_int("k", k) != source.k:
-            raise ValueError(f"`k` must match the examples' {source.k} tokens; got k={k}.")
-        if truth is not None:
-            if not isinstance(truth, AttentionLayer):
-                raise TypeError(f"`truth` must be an AttentionLayer; got {type(truth).__name__}.")
-            if truth.d != source.d:
-                raise ValueError(f"`truth` must have the examples' dimension d={source.d}; got truth.d={truth.d}.")
-        self.source, self.name, self.m, self.truth, self.rng, self.t_start = source, name, m, truth, rng, t_start
-        self.timings, self.diag, self.drawn0 = {}, {}, source.n_drawn
-
-    def done(self, status, message, layer=None, success=False):
-        errors = truth_errors(self.truth, layer, self.source.k, self.source, self.rng)
-        self.timings["total"] = time.perf_counter() - self.t_start
-        return LearnResult(layer, success, status, message, self.m, False, self.source.n_drawn - self.drawn0,
-                           dict(self.timings), {}, self.diag, errors)
-
-    def draw(self, n_train, n_val):
-        """``(X_all, Y_all)``, or ``(None, result)`` when the source has too few examples."""
-        t0 = time.perf_counter()
-        try:
-            X_all, Y_all = self.source.draw(n_train + n_val)
-        except ExamplesExhausted as exc:
-            return None, self.done("examples", f"{exc} {self.name} needs n_train + n_val = {n_train + n_val} "
-                                   f"examples (n_train={n_train}, n_val={n_val}).")
-        self.timings["draw"] = time.perf_counter() - t0
-        return X_all, Y_all
-
-    def clock(self, milestones, Yv):
-        """``(seconds_to, mark)``: ``mark(val_loss)`` times the first validation loss below each milestone."""
-        seconds_to = dict.fromkeys(milestones)
-        y_val = float(np.sum(Yv**2)) / Yv.shape[0]  # validation loss / y_val = validation relative error
-
-        def mark(val):
-            for threshold, seconds in seconds_to.items():
-                if seconds is None and val <= threshold * y_val:
-                    seconds_to[threshold] = time.perf_counter() - self.t_start
-
-        return seconds_to, mark
-
-    def verdict(self, layer, Xv, Yv, success_tol, where, hint):
-        """The result of the kept layer: success when its validation relative error is at most ``success_tol``."""
-        rel = self.diag["fit"]["val_relative_error"] = validation_error(layer, Xv, Yv)
-        log.info("%s: %s, validation relative error %.3g", self.name, where, rel)
-        if rel <= success_tol:
-            return self.done("gradient", f"validation relative error {rel:.3g} <= success_tol={success_tol:g} "
-                             f"({where})", layer=layer, success=True)
-        return self.done("not_converged", f"validation relative error {rel:.3g} > success_tol={success_tol:g} "
-                         f"({where}): {hint}", layer=layer)
-
-
-def validation_error(layer, Xv, Yv):
-    """``Σ‖F(X) − Y‖² / Σ‖Y‖²`` over the validation examples (0 for an exact fit of zero labels)."""
-    y_sq = float(np.sum(Yv**2))
-    residual = float(np.sum((layer(Xv) - Yv) ** 2))
-    return residual / y_sq if y_sq > 0 else (0.0 if residual == 0 else float("inf"))
 
 
 def _softmax_backward(A, G, axis):
@@ -128,7 +46,7 @@ def _forward(params, x):
     m = thetas.shape[0]
     xtheta = x.reshape(b * k, d) @ thetas.transpose(1, 0, 2).reshape(d, m * d)  # rows (b, a), columns (i, e)
     P = x @ xtheta.reshape(b, k * m, d).transpose(0, 2, 1)
-    _softmax_inplace(P, 1, np.empty((b, 1, k * m)))
+    softmax_inplace(P, 1, np.empty((b, 1, k * m)))
     AX = P.transpose(0, 2, 1) @ x
     F = AX.reshape(b * k, m * d) @ ws.reshape(m * d, d)
     return P, AX, F.reshape(b, k, d)
@@ -177,20 +95,6 @@ def _loss_and_grad(params, X, Y):
     grad = np.stack([g_theta.reshape(d, m, d).transpose(1, 0, 2), g_w.reshape(m, d, d)])
     grad *= 2.0 / X.shape[0]
     return total / X.shape[0], grad
-
-
-@dataclass(frozen=True)
-class _Run:
-    """One restart: its best parameters and how it ended."""
-
-    params: np.ndarray
-    initial_val_loss: float
-    val_loss: float
-    train_loss: float
-    iterations: int
-    best_iteration: int
-    stopped: str
-    seconds: float
 
 
 def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patience, rng, label, mark):
@@ -247,7 +151,8 @@ def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patienc
             if it - last_improve >= patience:
                 stopped = "patience"
                 break
-    run = _Run(best, initial, best_val, _loss(best, X, Y), it, best_it, stopped, time.perf_counter() - t0)
+    run = {"params": best, "initial_val_loss": initial, "val_loss": best_val, "train_loss": _loss(best, X, Y),
+           "iterations": it, "best_iteration": best_it, "stopped": stopped, "seconds": time.perf_counter() - t0}
     log.info("fit_gradient restart %s: validation loss %.4g -> %.4g after %d iterations (stopped: %s)",
              label, initial, best_val, it, stopped)
     return run
@@ -255,7 +160,7 @@ def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patienc
 
 def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000, restarts=3, batch=None,
                  n_train=20000, n_val=5000, tol=1e-8, patience=200, init_scale=0.5, success_tol=1e-3,
-                 milestones=(1e-3, 1e-8), truth=None, rng=None):
+                 milestones=DEFAULT_MILESTONES, truth=None, rng=None):
     """Fit an ``m``-head attention layer to examples by gradient descent on the squared loss (a baseline).
 
     Minimises
@@ -395,8 +300,7 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
     init_scale = check_positive_float("init_scale", init_scale)
     success_tol = check_positive_float("success_tol", success_tol)
     milestones = check_milestones(milestones)
-    d = source.d
-    fit = _Fit(source, name="fit_gradient", m=m, k=k, truth=truth, rng=rng, t_start=t_start)
+    fit = GradientFit(source, name="fit_gradient", m=m, k=k, truth=truth, rng=rng, t_start=t_start)
     batch_eff = n_train if batch is None else min(batch, n_train)
     settings = {
         "optimizer": optimizer, "lr": lr, "max_iter": max_iter, "restarts": restarts, "batch": batch,
@@ -404,43 +308,22 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
         "success_tol": success_tol, "loss": "mean over examples of ||F(X) - Y||_F^2",
         "seed_entropy": rng.bit_generator.seed_seq.entropy,
     }
-    X_all, Y_all = fit.draw(n_train, n_val)
-    if X_all is None:
-        return Y_all
-    X, Y = X_all[:n_train], Y_all[:n_train]
-    Xv, Yv = X_all[n_train:], Y_all[n_train:]
-
+    train, validation = fit.split(n_train, n_val)
+    if train is None:
+        return validation
+    (X, Y), (Xv, Yv) = train, validation
     seconds_to, mark = fit.clock(milestones, Yv)
-    t0 = time.perf_counter()
-    runs = []
+
+    def one(j, gen, params):
+        return _train(params, X, Y, Xv, Yv, optimizer=optimizer, lr=lr, max_iter=max_iter, batch=batch_eff,
+                      tol=tol, patience=patience, rng=gen, label=f"{j + 1}/{restarts}", mark=mark)
+
     # Overflow in a diverging run is detected (non-finite loss or gradient) and reported.
-    gens = rng.spawn(restarts)
     with np.errstate(over="ignore", invalid="ignore"):
-        for j, gen in enumerate(gens):
-            params = gen.normal(0.0, init_scale / np.sqrt(d), size=(2, m, d, d))
-            runs.append(_train(params, X, Y, Xv, Yv, optimizer=optimizer, lr=lr, max_iter=max_iter,
-                               batch=batch_eff, tol=tol, patience=patience, rng=gen, label=f"{j + 1}/{restarts}",
-                               mark=mark))
-            if runs[-1].stopped == "tol":
-                break
-    fit.timings["fit"] = time.perf_counter() - t0
-    best_j = int(np.argmin([r.val_loss for r in runs]))
-    best = runs[best_j]
-    layer = AttentionLayer(best.params[0], best.params[1])
-    fit.diag["fit"] = settings | {
-        "best_restart": best_j,
-        "restarts_run": len(runs),
-        "initial_val_loss": [r.initial_val_loss for r in runs],
-        "val_loss": [r.val_loss for r in runs],
-        "train_loss": [r.train_loss for r in runs],
-        "iterations": [r.iterations for r in runs],
-        "best_iteration": [r.best_iteration for r in runs],
-        "stopped": [r.stopped for r in runs],
-        "seconds": [r.seconds for r in runs],
-        "spawn_keys": [list(g.bit_generator.seed_seq.spawn_key) for g in gens[: len(runs)]],
-        "seconds_to": {milestone_key(t): s for t, s in seconds_to.items()},
-    }
-    where = (f"restart {best_j + 1} of {restarts}, {best.iterations} iterations "
-             f"(best at {best.best_iteration}), stopped: {best.stopped}")
-    return fit.verdict(layer, Xv, Yv, success_tol, where, "gradient descent did not fit the examples; try more "
-                       "iterations or restarts, another lr or init_scale")
+        runs, gens = fit.restarts(restarts, init_scale, one)
+    return fit.finish(
+        runs, gens, settings=settings, seconds_to=seconds_to, validation=(Xv, Yv), success_tol=success_tol,
+        keys=("initial_val_loss", "val_loss", "train_loss", "iterations", "best_iteration", "stopped", "seconds"),
+        where=lambda j, best: (f"restart {j + 1} of {restarts}, {best['iterations']} iterations "
+                               f"(best at {best['best_iteration']}), stopped: {best['stopped']}"),
+        hint="gradient descent did not fit the examples; try more iterations or restarts, another lr or init_scale")

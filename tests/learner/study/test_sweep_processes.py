@@ -16,14 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from learner import scaling
-from learner.scaling import LOCK_NAME, SweepLocked, plan_runs, run_sweep, sweep_lock
+from learner.study import runs
+from learner.study.sweep import LOCK_NAME, SweepLocked, run_sweep, sweep_lock
+from learner.study.runs import plan_runs
 
 # A driver: the CLI, with `--quick`'s Adam budget replaced by a fixed 150 iterations (no early stop).
 DRIVER = """
 import sys
-from learner import scaling
-scaling.QUICK_OPTIONS["adam"].update(max_iter=150, patience=150, tol=0.0, n_train=5000, n_val=500)
+from learner.study import runs
+runs.QUICK_OPTIONS["adam"].update(max_iter=150, patience=150, tol=0.0, n_train=5000, n_val=500)
 from learner.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -188,14 +189,14 @@ def _dead_pid():
 
 def _tiny(entropy=3):
     return plan_runs(ms=(1,), d=6, k=3, seeds=1, methods=("adam",), entropy=entropy,
-                     options={"adam": scaling.QUICK_OPTIONS["adam"] | {"lr": 0.03}})
+                     options={"adam": runs.QUICK_OPTIONS["adam"] | {"lr": 0.03}})
 
 
 class TestLockFile:
     def test_stale_lock_of_a_dead_process_is_replaced(self, tmp_path, caplog):
         pid = _dead_pid()
         (tmp_path / LOCK_NAME).write_text(json.dumps({"pid": pid, "host": socket.gethostname()}))
-        with caplog.at_level(logging.WARNING, logger="learner.sweep"):
+        with caplog.at_level(logging.WARNING, logger="learner.study.sweep"):
             records, stats = run_sweep(_tiny(), tmp_path, backend="serial")
         assert stats["ran"] == 1 and records[0]["outcome"] == "finished"
         assert "stale lock" in caplog.text and str(pid) in caplog.text

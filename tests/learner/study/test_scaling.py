@@ -6,21 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from learner import parallel, scaling
+from learner import parallel
 from learner.cli import main
-from learner.scaling import (
-    QUICK_OPTIONS,
-    RunSpec,
-    comparable,
-    fit_growth,
-    param_limit,
-    plan_runs,
-    planted_instance,
-    run_one,
-    run_sweep,
-    scaling_study,
-    summarise,
-)
+from learner.study import runs, scaling, sweep
+from learner.study.runs import QUICK_OPTIONS, RunSpec, param_limit, plan_runs, planted_instance, run_one
+from learner.study.sweep import comparable, fit_growth, run_sweep
+from learner.study.scaling import scaling_study, summarise
 
 # Tiny runs (a second or less each): the learner runs out of its small example budgets,
 # Adam out of iterations. They exercise the machinery, not the methods.
@@ -138,10 +129,10 @@ class TestSweep:
         runs = tmp_path / "runs"
         for path in runs.glob("*.json"):
             rec = json.loads(path.read_text())
-            assert rec["example_stream"] == scaling.EXAMPLE_STREAM[rec["spec"]["method"]]
+            assert rec["example_stream"] == sweep.EXAMPLE_STREAM[rec["spec"]["method"]]
             rec.pop("example_stream")  # as written before the change
             path.write_text(json.dumps(rec))
-        with caplog.at_level("INFO", logger="learner.sweep"):
+        with caplog.at_level("INFO", logger="learner.study.sweep"):
             _, stats = run_sweep(specs, tmp_path, backend="serial")
         assert stats == {"ran": 1, "skipped": 1}
         assert "provable-eval-m1-d6-k3-ls1-boolean-s0.json was drawn from example stream 1" in caplog.text
@@ -157,13 +148,13 @@ class TestSweep:
             run_sweep([spec], tmp_path, backend="local", learn_workers=2)
 
     def test_a_failing_run_is_recorded_and_the_sweep_goes_on_then_retried(self, tmp_path, monkeypatch):
-        import learner.baseline
+        import learner.baselines.numpy_adam
 
         def broken(*args, **kwargs):
             raise RuntimeError("injected failure")
 
         specs = _specs(seeds=1)
-        monkeypatch.setattr(learner.baseline, "fit_gradient", broken)
+        monkeypatch.setattr(learner.baselines.numpy_adam, "fit_gradient", broken)
         records, _ = run_sweep(specs, tmp_path, backend="serial")
         by_method = {r["spec"]["method"]: r for r in records if r["spec"]["m"] == 1}
         assert by_method["adam"]["outcome"] == "error" and by_method["adam"]["success"] is False
@@ -181,7 +172,7 @@ class TestSweep:
         def died():
             raise OSError("worker process killed")
 
-        rec = scaling._collect(spec, died)
+        rec = sweep._collect(spec, died)
         assert rec["outcome"] == "error" and "worker process killed" in rec["message"]
         assert rec["spec"] == spec.to_dict()
 
@@ -363,14 +354,14 @@ class TestSoundFamily:
     def test_sound_d(self, m, k, d):
         from learner import check_setting
 
-        assert scaling.sound_d(m, k) == d
+        assert runs.sound_d(m, k) == d
         assert check_setting(m, d, k).ok
         if d > 12:  # the control: the step below is not sound
             assert not check_setting(m, d - 4, k).ok
 
     def test_sound_d_beyond_the_limit_is_named(self):
         with pytest.raises(ValueError, match="no sound d <= 16 for m=9"):
-            scaling.sound_d(9, 2, limit=16)
+            runs.sound_d(9, 2, limit=16)
 
     def test_logit_scale_is_part_of_the_spec(self):
         a, b = RunSpec("adam", 2, 6, 3, 1, 5), RunSpec("adam", 2, 6, 3, 1, 5, logit_scale=3.0)
@@ -389,9 +380,9 @@ class TestSoundFamily:
         assert "| adam | 5 | 16 | 3 | 1 |" in res.table()
 
     def test_yield_of(self):
-        assert scaling.yield_of({"diagnostics": {"4_refined_sculpt": {"constraints_per_1000_examples": 2.5}}}) == 2.5
-        assert scaling.yield_of({"diagnostics": {"fit": {}}}) is None
-        assert scaling.yield_of({"outcome": "error", "diagnostics": {}}) is None
+        assert runs.yield_of({"diagnostics": {"4_refined_sculpt": {"constraints_per_1000_examples": 2.5}}}) == 2.5
+        assert runs.yield_of({"diagnostics": {"fit": {}}}) is None
+        assert runs.yield_of({"outcome": "error", "diagnostics": {}}) is None
 
     @pytest.mark.parametrize("kwargs, match", [
         ({"k": (2, 2)}, "distinct"), ({"k": 1}, "k"), ({"d": "big"}, "d"), ({"logit_scale": 0.0}, "logit_scale"),
@@ -428,10 +419,10 @@ def test_two_setting_sweep_end_to_end(tmp_path):
 
 
 class TestStudyDirectory:
-    """One study per directory (learner.sweep.claim_study): resumes pass, anything else is refused first."""
+    """One study per directory (learner.study.sweep.claim_study): resumes pass, anything else is refused first."""
 
     def test_claim_resume_and_refusals(self, tmp_path):
-        from learner.sweep import STUDY_FILE, claim_study
+        from learner.study.sweep import STUDY_FILE, claim_study
 
         params = {"ms": [1, 2], "seeds": 2}
         claim_study(tmp_path, "scaling-study", "scaling-run", params)
@@ -446,7 +437,7 @@ class TestStudyDirectory:
             claim_study(tmp_path, "scaling-study", "scaling-run", params)
 
     def test_unclaimed_directory_with_foreign_records_or_summary(self, tmp_path):
-        from learner.sweep import claim_study
+        from learner.study.sweep import claim_study
 
         runs = tmp_path / "a" / "runs"
         runs.mkdir(parents=True)
@@ -466,9 +457,9 @@ class TestStudyDirectory:
         """The README's study directory (docs/sweeps/main) is claimed by the parameters of its own command."""
         from pathlib import Path
 
-        from learner.sweep import _differences, _normalised
+        from learner.study.sweep import _differences, _normalised
 
-        root = Path(__file__).resolve().parents[2] / "docs" / "sweeps" / "main"
+        root = Path(__file__).resolve().parents[3] / "docs" / "sweeps" / "main"
         theirs = json.loads((root / "summary.json").read_text())["parameters"]
         mine = _normalised({"ms": [1, 2, 3, 4, 5], "d": "auto", "k": [2], "logit_scale": 1.0, "seeds": 10,
                             "methods": ["provable", "adam"], "distribution": "boolean", "adam_lrs": [0.01, 0.03],
@@ -508,7 +499,7 @@ class TestRecordValidation:
             edit(rec)
             path.write_text(json.dumps(rec))  # json writes NaN and Infinity, as a hand edit might
             caplog.clear()
-            with caplog.at_level("WARNING", logger="learner.sweep"):
+            with caplog.at_level("WARNING", logger="learner.study.sweep"):
                 again = self._study(tmp_path)
             assert again.stats == {"ran": 1, "skipped": 0}, name
             assert any(str(path) in m and words in m for m in caplog.messages), (name, caplog.messages)
@@ -523,7 +514,7 @@ class TestSummariseOnly:
         import shutil
         from pathlib import Path
 
-        src = Path(__file__).resolve().parents[2] / "docs" / "sweeps" / "main"
+        src = Path(__file__).resolve().parents[3] / "docs" / "sweeps" / "main"
         out = tmp_path / "main"
         shutil.copytree(src, out)
         before = {p.name: p.read_bytes() for p in (out / "runs").glob("*.json")}

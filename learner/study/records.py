@@ -1,0 +1,167 @@
+"""The records the studies write, in one place: their kinds and schema versions, the checks of their fields,
+one reader and one summary writer (ours).
+
+Every file is JSON (never pickle) and carries ``"kind"`` and ``"schema_version"``. :data:`KINDS` lists each
+kind with the schema this version writes and the older schemas it still reads:
+
+- ``scaling-run`` (schema 2; 1 lacked the planted layer's logit scale) — one run of the scaling, frontier
+  or peers study (:class:`learner.study.runs.RunSpec`);
+- ``hard-run`` (schema 2; schema 1 is read but not resumed: it drew each seed's subset on its own, so seeds
+  of one cell could share a subset) — a learner on a hard instance (:mod:`lowerbounds.learnhard`);
+- ``scaling-study``, ``peer-study``, ``learn-hard-study`` (schema 1) — a study's claim on its directory,
+  ``study.json`` (:func:`learner.study.sweep.claim_study`);
+- ``yield-study`` (schema 1) — :func:`theory.yield_study.yield_study`;
+- ``command-record`` (schema 1) — what ``python -m learner learn --json`` and the other commands' ``--json``
+  options write. Files written before it had a kind (a ``"command"`` field and no ``"kind"``) read as
+  schema 0.
+
+A reader that resumes a sweep needs the current schema (:func:`learner.study.sweep.run_sweep` refuses
+another); a reader that only looks (:func:`read_record`) takes any schema listed here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from pathlib import Path
+
+from ..io import atomic_write, write_json
+
+__all__ = [
+    "FIELD_CHECKS",
+    "KINDS",
+    "RecordError",
+    "read_record",
+    "read_run_record",
+    "record_problem",
+    "write_summary",
+]
+
+log = logging.getLogger(__name__)
+
+#: kind -> (the schema this version writes, every schema it reads).
+KINDS = {
+    "scaling-run": (2, (2,)),
+    "hard-run": (2, (1, 2)),
+    "scaling-study": (1, (1,)),
+    "peer-study": (1, (1,)),
+    "learn-hard-study": (1, (1,)),
+    "yield-study": (1, (1,)),
+    "command-record": (1, (0, 1)),
+}
+
+
+class RecordError(ValueError):
+    """A file that is not a record this version reads: unreadable, of an unknown kind or schema; names the file."""
+
+
+def schema_of(kind):
+    """The schema version this version writes for ``kind`` (a KeyError names the known kinds)."""
+    try:
+        return KINDS[kind][0]
+    except KeyError:
+        raise KeyError(f"unknown record kind {kind!r}; known: {sorted(KINDS)}") from None
+
+
+def read_record(path, *, kind=None):
+    """The record in ``path`` (a dict), after checking that its kind and schema are ones this version reads.
+
+    ``kind`` (optional) is the kind the caller expects. A command's record written before records had a kind
+    (a ``"command"`` field, no ``"kind"``) is returned with ``kind = "command-record"`` and ``schema_version
+    = 0`` filled in; nothing else is changed.
+
+    Raises
+    ------
+    RecordError
+        If the file cannot be read or parsed, is not a JSON object, or its kind or schema is not one this
+        version reads (the message names the file and the field).
+    """
+    path = Path(path)
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RecordError(f"{path} is not a readable JSON record ({type(exc).__name__}: {exc}).") from None
+    if not isinstance(rec, dict):
+        raise RecordError(f"{path} is not a record: it holds a JSON {type(rec).__name__}, not an object.")
+    if "kind" not in rec and "command" in rec:
+        rec = {"kind": "command-record", "schema_version": 0} | rec
+    got = rec.get("kind")
+    if got not in KINDS:
+        raise RecordError(f"{path}: field `kind` must be one of {sorted(KINDS)}; got {got!r:.60}.")
+    if kind is not None and got != kind:
+        raise RecordError(f"{path} is a {got} record, not a {kind} record.")
+    readable = KINDS[got][1]
+    if rec.get("schema_version") not in readable:
+        raise RecordError(f"{path}: field `schema_version` of a {got} record must be one of {list(readable)}; "
+                          f"got {rec.get('schema_version')!r:.60}.")
+    return rec
+
+
+def read_run_record(path, kind, schema):
+    """A sweep's record of one run, to resume with: None (with a warning) if unreadable — its run is repeated;
+    a ValueError if it is of another kind (``out`` is not this sweep's directory) or another schema."""
+    try:
+        rec = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        log.warning("ignoring unreadable record %s (%s); its run is repeated", path, exc)
+        return None
+    if not isinstance(rec, dict) or rec.get("kind") != kind:
+        raise ValueError(f"{path} is not a {kind} record; `out` must be a directory of this sweep.")
+    if rec.get("schema_version") != schema:
+        raise ValueError(f"{path} has schema_version={rec.get('schema_version')!r}; this version resumes "
+                         f"{schema}. Use a new `out` directory.")
+    return rec
+
+
+def _is_count(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _is_nonneg(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+#: Field checks a record rule can name: (test, what the field must be).
+FIELD_CHECKS = {
+    "count": (_is_count, "a non-negative integer"),
+    "nonneg": (_is_nonneg, "a finite non-negative number"),
+    "nonneg?": (lambda v: v is None or _is_nonneg(v), "a finite non-negative number or null"),
+    "count?": (lambda v: v is None or _is_count(v), "a non-negative integer or null"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "dict": (lambda v: isinstance(v, dict), "an object"),
+    "dict?": (lambda v: v is None or isinstance(v, dict), "an object or null"),
+}
+
+
+def record_problem(rec, rules):
+    """The first field of ``rec`` that breaks ``rules`` (``{"a.b": check}``, checks of :data:`FIELD_CHECKS`), or None.
+
+    A dotted name reads nested objects; a missing field is a problem unless the check allows null.
+    Returns ``"field: must be …; got …"`` for the message naming the file (ours).
+    """
+    for name, check in rules.items():
+        value, here = rec, True
+        for part in name.split("."):
+            if isinstance(value, dict) and part in value:
+                value = value[part]
+            else:
+                value, here = None, False
+                break
+        test, what = FIELD_CHECKS[check]
+        if not here and not check.endswith("?"):
+            return f"`{name}` is missing"
+        if here and not test(value):
+            return f"`{name}` must be {what}; got {value!r:.60}"
+    return None
+
+
+def write_summary(out, summary, table):
+    """Write a study's ``summary.json`` (``summary``) and ``summary.md`` (``table``, Markdown) into ``out``,
+    each atomically; returns ``{"summary_json": path, "summary_md": path}`` as strings."""
+    out = Path(out)
+    files = {"summary_json": str(write_json(out / "summary.json", summary))}
+    atomic_write(out / "summary.md", lambda fh: fh.write(table.encode("utf-8")))
+    files["summary_md"] = str(out / "summary.md")
+    return files

@@ -1,0 +1,259 @@
+"""One run of the studies of run time: the specification, the planted instance, the record (ours).
+
+A :class:`RunSpec` describes one run completely — method, setting ``(m, d, k)``, seed, options, logit
+scale — and :func:`run_one` turns it into the one result record type of :mod:`learner.study`'s
+``scaling-run`` records (:mod:`learner.study.records`), shared by the scaling study
+(:mod:`learner.study.scaling`), its grid form, the frontier (:mod:`learner.study.frontier`), and the
+peer comparison (:mod:`learner.study.peers`); the sweep engine (:mod:`learner.study.sweep`) runs them.
+
+Seeding. Run ``s`` of setting ``(m, d, k)`` uses the instance seed
+``SeedSequence(entropy, spawn_key=(role, m, d, k, s))`` (``role`` 0 for the
+measured runs, 1 for the learning-rate tuning runs), split by ``spawn(3)`` into
+the planted layer's seed, the example stream's seed and the method's seed. A
+run's randomness is therefore a function of its specification alone — not of
+the order in which runs start, the backend or the worker — and every method
+sees the same planted layer and an oracle with the same seed.
+
+The instances (logit scale 1, ``d`` from :func:`sound_d`) and the success criterion are ours; the paper
+proves the learner's guarantee and reports no experiments.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..validation import check_int
+from .records import schema_of
+from .sweep import EXAMPLE_STREAM, versions
+
+__all__ = [
+    "DEFAULT_LOGIT_SCALE",
+    "METHODS",
+    "QUICK_OPTIONS",
+    "RUN_METHODS",
+    "RunSpec",
+    "param_limit",
+    "plan_runs",
+    "planted_instance",
+    "run_one",
+    "sound_d",
+    "yield_of",
+]
+
+log = logging.getLogger(__name__)
+
+RECORD_KIND = "scaling-run"
+RECORD_SCHEMA = schema_of(RECORD_KIND)  # 2: the planted layer's logit scale is part of the specification
+METHODS = ("provable", "adam")
+#: What one run can be: the study's methods and the peer baseline of :mod:`learner.study.peers` (needs torch).
+RUN_METHODS = METHODS + ("torch-adam",)
+ROLES = {"eval": 0, "tune": 1}
+#: The study's family (ours): logit scale 1, k = 2, d from :func:`sound_d` (DESIGN §3, issue 15).
+DEFAULT_LOGIT_SCALE = 1.0
+SOUND_D_START, SOUND_D_STEP = 12, 4
+#: ``--quick``: budgets small enough for a smoke test in seconds (not a measurement: the learner runs out
+#: of examples and Adam of iterations).
+QUICK_OPTIONS = {
+    "provable": {"n_crude": 5000, "crude_max_examples": 20000, "max_examples": 20000, "n_refine": 5000,
+                 "n_search": 500, "max_nfev": 20},
+    "adam": {"max_iter": 30, "n_train": 300, "n_val": 100, "restarts": 1},
+}
+
+
+def param_limit(m, d, k):
+    """The parameter-counting limit ``2md²/(kd)``: examples needed to match the number of unknowns.
+
+    A layer has ``2md²`` parameters (``Θ_i`` and ``W_i``); an example gives ``k·d``
+    numbers. No method can identify the layer from fewer examples than this
+    (generically), so ``examples_drawn / param_limit`` measures the overhead.
+
+    >>> param_limit(2, 8, 4)
+    8.0
+    """
+    return 2.0 * m * d * d / (k * d)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that determines one run (and nothing that does not).
+
+    ``options`` are keyword arguments of the method: :class:`~learner.phases.LearnConfig`
+    fields for ``"provable"``, :func:`~learner.baselines.numpy_adam.fit_gradient` arguments for ``"adam"``,
+    :func:`~learner.baselines.torch_adam.fit_torch` arguments for ``"torch-adam"``.
+    """
+
+    method: str
+    m: int
+    d: int
+    k: int
+    seed_index: int
+    entropy: int
+    role: str = "eval"
+    distribution: str = "boolean"
+    options: tuple = ()  # sorted (name, value) pairs: hashable and order-free
+    logit_scale: float = DEFAULT_LOGIT_SCALE
+
+    @property
+    def spawn_key(self):
+        return (ROLES[self.role], self.m, self.d, self.k, self.seed_index)
+
+    @property
+    def run_id(self):
+        """File-name-safe identifier, unique within a sweep."""
+        lr = dict(self.options).get("lr")
+        tag = f"-lr{lr:g}" if self.role == "tune" else ""
+        return (f"{self.method}-{self.role}{tag}-m{self.m}-d{self.d}-k{self.k}-ls{self.logit_scale:g}"
+                f"-{self.distribution}-s{self.seed_index}")
+
+    def to_dict(self):
+        return {"method": self.method, "role": self.role, "m": self.m, "d": self.d, "k": self.k,
+                "distribution": self.distribution, "seed_index": self.seed_index, "entropy": self.entropy,
+                "spawn_key": list(self.spawn_key), "options": dict(self.options), "logit_scale": self.logit_scale}
+
+    @classmethod
+    def from_dict(cls, rec):
+        return cls(rec["method"], rec["m"], rec["d"], rec["k"], rec["seed_index"], rec["entropy"],
+                   role=rec["role"], distribution=rec["distribution"], options=tuple(sorted(rec["options"].items())),
+                   logit_scale=float(rec["logit_scale"]))
+
+    # -- what the sweep engine (learner.study.sweep) needs ----------------------------------------------------
+    RECORD_KIND = RECORD_KIND
+    RECORD_SCHEMA = RECORD_SCHEMA
+
+    @property
+    def example_stream(self):
+        return EXAMPLE_STREAM.get(self.method, 1)
+
+    def run(self, learn_workers=None):
+        return run_one(self, learn_workers)
+
+    def failure_record(self, message, tb, timings, where):
+        return _failure_record(self, message, tb, timings, where)
+
+    @staticmethod
+    def record_rules(rec):
+        """What the summaries read of a record (:func:`learner.study.sweep.record_problem`); a failing record is re-run."""
+        rules = {"spec": "dict", "outcome": "str", "success": "bool", "status": "str", "message": "str",
+                 "errors": "dict", "timings": "dict"}
+        if isinstance(rec, dict) and rec.get("outcome") == "finished":
+            rules |= {"examples_drawn": "count", "examples_ratio": "nonneg", "timings.total": "nonneg",
+                      "errors.relative_error": "nonneg?", "errors.param_error": "nonneg?", "diagnostics": "dict?"}
+        return rules
+
+
+def planted_instance(spec):
+    """The planted layer, the oracle of its examples and the method's seed of a run.
+
+    ``SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)`` seeds, in
+    order, :func:`~learner.instances.random_layer` (default logit scale 3), the
+    :class:`~learner.oracle.LayerOracle` and the method. The method is not part
+    of the key, so every method of a sweep meets the same layer and oracle seed.
+    """
+    from ..instances import random_layer
+    from ..oracle import LayerOracle
+
+    layer_seed, oracle_seed, method_seed = np.random.SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)
+    truth = random_layer(spec.m, spec.d, logit_scale=spec.logit_scale, rng=layer_seed)
+    return truth, LayerOracle(truth, spec.k, distribution=spec.distribution, rng=oracle_seed), method_seed
+
+
+def run_one(spec, learn_workers=None):
+    """Run one specification (a :class:`RunSpec` or its dict) and return its JSON-ready record.
+
+    ``learn_workers`` is the learner's own local pool (:func:`learner.learn`'s
+    ``workers``); it changes where the batches run, never the record
+    (``execution`` says where they ran).
+
+    Never raises for a failure of the run itself: an exception becomes a
+    record with ``"outcome": "error"`` and its traceback, so a sweep goes on.
+    """
+    if isinstance(spec, dict):
+        spec = RunSpec.from_dict(spec)
+    from ..baselines.numpy_adam import fit_gradient
+    from ..learn import learn
+    from ..phases import LearnConfig
+
+    t0 = time.perf_counter()
+    limit = param_limit(spec.m, spec.d, spec.k)
+    where = {"host": socket.gethostname(), "pid": os.getpid()}
+    try:
+        truth, oracle, method_seed = planted_instance(spec)
+        options = dict(spec.options)
+        if spec.method == "provable":
+            result = learn(oracle, m=spec.m, config=LearnConfig(**options), truth=truth, rng=method_seed,
+                           progress=False,  # workers share the terminal with the sweep's own bar
+                           workers=learn_workers)
+        elif spec.method == "adam":
+            result = fit_gradient(oracle, m=spec.m, optimizer="adam", truth=truth, rng=method_seed, **options)
+        elif spec.method == "torch-adam":
+            from ..baselines.torch_adam import fit_torch
+
+            result = fit_torch(oracle, m=spec.m, truth=truth, rng=method_seed, **options)
+        else:
+            raise ValueError(f"`method` must be one of {RUN_METHODS}; got method={spec.method!r}.")
+    except Exception as exc:  # noqa: BLE001 — a failed run is recorded, the sweep goes on
+        log.warning("run %s failed: %s: %s", spec.run_id, type(exc).__name__, exc)
+        return _failure_record(spec, f"{type(exc).__name__}: {exc}", traceback.format_exc(),
+                               {"total": time.perf_counter() - t0}, where)
+    full = result.to_dict()
+    return _record_head(spec) | {
+        "outcome": "finished", "success": bool(result.success), "status": result.status,
+        "message": result.message, "examples_drawn": int(result.examples_drawn),
+        "examples_ratio": result.examples_drawn / limit, "errors": full["errors"],
+        "diagnostics": full["diagnostics"], "timings": full["timings"], "where": where,
+        "execution": full.get("execution", {})}
+
+
+def _record_head(spec):
+    return {"schema_version": RECORD_SCHEMA, "kind": RECORD_KIND, "run_id": spec.run_id, "spec": spec.to_dict(),
+            "example_stream": spec.example_stream, "versions": versions(),
+            "param_limit": param_limit(spec.m, spec.d, spec.k)}
+
+
+def _failure_record(spec, message, tb, timings, where):
+    """The record of a run that raised (or whose worker died): no result, the reason and traceback."""
+    return _record_head(spec) | {
+        "outcome": "error", "success": False, "status": "error", "message": message, "traceback": tb,
+        "examples_drawn": None, "examples_ratio": None, "errors": {}, "diagnostics": {}, "timings": timings,
+        "where": where}
+
+
+def plan_runs(*, ms, d, k, seeds, methods, entropy, role="eval", distribution="boolean", options=None,
+              logit_scale=DEFAULT_LOGIT_SCALE):
+    """The specifications of ``methods × ms × seeds`` (``options[method]`` are the method's keyword arguments)."""
+    options = options or {}
+    return [RunSpec(method, m, d, k, s, entropy, role=role, distribution=distribution,
+                    options=tuple(sorted((options.get(method) or {}).items())), logit_scale=float(logit_scale))
+            for method in methods for m in ms for s in range(seeds)]
+
+
+def sound_d(m, k, *, distribution="boolean", start=SOUND_D_START, step=SOUND_D_STEP, limit=64):
+    """The study's token dimension for ``(m, k)``: the smallest ``d`` in ``start, start + step, …`` that
+    :func:`learner.assumptions.check_setting` calls sound (ours: 12 for m <= 4 at k = 2, 16 for m = 5).
+
+    Starting at 12 rather than at the smallest sound d keeps clear of the small-d instances where the
+    learner's phase 3 is unreliable (e.g. (1, 6, 2) and (2, 8, 2) fail on some seeds).
+    """
+    from ..assumptions import check_setting
+
+    m, k = check_int("m", m), check_int("k", k, minimum=2)
+    for d in range(max(start, k + 1), limit + 1, step):
+        if check_setting(m, d, k, distribution=distribution).ok:
+            return d
+    raise ValueError(f"no sound d <= {limit} for m={m}, k={k} ({distribution} inputs); give `d` explicitly.")
+
+
+def yield_of(record):
+    """The certification yield of a learner run: phase 4's constraints per 1000 examples (its last round).
+
+    None for other methods and for runs that did not reach phase 4.
+    """
+    p4 = (record.get("diagnostics") or {}).get("4_refined_sculpt")
+    return None if not p4 else p4.get("constraints_per_1000_examples")
