@@ -19,8 +19,7 @@ S. Chen and Y. Li, "Provably learning a multi-head attention layer",
 arXiv:2402.04084 (STOC 2025).
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
+from ._version import __version__ as __version__
 from .assumptions import AssumptionReport, AssumptionRow, assumptions, check_setting, lattice_distance
 from .geometry import min_norm_point
 from .inputs import check_inputs, cube_expectation, enumerate_cube, sample_inputs
@@ -32,11 +31,6 @@ from .metrics import AttentionStats, HeadMatch, attention_statistics, match_head
 from .oracle import ArraySource, ExamplesExhausted, LayerOracle
 from .phases import LearnConfig
 from .torch_interop import TorchConversionError, from_torch, load_torch_layer, to_torch, to_torch_mha
-
-try:
-    __version__ = version("provable-attention")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
 
 __all__ = [
     "ArraySource",

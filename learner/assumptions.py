@@ -132,7 +132,7 @@ class AssumptionReport:
             )
         widths = [max(len(line[j]) for line in lines) for j in range(len(header))]
         text = [
-            "  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines
+            "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=False)).rstrip() for line in lines
         ]
         text.insert(1, "  ".join("-" * w for w in widths))
         title = f"Assumption report: m={self.m}, d={self.d}" + (f", k={self.k}" if self.k else "")

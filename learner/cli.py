@@ -14,15 +14,15 @@ import time
 import numpy as np
 
 from . import __version__
-from .parallel import interrupt_on_sigterm
-from .validation import cli_seed
 from .assumptions import assumptions
-from .study.bench import DEFAULT_CASES, BenchCase, run_benchmark, run_certification_benchmark, run_parallel_benchmark
-from .study.frontier import DEFAULT_GRID
 from .inputs import sample_inputs
 from .instances import random_layer
 from .io import FileFormatError, load_layer, read_metadata, save_examples, save_layer, write_json
 from .metrics import attention_statistics
+from .parallel import interrupt_on_sigterm
+from .study.bench import DEFAULT_CASES, BenchCase, run_benchmark, run_certification_benchmark, run_parallel_benchmark
+from .study.frontier import DEFAULT_GRID
+from .validation import cli_seed
 
 __all__ = ["OUTPUT_OPTIONS", "build_parser", "check_output_options", "main"]
 
@@ -296,7 +296,6 @@ def _learn(args):
     print(f"Learning {source} m={args.m}, d={args.d}, k={args.k}, {args.distribution} inputs, "
           f"seed entropy {ss.entropy}"
           + (" (m not given to the learner)" if args.unknown_m else ""))
-    import signal
 
     from .learn import ALLOW_UNSOUND_HINT, LearnInterrupted
 

@@ -20,7 +20,10 @@ __all__ = ["min_norm_point"]
 def min_norm_point(points, *, exact=False):
     """Minimum-norm point of the affine hull of ``points``.
 
-    .. math:: \\Theta^* = \\operatorname{argmin}\\{\\|\\Theta\\|_F : \\Theta = \\textstyle\\sum_i c_i \\Theta_i,\\ \\sum_i c_i = 1\\}
+    .. math::
+
+        \\Theta^* = \\operatorname{argmin}\\{\\|\\Theta\\|_F :
+            \\Theta = \\textstyle\\sum_i c_i \\Theta_i,\\ \\sum_i c_i = 1\\}
 
     Parameters
     ----------
@@ -71,17 +74,17 @@ def _exact_min_norm(rows):
     base = rows[0]
     basis = []  # orthogonal (not normalised) directions with their squared norms
     for row in rows[1:]:
-        v = [r - b for r, b in zip(row, base)]
+        v = [r - b for r, b in zip(row, base, strict=True)]
         for u, uu in basis:
-            coef = sum(a * b for a, b in zip(v, u)) / uu
-            v = [a - coef * b for a, b in zip(v, u)]
+            coef = sum(a * b for a, b in zip(v, u, strict=True)) / uu
+            v = [a - coef * b for a, b in zip(v, u, strict=True)]
         vv = sum(a * a for a in v)
         if vv != 0:
             basis.append((v, vv))
     star = list(base)
     for u, uu in basis:
-        coef = sum(a * b for a, b in zip(star, u)) / uu
-        star = [a - coef * b for a, b in zip(star, u)]
+        coef = sum(a * b for a, b in zip(star, u, strict=True)) / uu
+        star = [a - coef * b for a, b in zip(star, u, strict=True)]
     return star
 
 

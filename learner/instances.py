@@ -6,9 +6,9 @@ import logging
 
 import numpy as np
 
-from .validation import check_int, check_positive_float, check_rng
 from .assumptions import assumptions
 from .layer import AttentionLayer
+from .validation import check_int, check_positive_float, check_rng
 
 __all__ = ["PlantingError", "random_layer"]
 

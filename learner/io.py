@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .validation import check_real_array
 from .layer import AttentionLayer
+from .validation import check_real_array
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .validation import check_int, check_real_array
 from .inputs import check_inputs
+from .validation import check_int, check_real_array
 
 __all__ = ["AttentionLayer", "attention_patterns", "auto_batch", "softmax", "softmax_inplace"]
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import progress as _bars
-from .validation import check_int, check_rng
 from .assumptions import assumptions, check_setting
 from .layer import AttentionLayer
 from .metrics import match_heads, relative_error
@@ -35,6 +34,7 @@ from .phases import (
     resolve_config,
     search_heads,
 )
+from .validation import check_int, check_rng
 
 __all__ = ["LearnInterrupted", "LearnResult", "learn"]
 

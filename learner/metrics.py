@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .validation import check_distribution, check_int, check_rng
 from .inputs import sample_inputs
 from .layer import AttentionLayer
+from .validation import check_distribution, check_int, check_rng
 
 __all__ = ["AttentionStats", "HeadMatch", "attention_statistics", "match_heads", "relative_error"]
 
@@ -153,8 +153,8 @@ def match_heads(reference, estimate):
     rows, cols = linear_sum_assignment(e_theta**2 + e_w**2)
     return HeadMatch(
         permutation=tuple(int(c) for c in cols),
-        theta_errors=tuple(float(e_theta[r, c]) for r, c in zip(rows, cols)),
-        w_errors=tuple(float(e_w[r, c]) for r, c in zip(rows, cols)),
+        theta_errors=tuple(float(e_theta[r, c]) for r, c in zip(rows, cols, strict=True)),
+        w_errors=tuple(float(e_w[r, c]) for r, c in zip(rows, cols, strict=True)),
     )
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .validation import check_distribution, check_int, check_real_array, check_rng
 from .inputs import check_inputs, sample_inputs
 from .layer import AttentionLayer
+from .validation import check_distribution, check_int, check_real_array, check_rng
 
 __all__ = ["ArraySource", "ExampleBatch", "ExamplesExhausted", "LayerOracle", "as_source", "batch_sizes"]
 
@@ -169,7 +169,8 @@ class ArraySource:
     def consume(self, n_samples):
         """Hand out the next ``n_samples`` examples (after :meth:`batches` formed them)."""
         if self.remaining < n_samples:
-            raise ExamplesExhausted(f"asked for {n_samples} examples; only {self.remaining} of {self.X.shape[0]} remain.")
+            raise ExamplesExhausted(f"asked for {n_samples} examples; only {self.remaining} of {self.X.shape[0]} "
+                                    "remain.")
         self.n_drawn += n_samples
 
     def draw(self, n_samples):

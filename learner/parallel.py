@@ -93,7 +93,7 @@ def blas_threads(n):
     try:
         yield f"{n} BLAS thread{plural} (OpenBLAS, set for the run)"
     finally:
-        for (_, put), b in zip(calls, before):
+        for (_, put), b in zip(calls, before, strict=True):
             put(b)
 
 

@@ -41,11 +41,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .validation import check_positive_float
 from .layer import AttentionLayer
+from .validation import check_positive_float
 
 __all__ = [
-    "AttentionModule",
+    "AttentionModule",  # noqa: F822 — built on first access by the module __getattr__ (imports torch)
     "TorchConversionError",
     "from_torch",
     "load_torch_layer",
@@ -185,7 +185,9 @@ def _ranks(mats, rtol):
 
 
 def _factor(mat, width, rtol):
-    """``(A, B)`` of shape (width, d) with ``Aᵀ B = mat`` (the SVD, split as √S on each side; zero rows past the rank)."""
+    """``(A, B)`` of shape (width, d) with ``Aᵀ B = mat``.
+
+    The SVD, split as √S on each side; zero rows past the rank."""
     d = mat.shape[0]
     u, s, vt = np.linalg.svd(mat)
     r = int(np.sum(s > rtol * s[0])) if s[0] > 0 else 0

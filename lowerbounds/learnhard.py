@@ -50,10 +50,10 @@ from pathlib import Path
 
 import numpy as np
 
-from learner.validation import check_int, check_positive_float
 from learner.io import check_writable_dir
 from learner.study.records import write_summary
 from learner.study.sweep import EXAMPLE_STREAM, claim_study, fit_growth, median, run_sweep, sweep_lock, versions
+from learner.validation import check_int, check_positive_float
 
 __all__ = [
     "FAMILIES",
@@ -283,7 +283,8 @@ def _with_validation(n):
 
 
 def _y_scale(layer, k, rng):
-    """``E‖F(X)‖_F²`` on 4096 uniform Boolean inputs: turns a relative stopping rule into fit_gradient's absolute one."""
+    """``E‖F(X)‖_F²`` on 4096 uniform Boolean inputs: turns a relative stopping rule into fit_gradient's
+    absolute one."""
     from learner import sample_inputs
 
     X = sample_inputs(4096, k, layer.d, rng=rng)
@@ -604,7 +605,8 @@ class HardStudyResult:
             if r["family"] == "lwr":
                 continue
             lines.append(f"| {r['family']} | {r['method']} | {r['m']} | {r['d']} | {r['runs']} | {r['successes']} "
-                         f"| {r['budget_out']} | {_fmt(r['median_examples'], ',.0f')} | {_fmt(r['median_seconds'], '.1f')} "
+                         f"| {r['budget_out']} | {_fmt(r['median_examples'], ',.0f')} "
+                         f"| {_fmt(r['median_seconds'], '.1f')} "
                          f"| {_fmt(r['median_steps'], ',.0f')} | {_fmt(r['median_final_error'])} "
                          f"| {', '.join(f'{k}: {v}' for k, v in r['statuses'].items())} |")
         lines += ["", ("Fitted growth in d: slopes on log-log axes of the cell medians, over every d and over the d "
@@ -617,7 +619,8 @@ class HardStudyResult:
             lines.append(f"| {g['family']} | {g['m']} | {_fmt(g['examples_slope'], '.2f')} "
                          f"| {_fmt(g['seconds_slope'], '.2f')} | {', '.join(map(str, g['ds_learned'])) or 'none'} "
                          f"| {_fmt(g['examples_slope_learned'], '.2f')} | {_fmt(g['seconds_slope_learned'], '.2f')} "
-                         f"| {g['sq_prediction'] if g['family'] == 'sq' else '—'} | {'yes' if g['censored'] else 'no'} |")
+                         f"| {g['sq_prediction'] if g['family'] == 'sq' else '—'} "
+                         f"| {'yes' if g['censored'] else 'no'} |")
         if s["lwr"]:
             lines += ["", ("| n | q^n secrets | m (median) | Adam learned | Adam examples | Adam s | Adam steps "
                       "| exhaustive s | exhaustive recovered | learner status |"), "|" + "---|" * 10]
@@ -670,9 +673,9 @@ def plot_hard(summary, path):
         ns = [r["n"] for r in rows]
         for method, label in (("adam", "Adam (grow to a perfect predictor)"), ("exhaustive", "exhaustive search")):
             ys = [r.get(method, {}).get("median_seconds") for r in rows]
-            pts = [(n, y) for n, y in zip(ns, ys) if y]
+            pts = [(n, y) for n, y in zip(ns, ys, strict=True) if y]
             if pts:
-                ax.semilogy(*zip(*pts), marker="o", label=label)
+                ax.semilogy(*zip(*pts, strict=True), marker="o", label=label)
         ax.set_xlabel(f"n (secret dimension), q = {rows[0]['q']}")
         ax.set_ylabel("seconds")
         ax.legend(fontsize=8)

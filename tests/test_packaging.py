@@ -4,6 +4,7 @@ import ast
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import re
 import traceback
@@ -28,7 +29,15 @@ class TestReadme:
         assert lines[-1].strip() == _test_command()
 
     def test_main_command_installs_and_runs_the_learner(self):
-        assert "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/python -m learner learn" in README
+        assert "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/python -m learner learn" in README
+
+    def test_ci_checks_the_wheel_before_the_tests(self):
+        """`.ci/run` installs the wheel non-editable into a fresh venv and runs the main job from there."""
+        lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()
+                 if ln.strip() and not ln.lstrip().startswith("#")]
+        assert "bash .ci/wheel-check" in lines[:-1]
+        check = (ROOT / ".ci" / "wheel-check").read_text()
+        assert "pip\" wheel" in check and "-m learner learn" in check and "-m theory all" in check
 
     @pytest.mark.parametrize("index", range(len(re.findall(r"```python\n", README))))
     def test_python_examples_run(self, index, readme_runs):
@@ -77,3 +86,196 @@ class TestDependencyDirection:
                 names = [node.module or ""]
             for name in names:
                 assert name.split(".")[0] not in {"theory", "lowerbounds"}, f"{path.name} imports {name}"
+
+
+PACKAGES = ("learner", "theory", "lowerbounds")
+#: The command line sits on top of everything it offers: the only modules of learner/'s floor that may import
+#: the layers above it (learner.baselines, learner.study), and they do so inside the commands.
+ROOF = {"learner/cli.py", "learner/__main__.py"}
+
+
+def _package_of(module):
+    """``"learner.study"`` for ``"learner.study.sweep"``: the folder a module lives in."""
+    path = ROOT.joinpath(*module.split("."))
+    return module if (path / "__init__.py").exists() else module.rpartition(".")[0]
+
+
+def _imports(source, module):
+    """``(imported module, names)`` of every import in ``source``, relative imports resolved against ``module``."""
+    package = _package_of(module)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, []
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            yield base, [a.name for a in node.names]
+
+
+def _private_imports(source, module):
+    """Imports in ``source`` (of ``module``) of a private name or module of *another* package: ``[(what, whose)]``."""
+    mine, found = _package_of(module), []
+    for target, names in _imports(source, module):
+        if target.split(".")[0] not in PACKAGES:
+            continue
+        parts = target.split(".")
+        # ``from pkg import _mod`` / ``from pkg.mod import _name`` / ``import pkg._mod``
+        candidates = [(target, n) for n in names if n.startswith("_") and n != "__version__"]
+        candidates += [(target, p) for p in parts if p.startswith("_")]
+        for where, name in candidates:
+            owner = _package_of(where) if (ROOT.joinpath(*where.split(".")).is_dir()
+                                           or ROOT.joinpath(*where.split(".")).with_suffix(".py").exists()) else where
+            if ROOT.joinpath(*where.split("."), name).with_suffix(".py").exists():
+                owner = where  # a private module of the package ``where``
+            if owner != mine:
+                found.append((f"{where}:{name}", owner))
+    return found
+
+
+def _module_name(path):
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+SOURCES = sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+
+
+class TestHouse:
+    @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+    def test_no_private_name_of_another_package(self, path):
+        """A name two packages need has a public home; nothing imports another package's ``_private`` name."""
+        assert _private_imports(path.read_text(encoding="utf-8"), _module_name(path)) == []
+
+    @pytest.mark.parametrize("source, module", [
+        ("from learner.validation import _check\n", "theory.one_step"),
+        ("from learner import _version\n", "learner.study.runs"),
+        ("from ..layer import _helper\n", "learner.baselines.numpy_adam"),
+        ("import learner.phases._config\n", "learner.study.bench"),
+    ], ids=["theory-from-learner", "study-from-learner", "relative-up", "private-module"])
+    def test_control_private_imports_across_packages_are_found(self, source, module):
+        """Negative control: each of these reaches into another package's private names and must be flagged."""
+        assert _private_imports(source, module)
+
+    def test_control_private_imports_within_a_package_are_allowed(self):
+        assert _private_imports("from ._scaffold import GradientFit\n", "learner.baselines.numpy_adam") == []
+        assert _private_imports("from .sculpt import _dot\n", "learner.phases.refine_sum") == []
+
+    @pytest.mark.parametrize("path", [p for p in SOURCES if p.parts[len(ROOT.parts)] == "learner"],
+                             ids=lambda p: str(p.relative_to(ROOT)))
+    def test_layers_import_only_downward(self, path):
+        """The model and learner never import the baselines or the studies; the baselines never the studies."""
+        rel, module = str(path.relative_to(ROOT)), _module_name(path)
+        if rel in ROOF:
+            return
+        above = {"learner.study"} if module.startswith("learner.baselines") else set()
+        if not module.startswith(("learner.baselines", "learner.study")):
+            above = {"learner.baselines", "learner.study"}
+        for target, names in _imports(path.read_text(encoding="utf-8"), module):
+            reached = {target} | {f"{target}.{n}" for n in names}
+            assert not any(r == a or r.startswith(a + ".") for r in reached for a in above), \
+                f"{rel} imports {target} {names}: a layer above it"
+
+    def test_import_learner_loads_neither_baselines_nor_studies(self):
+        code = ("import sys, learner; bad = sorted(m for m in sys.modules if m.startswith(('learner.study', "
+                "'learner.baselines'))); print(bad); sys.exit(bool(bad))")
+        import subprocess
+        import sys
+
+        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+class TestLint:
+    def test_ruff_check_is_clean(self):
+        """`ruff check .` (E, F, I, B, UP; pyproject.toml) passes: lint is part of the tests."""
+        import shutil
+        import subprocess
+        import sys
+
+        ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+        assert ruff, "ruff is in the test extra; install it with pip install -e '.[test]'"
+        proc = subprocess.run([ruff, "check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
+
+
+class TestWheel:
+    def test_the_wheel_holds_every_module_of_the_source_tree(self, tmp_path):
+        """Build the wheel from a copy of the tree (as `pip install .` would) and compare its modules with ours."""
+        import shutil
+        import subprocess
+        import sys
+        import zipfile
+
+        src = tmp_path / "src"
+        src.mkdir()
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy(ROOT / name, src / name)
+        for pkg in PACKAGES:
+            shutil.copytree(ROOT / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        proc = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
+                               str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        (wheel,) = (tmp_path / "dist").glob("*.whl")
+        with zipfile.ZipFile(wheel) as zf:
+            in_wheel = {n for n in zf.namelist() if n.endswith(".py")}
+        in_tree = {str(p.relative_to(ROOT)) for p in SOURCES}
+        assert in_tree - in_wheel == set(), "modules missing from the wheel"
+        assert in_wheel - in_tree == set(), "modules in the wheel that the tree does not have"
+        assert {"learner/phases/sculpt.py", "learner/study/sweep.py", "learner/baselines/_scaffold.py"} <= in_wheel
+
+
+RECORD_DIRS = ("runs", "records", "records-52cb266")
+
+
+def _committed_records():
+    docs = ROOT / "docs"
+    found = sorted(docs.glob("*.json")) + sorted(docs.glob("sweeps/*/study.json"))
+    found += sorted(p for d in RECORD_DIRS for p in docs.glob(f"sweeps/*/{d}/*.json"))
+    return found + sorted(docs.glob("sweeps/*/bench*.json"))
+
+
+def _record_groups():
+    groups = {}
+    for path in _committed_records():
+        groups.setdefault(str(path.parent.relative_to(ROOT)), []).append(path)
+    return sorted(groups.items())
+
+
+class TestRecords:
+    @pytest.mark.parametrize("folder, paths", _record_groups(), ids=[g for g, _ in _record_groups()])
+    def test_every_committed_record_loads(self, folder, paths):
+        """Old records still load: every record under docs/ is of a kind and schema this version reads."""
+        from learner.study.records import KINDS, read_record
+
+        for path in paths:
+            rec = read_record(path)
+            assert rec["schema_version"] in KINDS[rec["kind"]][1], path
+
+    def test_there_are_records_of_every_study(self):
+        kinds = {json.loads(p.read_text(encoding="utf-8")).get("kind") for p in _committed_records()}
+        assert {"scaling-run", "hard-run", "scaling-study", "peer-study", "yield-study"} <= kinds
+
+    @pytest.mark.parametrize("path", sorted((ROOT / "docs").glob("sweeps/*/summary.json")),
+                             ids=lambda p: p.parent.name)
+    def test_every_summary_is_a_json_object(self, path):
+        assert isinstance(json.loads(path.read_text(encoding="utf-8")), dict)
+
+    @pytest.mark.parametrize("change, field", [
+        ({"kind": "scaling-runs"}, "kind"),
+        ({"schema_version": 3}, "schema_version"),
+        ({"schema_version": "2"}, "schema_version"),
+    ], ids=["unknown-kind", "future-schema", "schema-as-string"])
+    def test_control_a_tampered_record_is_refused_naming_the_field(self, tmp_path, change, field):
+        from learner.study.records import RecordError, read_record
+
+        src = next(p for p in _committed_records() if p.parent.name == "runs")
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps(json.loads(src.read_text(encoding="utf-8")) | change), encoding="utf-8")
+        with pytest.raises(RecordError, match=rf"bad\.json.*`{field}`"):
+            read_record(bad)

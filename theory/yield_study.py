@@ -4,10 +4,10 @@ Reads the records of one or more ``python -m learner scaling`` sweeps (their
 ``runs/*.json``), and for every finished learner run:
 
 - takes the measured yield, phase 4's certified constraints per 1000 examples
-  (:func:`learner.study.scaling.yield_of`), with the tolerance and ``min_weight`` the
+  (:func:`learner.study.runs.yield_of`), with the tolerance and ``min_weight`` the
   run used (``diagnostics["0_setting"]["config"]``);
 - rebuilds the run's planted layer from its specification
-  (:func:`learner.study.scaling.planted_instance`: the same seed, so the same layer)
+  (:func:`learner.study.runs.planted_instance`: the same seed, so the same layer)
   and predicts the yield of that layer at that tolerance with
   :func:`theory.yield_model.predicted_yield` — the Gaussian density of the
   ``n = (m−1)(k−1)`` logit disagreements at 0 times the linearised window;
@@ -109,7 +109,7 @@ def _one_of(options):
 
 _P4 = "diagnostics.4_refined_sculpt"
 
-#: What the study reads of a learner run's record (:func:`learner.study.scaling.run_one`), and what each value
+#: What the study reads of a learner run's record (:func:`learner.study.runs.run_one`), and what each value
 #: must be (ours: what the prediction and the fits need, and the learner's own ranges: ``k >= 2``,
 #: phase 4's ``tol`` and ``min_weight`` in (0, 1)). ``rows_seen``, ``rank`` and ``planned_m`` are read
 #: only to tie the specification to the diagnostics (:func:`_check_consistency`).

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 import time
+
 import numpy as np
 
-from ..validation import check_int, check_positive_float, check_rng
 from ..layer import auto_batch, softmax_inplace
 from ..oracle import as_source
+from ..validation import check_int, check_positive_float, check_rng
 from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones
 
 __all__ = ["fit_gradient"]

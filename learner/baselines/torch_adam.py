@@ -16,9 +16,9 @@ import time
 
 import numpy as np
 
-from ..validation import check_int, check_positive_float, check_rng
 from .. import torch_interop
 from ..oracle import as_source
+from ..validation import check_int, check_positive_float, check_rng
 from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones
 
 __all__ = ["fit_torch"]

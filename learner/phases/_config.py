@@ -132,7 +132,8 @@ class LearnConfig:
                 kind = "an integer" if is_int else "a real number"
                 raise TypeError(f"`{f.name}` must be {kind}; got {f.name}={value!r}.")
             if not math.isfinite(value) or value < 0 or (value == 0 and f.name not in _ZERO_OK):
-                raise ValueError(f"`{f.name}` must be finite and {'non-negative' if f.name in _ZERO_OK else 'positive'}; "
+                sign = "non-negative" if f.name in _ZERO_OK else "positive"
+                raise ValueError(f"`{f.name}` must be finite and {sign}; "
                                  f"got {f.name}={value!r}.")
         for name in ("crude_tol", "refined_tol", "min_weight", "refine_keep"):
             if getattr(self, name) is not None and getattr(self, name) >= 1:

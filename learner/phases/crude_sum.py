@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..progress import bar
-from ..validation import check_int
 from ..oracle import batch_sizes
 from ..parallel import as_workers
+from ..progress import bar
+from ..validation import check_int
 
 __all__ = ["SumEstimate", "crude_sum_w"]
 
@@ -73,7 +73,7 @@ def _crude_sum_on(source, n_samples, sizes, truth, workers, t0):
     progress = bar(n_samples, "phase 1", "ex")
     tasks = (((eb,), eb.n) for eb in source.batches(sizes))
     with contextlib.closing(workers.ordered("1_crude_sum", partial_sum, tasks)) as parts:
-        for part, n in zip(parts, sizes):
+        for part, n in zip(parts, sizes, strict=True):
             acc = acc + part
             progress.update(n)
     progress.close()

@@ -230,7 +230,8 @@ class Forecast:
                  f"[{ex(r.predicted_interval[0])}, {ex(r.predicted_interval[1])}]"
                  + ("" if r.method == "direct" else f" ({r.method})") for r in self.table]
         rest = self.seconds_for(max(self.predicted_examples - self.n_examples, 0))
-        eta = "" if rest is None or not math.isfinite(rest) else f"; about {_duration(rest)} more at {self.examples_per_second:,.0f} examples/s"
+        eta = "" if rest is None or not math.isfinite(rest) else (
+            f"; about {_duration(rest)} more at {self.examples_per_second:,.0f} examples/s")
         law = (f"exponent {self.exponent:.2f} vs n = {self.n}" + ("" if self.model_ok else
                                                                   " (window law rejected: direct counts only)"))
         return (f"pilot of {self.n_examples:,} examples: " + "; ".join(parts) + f"; {law}; "
@@ -258,7 +259,8 @@ class Forecast:
                  f"LearnConfig(max_examples={suggest}) or --max-examples {suggest}")
         best = min(self.table, key=lambda r: (r.predicted_examples, -r.tol))
         if best.tol != c.tol:
-            text += f"; the tolerance with the smallest forecast is tol {best.tol:g} ({best.predicted_examples:.2g} examples)"
+            text += (f"; the tolerance with the smallest forecast is tol {best.tol:g} "
+                     f"({best.predicted_examples:.2g} examples)")
         else:
             text += f"; tol {c.tol:g} already has the smallest forecast of the candidates"
         return text + "."

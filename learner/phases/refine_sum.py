@@ -22,9 +22,9 @@ import time
 
 import numpy as np
 
-from ..progress import bar
 from ..layer import attention_patterns
 from ..oracle import batch_sizes
+from ..progress import bar
 from .crude_sum import SumEstimate, _sum_error
 from .sculpt import _dot, fit_patterns
 

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..parallel import as_workers
 from ..progress import bar
 from ..validation import check_int, check_positive_float, check_rng
 from .forecast import AFFORDABLE_EXAMPLES, DEFAULT_CANDIDATES, pilot_forecast
-from ..parallel import as_workers
 
 log = logging.getLogger(__name__)
 
@@ -344,7 +344,7 @@ def fit_patterns(X, Y, w_sum):
         sl = slice(start, start + FIT_CHUNK)
         res, well_posed, patterns = _row_fit(X[sl], Y[sl], w_sum)
         parts.append((patterns(), res, well_posed))
-    return tuple(np.concatenate(col) for col in zip(*parts))
+    return tuple(np.concatenate(col) for col in zip(*parts, strict=True))
 
 
 def certify_rows(X, Y, w_sum, *, tol, min_weight, screen=True, with_example=False):
@@ -397,7 +397,7 @@ def certify_rows(X, Y, w_sum, *, tol, min_weight, screen=True, with_example=Fals
         proper = p.min(axis=1) > -1e-3
         ii, aa, p = ii[proper], aa[proper], p[proper]
         parts.append((ii + block.start if isinstance(block, slice) else block[ii], aa, p, res[ii, aa]))
-    ii, aa, p, row_res = (np.concatenate(col) for col in zip(*parts))
+    ii, aa, p, row_res = (np.concatenate(col) for col in zip(*parts, strict=True))
     if ii.size == 0:
         return (np.empty((0, d * d)), np.empty(0), np.empty(0), np.empty(0), np.empty(0),
                 *((np.empty(0, dtype=np.intp),) if with_example else ()), 0)
@@ -573,7 +573,7 @@ def _sculpt_on(source, w_sum, *, tol, min_weight, target, max_examples, batch, t
         tol = forecast.tol
     d = w_sum.shape[0]
     if parts:  # the last column, each constraint's example, only served to find the target's example
-        A, b, r, pj, p0 = (np.concatenate(col) for col in list(zip(*parts))[:5])
+        A, b, r, pj, p0 = (np.concatenate(col) for col in list(zip(*parts, strict=True))[:5])
     else:
         A, b, r, pj, p0 = np.empty((0, d * d)), np.empty(0), np.empty(0), np.empty(0), np.empty(0)
     errors = None

@@ -506,7 +506,8 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
     gram_bytes = 8 * (p * d) ** 2
     exhaustive_ok = n_tuples <= max_tuples and gram_bytes <= search_memory
     if search == "exhaustive" and not exhaustive_ok:
-        raise ValueError(f"the exhaustive search needs C({p}, {m}) = {n_tuples:.3g} tuples and a {gram_bytes / 2**30:.3g} "
+        raise ValueError(f"the exhaustive search needs C({p}, {m}) = {n_tuples:.3g} tuples and a "
+                         f"{gram_bytes / 2**30:.3g} "
                          f"GiB Gram matrix; the limits are max_tuples={max_tuples:g} and search_memory="
                          f"{search_memory / 2**30:.3g} GiB. Use search='swap' or 'auto', or a coarser grid.")
     if m == 1:  # one point, Θ* itself: nothing to search

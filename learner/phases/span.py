@@ -108,7 +108,8 @@ def token_distances(constraints):
 
 
 def precision_weights(constraints, *, floor=0.05, power=1.5):
-    """Expected precision of each constraint: ``(‖x_j − x_{j0}‖/(max(r_l, floor·tol)·(1/p_j + 1/p_{j0})))^power``, max 1.
+    """Expected precision of each constraint, at most 1:
+    ``(‖x_j − x_{j0}‖/(max(r_l, floor·tol)·(1/p_j + 1/p_{j0})))^power``.
 
     ``floor`` (× the certifying tolerance) keeps a row that happens to fit
     exactly from outweighing every other (ours); see the module docstring for
@@ -233,5 +234,5 @@ def estimate_span(constraints, *, m=None, gap_min=3.0, max_m=6, irls_rounds=3, w
             out["principal_cosines"] = np.empty(0)
         # Largest relative distance of a true head from the estimated hull.
         rel = [(t - theta) - V @ (V.T @ (t - theta)) for t in T]
-        out["hull_distance"] = float(max(np.linalg.norm(r) / np.linalg.norm(t) for r, t in zip(rel, T)))
+        out["hull_distance"] = float(max(np.linalg.norm(r) / np.linalg.norm(t) for r, t in zip(rel, T, strict=True)))
     return SpanEstimate(**out)

@@ -20,16 +20,15 @@ BLAS limited to one thread (:func:`blas_threads`). ``python -m learner bench
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..validation import check_int, check_positive_float, check_rng
 from ..inputs import cube_expectation, sample_inputs
 from ..instances import random_layer
-from ..parallel import blas_threads, available_cores
+from ..parallel import available_cores, blas_threads
+from ..validation import check_int, check_positive_float, check_rng
 
 __all__ = [
     "DEFAULT_CASES",
@@ -77,7 +76,7 @@ def forward_flops(n, k, d, m):
 def einsum_forward(layer, X):
     """The straightforward implementation: one einsum per head and product (the reference)."""
     out = np.zeros_like(X)
-    for theta, w in zip(layer.thetas, layer.ws):
+    for theta, w in zip(layer.thetas, layer.ws, strict=True):
         logits = np.einsum("nac,ce,nbe->nab", X, theta, X, optimize=True)
         logits -= logits.max(axis=-1, keepdims=True)
         p = np.exp(logits)
@@ -121,7 +120,7 @@ def _interleaved_medians(fns, repeat):
     """Median time of each of ``fns``, timed in turn ``repeat`` times (after one warm-up round)."""
     times = [[] for _ in fns]
     for r in range(repeat + 1):
-        for fn, out in zip(fns, times):
+        for fn, out in zip(fns, times, strict=True):
             t0 = time.perf_counter()
             fn()
             if r:
@@ -382,7 +381,7 @@ def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logi
     CertificationBench
     """
     from ..oracle import LayerOracle
-    from ..phases.sculpt import SCREEN_CHUNK, screen_candidates, screen_weights, certify_rows, fit_patterns
+    from ..phases.sculpt import SCREEN_CHUNK, certify_rows, fit_patterns, screen_candidates, screen_weights
 
     rng = check_rng(rng)
     m, d, k, batch, repeat, threads = (check_int(n, v) for n, v in (
@@ -411,7 +410,7 @@ def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logi
         ], repeat)
     out64 = certify_rows(X, Y, w_sum, screen=False, **kw)
     out32 = certify_rows(X, Y, w_sum, **kw)
-    identical = all(np.array_equal(a, b) for a, b in zip(out64, out32))
+    identical = all(np.array_equal(a, b) for a, b in zip(out64, out32, strict=True))
     screen_w = screen_weights(w_sum)
     refit = sum(int(screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, tol).sum())
                 for s in range(0, batch, SCREEN_CHUNK))
@@ -454,7 +453,8 @@ class ParallelBench:
         return "\n".join([
             (f"certification (phase 4) at (m, d, k) = ({self.m}, {self.d}, {self.k}): {self.examples:,} examples in "
              f"batches of {self.batch:,}, medians of {self.repeat} interleaved runs on {available_cores()} cores:"),
-            f"  in this process          {self.serial_seconds:8.2f} s   {self.examples / self.serial_seconds:>12,.0f} examples/s",
+            f"  in this process          {self.serial_seconds:8.2f} s   "
+            f"{self.examples / self.serial_seconds:>12,.0f} examples/s",
             (f"  {self.workers} local workers          {self.parallel_seconds:8.2f} s   "
              f"{self.examples / self.parallel_seconds:>12,.0f} examples/s   "
              f"({self.per_worker_per_s:,.0f} per worker)"),

@@ -5,7 +5,7 @@ paper proves a ``(dk)^{O(m³)}`` bound and reports no experiments).
 
 - **The grid.** A list of blocks such as ``"m=1..6,k=2"`` or ``"m=2,k=8,d=24,seeds=3"``: each block is
   the product of its ``m`` and ``k`` values (an integer or a range ``a..b``); ``d`` (default: the
-  study's, ``"auto"`` = :func:`learner.study.scaling.sound_d` per cell) and ``seeds`` (default: the study's)
+  study's, ``"auto"`` = :func:`learner.study.runs.sound_d` per cell) and ``seeds`` (default: the study's)
   apply to every cell of the block. A cell named by two blocks must agree on ``d`` and ``seeds``.
 - **Seeds per cell.** An integer, or ``"auto"``: :data:`AUTO_FIRST` seeds first, then
   :data:`AUTO_FULL` where the median time of those first runs (per method and cell) is under
@@ -100,12 +100,12 @@ def parse_grid(blocks, *, d="auto", seeds="auto", sound_d=None):
     """The cells of ``blocks`` as sorted ``(m, d, k, seeds)``; ValueError naming the block and field.
 
     ``d`` and ``seeds`` are the defaults of cells whose block gives none; ``sound_d(m, k)`` resolves
-    ``d="auto"`` (e.g. :func:`learner.study.scaling.sound_d` for the study's distribution).
+    ``d="auto"`` (e.g. :func:`learner.study.runs.sound_d` for the study's distribution).
 
-    >>> parse_grid(["m=1..2,k=2", "m=2,k=2..3,seeds=3"], d=12, seeds=10)
+    >>> parse_grid(["m=1..2,k=2", "m=2,k=2..3,seeds=3"], d=12, seeds=10)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: `grid`: cell (m=2, k=2) is given twice with different seeds: 10 in 'm=1..2,k=2', 3 in 'm=2,k=2..3,seeds=3'.
+    ValueError: `grid`: cell (m=2, k=2) is given twice with different seeds: 10 in 'm=1..2,k=2', 3 in ...
     >>> parse_grid(["m=1..2,k=2", "m=2,k=3,seeds=3"], d=12, seeds=10)
     [(1, 12, 2, 10), (2, 12, 2, 10), (2, 12, 3, 3)]
     """
@@ -205,12 +205,12 @@ def frontier_cells(records, *, success_tol, seed_rules=None):
     for (method, m, d, k), recs in sorted(groups.items()):
         finished = [r for r in recs if r.get("outcome") == "finished"]
         reasons = [failure_reason(r, success_tol) for r in recs]
-        ok = [r for r, why in zip(recs, reasons) if why is None]
+        ok = [r for r, why in zip(recs, reasons, strict=True) if why is None]
         counts = {}
         for why in reasons:
             if why is not None:
                 counts[why] = counts.get(why, 0) + 1
-        budget = [r for r, why in zip(recs, reasons) if why == "budget"]
+        budget = [r for r, why in zip(recs, reasons, strict=True) if why == "budget"]
         split = [_phase_split(r) for r in finished]
         rule = (seed_rules or {}).get((m, d, k))
         cells.append({
@@ -219,7 +219,7 @@ def frontier_cells(records, *, success_tol, seed_rules=None):
             "median_seconds": _median([r["timings"].get("total") for r in finished]),
             "median_seconds_success": _median([r["timings"].get("total") for r in ok]),
             # A run stopped for budget drew only its pilot (errors have no count): not what learning costs.
-            "median_examples": _median([r["examples_drawn"] for r, why in zip(recs, reasons)
+            "median_examples": _median([r["examples_drawn"] for r, why in zip(recs, reasons, strict=True)
                                         if why not in ("budget", "error")]),
             "median_examples_success": _median([r["examples_drawn"] for r in ok]),
             "median_seconds_phases_1_4": _median([s[0] for s in split]) if method == "provable" else None,
@@ -273,7 +273,8 @@ def fit_shapes(points):
             res = y - x @ coef
             row |= {"coefficients": [float(c) for c in coef], "rms": float(np.sqrt(np.mean(res**2))),
                     "max_abs": float(np.max(np.abs(res))),
-                    "residuals": [{"m": m, "k": k, "d": d, "residual": float(r)} for (m, k, d, _), r in zip(pts, res)]}
+                    "residuals": [{"m": m, "k": k, "d": d, "residual": float(r)}
+                                  for (m, k, d, _), r in zip(pts, res, strict=True)]}
             loo = []
             for i in range(len(pts)):
                 keep = np.arange(len(pts)) != i
@@ -326,7 +327,8 @@ def _fmt_count(x):
 def cell_label(cell):
     """The text of one heatmap cell: median time and successes, or the forecast of a run beyond the budget."""
     if cell["beyond_budget"]:
-        return f"beyond budget\n{cell['successes']}/{cell['runs']}\nforecast {_fmt_count(cell['predicted_examples'])} ex."
+        forecast = _fmt_count(cell["predicted_examples"])
+        return f"beyond budget\n{cell['successes']}/{cell['runs']}\nforecast {forecast} ex."
     return f"{_fmt_seconds(cell['median_seconds'])}\n{cell['successes']}/{cell['runs']}"
 
 
@@ -349,7 +351,8 @@ def frontier_table(cells, method):
 
 def fits_table(fits):
     """The fits as Markdown: one row per (method, quantity, shape)."""
-    lines = ["| method | log of median | shape | coefficients | rms residual | largest residual | leave-one-out rms | cells |",
+    lines = ["| method | log of median | shape | coefficients | rms residual | largest residual | leave-one-out rms "
+             "| cells |",
              "|---|---|---|---|---|---|---|---|"]
     for method, entry in fits.items():
         for what in ("seconds", "examples"):
@@ -391,7 +394,7 @@ def plot_frontier(cells, path, *, methods=("provable", "adam")):
     axes = np.atleast_1d(axes)
     drawn = []
     cmap = plt.get_cmap("viridis")
-    for ax, method in zip(axes, methods):
+    for ax, method in zip(axes, methods, strict=False):
         grid = np.full((len(ms), len(ks)), np.nan)
         mine = [c for c in cells if c["method"] == method]
         for c in mine:
@@ -415,7 +418,7 @@ def plot_frontier(cells, path, *, methods=("provable", "adam")):
         ax.set_title(f"{names.get(method, method)}: median time per run (successes/runs)", fontsize=9)
         fig.colorbar(image, ax=ax, label="log10 seconds", shrink=0.8)
     ax = axes[-1]
-    for method, marker in zip(methods, "os"):
+    for method, marker in zip(methods, "os", strict=False):
         mine = [c for c in cells if c["method"] == method]
         ns = [c["n"] for c in mine]
         color = "C0" if method == "provable" else "C1"
@@ -426,7 +429,7 @@ def plot_frontier(cells, path, *, methods=("provable", "adam")):
                        label="learner: examples drawn")
             fc = [(c["n"], c["predicted_examples"]) for c in mine if c["predicted_examples"]]
             if fc:
-                ax.scatter(*zip(*fc), marker="^", facecolors="none", edgecolors="C3",
+                ax.scatter(*zip(*fc, strict=True), marker="^", facecolors="none", edgecolors="C3",
                            label="learner: forecast of runs beyond the budget")
     ax.set_yscale("log")
     ax.set_xlabel("disagreements n = (m−1)(k−1)")

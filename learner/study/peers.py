@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..validation import check_int
 from ..baselines import check_milestones, milestone_key
-from .runs import QUICK_OPTIONS, RunSpec, param_limit, plan_runs, sound_d
+from ..validation import check_int
 from .records import write_summary
+from .runs import QUICK_OPTIONS, RunSpec, param_limit, plan_runs, sound_d
 from .sweep import claim_study, median, run_sweep, sweep_lock, versions
 
 __all__ = ["PEER_METHODS", "PeerResult", "peer_rows", "peer_study", "peer_table"]
@@ -142,7 +142,7 @@ def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=1.0,
     k : int
         Tokens per sequence.
     d : int or "auto"
-        Token dimension; ``"auto"`` is :func:`learner.study.scaling.sound_d` per ``(m, k)`` (12 for m <= 4 at k = 2).
+        Token dimension; ``"auto"`` is :func:`learner.study.runs.sound_d` per ``(m, k)`` (12 for m <= 4 at k = 2).
     seeds : int
         Planted layers per m; every method meets the same layers and oracle seeds.
     logit_scale : float

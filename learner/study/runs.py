@@ -139,7 +139,8 @@ class RunSpec:
 
     @staticmethod
     def record_rules(rec):
-        """What the summaries read of a record (:func:`learner.study.sweep.record_problem`); a failing record is re-run."""
+        """What the summaries read of a record (:func:`learner.study.records.record_problem`); a failing record is
+        re-run."""
         rules = {"spec": "dict", "outcome": "str", "success": "bool", "status": "str", "message": "str",
                  "errors": "dict", "timings": "dict"}
         if isinstance(rec, dict) and rec.get("outcome") == "finished":

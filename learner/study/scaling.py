@@ -23,10 +23,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import socket
-import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -274,7 +270,7 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=DEFA
     methods = list(methods)
     if not methods or any(mt not in METHODS for mt in methods) or len(set(methods)) != len(methods):
         raise ValueError(f"`methods` must be distinct entries of {METHODS}; got methods={methods}.")
-    for m, dd, kk in settings:
+    for _m, dd, kk in settings:
         if "provable" in methods and kk >= dd:
             raise ValueError(f"the provable learner needs k < d; got k={kk}, d={dd}.")
     adam_lrs = [check_positive_float("adam_lrs", lr) for lr in adam_lrs]
@@ -412,7 +408,7 @@ def plot_scaling(records, path, *, success_tol=1e-3):
         ms = sorted({r["spec"]["m"] for r in mine})
         name = method if len(ks) == 1 else f"{method}, k={k}"
         style = styles[ks.index(k) % len(styles)]
-        for ax, key in zip(axes, ("seconds", "examples")):
+        for ax, key in zip(axes, ("seconds", "examples"), strict=False):
             def value(r, key=key):
                 return r["timings"]["total"] if key == "seconds" else r["examples_drawn"]
 
@@ -432,7 +428,7 @@ def plot_scaling(records, path, *, success_tol=1e-3):
         ds = ", ".join(f"{m}: {dk[m][0]}" for m in ms)
         axes[0].set_title(f"time per run (d per m: {ds}; k = {', '.join(map(str, ks))})", fontsize=9)
         axes[1].set_title("examples drawn")
-    for ax, label in zip(axes, ("seconds", "examples")):
+    for ax, label in zip(axes, ("seconds", "examples"), strict=False):
         if evals:
             ax.set_xticks(ms)
         ax.set_yscale("log")

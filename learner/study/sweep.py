@@ -9,7 +9,7 @@ itself), ``failure_record(message, traceback, timings, where)`` (the record of a
 run whose worker died), the class attributes ``RECORD_KIND`` and
 ``RECORD_SCHEMA``, and ``example_stream`` (which stream of examples its record
 was drawn from; records of another stream are run again on resume).
-:class:`learner.study.scaling.RunSpec` (the run time against m) and
+:class:`learner.study.runs.RunSpec` (the run time against m) and
 :class:`lowerbounds.learnhard.HardSpec` (learners on the hard instances) are
 the two users.
 
@@ -51,10 +51,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..parallel import kill_pool as _kill_pool
+from ..parallel import sigint_ignored
 from ..validation import check_int
 from .records import read_run_record, record_problem
-from ..parallel import sigint_ignored
-from ..parallel import kill_pool as _kill_pool
 
 __all__ = [
     "BACKENDS",

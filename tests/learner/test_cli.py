@@ -25,7 +25,9 @@ class TestDemo:
         first = capsys.readouterr().out
         main(["demo", "--n-samples", "500", "--seed", "7"])
         second = capsys.readouterr().out
-        strip = lambda s: [ln for ln in s.splitlines() if not ln.strip().startswith("time")]
+        def strip(s):
+            return [ln for ln in s.splitlines() if not ln.strip().startswith("time")]
+
         assert strip(first) == strip(second)
 
 
@@ -115,7 +117,8 @@ class TestSeedFlag:
         with pytest.raises(SystemExit) as exc:
             cli.main([*args, "--seed", value])
         assert exc.value.code == 2
-        assert f"argument --seed: must be a non-negative integer (seed entropy); got '{value}'" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert f"argument --seed: must be a non-negative integer (seed entropy); got '{value}'" in err
 
 
 class TestOutputPaths:
@@ -150,7 +153,9 @@ class TestOutputPaths:
     def test_bad_output_is_refused_first(self, cli, argv, path, words, tmp_path, capsys):
         afile = tmp_path / "afile"
         afile.write_text("x")
-        fill = lambda s: s.format(file=afile, dir=tmp_path)
+        def fill(s):
+            return s.format(file=afile, dir=tmp_path)
+
         before = sorted(tmp_path.rglob("*"))
         assert self._main(cli)([fill(a) for a in argv] + [fill(path)]) == 2
         err = capsys.readouterr().err

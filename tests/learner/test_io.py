@@ -143,7 +143,8 @@ class TestLoadLayer:
 
     @pytest.mark.parametrize("where", ["middle-of-file", "thetas-data", "ws-data", "json-header"])
     def test_flipped_byte(self, layer, layer_path, where):
-        """A flipped byte mid-file, in either array's data or in the JSON header is caught (zip CRC-32, header checks)."""
+        """A flipped byte mid-file, in either array's data or in the JSON header is caught (zip CRC-32, header
+        checks)."""
         raw = bytearray(layer_path.read_bytes())
         position = {
             "middle-of-file": len(raw) // 2,

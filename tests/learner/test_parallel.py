@@ -12,10 +12,9 @@ import time
 import numpy as np
 import pytest
 
-from learner import LayerOracle, LearnConfig, learn, random_layer
+from learner import LayerOracle, LearnConfig, learn, parallel, random_layer
 from learner.learn import LearnInterrupted
 from learner.oracle import ArraySource, ExamplesExhausted, batch_sizes
-from learner import parallel
 from learner.parallel import Workers, _Done
 from learner.phases import crude_sculpt, crude_sum_w, refined_sculpt
 from learner.study.sweep import comparable
@@ -256,7 +255,7 @@ class TestOrderedMerge:
                               batch=10_000, workers=w)
             runs[w] = (s1.w_sum, c2.A, c2.b)
         for w in (1, 2, "auto"):
-            for a, b in zip(runs[None], runs[w]):
+            for a, b in zip(runs[None], runs[w], strict=True):
                 np.testing.assert_array_equal(a, b)
         assert _no_children(before) == []  # each call's pool ended with it
 

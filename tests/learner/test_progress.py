@@ -66,7 +66,8 @@ def test_bars_for_phases_1_to_4_and_the_same_result(capsys):
 @pytest.mark.parametrize("rows_cols", [(24, 80), (0, 0)], ids=["sized", "unsized"])
 def test_auto_shows_bars_on_a_real_terminal_only(rows_cols):
     code = ("from learner import random_layer, LayerOracle, learn\n"
-            "from learner.phases import LearnConfig\nfrom learner.study.runs import QUICK_OPTIONS\nfrom learner.study.sweep import comparable\n"
+            "from learner.phases import LearnConfig\nfrom learner.study.runs import QUICK_OPTIONS\n"
+            "from learner.study.sweep import comparable\n"
             "t = random_layer(1, 6, rng=1)\n"
             "learn(LayerOracle(t, 3, rng=2), m=1, config=LearnConfig(**QUICK_OPTIONS['provable']))\n")
     master, slave = pty.openpty()  # a real terminal; one nobody sized reports 0 rows and 0 columns

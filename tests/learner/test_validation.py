@@ -159,7 +159,8 @@ class TestRngArguments:
     @pytest.mark.parametrize(
         ("value", "error", "match"),
         [(-1, ValueError, r"`rng` must be a non-negative integer seed; got rng=-1"),
-         ("abc", TypeError, r"`rng` must be None, a non-negative integer, a SeedSequence or a Generator; got rng='abc'"),
+         ("abc", TypeError,
+          r"`rng` must be None, a non-negative integer, a SeedSequence or a Generator; got rng='abc'"),
          (1.5, TypeError, r"got rng=1.5"),
          (True, TypeError, r"got rng=True")],
         ids=["negative", "string", "float", "bool"],

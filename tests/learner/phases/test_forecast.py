@@ -10,6 +10,9 @@ import pytest
 
 from learner import LayerOracle, random_layer
 from learner.cli import main
+from learner.learn import learn
+from learner.parallel import Workers
+from learner.phases import LearnConfig, refined_sculpt
 from learner.phases.forecast import (
     DEFAULT_CANDIDATES,
     Forecast,
@@ -18,17 +21,14 @@ from learner.phases.forecast import (
     window_exponent,
     window_scale,
 )
-from learner.learn import learn
-from learner.phases import LearnConfig, refined_sculpt
 from learner.phases.sculpt import certify_rows
-from learner.parallel import Workers
 
 
 def _residuals(counts, seed=0):
     """Residuals with ``counts[t]`` values below each default candidate t (one constraint per row)."""
     rng = np.random.default_rng(seed)
     edges = (0.0, *DEFAULT_CANDIDATES)
-    parts = [rng.uniform(lo, hi, c) for lo, hi, c in zip(edges[:-1], edges[1:], np.diff([0, *counts]))]
+    parts = [rng.uniform(lo, hi, c) for lo, hi, c in zip(edges[:-1], edges[1:], np.diff([0, *counts]), strict=True)]
     return rng.permutation(np.concatenate(parts))
 
 

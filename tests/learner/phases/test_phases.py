@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from learner import AttentionLayer, enumerate_cube, min_norm_point, random_layer, sample_inputs
-from learner.study.bench import fit_patterns_solve
+from learner.metrics import match_heads
 from learner.oracle import ArraySource, LayerOracle
 from learner.phases import (
     LearnConfig,
@@ -19,7 +19,6 @@ from learner.phases import (
 from learner.phases import refine_sum as refine_module
 from learner.phases.refine_sum import vertex_residuals
 from learner.phases.sculpt import Constraints, certification_premise, certify_rows, fit_patterns
-from learner.metrics import match_heads
 from learner.phases.search import (
     _exhaustive,
     _features,
@@ -35,6 +34,7 @@ from learner.phases.search import (
     layer_jacobian,
 )
 from learner.phases.span import HullUndetermined, precision_weights
+from learner.study.bench import fit_patterns_solve
 
 
 @pytest.fixture(scope="module")
@@ -460,7 +460,8 @@ class TestVariableProjection:
         assert rel < 1e-26 and np.sum((new(Xh) - Yh) ** 2) / np.sum(Yh**2) < 1e-24
 
     def test_kaufman_jacobian_is_the_projected_layer_jacobian(self):
-        """The Θ-columns of the full analytic Jacobian, projected off the W design, in the Θ's and in hull coordinates."""
+        """The Θ-columns of the full analytic Jacobian, projected off the W design, in the Θ's and in hull
+        coordinates."""
         m, d, k = 3, 4, 2
         thetas, X, Y, (ws, r, Q, patterns) = _off_layer(m, d, k, 30, 0.1, seed=4)
         full = layer_jacobian(thetas, ws, X)[:, : m * d * d].reshape(30 * k, d, m * d * d)

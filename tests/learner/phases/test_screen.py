@@ -12,7 +12,7 @@ import pytest
 
 from learner import random_layer, sample_inputs
 from learner.phases import sculpt
-from learner.phases.sculpt import SCREEN_CHUNK, screen_candidates, screen_weights, certify_rows, fit_patterns
+from learner.phases.sculpt import SCREEN_CHUNK, certify_rows, fit_patterns, screen_candidates, screen_weights
 
 MIN_WEIGHT = 0.02
 
@@ -20,7 +20,7 @@ MIN_WEIGHT = 0.02
 def _assert_identical(a, b):
     """The six outputs of certify_rows, compared bit for bit (np.array_equal: no tolerance)."""
     names = ("A", "b", "residual", "p_token", "p_ref", "rows_certified")
-    for name, x, y in zip(names, a, b):
+    for name, x, y in zip(names, a, b, strict=True):
         assert np.array_equal(x, y), f"{name} differs"
 
 

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from learner.study import frontier
 from learner.cli import main
+from learner.study import frontier
 from learner.study.frontier import (
     AUTO_FIRST,
     AUTO_FULL,

@@ -10,8 +10,8 @@ from learner import parallel
 from learner.cli import main
 from learner.study import runs, scaling, sweep
 from learner.study.runs import QUICK_OPTIONS, RunSpec, param_limit, plan_runs, planted_instance, run_one
-from learner.study.sweep import comparable, fit_growth, run_sweep
 from learner.study.scaling import scaling_study, summarise
+from learner.study.sweep import comparable, fit_growth, run_sweep
 
 # Tiny runs (a second or less each): the learner runs out of its small example budgets,
 # Adam out of iterations. They exercise the machinery, not the methods.
@@ -85,7 +85,7 @@ class TestSweep:
         assert [r["outcome"] for r in dask] == ["finished"] * len(specs)
         assert [r["where"]["backend"] for r in dask] == ["dask"] * len(specs)
         assert len(pids) >= 1 and all(r["where"]["pid"] != r2["where"]["pid"] for r in dask for r2 in serial)
-        for a, b, c in zip(serial, local, dask):
+        for a, b, c in zip(serial, local, dask, strict=True):
             assert comparable(a) == comparable(b) == comparable(c), a["run_id"]
         # The comparison is not vacuous: the records differ between runs.
         assert len({json.dumps(comparable(r), sort_keys=True) for r in dask}) == len(specs)
@@ -97,7 +97,8 @@ class TestSweep:
         with pytest.raises(ConnectionError, match=r"could not reach the Dask scheduler at scheduler='tcp://127.0.0.1:1'"):
             run_sweep(_specs()[:1], tmp_path / "api", backend="dask", scheduler="tcp://127.0.0.1:1")
         argv = ["scaling", "--m", "1", "--d", "6", "--k", "3", "--seeds", "1", "--quick", "--no-progress",
-                "--methods", "adam", "--adam-lr", "0.03", "--scheduler", "tcp://127.0.0.1:1", "--out", str(tmp_path / "cli")]
+                "--methods", "adam", "--adam-lr", "0.03", "--scheduler", "tcp://127.0.0.1:1",
+                "--out", str(tmp_path / "cli")]
         assert main(argv) == 2
         assert "could not reach the Dask scheduler at scheduler='tcp://127.0.0.1:1'" in capsys.readouterr().err
 
@@ -504,7 +505,9 @@ class TestRecordValidation:
             assert again.stats == {"ran": 1, "skipped": 0}, name
             assert any(str(path) in m and words in m for m in caplog.messages), (name, caplog.messages)
             # Nothing edited reaches the summary: the repeated run gives the first one's figures (times aside).
-            untimed = lambda rows: [{k: v for k, v in r.items() if k != "median_seconds"} for r in rows]
+            def untimed(rows):
+                return [{k: v for k, v in r.items() if k != "median_seconds"} for r in rows]
+
             assert untimed(again.summary["rows"]) == untimed(first.summary["rows"]), name
 
 

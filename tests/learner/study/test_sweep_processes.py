@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from learner.study import runs
-from learner.study.sweep import LOCK_NAME, SweepLocked, run_sweep, sweep_lock
 from learner.study.runs import plan_runs
+from learner.study.sweep import LOCK_NAME, SweepLocked, run_sweep, sweep_lock
 
 # A driver: the CLI, with `--quick`'s Adam budget replaced by a fixed 150 iterations (no early stop).
 DRIVER = """
