@@ -1,34 +1,37 @@
 """Command line of :mod:`learner`: ``python -m learner {demo,learn,sample,info,bench,scaling,peers}``.
 
-Library functions never parse ``argv``; this module does, calls them, and prints.
+Library functions never parse ``argv``; this module does, calls them, and prints. It builds the model's
+commands (``demo``, ``learn``, ``sample``, ``info``) and takes the studies' (``bench``, ``scaling``,
+``peers``) from :mod:`learner.study.cli`: the command line is the roof of the package, the one module of
+``learner``'s floor that reaches the layers above it (``tests/test_packaging.py::TestHouse`` names it).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import platform
 import sys
 import time
 
 import numpy as np
 
-from . import __version__
 from .assumptions import assumptions
 from .inputs import sample_inputs
-from .instances import random_layer
+from .instances import DEFAULT_LOGIT_SCALE, DEFAULT_W_SCALE, random_layer
 from .io import FileFormatError, load_layer, read_metadata, save_examples, save_layer, write_json
 from .metrics import attention_statistics
-from .parallel import interrupt_on_sigterm
-from .study.bench import DEFAULT_CASES, BenchCase, run_benchmark, run_certification_benchmark, run_parallel_benchmark
-from .study.frontier import DEFAULT_GRID
-from .validation import cli_seed
+from .parallel import DEFAULT_POOL, interrupt_on_sigterm
+from .study import cli as study_cli
+from .study.records import command_record
+from .torch_interop import need_torch
+from .validation import cli_positive_int_or, cli_seed
 
 __all__ = ["OUTPUT_OPTIONS", "build_parser", "check_output_options", "main"]
 
 
-def _versions():
-    return {"learner": __version__, "numpy": np.__version__, "python": platform.python_version()}
+def _parameters(args):
+    """The command's options as recorded: every parsed argument but the handler."""
+    return {key: value for key, value in vars(args).items() if key != "handler"}
 
 
 def _seed(seed):
@@ -37,18 +40,23 @@ def _seed(seed):
 
 
 #: The planted layer's flags and their defaults (``sample`` leaves them unset, to tell them apart from --layer).
-_LAYER_DEFAULTS = {"m": 2, "d": 8, "logit_scale": 3.0, "w_scale": 1.0}
+_LAYER_DEFAULTS = {"m": 2, "d": 8, "logit_scale": DEFAULT_LOGIT_SCALE, "w_scale": DEFAULT_W_SCALE}
 
 
-def _layer_args(p, *, unset=False):
+def _layer_args(p, *, unset=False, seed=None):
+    """The planted layer's flags (their defaults, ``_LAYER_DEFAULTS``, filled in later when ``unset``) and
+    ``--seed`` (``seed`` its default; None draws fresh entropy, printed): the help says what each does."""
     dflt = {key: None if unset else value for key, value in _LAYER_DEFAULTS.items()}
-    p.add_argument("--m", type=int, default=dflt["m"], help="number of heads (default 2)")
-    p.add_argument("--d", type=int, default=dflt["d"], help="token dimension (default 8)")
+    p.add_argument("--m", type=int, default=dflt["m"], help=f"number of heads (default {_LAYER_DEFAULTS['m']})")
+    p.add_argument("--d", type=int, default=dflt["d"], help=f"token dimension (default {_LAYER_DEFAULTS['d']})")
     p.add_argument("--logit-scale", type=float, default=dflt["logit_scale"],
-                   help="‖Θ_i‖_F, the std of off-diagonal logits (default 3)")
+                   help=f"‖Θ_i‖_F, the std of off-diagonal logits (default {_LAYER_DEFAULTS['logit_scale']:g}: "
+                        "learner.instances.DEFAULT_LOGIT_SCALE)")
     p.add_argument("--w-scale", type=float, default=dflt["w_scale"],
-                   help="per-entry scale of each head's output (default 1)")
-    p.add_argument("--seed", type=cli_seed, default=None, help="integer seed (default: fresh entropy, printed)")
+                   help=f"per-entry scale of each head's output (default {_LAYER_DEFAULTS['w_scale']:g})")
+    p.add_argument("--seed", type=cli_seed, default=seed,
+                   help="integer seed (default: fresh entropy, printed)" if seed is None
+                   else f"integer seed: the entropy of every random draw (default {seed})")
 
 
 #: Options that name an output (a file, or a directory where their metavar is DIR); inputs are not listed.
@@ -85,20 +93,28 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m learner",
         description="Multi-head attention layers of Chen & Li (arXiv 2402.04084): planted "
-        "instances, their assumption reports, and benchmarks.",
+        "instances, their assumption reports, the paper's learner, and the studies of its run time.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_demo, _add_learn, _add_sample, _add_info, study_cli.add_commands):
+        add(sub)
+    return parser
 
+
+def _add_demo(sub):
     p = sub.add_parser("demo", help="the default job: plant a layer, report its assumptions and attention figures")
-    _layer_args(p)
+    _layer_args(p, seed=0)
     p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
     p.add_argument("--n-samples", type=int, default=20000, help="inputs for the figures (default 20000)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
-    p.set_defaults(seed=0)
+    p.set_defaults(handler=_demo)
 
+
+def _add_learn(sub):
     p = sub.add_parser("learn", help="the main job: plant a layer and learn it with the six-phase algorithm")
-    _layer_args(p, unset=True)  # the defaults are filled in by _learn (unset tells them apart from --torch-layer)
+    # the layer's defaults are filled in by _learn (unset tells them apart from --torch-layer)
+    _layer_args(p, unset=True, seed=0)
     p.add_argument("--torch-layer", metavar="FILE",
                    help="learn this torch layer instead of a planted one: the state dict of an "
                         "nn.MultiheadAttention(d, m, bias=False), torch.save(mha.state_dict(), FILE), "
@@ -114,15 +130,17 @@ def build_parser():
                    help="no progress bars (they are shown only when stderr is a terminal)")
     p.add_argument("--workers", type=_workers, default=None,
                    help="local processes for the example-streaming phases; 1 runs in this process "
-                        "(default auto: every core; not with --scheduler). The result does not depend on it")
+                        f"(default {DEFAULT_POOL}: every core; not with --scheduler). The result does not depend on it")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="compute the batches on this Dask scheduler instead (extra `distributed`)")
     p.add_argument("--blas-threads", type=_blas_threads, default=1,
                    help="BLAS threads of this process in the phases it computes alone (default 1, the fastest "
                         "measured on 2 cores; 'default' leaves numpy's own setting); workers always have one")
     p.add_argument("--json", metavar="FILE", help="also write the run's record as JSON")
-    p.set_defaults(seed=0)
+    p.set_defaults(handler=_learn)
 
+
+def _add_sample(sub):
     p = sub.add_parser("sample", help="write a planted layer and/or labelled examples to disk")
     _layer_args(p, unset=True)
     p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz)")
@@ -131,88 +149,15 @@ def build_parser():
     p.add_argument("--n-samples", type=int, default=10000, help="examples to write (default 10000)")
     p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
+    p.set_defaults(handler=_sample)
 
+
+def _add_info(sub):
     p = sub.add_parser("info", help="print the assumption report of a saved layer")
     p.add_argument("path", help="a layer written by `sample`")
     p.add_argument("--k", type=int, default=None, help="sequence length to check k < d against")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
-
-    p = sub.add_parser("bench", help="benchmark the forward pass against GEMM, einsum and torch")
-    p.add_argument("--repeat", type=int, default=5, help="timed runs per figure; medians are printed (default 5)")
-    p.add_argument("--quick", action="store_true", help="small sizes only (a smoke test, not a measurement)")
-    p.add_argument("--seed", type=cli_seed, default=0)
-    p.add_argument("--parallel", action="store_true",
-                   help="only the certification phase in this process against a local pool (speed-up)")
-    p.add_argument("--workers", type=int, default=2, help="local workers of --parallel (default 2)")
-    p.add_argument("--certification", action="store_true",
-                   help="only phase 4's certification (float64 fit against the float32 screen) beside the "
-                        "forward pass, with one BLAS thread, at --m/--d/--k")
-    p.add_argument("--m", type=int, default=3, help="heads of --certification (default 3)")
-    p.add_argument("--d", type=int, default=16, help="token dimension of --certification (default 16)")
-    p.add_argument("--k", type=int, default=4, help="tokens per sequence of --certification (default 4)")
-    p.add_argument("--tol", type=float, default=0.03,
-                   help="certification tolerance of --certification (default 0.03, phase 4's at (3, 16, 4))")
-    p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-
-    p = sub.add_parser("scaling", help="run time and examples against m: the learner and Adam on the same layers")
-    p.add_argument("--m", type=int, nargs="+", default=None, help="numbers of heads (default 1 2 3 4 5)")
-    p.add_argument("--d", type=_auto_or_int, default="auto",
-                   help="token dimension, or auto: the smallest sound d in 12, 16, ... per (m, k) (default auto)")
-    p.add_argument("--k", type=int, nargs="+", default=None,
-                   help="tokens per sequence; several values sweep k as well (default 2)")
-    p.add_argument("--grid", nargs="+", metavar="BLOCK", default=None,
-                   help="instead of --m/--k: blocks of (m, k) cells, e.g. 'm=1..6,k=2' 'm=2,k=8,d=24,seeds=3', "
-                        "or the word default (the study over heads and tokens: " + " ".join(DEFAULT_GRID) + ")")
-    p.add_argument("--logit-scale", type=float, default=1.0,
-                   help="Frobenius norm of each planted Θ_i (default 1; the earlier study used 3)")
-    p.add_argument("--seeds", type=_positive_int_or("--seeds", "auto", "auto"), default=None,
-                   help="planted layers per setting, or auto: 3, then 10 where their median time is under 2 min "
-                        "(default 10; auto with --grid)")
-    p.add_argument("--methods", nargs="+", default=["provable", "adam"], help="provable and/or adam (default both)")
-    p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
-    p.add_argument("--adam-lr", type=float, nargs="+", default=[1e-2, 3e-2],
-                   help="Adam's learning-rate grid; tuned per setting on separate layers (default 0.01 0.03)")
-    p.add_argument("--max-examples", type=int, default=None,
-                   help="the learner's phase-4 example budget (default: chosen from m, d, k)")
-    p.add_argument("--refined-tol", type=float, default=None,
-                   help="the learner's phase-4 tolerance (default: chosen from m, d, k); fix it to compare yields")
-    p.add_argument("--tune-seeds", type=int, default=1,
-                   help="tuning layers per setting and learning rate (default 1)")
-    p.add_argument("--success-tol", type=float, default=1e-3,
-                   help="common success criterion: relative error of F against the planted layer (default 1e-3)")
-    p.add_argument("--workers", type=int, default=None, help="processes of the local pool (default: all CPUs)")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler (extra `distributed`)")
-    p.add_argument("--serial", action="store_true", help="run in this process (debugging)")
-    p.add_argument("--learn-workers", type=int, default=None,
-                   help="with --serial: each learner run spreads its batches over this many local processes")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
-    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
-    p.add_argument("--summarise-only", action="store_true",
-                   help="run nothing: re-summarise the records in --out (all must be there, e.g. docs/sweeps/main)")
-    p.add_argument("--out", metavar="DIR", required=True,
-                   help="directory of the sweep; an interrupted sweep resumes from the records in it")
-
-    p = sub.add_parser("peers", help="the learner, numpy Adam and torch Adam side by side on the same layers "
-                                     "(extra `torch`)")
-    p.add_argument("--m", type=int, nargs="+", default=[1, 2, 3, 4], help="numbers of heads (default 1 2 3 4)")
-    p.add_argument("--k", type=int, default=2, help="tokens per sequence (default 2)")
-    p.add_argument("--d", type=_auto_or_int, default="auto",
-                   help="token dimension, or auto: the scaling study's sound d per m (default auto: 12)")
-    p.add_argument("--seeds", type=int, default=3, help="planted layers per m (default 3)")
-    p.add_argument("--adam-lr", type=float, default=1e-2, help="numpy Adam's learning rate (default 0.01)")
-    p.add_argument("--torch-lr", type=float, default=1e-2, help="torch Adam's initial learning rate (default 0.01)")
-    p.add_argument("--epochs", type=int, default=200, help="torch Adam's epochs per restart (default 200)")
-    p.add_argument("--batch", type=int, default=256, help="torch Adam's mini-batch (default 256)")
-    p.add_argument("--workers", type=int, default=None, help="processes of the local pool (default: all CPUs)")
-    p.add_argument("--serial", action="store_true", help="one run at a time, in this process")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
-    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
-    p.add_argument("--summarise-only", action="store_true", help="run nothing: re-summarise the records in --out")
-    p.add_argument("--out", metavar="DIR", required=True,
-                   help="directory of the study; an interrupted study resumes from the records in it")
-    return parser
+    p.set_defaults(handler=_info)
 
 
 def _demo(args):
@@ -239,11 +184,9 @@ def _demo(args):
           " (what sculpting can certify)")
     print(f"  time {elapsed:.2f} s")
     if args.json:
-        write_json(args.json, {
-            "command": "demo", "parameters": vars(args), "seed_entropy": ss.entropy,
-            "versions": _versions(), "assumptions": report.to_dict(),
-            "statistics": stats.__dict__, "seconds": elapsed,
-        })
+        write_json(args.json, command_record(
+            "demo", parameters=_parameters(args), seed_entropy=ss.entropy, assumptions=report.to_dict(),
+            statistics=stats.__dict__, seconds=elapsed))
     return 0
 
 
@@ -262,14 +205,14 @@ def _learn(args):
 
         Workers(scheduler=args.scheduler)  # the address is checked (an empty one is named) before anything runs
         dask_client_class()  # the extra is there, or one line saying how to install it
-    workers = None if args.scheduler is not None else ("auto" if args.workers is None else args.workers)
+    workers = None if args.scheduler is not None else (DEFAULT_POOL if args.workers is None else args.workers)
     ss = _seed(args.seed)
     # The third child draws the inputs the errors against the truth are measured on (the first two are as before).
     layer_seed, oracle_seed, error_seed = ss.spawn(3)
     if args.torch_layer is not None:
         from .torch_interop import load_torch_layer
 
-        _need_torch("--torch-layer")
+        need_torch("--torch-layer")
         given = [key for key in ("d", "logit_scale", "w_scale") if getattr(args, key) is not None]
         if given:
             flags = ", ".join(f"--{key.replace('_', '-')} {getattr(args, key)}" for key in given)
@@ -321,9 +264,9 @@ def _learn(args):
     print(f"batches: {ex.get('backend')} with {ex.get('workers')} worker(s); examples/s: {rates}; "
           f"BLAS threads: {threads}")
     if args.json:
-        write_json(args.json, {"command": "learn", "parameters": vars(args), "seed_entropy": ss.entropy,
-                               "versions": _versions(), "config": dataclasses.asdict(config),
-                               "result": result.to_dict()})
+        write_json(args.json, command_record(
+            "learn", parameters=_parameters(args), seed_entropy=ss.entropy, config=dataclasses.asdict(config),
+            result=result.to_dict()))
     return 0 if result.success else 1
 
 
@@ -339,12 +282,12 @@ def _sample(args):
     for key, value in _LAYER_DEFAULTS.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    params = {k: v for k, v in vars(args).items() if k != "func"}
+    params = _parameters(args)
     if args.layer:
         layer = load_layer(args.layer)
     else:
         layer = random_layer(args.m, args.d, logit_scale=args.logit_scale, w_scale=args.w_scale, rng=layer_seed)
-    meta = {"command": "sample", "parameters": params, "seed_entropy": ss.entropy, "versions": _versions()}
+    meta = command_record("sample", parameters=params, seed_entropy=ss.entropy)
     if args.out:
         save_layer(args.out, layer, metadata=meta)
         print(f"wrote layer m={layer.m}, d={layer.d} to {args.out}")
@@ -366,174 +309,12 @@ def _info(args):
         print(f"seed entropy {user['seed_entropy']}")
     print(report)
     if args.json:
-        write_json(args.json, {"path": args.path, "metadata": user, "assumptions": report.to_dict()})
+        write_json(args.json, command_record("info", path=args.path, metadata=user, assumptions=report.to_dict()))
     return 0
 
 
-def _bench(args):
-    if args.parallel:
-        par = run_parallel_benchmark(workers=args.workers, batch=2000 if args.quick else 100_000,
-                                     batches=4 if args.quick else 16, repeat=args.repeat, rng=args.seed)
-        print(par.table())
-        if args.json:
-            write_json(args.json, {"command": "bench --parallel", "versions": _versions(), "parallel": par.to_dict()})
-        return 0
-    if args.certification:
-        cert = run_certification_benchmark(args.m, args.d, args.k, batch=2000 if args.quick else 100_000,
-                                           repeat=args.repeat, tol=args.tol, rng=args.seed)
-        print(cert.table())
-        if args.json:
-            write_json(args.json, {"command": "bench --certification", "versions": _versions(), "seed": args.seed,
-                                   "certification": cert.to_dict()})
-        return 0
-    cases = DEFAULT_CASES
-    cube = (4, 5, 2)
-    if args.quick:
-        cases = (BenchCase("quick", 500, 4, 8, 2),)
-        cube = (2, 4, 2)
-    result = run_benchmark(cases, repeat=args.repeat, cube=cube, rng=args.seed)
-    print(result.table())
-    cert = run_certification_benchmark(batch=2000 if args.quick else 100_000, repeat=args.repeat, rng=args.seed)
-    print()
-    print(cert.table())
-    if args.json:
-        write_json(args.json, {"command": "bench", "versions": _versions(), "gemm_gflops": result.gemm_gflops,
-                                "rows": [r.__dict__ | {"case": r.case.__dict__} for r in result.rows],
-                                "cube_seconds": result.cube_seconds, "repeat": result.repeat,
-                                "torch_version": result.torch_version, "certification": cert.to_dict()})
-    return 0
-
-
-def _positive_int_or(flag, word, meaning):
-    """An argparse type: a positive integer, or ``word`` (which stands for ``meaning``)."""
-
-    def parse(text):
-        if text == word:
-            return meaning
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer or {word}; got {text!r}")
-        return value
-
-    return parse
-
-
-_workers = _positive_int_or("--workers", "auto", "auto")
-_blas_threads = _positive_int_or("--blas-threads", "default", None)
-
-
-def _auto_or_int(text):
-    if text == "auto":
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
-
-
-def _scaling(args):
-    import signal
-
-    from .study.runs import QUICK_OPTIONS
-    from .study.scaling import scaling_study
-    from .study.sweep import SweepInterrupted, SweepLocked
-
-    # A batch scheduler or `kill` stops a sweep with SIGTERM: treat it as Ctrl-C (workers stopped, finished runs
-    # kept) rather than dying and leaving the pool's processes behind.
-    interrupt_on_sigterm()
-
-    if args.scheduler is not None and args.serial:
-        raise ValueError("give at most one of --scheduler and --serial.")
-    if args.workers is not None and (args.scheduler is not None or args.serial):
-        other = f"--scheduler {args.scheduler!r}" if args.scheduler is not None else "--serial"
-        raise ValueError(f"--workers sizes the local pool, which {other} does not use; got --workers {args.workers} "
-                         f"with {other} (with --serial, --learn-workers spreads each run's batches).")
-    backend = "dask" if args.scheduler is not None else "serial" if args.serial else "local"
-    if backend == "dask":
-        from .parallel import Workers, dask_client_class
-
-        Workers(scheduler=args.scheduler)  # an empty address is named
-        dask_client_class()  # the extra is there, or one line saying how to install it
-    try:
-        grid = args.grid
-        if grid == ["default"]:
-            grid = list(DEFAULT_GRID)
-        seeds = args.seeds if args.seeds is not None else "auto" if grid is not None else 10
-        if grid is not None and (args.m is not None or args.k is not None):
-            raise ValueError("give either --grid or --m/--k, not both.")
-        result = scaling_study(
-            args.out, ms=args.m, d=args.d, k=args.k, grid=grid, logit_scale=args.logit_scale, seeds=seeds,
-            methods=args.methods,
-            distribution=args.distribution, adam_lrs=args.adam_lr, tune_seeds=args.tune_seeds,
-            success_tol=args.success_tol, seed=args.seed, backend=backend, workers=args.workers,
-            adam_options=QUICK_OPTIONS["adam"] if args.quick else None,
-            provable_options=(QUICK_OPTIONS["provable"] if args.quick else {})
-            | {name: value for name, value in (("max_examples", args.max_examples), ("refined_tol", args.refined_tol))
-               if value is not None},
-            scheduler=args.scheduler, progress=not args.no_progress, learn_workers=args.learn_workers,
-            run=not args.summarise_only)
-    except SweepLocked as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except SweepInterrupted as exc:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is ending: more Ctrl-Cs change nothing now
-        print(f"\n{exc}", file=sys.stderr)
-        return 130  # the shell's status for a SIGINT stop
-    print_study(result, args.out)
-    return 0
-
-
-def _need_torch(option):
-    """torch is installed, or a ValueError (one line on the command line) saying how to install it."""
-    from .torch_interop import require_torch
-
-    try:
-        require_torch()
-    except ImportError as exc:
-        raise ValueError(f"{option}: {exc}") from None
-
-
-def print_study(result, out):
-    """A sweep's table, then how many runs ran now or were kept and where the records and summaries are
-    (the studies of ``learner`` and ``lowerbounds`` print the same way)."""
-    print(result.table())
-    print()
-    print(f"runs: {result.stats['ran']} run now, {result.stats['skipped']} kept from earlier; records in "
-          f"{out}/runs/; " + ", ".join(f"{k} {v}" for k, v in result.files.items()))
-
-
-def _peers(args):
-    import signal
-
-    from .study.peers import QUICK_PEER_OPTIONS, peer_study
-    from .study.sweep import SweepInterrupted, SweepLocked
-
-    interrupt_on_sigterm()
-    if args.workers is not None and args.serial:
-        raise ValueError(f"--workers sizes the local pool, which --serial does not use; got --workers {args.workers} "
-                         "with --serial.")
-    if not args.summarise_only:
-        _need_torch("peers")
-    quick = QUICK_PEER_OPTIONS if args.quick else {}
-    try:
-        result = peer_study(
-            args.out, ms=args.m, k=args.k, d=args.d, seeds=args.seeds, seed=args.seed,
-            adam_options=quick.get("adam", {}) | {"lr": args.adam_lr},
-            torch_options=quick.get("torch-adam", {"epochs": args.epochs, "batch": args.batch}) | {"lr": args.torch_lr},
-            provable_options=quick.get("provable"), backend="serial" if args.serial else "local",
-            workers=args.workers, progress=not args.no_progress, run=not args.summarise_only)
-    except SweepLocked as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except SweepInterrupted as exc:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        print(f"\n{exc}", file=sys.stderr)
-        return 130
-    print_study(result, args.out)
-    return 0
+_workers = cli_positive_int_or("--workers", "auto", "auto")
+_blas_threads = cli_positive_int_or("--blas-threads", "default", None)
 
 
 def main(argv=None):
@@ -541,8 +322,7 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
-    handler = {"demo": _demo, "learn": _learn, "sample": _sample, "info": _info, "bench": _bench,
-               "scaling": _scaling, "peers": _peers}[args.command]
+    handler = args.handler
     try:
         check_output_options(parser, args)
         return handler(args)

@@ -36,6 +36,7 @@ __all__ = [
     "load_examples",
     "load_layer",
     "read_metadata",
+    "versions",
     "save_examples",
     "save_layer",
     "write_json",
@@ -49,6 +50,18 @@ _EXAMPLES = "attention-examples"
 
 class FileFormatError(ValueError):
     """A file is damaged, of another kind, or of an unsupported schema version."""
+
+
+def versions():
+    """The versions a record is written with: learner, numpy, scipy, Python and the machine's architecture."""
+    import platform
+
+    import scipy
+
+    from . import __version__
+
+    return {"learner": __version__, "numpy": np.__version__, "scipy": scipy.__version__,
+            "python": platform.python_version(), "machine": platform.machine()}
 
 
 def _version():

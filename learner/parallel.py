@@ -25,7 +25,8 @@ import time
 
 from .validation import check_int
 
-__all__ = ["SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "MissingExtra", "Workers", "as_workers", "available_cores",
+__all__ = ["DEFAULT_POOL", "SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "MissingExtra", "Workers", "as_workers",
+           "available_cores", "pool_size",
            "blas_threads", "connect_client", "dask_client_class", "interrupt_on_sigterm", "kill_pool", "sigint_ignored",
            "worker_env"]
 
@@ -95,6 +96,21 @@ def blas_threads(n):
     finally:
         for (_, put), b in zip(calls, before, strict=True):
             put(b)
+
+
+#: What the command lines' ``--workers`` and :func:`learner.study.sweep.run_sweep`'s ``workers=None`` mean: a
+#: local pool of every core this process may run on (:func:`pool_size`). Library calls that compute one run
+#: (:func:`learner.learn`, the phases) default instead to this process alone (``workers=None``): a library
+#: starts processes only when asked, a command uses the machine it was given.
+DEFAULT_POOL = "auto"
+
+
+def pool_size(workers=DEFAULT_POOL):
+    """The number of local processes ``workers`` asks for: ``None`` or ``"auto"`` is :func:`available_cores`;
+    otherwise a positive integer (a named error for anything else)."""
+    if workers is None or workers == "auto":
+        return available_cores()
+    return check_int("workers", workers)
 
 
 def available_cores():
@@ -308,12 +324,8 @@ class Workers:
     """
 
     def __init__(self, workers=None, scheduler=None):
-        if workers == "auto":
-            workers = available_cores()
         if workers is not None:
-            workers = check_int("workers", workers)
-            if workers < 1:
-                raise ValueError(f"`workers` must be a positive integer, 'auto' or None; got workers={workers}.")
+            workers = pool_size(workers)
         if scheduler is not None and workers is not None:
             raise ValueError(f"give either `workers` (local processes) or `scheduler` (a Dask cluster), not both; "
                              f"got workers={workers}, scheduler={scheduler!r}.")

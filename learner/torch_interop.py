@@ -49,6 +49,7 @@ __all__ = [
     "TorchConversionError",
     "from_torch",
     "load_torch_layer",
+    "need_torch",
     "require_torch",
     "to_torch",
     "to_torch_mha",
@@ -75,6 +76,15 @@ def require_torch():
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError(f"this needs PyTorch, which is not installed; {INSTALL_HINT}.") from exc
     return torch
+
+
+def need_torch(option):
+    """Check that torch is installed before a command runs, or raise a ValueError (one line on a command line)
+    that names ``option`` and says how to install the extra."""
+    try:
+        require_torch()
+    except ImportError as exc:
+        raise ValueError(f"{option}: {exc}") from None
 
 
 def torch_dtype(dtype):

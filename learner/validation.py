@@ -1,8 +1,9 @@
-"""Validation helpers shared by the public functions of :mod:`learner`.
+"""Validation helpers shared by the public functions and the command lines of the toolkit.
 
 Every public function validates at its boundary and names the parameter and
 the bad value in the message, so a user sees *what* was wrong, not a
-traceback from deep inside numpy.
+traceback from deep inside numpy. ``learner``, ``theory`` and ``lowerbounds``
+all use these (``check_*`` for arguments, ``cli_*`` as argparse types).
 """
 
 from __future__ import annotations
@@ -11,7 +12,17 @@ import numbers
 
 import numpy as np
 
-__all__: list[str] = []
+__all__ = [
+    "DISTRIBUTIONS",
+    "check_distribution",
+    "check_int",
+    "check_positive_float",
+    "check_real_array",
+    "check_rng",
+    "cli_auto_or_int",
+    "cli_positive_int_or",
+    "cli_seed",
+]
 
 DISTRIBUTIONS = ("boolean", "gaussian")
 
@@ -84,6 +95,36 @@ def cli_seed(text):
     if value < 0 or str(text).strip() != str(value):
         raise argparse.ArgumentTypeError(f"must be a non-negative integer (seed entropy); got {text!r}")
     return value
+
+
+def cli_positive_int_or(flag, word, meaning):
+    """An argparse type: a positive integer, or ``word`` (which stands for ``meaning``); errors name ``flag``."""
+    import argparse
+
+    def parse(text):
+        if text == word:
+            return meaning
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer or {word}; got {text!r}")
+        return value
+
+    return parse
+
+
+def cli_auto_or_int(text):
+    """An argparse type: the word ``auto`` or an integer."""
+    import argparse
+
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
 
 
 def check_rng(rng, name="rng"):

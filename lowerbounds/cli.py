@@ -12,7 +12,8 @@ import numpy as np
 
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
 from learner.validation import cli_seed
-from learner.cli import check_output_options, print_study
+from learner.cli import check_output_options
+from learner.study.cli import print_study
 
 from .family import HardFamily
 from .instance import MAX_G_EVALUATIONS

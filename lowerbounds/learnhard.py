@@ -50,9 +50,9 @@ from pathlib import Path
 
 import numpy as np
 
-from learner.io import check_writable_dir
+from learner.io import check_writable_dir, versions
 from learner.study.records import write_summary
-from learner.study.sweep import EXAMPLE_STREAM, claim_study, fit_growth, median, run_sweep, sweep_lock, versions
+from learner.study.sweep import EXAMPLE_STREAM, claim_study, fit_growth, median, run_sweep, sweep_lock
 from learner.validation import check_int, check_positive_float
 
 __all__ = [

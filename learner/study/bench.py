@@ -29,9 +29,11 @@ from ..inputs import cube_expectation, sample_inputs
 from ..instances import random_layer
 from ..parallel import available_cores, blas_threads
 from ..validation import check_int, check_positive_float, check_rng
+from .runs import STUDY_LOGIT_SCALE
 
 __all__ = [
     "DEFAULT_CASES",
+    "PARALLEL_BENCH_WORKERS",
     "BenchCase",
     "BenchResult",
     "BenchRow",
@@ -44,6 +46,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: Local workers of the parallel benchmark unless told otherwise: the comparison one process against two,
+#: as measured on this project's 2-core machines (not ``available_cores()``: the figure should not change
+#: meaning from one machine to the next).
+PARALLEL_BENCH_WORKERS = 2
 
 
 @dataclass(frozen=True)
@@ -361,7 +368,7 @@ class CertificationBench:
                                       "screen_speedup": self.screen_speedup}
 
 
-def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logit_scale=1.0, tol=0.015,
+def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logit_scale=STUDY_LOGIT_SCALE, tol=0.015,
                                 min_weight=0.02, threads=1, rng=None):
     """Time phase 4's certification and streaming pipeline against the plain forward pass, in one process.
 
@@ -468,8 +475,8 @@ class ParallelBench:
         return dict(self.__dict__) | {"speedup": self.speedup, "per_worker_per_s": self.per_worker_per_s}
 
 
-def run_parallel_benchmark(m=4, d=12, k=2, *, workers=2, batch=100_000, batches=16, repeat=3, logit_scale=1.0,
-                           tol=0.015, min_weight=0.02, rng=None):
+def run_parallel_benchmark(m=4, d=12, k=2, *, workers=PARALLEL_BENCH_WORKERS, batch=100_000, batches=16, repeat=3,
+                           logit_scale=STUDY_LOGIT_SCALE, tol=0.015, min_weight=0.02, rng=None):
     """Time :func:`learner.phases.refined_sculpt` in this process and with ``workers`` local processes.
 
     Both runs certify the same stream (``batches`` batches, a target no run

@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..baselines import check_milestones, milestone_key
+from ..io import versions
 from ..validation import check_int
 from .records import write_summary
-from .runs import QUICK_OPTIONS, RunSpec, param_limit, plan_runs, sound_d
-from .sweep import claim_study, median, run_sweep, sweep_lock, versions
+from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_runs, sound_d
+from .sweep import claim_study, median, run_sweep, sweep_lock
 
 __all__ = ["PEER_METHODS", "PeerResult", "peer_rows", "peer_study", "peer_table"]
 
@@ -127,7 +128,7 @@ class PeerResult:
                 "the runs that reached it. One thread per method, " + s["concurrency"] + ".")
 
 
-def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=1.0, adam_options=None,
+def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=STUDY_LOGIT_SCALE, adam_options=None,
                torch_options=None, provable_options=None, seed=0, backend="local",
                workers=None, scheduler=None, progress=False, run=True):
     """Run the learner, numpy Adam and torch Adam on the same planted layers; the side-by-side summary.

@@ -32,9 +32,11 @@ __all__ = [
     "FIELD_CHECKS",
     "KINDS",
     "RecordError",
+    "command_record",
     "read_record",
     "read_run_record",
     "record_problem",
+    "schema_of",
     "write_summary",
 ]
 
@@ -155,6 +157,15 @@ def record_problem(rec, rules):
         if here and not test(value):
             return f"`{name}` must be {what}; got {value!r:.60}"
     return None
+
+
+def command_record(command, **fields):
+    """The JSON record of a command's ``--json`` option: its kind and schema, the command, the versions, and
+    ``fields``."""
+    from ..io import versions
+
+    return {"kind": "command-record", "schema_version": schema_of("command-record"), "command": command,
+            "versions": versions()} | fields
 
 
 def write_summary(out, summary, table):

@@ -28,11 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io import versions as _versions
 from ..validation import check_distribution, check_int, check_positive_float
 from .records import write_summary
 from .runs import (
-    DEFAULT_LOGIT_SCALE,
     METHODS,
+    STUDY_LOGIT_SCALE,
     RunSpec,
     param_limit,
     plan_runs,
@@ -41,7 +42,6 @@ from .runs import (
 )
 from .sweep import claim_study, fit_growth, run_sweep, sweep_lock
 from .sweep import median as _median
-from .sweep import versions as _versions
 
 __all__ = ["SweepResult", "plot_scaling", "scaling_study", "summarise"]
 
@@ -183,7 +183,7 @@ class SweepResult:
         return "\n".join(lines)
 
 
-def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=DEFAULT_LOGIT_SCALE, seeds=10,
+def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUDY_LOGIT_SCALE, seeds=10,
                   methods=METHODS, distribution="boolean", adam_lrs=(1e-2, 3e-2), tune_seeds=1,
                   adam_options=None, provable_options=None, success_tol=1e-3, seed=0, backend="local", workers=None,
                   scheduler=None, progress=False, plot=True, learn_workers=None, run=True):

@@ -43,7 +43,6 @@ import json
 import logging
 import math
 import os
-import platform
 import socket
 import time
 import traceback
@@ -52,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from ..parallel import kill_pool as _kill_pool
-from ..parallel import sigint_ignored
+from ..parallel import pool_size, sigint_ignored
 from ..validation import check_int
 from .records import read_run_record, record_problem
 
@@ -69,7 +68,6 @@ __all__ = [
     "median",
     "run_sweep",
     "sweep_lock",
-    "versions",
 ]
 
 log = logging.getLogger(__name__)
@@ -83,17 +81,6 @@ VOLATILE_KEYS = frozenset({"timings", "seconds", "seconds_to", "where", "executi
 #: (sequential draws) no longer reproduce and are re-run on resume. Adam draws
 #: sequentially as before.
 EXAMPLE_STREAM = {"provable": 2, "adam": 1, "torch-adam": 1}
-
-
-def versions():
-    import scipy
-
-    from .. import __version__
-
-    return {"learner": __version__, "numpy": np.__version__, "scipy": scipy.__version__,
-            "python": platform.python_version(), "machine": platform.machine()}
-
-
 
 
 def comparable(record):
@@ -425,7 +412,8 @@ def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, prog
         Directory of the sweep (created); records go to ``out/runs/<run_id>.json``.
     backend : {"serial", "local", "dask"}
     workers : int, optional
-        Processes of the local pool (default: the number of CPUs).
+        Processes of the local pool (default: every core this process may run on,
+        :data:`learner.parallel.DEFAULT_POOL`).
     scheduler : str, optional
         Address of a Dask scheduler (``backend="dask"``).
     progress : bool
@@ -454,9 +442,7 @@ def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, prog
         raise ValueError(f"`backend` must be one of {BACKENDS}; got backend={backend!r}.")
     if backend == "dask" and not scheduler:
         raise ValueError("`scheduler` (a Dask scheduler address) is needed with backend='dask'; got scheduler=None.")
-    if workers is None:
-        workers = os.cpu_count() or 1
-    workers = check_int("workers", workers)
+    workers = pool_size(workers)
     if learn_workers is not None:
         learn_workers = check_int("learn_workers", learn_workers)
         if learn_workers > 1 and backend != "serial":

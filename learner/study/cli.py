@@ -1,0 +1,247 @@
+"""The study commands of ``python -m learner``: ``bench``, ``scaling`` and ``peers`` (ours).
+
+:func:`add_commands` adds them to the command line's sub-parsers (``learner.cli`` builds the rest);
+each sets ``handler``, the function that runs it. :func:`print_study` prints a sweep's result the same
+way for every study (``lowerbounds``' ``learn-hard`` too), and :func:`run_study` turns a sweep that is
+locked or interrupted into the command's exit status.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from ..io import write_json
+from ..parallel import DEFAULT_POOL, interrupt_on_sigterm
+from ..torch_interop import need_torch
+from ..validation import cli_auto_or_int, cli_positive_int_or, cli_seed
+from .bench import (
+    DEFAULT_CASES,
+    PARALLEL_BENCH_WORKERS,
+    BenchCase,
+    run_benchmark,
+    run_certification_benchmark,
+    run_parallel_benchmark,
+)
+from .frontier import DEFAULT_GRID
+from .records import command_record
+from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE
+
+__all__ = ["add_commands", "print_study", "run_study"]
+
+#: ``--workers`` of the studies: the local pool's processes (default: every core this process may run on).
+WORKERS_HELP = f"processes of the local pool (default {DEFAULT_POOL}: every core this process may run on)"
+
+
+def add_commands(sub):
+    """Add ``bench``, ``scaling`` and ``peers`` to the sub-parsers ``sub`` of ``python -m learner``."""
+    _add_bench(sub)
+    _add_scaling(sub)
+    _add_peers(sub)
+
+
+def _add_bench(sub):
+    p = sub.add_parser("bench", help="benchmark the forward pass against GEMM, einsum and torch")
+    p.add_argument("--repeat", type=int, default=5, help="timed runs per figure; medians are printed (default 5)")
+    p.add_argument("--quick", action="store_true", help="small sizes only (a smoke test, not a measurement)")
+    p.add_argument("--seed", type=cli_seed, default=0)
+    p.add_argument("--parallel", action="store_true",
+                   help="only the certification phase in this process against a local pool (speed-up)")
+    p.add_argument("--workers", type=int, default=PARALLEL_BENCH_WORKERS,
+                   help=f"local workers of --parallel (default {PARALLEL_BENCH_WORKERS}: one process against two)")
+    p.add_argument("--certification", action="store_true",
+                   help="only phase 4's certification (float64 fit against the float32 screen) beside the "
+                        "forward pass, with one BLAS thread, at --m/--d/--k")
+    p.add_argument("--m", type=int, default=3, help="heads of --certification (default 3)")
+    p.add_argument("--d", type=int, default=16, help="token dimension of --certification (default 16)")
+    p.add_argument("--k", type=int, default=4, help="tokens per sequence of --certification (default 4)")
+    p.add_argument("--tol", type=float, default=0.03,
+                   help="certification tolerance of --certification (default 0.03, phase 4's at (3, 16, 4))")
+    p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    p.set_defaults(handler=_bench)
+
+
+def _add_scaling(sub):
+    p = sub.add_parser("scaling", help="run time and examples against m: the learner and Adam on the same layers")
+    p.add_argument("--m", type=int, nargs="+", default=None, help="numbers of heads (default 1 2 3 4 5)")
+    p.add_argument("--d", type=cli_auto_or_int, default="auto",
+                   help="token dimension, or auto: the smallest sound d in 12, 16, ... per (m, k) (default auto)")
+    p.add_argument("--k", type=int, nargs="+", default=None,
+                   help="tokens per sequence; several values sweep k as well (default 2)")
+    p.add_argument("--grid", nargs="+", metavar="BLOCK", default=None,
+                   help="instead of --m/--k: blocks of (m, k) cells, e.g. 'm=1..6,k=2' 'm=2,k=8,d=24,seeds=3', "
+                        "or the word default (the study over heads and tokens: " + " ".join(DEFAULT_GRID) + ")")
+    p.add_argument("--logit-scale", type=float, default=STUDY_LOGIT_SCALE,
+                   help=f"Frobenius norm of each planted Θ_i (default {STUDY_LOGIT_SCALE:g}, the studies' family: "
+                        "learner.study.runs.STUDY_LOGIT_SCALE; the earliest study used 3)")
+    p.add_argument("--seeds", type=cli_positive_int_or("--seeds", "auto", "auto"), default=None,
+                   help="planted layers per setting, or auto: 3, then 10 where their median time is under 2 min "
+                        "(default 10; auto with --grid)")
+    p.add_argument("--methods", nargs="+", default=["provable", "adam"], help="provable and/or adam (default both)")
+    p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
+    p.add_argument("--adam-lr", type=float, nargs="+", default=[1e-2, 3e-2],
+                   help="Adam's learning-rate grid; tuned per setting on separate layers (default 0.01 0.03)")
+    p.add_argument("--max-examples", type=int, default=None,
+                   help="the learner's phase-4 example budget (default: chosen from m, d, k)")
+    p.add_argument("--refined-tol", type=float, default=None,
+                   help="the learner's phase-4 tolerance (default: chosen from m, d, k); fix it to compare yields")
+    p.add_argument("--tune-seeds", type=int, default=1,
+                   help="tuning layers per setting and learning rate (default 1)")
+    p.add_argument("--success-tol", type=float, default=1e-3,
+                   help="common success criterion: relative error of F against the planted layer (default 1e-3)")
+    p.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler (extra `distributed`)")
+    p.add_argument("--serial", action="store_true", help="run in this process (debugging)")
+    p.add_argument("--learn-workers", type=int, default=None,
+                   help="with --serial: each learner run spreads its batches over this many local processes")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
+    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
+    p.add_argument("--summarise-only", action="store_true",
+                   help="run nothing: re-summarise the records in --out (all must be there, e.g. docs/sweeps/main)")
+    p.add_argument("--out", metavar="DIR", required=True,
+                   help="directory of the sweep; an interrupted sweep resumes from the records in it")
+    p.set_defaults(handler=_scaling)
+
+
+def _add_peers(sub):
+    p = sub.add_parser("peers", help="the learner, numpy Adam and torch Adam side by side on the same layers "
+                                     "(extra `torch`)")
+    p.add_argument("--m", type=int, nargs="+", default=[1, 2, 3, 4], help="numbers of heads (default 1 2 3 4)")
+    p.add_argument("--k", type=int, default=2, help="tokens per sequence (default 2)")
+    p.add_argument("--d", type=cli_auto_or_int, default="auto",
+                   help="token dimension, or auto: the scaling study's sound d per m (default auto: 12)")
+    p.add_argument("--seeds", type=int, default=3, help="planted layers per m (default 3)")
+    p.add_argument("--adam-lr", type=float, default=1e-2, help="numpy Adam's learning rate (default 0.01)")
+    p.add_argument("--torch-lr", type=float, default=1e-2, help="torch Adam's initial learning rate (default 0.01)")
+    p.add_argument("--epochs", type=int, default=200, help="torch Adam's epochs per restart (default 200)")
+    p.add_argument("--batch", type=int, default=256, help="torch Adam's mini-batch (default 256)")
+    p.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
+    p.add_argument("--serial", action="store_true", help="one run at a time, in this process")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
+    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
+    p.add_argument("--summarise-only", action="store_true", help="run nothing: re-summarise the records in --out")
+    p.add_argument("--out", metavar="DIR", required=True,
+                   help="directory of the study; an interrupted study resumes from the records in it")
+    p.set_defaults(handler=_peers)
+
+
+def _bench(args):
+    if args.parallel:
+        par = run_parallel_benchmark(workers=args.workers, batch=2000 if args.quick else 100_000,
+                                     batches=4 if args.quick else 16, repeat=args.repeat, rng=args.seed)
+        print(par.table())
+        if args.json:
+            write_json(args.json, command_record("bench --parallel", parallel=par.to_dict()))
+        return 0
+    if args.certification:
+        cert = run_certification_benchmark(args.m, args.d, args.k, batch=2000 if args.quick else 100_000,
+                                           repeat=args.repeat, tol=args.tol, rng=args.seed)
+        print(cert.table())
+        if args.json:
+            write_json(args.json, command_record("bench --certification", seed=args.seed,
+                                                 certification=cert.to_dict()))
+        return 0
+    cases = DEFAULT_CASES
+    cube = (4, 5, 2)
+    if args.quick:
+        cases = (BenchCase("quick", 500, 4, 8, 2),)
+        cube = (2, 4, 2)
+    result = run_benchmark(cases, repeat=args.repeat, cube=cube, rng=args.seed)
+    print(result.table())
+    cert = run_certification_benchmark(batch=2000 if args.quick else 100_000, repeat=args.repeat, rng=args.seed)
+    print()
+    print(cert.table())
+    if args.json:
+        write_json(args.json, command_record(
+            "bench", gemm_gflops=result.gemm_gflops, rows=[r.__dict__ | {"case": r.case.__dict__} for r in result.rows],
+            cube_seconds=result.cube_seconds, repeat=result.repeat, torch_version=result.torch_version,
+            certification=cert.to_dict()))
+    return 0
+
+
+def run_study(run, *, sigterm=True):
+    """Run ``run()`` (a study), returning its result, or the exit status when its directory is locked by another
+    sweep (2, the lock's owner named) or it was interrupted (130, the shell's status for SIGINT; finished runs
+    are kept). A batch scheduler or ``kill`` stops a sweep with SIGTERM: with ``sigterm`` it is treated as
+    Ctrl-C (workers stopped, finished runs kept) rather than ending the process and leaving the pool's
+    processes behind."""
+    from .sweep import SweepInterrupted, SweepLocked
+
+    if sigterm:
+        interrupt_on_sigterm()
+    try:
+        return run()
+    except SweepLocked as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SweepInterrupted as exc:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is ending: more Ctrl-Cs change nothing now
+        print(f"\n{exc}", file=sys.stderr)
+        return 130
+
+
+def _scaling(args):
+    from .scaling import scaling_study
+
+    if args.scheduler is not None and args.serial:
+        raise ValueError("give at most one of --scheduler and --serial.")
+    if args.workers is not None and (args.scheduler is not None or args.serial):
+        other = f"--scheduler {args.scheduler!r}" if args.scheduler is not None else "--serial"
+        raise ValueError(f"--workers sizes the local pool, which {other} does not use; got --workers {args.workers} "
+                         f"with {other} (with --serial, --learn-workers spreads each run's batches).")
+    backend = "dask" if args.scheduler is not None else "serial" if args.serial else "local"
+    if backend == "dask":
+        from ..parallel import Workers, dask_client_class
+
+        Workers(scheduler=args.scheduler)  # an empty address is named
+        dask_client_class()  # the extra is there, or one line saying how to install it
+    grid = list(DEFAULT_GRID) if args.grid == ["default"] else args.grid
+    if grid is not None and (args.m is not None or args.k is not None):
+        raise ValueError("give either --grid or --m/--k, not both.")
+    seeds = args.seeds if args.seeds is not None else "auto" if grid is not None else 10
+    provable = (QUICK_OPTIONS["provable"] if args.quick else {}) | {
+        name: value for name, value in (("max_examples", args.max_examples), ("refined_tol", args.refined_tol))
+        if value is not None}
+    result = run_study(lambda: scaling_study(
+        args.out, ms=args.m, d=args.d, k=args.k, grid=grid, logit_scale=args.logit_scale, seeds=seeds,
+        methods=args.methods, distribution=args.distribution, adam_lrs=args.adam_lr, tune_seeds=args.tune_seeds,
+        success_tol=args.success_tol, seed=args.seed, backend=backend, workers=args.workers,
+        adam_options=QUICK_OPTIONS["adam"] if args.quick else None, provable_options=provable,
+        scheduler=args.scheduler, progress=not args.no_progress, learn_workers=args.learn_workers,
+        run=not args.summarise_only))
+    if isinstance(result, int):
+        return result
+    print_study(result, args.out)
+    return 0
+
+
+def print_study(result, out):
+    """A sweep's table, then how many runs ran now or were kept and where the records and summaries are
+    (the studies of ``learner`` and ``lowerbounds`` print the same way)."""
+    print(result.table())
+    print()
+    print(f"runs: {result.stats['ran']} run now, {result.stats['skipped']} kept from earlier; records in "
+          f"{out}/runs/; " + ", ".join(f"{k} {v}" for k, v in result.files.items()))
+
+
+def _peers(args):
+    from .peers import QUICK_PEER_OPTIONS, peer_study
+
+    if args.workers is not None and args.serial:
+        raise ValueError(f"--workers sizes the local pool, which --serial does not use; got --workers {args.workers} "
+                         "with --serial.")
+    if not args.summarise_only:
+        need_torch("peers")
+    quick = QUICK_PEER_OPTIONS if args.quick else {}
+    result = run_study(lambda: peer_study(
+        args.out, ms=args.m, k=args.k, d=args.d, seeds=args.seeds, seed=args.seed,
+        adam_options=quick.get("adam", {}) | {"lr": args.adam_lr},
+        torch_options=quick.get("torch-adam", {"epochs": args.epochs, "batch": args.batch}) | {"lr": args.torch_lr},
+        provable_options=quick.get("provable"), backend="serial" if args.serial else "local",
+        workers=args.workers, progress=not args.no_progress, run=not args.summarise_only))
+    if isinstance(result, int):
+        return result
+    print_study(result, args.out)
+    return 0
