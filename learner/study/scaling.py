@@ -243,55 +243,23 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUD
     -------
     SweepResult
     """
-    from .frontier import AUTO_FIRST, AUTO_SECONDS, check_seeds, parse_grid, seeds_for
+    from .frontier import check_seeds
 
     if not (isinstance(d, str) and d == "auto"):
         d = check_int("d", d)
     logit_scale = check_positive_float("logit_scale", logit_scale)
     distribution = check_distribution(distribution)
     seeds, tune_seeds = check_seeds(seeds), check_int("tune_seeds", tune_seeds)
-    if grid is not None:
-        if ms is not None or k is not None:
-            raise ValueError(f"give either `grid` or `ms` and `k`, not both; got grid={grid!r}, ms={ms!r}, k={k!r}.")
-        cells = parse_grid(grid, d=d, seeds=seeds, sound_d=lambda m, kk: sound_d(m, kk, distribution=distribution))
-        settings = [(m, dd, kk) for m, dd, kk, _ in cells]
-        seed_rules = {(m, dd, kk): ss for m, dd, kk, ss in cells}
-        ms, ks = sorted({m for m, _, _ in settings}), sorted({kk for _, _, kk in settings})
-    else:
-        ms = [check_int("ms", m) for m in ((1, 2, 3, 4, 5) if ms is None else ms)]
-        if not ms or len(set(ms)) != len(ms):
-            raise ValueError(f"`ms` must be distinct positive integers; got ms={ms}.")
-        k = 2 if k is None else k
-        ks = [check_int("k", kk, minimum=2) for kk in (k if isinstance(k, (list, tuple)) else [k])]
-        if not ks or len(set(ks)) != len(ks):
-            raise ValueError(f"`k` must be distinct integers >= 2; got k={k}.")
-        settings = [(m, sound_d(m, kk, distribution=distribution) if d == "auto" else d, kk) for kk in ks for m in ms]
-        seed_rules = dict.fromkeys(settings, seeds)
-    methods = list(methods)
-    if not methods or any(mt not in METHODS for mt in methods) or len(set(methods)) != len(methods):
-        raise ValueError(f"`methods` must be distinct entries of {METHODS}; got methods={methods}.")
-    for _m, dd, kk in settings:
-        if "provable" in methods and kk >= dd:
-            raise ValueError(f"the provable learner needs k < d; got k={kk}, d={dd}.")
-    adam_lrs = [check_positive_float("adam_lrs", lr) for lr in adam_lrs]
-    if not adam_lrs or len(set(adam_lrs)) != len(adam_lrs):
-        raise ValueError(f"`adam_lrs` must be distinct positive numbers; got adam_lrs={adam_lrs}.")
+    settings, seed_rules, ms, ks = _settings(ms, d, k, grid, seeds, distribution)
+    methods, adam_lrs, adam_options, provable_options = _check_methods(methods, settings, adam_lrs, adam_options,
+                                                                       provable_options)
     success_tol = check_positive_float("success_tol", success_tol)
     entropy = check_int("seed", seed, minimum=0)
-    adam_options = dict(adam_options or {})
-    if "lr" in adam_options:
-        raise ValueError("`adam_options` must not set 'lr'; give the grid as `adam_lrs`.")
-    provable_options = dict(provable_options or {})
-    if "provable" in methods:
-        from ..phases import LearnConfig
-
-        LearnConfig(**provable_options)  # every option checked before the first run, not in each run's record
     from ..io import check_writable_dir
 
     out = check_writable_dir("out", out)
     ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress,
           "learn_workers": learn_workers, "run": run}
-
     parameters = {"ms": ms, "d": d, "k": ks, "settings": [list(st) for st in settings], "logit_scale": logit_scale,
                   "seeds": seeds, "methods": methods, "distribution": distribution, "adam_lrs": adam_lrs,
                   "tune_seeds": tune_seeds, "adam_options": adam_options, "provable_options": provable_options,
@@ -302,62 +270,9 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUD
 
     with sweep_lock(out):  # the whole study: tuning, measured runs, summary and plot
         claim_study(out, "scaling-study", RunSpec.RECORD_KIND, parameters)
-        tuning_records, tuning = [], None
-        lr_for = dict.fromkeys(settings, adam_lrs[0])
-        common = {"entropy": entropy, "distribution": distribution, "logit_scale": logit_scale}
-
-        def measured(method, counts):
-            """The measured runs of ``method``: ``counts[setting]`` seeds per setting, seed-major (a sweep stopped
-            early has every setting for its first seeds)."""
-            specs = []
-            for st in settings:
-                m, dd, kk = st
-                opts = provable_options if method == "provable" else adam_options | {"lr": lr_for[st]}
-                specs += plan_runs(ms=[m], d=dd, k=kk, seeds=counts[st], methods=[method], options={method: opts},
-                                   **common)
-            return sorted(specs, key=lambda s: (s.seed_index, s.k, s.m))
-
-        first = {st: AUTO_FIRST if rule == "auto" else rule for st, rule in seed_rules.items()}
-        tuning_specs = []
-        if "adam" in methods and len(adam_lrs) > 1:
-            tuning_specs = [s for lr in adam_lrs for (m, dd, kk) in settings
-                            for s in plan_runs(ms=[m], d=dd, k=kk, seeds=tune_seeds, methods=["adam"], role="tune",
-                                               options={"adam": adam_options | {"lr": lr}}, **common)]
-        # The learner's first runs go before Adam's tuning (they need nothing of it), then Adam's first runs,
-        # then — for seeds="auto" — the further layers of the cells whose first runs were quick.
-        head = measured("provable", first) if "provable" in methods else []
-        if tuning_specs:
-            log.info("tuning Adam's learning rate: %d runs", len(tuning_specs))
-        got, stats = run_sweep(head + tuning_specs, out, **ex)
-        by_id = {r["run_id"]: r for r in got}
-        tuning_records = [by_id[s.run_id] for s in tuning_specs]
-        if tuning_specs:
-            chosen = _choose_lr(tuning_records, adam_lrs)
-            lr_for = {st: chosen[_setting_label(*st)]["lr"] for st in settings}
-            tuning = {"grid": adam_lrs, "seeds": tune_seeds, "chosen": chosen, "rule": "lowest median validation "
-                      "relative error over the tuning runs; ties go to the first value in the grid"}
-        plans = {method: measured(method, first) for method in methods}
-        if "adam" in methods:
-            got, more = run_sweep(plans["adam"], out, **ex)
-            by_id |= {r["run_id"]: r for r in got}
-            stats = {key: stats[key] + more[key] for key in stats}
-        rest = []
-        for method in methods:
-            times = {}
-            for spec in plans[method]:
-                rec = by_id[spec.run_id]
-                if rec.get("outcome") == "finished":
-                    times.setdefault((spec.m, spec.d, spec.k), []).append(rec["timings"].get("total"))
-            counts = {st: max(first[st], seeds_for(seed_rules[st], times.get(st, []))) for st in settings}
-            plans[method] = measured(method, counts)
-            rest += [s for s in plans[method] if s.run_id not in by_id]
-        if rest:
-            log.info("seeds='auto': %d more runs in the cells whose first runs took under %g s", len(rest),
-                     AUTO_SECONDS)
-            got, more = run_sweep(rest, out, **ex)
-            by_id |= {r["run_id"]: r for r in got}
-            stats = {key: stats[key] + more[key] for key in stats}
-        records = [by_id[s.run_id] for method in methods for s in plans[method]]
+        plan = _Plan(settings, seed_rules, methods, adam_options, provable_options,
+                     {"entropy": entropy, "distribution": distribution, "logit_scale": logit_scale})
+        records, tuning_records, tuning, stats = plan.run(out, ex, adam_lrs, tune_seeds)
         summary = summarise(records, success_tol=success_tol)
         summary |= {"tuning": tuning, "parameters": parameters, "versions": _versions(),
             "note": f"study design ours (instances: learner.random_layer, logit scale {logit_scale:g}); the paper "
@@ -371,18 +286,146 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUD
         result = SweepResult(records, tuning_records, summary, stats, files)
         files |= write_summary(out, summary, result.table() + "\n")
         if plot:
-            try:
-                files["plot"] = str(plot_scaling(records, out / "scaling.png", success_tol=success_tol))
-            except ImportError:
-                log.warning("matplotlib is not installed (the `plot` extra): no scaling.png")
-            if grid is not None:
-                from .frontier import plot_frontier
-
-                try:
-                    files["frontier_plot"] = str(plot_frontier(summary["frontier"], out / "frontier.png")[0])
-                except ImportError:
-                    log.warning("matplotlib is not installed (the `plot` extra): no frontier.png")
+            files |= _plots(records, summary, out, success_tol)
         return result
+
+
+def _settings(ms, d, k, grid, seeds, distribution):
+    """The study's settings ``(m, d, k)``, the seed rule of each, and the ``ms`` and ``ks`` they span."""
+    from .frontier import parse_grid
+
+    if grid is not None:
+        if ms is not None or k is not None:
+            raise ValueError(f"give either `grid` or `ms` and `k`, not both; got grid={grid!r}, ms={ms!r}, k={k!r}.")
+        cells = parse_grid(grid, d=d, seeds=seeds, sound_d=lambda m, kk: sound_d(m, kk, distribution=distribution))
+        settings = [(m, dd, kk) for m, dd, kk, _ in cells]
+        seed_rules = {(m, dd, kk): ss for m, dd, kk, ss in cells}
+        return settings, seed_rules, sorted({m for m, _, _ in settings}), sorted({kk for _, _, kk in settings})
+    ms = [check_int("ms", m) for m in ((1, 2, 3, 4, 5) if ms is None else ms)]
+    if not ms or len(set(ms)) != len(ms):
+        raise ValueError(f"`ms` must be distinct positive integers; got ms={ms}.")
+    k = 2 if k is None else k
+    ks = [check_int("k", kk, minimum=2) for kk in (k if isinstance(k, (list, tuple)) else [k])]
+    if not ks or len(set(ks)) != len(ks):
+        raise ValueError(f"`k` must be distinct integers >= 2; got k={k}.")
+    settings = [(m, sound_d(m, kk, distribution=distribution) if d == "auto" else d, kk) for kk in ks for m in ms]
+    return settings, dict.fromkeys(settings, seeds), ms, ks
+
+
+def _check_methods(methods, settings, adam_lrs, adam_options, provable_options):
+    """The methods, Adam's learning-rate grid and both methods' options, checked before anything runs."""
+    methods = list(methods)
+    if not methods or any(mt not in METHODS for mt in methods) or len(set(methods)) != len(methods):
+        raise ValueError(f"`methods` must be distinct entries of {METHODS}; got methods={methods}.")
+    for _m, dd, kk in settings:
+        if "provable" in methods and kk >= dd:
+            raise ValueError(f"the provable learner needs k < d; got k={kk}, d={dd}.")
+    adam_lrs = [check_positive_float("adam_lrs", lr) for lr in adam_lrs]
+    if not adam_lrs or len(set(adam_lrs)) != len(adam_lrs):
+        raise ValueError(f"`adam_lrs` must be distinct positive numbers; got adam_lrs={adam_lrs}.")
+    adam_options = dict(adam_options or {})
+    if "lr" in adam_options:
+        raise ValueError("`adam_options` must not set 'lr'; give the grid as `adam_lrs`.")
+    provable_options = dict(provable_options or {})
+    if "provable" in methods:
+        from ..phases import LearnConfig
+
+        LearnConfig(**provable_options)  # every option checked before the first run, not in each run's record
+    return methods, adam_lrs, adam_options, provable_options
+
+
+class _Plan:
+    """The order of a study's sweeps: the learner's first runs with Adam's tuning, Adam's first runs, then
+    (for ``seeds="auto"``) the further layers of the cells whose first runs were quick."""
+
+    def __init__(self, settings, seed_rules, methods, adam_options, provable_options, common):
+        from .frontier import AUTO_FIRST
+
+        self.settings, self.seed_rules, self.methods, self.common = settings, seed_rules, methods, common
+        self.adam_options, self.provable_options = adam_options, provable_options
+        self.first = {st: AUTO_FIRST if rule == "auto" else rule for st, rule in seed_rules.items()}
+        self.lr_for, self.by_id, self.stats = {}, {}, None
+
+    def measured(self, method, counts):
+        """The measured runs of ``method``: ``counts[setting]`` seeds per setting, seed-major (a sweep stopped
+        early has every setting for its first seeds)."""
+        specs = []
+        for st in self.settings:
+            m, dd, kk = st
+            opts = self.provable_options if method == "provable" else self.adam_options | {"lr": self.lr_for[st]}
+            specs += plan_runs(ms=[m], d=dd, k=kk, seeds=counts[st], methods=[method], options={method: opts},
+                               **self.common)
+        return sorted(specs, key=lambda s: (s.seed_index, s.k, s.m))
+
+    def sweep(self, specs, out, ex):
+        """Run ``specs`` (resuming), keep their records by id and add up the counts of runs run and kept."""
+        got, stats = run_sweep(specs, out, **ex)
+        self.by_id |= {r["run_id"]: r for r in got}
+        self.stats = stats if self.stats is None else {key: self.stats[key] + stats[key] for key in stats}
+
+    def run(self, out, ex, adam_lrs, tune_seeds):
+        """Every sweep of the study: ``(records, tuning records, tuning summary, stats)``."""
+        from .frontier import AUTO_SECONDS
+
+        self.lr_for = dict.fromkeys(self.settings, adam_lrs[0])
+        tuning_specs, tuning = [], None
+        if "adam" in self.methods and len(adam_lrs) > 1:
+            tuning_specs = [s for lr in adam_lrs for (m, dd, kk) in self.settings
+                            for s in plan_runs(ms=[m], d=dd, k=kk, seeds=tune_seeds, methods=["adam"], role="tune",
+                                               options={"adam": self.adam_options | {"lr": lr}}, **self.common)]
+        # The learner's first runs go before Adam's tuning (they need nothing of it), then Adam's first runs,
+        # then — for seeds="auto" — the further layers of the cells whose first runs were quick.
+        head = self.measured("provable", self.first) if "provable" in self.methods else []
+        if tuning_specs:
+            log.info("tuning Adam's learning rate: %d runs", len(tuning_specs))
+        self.sweep(head + tuning_specs, out, ex)
+        tuning_records = [self.by_id[s.run_id] for s in tuning_specs]
+        if tuning_specs:
+            chosen = _choose_lr(tuning_records, adam_lrs)
+            self.lr_for = {st: chosen[_setting_label(*st)]["lr"] for st in self.settings}
+            tuning = {"grid": adam_lrs, "seeds": tune_seeds, "chosen": chosen, "rule": "lowest median validation "
+                      "relative error over the tuning runs; ties go to the first value in the grid"}
+        plans = {method: self.measured(method, self.first) for method in self.methods}
+        if "adam" in self.methods:
+            self.sweep(plans["adam"], out, ex)
+        rest = []
+        for method in self.methods:
+            plans[method] = self.measured(method, self.counts(plans[method]))
+            rest += [s for s in plans[method] if s.run_id not in self.by_id]
+        if rest:
+            log.info("seeds='auto': %d more runs in the cells whose first runs took under %g s", len(rest),
+                     AUTO_SECONDS)
+            self.sweep(rest, out, ex)
+        records = [self.by_id[s.run_id] for method in self.methods for s in plans[method]]
+        return records, tuning_records, tuning, self.stats
+
+    def counts(self, specs):
+        """Seeds per setting after the first runs: the seed rule applied to their finished runs' times."""
+        from .frontier import seeds_for
+
+        times = {}
+        for spec in specs:
+            rec = self.by_id[spec.run_id]
+            if rec.get("outcome") == "finished":
+                times.setdefault((spec.m, spec.d, spec.k), []).append(rec["timings"].get("total"))
+        return {st: max(self.first[st], seeds_for(self.seed_rules[st], times.get(st, []))) for st in self.settings}
+
+
+def _plots(records, summary, out, success_tol):
+    """``scaling.png`` and, with a grid, ``frontier.png`` (skipped with a warning without matplotlib)."""
+    files = {}
+    try:
+        files["plot"] = str(plot_scaling(records, out / "scaling.png", success_tol=success_tol))
+    except ImportError:
+        log.warning("matplotlib is not installed (the `plot` extra): no scaling.png")
+    if summary.get("frontier") is not None:
+        from .frontier import plot_frontier
+
+        try:
+            files["frontier_plot"] = str(plot_frontier(summary["frontier"], out / "frontier.png")[0])
+        except ImportError:
+            log.warning("matplotlib is not installed (the `plot` extra): no frontier.png")
+    return files
 
 
 def plot_scaling(records, path, *, success_tol=1e-3):
