@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from learner.io import check_writable_dir, versions
-from learner.study.records import write_summary
+from learner.study.records import schema_of, write_summary
 from learner.study.sweep import EXAMPLE_STREAM, claim_study, fit_growth, median, run_sweep, sweep_lock
 from learner.validation import check_int, check_positive_float
 
@@ -72,8 +72,9 @@ log = logging.getLogger(__name__)
 FAMILIES = ("sq", "control", "lwr")
 METHODS = ("adam", "provable", "exhaustive")
 #: 2: the hidden subsets of a cell are distinct (drawn without replacement, :func:`cell_subset`); records of
-#: schema 1 drew each seed's subset on its own, so seeds of one cell could share a subset.
-RECORD_SCHEMA = 2
+#: schema 1 drew each seed's subset on its own, so seeds of one cell could share a subset (still read by
+#: learner.study.records.read_record, never resumed).
+RECORD_SCHEMA = schema_of("hard-run")
 #: Largest m of the SQ family and its control (the interpolation meets lowerbounds.sq.FORMULA_ACCURACY up to m = 7).
 MAX_M = 7
 #: Spawn-key code per family: the SQ member and its control share the code, so seed s of both has the same

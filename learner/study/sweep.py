@@ -53,7 +53,7 @@ import numpy as np
 from ..parallel import kill_pool as _kill_pool
 from ..parallel import pool_size, sigint_ignored
 from ..validation import check_int
-from .records import read_run_record, record_problem
+from .records import read_run_record, record_problem, schema_of
 
 __all__ = [
     "BACKENDS",
@@ -289,7 +289,6 @@ def _progress_bar(total, enabled, desc="sweep"):
 
 #: A study's claim on its directory: kind, parameters and schema (written by :func:`claim_study`).
 STUDY_FILE = "study.json"
-STUDY_SCHEMA = 1
 
 
 def _normalised(value):
@@ -356,7 +355,7 @@ def claim_study(out, kind, record_kind, parameters):
             if diff:
                 raise ValueError(f"{out} holds a study with other parameters (from its summary.json: "
                                  f"{'; '.join(diff)}); its summaries would be overwritten: {hint}.")
-    write_json(path, {"schema_version": STUDY_SCHEMA, "kind": kind, "parameters": mine})
+    write_json(path, {"schema_version": schema_of(kind), "kind": kind, "parameters": mine})
     return path
 
 
