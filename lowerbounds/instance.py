@@ -145,7 +145,7 @@ class HardInstance:
         row = self._g_row(1 if self.offset_coord is not None else 0)  # only the claimed row is needed
         hs = np.asarray(self.reachable_sums)
         tau = self.target(hs)
-        return 2.0 * float(max(abs(row[h] - int(v)) for h, v in zip(hs, tau)))
+        return 2.0 * float(max(abs(row[h] - int(v)) for h, v in zip(hs, tau, strict=True)))
 
     # -- the stated formula ------------------------------------------------
     def hidden_sum(self, X):
@@ -187,7 +187,7 @@ class HardInstance:
             check_g_cost(self.m, self.max_sum, None, what=f"G_{a}(h)")
             with mpmath.workdps(MP_DPS):
                 heads = [(mpmath.mpf(c), mpmath.mpf(lam), mpmath.mpf(mu))
-                         for c, lam, mu in zip(self.coefficients, self.lambdas, self.offsets)]
+                         for c, lam, mu in zip(self.coefficients, self.lambdas, self.offsets, strict=True)]
                 cache[a] = tuple(sum((c / (1 + mpmath.exp(-2 * (lam * h - mu * a))) for c, lam, mu in heads),
                                      mpmath.mpf(0))
                                  for h in range(self.max_sum + 1))

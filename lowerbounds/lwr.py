@@ -287,7 +287,7 @@ class LWRInstance(HardInstance):
         """The public :class:`LWRLayout` (no secret)."""
         return LWRLayout(n=self.n, q=self.q, d=self.d, t=self.t, o=self.o, p=self.offset_coord,
                          coords=self.coords, m=self.m, total=self.total, sharpness=self.sharpness,
-                         thresholds=tuple(mu / lam for mu, lam in zip(self.offsets, self.lambdas)))
+                         thresholds=tuple(mu / lam for mu, lam in zip(self.offsets, self.lambdas, strict=True)))
 
     @property
     def params(self):

@@ -112,7 +112,8 @@ class SQOracle:
 
     def __init__(self, target, *, tolerance, adversary="reference", rng=None):
         if not isinstance(target, (ParityInstance, SparseLinearTarget)):
-            raise TypeError(f"`target` must be a ParityInstance (sq_hard_instance) or SparseLinearTarget; got {type(target).__name__}.")
+            raise TypeError("`target` must be a ParityInstance (sq_hard_instance) or SparseLinearTarget; "
+                            f"got {type(target).__name__}.")
         self.target = target
         self.tolerance = check_positive_float("tolerance", tolerance)
         if adversary not in ADVERSARIES:
@@ -163,7 +164,8 @@ class SQOracle:
             return (shared + coef.get(query.subset, 0.0)) / B, (shared + ref.get(query.subset, 0.0)) / B
         if callable(query):
             if not isinstance(self.target, ParityInstance):
-                raise TypeError("callable queries need a ParityInstance target (the control answers CharacterQuery only).")
+                raise TypeError("callable queries need a ParityInstance target "
+                                "(the control answers CharacterQuery only).")
             return self._callable_value(query)
         raise TypeError(f"a query must be a CharacterQuery or a callable φ(X, Y); got {type(query).__name__}.")
 

@@ -162,8 +162,11 @@ class ParityInstance(HardInstance):
         G0, G1 = self.g_table()
         with mpmath.workdps(MP_DPS):
             f0, f1 = symmetric_fourier(G0), symmetric_fourier(G1)
-            A = [(a + b) / 2 for a, b in zip(f0, f1)]
-            B = [(a - b) / 2 for a, b in zip(f0, f1)] if self.offset_coord is not None else [mpmath.mpf(0)] * len(f0)
+            A = [(a + b) / 2 for a, b in zip(f0, f1, strict=True)]
+            if self.offset_coord is not None:
+                B = [(a - b) / 2 for a, b in zip(f0, f1, strict=True)]
+            else:
+                B = [mpmath.mpf(0)] * len(f0)
         return A, B
 
     def fourier(self, U):

@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from learner.validation import cli_seed
 from learner.cli import check_output_options
 from learner.io import write_json
+from learner.validation import cli_seed
 
 from .registry import CHECKS, get, run_case
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import ndtr
 
-from learner.validation import check_real_array
 from learner.assumptions import lattice_distance
+from learner.validation import check_real_array
 
 from ._core import Timer, finish, require_matplotlib, seeded
 
@@ -784,7 +784,8 @@ def local_clt_sweep(*, ns=(16, 32, 64), kind="nonarithmetic", delta_factor=DEFAU
     ns = tuple(ns)
     if not ns:
         raise ValueError("`ns` must hold at least one n; got ns=().")
-    results = tuple(_case(kind, n, delta_factor, DEFAULT_BOUND, child) for n, child in zip(ns, rng.spawn(len(ns))))
+    results = tuple(_case(kind, n, delta_factor, DEFAULT_BOUND, child)
+                    for n, child in zip(ns, rng.spawn(len(ns)), strict=True))
     return LocalCLTSweep(
         kind=kind,
         ns=ns,
@@ -811,9 +812,10 @@ def plot_local_clt(path, *, ns=(16, 32, 64), rng=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sweeps = tuple(local_clt_sweep(ns=ns, kind=kind, rng=child) for kind, child in zip(_KINDS, rng.spawn(len(_KINDS))))
+    sweeps = tuple(local_clt_sweep(ns=ns, kind=kind, rng=child)
+                   for kind, child in zip(_KINDS, rng.spawn(len(_KINDS)), strict=True))
     fig, ax = plt.subplots(figsize=(8, 4.8))
-    for sweep, color in zip(sweeps, ("tab:blue", "tab:red", "tab:green")):
+    for sweep, color in zip(sweeps, ("tab:blue", "tab:red", "tab:green"), strict=True):
         point = np.asarray(sweep.local_error)
         lower = np.asarray([r.interval[0] for r in sweep.results])
         upper = np.asarray(sweep.local_error_upper)

@@ -24,14 +24,15 @@ def _inner_products_exact(thetas, star):
     out = []
     for theta in thetas:
         flat = [Fraction(float(v)) for v in np.ravel(theta)]
-        out.append(sum((t - s) * s for t, s in zip(flat, flat_star)))
+        out.append(sum((t - s) * s for t, s in zip(flat, flat_star, strict=True)))
     return out
 
 
 def check_min_norm_orthogonality(thetas, *, point=None, exact=True, tol=FLOAT_TOL):
     """Check ``⟨Θ_i − Θ*, Θ*⟩ = 0`` for every head, ``Θ*`` the min-norm point of ``aff{Θ_i}``.
 
-    .. math:: \\Theta^* = \\operatorname{argmin}_{\\Theta \\in \\operatorname{aff}\\{\\Theta_1..\\Theta_m\\}} \\|\\Theta\\|_F
+    .. math:: \\Theta^* = \\operatorname{argmin}_{\\Theta \\in \\operatorname{aff}\\{\\Theta_1..\\Theta_m\\}}
+              \\|\\Theta\\|_F
               \\quad\\Longrightarrow\\quad \\langle \\Theta_i - \\Theta^*, \\Theta^* \\rangle = 0 \\ \\forall i
 
     Parameters

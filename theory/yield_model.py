@@ -52,9 +52,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import gammaln, ndtri
 
-from learner.validation import check_distribution, check_int, check_positive_float, check_real_array, check_rng
 from learner.phases.forecast import pilot_forecast, window_exponent
 from learner.phases.forecast import poisson_interval as _poisson_interval
+from learner.validation import check_distribution, check_int, check_positive_float, check_real_array, check_rng
 
 from ._core import Timer, finish
 from .one_step import _check_layer
@@ -225,7 +225,10 @@ def disagreement_moments(thetas, k, *, row=0, distribution="boolean"):
 
 
 def _relative_moments(mats, k, distribution):
-    """Mean and covariance of ``x_aᵀ A_i (x_j − x_a)`` for stacked ``A_i`` (q, d, d); see :func:`disagreement_moments`."""
+    """Mean and covariance of ``x_aᵀ A_i (x_j − x_a)`` for stacked ``A_i`` (q, d, d).
+
+    See :func:`disagreement_moments`.
+    """
     kappa = 2.0 if distribution == "gaussian" else 0.0
     q = mats.shape[0]
     n = q * (k - 1)
@@ -900,7 +903,8 @@ def check_pilot_forecast(layer, k, *, pilot_tol=0.03, tol=0.015, min_weight=0.02
                          rng=None):
     """Check the learner's pilot forecast: the window law from ``pilot_tol`` predicts the yield at ``tol``.
 
-    .. math:: \\Big|\\log \\frac{\\hat\\lambda_{\\mathrm{tol}}}{\\lambda_{\\mathrm{tol}}}\\Big| \\le \\log(\\text{factor}),
+    .. math:: \\Big|\\log \\frac{\\hat\\lambda_{\\mathrm{tol}}}{\\lambda_{\\mathrm{tol}}}\\Big|
+              \\le \\log(\\text{factor}),
               \\qquad \\hat\\lambda_{\\mathrm{tol}} = \\frac{C_T}{N}\\Big(\\frac{\\mathrm{tol}}{T}\\Big)^{n},
 
     with ``C_T`` the constraints a pilot of ``N = n_pilot`` examples certifies at ``T = pilot_tol``
@@ -950,7 +954,8 @@ def check_pilot_forecast(layer, k, *, pilot_tol=0.03, tol=0.015, min_weight=0.02
     pilot_tol = check_positive_float("pilot_tol", pilot_tol)
     tol = check_positive_float("tol", tol)
     if not tol < pilot_tol < 1:
-        raise ValueError(f"`tol` must be below `pilot_tol`, and both below 1; got tol={tol!r}, pilot_tol={pilot_tol!r}.")
+        raise ValueError("`tol` must be below `pilot_tol`, and both below 1; "
+                         f"got tol={tol!r}, pilot_tol={pilot_tol!r}.")
     min_weight = _check_fraction("min_weight", min_weight)
     n_pilot = check_int("n_pilot", n_pilot)
     factor = check_positive_float("factor", factor)
@@ -989,7 +994,8 @@ def check_pilot_forecast(layer, k, *, pilot_tol=0.03, tol=0.015, min_weight=0.02
         name="pilot_forecast",
         claim=(f"the learner's pilot at tol {pilot_tol:g}, extrapolated by the window law tol^n, forecasts the "
                f"yield at tol {tol:g} within a factor {factor:g}, and the pilot's exponent test accepts the law"),
-        source="ours: the window law (the volume factor tol^n of the yield model) and the pilot (learner.phases.forecast)",
+        source=("ours: the window law (the volume factor tol^n of the yield model) "
+                "and the pilot (learner.phases.forecast)"),
         parameters={"m": layer.m, "d": layer.d, "k": k, "pilot_tol": pilot_tol, "tol": tol, "min_weight": min_weight,
                     "n_pilot": n_pilot, "n_examples": n_examples, "factor": factor, "distribution": distribution,
                     "failure_probability": failure_probability},

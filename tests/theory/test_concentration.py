@@ -161,7 +161,7 @@ class TestCheckSoftmaxConcentration:
         rho = np.array([_correlation(v, int(mask.sum())) for v in classes])
         enumerated = sum(
             p * np.einsum("b,bef->ef", cond.sum(axis=0) - 1.0, sx)
-            for p, cond, sx in zip(exact["prob"], exact["cond"], exact["sx"])
+            for p, cond, sx in zip(exact["prob"], exact["cond"], exact["sx"], strict=True)
         ) / k
         formula = _between_slice(exact["cond"], prob, rho, mask)
         assert_allclose(formula, enumerated, rtol=0, atol=1e-14)  # sums of 256 terms of size <= 4
@@ -170,7 +170,8 @@ class TestCheckSoftmaxConcentration:
     @pytest.mark.parametrize("k", [1, 2, 3, 5])
     def test_constant_pattern_gives_exact_zeros(self, k):
         """Θ = 0: P = J/k for every X, so both spreads are exactly 0 and M = I up to rounding."""
-        r = check_softmax_concentration(np.zeros((3, 3)), k, substring=[(0, 0), (0, 2), (k - 1, 1)], n_samples=300, rng=1)
+        r = check_softmax_concentration(np.zeros((3, 3)), k, substring=[(0, 0), (0, 2), (k - 1, 1)],
+                                        n_samples=300, rng=1)
         assert r.measured == 0.0 and r.interval == (0.0, 0.0)
         assert r.details["unconditional_spread"] == 0.0
         assert r.details["conditional_distance"] == [0.0] * len(r.details["folded_weights"])
@@ -197,7 +198,8 @@ class TestCheckSoftmaxConcentration:
 
     @pytest.mark.parametrize(
         "substring",
-        [[(0, 0), (0, 1)], np.array([[0, 0], [0, 1]]), _mask(3, 4, [(0, 0), (0, 1)]), _mask(3, 4, [(0, 0), (0, 1)]).tolist()],
+        [[(0, 0), (0, 1)], np.array([[0, 0], [0, 1]]), _mask(3, 4, [(0, 0), (0, 1)]),
+         _mask(3, 4, [(0, 0), (0, 1)]).tolist()],
         ids=["pairs", "int-array", "mask", "mask-list"],
     )
     def test_substring_forms_agree(self, substring):

@@ -5,6 +5,7 @@ all C(n, w) points, n <= 16) and from scipy's normal CDF.
 """
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -289,10 +290,10 @@ class TestLocalCltSweep:
         assert sweep.ns == (16, 32, 64) and sweep.weights == (8, 16, 32)
         # 20 seeds: 0.09–0.33 at n = 16, 0.02–0.044 at n = 32, 0.012–0.019 at n = 64 (point values),
         # so consecutive ranges do not overlap and the decrease is not luck of the seed.
-        assert all(b < a for a, b in zip(sweep.local_error, sweep.local_error[1:]))
+        assert all(b < a for a, b in itertools.pairwise(sweep.local_error))
         assert sweep.local_error[-1] < 0.03 and sweep.local_error_upper[-1] < 0.05
         # S is symmetric on the middle slice: Kolmogorov error O(1/n) (n·K was 0.1–0.3), not 1/√n.
-        assert all(0.05 < n * k < 0.5 for n, k in zip(sweep.ns, sweep.kolmogorov))
+        assert all(0.05 < n * k < 0.5 for n, k in zip(sweep.ns, sweep.kolmogorov, strict=True))
 
     def test_arithmetic_error_does_not_vanish(self):
         sweep = local_clt_sweep(kind="arithmetic", rng=0)

@@ -109,7 +109,7 @@ class TestDisagreementMoments:
     def test_row_only_relabels(self):
         thetas = _thetas(3, 4, seed=2)
         for row in range(3):
-            for a, b in zip(disagreement_moments(thetas, 3, row=row), disagreement_moments(thetas, 3)):
+            for a, b in zip(disagreement_moments(thetas, 3, row=row), disagreement_moments(thetas, 3), strict=True):
                 np.testing.assert_array_equal(a, b)
 
     def test_one_head_has_no_disagreements(self):
