@@ -476,111 +476,147 @@ def _sculpt(source, w_sum, *, workers, **kw):
 
 
 def _sculpt_on(source, w_sum, *, tol, min_weight, target, max_examples, batch, truth, label, workers, pilot=None):
-    t0 = time.perf_counter()
-    if pilot is None or tol is not None:
-        tol = check_positive_float("tol", tol)
-        if tol >= 1:
-            raise ValueError(f"`tol` must be below 1; got tol={tol!r}.")
-    min_weight = check_positive_float("min_weight", min_weight)
-    max_examples = check_int("max_examples", max_examples)
-    parts = []
-    count = drawn = seen = certified = 0
-    last_log = time.perf_counter()
-    progress = bar(target, label, "constraint")
-    # The tolerance batches are certified at, read when each task is formed: the pilot's tuple of tolerances
-    # until the forecast settles, then the chosen one (batches already in flight are filtered on arrival).
-    tols = tuple(sorted(set(pilot["candidates"]) | ({tol} if tol is not None else set()))) if pilot else None
-    state = {"tol": tol if pilot is None else tols, "forecast": None, "at_target": None}
-    pilot_blocks = []
+    stream = _Stream(source, w_sum, tol=tol, min_weight=min_weight, target=target, max_examples=max_examples,
+                     label=label, workers=workers, pilot=pilot)
+    if stream.count < target:
+        stream.run(batch)
+    return stream.constraints(truth)
 
-    def reach(block, before):
+
+class _Stream:
+    """One sculpting stream: certified blocks merged in batch order until the target or the budget.
+
+    With a pilot, the first batches are certified at every candidate tolerance until the forecast
+    settles; :meth:`settle` then keeps the pilot's constraints below the chosen tolerance.
+    """
+
+    def __init__(self, source, w_sum, *, tol, min_weight, target, max_examples, label, workers, pilot):
+        self.t0 = time.perf_counter()
+        if pilot is None or tol is not None:
+            tol = check_positive_float("tol", tol)
+            if tol >= 1:
+                raise ValueError(f"`tol` must be below 1; got tol={tol!r}.")
+        self.source, self.w_sum, self.tol, self.target, self.label = source, w_sum, tol, target, label
+        self.min_weight = check_positive_float("min_weight", min_weight)
+        self.max_examples = check_int("max_examples", max_examples)
+        self.workers, self.pilot = workers, pilot
+        self.parts = []
+        self.count = self.drawn = self.seen = self.certified = 0
+        self.last_log = time.perf_counter()
+        self.progress = bar(target, label, "constraint")
+        # The tolerance batches are certified at, read when each task is formed: the pilot's tuple of tolerances
+        # until the forecast settles, then the chosen one (batches already in flight are filtered on arrival).
+        self.tols = tuple(sorted(set(pilot["candidates"]) | ({tol} if tol is not None else set()))) if pilot else None
+        self.tol_now = tol if pilot is None else self.tols
+        self.forecast = None
+        self.at_target = None
+        self.pilot_blocks = []
+
+    def reach(self, block, before):
         """Note the example of the block (merged after ``before`` examples) whose constraint reaches the target."""
-        if state["at_target"] is None and count + block[1].shape[0] >= target:
-            state["at_target"] = before + int(block[-1][target - count - 1]) + 1 if target > count else before
+        if self.at_target is None and self.count + block[1].shape[0] >= self.target:
+            self.at_target = (before + int(block[-1][self.target - self.count - 1]) + 1
+                              if self.target > self.count else before)
 
-    def settle(fc):
+    def settle(self, fc):
         """Keep the pilot's constraints below the chosen tolerance, up to where a direct run would stop."""
-        nonlocal count, drawn, seen, certified
-        state["forecast"], state["tol"] = fc, fc.tol
-        log.info("%s: %s", label, fc.summary())
-        drawn = seen = 0
-        at = tols.index(fc.tol)
-        for pb, pc, pn in pilot_blocks:
+        self.forecast, self.tol_now = fc, fc.tol
+        log.info("%s: %s", self.label, fc.summary())
+        self.drawn = self.seen = 0
+        at = self.tols.index(fc.tol)
+        for pb, pc, pn in self.pilot_blocks:
             kept = _below(pb, fc.tol)
-            reach(kept, drawn)
-            parts.append(kept)
-            count += kept[1].shape[0]
-            certified += pc[at]
-            drawn += pn
-            seen += pn * source.k
-            if count >= target:
+            self.reach(kept, self.drawn)
+            self.parts.append(kept)
+            self.count += kept[1].shape[0]
+            self.certified += pc[at]
+            self.drawn += pn
+            self.seen += pn * self.source.k
+            if self.count >= self.target:
                 break
-        progress.update(min(count, target))
+        self.progress.update(min(self.count, self.target))
 
-    def forecast_now(n_pilot):
-        res = np.concatenate([pb[2] for pb, _, _ in pilot_blocks]) if pilot_blocks else np.empty(0)
-        return pilot_forecast(res, max(n_pilot, 1), target=target, n=pilot["n"], candidates=pilot["candidates"],
-                              tol=tol, threshold=pilot["threshold"], budget=max_examples,
-                              seconds=time.perf_counter() - t0, workers=workers.workers)
+    def forecast_now(self, n_pilot):
+        """The pilot's forecast from the residuals of the pilot blocks so far (``n_pilot`` examples)."""
+        pilot = self.pilot
+        res = np.concatenate([pb[2] for pb, _, _ in self.pilot_blocks]) if self.pilot_blocks else np.empty(0)
+        return pilot_forecast(res, max(n_pilot, 1), target=self.target, n=pilot["n"],
+                              candidates=pilot["candidates"], tol=self.tol, threshold=pilot["threshold"],
+                              budget=self.max_examples, seconds=time.perf_counter() - self.t0,
+                              workers=self.workers.workers)
 
-    if count < target:
-        tasks = (((eb, w_sum, state["tol"], min_weight), eb.n)
-                 for eb in source.batches(_budget_sizes(max_examples, batch)))
+    def run(self, batch):
+        """Stream the batches; stops where a serial run stops, and counts what was merged as drawn."""
+        source = self.source
+        tasks = (((eb, self.w_sum, self.tol_now, self.min_weight), eb.n)
+                 for eb in source.batches(_budget_sizes(self.max_examples, batch)))
         # Blocks are merged in batch order and the stream stops where a serial run stops: the first
         # batch that brings the count to the target (batches computed ahead are discarded).
-        key = {"phase 2": "2_crude_sculpt", "phase 4": "4_refined_sculpt"}.get(label, label)
-        fn = certify_batch if pilot is None else _certify_or_pilot
+        key = {"phase 2": "2_crude_sculpt", "phase 4": "4_refined_sculpt"}.get(self.label, self.label)
+        fn = certify_batch if self.pilot is None else _certify_or_pilot
         try:
-            with contextlib.closing(workers.ordered(key, fn, tasks)) as blocks:
+            with contextlib.closing(self.workers.ordered(key, fn, tasks)) as blocks:
                 for block, c, rows in blocks:
                     if isinstance(c, tuple):  # a pilot batch
-                        if state["forecast"] is None:
-                            pilot_blocks.append((block, c, rows // source.k))
-                            drawn += rows // source.k
-                            seen += rows
-                            progress.set_postfix_str(f"pilot: {drawn:,} examples")
-                            fc = forecast_now(drawn)
-                            if not fc.settled:
-                                continue
-                            settle(fc)
-                            if fc.over_budget or count >= target:
+                        if self.forecast is None:
+                            if self.take_pilot(block, c, rows):
                                 break
                             continue
                         # Computed ahead at the pilot's tolerances: the rows below the chosen one are what it gives.
-                        block, c = _below(block, state["tol"]), c[tols.index(state["tol"])]
-                    reach(block, drawn)
-                    drawn += rows // source.k
-                    seen += rows
-                    parts.append(block)
-                    progress.update(min(block[1].shape[0], max(target - count, 0)))
-                    progress.set_postfix_str(f"{drawn:,} of at most {max_examples:,} examples")
-                    count += block[1].shape[0]
-                    certified += c
-                    if time.perf_counter() - last_log > 10:
-                        last_log = time.perf_counter()
-                        log.info("%s: %d of %d constraints from %s examples (budget %s)", label, count, target,
-                                 f"{drawn:,}", f"{max_examples:,}")
-                    if count >= target:
+                        block, c = _below(block, self.tol_now), c[self.tols.index(self.tol_now)]
+                    if self.merge(block, c, rows):
                         break
                 else:
-                    if pilot is not None and state["forecast"] is None:  # the budget ended inside the pilot
-                        settle(forecast_now(drawn))
+                    if self.pilot is not None and self.forecast is None:  # the budget ended inside the pilot
+                        self.settle(self.forecast_now(self.drawn))
         finally:  # what was merged counts as drawn, also when a fixed set ran out or the run is stopped
-            source.consume(drawn)
-    progress.close()
-    forecast = state["forecast"]
-    if pilot is not None and forecast is not None:
-        tol = forecast.tol
-    d = w_sum.shape[0]
-    if parts:  # the last column, each constraint's example, only served to find the target's example
-        A, b, r, pj, p0 = (np.concatenate(col) for col in list(zip(*parts, strict=True))[:5])
-    else:
-        A, b, r, pj, p0 = np.empty((0, d * d)), np.empty(0), np.empty(0), np.empty(0), np.empty(0)
-    errors = None
-    if truth is not None:
-        errors = np.abs(A @ truth.thetas.reshape(truth.m, -1).T - b[:, None]).max(axis=1) if b.size else np.empty(0)
-    return Constraints(A, b, r, drawn, seen, certified, tol, min_weight, time.perf_counter() - t0, errors, pj, p0,
-                       forecast, state["at_target"])
+            source.consume(self.drawn)
+
+    def take_pilot(self, block, c, rows):
+        """Keep a pilot batch and forecast again; True when the stream should stop (over budget or at target)."""
+        self.pilot_blocks.append((block, c, rows // self.source.k))
+        self.drawn += rows // self.source.k
+        self.seen += rows
+        self.progress.set_postfix_str(f"pilot: {self.drawn:,} examples")
+        fc = self.forecast_now(self.drawn)
+        if not fc.settled:
+            return False
+        self.settle(fc)
+        return fc.over_budget or self.count >= self.target
+
+    def merge(self, block, c, rows):
+        """Merge a certified block; True when the count reaches the target."""
+        self.reach(block, self.drawn)
+        self.drawn += rows // self.source.k
+        self.seen += rows
+        self.parts.append(block)
+        self.progress.update(min(block[1].shape[0], max(self.target - self.count, 0)))
+        self.progress.set_postfix_str(f"{self.drawn:,} of at most {self.max_examples:,} examples")
+        self.count += block[1].shape[0]
+        self.certified += c
+        if time.perf_counter() - self.last_log > 10:
+            self.last_log = time.perf_counter()
+            log.info("%s: %d of %d constraints from %s examples (budget %s)", self.label, self.count, self.target,
+                     f"{self.drawn:,}", f"{self.max_examples:,}")
+        return self.count >= self.target
+
+    def constraints(self, truth):
+        """The merged blocks as :class:`Constraints` (with each constraint's error against ``truth`` if given)."""
+        self.progress.close()
+        tol = self.tol
+        if self.pilot is not None and self.forecast is not None:
+            tol = self.forecast.tol
+        d = self.w_sum.shape[0]
+        if self.parts:  # the last column, each constraint's example, only served to find the target's example
+            A, b, r, pj, p0 = (np.concatenate(col) for col in list(zip(*self.parts, strict=True))[:5])
+        else:
+            A, b, r, pj, p0 = np.empty((0, d * d)), np.empty(0), np.empty(0), np.empty(0), np.empty(0)
+        errors = None
+        if truth is not None:
+            errors = (np.abs(A @ truth.thetas.reshape(truth.m, -1).T - b[:, None]).max(axis=1) if b.size
+                      else np.empty(0))
+        return Constraints(A, b, r, self.drawn, self.seen, self.certified, tol, self.min_weight,
+                           time.perf_counter() - self.t0, errors, pj, p0, self.forecast, self.at_target)
 
 
 def crude_sculpt(source, w_sum, *, tol=0.05, min_weight=0.1, target=192, max_examples=20_000_000,

@@ -502,53 +502,12 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
     k = Xs.shape[1]
     radius = net_radius * max(float(np.linalg.norm(theta_star)), 1e-3)
     p = 1 if m == 1 else net_points if m == 2 else net_points_3d ** (m - 1)  # grid points
-    n_tuples = math.comb(p, m)
-    gram_bytes = 8 * (p * d) ** 2
-    exhaustive_ok = n_tuples <= max_tuples and gram_bytes <= search_memory
-    if search == "exhaustive" and not exhaustive_ok:
-        raise ValueError(f"the exhaustive search needs C({p}, {m}) = {n_tuples:.3g} tuples and a "
-                         f"{gram_bytes / 2**30:.3g} "
-                         f"GiB Gram matrix; the limits are max_tuples={max_tuples:g} and search_memory="
-                         f"{search_memory / 2**30:.3g} GiB. Use search='swap' or 'auto', or a coarser grid.")
-    if m == 1:  # one point, Θ* itself: nothing to search
-        chosen = "exhaustive"
-    elif search == "auto":
-        chosen = "exhaustive" if exhaustive_ok else "vp"
-    else:
-        chosen = search
-    details = {"grid_points": p, "tuples_in_grid": float(n_tuples)}
-    if chosen != "vp":
-        alphas = _grid(m, net_points, net_points_3d) * radius
-        points = theta_star[None] + (alphas @ directions.T).reshape(-1, d, d) if m > 1 else theta_star[None]
-    if chosen == "exhaustive":
-        Phi = np.stack([_features(t, Xs) for t in points])  # (p, n, k, d)
-        best, scored = _exhaustive(Phi, Ys, m, keep_tuples)
-        details["memory_bytes"] = gram_bytes + Phi.nbytes
-    elif chosen == "vp":
-        # Residuals n·k·d at least twice the unknowns of the W least squares and the coordinates.
-        n_fit = min(n_search, max(32, int(np.ceil(2 * (m * d * d + m * (m - 1)) / (k * d)))))
-        found, scored, sd = _vp_search(theta_star, directions, m, Xs[:n_fit], Ys[:n_fit], radius, keep_tuples,
-                                       starts=vp_starts, max_iter=max_nfev, rng=np.random.default_rng(seed))
-        details |= sd | {"scoring_examples": int(n_fit)}
-    else:
-        # The feature cache (p, n, k, d) must fit the budget: score on fewer examples if needed, but
-        # never fewer than twice the unknowns of the W least squares (m·d² from n·k·d equations).
-        n_fit = min(n_search, search_memory // (8 * p * k * d))
-        n_min = int(np.ceil(2 * m * d * d / (k * d)))
-        if n_fit < n_min:
-            raise ValueError(f"the swap search's feature cache for {p} grid points needs at least "
-                             f"{8 * p * k * d * n_min / 2**30:.3g} GiB (n={n_min} examples) but search_memory="
-                             f"{search_memory / 2**30:.3g} GiB: raise search_memory or use a coarser grid.")
-        Phi = np.stack([_features(t, Xs[:n_fit]) for t in points])
-        best, scored, sd = _swap_search(Phi, Ys[:n_fit], m, keep_tuples, starts=swap_starts,
-                                        rng=np.random.default_rng(seed))
-        details |= sd | {"scoring_examples": int(n_fit), "memory_bytes": int(Phi.nbytes)}
-    candidates = []
-    for thetas in (found if chosen == "vp" else (points[T] for T in best)):
-        ws = _fit_ws([_features(t, Xs) for t in thetas], Ys)
-        layer = AttentionLayer(thetas, ws)
-        candidates.append((_heldout(layer, Xh, Yh), layer))
-    warm_err, warm = min(candidates, key=lambda c: c[0])
+    chosen = _choose_search(search, m, p, d, max_tuples=max_tuples, search_memory=search_memory)
+    tuples, scored, details = _search_tuples(
+        chosen, theta_star, directions, m, Xs, Ys, n_search=n_search, radius=radius, p=p, net_points=net_points,
+        net_points_3d=net_points_3d, keep_tuples=keep_tuples, max_nfev=max_nfev, search_memory=search_memory,
+        swap_starts=swap_starts, vp_starts=vp_starts, seed=seed)
+    warm_err, warm = _warm_start(tuples, Xs, Ys, Xh, Yh)
     # Residuals = examples_per_param × parameters: enough to pin the parameters in the
     # realizable case, few enough for the dense normal equations (or trust-region steps) to stay cheap.
     # But a head's Θ enters F only through the k(k−1) logit differences of each example, so the
@@ -584,3 +543,64 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
         search_details=details,
         **extra,
     )
+
+
+def _choose_search(search, m, p, d, *, max_tuples, search_memory):
+    """The search that runs: ``search``, or for ``"auto"`` the exhaustive one where its limits allow it."""
+    n_tuples = math.comb(p, m)
+    gram_bytes = 8 * (p * d) ** 2
+    exhaustive_ok = n_tuples <= max_tuples and gram_bytes <= search_memory
+    if search == "exhaustive" and not exhaustive_ok:
+        raise ValueError(f"the exhaustive search needs C({p}, {m}) = {n_tuples:.3g} tuples and a "
+                         f"{gram_bytes / 2**30:.3g} "
+                         f"GiB Gram matrix; the limits are max_tuples={max_tuples:g} and search_memory="
+                         f"{search_memory / 2**30:.3g} GiB. Use search='swap' or 'auto', or a coarser grid.")
+    if m == 1:  # one point, Θ* itself: nothing to search
+        return "exhaustive"
+    if search == "auto":
+        return "exhaustive" if exhaustive_ok else "vp"
+    return search
+
+
+def _search_tuples(chosen, theta_star, directions, m, Xs, Ys, *, n_search, radius, p, net_points, net_points_3d,
+                   keep_tuples, max_nfev, search_memory, swap_starts, vp_starts, seed):
+    """Run the ``chosen`` tuple search; its best tuples of Θ's (best first), the tuples scored, its figures."""
+    d = theta_star.shape[0]
+    k = Xs.shape[1]
+    details = {"grid_points": p, "tuples_in_grid": float(math.comb(p, m))}
+    if chosen == "vp":
+        # Residuals n·k·d at least twice the unknowns of the W least squares and the coordinates.
+        n_fit = min(n_search, max(32, int(np.ceil(2 * (m * d * d + m * (m - 1)) / (k * d)))))
+        found, scored, sd = _vp_search(theta_star, directions, m, Xs[:n_fit], Ys[:n_fit], radius, keep_tuples,
+                                       starts=vp_starts, max_iter=max_nfev, rng=np.random.default_rng(seed))
+        return found, scored, details | sd | {"scoring_examples": int(n_fit)}
+    alphas = _grid(m, net_points, net_points_3d) * radius
+    points = theta_star[None] + (alphas @ directions.T).reshape(-1, d, d) if m > 1 else theta_star[None]
+    if chosen == "exhaustive":
+        Phi = np.stack([_features(t, Xs) for t in points])  # (p, n, k, d)
+        best, scored = _exhaustive(Phi, Ys, m, keep_tuples)
+        details["memory_bytes"] = 8 * (p * d) ** 2 + Phi.nbytes
+        return (points[T] for T in best), scored, details
+    # The feature cache (p, n, k, d) must fit the budget: score on fewer examples if needed, but
+    # never fewer than twice the unknowns of the W least squares (m·d² from n·k·d equations).
+    n_fit = min(n_search, search_memory // (8 * p * k * d))
+    n_min = int(np.ceil(2 * m * d * d / (k * d)))
+    if n_fit < n_min:
+        raise ValueError(f"the swap search's feature cache for {p} grid points needs at least "
+                         f"{8 * p * k * d * n_min / 2**30:.3g} GiB (n={n_min} examples) but search_memory="
+                         f"{search_memory / 2**30:.3g} GiB: raise search_memory or use a coarser grid.")
+    Phi = np.stack([_features(t, Xs[:n_fit]) for t in points])
+    best, scored, sd = _swap_search(Phi, Ys[:n_fit], m, keep_tuples, starts=swap_starts,
+                                    rng=np.random.default_rng(seed))
+    details |= sd | {"scoring_examples": int(n_fit), "memory_bytes": int(Phi.nbytes)}
+    return (points[T] for T in best), scored, details
+
+
+def _warm_start(tuples, Xs, Ys, Xh, Yh):
+    """Each tuple's W's by least squares; the layer with the smallest held-out error and that error."""
+    candidates = []
+    for thetas in tuples:
+        ws = _fit_ws([_features(t, Xs) for t in thetas], Ys)
+        layer = AttentionLayer(thetas, ws)
+        candidates.append((_heldout(layer, Xh, Yh), layer))
+    return min(candidates, key=lambda c: c[0])
