@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from learner import AttentionLayer, sample_inputs
-from learner.validation import check_int, check_positive_float, check_real_array, check_rng
 from learner.layer import auto_batch
+from learner.validation import check_int, check_positive_float, check_real_array, check_rng
 
 from ._core import Timer, chebyshev_radius, finish, require_matplotlib, seeded
 
@@ -74,7 +74,8 @@ def _check_theta(theta):
 
 def _check_probability(failure_probability):
     if isinstance(failure_probability, (bool, np.bool_)) or not isinstance(failure_probability, numbers.Real):
-        raise TypeError(f"`failure_probability` must be a real number; got failure_probability={failure_probability!r}.")
+        raise TypeError("`failure_probability` must be a real number; "
+                        f"got failure_probability={failure_probability!r}.")
     value = float(failure_probability)
     if not 0 < value < 1:
         raise ValueError(f"`failure_probability` must be in (0, 1); got failure_probability={failure_probability!r}.")
@@ -102,7 +103,8 @@ def _substring_mask(substring, k, d):
             f"got dtype {arr.dtype}."
         )
     elif arr.ndim != 2 or arr.shape[1] != 2:
-        raise ValueError(f"`substring` must be a sequence of (token, coordinate) pairs; got an array of shape {arr.shape}.")
+        raise ValueError("`substring` must be a sequence of (token, coordinate) pairs; "
+                         f"got an array of shape {arr.shape}.")
     else:
         bad = (arr[:, 0] < 0) | (arr[:, 0] >= k) | (arr[:, 1] < 0) | (arr[:, 1] >= d)
         if bad.any():
@@ -111,7 +113,8 @@ def _substring_mask(substring, k, d):
         mask = np.zeros((k, d), dtype=bool)
         mask[arr[:, 0], arr[:, 1]] = True
         if mask.sum() != len(arr):
-            raise ValueError(f"`substring` positions must be distinct; got {len(arr)} pairs for {mask.sum()} positions.")
+            raise ValueError(f"`substring` positions must be distinct; "
+                             f"got {len(arr)} pairs for {mask.sum()} positions.")
     if not mask.any():
         raise ValueError("`substring` is empty; it must contain at least one (token, coordinate) position.")
     return mask
@@ -171,7 +174,7 @@ def _between_slice(cond, prob, rho, mask):
     k = mask.shape[0]
     n = mask.sum(axis=0).astype(float)
     out = np.zeros((mask.shape[1],) * 2)
-    for E, p, r in zip(cond, prob, rho):
+    for E, p, r in zip(cond, prob, rho, strict=True):
         h = (E.sum(axis=0) - 1.0) @ mask
         out += p * r * (np.outer(n, h) - np.diag(h))
     return out / k
@@ -225,7 +228,7 @@ def _slice_statistics(layer, k, positions, classes, prob, counts, avg, orbit_siz
         m_minus_i=np.zeros((d, d)),
     )
     sum_y = np.empty((d, d))
-    for i, (v, n_v) in enumerate(zip(classes, counts)):
+    for i, (v, n_v) in enumerate(zip(classes, counts, strict=True)):
         sum_y[:] = 0.0
         for start in range(0, n_v, batch):
             nb = min(batch, n_v - start)
@@ -403,49 +406,13 @@ def check_softmax_concentration(
     layer = AttentionLayer(theta[None], np.zeros((1, d, d)))
 
     st = _slice_statistics(layer, k, positions, classes, prob, counts, avg, orbit_sizes, batch, rng)
-    n_cls = classes.size
-
-    # Conditional means (orbit parameters), their spread and its interval.
-    mean_q = st.sum_q / counts[:, None]
-    mu_q = prob @ mean_q
-    diff = mean_q - mu_q
-    dist = np.sqrt((diff**2) @ orbit_sizes)
-    measured = float(np.sqrt(prob @ dist**2))
-    var = np.maximum(st.sq_sym - counts * ((mean_q**2) @ orbit_sizes), 0.0) / (counts - 1)
-    radius = chebyshev_radius(float(prob @ (var / counts)), 1, delta)
-    interval = (max(0.0, measured - radius), measured + radius)
-
-    # Typical weights: the most probable folded classes up to TYPICAL_MASS.
-    order = np.argsort(-prob, kind="stable")
-    n_typ = int(np.searchsorted(np.cumsum(prob[order]), TYPICAL_MASS - 1e-12) + 1)
-    typical = np.sort(order[:n_typ])
-    split = delta / (n_typ + 1)
-    t_mu = chebyshev_radius(float(prob**2 @ (var / counts)), 1, split)
-    t_typ = np.array([chebyshev_radius(float(var[i] / counts[i]), 1, split) for i in typical])
-    max_typ = float(dist[typical].max())
-    max_typ_interval = [
-        float(np.maximum(dist[typical] - t_typ - t_mu, 0.0).max()),
-        float((dist[typical] + t_typ + t_mu).max()),
-    ]
-
-    # Unconditional spread (plug-in): E‖P − P̄‖² = E‖P − P_ref‖² − ‖P̄ − P_ref‖², where
-    # P̄ − P_ref = Π(P̄ − P_ref) + (Π P_ref − P_ref), two orthogonal pieces.
+    spread = _conditional_spread(st, prob, counts, orbit_sizes, delta)
+    measured, interval, dist, var = spread["measured"], spread["interval"], spread["dist"], spread["var"]
+    typical = _typical_weights(prob, counts, dist, var, delta)
+    # The reference pattern the sums were taken around, averaged over the orbits.
     ref_sym = st.ref.reshape(k * k) @ avg
-    off_orbit = float(np.sum((st.ref.reshape(k * k) - ref_sym[labels]) ** 2))
-    mean_sq = float(prob @ (st.sq_raw / counts))
-    unconditional = math.sqrt(max(mean_sq - float((mu_q**2) @ orbit_sizes) - off_orbit, 0.0))
-    mean_row_max = float(prob @ (st.row_max / counts))
-
-    # One-step error M − I and its between-slice part.
-    one_step = float(np.linalg.norm(st.m_minus_i))
-    var_y = np.maximum(st.sq_y - counts * st.mean_y_sq, 0.0) / (counts - 1)
-    se_y = math.sqrt(float(prob**2 @ (var_y / counts)))
-    r_y = chebyshev_radius(se_y**2, 1, delta)
-    rho = np.array([_correlation(v, size) for v in classes])
-    cond = (mean_q + ref_sym)[:, labels].reshape(n_cls, k, k)  # the estimates of E[P | v]
-    between = _between_slice(cond, prob, rho, mask)
-    kappa = _kappa(prob, rho, mask)
-
+    unconditional = _unconditional_spread(st, prob, counts, orbit_sizes, labels, ref_sym, spread["mu_q"])
+    one_step = _one_step_error(st, prob, counts, classes, size, mask, labels, spread["mean_q"] + ref_sym, delta)
     return finish(
         name="softmax_concentration",
         claim="E[softmax(XΘXᵀ) | Hamming weight of a fixed substring] stays near E[softmax(XΘXᵀ)] "
@@ -456,7 +423,7 @@ def check_softmax_concentration(
         parameters={
             "d": d,
             "k": k,
-            "substring": [[int(a), int(c)] for a, c in zip(*positions)],
+            "substring": [[int(a), int(c)] for a, c in zip(*positions, strict=True)],
             "n_samples": n_samples,
             "failure_probability": delta,
             "theta_fro": float(np.linalg.norm(theta)),
@@ -472,24 +439,76 @@ def check_softmax_concentration(
             "unconditional_spread": unconditional,
             "spread_ratio": unconditional / measured if measured > 0 else math.inf,
             "spread_ratio_conservative": unconditional / interval[1] if interval[1] > 0 else math.inf,
-            "mean_row_max": mean_row_max,
-            "radius": radius,
+            "mean_row_max": float(prob @ (st.row_max / counts)),
+            "radius": spread["radius"],
             "folded_weights": classes.tolist(),
             "weight_probability": prob.tolist(),
             "class_samples": counts.tolist(),
             "n_drawn": int(counts.sum()),
             "conditional_distance": dist.tolist(),
-            "typical_weights": classes[typical].tolist(),
-            "max_typical": max_typ,
-            "max_typical_interval": max_typ_interval,
-            "one_step_error": one_step,
-            "one_step_interval": [max(0.0, one_step - r_y), one_step + r_y],
-            "one_step_standard_error": se_y,
-            "one_step_between": float(np.linalg.norm(between)),
-            "one_step_between_bound": kappa * interval[1],
-            "kappa": kappa,
+            "typical_weights": classes[typical["index"]].tolist(),
+            "max_typical": typical["max"],
+            "max_typical_interval": typical["interval"],
+            "one_step_error": one_step["error"],
+            "one_step_interval": one_step["interval"],
+            "one_step_standard_error": one_step["standard_error"],
+            "one_step_between": one_step["between"],
+            "one_step_between_bound": one_step["kappa"] * interval[1],
+            "kappa": one_step["kappa"],
         },
     )
+
+
+def _conditional_spread(st, prob, counts, orbit_sizes, delta):
+    """The conditional means (orbit parameters), their Pr-weighted spread and its Chebyshev interval."""
+    mean_q = st.sum_q / counts[:, None]
+    mu_q = prob @ mean_q
+    diff = mean_q - mu_q
+    dist = np.sqrt((diff**2) @ orbit_sizes)
+    measured = float(np.sqrt(prob @ dist**2))
+    var = np.maximum(st.sq_sym - counts * ((mean_q**2) @ orbit_sizes), 0.0) / (counts - 1)
+    radius = chebyshev_radius(float(prob @ (var / counts)), 1, delta)
+    return {"mean_q": mean_q, "mu_q": mu_q, "dist": dist, "var": var, "measured": measured, "radius": radius,
+            "interval": (max(0.0, measured - radius), measured + radius)}
+
+
+def _typical_weights(prob, counts, dist, var, delta):
+    """The most probable folded weights up to TYPICAL_MASS: their largest distance and its interval."""
+    order = np.argsort(-prob, kind="stable")
+    n_typ = int(np.searchsorted(np.cumsum(prob[order]), TYPICAL_MASS - 1e-12) + 1)
+    typical = np.sort(order[:n_typ])
+    split = delta / (n_typ + 1)
+    t_mu = chebyshev_radius(float(prob**2 @ (var / counts)), 1, split)
+    t_typ = np.array([chebyshev_radius(float(var[i] / counts[i]), 1, split) for i in typical])
+    return {"index": typical, "max": float(dist[typical].max()),
+            "interval": [float(np.maximum(dist[typical] - t_typ - t_mu, 0.0).max()),
+                         float((dist[typical] + t_typ + t_mu).max())]}
+
+
+def _unconditional_spread(st, prob, counts, orbit_sizes, labels, ref_sym, mu_q):
+    """The plug-in unconditional spread ``(E‖P − P̄‖²)^{1/2}``.
+
+    ``E‖P − P̄‖² = E‖P − P_ref‖² − ‖P̄ − P_ref‖²``, where ``P̄ − P_ref = Π(P̄ − P_ref) + (Π P_ref − P_ref)``,
+    two orthogonal pieces.
+    """
+    k2 = st.ref.size
+    off_orbit = float(np.sum((st.ref.reshape(k2) - ref_sym[labels]) ** 2))
+    mean_sq = float(prob @ (st.sq_raw / counts))
+    return math.sqrt(max(mean_sq - float((mu_q**2) @ orbit_sizes) - off_orbit, 0.0))
+
+
+def _one_step_error(st, prob, counts, classes, size, mask, labels, cond_q, delta):
+    """``‖M − I‖_F`` with its interval, and its between-slice part with the bound's factor κ (Notes)."""
+    k = mask.shape[0]
+    one_step = float(np.linalg.norm(st.m_minus_i))
+    var_y = np.maximum(st.sq_y - counts * st.mean_y_sq, 0.0) / (counts - 1)
+    se_y = math.sqrt(float(prob**2 @ (var_y / counts)))
+    r_y = chebyshev_radius(se_y**2, 1, delta)
+    rho = np.array([_correlation(v, size) for v in classes])
+    cond = cond_q[:, labels].reshape(classes.size, k, k)  # the estimates of E[P | v]
+    return {"error": one_step, "interval": [max(0.0, one_step - r_y), one_step + r_y], "standard_error": se_y,
+            "between": float(np.linalg.norm(_between_slice(cond, prob, rho, mask))),
+            "kappa": _kappa(prob, rho, mask)}
 
 
 # --------------------------------------------------------------------------- expectation vs reality
@@ -534,7 +553,8 @@ class ExpectationVsSample:
 def expectation_vs_sample(theta, k, *, n_samples=PLOT_N_SAMPLES, batch=None, rng=None):
     """Estimate ``E[softmax(XΘXᵀ)]`` and draw one pattern ``softmax(XΘXᵀ)`` to set beside it.
 
-    .. math:: \\bar P = \\mathbb{E}_{X \\sim \\{\\pm 1\\}^{k \\times d}}\\big[\\operatorname{softmax}(X \\Theta X^\\top)\\big]
+    .. math:: \\bar P = \\mathbb{E}_{X \\sim \\{\\pm 1\\}^{k \\times d}}
+              \\big[\\operatorname{softmax}(X \\Theta X^\\top)\\big]
               = \\alpha I_k + \\tfrac{1 - \\alpha}{k - 1} (J - I_k)
 
     Parameters
@@ -665,7 +685,7 @@ def plot_expectation_vs_sample(path, *, d=TALK_D, k=PLOT_K, n_samples=PLOT_N_SAM
         f"expectation $\\mathbb{{E}}[P]$ (MC, n={result.n_samples})",
         f"one sample $P(X)$ (mean row max {result.sample_row_max:.2f})",
     )
-    for ax, pattern, title in zip(axes, (result.expected, result.sample), titles):
+    for ax, pattern, title in zip(axes, (result.expected, result.sample), titles, strict=True):
         image = ax.imshow(pattern, vmin=0.0, vmax=1.0, cmap="viridis")
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("attended token $b$")

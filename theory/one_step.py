@@ -441,34 +441,12 @@ def check_one_step(
         )
 
     error = float(np.linalg.norm(estimate - wbar)) / target_norm
-    eye = np.eye(d)
-    linear = np.einsum("icd,ide->ce", M, layer.ws)
-    residual = float(np.linalg.norm(estimate - linear))
-    est_norm = float(np.linalg.norm(estimate))
-    details = {
-        "estimate": estimate.tolist(),
-        "target": wbar.tolist(),
-        "target_norm": target_norm,
-        "head_distances": [float(np.linalg.norm(Mi - eye)) for Mi in M],
-        "head_distances_op": [float(np.linalg.norm(Mi - eye, 2)) for Mi in M],
-        "stable_ranks": [_stable_rank(t) for t in layer.thetas],
-        "identity_residual": residual,
-        "identity_residual_relative": residual / est_norm if est_norm > 0 else residual,
-        **info,
-    }
+    details = _one_step_details(layer, estimate, M, wbar, info)
     parameters = {"k": k, "d": d, "m": m, "method": method, "distribution": distribution, "batch": info["batch"]}
     if exact:
-        interval = None
-        source = _SOURCE_PAPER + _SOURCE_EXACT
-        fp = None
+        interval, source, fp = None, _SOURCE_PAPER + _SOURCE_EXACT, None
     else:
-        rel = info["radius"] / target_norm
-        details["relative_radius"] = rel
-        details["standard_error"] = math.sqrt(info["trace_covariance"] / n_samples) / target_norm
-        interval = (max(0.0, error - rel), error + rel)
-        source = _SOURCE_PAPER + _SOURCE_MC
-        if control_variate:
-            source += " Control variate: Z − (1/k)(Xᵀ1)(Xᵀ1)ᵀΣW + ΣW (same mean, as E[(Xᵀ1)(Xᵀ1)ᵀ] = kI) replaces Z."
+        interval, source = _monte_carlo_interval(error, info, target_norm, n_samples, control_variate, details)
         fp = failure_probability
         parameters |= {
             "n_samples": n_samples,
@@ -495,6 +473,36 @@ def check_one_step(
     target.setflags(write=False)
     return OneStepResult(**{f: getattr(base, f) for f in CheckResult.__dataclass_fields__}, estimate=estimate,
                          target=target, M=M)
+
+
+def _one_step_details(layer, estimate, M, wbar, info):
+    """What the result reports besides the error: the estimate, each head's ``M_i − I``, the identity's residual."""
+    eye = np.eye(layer.d)
+    linear = np.einsum("icd,ide->ce", M, layer.ws)
+    residual = float(np.linalg.norm(estimate - linear))
+    est_norm = float(np.linalg.norm(estimate))
+    return {
+        "estimate": estimate.tolist(),
+        "target": wbar.tolist(),
+        "target_norm": float(np.linalg.norm(wbar)),
+        "head_distances": [float(np.linalg.norm(Mi - eye)) for Mi in M],
+        "head_distances_op": [float(np.linalg.norm(Mi - eye, 2)) for Mi in M],
+        "stable_ranks": [_stable_rank(t) for t in layer.thetas],
+        "identity_residual": residual,
+        "identity_residual_relative": residual / est_norm if est_norm > 0 else residual,
+        **info,
+    }
+
+
+def _monte_carlo_interval(error, info, target_norm, n_samples, control_variate, details):
+    """The Monte Carlo error's interval and its source line; adds the relative radius and standard error."""
+    rel = info["radius"] / target_norm
+    details["relative_radius"] = rel
+    details["standard_error"] = math.sqrt(info["trace_covariance"] / n_samples) / target_norm
+    source = _SOURCE_PAPER + _SOURCE_MC
+    if control_variate:
+        source += " Control variate: Z − (1/k)(Xᵀ1)(Xᵀ1)ᵀΣW + ΣW (same mean, as E[(Xᵀ1)(Xᵀ1)ᵀ] = kI) replaces Z."
+    return (max(0.0, error - rel), error + rel), source
 
 
 def _stable_rank(theta):
@@ -687,7 +695,7 @@ def one_step_gradient_symbolic(k, d, *, step_size=1, loss_factor=0.5):
     avg = sympy.zeros(d, d)
     for signs in itertools.product((sympy.Integer(1), sympy.Integer(-1)), repeat=k * d):
         x = sympy.Matrix(k, d, signs)
-        values = dict(zip(X, x)) | dict(zip(Y, head_at(x, Wstar)))
+        values = dict(zip(X, x, strict=True)) | dict(zip(Y, head_at(x, Wstar), strict=True))
         avg += W1.xreplace(values)
     population_residual = (avg / 2 ** (k * d) - Wstar).applyfunc(sympy.expand)
 

@@ -35,8 +35,9 @@ from pathlib import Path
 import numpy as np
 
 from learner.progress import bar, showing
-from learner.validation import DISTRIBUTIONS, check_int, check_positive_float, check_rng
+from learner.study.records import schema_of
 from learner.study.runs import RunSpec, planted_instance, yield_of
+from learner.validation import DISTRIBUTIONS, check_int, check_positive_float, check_rng
 
 from ._core import require_matplotlib
 from .yield_model import GEOMETRIES, predicted_yield
@@ -288,7 +289,8 @@ class YieldStudy:
     skipped: list = field(default_factory=list)
 
     def to_dict(self):
-        return {"schema_version": 1, "kind": "yield-study", "runs": self.runs, "settings": self.settings,
+        return {"schema_version": schema_of("yield-study"), "kind": "yield-study", "runs": self.runs,
+                "settings": self.settings,
                 "fit_tol": self.fit_tol, "fit_measured": self.fit_measured, "fit_predicted": self.fit_predicted,
                 "geometry": self.geometry, "miss_factor": MISS_FACTOR, "seconds": self.seconds,
                 "skipped": self.skipped,
@@ -315,7 +317,8 @@ class YieldStudy:
                          f"{s['measured_median']:.3g} | {s['predicted_median']:.3g} | {ratio:.2f} | "
                          f"{'yes' if s['within'] else 'NO'} | {fmt(s.get('examples_measured_median'), '.3g')} / "
                          f"{fmt(s.get('examples_predicted_median'), '.3g')} | "
-                         f"{fmt(s.get('seconds_median'), '.0f')} s / {fmt(s.get('seconds_predicted_median'), '.0f')} s |")
+                         f"{fmt(s.get('seconds_median'), '.0f')} s / "
+                         f"{fmt(s.get('seconds_predicted_median'), '.0f')} s |")
         for label, fit in (("measured", self.fit_measured), ("predicted", self.fit_predicted)):
             lines.append(f"\nlog(yield) against n at tol = {self.fit_tol:g}, {label}: slope {fit['slope']:.3f} "
                          f"(δ = e^slope = {fit['delta']:.3g}), rms residual {fit['rms']:.2f} in natural log, "
@@ -402,39 +405,54 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
     runs = []
     with showing(bool(progress)):  # the phases' bar helper shows only inside `showing`
         progress_bar = bar(len(records), "yield predictions", "run")
-    for rec, seed in zip(records, seeds):
-        spec = RunSpec.from_dict(rec["spec"])
-        layer = planted_instance(spec)[0]
-        tol, min_weight = _run_tol(rec)
-        pred = predicted_yield(layer, spec.k, tol=tol, min_weight=min_weight, distribution=spec.distribution,
-                               geometry=geometry, n_geometry=n_geometry, rng=seed)
-        p4 = rec["diagnostics"]["4_refined_sculpt"]
-        target = (p4.get("forecast") or {}).get("target")
-        measured_examples = p4.get("examples_at_target") or p4["examples"]
-        predicted_examples = (1000.0 * target / pred.constraints_per_1000
-                              if target and pred.constraints_per_1000 > 0 else None)
-        timings = rec.get("timings") or {}
-        rate = (((rec.get("execution") or {}).get("phases") or {}).get("4_refined_sculpt") or {}).get(
-            "examples_per_second")
-        predicted_seconds = None
-        if predicted_examples is not None and rate and timings.get("total") is not None:
-            # Ours: the run's other phases as measured, phase 4 replaced by the yield model's examples at the
-            # run's own phase-4 speed, once per round it ran.
-            rounds = max(1, len(p4.get("rounds") or [None]))
-            predicted_seconds = (timings["total"] - timings.get("4_refined_sculpt", 0.0)
-                                 + rounds * predicted_examples / rate)
-        runs.append({"run_id": rec["run_id"], "m": spec.m, "d": spec.d, "k": spec.k, "n": (spec.m - 1) * (spec.k - 1),
-                     "logit_scale": spec.logit_scale, "seed_index": spec.seed_index, "tol": tol,
-                     "min_weight": min_weight, "measured": float(yield_of(rec)),
-                     "constraints": rec["diagnostics"]["4_refined_sculpt"]["constraints"],
-                     "examples": rec["diagnostics"]["4_refined_sculpt"]["examples"],
-                     "predicted": pred.constraints_per_1000, "predicted_se": pred.standard_error,
-                     "rank_deficient_fraction": pred.rank_deficient_fraction, "success": bool(rec["success"]),
-                     "status": rec.get("status"), "target": target, "examples_measured": measured_examples,
-                     "examples_predicted": predicted_examples, "seconds": timings.get("total"),
-                     "seconds_predicted": predicted_seconds})
+    for rec, seed in zip(records, seeds, strict=True):
+        runs.append(_run_row(rec, seed, geometry=geometry, n_geometry=n_geometry))
         progress_bar.update(1)
     progress_bar.close()
+    settings = _settings_rows(runs, unmeasured)
+    if fit_tol is None:
+        fit_tol = max(sorted(set(tols)), key=tols.count)
+    used = [r for r in runs if r["tol"] == fit_tol]
+    fit_m = fit_log_yield([r["n"] for r in used], [r["measured"] for r in used])
+    fit_p = fit_log_yield([r["n"] for r in used], [r["predicted"] for r in used])
+    return YieldStudy(runs, settings, fit_tol, fit_m, fit_p, geometry, time.perf_counter() - t0, skipped)
+
+
+def _run_row(rec, seed, *, geometry, n_geometry):
+    """One run's row: its measured yield, the yield model's prediction for its planted layer, and what follows."""
+    spec = RunSpec.from_dict(rec["spec"])
+    layer = planted_instance(spec)[0]
+    tol, min_weight = _run_tol(rec)
+    pred = predicted_yield(layer, spec.k, tol=tol, min_weight=min_weight, distribution=spec.distribution,
+                           geometry=geometry, n_geometry=n_geometry, rng=seed)
+    p4 = rec["diagnostics"]["4_refined_sculpt"]
+    target = (p4.get("forecast") or {}).get("target")
+    measured_examples = p4.get("examples_at_target") or p4["examples"]
+    predicted_examples = (1000.0 * target / pred.constraints_per_1000
+                          if target and pred.constraints_per_1000 > 0 else None)
+    timings = rec.get("timings") or {}
+    rate = (((rec.get("execution") or {}).get("phases") or {}).get("4_refined_sculpt") or {}).get(
+        "examples_per_second")
+    predicted_seconds = None
+    if predicted_examples is not None and rate and timings.get("total") is not None:
+        # Ours: the run's other phases as measured, phase 4 replaced by the yield model's examples at the
+        # run's own phase-4 speed, once per round it ran.
+        rounds = max(1, len(p4.get("rounds") or [None]))
+        predicted_seconds = (timings["total"] - timings.get("4_refined_sculpt", 0.0)
+                             + rounds * predicted_examples / rate)
+    return {"run_id": rec["run_id"], "m": spec.m, "d": spec.d, "k": spec.k, "n": (spec.m - 1) * (spec.k - 1),
+            "logit_scale": spec.logit_scale, "seed_index": spec.seed_index, "tol": tol,
+            "min_weight": min_weight, "measured": float(yield_of(rec)),
+            "constraints": p4["constraints"], "examples": p4["examples"],
+            "predicted": pred.constraints_per_1000, "predicted_se": pred.standard_error,
+            "rank_deficient_fraction": pred.rank_deficient_fraction, "success": bool(rec["success"]),
+            "status": rec.get("status"), "target": target, "examples_measured": measured_examples,
+            "examples_predicted": predicted_examples, "seconds": timings.get("total"),
+            "seconds_predicted": predicted_seconds}
+
+
+def _settings_rows(runs, unmeasured):
+    """Per (m, d, k, tol): medians of the runs' measured and predicted figures; cells with no yield at the end."""
     settings = []
     for key in sorted({(r["m"], r["d"], r["k"], r["tol"]) for r in runs}):
         mine = [r for r in runs if (r["m"], r["d"], r["k"], r["tol"]) == key]
@@ -455,12 +473,7 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
             settings.append({"m": m, "d": d, "k": k, "tol": None, "n": (m - 1) * (k - 1), "runs": 0,
                              "measured_median": None, "predicted_median": None, "ratio_median": None,
                              "within": None, "statuses": _counts(statuses)})
-    if fit_tol is None:
-        fit_tol = max(sorted(set(tols)), key=tols.count)
-    used = [r for r in runs if r["tol"] == fit_tol]
-    fit_m = fit_log_yield([r["n"] for r in used], [r["measured"] for r in used])
-    fit_p = fit_log_yield([r["n"] for r in used], [r["predicted"] for r in used])
-    return YieldStudy(runs, settings, fit_tol, fit_m, fit_p, geometry, time.perf_counter() - t0, skipped)
+    return settings
 
 
 def plot_yield(study, path):
@@ -483,7 +496,7 @@ def plot_yield(study, path):
         mk = markers.get(r["k"], "o")
         x = r["n"] + 0.06 * (r["k"] - 3)
         for panel, (meas, pred) in zip(axes, (("measured", "predicted"), ("examples_measured", "examples_predicted"),
-                                              ("seconds", "seconds_predicted"))):
+                                              ("seconds", "seconds_predicted")), strict=True):
             if (r.get(meas) or 0) > 0:
                 panel.scatter(x, r[meas], color=color, marker=mk, s=22, alpha=0.8)
             if (r.get(pred) or 0) > 0:
