@@ -11,9 +11,9 @@ import sys
 import numpy as np
 
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
-from learner.validation import cli_seed
 from learner.cli import check_output_options
 from learner.study.cli import print_study
+from learner.validation import cli_seed
 
 from .family import HardFamily
 from .instance import MAX_G_EVALUATIONS
@@ -38,14 +38,25 @@ def build_parser():
     parser = argparse.ArgumentParser(prog="python -m lowerbounds",
                                      description="Hard instances behind the lower bounds (constructions ours).")
     sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_sq, _add_sq_simulate, _add_lwe, _add_lwe_attack, _add_learn_hard):
+        add(sub)
+    return parser
+
+
+def _add_sq(sub):
     p = sub.add_parser("sq", help="write one SQ-hard two-token instance (layer + metadata)")
     p.add_argument("--d", type=int, default=16, help="token dimension (default 16)")
     p.add_argument("--m", type=int, default=3, help="heads; the hidden subset has m − 1 coordinates (default 3)")
     p.add_argument("--variant", choices=("interpolation", "steps"), default="interpolation")
-    p.add_argument("--subset", type=int, nargs="+", default=None, help="hidden coordinates (default: drawn with --seed)")
-    p.add_argument("--seed", type=cli_seed, default=None, help="integer seed for the hidden subset (default: fresh, printed)")
+    p.add_argument("--subset", type=int, nargs="+", default=None,
+                   help="hidden coordinates (default: drawn with --seed)")
+    p.add_argument("--seed", type=cli_seed, default=None,
+                   help="integer seed for the hidden subset (default: fresh, printed)")
     p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz with JSON metadata)")
     p.add_argument("--tolerance", type=float, default=0.05, help="τ for the printed query lower bound (default 0.05)")
+
+
+def _add_sq_simulate(sub):
     p = sub.add_parser("sq-simulate", help="queries a correlational SQ learner needs, against d, for several m")
     p.add_argument("--d", type=int, nargs="+", default=[16, 24, 32, 48, 64], help="dimensions (default 16 24 32 48 64)")
     p.add_argument("--m", type=int, nargs="+", default=[2, 3, 4], help="head counts (default 2 3 4)")
@@ -55,6 +66,9 @@ def build_parser():
     p.add_argument("--seed", type=cli_seed, default=0)
     p.add_argument("--plot", metavar="FILE", help="log-log plot of median queries against d (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
+
+
+def _add_lwe(sub):
     p = sub.add_parser("lwe", help="write one LWE-style (learning with rounding) two-token instance and check it")
     p.add_argument("--n", type=int, default=6, help="secret dimension (default 6; d = n + 2)")
     p.add_argument("--q", type=int, default=7, help="modulus, >= 3 (default 7)")
@@ -66,6 +80,9 @@ def build_parser():
                         f"(default {MAX_G_EVALUATIONS:.0e}, about 3 min); 0 for no limit")
     p.add_argument("--seed", type=cli_seed, default=None, help="integer seed for the secret and the checks")
     p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz with JSON metadata)")
+
+
+def _add_lwe_attack(sub):
     p = sub.add_parser("lwe-attack", help="attack timings against n, a lattice cost table, and a plot")
     p.add_argument("--q", type=int, default=7, help="modulus (default 7)")
     p.add_argument("--n", type=int, nargs="+", default=[2, 3, 4, 5, 6, 7, 8],
@@ -82,6 +99,9 @@ def build_parser():
     p.add_argument("--seed", type=cli_seed, default=0)
     p.add_argument("--plot", metavar="FILE", help="semi-log plot of attack time against n (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
+
+
+def _add_learn_hard(sub):
     from .learnhard import DEFAULTS, FAMILIES, METHODS
 
     p = sub.add_parser("learn-hard", help="Adam and the learner on the hard families: examples and time against d, m")
@@ -115,7 +135,6 @@ def build_parser():
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes and budgets, a smoke test in seconds (flags given explicitly still apply)")
     p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
-    return parser
 
 
 def _sq(args):
@@ -131,7 +150,8 @@ def _sq(args):
     print(f"  formula: {inst.metadata['formula']}")
     print(f"  family: {fam.size} members; correlation by overlap "
           + ", ".join(f"{j}: {fam.overlap_correlation(j):.3g}" for j in range(fam.r + 1)))
-    print(f"  a learner asking queries ψ(X)·F_1o/B at τ={args.tolerance} needs >= {fam.query_lower_bound(args.tolerance):.4g}"
+    bound = fam.query_lower_bound(args.tolerance)
+    print(f"  a learner asking queries ψ(X)·F_1o/B at τ={args.tolerance} needs >= {bound:.4g}"
           " of them (ours, Bessel's inequality)")
     print(f"  paper's conditions violated (learner.assumptions): {', '.join(report.failed) or 'none'}")
     if args.out:
@@ -295,7 +315,7 @@ def _pyplot():
 def _plot_attacks(runs, args):
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    for (name, run), style in zip(runs.items(), ("-o", "--s", ":^")):
+    for (name, run), style in zip(runs.items(), ("-o", "--s", ":^"), strict=False):
         ns = [r["n"] for r in run["rows"]]
         ax.semilogy(ns, [r["median_seconds"] for r in run["rows"]], style,
                     label=f"{name} (× {run['growth'][name]['base']:.2g} per n)")
@@ -349,7 +369,6 @@ def _check_backend_options(args):
 
 
 def _learn_hard(args):
-    import signal
 
     from learner.parallel import interrupt_on_sigterm
     from learner.study.sweep import SweepInterrupted, SweepLocked

@@ -569,7 +569,7 @@ def _unit_pivot_rows(B, q, order):
     reduced, pivots, chosen = [], [], []
     for i in order:
         r = B[i] % q
-        for pc, pr in zip(pivots, reduced):
+        for pc, pr in zip(pivots, reduced, strict=True):
             r = (r - r[pc] * pr) % q
         free = [j for j in range(n) if j not in pivots and math.gcd(int(r[j]), q) == 1]
         if not free:
@@ -693,6 +693,39 @@ def lattice_attack(B, labels, q, *, n_samples=None, block_size=None, secret=None
     uniq, first, inverse = np.unique(B, axis=0, return_index=True, return_inverse=True)
     inverse = np.asarray(inverse).reshape(-1)
     n_distinct = uniq.shape[0]
+    n_samples, block_size, secret = _check_attack_options(n, q, n_distinct, n_samples, block_size, secret)
+    dim = n_samples + 1
+    fpylll = _require_fpylll()
+
+    start = time.perf_counter()
+
+    def outcome(success, w=None, *, used=2, steps=None, message):
+        match = None if secret is None or w is None else bool(np.array_equal(w, secret))
+        return LatticeOutcome(success=success, secret=None if w is None else tuple(int(x) for x in w),
+                              matches_secret=match, seconds=time.perf_counter() - start, dimension=dim,
+                              block_size=used, samples=n_samples, repair_steps=steps, message=message)
+
+    ulabels = labels[first]
+    if not np.array_equal(ulabels[inverse], labels):
+        return outcome(False, message="equal public vectors carry different labels: no secret reproduces them.")
+    if n_distinct <= n:
+        return outcome(False, message=f"only {n_distinct} distinct public vectors; the attack needs more than n = {n}.")
+    embedding = _Embedding.build(uniq, ulabels, q, n_samples, rng)
+    if embedding is None:
+        return outcome(False, message=f"no n = {n} distinct public vectors are invertible mod q = {q}.")
+    found, used = _reduce_and_search(fpylll, embedding, B, labels, block_size)
+    if found is None:
+        return outcome(False, used=used,
+                       message=f"no candidate reproduces all {N} labels after BKZ-{used} in dimension {dim}.")
+    w, steps = found
+    how = "LLL" if used == 2 else f"BKZ-{used}"
+    return outcome(True, w, used=used, steps=steps,
+                   message=f"{how} in dimension {dim}; {steps} unit step(s) from the lattice's candidate; "
+                           f"reproduces all {N} labels.")
+
+
+def _check_attack_options(n, q, n_distinct, n_samples, block_size, secret):
+    """``n_samples`` (default: what the distinct rows allow), ``block_size`` (capped at the dimension), the secret."""
     if n_samples is None:
         n_samples = min(n_distinct, (SAMPLES_PER_DIMENSION + 1) * n)
     else:
@@ -713,59 +746,73 @@ def lattice_attack(B, labels, q, *, n_samples=None, block_size=None, secret=None
         if secret.shape != (n,) or not np.issubdtype(secret.dtype, np.integer):
             raise ValueError(f"`secret` must be {n} integers; got shape {secret.shape}, dtype {secret.dtype}.")
         secret = secret % q
-    fpylll = _require_fpylll()
+    return n_samples, block_size, secret
 
-    start = time.perf_counter()
 
-    def outcome(success, w=None, *, used=2, steps=None, message):
-        match = None if secret is None or w is None else bool(np.array_equal(w, secret))
-        return LatticeOutcome(success=success, secret=None if w is None else tuple(int(x) for x in w),
-                              matches_secret=match, seconds=time.perf_counter() - start, dimension=dim,
-                              block_size=used, samples=n_samples, repair_steps=steps, message=message)
+@dataclass(frozen=True)
+class _Embedding:
+    """Kannan's embedding of the labels' intervals in normal form: the basis and what maps a short vector back."""
 
-    ulabels = labels[first]
-    if not np.array_equal(ulabels[inverse], labels):
-        return outcome(False, message="equal public vectors carry different labels: no secret reproduces them.")
-    if n_distinct <= n:
-        return outcome(False, message=f"only {n_distinct} distinct public vectors; the attack needs more than n = {n}.")
+    uniq: np.ndarray  # the distinct public vectors
+    lo: np.ndarray  # each distinct vector's interval [lo, hi] of ⟨w, b⟩ mod q
+    hi: np.ndarray
+    centre: np.ndarray  # a middle integer of each interval
+    chosen: np.ndarray  # the n rows of the normal form, invertible mod q
+    inv: np.ndarray  # their inverse mod q
+    q: int
+    M: int  # the embedding constant (about the rounding error's standard deviation)
+    basis: np.ndarray
 
-    # Interval [lo, hi] of each label; centre = a middle integer, ties rounded at random (unbiased error).
-    h0 = (q + 1) // 2
-    lo = np.where(ulabels == 1, h0, 0)
-    hi = np.where(ulabels == 1, q - 1, h0 - 1)
-    centre = (lo + hi) // 2 + ((lo + hi) % 2) * rng.integers(0, 2, n_distinct)
+    @classmethod
+    def build(cls, uniq, ulabels, q, n_samples, rng):
+        """The embedding from ``n_samples`` of the distinct rows; None where no n rows are invertible mod q."""
+        n_distinct, n = uniq.shape
+        # Interval [lo, hi] of each label; centre = a middle integer, ties rounded at random (unbiased error).
+        h0 = (q + 1) // 2
+        lo = np.where(ulabels == 1, h0, 0)
+        hi = np.where(ulabels == 1, q - 1, h0 - 1)
+        centre = (lo + hi) // 2 + ((lo + hi) % 2) * rng.integers(0, 2, n_distinct)
+        picked = _unit_pivot_rows(uniq, q, rng.permutation(n_distinct))
+        if picked is None:
+            return None
+        chosen, inv = picked
+        rest = np.setdiff1d(np.arange(n_distinct), chosen)
+        rest = np.sort(rng.permutation(rest)[: n_samples - n])
+        m_rows = rest.size
+        A = (uniq[rest] @ inv) % q
+        shift = (centre[rest] - A @ centre[chosen]) % q
+        M = max(1, round(lwr_error_stddev(q)))
+        dim = n_samples + 1
+        basis = np.zeros((dim, dim), dtype=np.int64)
+        basis[np.arange(m_rows), np.arange(m_rows)] = q
+        basis[m_rows:m_rows + n, :m_rows] = A.T
+        basis[m_rows:m_rows + n, m_rows:m_rows + n] = np.eye(n, dtype=np.int64)
+        basis[-1, :m_rows] = -shift
+        basis[-1, -1] = M
+        return cls(uniq, lo, hi, centre, chosen, inv, q, M, basis)
 
-    picked = _unit_pivot_rows(uniq, q, rng.permutation(n_distinct))
-    if picked is None:
-        return outcome(False, message=f"no n = {n} distinct public vectors are invertible mod q = {q}.")
-    chosen, inv = picked
-    rest = np.setdiff1d(np.arange(n_distinct), chosen)
-    rest = np.sort(rng.permutation(rest)[: n_samples - n])
-    m_rows = rest.size
-    A = (uniq[rest] @ inv) % q
-    shift = (centre[rest] - A @ centre[chosen]) % q
-    M = max(1, round(lwr_error_stddev(q)))
 
-    basis = np.zeros((dim, dim), dtype=np.int64)
-    basis[np.arange(m_rows), np.arange(m_rows)] = q
-    basis[m_rows:m_rows + n, :m_rows] = A.T
-    basis[m_rows:m_rows + n, m_rows:m_rows + n] = np.eye(n, dtype=np.int64)
-    basis[-1, :m_rows] = -shift
-    basis[-1, -1] = M
-    X = fpylll.IntegerMatrix.from_matrix(basis.tolist())
+def _reduce_and_search(fpylll, emb, B, labels, block_size):
+    """LLL, then BKZ of growing block size up to ``block_size``, until a candidate reproduces every label.
 
+    Returns ``((w, repair steps) or None, the last block size used)`` (2 stands for LLL alone).
+    """
+    n = emb.chosen.size
+    dim = emb.basis.shape[0]
+    m_rows = dim - 1 - n
+    X = fpylll.IntegerMatrix.from_matrix(emb.basis.tolist())
     moves, tried = _unit_moves(n), set()
 
     def search():
         rows = np.array([[X[i][j] for j in range(dim)] for i in range(dim)], dtype=np.int64)
-        for row in rows[np.abs(rows[:, -1]) == M]:
+        for row in rows[np.abs(rows[:, -1]) == emb.M]:
             e1 = np.sign(row[-1]) * row[m_rows:m_rows + n]
-            w0 = (inv @ (centre[chosen] + e1)) % q
+            w0 = (emb.inv @ (emb.centre[emb.chosen] + e1)) % emb.q
             if tuple(w0) in tried:
                 continue
             tried.add(tuple(w0))
-            fit = _near_fit(uniq, lo, hi, w0, q, moves)
-            if fit is not None and np.array_equal(_labels(B, fit[0], q), labels):
+            fit = _near_fit(emb.uniq, emb.lo, emb.hi, w0, emb.q, moves)
+            if fit is not None and np.array_equal(_labels(B, fit[0], emb.q), labels):
                 return fit
         return None
 
@@ -784,11 +831,4 @@ def lattice_attack(B, labels, q, *, n_samples=None, block_size=None, secret=None
         fpylll.BKZ.reduction(X, param)
         used = beta
         found = search()
-    if found is None:
-        return outcome(False, used=used,
-                       message=f"no candidate reproduces all {N} labels after BKZ-{used} in dimension {dim}.")
-    w, steps = found
-    how = "LLL" if used == 2 else f"BKZ-{used}"
-    return outcome(True, w, used=used, steps=steps,
-                   message=f"{how} in dimension {dim}; {steps} unit step(s) from the lattice's candidate; "
-                           f"reproduces all {N} labels.")
+    return found, used
