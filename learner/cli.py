@@ -18,7 +18,16 @@ import numpy as np
 from .assumptions import assumptions
 from .inputs import sample_inputs
 from .instances import DEFAULT_LOGIT_SCALE, DEFAULT_W_SCALE, random_layer
-from .io import FileFormatError, load_layer, read_metadata, save_examples, save_layer, write_json
+from .io import (
+    OUTPUT_OPTIONS,
+    FileFormatError,
+    check_output_options,
+    load_layer,
+    read_metadata,
+    save_examples,
+    save_layer,
+    write_json,
+)
 from .metrics import attention_statistics
 from .parallel import DEFAULT_POOL, interrupt_on_sigterm
 from .study import cli as study_cli
@@ -57,35 +66,6 @@ def _layer_args(p, *, unset=False, seed=None):
     p.add_argument("--seed", type=cli_seed, default=seed,
                    help="integer seed (default: fresh entropy, printed)" if seed is None
                    else f"integer seed: the entropy of every random draw (default {seed})")
-
-
-#: Options that name an output (a file, or a directory where their metavar is DIR); inputs are not listed.
-OUTPUT_OPTIONS = ("json", "out", "examples", "plot", "plot_dir")
-
-
-def check_output_options(parser, args):
-    """Check every output option of ``args`` before the command runs (a lost record costs the whole run).
-
-    A file's directory must exist and take files; a directory (metavar ``DIR``) is created and must
-    take files; a plot needs matplotlib. Raises ValueError naming the option. Shared by the
-    ``learner``, ``theory`` and ``lowerbounds`` command lines.
-    """
-    from .io import check_writable_dir, check_writable_file
-
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    for action in sub.choices[args.command]._actions:
-        value = getattr(args, action.dest, None)
-        if action.dest not in OUTPUT_OPTIONS or value is None:
-            continue
-        option = action.option_strings[-1] if action.option_strings else action.dest
-        if action.dest.startswith("plot"):
-            import importlib.util
-
-            if importlib.util.find_spec("matplotlib") is None:
-                raise ValueError(f"{option} needs matplotlib (the `plot` extra: pip install -e '.[plot]'); "
-                                 f"got {option} {value!r} without it.")
-        check = check_writable_dir if action.metavar == "DIR" else check_writable_file
-        check(option, value)
 
 
 def build_parser():

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
-from learner.cli import check_output_options
+from learner.io import check_output_options
 from learner.study.cli import print_study
 from learner.validation import cli_seed
 

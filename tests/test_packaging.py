@@ -145,6 +145,16 @@ def _module_name(path):
 SOURCES = sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
 
 
+def _roof_imports(source, module):
+    """The imports in ``source`` (of ``module``) that reach learner's command line: learner.cli or learner.__main__."""
+    roof = ("learner.cli", "learner.__main__")
+    found = []
+    for target, names in _imports(source, module):
+        reached = {target} | {f"{target}.{n}" for n in names}
+        found += sorted(r for r in reached if r in roof or r.startswith(tuple(f"{x}." for x in roof)))
+    return found
+
+
 class TestHouse:
     @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
     def test_no_private_name_of_another_package(self, path):
@@ -179,6 +189,18 @@ class TestHouse:
             reached = {target} | {f"{target}.{n}" for n in names}
             assert not any(r == a or r.startswith(a + ".") for r in reached for a in above), \
                 f"{rel} imports {target} {names}: a layer above it"
+
+    @pytest.mark.parametrize("path", [p for p in SOURCES if p.parts[len(ROOT.parts)] in ("theory", "lowerbounds")],
+                             ids=lambda p: str(p.relative_to(ROOT)))
+    def test_other_packages_do_not_import_learners_command_line(self, path):
+        """theory and lowerbounds build on learner's library, never on its command line (the roof)."""
+        assert _roof_imports(path.read_text(encoding="utf-8"), _module_name(path)) == []
+
+    def test_control_an_import_of_the_roof_is_found(self):
+        assert _roof_imports("from learner.cli import check_output_options\n", "theory.cli")
+        assert _roof_imports("import learner.__main__\n", "lowerbounds.cli")
+        assert _roof_imports("from learner import cli\n", "theory.cli")
+        assert _roof_imports("from learner.io import check_output_options\n", "theory.cli") == []
 
     def test_import_learner_loads_neither_baselines_nor_studies(self):
         code = ("import sys, learner; bad = sorted(m for m in sys.modules if m.startswith(('learner.study', "

@@ -210,7 +210,7 @@ def require_matplotlib(what):
     """The ``matplotlib`` module, or :class:`MissingMatplotlib` naming ``what`` needs it and how to install it.
 
     Plot functions call it first, so that a missing extra is said before any computation (the command
-    lines check ``--plot`` earlier still, in :func:`learner.cli.check_output_options`).
+    lines check ``--plot`` earlier still, in :func:`learner.io.check_output_options`).
     """
     try:
         import matplotlib

@@ -9,8 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from learner.cli import check_output_options
-from learner.io import write_json
+from learner.io import check_output_options, write_json
 from learner.validation import cli_seed
 
 from .registry import CHECKS, get, run_case
