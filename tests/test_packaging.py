@@ -155,6 +155,12 @@ def _roof_imports(source, module):
     return found
 
 
+def _folders_without_init(root):
+    """Folders under the three packages of ``root`` that hold .py files but no __init__.py."""
+    folders = {p.parent for pkg in PACKAGES for p in (root / pkg).rglob("*.py") if "__pycache__" not in p.parts}
+    return sorted(str(f.relative_to(root)) for f in folders if not (f / "__init__.py").exists())
+
+
 class TestHouse:
     @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
     def test_no_private_name_of_another_package(self, path):
@@ -227,6 +233,17 @@ class TestLint:
 
 
 class TestWheel:
+    def test_every_folder_of_modules_is_a_regular_package(self):
+        """Each folder of .py files has an __init__.py: no implicit namespace package, which
+        ``packages.find`` without namespaces, Sphinx and ``pkgutil`` would skip."""
+        assert _folders_without_init(ROOT) == []
+
+    def test_control_a_folder_without_init_is_found(self, tmp_path):
+        (tmp_path / "learner" / "study").mkdir(parents=True)
+        (tmp_path / "learner" / "__init__.py").write_text("")
+        (tmp_path / "learner" / "study" / "sweep.py").write_text("")
+        assert _folders_without_init(tmp_path) == ["learner/study"]
+
     def test_the_wheel_holds_every_module_of_the_source_tree(self, tmp_path):
         """Build the wheel from a copy of the tree (as `pip install .` would) and compare its modules with ours."""
         import shutil
