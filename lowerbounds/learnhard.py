@@ -45,13 +45,13 @@ import os
 import socket
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from learner.io import check_writable_dir, versions
-from learner.study.records import schema_of, write_summary
+from learner.study.records import StudyResult, schema_of, write_summary
 from learner.study.sweep import EXAMPLE_STREAM, claim_study, fit_growth, median, run_sweep, sweep_lock
 from learner.validation import check_int, check_positive_float
 
@@ -589,13 +589,8 @@ def _fmt(x, spec=".3g"):
 
 
 @dataclass(frozen=True)
-class HardStudyResult:
-    """What :func:`learn_hard_study` measured; ``summary`` is also in ``out/summary.json``."""
-
-    records: list = field(repr=False)
-    summary: dict
-    stats: dict
-    files: dict
+class HardStudyResult(StudyResult):
+    """What :func:`learn_hard_study` measured (:class:`learner.study.records.StudyResult`)."""
 
     def table(self):
         """The summary as Markdown: SQ family and control, the growth fits, the LWR rows."""

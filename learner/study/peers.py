@@ -12,12 +12,12 @@ is ours; the paper reports no experiments.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..baselines import check_milestones, milestone_key
 from ..io import versions
 from ..validation import check_int
-from .records import write_summary
+from .records import StudyResult, write_summary
 from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_runs, sound_d
 from .sweep import claim_study, median, run_sweep, sweep_lock
 
@@ -112,13 +112,8 @@ def _torch_version(records):
 
 
 @dataclass(frozen=True)
-class PeerResult:
-    """What :func:`peer_study` measured: ``records``, ``summary`` (also ``out/summary.json``), ``stats``, ``files``."""
-
-    records: list = field(repr=False)
-    summary: dict
-    stats: dict
-    files: dict
+class PeerResult(StudyResult):
+    """What :func:`peer_study` measured (:class:`learner.study.records.StudyResult`)."""
 
     def table(self):
         s = self.summary

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..io import atomic_write, write_json
@@ -32,6 +33,7 @@ __all__ = [
     "FIELD_CHECKS",
     "KINDS",
     "RecordError",
+    "StudyResult",
     "command_record",
     "read_record",
     "read_run_record",
@@ -176,3 +178,22 @@ def write_summary(out, summary, table):
     atomic_write(out / "summary.md", lambda fh: fh.write(table.encode("utf-8")))
     files["summary_md"] = str(out / "summary.md")
     return files
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """What a study measured: the result type of every study (scaling, peers, the learners on the hard instances).
+
+    ``records`` are its runs' records, ``summary`` the JSON summary (also written to ``out/summary.json``),
+    ``stats`` the sweep's counts (run now, kept, failed), ``files`` what was written. Each study adds
+    :meth:`table`, its summary as Markdown.
+    """
+
+    records: list = field(repr=False)
+    summary: dict
+    stats: dict
+    files: dict
+
+    def table(self):
+        """The summary as Markdown (each study's own)."""
+        raise NotImplementedError(f"{type(self).__name__} has no table")

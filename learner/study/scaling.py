@@ -30,7 +30,7 @@ import numpy as np
 
 from ..io import versions as _versions
 from ..validation import check_distribution, check_int, check_positive_float
-from .records import write_summary
+from .records import StudyResult, write_summary
 from .runs import (
     METHODS,
     STUDY_LOGIT_SCALE,
@@ -123,14 +123,11 @@ def _choose_lr(records, lrs):
 
 
 @dataclass(frozen=True)
-class SweepResult:
-    """What :func:`scaling_study` measured; ``summary`` is also written to ``out/summary.json``."""
+class SweepResult(StudyResult):
+    """What :func:`scaling_study` measured (:class:`learner.study.records.StudyResult`), and the tuning runs'
+    records."""
 
-    records: list = field(repr=False)
-    tuning_records: list = field(repr=False)
-    summary: dict
-    stats: dict
-    files: dict
+    tuning_records: list = field(default_factory=list, repr=False)
 
     def table(self):
         """The summary as a Markdown table, followed by the fitted growth and the tuning choice."""
@@ -283,7 +280,7 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUD
             cells = frontier_cells(records, success_tol=success_tol, seed_rules=seed_rules)
             summary |= {"frontier": cells, "fits": fits_of(cells)}
         files = {}
-        result = SweepResult(records, tuning_records, summary, stats, files)
+        result = SweepResult(records, summary, stats, files, tuning_records=tuning_records)
         files |= write_summary(out, summary, result.table() + "\n")
         if plot:
             files |= _plots(records, summary, out, success_tol)
