@@ -161,6 +161,29 @@ def _folders_without_init(root):
     return sorted(str(f.relative_to(root)) for f in folders if not (f / "__init__.py").exists())
 
 
+#: The longest a function of the three packages may be, in code lines after its docstring (issue 34: "any
+#: function over ~80 lines becomes named steps"; the longest now is 78).
+MAX_CODE_LINES = 80
+
+
+def _long_functions(source, limit=MAX_CODE_LINES):
+    """``[(name, code lines)]`` of the functions in ``source`` with more than ``limit`` non-blank, non-comment
+    lines after the docstring."""
+    lines, found = source.splitlines(), []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        first = node.body[0]
+        start = first.lineno
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            start = first.end_lineno + 1
+        body = lines[start - 1:node.end_lineno]
+        n = sum(1 for line in body if line.strip() and not line.strip().startswith("#"))
+        if n > limit:
+            found.append((node.name, n))
+    return found
+
+
 class TestHouse:
     @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
     def test_no_private_name_of_another_package(self, path):
@@ -207,6 +230,17 @@ class TestHouse:
         assert _roof_imports("import learner.__main__\n", "lowerbounds.cli")
         assert _roof_imports("from learner import cli\n", "theory.cli")
         assert _roof_imports("from learner.io import check_output_options\n", "theory.cli") == []
+
+    @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+    def test_no_long_function(self, path):
+        """Long drivers become named steps: no function over MAX_CODE_LINES code lines."""
+        assert _long_functions(path.read_text(encoding="utf-8")) == []
+
+    def test_control_a_long_function_is_found(self):
+        body = "".join(f"    x{i} = {i}\n" for i in range(MAX_CODE_LINES + 1))
+        source = f'def f():\n    """Doc."""\n    # a comment\n\n{body}'
+        assert _long_functions(source) == [("f", MAX_CODE_LINES + 1)]
+        assert _long_functions(source.replace("    x0 = 0\n", "")) == []
 
     def test_import_learner_loads_neither_baselines_nor_studies(self):
         code = ("import sys, learner; bad = sorted(m for m in sys.modules if m.startswith(('learner.study', "
