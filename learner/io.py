@@ -19,6 +19,7 @@ import argparse
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -39,9 +40,11 @@ __all__ = [
     "load_examples",
     "load_layer",
     "read_metadata",
+    "save_figure",
     "versions",
     "save_examples",
     "save_layer",
+    "special_kind",
     "write_json",
 ]
 
@@ -95,7 +98,8 @@ def check_writable_dir(name, path):
         raise ValueError(f"`{name}` must name a directory; got {name}={value!r}.")
     path = Path(path)
     if path.exists() and not path.is_dir():
-        raise ValueError(f"`{name}` must be a directory; got {name}={str(value)!r}, which is a file.")
+        raise ValueError(f"`{name}` must be a directory; got {name}={str(value)!r}, which is "
+                         f"{special_kind(path) or 'a file'}.")
     existing = path.absolute()
     while not existing.exists():
         existing = existing.parent
@@ -114,6 +118,10 @@ def check_writable_file(name, path):
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"`{name}` must be a file, not a directory; got {name}={str(value)!r}.")
+    kind = special_kind(path)
+    if kind is not None:
+        raise ValueError(f"`{name}` must name a regular file or a new one; got {name}={str(value)!r}, which is "
+                         f"{kind} (left untouched).")
     parent = path.parent
     if not parent.is_dir():
         raise ValueError(f"`{name}`'s directory {str(parent)!r} does not exist or is not a directory; "
@@ -149,11 +157,33 @@ def check_output_options(parser, args):
         check(option, value)
 
 
+def special_kind(path):
+    """What ``path`` is when it exists and is neither a regular file nor a directory ("a FIFO", "a character
+    device", …, following symlinks); None otherwise. Outputs never replace such a file: it is not ours."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"))
+    return next((kind for test, kind in kinds if test(mode)), "not a regular file")
+
+
 def atomic_write(path, write):
-    """Call ``write(fh)`` on a temporary file beside ``path``, fsync it, and rename it over ``path``."""
+    """Call ``write(fh)`` on a temporary file beside ``path``, fsync it, and rename it over ``path``.
+
+    Refuses (ValueError, before writing anything) a ``path`` that exists and is not a regular file: a
+    directory, a FIFO, a device or a socket is left as it is.
+    """
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"cannot write {str(path)!r}: it is a directory; give a file name.")
+    kind = special_kind(path)
+    if kind is not None:
+        raise ValueError(f"cannot write {str(path)!r}: it exists and is {kind}, not a regular file; "
+                         "it is left untouched (give the name of a regular file or a new one).")
     if not path.parent.is_dir():
         raise FileNotFoundError(f"cannot write {str(path)!r}: its directory {str(path.parent)!r} does not exist.")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -167,6 +197,14 @@ def atomic_write(path, write):
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def save_figure(fig, path, **kwargs):
+    """Save a matplotlib figure to ``path`` atomically (format from the suffix, png without one); returns the Path."""
+    path = Path(path)
+    fmt = path.suffix[1:].lower() or "png"
+    atomic_write(path, lambda fh: fig.savefig(fh, format=fmt, **kwargs))
+    return path
 
 
 def write_json(path, record):

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
-from learner.io import check_output_options
+from learner.io import check_output_options, save_figure
 from learner.study.cli import print_study
 from learner.validation import cli_seed
 
@@ -324,7 +324,7 @@ def _plot_attacks(runs, args):
     ax.set_title(f"attacks on 1-bit LWR, binary public vectors, q={args.q}")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(args.plot)
+    save_figure(fig, args.plot)
     plt.close(fig)
 
 
@@ -341,7 +341,7 @@ def _plot(runs, args):
     ax.set_title(f"SQ correlational search, τ={args.tolerance}")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(args.plot)
+    save_figure(fig, args.plot)
     plt.close(fig)
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from learner import AttentionLayer, sample_inputs
+from learner.io import save_figure
 from learner.layer import auto_batch
 from learner.validation import check_int, check_positive_float, check_real_array, check_rng
 
@@ -695,7 +696,7 @@ def plot_expectation_vs_sample(path, *, d=TALK_D, k=PLOT_K, n_samples=PLOT_N_SAM
         f"$P = \\mathrm{{softmax}}(X\\Theta X^\\top)$, $\\Theta \\sim N(0, 0.01)^{{{d}\\times{d}}}$, $k = {k}$: "
         "expectation vs reality"
     )
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     return result
 
 

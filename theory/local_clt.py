@@ -27,6 +27,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from learner.assumptions import lattice_distance
+from learner.io import save_figure
 from learner.validation import check_real_array
 
 from ._core import Timer, finish, require_matplotlib, seeded
@@ -841,6 +842,6 @@ def plot_local_clt(path, *, ns=(16, 32, 64), rng=None):
     ax.set_title(f"local CLT on Boolean slices, δ = {sweeps[0].delta_factor:g}·σ/√n (bars: quantisation)")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     plt.close(fig)
     return sweeps

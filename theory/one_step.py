@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from learner import AttentionLayer, cube_expectation, sample_inputs
+from learner.io import save_figure
 from learner.validation import check_distribution, check_int, check_positive_float, check_rng
 
 from ._core import CheckResult, Timer, chebyshev_radius, finish, require_matplotlib, seeded
@@ -949,7 +950,7 @@ def plot_stable_rank_sweep(result, path):
         ax.set_title(f"one-step estimate of ΣW: d={p['d']}, k={p['k']}, ‖Θ‖_F={p['frobenius']:g}", fontsize=10)
         ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path, dpi=120)
     finally:
         plt.close(fig)
     return Path(path)

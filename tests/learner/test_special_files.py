@@ -1,0 +1,141 @@
+"""Outputs never replace or block on a file that is not ours: FIFOs and device nodes (issue 35).
+
+Before the fix, ``learn --json FIFO`` wrote a regular file over the FIFO and ``demo --json DEVICE``
+replaced the device node (``mknod … c 1 3``) with a regular file; the theory plots opened the path
+directly. The suite runs as root on CI, where ``mknod`` works; elsewhere the device cases skip.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from learner.io import (
+    atomic_write,
+    check_writable_dir,
+    check_writable_file,
+    save_figure,
+    special_kind,
+    write_json,
+)
+
+
+def _fifo(tmp_path):
+    path = tmp_path / "fifo"
+    try:
+        os.mkfifo(path)
+    except (OSError, AttributeError) as exc:  # pragma: no cover - platforms without FIFOs
+        pytest.skip(f"mkfifo refused here: {exc}")
+    return path
+
+
+def _device(tmp_path):
+    """A character device with /dev/null's numbers (1, 3): writing to it would lose the bytes silently."""
+    path = tmp_path / "null-device"
+    try:
+        os.mknod(path, 0o644 | stat.S_IFCHR, os.makedev(1, 3))
+    except (OSError, AttributeError) as exc:
+        pytest.skip(f"mknod refused here (needs root or CAP_MKNOD): {exc}")
+    return path
+
+
+SPECIAL = {"fifo": (_fifo, stat.S_ISFIFO, "a FIFO"), "device": (_device, stat.S_ISCHR, "a character device")}
+
+
+@pytest.fixture(params=sorted(SPECIAL))
+def special(request, tmp_path):
+    make, test, kind = SPECIAL[request.param]
+    path = make(tmp_path)
+    yield path, kind
+    assert test(os.stat(path).st_mode), f"{path} was replaced"  # every test: the special file is still there
+
+
+class TestLibrary:
+    def test_special_kind(self, special, tmp_path):
+        path, kind = special
+        assert special_kind(path) == kind
+        (tmp_path / "regular").write_text("x")
+        assert special_kind(tmp_path / "regular") is None and special_kind(tmp_path) is None
+        assert special_kind(tmp_path / "missing") is None
+
+    def test_atomic_write_refuses(self, special):
+        path, kind = special
+        called = []
+        with pytest.raises(ValueError, match=f"is {kind}, not a regular file; it is left untouched"):
+            atomic_write(path, called.append)
+        assert called == []  # nothing was written, not even to a temporary file
+
+    def test_write_json_refuses(self, special):
+        with pytest.raises(ValueError, match="not a regular file"):
+            write_json(special[0], {"a": 1})
+        assert [p.name for p in special[0].parent.iterdir() if p.name.endswith(".tmp")] == []
+
+    def test_save_figure_refuses(self, special):
+        matplotlib = pytest.importorskip("matplotlib")
+        matplotlib.use("Agg")
+        from matplotlib.figure import Figure
+
+        with pytest.raises(ValueError, match="not a regular file"):
+            save_figure(Figure(), special[0])
+
+    def test_option_checks_name_the_option(self, special):
+        path, kind = special
+        with pytest.raises(ValueError, match=f"`--json` must name a regular file or a new one; .* which is {kind}"):
+            check_writable_file("--json", path)
+        with pytest.raises(ValueError, match=f"`--out` must be a directory; .* which is {kind}"):
+            check_writable_dir("--out", path)
+
+    def test_control_a_regular_file_and_a_symlink_to_one_are_replaced(self, tmp_path):
+        """Negative control: the refusal is for special files only; our own regular files are rewritten."""
+        target = tmp_path / "old.json"
+        target.write_text("{}")
+        write_json(target, {"a": 1})
+        assert target.read_text().startswith("{\n  \"a\": 1")
+        link = tmp_path / "link.json"
+        link.symlink_to(target)
+        check_writable_file("--json", link)
+        write_json(link, {"b": 2})
+        assert '"b": 2' in link.read_text()
+
+
+# Every command with an output option, with a file output and a directory output among them; the check runs
+# before any work, so each call takes well under a second (no layer is learned or sampled).
+COMMANDS = [
+    ("learner", ["demo", "--json", "{path}"], "--json"),
+    ("learner", ["learn", "--json", "{path}"], "--json"),
+    ("learner", ["sample", "--out", "{path}"], "--out"),
+    ("learner", ["sample", "--m", "2", "--d", "4", "--examples", "{path}", "--n-samples", "5"], "--examples"),
+    ("learner", ["scaling", "--out", "{path}", "--m", "1"], "--out"),
+    ("learner", ["peers", "--out", "{path}", "--m", "1"], "--out"),
+    ("theory", ["check", "one_step", "--json", "{path}"], "--json"),
+    ("theory", ["check", "one_step", "--plot", "{path}"], "--plot"),
+    ("theory", ["all", "--plot-dir", "{path}"], "--plot-dir"),
+    ("lowerbounds", ["sq", "--out", "{path}"], "--out"),
+    ("lowerbounds", ["lwe", "--out", "{path}"], "--out"),
+    ("lowerbounds", ["sq-simulate", "--json", "{path}"], "--json"),
+    ("lowerbounds", ["learn-hard", "--out", "{path}", "--quick"], "--out"),
+]
+
+
+@pytest.mark.parametrize(("package", "argv", "option"), COMMANDS,
+                         ids=[f"{p}-{a[0]}-{o}" for p, a, o in COMMANDS])
+def test_commands_refuse_before_any_work(special, package, argv, option, capsys):
+    if option == "--plot":
+        pytest.importorskip("matplotlib")
+    path, kind = special
+    main = __import__(f"{package}.cli", fromlist=["main"]).main
+    code = main([a.replace("{path}", str(path)) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1].startswith(f"error: `{option}`") and kind in err[-1], err
+
+
+def test_learn_writes_its_record_where_the_path_is_new(tmp_path):
+    """Control for the commands: a new path is written (the refusal is not a refusal of everything)."""
+    from learner.cli import main
+
+    out = tmp_path / "demo.json"
+    assert main(["demo", "--n-samples", "200", "--json", str(out)]) == 0
+    assert out.is_file() and out.stat().st_size > 0
