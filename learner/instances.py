@@ -8,7 +8,7 @@ import numpy as np
 
 from .assumptions import assumptions
 from .layer import AttentionLayer
-from .validation import check_int, check_positive_float, check_rng
+from .validation import check_bool, check_int, check_positive_float, check_rng
 
 __all__ = ["DEFAULT_LOGIT_SCALE", "DEFAULT_W_SCALE", "PlantingError", "random_layer"]
 
@@ -81,6 +81,7 @@ def random_layer(m, d, *, logit_scale=DEFAULT_LOGIT_SCALE, w_scale=DEFAULT_W_SCA
     logit_scale = check_positive_float("logit_scale", logit_scale, allow_zero=True)
     w_scale = check_positive_float("w_scale", w_scale)
     max_tries = check_int("max_tries", max_tries)
+    check = check_bool("check", check)
     report = None
     for attempt in range(1, max_tries + 1):
         thetas = _unit_frobenius(rng.standard_normal((m, d, d))) * logit_scale

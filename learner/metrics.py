@@ -127,6 +127,12 @@ def match_heads(reference, estimate):
     -------
     HeadMatch
 
+    Raises
+    ------
+    ValueError
+        If the layers' m or d differ, or ``reference`` is the zero layer. A zero Θ_i or W_i of a head
+        of ``reference`` gives that head's error as an absolute one (``‖estimate‖_F``), not a relative one.
+
     Examples
     --------
     >>> from learner import AttentionLayer, random_layer
@@ -142,6 +148,10 @@ def match_heads(reference, estimate):
             "`reference` and `estimate` must have the same m and d; got "
             f"(m, d)=({reference.m}, {reference.d}) and ({estimate.m}, {estimate.d})."
         )
+    if not (np.any(reference.thetas) or np.any(reference.ws)):
+        # Every error below would fall back to an absolute one, and any small estimate would "match".
+        raise ValueError("`reference` is the zero layer (every Θ_i and W_i is 0): relative errors are undefined "
+                         "and its heads are not identified; give a nonzero reference.")
     m = reference.m
 
     def errors(ref, est):

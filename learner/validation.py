@@ -9,11 +9,15 @@ all use these (``check_*`` for arguments, ``cli_*`` as argparse types).
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = [
     "DISTRIBUTIONS",
+    "Integer",
+    "Real",
+    "check_bool",
     "check_distribution",
     "check_int",
     "check_positive_float",
@@ -22,6 +26,7 @@ __all__ = [
     "cli_auto_or_int",
     "cli_positive_int_or",
     "cli_seed",
+    "cli_type",
 ]
 
 DISTRIBUTIONS = ("boolean", "gaussian")
@@ -35,6 +40,13 @@ def check_int(name, value, *, minimum=1):
     if value < minimum:
         raise ValueError(f"`{name}` must be at least {minimum}; got {name}={value}.")
     return value
+
+
+def check_bool(name, value):
+    """Return ``value`` as a ``bool`` if it is one (numpy's included): a string such as "no" is not."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`{name}` must be True or False; got {name}={value!r}.")
+    return bool(value)
 
 
 def check_positive_float(name, value, *, allow_zero=False):
@@ -125,6 +137,57 @@ def cli_auto_or_int(text):
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
+
+
+@dataclass(frozen=True)
+class Integer:
+    """Declared once, checked everywhere: an integer ``>= minimum`` (a rule of the validation layer).
+
+    ``rule.check(name, value)`` is the library's check (``TypeError``/``ValueError`` naming ``name``, as the
+    caller wrote it: ``epochs``); :func:`cli_type` turns the same rule into an argparse type whose error
+    names the option (``--epochs``).
+    """
+
+    minimum: int = 1
+
+    def check(self, name, value):
+        return check_int(name, value, minimum=self.minimum)
+
+    def parse(self, text):
+        return int(text)
+
+
+@dataclass(frozen=True)
+class Real:
+    """A finite real number, ``> 0`` (or ``>= 0`` with ``allow_zero``): a rule of the validation layer."""
+
+    allow_zero: bool = False
+
+    def check(self, name, value):
+        return check_positive_float(name, value, allow_zero=self.allow_zero)
+
+    def parse(self, text):
+        return float(text)
+
+
+def cli_type(flag, rule):
+    """The argparse type of option ``flag`` from a validation ``rule``: the same check as the library's,
+    with the message naming ``flag`` (argparse prints it as ``argument --flag: …`` and exits 2)."""
+    import argparse
+
+    def parse(text):
+        try:
+            value = rule.parse(text)
+        except ValueError:
+            kind = "an integer" if isinstance(rule, Integer) else "a number"
+            raise argparse.ArgumentTypeError(f"`{flag}` must be {kind}; got {flag} {text!r}") from None
+        try:
+            return rule.check(flag, value)
+        except (TypeError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(str(exc).rstrip(".")) from None
+
+    parse.__name__ = flag.lstrip("-").replace("-", "_")  # argparse names the type in some messages
+    return parse
 
 
 def check_rng(rng, name="rng"):

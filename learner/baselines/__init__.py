@@ -15,14 +15,23 @@ This package uses the model (:mod:`learner`) and is used by the studies (:mod:`l
 model never imports it.
 """
 
-from ._scaffold import DEFAULT_MILESTONES, check_milestones, milestone_key, validation_error
+from ._scaffold import (
+    DEFAULT_MILESTONES,
+    OPTION_RULES,
+    check_milestones,
+    check_options,
+    milestone_key,
+    validation_error,
+)
 from .numpy_adam import OPTIMIZERS, fit_gradient
 from .torch_adam import fit_torch
 
 __all__ = [
     "DEFAULT_MILESTONES",
+    "OPTION_RULES",
     "OPTIMIZERS",
     "check_milestones",
+    "check_options",
     "fit_gradient",
     "fit_torch",
     "milestone_key",

@@ -16,11 +16,25 @@ import numpy as np
 from ..layer import AttentionLayer
 from ..learn import LearnResult, truth_errors
 from ..oracle import ExamplesExhausted
-from ..validation import check_int, check_positive_float
+from ..validation import Integer, Real, check_int, check_positive_float
 
 __all__ = ["GradientFit", "check_milestones", "milestone_key", "validation_error"]
 
 log = logging.getLogger(__name__)
+
+#: The options of the two gradient fits, declared once (the validation layer's rules): the functions check
+#: their arguments with these, and the study commands (``--adam-lr``, ``--epochs``, …) parse with them.
+OPTION_RULES = {
+    "lr": Real(), "max_iter": Integer(), "epochs": Integer(), "batch": Integer(), "restarts": Integer(),
+    "n_train": Integer(), "n_val": Integer(), "patience": Integer(), "eval_every": Integer(),
+    "threads": Integer(), "tol": Real(allow_zero=True), "clip": Real(), "init_scale": Real(),
+    "success_tol": Real(),
+}
+
+
+def check_options(**values):
+    """Each value checked by its rule in :data:`OPTION_RULES`, in the order given; None stays None."""
+    return {name: None if value is None else OPTION_RULES[name].check(name, value) for name, value in values.items()}
 
 #: The relative validation errors whose first crossing a fit times, unless told otherwise.
 DEFAULT_MILESTONES = (1e-3, 1e-8)

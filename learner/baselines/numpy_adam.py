@@ -14,8 +14,8 @@ import numpy as np
 
 from ..layer import auto_batch, softmax_inplace
 from ..oracle import as_source
-from ..validation import check_int, check_positive_float, check_rng
-from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones
+from ..validation import check_int, check_rng
+from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones, check_options
 
 __all__ = ["fit_gradient"]
 
@@ -289,17 +289,11 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
     m = check_int("m", m)
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"`optimizer` must be one of {OPTIMIZERS}; got optimizer={optimizer!r}.")
-    lr = check_positive_float("lr", lr)
-    max_iter = check_int("max_iter", max_iter)
-    restarts = check_int("restarts", restarts)
-    if batch is not None:
-        batch = check_int("batch", batch)
-    n_train = check_int("n_train", n_train)
-    n_val = check_int("n_val", n_val)
-    tol = check_positive_float("tol", tol, allow_zero=True)
-    patience = check_int("patience", patience)
-    init_scale = check_positive_float("init_scale", init_scale)
-    success_tol = check_positive_float("success_tol", success_tol)
+    o = check_options(lr=lr, max_iter=max_iter, restarts=restarts, batch=batch, n_train=n_train, n_val=n_val,
+                      tol=tol, patience=patience, init_scale=init_scale, success_tol=success_tol)
+    lr, max_iter, restarts, batch, n_train = o["lr"], o["max_iter"], o["restarts"], o["batch"], o["n_train"]
+    n_val, tol, patience, init_scale, success_tol = (o[n] for n in ("n_val", "tol", "patience", "init_scale",
+                                                                    "success_tol"))
     milestones = check_milestones(milestones)
     fit = GradientFit(source, name="fit_gradient", m=m, k=k, truth=truth, rng=rng, t_start=t_start)
     batch_eff = n_train if batch is None else min(batch, n_train)

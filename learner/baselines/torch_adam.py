@@ -18,8 +18,8 @@ import numpy as np
 
 from .. import torch_interop
 from ..oracle import as_source
-from ..validation import check_int, check_positive_float, check_rng
-from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones
+from ..validation import check_int, check_rng
+from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones, check_options
 
 __all__ = ["fit_torch"]
 
@@ -109,21 +109,16 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
     rng = check_rng(rng)
     source = as_source(source)
     m = check_int("m", m)
-    lr = check_positive_float("lr", lr)
-    epochs = check_int("epochs", epochs)
-    batch = check_int("batch", batch)
-    n_train = check_int("n_train", n_train)
-    n_val = check_int("n_val", n_val)
-    restarts = check_int("restarts", restarts)
-    tol = check_positive_float("tol", tol, allow_zero=True)
-    clip = check_positive_float("clip", clip)
-    init_scale = check_positive_float("init_scale", init_scale)
-    success_tol = check_positive_float("success_tol", success_tol)
+    if batch is None:  # unlike fit_gradient's full batch, torch Adam always takes mini-batches
+        raise TypeError("`batch` must be an integer; got batch=None.")
+    o = check_options(lr=lr, epochs=epochs, batch=batch, n_train=n_train, n_val=n_val, restarts=restarts, tol=tol,
+                      clip=clip, init_scale=init_scale, success_tol=success_tol)
+    lr, epochs, batch, n_train, n_val, restarts = (o[n] for n in ("lr", "epochs", "batch", "n_train", "n_val",
+                                                                   "restarts"))
+    tol, clip, init_scale, success_tol = o["tol"], o["clip"], o["init_scale"], o["success_tol"]
     milestones = check_milestones(milestones)
-    if eval_every is not None:
-        eval_every = check_int("eval_every", eval_every)
-    if threads is not None:
-        threads = check_int("threads", threads)
+    o = check_options(eval_every=eval_every, threads=threads)
+    eval_every, threads = o["eval_every"], o["threads"]
     dt = torch_interop.torch_dtype(dtype)
     fit = GradientFit(source, name="fit_torch", m=m, k=k, truth=truth, rng=rng, t_start=t_start)
     batch = min(batch, n_train)

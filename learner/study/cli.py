@@ -8,13 +8,15 @@ locked or interrupted into the command's exit status.
 
 from __future__ import annotations
 
+import inspect
 import signal
 import sys
 
+from ..baselines import OPTION_RULES, fit_torch
 from ..io import write_json
 from ..parallel import DEFAULT_POOL, interrupt_on_sigterm
 from ..torch_interop import need_torch
-from ..validation import cli_auto_or_int, cli_positive_int_or, cli_seed
+from ..validation import Integer, cli_auto_or_int, cli_positive_int_or, cli_seed, cli_type
 from .bench import (
     DEFAULT_CASES,
     PARALLEL_BENCH_WORKERS,
@@ -24,12 +26,16 @@ from .bench import (
     run_parallel_benchmark,
 )
 from .frontier import DEFAULT_GRID
+from .peers import QUICK_PEER_OPTIONS
 from .records import command_record
 from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE
 
 __all__ = ["add_commands", "print_study", "run_study"]
 
 #: ``--workers`` of the studies: the local pool's processes (default: every core this process may run on).
+#: torch Adam's budgets in ``peers``: fit_torch's own defaults, and those of --quick.
+TORCH_DEFAULTS = {name: inspect.signature(fit_torch).parameters[name].default for name in ("epochs", "batch")}
+QUICK_TORCH = QUICK_PEER_OPTIONS["torch-adam"]
 WORKERS_HELP = f"processes of the local pool (default {DEFAULT_POOL}: every core this process may run on)"
 
 
@@ -79,7 +85,7 @@ def _add_scaling(sub):
                         "(default 10; auto with --grid)")
     p.add_argument("--methods", nargs="+", default=["provable", "adam"], help="provable and/or adam (default both)")
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
-    p.add_argument("--adam-lr", type=float, nargs="+", default=[1e-2, 3e-2],
+    p.add_argument("--adam-lr", type=cli_type("--adam-lr", OPTION_RULES["lr"]), nargs="+", default=[1e-2, 3e-2],
                    help="Adam's learning-rate grid; tuned per setting on separate layers (default 0.01 0.03)")
     p.add_argument("--max-examples", type=int, default=None,
                    help="the learner's phase-4 example budget (default: chosen from m, d, k)")
@@ -111,11 +117,17 @@ def _add_peers(sub):
     p.add_argument("--k", type=int, default=2, help="tokens per sequence (default 2)")
     p.add_argument("--d", type=cli_auto_or_int, default="auto",
                    help="token dimension, or auto: the scaling study's sound d per m (default auto: 12)")
-    p.add_argument("--seeds", type=int, default=3, help="planted layers per m (default 3)")
-    p.add_argument("--adam-lr", type=float, default=1e-2, help="numpy Adam's learning rate (default 0.01)")
-    p.add_argument("--torch-lr", type=float, default=1e-2, help="torch Adam's initial learning rate (default 0.01)")
-    p.add_argument("--epochs", type=int, default=200, help="torch Adam's epochs per restart (default 200)")
-    p.add_argument("--batch", type=int, default=256, help="torch Adam's mini-batch (default 256)")
+    p.add_argument("--seeds", type=cli_type("--seeds", Integer()), default=3, help="planted layers per m (default 3)")
+    p.add_argument("--adam-lr", type=cli_type("--adam-lr", OPTION_RULES["lr"]), default=1e-2,
+                   help="numpy Adam's learning rate (default 0.01)")
+    p.add_argument("--torch-lr", type=cli_type("--torch-lr", OPTION_RULES["lr"]), default=1e-2,
+                   help="torch Adam's initial learning rate (default 0.01)")
+    p.add_argument("--epochs", type=cli_type("--epochs", OPTION_RULES["epochs"]), default=None,
+                   help=f"torch Adam's epochs per restart (default {TORCH_DEFAULTS['epochs']}; with --quick "
+                        f"{QUICK_TORCH['epochs']}; given explicitly, it applies with --quick too)")
+    p.add_argument("--batch", type=cli_type("--batch", OPTION_RULES["batch"]), default=None,
+                   help=f"torch Adam's mini-batch (default {TORCH_DEFAULTS['batch']}; with --quick "
+                        f"{QUICK_TORCH['batch']}; given explicitly, it applies with --quick too)")
     p.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
     p.add_argument("--serial", action="store_true", help="one run at a time, in this process")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -227,7 +239,7 @@ def print_study(result, out):
 
 
 def _peers(args):
-    from .peers import QUICK_PEER_OPTIONS, peer_study
+    from .peers import peer_study
 
     if args.workers is not None and args.serial:
         raise ValueError(f"--workers sizes the local pool, which --serial does not use; got --workers {args.workers} "
@@ -235,10 +247,12 @@ def _peers(args):
     if not args.summarise_only:
         need_torch("peers")
     quick = QUICK_PEER_OPTIONS if args.quick else {}
+    # --quick sets small budgets; options given explicitly apply on top of them.
+    explicit = {name: getattr(args, name) for name in ("epochs", "batch") if getattr(args, name) is not None}
     result = run_study(lambda: peer_study(
         args.out, ms=args.m, k=args.k, d=args.d, seeds=args.seeds, seed=args.seed,
         adam_options=quick.get("adam", {}) | {"lr": args.adam_lr},
-        torch_options=quick.get("torch-adam", {"epochs": args.epochs, "batch": args.batch}) | {"lr": args.torch_lr},
+        torch_options=quick.get("torch-adam", TORCH_DEFAULTS) | explicit | {"lr": args.torch_lr},
         provable_options=quick.get("provable"), backend="serial" if args.serial else "local",
         workers=args.workers, progress=not args.no_progress, run=not args.summarise_only))
     if isinstance(result, int):

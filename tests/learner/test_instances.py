@@ -49,6 +49,12 @@ class TestRandomLayer:
         assert_array_equal(a.ws, b.ws)
         assert not np.array_equal(a.thetas, c.thetas)
 
+    @pytest.mark.parametrize("check", ["no", "False", 0, None])
+    def test_check_must_be_a_bool(self, check):
+        """Issue 35: check="no" was truthy, so the conditions were checked although the caller said no."""
+        with pytest.raises(TypeError, match=f"`check` must be True or False; got check={check!r}"):
+            random_layer(2, 8, check=check, rng=0)
+
     @pytest.mark.parametrize("seed", [0, 1, 2])
     def test_check_false_returns_first_sample(self, seed):
         """check=False returns the first draw (Θ's then W's from the generator), even when it fails the checks."""

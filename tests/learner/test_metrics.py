@@ -122,6 +122,17 @@ class TestMatchHeads:
         assert match.w_errors == (2.0,)  # ‖0.5·ones(4×4)‖_F = 2, exact
         assert match.theta_errors == (0.0,)
 
+    def test_all_zero_reference_raises(self):
+        """Issue 35: the zero layer as reference used to "match" any small estimate (absolute errors)."""
+        zero = AttentionLayer(np.zeros((2, 4, 4)), np.zeros((2, 4, 4)))
+        small = AttentionLayer(np.full((2, 4, 4), 1e-3), np.zeros((2, 4, 4)))
+        with pytest.raises(ValueError, match="`reference` is the zero layer"):
+            match_heads(zero, small)
+
+    def test_control_a_zero_estimate_is_far_from_a_real_reference(self):
+        zero = AttentionLayer(np.zeros((2, 4, 4)), np.zeros((2, 4, 4)))
+        assert match_heads(random_layer(2, 4, check=False, rng=1), zero).max_error == 1.0
+
     def test_head_count_mismatch_raises(self):
         """Different m cannot be matched."""
         f, g = random_layer(2, 8, rng=0), random_layer(3, 8, rng=0)

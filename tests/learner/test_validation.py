@@ -184,3 +184,47 @@ class TestRngArguments:
         assert isinstance(check_rng(value), np.random.Generator)
         gen = np.random.default_rng(1)
         assert check_rng(gen) is gen
+
+
+class TestDeclaredRules:
+    """The validation layer's rules: one declaration, the library's check and the CLI's type (issue 35)."""
+
+    def test_library_and_cli_give_the_same_verdict_and_name_their_own_spelling(self):
+        import argparse
+
+        from learner.baselines import OPTION_RULES
+        from learner.validation import cli_type
+
+        rule = OPTION_RULES["lr"]
+        with pytest.raises(ValueError, match=r"`lr` must be finite and positive; got lr=0.0"):
+            rule.check("lr", 0.0)
+        parse = cli_type("--adam-lr", rule)
+        with pytest.raises(argparse.ArgumentTypeError, match=r"`--adam-lr` must be finite and positive"):
+            parse("0")
+        assert parse("0.5") == rule.check("lr", 0.5) == 0.5
+
+    @pytest.mark.parametrize("text", ["0", "-1", "1.5", "x", "", "1e3"])
+    def test_integer_rule_refuses_what_is_not_a_positive_integer(self, text):
+        import argparse
+
+        from learner.validation import Integer, cli_type
+
+        with pytest.raises(argparse.ArgumentTypeError, match="`--epochs` must be"):
+            cli_type("--epochs", Integer())(text)
+
+    def test_fit_functions_use_the_rules(self):
+        from learner import LayerOracle, random_layer
+        from learner.baselines import fit_gradient
+
+        oracle = LayerOracle(random_layer(1, 3, check=False, rng=0), k=2, rng=0)
+        with pytest.raises(ValueError, match="`lr` must be finite and positive; got lr=0"):
+            fit_gradient(oracle, m=1, lr=0)
+        with pytest.raises(TypeError, match="`patience` must be an integer; got patience=2.5"):
+            fit_gradient(oracle, m=1, patience=2.5)
+
+    @pytest.mark.parametrize("value", ["no", "yes", 0, 1, None])
+    def test_check_bool_refuses_strings_and_numbers(self, value):
+        from learner.validation import check_bool
+
+        with pytest.raises(TypeError, match="must be True or False"):
+            check_bool("check", value)

@@ -96,9 +96,54 @@ class TestPeerErrors:
         (["--m", "2", "2"], "`ms` must be distinct"),
         (["--k", "1"], "`k` must be at least 2"),
         (["--d", "2"], "`d` must be at least 3"),
-        (["--seeds", "0"], "`seeds` must be at least 1"),
         (["--workers", "2", "--serial"], "--workers sizes the local pool"),
-    ], ids=["m0", "m-repeated", "k1", "d-small", "seeds0", "workers-serial"])
+    ], ids=["m0", "m-repeated", "k1", "d-small", "workers-serial"])
     def test_named_errors(self, argv, match, tmp_path, capsys):
         assert main(["peers", "--quick", "--no-progress", "--out", str(tmp_path / "o")] + argv) == 2
         assert match in capsys.readouterr().err
+
+
+class TestOptions:
+    """Issue 35: bad baseline options were accepted (exit 0, every Adam run failed inside the records), and
+    --quick silently replaced an explicit --epochs/--batch."""
+
+    @pytest.mark.parametrize(("option", "value", "message"), [
+        ("--adam-lr", "0", "`--adam-lr` must be finite and positive; got --adam-lr=0.0"),
+        ("--adam-lr", "-1", "`--adam-lr` must be finite and positive"),
+        ("--torch-lr", "nan", "`--torch-lr` must be finite and positive; got --torch-lr=nan"),
+        ("--torch-lr", "inf", "`--torch-lr` must be finite and positive"),
+        ("--epochs", "-3", "`--epochs` must be at least 1; got --epochs=-3"),
+        ("--epochs", "2.5", "`--epochs` must be an integer"),
+        ("--batch", "0", "`--batch` must be at least 1; got --batch=0"),
+        ("--seeds", "0", "`--seeds` must be at least 1"),
+    ])
+    def test_bad_values_exit_2_naming_the_option(self, tmp_path, capsys, option, value, message):
+        with pytest.raises(SystemExit) as exc:
+            main(["peers", "--m", "1", "--quick", "--out", str(tmp_path / "o"), option, value])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert f"argument {option}: {message}" in err, err
+        assert not (tmp_path / "o").exists()  # refused before anything was run or created
+
+    def test_scaling_refuses_a_bad_learning_rate_among_several(self, tmp_path, capsys):
+        with pytest.raises(SystemExit) as exc:
+            main(["scaling", "--out", str(tmp_path / "o"), "--adam-lr", "0.01", "-2"])
+        assert exc.value.code == 2 and "`--adam-lr` must be finite and positive" in capsys.readouterr().err
+
+    @needs_torch
+    def test_explicit_epochs_and_batch_apply_with_quick(self, tmp_path):
+        out = tmp_path / "o"
+        assert main(["peers", "--m", "1", "--d", "6", "--seeds", "1", "--quick", "--serial", "--no-progress",
+                     "--seed", "3", "--epochs", "2", "--batch", "32", "--out", str(out)]) == 0
+        (path,) = (out / "runs").glob("torch-adam-*.json")
+        options = json.loads(path.read_text(encoding="utf-8"))["spec"]["options"]
+        assert (options["epochs"], options["batch"]) == (2, 32)
+        assert options["n_train"] == 300  # the rest of --quick's budgets still apply
+
+    @needs_torch
+    def test_control_quick_alone_keeps_its_budgets(self, study):
+        """Control: without explicit flags --quick's own torch budgets are used (the study fixture)."""
+        out, _ = study
+        path = next((out / "runs").glob("torch-adam-*.json"))
+        options = json.loads(path.read_text(encoding="utf-8"))["spec"]["options"]
+        assert (options["epochs"], options["batch"]) == (3, 64)
