@@ -96,9 +96,9 @@ def _add_learn(sub):
     # the layer's defaults are filled in by _learn (unset tells them apart from --torch-layer)
     _layer_args(p, unset=True, seed=0)
     p.add_argument("--torch-layer", metavar="FILE",
-                   help="learn this torch layer instead of a planted one: the state dict of an "
-                        "nn.MultiheadAttention(d, m, bias=False), torch.save(mha.state_dict(), FILE), "
-                        "with --m its num_heads (extra `torch`)")
+                   help="learn this torch layer instead of a planted one: an nn.MultiheadAttention(d, m, "
+                        "bias=False) saved by learner.torch_interop.save_torch_layer (it records m), or its bare "
+                        "state dict, torch.save(mha.state_dict(), FILE), with --m its num_heads (extra `torch`)")
     p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
     p.add_argument("--unknown-m", action="store_true", help="do not tell the learner m (it estimates it)")
@@ -190,7 +190,7 @@ def _learn(args):
     # The third child draws the inputs the errors against the truth are measured on (the first two are as before).
     layer_seed, oracle_seed, error_seed = ss.spawn(3)
     if args.torch_layer is not None:
-        from .torch_interop import load_torch_layer
+        from .torch_interop import describe_heads, load_torch_layer
 
         need_torch("--torch-layer")
         given = [key for key in ("d", "logit_scale", "w_scale") if getattr(args, key) is not None]
@@ -198,12 +198,20 @@ def _learn(args):
             flags = ", ".join(f"--{key.replace('_', '-')} {getattr(args, key)}" for key in given)
             raise ValueError(f"--torch-layer {args.torch_layer} fixes the layer; {flags} would be ignored. "
                              "Drop them or --torch-layer.")
-        if args.m is None:
-            raise ValueError(f"--torch-layer {args.torch_layer} needs --m, the layer's num_heads (a state dict "
-                             "does not record it); got no --m.")
-        truth = load_torch_layer(args.torch_layer, num_heads=args.m)
-        args.d = truth.d
-        source = f"the torch layer {args.torch_layer}:"
+        try:
+            truth = load_torch_layer(args.torch_layer, num_heads=args.m)
+        except ValueError as exc:
+            if args.m is not None and "heads recorded in" in str(exc):
+                raise ValueError(f"--m {args.m} does not match the head count recorded in --torch-layer "
+                                 f"{args.torch_layer} ({exc}); drop --m or give the recorded one.") from None
+            if args.m is not None or "`num_heads` is needed" not in str(exc):
+                raise
+            raise ValueError(f"--torch-layer {args.torch_layer} is a bare state dict, which does not record its "
+                             "head count: give --m (or save the module with learner.torch_interop.save_torch_layer, "
+                             "which records it); got no --m.") from None
+        args.m, args.d = truth.m, truth.d
+        # A wrong head count for a bare state dict converts without error into another function: say what it implies.
+        source = f"the torch layer {args.torch_layer} ({describe_heads(truth)}):"
     else:
         for key, value in _LAYER_DEFAULTS.items():
             if getattr(args, key) is None:

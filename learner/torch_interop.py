@@ -48,9 +48,11 @@ __all__ = [
     "AttentionModule",  # noqa: F822 — built on first access by the module __getattr__ (imports torch)
     "TorchConversionError",
     "from_torch",
+    "describe_heads",
     "load_torch_layer",
     "need_torch",
     "require_torch",
+    "save_torch_layer",
     "to_torch",
     "to_torch_mha",
     "torch_dtype",
@@ -95,7 +97,52 @@ def torch_dtype(dtype):
 
 
 def _numpy(tensor):
+    if tensor.is_meta:
+        raise TorchConversionError("the torch layer's weights are on the meta device (shapes without values): "
+                                   "materialise it first (module.to_empty(device='cpu') and load its weights).")
     return tensor.detach().to("cpu").double().numpy().copy()
+
+
+#: Relative output difference allowed between a torch module and the layer converted from (or to) it, by the
+#: module's dtype (ours): about 10⁶ times the unit roundoff, far below what a wrong head count or a missed flag
+#: gives (measured: 7 % for a 4-head module read as 2 heads, 33 % for add_zero_attn).
+OUTPUT_RTOL = {"float64": 1e-9, "float32": 1e-3, "bfloat16": 5e-2, "float16": 2e-2}
+
+
+def _output_difference(mha, layer, *, n=64, k=3):
+    """Relative difference of ``mha(X, X, X)`` (evaluation mode, no grad) and ``layer(X)`` on ``n`` random
+    Gaussian inputs of ``k`` tokens, drawn from a fixed seed in the module's dtype and device."""
+    torch = require_torch()
+    param = next(mha.parameters())
+    gen = np.random.default_rng(20250402)
+    Xt = torch.from_numpy(gen.standard_normal((n, k, layer.d))).to(dtype=param.dtype, device=param.device)
+    mine = layer(_numpy(Xt))  # the inputs as the module sees them, in float64
+    if not mha.batch_first:
+        Xt = Xt.transpose(0, 1)
+    was_training = mha.training
+    mha.eval()
+    try:
+        with torch.no_grad():
+            out = mha(Xt, Xt, Xt, need_weights=False)[0]
+    finally:
+        mha.train(was_training)
+    theirs = _numpy(out if mha.batch_first else out.transpose(0, 1))
+    scale = float(np.linalg.norm(theirs))
+    diff = float(np.linalg.norm(theirs - mine))
+    return diff / scale if scale > 0 else diff
+
+
+def _check_output(mha, layer, what):
+    """Raise TorchConversionError if ``mha`` and ``layer`` differ beyond :data:`OUTPUT_RTOL` on random inputs."""
+    dtype = str(next(mha.parameters()).dtype).removeprefix("torch.")
+    rtol = OUTPUT_RTOL.get(dtype, 1e-3)
+    diff = _output_difference(mha, layer)
+    if not diff <= rtol:  # a NaN difference fails too
+        raise TorchConversionError(
+            f"{what}: the module's output and the layer's differ by {diff:.3g} (relative, on 64 random inputs), "
+            f"more than {rtol:g} for {dtype}; the module computes something the paper's layer does not "
+            "(a changed forward, hooks, or settings the conversion cannot see).")
+    return diff
 
 
 _MODULE_CLASS = None
@@ -235,6 +282,9 @@ def to_torch_mha(layer, *, dtype="float64", batch_first=False, rank_rtol=RANK_RT
     if not isinstance(layer, AttentionLayer):
         raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
     rank_rtol = check_positive_float("rank_rtol", rank_rtol)
+    if rank_rtol >= 1:
+        raise ValueError("`rank_rtol` must be below 1 (singular values at most rank_rtol·σ_max count as zero, so "
+                         f"1 or more discards every one); got rank_rtol={rank_rtol!r}.")
     if not isinstance(batch_first, (bool, np.bool_)):
         raise TypeError(f"`batch_first` must be a bool; got batch_first={batch_first!r}.")
     torch = require_torch()
@@ -259,7 +309,10 @@ def to_torch_mha(layer, *, dtype="float64", batch_first=False, rank_rtol=RANK_RT
     with torch.no_grad():
         mha.in_proj_weight.copy_(torch.from_numpy(np.concatenate([q, k, v])))
         mha.out_proj.weight.copy_(torch.from_numpy(out))
-    return mha.eval()
+    mha.eval()
+    if rank_rtol <= RANK_RTOL:  # heads within the rank: the module must compute the layer (singular values
+        _check_output(mha, layer, "to_torch_mha")  # dropped by a larger rank_rtol change it by design)
+    return mha
 
 
 #: The state-dict keys of the forms the paper has no counterpart for, and why.
@@ -298,6 +351,9 @@ def _from_state(state, num_heads):
             raise TypeError(f"state[{key!r}] must be a torch.Tensor; got {type(value).__name__}.")
         if value.is_complex() or not value.is_floating_point():
             raise TorchConversionError(f"state[{key!r}] must hold real floating-point numbers; got {value.dtype}.")
+        if value.is_meta:
+            raise TorchConversionError(f"state[{key!r}] is on the meta device (a shape without values); "
+                                       "materialise the module before saving its state dict.")
     E = w_out.shape[-1]
     if tuple(w_out.shape) != (E, E) or tuple(w_in.shape) != (3 * E, E):
         raise TorchConversionError(
@@ -373,7 +429,9 @@ def from_torch(mha, *, num_heads=None, attn_mask=None, key_padding_mask=None, is
         if num_heads is not None and num_heads != mha.num_heads:
             raise ValueError(f"`num_heads` must match the module's {mha.num_heads} heads; got num_heads={num_heads}.")
         state = {key: value for key, value in mha.state_dict().items()}
-        return _from_state(state, mha.num_heads)
+        layer = _from_state(state, mha.num_heads)
+        _check_output(mha, layer, "from_torch")
+        return layer
     if isinstance(mha, Mapping):
         if num_heads is None:
             raise ValueError("`num_heads` is needed to convert a state dict (it does not record the heads); "
@@ -383,12 +441,63 @@ def from_torch(mha, *, num_heads=None, attn_mask=None, key_padding_mask=None, is
                     f"got {type(mha).__name__}.")
 
 
-def load_torch_layer(path, *, num_heads):
-    """The layer of an ``nn.MultiheadAttention`` state dict saved with ``torch.save(mha.state_dict(), path)``.
+#: What :func:`save_torch_layer` writes: a dict with this ``format`` and ``schema_version``, the state dict, and
+#: what a state dict does not record (the head count and the flags).
+TORCH_FILE_FORMAT = "attention-torch-layer"
+TORCH_FILE_SCHEMA = 1
+
+
+def save_torch_layer(mha, path):
+    """Save an ``nn.MultiheadAttention`` with what its state dict does not record: ``num_heads``,
+    ``add_zero_attn``, ``batch_first`` (read back by :func:`load_torch_layer` without asking for them).
+
+    The module is converted first (:func:`from_torch`, which checks it against its own output), so a
+    module the paper's layer cannot express is refused before anything is written; the file is written
+    atomically with ``torch.save`` and loads with ``torch.load(weights_only=True)``. Returns the Path.
+    """
+    from pathlib import Path
+
+    from .io import atomic_write
+
+    torch = require_torch()
+    if not isinstance(mha, torch.nn.MultiheadAttention):
+        raise TypeError(f"`mha` must be an nn.MultiheadAttention; got {type(mha).__name__}.")
+    from_torch(mha)
+    record = {"format": TORCH_FILE_FORMAT, "schema_version": TORCH_FILE_SCHEMA, "num_heads": int(mha.num_heads),
+              "embed_dim": int(mha.embed_dim), "add_zero_attn": bool(mha.add_zero_attn),
+              "batch_first": bool(mha.batch_first), "state_dict": dict(mha.state_dict())}
+    atomic_write(path, lambda fh: torch.save(record, fh))
+    return Path(path)
+
+
+def _read_recorded(state, path, num_heads):
+    """The state dict and head count of a file written by :func:`save_torch_layer`."""
+    version = state.get("schema_version")
+    if version != TORCH_FILE_SCHEMA:
+        raise TorchConversionError(f"{path!r} is an {TORCH_FILE_FORMAT} file of schema_version {version!r}; "
+                                   f"this version reads {TORCH_FILE_SCHEMA}.")
+    recorded = state.get("num_heads")
+    if isinstance(recorded, bool) or not isinstance(recorded, int) or not isinstance(state.get("state_dict"), Mapping):
+        raise TorchConversionError(f"{path!r}: its num_heads ({recorded!r}) or state_dict is missing or malformed.")
+    if state.get("add_zero_attn"):
+        _refuse("add_zero_attn=True (recorded in the file)")
+    if num_heads is not None and num_heads != recorded:
+        raise ValueError(f"`num_heads` must match the {recorded} heads recorded in {path!r}; "
+                         f"got num_heads={num_heads}.")
+    return dict(state["state_dict"]), recorded
+
+
+def load_torch_layer(path, *, num_heads=None):
+    """The layer of a saved ``nn.MultiheadAttention``: a :func:`save_torch_layer` file, or a bare state dict
+    saved with ``torch.save(mha.state_dict(), path)``.
 
     Loaded with ``torch.load(..., weights_only=True)``: tensors and plain containers only, never
     arbitrary pickled objects (a whole pickled module is refused with a message saying to save its
-    state dict). ``num_heads`` as in :func:`from_torch`.
+    state dict). A :func:`save_torch_layer` file records the head count and the flags (``num_heads``,
+    when given, must match it). A bare state dict records neither: ``num_heads`` is required, and
+    nothing can tell a wrong one (any divisor of ``embed_dim`` gives *a* layer, another function;
+    :func:`describe_heads` says what the count implies) nor ``add_zero_attn=True`` (a different
+    function too), so prefer :func:`save_torch_layer`.
 
     Raises
     ------
@@ -396,6 +505,8 @@ def load_torch_layer(path, *, num_heads):
         If ``path`` does not exist.
     TorchConversionError
         If the file is not a state dict of a convertible layer.
+    ValueError
+        For a bare state dict without ``num_heads``, or a ``num_heads`` other than the recorded one.
     """
     import os
 
@@ -412,4 +523,22 @@ def load_torch_layer(path, *, num_heads):
     if not isinstance(state, Mapping):
         raise TorchConversionError(f"{path!r} holds a {type(state).__name__}, not a state dict; save "
                                    "torch.save(mha.state_dict(), path).")
+    if state.get("format") == TORCH_FILE_FORMAT:
+        state, num_heads = _read_recorded(state, path, num_heads)
+    elif num_heads is None:
+        raise ValueError(f"`num_heads` is needed for {path!r}: a bare state dict does not record its head count "
+                         "(save the module with learner.torch_interop.save_torch_layer to record it); "
+                         "got num_heads=None.")
     return from_torch(state, num_heads=num_heads)
+
+
+def describe_heads(layer):
+    """One line on what a head count implies for a converted layer: the head dimension and each head's ranks.
+
+    With ``m`` heads of ``d``, torch's head dimension is ``d/m`` and every ``Θ_i``, ``W_i`` has rank at most
+    ``d/m``; a head count other than the module's gives other ranks and another scale ``1/√(d/m)``.
+    """
+    dh = layer.d // layer.m
+    heads = f"{layer.m} head{'s' if layer.m > 1 else ''}"
+    return (f"{heads} of embed_dim {layer.d}: head dim {dh}; ranks of Θ_i {_ranks(layer.thetas, RANK_RTOL)}, "
+            f"of W_i {_ranks(layer.ws, RANK_RTOL)} (each at most the head dim)")

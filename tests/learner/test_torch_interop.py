@@ -275,7 +275,8 @@ class TestLearnCommand:
         code = main(["learn", "--torch-layer", str(saved), "--m", "1", "--k", "2", "--workers", "1", "--no-progress",
                      "--json", str(record)])
         out = capsys.readouterr().out
-        assert f"Learning the torch layer {saved}: m=1, d=6, k=2" in out
+        assert f"Learning the torch layer {saved} (1 head of embed_dim 6: head dim 6; ranks of Θ_i" in out
+        assert "): m=1, d=6, k=2" in out
         rec = json.loads(record.read_text(encoding="utf-8"))
         assert rec["parameters"]["d"] == 6 and rec["parameters"]["torch_layer"] == str(saved)
         # (1, 6, 2) is too small a cube for phase 5 (measured: it stops there, 1568 constraints of rank 15 < 36),
@@ -286,7 +287,7 @@ class TestLearnCommand:
     @pytest.mark.parametrize(("extra", "match"), [
         (["--d", "8"], "fixes the layer; --d 8 would be ignored"),
         (["--logit-scale", "2"], "--logit-scale 2.0 would be ignored"),
-        ([], "needs --m, the layer's num_heads"),
+        ([], "is a bare state dict, which does not record its head count: give --m"),
     ], ids=["d", "logit-scale", "no-m"])
     def test_named_errors(self, saved, extra, match, capsys):
         from learner.cli import main
@@ -304,3 +305,85 @@ class TestLearnCommand:
         torch.save(_mha(6, 1), whole)
         assert main(["learn", "--torch-layer", str(whole), "--m", "1", "--k", "2"]) == 2
         assert "torch.save(mha.state_dict(), path)" in capsys.readouterr().err
+
+
+class TestIssue35:
+    """What converted silently into another function, or crashed, before issue 35."""
+
+    def test_bare_state_dict_with_a_wrong_head_count_differs_and_says_what_it_implies(self):
+        """A 4-head state dict read as 2 heads converts (nothing in it can tell), but the layer is another
+        function (measured 7 % relative on these inputs); describe_heads shows the head dim and ranks."""
+        from learner.torch_interop import describe_heads
+
+        mha = _mha(16, 4, scale=2.0)
+        right, wrong = from_torch(mha.state_dict(), num_heads=4), from_torch(mha.state_dict(), num_heads=2)
+        X = _inputs(200, 3, 16)
+        assert _rel(wrong(X), _torch_out(mha, X)[0]) > 0.01 > RTOL > _rel(right(X), _torch_out(mha, X)[0])
+        assert describe_heads(wrong).startswith("2 heads of embed_dim 16: head dim 8; ranks of Θ_i [8, 8]")
+        assert describe_heads(right).startswith("4 heads of embed_dim 16: head dim 4; ranks of Θ_i [4, 4, 4, 4]")
+
+    def test_saved_file_records_the_head_count_and_refuses_another(self, tmp_path):
+        from learner.torch_interop import save_torch_layer
+
+        mha = _mha(16, 4, scale=2.0)
+        path = save_torch_layer(mha, tmp_path / "mha.pt")
+        layer = load_torch_layer(path)  # no num_heads needed
+        X = _inputs(50, 3, 16)
+        assert layer.m == 4 and _rel(layer(X), _torch_out(mha, X)[0]) < RTOL
+        assert load_torch_layer(path, num_heads=4).m == 4
+        with pytest.raises(ValueError, match="`num_heads` must match the 4 heads recorded in"):
+            load_torch_layer(path, num_heads=2)
+
+    def test_bare_state_dict_still_needs_the_head_count(self, tmp_path):
+        path = tmp_path / "bare.pt"
+        torch.save(_mha(16, 4).state_dict(), path)
+        with pytest.raises(ValueError, match="a bare state dict does not record its head count"):
+            load_torch_layer(path)
+        assert load_torch_layer(path, num_heads=4).m == 4  # control: with the count it converts
+
+    def test_add_zero_attn_is_refused_by_save_and_by_a_recorded_file(self, tmp_path):
+        from learner.torch_interop import TORCH_FILE_FORMAT, TORCH_FILE_SCHEMA, save_torch_layer
+
+        mha = _mha(16, 4, add_zero_attn=True)
+        with pytest.raises(TorchConversionError, match="add_zero_attn=True"):
+            save_torch_layer(mha, tmp_path / "z.pt")
+        assert not (tmp_path / "z.pt").exists()
+        record = {"format": TORCH_FILE_FORMAT, "schema_version": TORCH_FILE_SCHEMA, "num_heads": 4,
+                  "add_zero_attn": True, "state_dict": dict(mha.state_dict())}
+        torch.save(record, tmp_path / "z.pt")
+        with pytest.raises(TorchConversionError, match="add_zero_attn=True"):
+            load_torch_layer(tmp_path / "z.pt")
+
+    def test_a_module_whose_forward_differs_is_refused(self):
+        """A module is checked against its own output: one whose forward is not nn.MultiheadAttention's fails."""
+
+        class Scaled(torch.nn.MultiheadAttention):
+            def forward(self, *args, **kwargs):
+                out, w = super().forward(*args, **kwargs)
+                return 1.5 * out, w
+
+        torch.manual_seed(0)
+        mha = Scaled(16, 4, bias=False, dtype=torch.float64).eval()
+        with pytest.raises(TorchConversionError, match=r"from_torch: the module's output and the layer's differ"):
+            from_torch(mha)
+        assert from_torch(_mha(16, 4)).m == 4  # control: the plain module passes the same check
+
+    def test_the_check_leaves_a_training_module_in_training_mode(self):
+        mha = _mha(16, 4).train()
+        from_torch(mha)
+        assert mha.training
+
+    def test_meta_device_module_gives_a_named_error(self):
+        mha = torch.nn.MultiheadAttention(16, 4, bias=False, device="meta")
+        with pytest.raises(TorchConversionError, match="meta device"):
+            from_torch(mha)
+        with pytest.raises(TorchConversionError, match="meta device"):
+            from_torch(mha.state_dict(), num_heads=4)
+
+    @pytest.mark.parametrize("rank_rtol", [1.0, 2.0])
+    def test_rank_rtol_of_one_or_more_is_refused(self, rank_rtol):
+        """rank_rtol=2.0 used to drop every singular value and return an all-zero module."""
+        layer = from_torch(_mha(16, 4))
+        with pytest.raises(ValueError, match=f"`rank_rtol` must be below 1.*got rank_rtol={rank_rtol}"):
+            to_torch_mha(layer, rank_rtol=rank_rtol)
+        assert float(to_torch_mha(layer, rank_rtol=0.5).in_proj_weight.detach().abs().max()) > 0  # control
