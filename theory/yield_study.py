@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from learner.progress import bar, showing
-from learner.study.records import schema_of
+from learner.study.records import schema_of, timings_problem
 from learner.study.runs import RunSpec, planted_instance, yield_of
 from learner.validation import DISTRIBUTIONS, check_int, check_positive_float, check_rng
 
@@ -207,6 +207,10 @@ def _read_run(path):
         return _Unmeasured(cell, str(rec.get("status")))
     values = {path: _field(rec, path, rule) for path, rule in _FIELDS}
     _check_consistency(rec, values)
+    # The time predictions read the timings where a record has them (a record without them gets none).
+    problem = None if rec.get("timings") is None else timings_problem(rec["timings"])
+    if problem:
+        raise _Unusable(f"field {problem}")
     return rec
 
 

@@ -32,13 +32,16 @@ from ..io import atomic_write, write_json
 __all__ = [
     "FIELD_CHECKS",
     "KINDS",
+    "MAX_SECONDS",
     "RecordError",
     "StudyResult",
     "command_record",
+    "is_seconds",
     "read_record",
     "read_run_record",
     "record_problem",
     "schema_of",
+    "timings_problem",
     "write_summary",
 ]
 
@@ -126,11 +129,32 @@ def _is_nonneg(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
 
 
+#: The longest duration a record may hold, in seconds (ours: about three years; the longest run of the studies
+#: took hours). A larger one (1e300, say) is a tampered or corrupted record, refused like a string would be.
+MAX_SECONDS = 1e8
+
+
+def is_seconds(v):
+    """Whether ``v`` is a duration a record can hold: a finite number in [0, :data:`MAX_SECONDS`]."""
+    return _is_nonneg(v) and v <= MAX_SECONDS
+
+
+def timings_problem(timings, name="timings"):
+    """The first entry of a ``timings`` object that is not a duration (``"`timings.5_span` must be …"``), or None."""
+    if not isinstance(timings, dict):
+        return f"`{name}` must be an object of durations; got {timings!r:.60}"
+    for key, value in timings.items():
+        if not is_seconds(value):
+            return f"`{name}.{key}` must be a duration in seconds (0 to {MAX_SECONDS:g}); got {value!r:.60}"
+    return None
+
+
 #: Field checks a record rule can name: (test, what the field must be).
 FIELD_CHECKS = {
     "count": (_is_count, "a non-negative integer"),
     "nonneg": (_is_nonneg, "a finite non-negative number"),
     "nonneg?": (lambda v: v is None or _is_nonneg(v), "a finite non-negative number or null"),
+    "seconds": (is_seconds, f"a duration in seconds (0 to {MAX_SECONDS:g})"),
     "count?": (lambda v: v is None or _is_count(v), "a non-negative integer or null"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
     "str": (lambda v: isinstance(v, str), "a string"),
@@ -153,6 +177,11 @@ def record_problem(rec, rules):
             else:
                 value, here = None, False
                 break
+        if check == "timings":
+            problem = timings_problem(value, name) if here else f"`{name}` is missing"
+            if problem:
+                return problem
+            continue
         test, what = FIELD_CHECKS[check]
         if not here and not check.endswith("?"):
             return f"`{name}` is missing"

@@ -146,9 +146,9 @@ class RunSpec:
         """What the summaries read of a record (:func:`learner.study.records.record_problem`); a failing record is
         re-run."""
         rules = {"spec": "dict", "outcome": "str", "success": "bool", "status": "str", "message": "str",
-                 "errors": "dict", "timings": "dict"}
+                 "errors": "dict", "timings": "timings"}
         if isinstance(rec, dict) and rec.get("outcome") == "finished":
-            rules |= {"examples_drawn": "count", "examples_ratio": "nonneg", "timings.total": "nonneg",
+            rules |= {"examples_drawn": "count", "examples_ratio": "nonneg", "timings.total": "seconds",
                       "errors.relative_error": "nonneg?", "errors.param_error": "nonneg?", "diagnostics": "dict?"}
         return rules
 

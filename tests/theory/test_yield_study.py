@@ -218,6 +218,11 @@ BAD_RECORDS = [
     ("diagnostics.0_setting.planned_m", 3, "field `diagnostics.0_setting.planned_m` must equal `spec.m`"),
     (f"{P4}.forecast.n", 4, f"field `{P4}.forecast.n` must be (m−1)(k−1) = 2 for m=2, k=3; got n=4"),
     ("run_id", "provable-eval-m3-d6-k3-ls1-boolean-s0", "field `run_id` must be the one its spec gives"),
+    # Issue 35: tampered timings fed the time predictions (a string crashed the study, 1e300 was plotted).
+    ("timings.total", "slow", "field `timings.total` must be a duration in seconds (0 to 1e+08); got 'slow'"),
+    ("timings.total", 1e300, "field `timings.total` must be a duration in seconds (0 to 1e+08); got 1e+300"),
+    ("timings.4_refined_sculpt", -1.0, "field `timings.4_refined_sculpt` must be a duration in seconds"),
+    ("timings", [1, 2], "field `timings` must be an object of durations; got [1, 2]"),
 ]
 
 

@@ -480,9 +480,11 @@ class TestRecordValidation:
         ("no spec", lambda r: r.pop("spec"), "`spec` is missing"),
         ("no status", lambda r: r.pop("status"), "`status` is missing"),
         ("no errors", lambda r: r.pop("errors"), "`errors` is missing"),
-        ("null timings", lambda r: r.update(timings=None), "`timings` must be an object; got None"),
+        ("null timings", lambda r: r.update(timings=None), "`timings` must be an object of durations; got None"),
         ("string count", lambda r: r.update(examples_drawn="many"), "`examples_drawn` must be a non-negative"),
         ("inf total", lambda r: r["timings"].update(total=float("inf")), "`timings.total` must be"),
+        ("huge total", lambda r: r["timings"].update(total=1e300), "`timings.total` must be a duration"),
+        ("string total", lambda r: r["timings"].update(total="1 s"), "`timings.total` must be a duration"),
     ]
 
     @staticmethod
