@@ -8,7 +8,6 @@ commands (``demo``, ``learn``, ``sample``, ``info``) and takes the studies' (``b
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 import time
@@ -33,7 +32,7 @@ from .parallel import DEFAULT_POOL, interrupt_on_sigterm
 from .study import cli as study_cli
 from .study.records import command_record
 from .torch_interop import need_torch
-from .validation import cli_positive_int_or, cli_seed
+from .validation import cli_positive_int_or, cli_seed, command_parser
 
 __all__ = ["OUTPUT_OPTIONS", "build_parser", "check_output_options", "main"]
 
@@ -70,7 +69,7 @@ def _layer_args(p, *, unset=False, seed=None):
 
 def build_parser():
     """The argparse parser (exposed for tests and documentation)."""
-    parser = argparse.ArgumentParser(
+    parser = command_parser(
         prog="python -m learner",
         description="Multi-head attention layers of Chen & Li (arXiv 2402.04084): planted "
         "instances, their assumption reports, the paper's learner, and the studies of its run time.",

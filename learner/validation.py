@@ -24,6 +24,7 @@ __all__ = [
     "check_real_array",
     "check_rng",
     "cli_auto_or_int",
+    "command_parser",
     "cli_positive_int_or",
     "cli_seed",
     "cli_type",
@@ -168,6 +169,19 @@ class Real:
 
     def parse(self, text):
         return float(text)
+
+
+def command_parser(**kwargs):
+    """The ``argparse.ArgumentParser`` of the toolkit's command lines: a usage error is one line on standard
+    error, ``PROG: error: argument --flag: …``, and exit status 2 (argparse's own prints the usage first).
+    Its sub-command parsers are of the same class."""
+    import argparse
+
+    class CommandParser(argparse.ArgumentParser):
+        def error(self, message):
+            self.exit(2, f"{self.prog}: error: {message}\n")
+
+    return CommandParser(**kwargs)
 
 
 def cli_type(flag, rule):

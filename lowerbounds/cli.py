@@ -5,7 +5,6 @@ Library functions never parse ``argv``; this module does, calls them, and prints
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
@@ -13,7 +12,7 @@ import numpy as np
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
 from learner.io import check_output_options, save_figure
 from learner.study.cli import print_study
-from learner.validation import cli_seed
+from learner.validation import cli_seed, command_parser
 
 from .family import HardFamily
 from .instance import MAX_G_EVALUATIONS
@@ -35,7 +34,7 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="python -m lowerbounds",
+    parser = command_parser(prog="python -m lowerbounds",
                                      description="Hard instances behind the lower bounds (constructions ours).")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (_add_sq, _add_sq_simulate, _add_lwe, _add_lwe_attack, _add_learn_hard):

@@ -10,9 +10,10 @@ import time
 from pathlib import Path
 
 from learner.io import check_output_options, write_json
-from learner.validation import cli_seed
+from learner.validation import Integer, Real, cli_seed, cli_type, command_parser
 
 from .registry import CHECKS, get, run_case
+from .yield_study import DEFAULT_MAX_SECONDS
 
 __all__ = ["build_parser", "main", "verdict_table"]
 
@@ -29,7 +30,7 @@ def _param(text):
 
 def build_parser():
     """The argparse parser."""
-    parser = argparse.ArgumentParser(
+    parser = command_parser(
         prog="python -m theory",
         description="Numerical checks of the lemmas behind the learner of Chen & Li (arXiv 2402.04084).",
     )
@@ -56,7 +57,11 @@ def build_parser():
     p.add_argument("sweeps", nargs="+", metavar="DIR", help="directories written by `python -m learner scaling`")
     p.add_argument("--geometry", choices=("conditional", "independent"), default="conditional",
                    help="pattern at agreement in the prediction (default conditional)")
-    p.add_argument("--n-geometry", type=int, default=20_000, help="Monte Carlo examples per prediction")
+    p.add_argument("--n-geometry", type=cli_type("--n-geometry", Integer(2)), default=20_000,
+                   help="Monte Carlo examples per prediction (default 20000)")
+    p.add_argument("--max-seconds", type=cli_type("--max-seconds", Real(allow_zero=True)),
+                   default=DEFAULT_MAX_SECONDS,
+                   help=f"refuse a study estimated to take longer (default {DEFAULT_MAX_SECONDS:g}; 0: no limit)")
     p.add_argument("--fit-tol", type=float, default=None, help="fit the runs at this tolerance (default: most common)")
     p.add_argument("--seed", type=cli_seed, default=0, help="seed of the predictions' Monte Carlo (default 0)")
     p.add_argument("--json", metavar="FILE", help="write every run's figures and the fits as JSON")
@@ -129,8 +134,16 @@ def _all(args):
 def _yield_study(args):
     from .yield_study import plot_yield, yield_study
 
-    study = yield_study(args.sweeps, geometry=args.geometry, n_geometry=args.n_geometry, fit_tol=args.fit_tol,
-                        rng=args.seed, progress=sys.stderr.isatty())
+    try:
+        study = yield_study(args.sweeps, geometry=args.geometry, n_geometry=args.n_geometry, fit_tol=args.fit_tol,
+                            rng=args.seed, progress=sys.stderr.isatty(), max_seconds=args.max_seconds or None)
+    except ValueError as exc:
+        if not str(exc).startswith("`n_geometry`="):
+            raise
+        # The estimate's refusal, in the command line's words.
+        raise ValueError(str(exc).replace("`n_geometry`=", "--n-geometry ").replace("max_seconds=", "--max-seconds ")
+                         .replace("max_seconds (None for no limit)", "--max-seconds (0 for no limit)")
+                         .replace("lower n_geometry", "lower --n-geometry")) from None
     print(study.table())
     print(f"\n{len(study.runs)} learner runs from {', '.join(args.sweeps)}; {study.seconds:.1f} s"
           + (f"; {len(study.skipped)} records skipped as unreadable or invalid (see the warnings)"

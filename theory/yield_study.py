@@ -49,6 +49,11 @@ log = logging.getLogger(__name__)
 #: A prediction "misses" when measured and predicted differ by more than this factor (issue 15's criterion).
 MISS_FACTOR = 3.0
 
+#: The longest a yield study may be estimated to take unless told otherwise (ours: ten minutes).
+DEFAULT_MAX_SECONDS = 600.0
+#: Examples of the one prediction that calibrates the estimate of a study's time.
+CALIBRATION_EXAMPLES = 400
+
 
 # --------------------------------------------------------------------------- #
 # the learner's run records, checked on load
@@ -350,7 +355,8 @@ def _run_tol(rec):
     return float(p4["tol"]), float(p4["min_weight"])
 
 
-def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None, rng=None, progress=False):
+def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None, rng=None, progress=False,
+                max_seconds=DEFAULT_MAX_SECONDS):
     """Measured against predicted yield for every learner run of the sweeps in ``dirs``, and the fits in ``n``.
 
     Parameters
@@ -368,6 +374,10 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
         Seeds the predictions' Monte Carlo (one child per run, in run-id order).
     progress : bool
         A progress bar of the predictions on standard error.
+    max_seconds : float or None
+        Refuse (ValueError, before the predictions) a study estimated to take longer; None for no limit.
+        The estimate times one prediction of :data:`CALIBRATION_EXAMPLES` examples and scales it linearly
+        in ``n_geometry`` and the number of runs (ours).
 
     Returns
     -------
@@ -405,6 +415,14 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
             raise ValueError(f"`fit_tol` must be a tolerance the runs used, one of "
                              f"{', '.join(f'{t:g}' for t in sorted(set(tols)))}; got fit_tol={fit_tol!r}.")
         fit_tol = match[0]
+    if max_seconds is not None:
+        max_seconds = check_positive_float("max_seconds", max_seconds)
+        estimate = _estimated_seconds(records, geometry, n_geometry)
+        if estimate > max_seconds:
+            raise ValueError(f"`n_geometry`={n_geometry:,} over {len(records)} runs would take up to about "
+                             f"{_duration(estimate)} (estimated from one prediction of {CALIBRATION_EXAMPLES} "
+                             f"examples on the largest run's layer), over max_seconds={max_seconds:g}; lower "
+                             "n_geometry, or raise max_seconds (None for no limit).")
     seeds = rng.bit_generator.seed_seq.spawn(len(records))
     runs = []
     with showing(bool(progress)):  # the phases' bar helper shows only inside `showing`
@@ -420,6 +438,28 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
     fit_m = fit_log_yield([r["n"] for r in used], [r["measured"] for r in used])
     fit_p = fit_log_yield([r["n"] for r in used], [r["predicted"] for r in used])
     return YieldStudy(runs, settings, fit_tol, fit_m, fit_p, geometry, time.perf_counter() - t0, skipped)
+
+
+def _estimated_seconds(records, geometry, n_geometry):
+    """Seconds the predictions of ``n_geometry`` examples for ``records`` would take, estimated from one small
+    prediction on the layer of the largest run (largest m·k·d²: an upper estimate) with its own generator, so
+    that the study's random streams are untouched (ours)."""
+    n_runs = len(records)
+    rec = max(records, key=lambda r: r["spec"]["m"] * r["spec"]["k"] * r["spec"]["d"] ** 2)
+    spec = RunSpec.from_dict(rec["spec"])
+    layer = planted_instance(spec)[0]
+    tol, min_weight = _run_tol(rec)
+    t0 = time.perf_counter()
+    predicted_yield(layer, spec.k, tol=tol, min_weight=min_weight, distribution=spec.distribution,
+                    geometry=geometry, n_geometry=CALIBRATION_EXAMPLES, rng=0)
+    return (time.perf_counter() - t0) * n_runs * n_geometry / CALIBRATION_EXAMPLES
+
+
+def _duration(seconds):
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.1f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 def _run_row(rec, seed, *, geometry, n_geometry):

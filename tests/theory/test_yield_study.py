@@ -115,10 +115,19 @@ BAD_OPTIONS = [
     (["--fit-tol", "inf"], "`fit_tol` must be finite and positive; got fit_tol=inf"),
     (["--fit-tol", "2"], "`fit_tol` must be in (0, 1), as phase 4's tolerance is; got fit_tol=2.0"),
     (["--fit-tol", "0.02"], "`fit_tol` must be a tolerance the runs used, one of 0.015; got fit_tol=0.02"),
-    (["--n-geometry", "0"], "`n_geometry` must be at least 2; got n_geometry=0"),
-    (["--n-geometry", "1"], "`n_geometry` must be at least 2; got n_geometry=1"),
-    (["--n-geometry", "-5"], "`n_geometry` must be at least 2; got n_geometry=-5"),
 ]
+
+
+@pytest.mark.parametrize("value", ["0", "1", "-5", "x", "1e9"])
+def test_cli_bad_n_geometry_is_one_line_naming_the_option(sweep, value, capsys, monkeypatch):
+    """--n-geometry is parsed by the validation layer's rule: exit 2, one line naming --n-geometry."""
+    monkeypatch.setattr("theory.yield_study.predicted_yield", _never)
+    with pytest.raises(SystemExit) as exc:
+        main(["yield-study", str(sweep), "--n-geometry", value])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("python -m theory yield-study: error: argument --n-geometry: "
+                                                   "`--n-geometry` must be"), err
 
 
 @pytest.mark.parametrize(("argv", "words"), BAD_OPTIONS, ids=[" ".join(a) for a, _ in BAD_OPTIONS])
@@ -348,3 +357,25 @@ def test_predicted_examples_and_time_of_a_run(sweep):
             assert run["seconds_predicted"] == pytest.approx(want, rel=1e-12)
             checked += 1
     assert checked
+
+
+def test_a_study_that_would_take_hours_is_refused_with_its_estimate(sweep):
+    """Issue 35: --n-geometry 100000000 ran for hours without a word; now the estimate refuses it at once."""
+    with pytest.raises(ValueError, match=r"`n_geometry`=100,000,000 over \d+ runs would take up to about .* "
+                                         r"over max_seconds=600"):
+        yield_study(sweep, n_geometry=10**8, rng=1)
+
+
+def test_the_estimate_does_not_touch_the_predictions(sweep):
+    """Control: the calibration has its own generator; with or without the limit the study is the same."""
+    a = yield_study(sweep, n_geometry=500, rng=1)
+    b = yield_study(sweep, n_geometry=500, rng=1, max_seconds=None)
+    assert [r["predicted"] for r in a.runs] == [r["predicted"] for r in b.runs]
+
+
+def test_cli_refuses_the_long_study_in_its_own_words(sweep, capsys):
+    from theory.cli import main
+
+    assert main(["yield-study", str(sweep), "--n-geometry", "100000000"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --n-geometry 100,000,000 over" in err and "raise --max-seconds (0 for no limit)" in err, err
