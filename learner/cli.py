@@ -16,7 +16,7 @@ import numpy as np
 
 from .assumptions import assumptions
 from .inputs import sample_inputs
-from .instances import DEFAULT_LOGIT_SCALE, DEFAULT_W_SCALE, random_layer
+from .instances import DEFAULT_LOGIT_SCALE, DEFAULT_W_SCALE, PlantingError, random_layer
 from .io import (
     OUTPUT_OPTIONS,
     FileFormatError,
@@ -313,7 +313,7 @@ def main(argv=None):
     try:
         check_output_options(parser, args)
         return handler(args)
-    except (ValueError, TypeError, FileNotFoundError, FileFormatError, ConnectionError) as exc:
+    except (ValueError, TypeError, FileNotFoundError, FileFormatError, ConnectionError, PlantingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

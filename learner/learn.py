@@ -407,7 +407,12 @@ def _crude_phases(run):
         p1 = crude_sum_w(run.source, n_samples=cfg.n_crude, batch=cfg.batch, truth=truth, workers=run.pool)
     run.phases["1_crude_sum"], run.diag["1_crude_sum"], run.timings["1_crude_sum"] = p1, _sum_diag(p1), p1.seconds
     norm = float(np.linalg.norm(p1.w_sum))
-    if not np.isfinite(norm) or norm < SUM_W_MIN:
+    if not np.isfinite(norm):
+        # The labels were finite (the oracle and ArraySource refuse others) but their sums were not.
+        run.stop("1_crude_sum", f"the estimate of ΣW_i is not finite (‖ΣŴ‖_F = {norm}): the examples' labels are "
+                 "so large that their sums overflow float64; the examples are at fault, not the learner "
+                 "(rescale the oracle's layer or the labels).")
+    if norm < SUM_W_MIN:
         # Phases 2–4 read attention patterns through ΣW (y_a = pᵀXΣW); with ΣW = 0
         # (e.g. heads whose W_i cancel) there is nothing to read them from.
         run.stop("1_crude_sum", f"the estimate of ΣW_i is degenerate (‖ΣŴ‖_F = {norm:.3g} < {SUM_W_MIN:g}): "

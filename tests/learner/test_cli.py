@@ -227,3 +227,14 @@ class TestSchedulerOptions:
         err = capsys.readouterr().err
         assert err.startswith("error: a Dask scheduler needs the optional extra `distributed`")
         assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["sample", "demo"])
+def test_planting_error_is_one_line_and_exit_2(command, tmp_path, capsys):
+    """Issue 35: a setting where no planted layer meets the conditions was a PlantingError traceback."""
+    argv = [command, "--m", "8", "--d", "3", "--seed", "0"] + (["--out", str(tmp_path / "x.npz")]
+                                                             if command == "sample" else [])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: no layer with m=8, d=3"), err
+    assert not (tmp_path / "x.npz").exists()

@@ -153,6 +153,25 @@ class TestLearnFast:
             learn(LayerOracle(random_layer(1, 8, rng=0), 4), config={"batch": 10})
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_labels_too_large_for_the_sums_name_the_examples_not_the_learner():
+    """Issue 35: labels near 1e307 are finite, but phase 1's sums overflow to nan; the result said ΣW "cancels"
+    (a learner-side failure). Now it names the examples."""
+    layer = random_layer(2, 8, rng=0)
+    huge = AttentionLayer(layer.thetas, layer.ws * 1e306)
+    r = learn(LayerOracle(huge, 2, rng=0), m=2, rng=0, workers=1)
+    assert (r.success, r.status) == (False, "1_crude_sum")
+    assert "the examples' labels are so large that their sums overflow float64" in r.message
+    assert "cancel" not in r.message
+
+
+def test_control_a_zero_sum_is_still_named_as_the_heads_doing():
+    """Control: a finite ΣŴ of zero (here W_i = 0, so every label is 0) is reported as before."""
+    layer = random_layer(2, 8, rng=0)
+    r = learn(LayerOracle(AttentionLayer(layer.thetas, np.zeros_like(layer.ws)), 2, rng=0), m=2, rng=0, workers=1)
+    assert r.status == "1_crude_sum" and "the heads' W_i cancel" in r.message
+
+
 class _Stop(Exception):
     pass
 
