@@ -32,7 +32,7 @@ from .parallel import DEFAULT_POOL, interrupt_on_sigterm
 from .study import cli as study_cli
 from .study.records import command_record
 from .torch_interop import need_torch
-from .validation import cli_positive_int_or, cli_seed, command_parser
+from .validation import cli_positive_int_or, cli_seed, command_parser, harden
 
 __all__ = ["OUTPUT_OPTIONS", "build_parser", "check_output_options", "main"]
 
@@ -78,7 +78,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (_add_demo, _add_learn, _add_sample, _add_info, study_cli.add_commands):
         add(sub)
-    return parser
+    return harden(parser)
 
 
 def _add_demo(sub):

@@ -260,6 +260,9 @@ def _read(path, kinds):
     path = Path(path)
     if path.is_dir():
         raise FileFormatError(f"{str(path)!r} is a directory, not a toolkit .npz file.")
+    kind = special_kind(path)
+    if kind is not None:  # never opened: reading a FIFO would block
+        raise FileFormatError(f"{str(path)!r} is {kind}, not a toolkit .npz file.")
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {str(path)!r}")
     # Open the file ourselves: np.load(path) leaks its handle when zipfile rejects the archive.

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "CLI_INT_MAX",
     "DISTRIBUTIONS",
     "Integer",
     "Real",
@@ -25,6 +26,7 @@ __all__ = [
     "check_rng",
     "cli_auto_or_int",
     "command_parser",
+    "harden",
     "cli_positive_int_or",
     "cli_seed",
     "cli_type",
@@ -123,6 +125,8 @@ def cli_positive_int_or(flag, word, meaning):
             value = 0
         if value < 1:
             raise argparse.ArgumentTypeError(f"{flag} must be a positive integer or {word}; got {text!r}")
+        if value > CLI_INT_MAX:
+            raise argparse.ArgumentTypeError(f"{flag} must be at most {CLI_INT_MAX:,} or {word}; got {text!r}")
         return value
 
     return parse
@@ -135,9 +139,19 @@ def cli_auto_or_int(text):
     if text == "auto":
         return text
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
+    if abs(value) > CLI_INT_MAX:
+        raise argparse.ArgumentTypeError(f"expected an integer of at most {CLI_INT_MAX:,} in size or 'auto', "
+                                         f"got {text!r}")
+    return value
+
+
+#: The largest integer a command-line option takes (ours): 2³¹ − 1. No count, size or seed index beyond it is
+#: feasible on the machines this toolkit targets (an array of that many float64 numbers is 16 GiB), and numpy
+#: refuses some dimensions past it with a message that names no option. Seeds (``--seed``) are not capped.
+CLI_INT_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -149,9 +163,13 @@ class Integer:
     names the option (``--epochs``).
     """
 
-    minimum: int = 1
+    minimum: int | None = 1
 
     def check(self, name, value):
+        if self.minimum is None:  # any integer: the range is the library's to check
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"`{name}` must be an integer; got {name}={value!r}.")
+            return int(value)
         return check_int(name, value, minimum=self.minimum)
 
     def parse(self, text):
@@ -160,15 +178,39 @@ class Integer:
 
 @dataclass(frozen=True)
 class Real:
-    """A finite real number, ``> 0`` (or ``>= 0`` with ``allow_zero``): a rule of the validation layer."""
+    """A finite real number, ``> 0`` (or ``>= 0`` with ``allow_zero``; any sign with ``sign=False``): a rule of
+    the validation layer."""
 
     allow_zero: bool = False
+    sign: bool = True
 
     def check(self, name, value):
+        if not self.sign:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+                raise TypeError(f"`{name}` must be a real number; got {name}={value!r}.")
+            if not np.isfinite(value):
+                raise ValueError(f"`{name}` must be finite; got {name}={float(value)!r}.")
+            return float(value)
         return check_positive_float(name, value, allow_zero=self.allow_zero)
 
     def parse(self, text):
         return float(text)
+
+
+def harden(parser):
+    """Give every ``type=int`` / ``type=float`` option of ``parser`` and its sub-commands the validation layer's
+    type: an integer of size at most :data:`CLI_INT_MAX`, a finite number; the message names the option.
+    Ranges stay with the functions the options are passed to (their messages name the parameter)."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                harden(sub)
+        elif action.option_strings and action.type in (int, float):
+            flag = action.option_strings[-1]
+            action.type = cli_type(flag, Integer(minimum=None) if action.type is int else Real(sign=False))
+    return parser
 
 
 def command_parser(**kwargs):
@@ -195,6 +237,8 @@ def cli_type(flag, rule):
         except ValueError:
             kind = "an integer" if isinstance(rule, Integer) else "a number"
             raise argparse.ArgumentTypeError(f"`{flag}` must be {kind}; got {flag} {text!r}") from None
+        if isinstance(rule, Integer) and abs(value) > CLI_INT_MAX:
+            raise argparse.ArgumentTypeError(f"`{flag}` must be at most {CLI_INT_MAX:,} in size; got {flag} {text}")
         try:
             return rule.check(flag, value)
         except (TypeError, ValueError) as exc:

@@ -12,7 +12,7 @@ import numpy as np
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
 from learner.io import check_output_options, save_figure
 from learner.study.cli import print_study
-from learner.validation import cli_seed, command_parser
+from learner.validation import Integer, cli_seed, cli_type, command_parser, harden
 
 from .family import HardFamily
 from .instance import MAX_G_EVALUATIONS
@@ -39,7 +39,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (_add_sq, _add_sq_simulate, _add_lwe, _add_lwe_attack, _add_learn_hard):
         add(sub)
-    return parser
+    return harden(parser)
 
 
 def _add_sq(sub):
@@ -61,7 +61,8 @@ def _add_sq_simulate(sub):
     p.add_argument("--m", type=int, nargs="+", default=[2, 3, 4], help="head counts (default 2 3 4)")
     p.add_argument("--tolerance", type=float, default=0.05, help="oracle tolerance τ (default 0.05)")
     p.add_argument("--adversary", choices=("reference", "random"), default="reference")
-    p.add_argument("--trials", type=int, default=25, help="hidden subsets per cell; medians reported (default 25)")
+    p.add_argument("--trials", type=cli_type("--trials", Integer(1)), default=25,
+                   help="hidden subsets per cell; medians reported (default 25)")
     p.add_argument("--seed", type=cli_seed, default=0)
     p.add_argument("--plot", metavar="FILE", help="log-log plot of median queries against d (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
@@ -74,7 +75,7 @@ def _add_lwe(sub):
     p.add_argument("--secret", type=int, nargs="+", default=None, help="w in Z_q^n (default: drawn with --seed)")
     p.add_argument("--name", choices=sorted(NAMED_LWR), default=None, help="a named member instead (one-slab)")
     p.add_argument("--sharpness", type=float, default=DEFAULT_SHARPNESS, help=f"λ (default {DEFAULT_SHARPNESS})")
-    p.add_argument("--max-evaluations", type=int, default=MAX_G_EVALUATIONS,
+    p.add_argument("--max-evaluations", type=cli_type("--max-evaluations", Integer(0)), default=MAX_G_EVALUATIONS,
                    help="refuse an exact sharpness table of more mpmath head-terms m(Σw+1) than this "
                         f"(default {MAX_G_EVALUATIONS:.0e}, about 3 min); 0 for no limit")
     p.add_argument("--seed", type=cli_seed, default=None, help="integer seed for the secret and the checks")
@@ -84,15 +85,16 @@ def _add_lwe(sub):
 def _add_lwe_attack(sub):
     p = sub.add_parser("lwe-attack", help="attack timings against n, a lattice cost table, and a plot")
     p.add_argument("--q", type=int, default=7, help="modulus (default 7)")
-    p.add_argument("--n", type=int, nargs="+", default=[2, 3, 4, 5, 6, 7, 8],
+    p.add_argument("--n", type=cli_type("--n", Integer(1)), nargs="+", default=[2, 3, 4, 5, 6, 7, 8],
                    help="n for exhaustive search (default 2..8)")
-    p.add_argument("--linear-n", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256],
+    p.add_argument("--linear-n", type=cli_type("--linear-n", Integer(1)), nargs="+", default=[8, 16, 32, 64, 128, 256],
                    help="n for linear algebra on the unrounded variant (default 8..256)")
-    p.add_argument("--lattice-n", type=int, nargs="*", default=[4, 6, 8, 10, 12],
+    p.add_argument("--lattice-n", type=cli_type("--lattice-n", Integer(1)), nargs="*", default=[4, 6, 8, 10, 12],
                    help="n for the fpylll lattice attack, skipped without fpylll (default 4..12)")
-    p.add_argument("--cost-n", type=int, nargs="+", default=[16, 32, 64, 128, 256, 512],
+    p.add_argument("--cost-n", type=cli_type("--cost-n", Integer(1)), nargs="+", default=[16, 32, 64, 128, 256, 512],
                    help="n for the lattice cost model's table (default 16..512)")
-    p.add_argument("--repeats", type=int, default=3, help="fresh secrets per n; medians reported (default 3)")
+    p.add_argument("--repeats", type=cli_type("--repeats", Integer(1)), default=3,
+                   help="fresh secrets per n; medians reported (default 3)")
     p.add_argument("--attention", action="store_true",
                    help="also run our learner and the gradient baseline on the one-slab member (minutes)")
     p.add_argument("--seed", type=cli_seed, default=0)
@@ -105,13 +107,13 @@ def _add_learn_hard(sub):
 
     p = sub.add_parser("learn-hard", help="Adam and the learner on the hard families: examples and time against d, m")
     p.add_argument("--out", metavar="DIR", required=True, help="directory of the study (records, summary, figure)")
-    p.add_argument("--d", type=int, nargs="+", default=None,
+    p.add_argument("--d", type=cli_type("--d", Integer(3)), nargs="+", default=None,
                    help="token dimensions of the SQ family and its control (default 8 12 16 24)")
-    p.add_argument("--m", type=int, nargs="+", default=None, help="heads (default 2 3 4)")
+    p.add_argument("--m", type=cli_type("--m", Integer(2)), nargs="+", default=None, help="heads (default 2 3 4)")
     p.add_argument("--subsets", type=int, default=None,
                    help="distinct hidden subsets per (m, d) cell, shared with the control; at most "
                         "C(d − 1, m − 1) (default 5)")
-    p.add_argument("--lwr-n", type=int, nargs="+", default=None,
+    p.add_argument("--lwr-n", type=cli_type("--lwr-n", Integer(1)), nargs="+", default=None,
                    help="LWR secret dimensions (default 2..8)")
     p.add_argument("--q", type=int, default=DEFAULTS["q"], help="LWR modulus (default 7)")
     p.add_argument("--lwr-secrets", type=int, default=DEFAULTS["lwr_secrets"], help="secrets per n (default 1)")

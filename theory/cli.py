@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from learner.io import check_output_options, write_json
-from learner.validation import Integer, Real, cli_seed, cli_type, command_parser
+from learner.validation import Integer, Real, cli_seed, cli_type, command_parser, harden
 
 from .registry import CHECKS, get, run_case
 from .yield_study import DEFAULT_MAX_SECONDS
@@ -66,7 +66,7 @@ def build_parser():
     p.add_argument("--seed", type=cli_seed, default=0, help="seed of the predictions' Monte Carlo (default 0)")
     p.add_argument("--json", metavar="FILE", help="write every run's figures and the fits as JSON")
     p.add_argument("--plot", metavar="FILE", help="write the yield figure (PNG; needs matplotlib)")
-    return parser
+    return harden(parser)
 
 
 def verdict_table(rows):

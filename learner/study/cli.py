@@ -69,10 +69,11 @@ def _add_bench(sub):
 
 def _add_scaling(sub):
     p = sub.add_parser("scaling", help="run time and examples against m: the learner and Adam on the same layers")
-    p.add_argument("--m", type=int, nargs="+", default=None, help="numbers of heads (default 1 2 3 4 5)")
+    p.add_argument("--m", type=cli_type("--m", Integer(1)), nargs="+", default=None,
+                   help="numbers of heads (default 1 2 3 4 5)")
     p.add_argument("--d", type=cli_auto_or_int, default="auto",
                    help="token dimension, or auto: the smallest sound d in 12, 16, ... per (m, k) (default auto)")
-    p.add_argument("--k", type=int, nargs="+", default=None,
+    p.add_argument("--k", type=cli_type("--k", Integer(2)), nargs="+", default=None,
                    help="tokens per sequence; several values sweep k as well (default 2)")
     p.add_argument("--grid", nargs="+", metavar="BLOCK", default=None,
                    help="instead of --m/--k: blocks of (m, k) cells, e.g. 'm=1..6,k=2' 'm=2,k=8,d=24,seeds=3', "
@@ -113,7 +114,8 @@ def _add_scaling(sub):
 def _add_peers(sub):
     p = sub.add_parser("peers", help="the learner, numpy Adam and torch Adam side by side on the same layers "
                                      "(extra `torch`)")
-    p.add_argument("--m", type=int, nargs="+", default=[1, 2, 3, 4], help="numbers of heads (default 1 2 3 4)")
+    p.add_argument("--m", type=cli_type("--m", Integer(1)), nargs="+", default=[1, 2, 3, 4],
+                   help="numbers of heads (default 1 2 3 4)")
     p.add_argument("--k", type=int, default=2, help="tokens per sequence (default 2)")
     p.add_argument("--d", type=cli_auto_or_int, default="auto",
                    help="token dimension, or auto: the scaling study's sound d per m (default auto: 12)")

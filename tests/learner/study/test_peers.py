@@ -92,12 +92,11 @@ class TestMilestoneTimes:
 @needs_torch
 class TestPeerErrors:
     @pytest.mark.parametrize(("argv", "match"), [
-        (["--m", "0"], "`ms` must be at least 1"),
         (["--m", "2", "2"], "`ms` must be distinct"),
         (["--k", "1"], "`k` must be at least 2"),
         (["--d", "2"], "`d` must be at least 3"),
         (["--workers", "2", "--serial"], "--workers sizes the local pool"),
-    ], ids=["m0", "m-repeated", "k1", "d-small", "workers-serial"])
+    ], ids=["m-repeated", "k1", "d-small", "workers-serial"])
     def test_named_errors(self, argv, match, tmp_path, capsys):
         assert main(["peers", "--quick", "--no-progress", "--out", str(tmp_path / "o")] + argv) == 2
         assert match in capsys.readouterr().err
@@ -116,6 +115,7 @@ class TestOptions:
         ("--epochs", "2.5", "`--epochs` must be an integer"),
         ("--batch", "0", "`--batch` must be at least 1; got --batch=0"),
         ("--seeds", "0", "`--seeds` must be at least 1"),
+        ("--m", "0", "`--m` must be at least 1; got --m=0"),
     ])
     def test_bad_values_exit_2_naming_the_option(self, tmp_path, capsys, option, value, message):
         with pytest.raises(SystemExit) as exc:

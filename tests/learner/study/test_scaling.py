@@ -338,7 +338,7 @@ class TestCli:
         assert "0 run now, 4 kept" in capsys.readouterr().out
 
     @pytest.mark.parametrize("argv, match", [
-        (["--m", "0"], "ms"),
+        (["--m", "1", "1"], "ms"),
         (["--serial", "--scheduler", "tcp://127.0.0.1:1"], "at most one"),
         (["--methods", "sgd"], "methods"),
     ], ids=["m", "backends", "method"])

@@ -1,0 +1,81 @@
+"""The command-line fuzz (issue 35): every option of every command against a table of bad values.
+
+``tests/cli_fuzz.py`` holds the table, the runner and the verdict. The default run tries a sample drawn
+by Hypothesis from the whole table (derandomized: the same cases every run); ``-m slow`` tries every case.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+def _load_fuzz():
+    # Loaded by path: tests/ is not a package, and putting it on sys.path would shadow `learner` by tests/learner.
+    spec = importlib.util.spec_from_file_location("cli_fuzz", Path(__file__).with_name("cli_fuzz.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("cli_fuzz", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+fuzz = _load_fuzz()
+CASES = fuzz.all_cases()
+#: Cases of the default run (ours: about 15 s of the suite's time on 2 cores).
+FAST_SAMPLE = 12
+
+
+def _check(case):
+    with tempfile.TemporaryDirectory() as tmp:
+        outcome = fuzz.run(case, Path(tmp))
+        problem = fuzz.verdict(case, outcome)
+    assert problem is None, f"{case.id}: {problem} (argv {outcome[4] if outcome else None})"
+
+
+def test_the_table_covers_every_command():
+    commands = {(c.package, c.command) for c in CASES}
+    assert len(commands) == 15 and len(CASES) > 900  # 16 commands; `theory list` takes no option
+    assert {"--json", "--out", "--plot", "--d", "--seed"} <= {c.option for c in CASES}
+
+
+@settings(max_examples=FAST_SAMPLE, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(CASES))
+def test_fast_sample(case):
+    _check(case)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_every_case(case):
+    _check(case)
+
+
+class TestVerdictControls:
+    """The verdict must fail what the fuzz looks for (negative controls)."""
+
+    case = fuzz.Case("learner", "demo", "--d", "0")
+
+    def test_a_traceback_fails(self):
+        assert fuzz.verdict(self.case, (None, "", "Traceback ...\nValueError: boom", None, ["demo"])).startswith(
+            "traceback")
+
+    def test_two_lines_fail(self):
+        assert "2 lines" in fuzz.verdict(self.case, (2, "usage: x\nerror: --d\n", None, None, ["demo"]))
+
+    def test_a_message_naming_another_option_fails(self):
+        assert "does not name --d" in fuzz.verdict(self.case, (2, "error: `m` must be at least 1\n", None, None,
+                                                               ["demo"]))
+
+    def test_a_timeout_and_an_odd_status_fail(self):
+        assert "longer than" in fuzz.verdict(self.case, ("timeout", "", None, None, ["demo"]))
+        assert "exit status 3" in fuzz.verdict(self.case, (3, "", None, None, ["demo"]))
+
+    def test_a_good_refusal_passes(self):
+        assert fuzz.verdict(self.case, (2, "error: `d` must be at least 3; got d=0.\n", None, None, ["demo"])) is None
