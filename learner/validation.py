@@ -33,6 +33,8 @@ __all__ = [
 ]
 
 DISTRIBUTIONS = ("boolean", "gaussian")
+#: The largest integer the checks pass on: numpy's sizes and counts are int64.
+INT64_MAX = 2**63 - 1
 
 
 def check_int(name, value, *, minimum=1):
@@ -42,6 +44,8 @@ def check_int(name, value, *, minimum=1):
     value = int(value)
     if value < minimum:
         raise ValueError(f"`{name}` must be at least {minimum}; got {name}={value}.")
+    if value > INT64_MAX:  # numpy's sizes and counts are int64: larger ones overflow in its own words
+        raise ValueError(f"`{name}` must be at most 2**63 - 1 (an int64); got {name}={value}.")
     return value
 
 

@@ -32,9 +32,11 @@ OPTION_RULES = {
 }
 
 
-def check_options(**values):
-    """Each value checked by its rule in :data:`OPTION_RULES`, in the order given; None stays None."""
-    return {name: None if value is None else OPTION_RULES[name].check(name, value) for name, value in values.items()}
+def check_options(optional=(), **values):
+    """Each value checked by its rule in :data:`OPTION_RULES`, in the order given; None stays None only for the
+    names in ``optional`` (elsewhere it is refused like any other non-number)."""
+    return {name: None if value is None and name in optional else OPTION_RULES[name].check(name, value)
+            for name, value in values.items()}
 
 #: The relative validation errors whose first crossing a fit times, unless told otherwise.
 DEFAULT_MILESTONES = (1e-3, 1e-8)

@@ -289,8 +289,8 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
     m = check_int("m", m)
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"`optimizer` must be one of {OPTIMIZERS}; got optimizer={optimizer!r}.")
-    o = check_options(lr=lr, max_iter=max_iter, restarts=restarts, batch=batch, n_train=n_train, n_val=n_val,
-                      tol=tol, patience=patience, init_scale=init_scale, success_tol=success_tol)
+    o = check_options(("batch",), lr=lr, max_iter=max_iter, restarts=restarts, batch=batch, n_train=n_train,
+                      n_val=n_val, tol=tol, patience=patience, init_scale=init_scale, success_tol=success_tol)
     lr, max_iter, restarts, batch, n_train = o["lr"], o["max_iter"], o["restarts"], o["batch"], o["n_train"]
     n_val, tol, patience, init_scale, success_tol = (o[n] for n in ("n_val", "tol", "patience", "init_scale",
                                                                     "success_tol"))

@@ -117,7 +117,7 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
                                                                    "restarts"))
     tol, clip, init_scale, success_tol = o["tol"], o["clip"], o["init_scale"], o["success_tol"]
     milestones = check_milestones(milestones)
-    o = check_options(eval_every=eval_every, threads=threads)
+    o = check_options(("eval_every", "threads"), eval_every=eval_every, threads=threads)
     eval_every, threads = o["eval_every"], o["threads"]
     dt = torch_interop.torch_dtype(dtype)
     fit = GradientFit(source, name="fit_torch", m=m, k=k, truth=truth, rng=rng, t_start=t_start)
