@@ -28,7 +28,7 @@ from .io import FileFormatError, load_examples, load_layer, read_metadata, save_
 from .layer import AttentionLayer, softmax
 from .learn import LearnInterrupted, LearnResult, learn
 from .metrics import AttentionStats, HeadMatch, attention_statistics, match_heads, relative_error
-from .oracle import ArraySource, ExamplesExhausted, LayerOracle
+from .oracle import ArraySource, ExamplesExhausted, LayerOracle, SourceError
 from .phases import LearnConfig
 from .torch_interop import TorchConversionError, from_torch, load_torch_layer, to_torch, to_torch_mha
 
@@ -39,6 +39,7 @@ __all__ = [
     "AttentionLayer",
     "AttentionStats",
     "ExamplesExhausted",
+    "SourceError",
     "FileFormatError",
     "HeadMatch",
     "LayerOracle",

@@ -21,7 +21,7 @@ from . import progress as _bars
 from .assumptions import assumptions, check_setting
 from .layer import AttentionLayer
 from .metrics import match_heads, relative_error
-from .oracle import ExamplesExhausted, as_source
+from .oracle import ExamplesExhausted, SourceError, as_source, name_source
 from .parallel import Workers, blas_threads
 from .phases import (
     HullUndetermined,
@@ -229,6 +229,8 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
     ------
     ValueError
         If ``k >= d`` (certification needs ``k < d``) or the arguments are invalid.
+    learner.oracle.SourceError
+        If the source hands out inputs or labels that are not finite (a ``ValueError`` naming the source).
     LearnInterrupted
         On Ctrl-C: the workers are stopped first; the exception carries the partial result.
     """
@@ -236,7 +238,10 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
         blas_threads = check_int("blas_threads", blas_threads, minimum=1)
     pool = Workers(workers, scheduler)
     with _bars.showing(_bars.resolve(progress)), pool:
-        return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool, blas=blas_threads)
+        try:
+            return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool, blas=blas_threads)
+        except SourceError as exc:
+            raise name_source(exc, source) from None
 
 
 def _threads(n, pool, alone):

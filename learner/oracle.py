@@ -13,7 +13,8 @@ from .inputs import check_inputs, sample_inputs
 from .layer import AttentionLayer
 from .validation import check_distribution, check_int, check_real_array, check_rng
 
-__all__ = ["ArraySource", "ExampleBatch", "ExamplesExhausted", "LayerOracle", "as_source", "batch_sizes"]
+__all__ = ["ArraySource", "ExampleBatch", "ExamplesExhausted", "LayerOracle", "SourceError", "as_source",
+           "batch_sizes", "checked_examples", "draw_checked", "name_source"]
 
 #: First element of the spawn key of a streamed batch (distinguishes it from ``SeedSequence.spawn`` children).
 STREAM_TAG = 0x5354  # "ST"
@@ -21,6 +22,42 @@ STREAM_TAG = 0x5354  # "ST"
 
 class ExamplesExhausted(RuntimeError):
     """A fixed set of examples has no more examples to hand out."""
+
+
+class SourceError(ValueError):
+    """The example source handed out examples no learner can use (inputs or labels that are not finite):
+    the source's fault, named as such, not a failure of the learner's phases."""
+
+
+def checked_examples(X, Y, origin=None):
+    """``(X, Y)`` if every entry is finite, else :class:`SourceError` naming the source (``origin``) and how
+    many examples are bad. Every batch and draw the learner and the baselines use passes here, so a NaN
+    from a user's oracle stops the run where it enters instead of surfacing as a phase's failure."""
+    for name, arr in (("labels", Y), ("inputs", X)):
+        finite = np.isfinite(arr).reshape(arr.shape[0], -1).all(axis=1)
+        if not finite.all():
+            bad = np.flatnonzero(~finite)
+            first = arr[bad[0]][~np.isfinite(arr[bad[0]])].flat[0]
+            who = f"the example source ({origin})" if origin else "the example source"
+            raise SourceError(
+                f"{who} handed out {name} that are not finite: {bad.size:,} of {arr.shape[0]:,} examples of a "
+                f"batch hold NaN or inf (the first, example {bad[0]}, holds {first}). The source is at fault, "
+                "not the learner: check the oracle's layer or the labels it computes.")
+    return X, Y
+
+
+def name_source(exc, source):
+    """``exc`` (a :class:`SourceError`) with the source's class named, when the batch could not name it."""
+    text = str(exc)
+    if text.startswith("the example source handed"):
+        text = text.replace("the example source", f"the example source ({type(source).__name__})", 1)
+    return SourceError(text)
+
+
+def draw_checked(source, n_samples):
+    """``source.draw(n_samples)``, checked by :func:`checked_examples` (names the source's class)."""
+    X, Y = source.draw(n_samples)
+    return checked_examples(np.asarray(X), np.asarray(Y), type(source).__name__)
 
 
 def batch_sizes(total, batch):
@@ -32,11 +69,11 @@ class ExampleBatch:
     """One batch of a stream, as a recipe a worker can run: the layer, tokens, distribution, seed, size —
     or, for fixed arrays, the slice itself. :meth:`examples` gives ``(X, Y)``."""
 
-    __slots__ = ("X", "Y", "distribution", "k", "layer", "n", "seed")
+    __slots__ = ("X", "Y", "distribution", "k", "layer", "n", "origin", "seed")
 
-    def __init__(self, n, *, layer=None, k=None, distribution=None, seed=None, X=None, Y=None):
+    def __init__(self, n, *, layer=None, k=None, distribution=None, seed=None, X=None, Y=None, origin=None):
         self.n, self.layer, self.k, self.distribution, self.seed, self.X, self.Y = n, layer, k, distribution, seed, X, Y
-
+        self.origin = origin  # the source's class name, for SourceError
     def __getstate__(self):
         return {name: getattr(self, name) for name in self.__slots__}
 
@@ -45,11 +82,12 @@ class ExampleBatch:
             setattr(self, name, value)
 
     def examples(self):
+        """``(X, Y)``, checked finite (:func:`checked_examples`)."""
         if self.X is not None:
-            return self.X, self.Y
+            return checked_examples(np.asarray(self.X), np.asarray(self.Y), self.origin)
         X = sample_inputs(self.n, self.k, self.layer.d, distribution=self.distribution,
                           rng=np.random.default_rng(self.seed))
-        return X, self.layer(X)
+        return checked_examples(X, self.layer(X), self.origin)
 
 
 class LayerOracle:
@@ -119,7 +157,8 @@ class LayerOracle:
         for b, n in enumerate(sizes):
             seed = np.random.SeedSequence(base.entropy, spawn_key=tuple(base.spawn_key) + (STREAM_TAG, stream, b),
                                           pool_size=base.pool_size)
-            yield ExampleBatch(int(n), layer=self.layer, k=self.k, distribution=self.distribution, seed=seed)
+            yield ExampleBatch(int(n), layer=self.layer, k=self.k, distribution=self.distribution, seed=seed,
+                               origin=type(self).__name__)
 
     def consume(self, n_samples):
         """Count ``n_samples`` examples of a stream as drawn."""
@@ -163,7 +202,7 @@ class ArraySource:
                 raise ExamplesExhausted(
                     f"asked for {n} examples; only {self.X.shape[0] - start} of {self.X.shape[0]} remain. "
                     "Pass more examples or a LayerOracle.")
-            yield ExampleBatch(int(n), X=self.X[start:start + n], Y=self.Y[start:start + n])
+            yield ExampleBatch(int(n), X=self.X[start:start + n], Y=self.Y[start:start + n], origin=type(self).__name__)
             start += n
 
     def consume(self, n_samples):

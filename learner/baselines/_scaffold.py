@@ -15,7 +15,7 @@ import numpy as np
 
 from ..layer import AttentionLayer
 from ..learn import LearnResult, truth_errors
-from ..oracle import ExamplesExhausted
+from ..oracle import ExamplesExhausted, draw_checked
 from ..validation import Integer, Real, check_int, check_positive_float
 
 __all__ = ["GradientFit", "check_milestones", "milestone_key", "validation_error"]
@@ -96,7 +96,7 @@ class GradientFit:
         """``((X, Y), (Xv, Yv))``, or ``(None, result)`` when the source has too few examples."""
         t0 = time.perf_counter()
         try:
-            X_all, Y_all = self.source.draw(n_train + n_val)
+            X_all, Y_all = draw_checked(self.source, n_train + n_val)
         except ExamplesExhausted as exc:
             return None, self.done("examples", f"{exc} {self.name} needs n_train + n_val = {n_train + n_val} "
                                    f"examples (n_train={n_train}, n_val={n_val}).")

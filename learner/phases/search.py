@@ -54,6 +54,7 @@ from scipy.optimize import least_squares
 
 from ..layer import AttentionLayer, attention_patterns
 from ..metrics import match_heads, relative_error
+from ..oracle import draw_checked
 
 __all__ = ["REFINEMENTS", "SEARCHES", "SearchResult", "layer_jacobian", "search_heads"]
 
@@ -497,8 +498,8 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
     if refine not in REFINEMENTS:
         raise ValueError(f"`refine` must be one of {REFINEMENTS}; got {refine!r}.")
     d = theta_star.shape[0]
-    Xs, Ys = source.draw(n_search)
-    Xh, Yh = source.draw(n_search)
+    Xs, Ys = draw_checked(source, n_search)
+    Xh, Yh = draw_checked(source, n_search)
     k = Xs.shape[1]
     radius = net_radius * max(float(np.linalg.norm(theta_star)), 1e-3)
     p = 1 if m == 1 else net_points if m == 2 else net_points_3d ** (m - 1)  # grid points

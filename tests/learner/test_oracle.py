@@ -4,7 +4,15 @@ import numpy as np
 import pytest
 
 from learner import random_layer
-from learner.oracle import ArraySource, ExamplesExhausted, LayerOracle, as_source
+from learner.oracle import (
+    ArraySource,
+    ExampleBatch,
+    ExamplesExhausted,
+    LayerOracle,
+    SourceError,
+    as_source,
+    checked_examples,
+)
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +87,49 @@ class TestAsSource:
     def test_rejects_other_things(self):
         with pytest.raises(TypeError, match="LayerOracle, an ArraySource or a pair"):
             as_source([1, 2, 3])
+
+
+class _NaNOracle(LayerOracle):
+    """A user's oracle whose labels go NaN on every 97th example (its batches do not name their source)."""
+
+    def batches(self, sizes):
+        for b in super().batches(sizes):
+            X, Y = b.examples()
+            Y = Y.copy()
+            Y[::97] = np.nan
+            yield ExampleBatch(b.n, X=X, Y=Y)
+
+    def draw(self, n_samples):
+        X, Y = super().draw(n_samples)
+        Y = Y.copy()
+        Y[::97] = np.nan
+        return X, Y
+
+
+class TestSourceError:
+    """Issue 35: a NaN from a user's oracle is named as the oracle's, not reported as a learner failure."""
+
+    def test_learn_names_the_oracle(self):
+        from learner import learn, random_layer
+
+        with pytest.raises(SourceError, match=r"example source \(_NaNOracle\) handed out labels that are not finite"):
+            learn(_NaNOracle(random_layer(1, 6, rng=0), 2, rng=1), m=1, workers=1, progress=False)
+
+    def test_baseline_names_the_oracle(self):
+        from learner import random_layer
+        from learner.baselines import fit_gradient
+
+        with pytest.raises(SourceError, match=r"\(_NaNOracle\).*2 of 100 examples.*holds nan"):
+            fit_gradient(_NaNOracle(random_layer(1, 6, rng=0), 2, rng=1), m=1, n_train=90, n_val=10, max_iter=2)
+
+    def test_control_finite_labels_pass(self, layer):
+        """Control: the same checks let a finite batch through unchanged (and count every bad example)."""
+        X = np.ones((4, 3, 6))
+        Y = layer(X)
+        out = checked_examples(X, Y, "mine")
+        assert out[0] is X and out[1] is Y
+        Y = Y.copy()
+        Y[1, 0, 0] = np.inf
+        Y[3, 2, 5] = np.nan
+        with pytest.raises(SourceError, match=r"\(mine\) handed out labels .* 2 of 4 examples .* example 1, holds inf"):
+            checked_examples(X, Y, "mine")
