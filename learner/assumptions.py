@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .validation import check_distribution, check_int
+from .validation import DISTRIBUTIONS, Choice, Integer, check_int, declare
 
 __all__ = [
     "AssumptionReport",
@@ -219,6 +219,7 @@ def cube_constraint_count(m, d, k, *, window=CUBE_WINDOW):
             + (m - 1) * (k - 1) * math.log(window))
 
 
+@declare(m=Integer(), d=Integer(), k=Integer(), distribution=Choice(DISTRIBUTIONS))
 def setting_conditions(m, d, k, *, distribution="boolean"):
     """The conditions under which certification is sound for ``m`` heads, ``k`` tokens, dimension ``d``.
 
@@ -242,8 +243,6 @@ def setting_conditions(m, d, k, *, distribution="boolean"):
     -------
     tuple of AssumptionRow
     """
-    m, d, k = check_int("m", m), check_int("d", d), check_int("k", k)
-    distribution = check_distribution(distribution)
     rows = [
         AssumptionRow("k_below_d", "setting", "sequence length k", float(k), "<", float(d), k < d, "-",
                       "talk: k <= d; ours: strict, for certification"),
@@ -316,6 +315,7 @@ def check_setting(m, d, k, *, distribution="boolean"):
                          max_sound_m(d, k, distribution=distribution))
 
 
+@declare(k=Integer(none=True), distribution=Choice(DISTRIBUTIONS))
 def assumptions(layer, *, k=None, distribution="boolean"):
     """Measure every non-degeneracy condition of the paper on ``layer``.
 
@@ -361,8 +361,6 @@ def assumptions(layer, *, k=None, distribution="boolean"):
     if not isinstance(layer, AttentionLayer):
         raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
     m, d = layer.m, layer.d
-    if k is not None:
-        k = check_int("k", k)
     T, W = layer.thetas, layer.ws
     rows = []
 
@@ -372,7 +370,7 @@ def assumptions(layer, *, k=None, distribution="boolean"):
         rows.append(AssumptionRow(name, group, quantity, float(value), relation, float(threshold), ok, where, source))
 
     if k is not None:
-        rows.extend(setting_conditions(m, d, k, distribution=check_distribution(distribution)))
+        rows.extend(setting_conditions(m, d, k, distribution=distribution))
     add("m_small", "shape", "heads m (vs ln d)", (m, "-"), "<=", math.log(d) if d > 1 else 0.0,
         "talk: m at most logarithmic in d (asymptotic, not checked)", checked=False)
 

@@ -28,11 +28,13 @@ from .io import (
     write_json,
 )
 from .metrics import attention_statistics
+from .oracle import LayerOracle
 from .parallel import DEFAULT_POOL, interrupt_on_sigterm
+from .phases import CONFIG_RULES
 from .study import cli as study_cli
 from .study.records import command_record
 from .torch_interop import need_torch
-from .validation import cli_positive_int_or, cli_seed, command_parser, harden
+from .validation import cli_positive_int_or, cli_seed, command_parser, declare_options, harden
 
 __all__ = ["OUTPUT_OPTIONS", "build_parser", "check_output_options", "main"]
 
@@ -65,6 +67,7 @@ def _layer_args(p, *, unset=False, seed=None):
     p.add_argument("--seed", type=cli_seed, default=seed,
                    help="integer seed (default: fresh entropy, printed)" if seed is None
                    else f"integer seed: the entropy of every random draw (default {seed})")
+    declare_options(p, random_layer)
 
 
 def build_parser():
@@ -87,6 +90,7 @@ def _add_demo(sub):
     p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
     p.add_argument("--n-samples", type=int, default=20000, help="inputs for the figures (default 20000)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
+    declare_options(p, attention_statistics)
     p.set_defaults(handler=_demo)
 
 
@@ -116,6 +120,7 @@ def _add_learn(sub):
                    help="BLAS threads of this process in the phases it computes alone (default 1, the fastest "
                         "measured on 2 cores; 'default' leaves numpy's own setting); workers always have one")
     p.add_argument("--json", metavar="FILE", help="also write the run's record as JSON")
+    declare_options(p, LayerOracle, rules={"max_examples": CONFIG_RULES["max_examples"]})
     p.set_defaults(handler=_learn)
 
 
@@ -128,6 +133,7 @@ def _add_sample(sub):
     p.add_argument("--n-samples", type=int, default=10000, help="examples to write (default 10000)")
     p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
+    declare_options(p, sample_inputs)
     p.set_defaults(handler=_sample)
 
 
@@ -136,6 +142,7 @@ def _add_info(sub):
     p.add_argument("path", help="a layer written by `sample`")
     p.add_argument("--k", type=int, default=None, help="sequence length to check k < d against")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    declare_options(p, assumptions)
     p.set_defaults(handler=_info)
 
 

@@ -14,7 +14,15 @@ import time
 
 import numpy as np
 
-from .validation import check_distribution, check_int, check_real_array, check_rng
+from .validation import (
+    DISTRIBUTIONS,
+    Choice,
+    Integer,
+    check_int,
+    check_real_array,
+    check_rng,
+    declare,
+)
 
 __all__ = ["check_inputs", "cube_expectation", "enumerate_cube", "sample_inputs"]
 
@@ -26,6 +34,7 @@ MAX_CUBE_BITS = 32
 DEFAULT_MAX_BITS = 26
 
 
+@declare(n_samples=Integer(), k=Integer(), d=Integer(), distribution=Choice(DISTRIBUTIONS))
 def sample_inputs(n_samples, k, d, *, distribution="boolean", rng=None):
     """Draw ``n_samples`` random input sequences of ``k`` tokens in dimension ``d``.
 
@@ -50,10 +59,6 @@ def sample_inputs(n_samples, k, d, *, distribution="boolean", rng=None):
     ((2, 3, 4), [-1.0, 1.0])
     """
     rng = check_rng(rng)
-    n_samples = check_int("n_samples", n_samples)
-    k = check_int("k", k)
-    d = check_int("d", d)
-    check_distribution(distribution)
     shape = (n_samples, k, d)
     if distribution == "gaussian":
         return rng.standard_normal(shape)

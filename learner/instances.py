@@ -8,7 +8,7 @@ import numpy as np
 
 from .assumptions import assumptions
 from .layer import AttentionLayer
-from .validation import check_bool, check_int, check_positive_float, check_rng
+from .validation import Boolean, Integer, Real, check_rng, declare
 
 __all__ = ["DEFAULT_LOGIT_SCALE", "DEFAULT_W_SCALE", "PlantingError", "random_layer"]
 
@@ -30,6 +30,8 @@ class PlantingError(RuntimeError):
     """No sampled layer satisfied the assumptions within ``max_tries``."""
 
 
+@declare(m=Integer(), d=Integer(), logit_scale=Real(allow_zero=True), w_scale=Real(), check=Boolean(),
+         max_tries=Integer())
 def random_layer(m, d, *, logit_scale=DEFAULT_LOGIT_SCALE, w_scale=DEFAULT_W_SCALE, check=True, max_tries=100,
                  rng=None):
     """Sample a planted layer with Gaussian directions and fixed norms.
@@ -76,12 +78,6 @@ def random_layer(m, d, *, logit_scale=DEFAULT_LOGIT_SCALE, w_scale=DEFAULT_W_SCA
     (2, 8, 3.0)
     """
     rng = check_rng(rng)
-    m = check_int("m", m)
-    d = check_int("d", d)
-    logit_scale = check_positive_float("logit_scale", logit_scale, allow_zero=True)
-    w_scale = check_positive_float("w_scale", w_scale)
-    max_tries = check_int("max_tries", max_tries)
-    check = check_bool("check", check)
     report = None
     for attempt in range(1, max_tries + 1):
         thetas = _unit_frobenius(rng.standard_normal((m, d, d))) * logit_scale

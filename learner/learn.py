@@ -34,7 +34,7 @@ from .phases import (
     resolve_config,
     search_heads,
 )
-from .validation import check_int, check_rng
+from .validation import Integer, check_rng, declare
 
 __all__ = ["LearnInterrupted", "LearnResult", "learn"]
 
@@ -150,6 +150,7 @@ def _distribution(source):
     return dist
 
 
+@declare(m=Integer(none=True), k=Integer(none=True), blas_threads=Integer(none=True))
 def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress=None, workers=None,
           scheduler=None, blas_threads=1):
     """Learn a multi-head attention layer from examples with the paper's six phases.
@@ -234,8 +235,6 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
     LearnInterrupted
         On Ctrl-C: the workers are stopped first; the exception carries the partial result.
     """
-    if blas_threads is not None:
-        blas_threads = check_int("blas_threads", blas_threads, minimum=1)
     pool = Workers(workers, scheduler)
     with _bars.showing(_bars.resolve(progress)), pool:
         try:
@@ -260,13 +259,11 @@ def _learn(source, *, m, k, config, truth, rng, pool, blas):
     if not isinstance(cfg, LearnConfig):
         raise TypeError(f"`config` must be a LearnConfig; got {type(cfg).__name__}.")
     d = source.d
-    if k is not None and check_int("k", k) != source.k:
+    if k is not None and k != source.k:
         raise ValueError(f"`k` must match the examples' {source.k} tokens; got k={k}.")
     k = source.k
     if k >= d:
         raise ValueError(f"`k` must be smaller than `d` for certification; got k={k}, d={d}.")
-    if m is not None:
-        m = check_int("m", m)
     if truth is not None and truth.d != d:
         raise ValueError(f"`truth` must have the examples' dimension d={d}; got a layer with d={truth.d}.")
     phases, diag, timings = {}, {}, {}

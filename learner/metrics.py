@@ -9,7 +9,7 @@ from scipy.optimize import linear_sum_assignment
 
 from .inputs import sample_inputs
 from .layer import AttentionLayer
-from .validation import check_distribution, check_int, check_rng
+from .validation import DISTRIBUTIONS, Choice, Integer, check_rng, declare
 
 __all__ = ["AttentionStats", "HeadMatch", "attention_statistics", "match_heads", "relative_error"]
 
@@ -20,6 +20,7 @@ def _check_layer(name, layer):
     return layer
 
 
+@declare(k=Integer(), n_samples=Integer(), batch=Integer(), distribution=Choice(DISTRIBUTIONS))
 def relative_error(f, g, k, *, n_samples=8192, distribution="boolean", batch=4096, rng=None):
     """Relative mean squared error of layer ``g`` against reference layer ``f``.
 
@@ -61,10 +62,6 @@ def relative_error(f, g, k, *, n_samples=8192, distribution="boolean", batch=409
     _check_layer("g", g)
     if f.d != g.d:
         raise ValueError(f"`f` and `g` must have the same dimension; got f.d={f.d}, g.d={g.d}.")
-    k = check_int("k", k)
-    n_samples = check_int("n_samples", n_samples)
-    batch = check_int("batch", batch)
-    check_distribution(distribution)
     # Sums of squares in logs, each batch scaled by its largest entry (as LAPACK's nrm2 does), so that
     # outputs of any finite size give the ratio whenever it is representable.
     log_num = log_den = -np.inf
@@ -189,6 +186,7 @@ class AttentionStats:
     agree_tv01: float
 
 
+@declare(k=Integer(), n_samples=Integer(), batch=Integer(), distribution=Choice(DISTRIBUTIONS))
 def attention_statistics(layer, k, *, n_samples=20000, distribution="boolean", batch=4096, rng=None):
     """Summarise how peaked, how diverse and how learnable a layer's attention is.
 
@@ -220,10 +218,6 @@ def attention_statistics(layer, k, *, n_samples=20000, distribution="boolean", b
     """
     rng = check_rng(rng)
     _check_layer("layer", layer)
-    k = check_int("k", k)
-    n_samples = check_int("n_samples", n_samples)
-    batch = check_int("batch", batch)
-    check_distribution(distribution)
     m, d = layer.m, layer.d
     uniform = AttentionLayer(np.zeros((1, d, d)), layer.ws.sum(axis=0, keepdims=True))
     max_w = np.zeros(m)

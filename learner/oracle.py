@@ -11,7 +11,7 @@ import numpy as np
 
 from .inputs import check_inputs, sample_inputs
 from .layer import AttentionLayer
-from .validation import check_distribution, check_int, check_real_array, check_rng
+from .validation import DISTRIBUTIONS, Choice, Integer, check_int, check_real_array, check_rng, declare
 
 __all__ = ["ArraySource", "ExampleBatch", "ExamplesExhausted", "LayerOracle", "SourceError", "as_source",
            "batch_sizes", "checked_examples", "draw_checked", "name_source"]
@@ -120,13 +120,14 @@ class LayerOracle:
     ((10, 4, 8), (10, 4, 8), 10)
     """
 
+    @declare(k=Integer(), distribution=Choice(DISTRIBUTIONS))
     def __init__(self, layer, k, *, distribution="boolean", rng=None):
         if not isinstance(layer, AttentionLayer):
             raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
         self.layer = layer
-        self.k = check_int("k", k)
+        self.k = k
         self.d = layer.d
-        self.distribution = check_distribution(distribution)
+        self.distribution = distribution
         if not isinstance(rng, (np.random.SeedSequence, np.random.Generator)):
             check_rng(rng)  # the error names `rng` for a seed numpy would refuse in its own words
         self._seed = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(

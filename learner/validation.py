@@ -1,9 +1,13 @@
-"""Validation helpers shared by the public functions and the command lines of the toolkit.
+"""The validation layer shared by the public functions and the command lines of the toolkit.
 
-Every public function validates at its boundary and names the parameter and
-the bad value in the message, so a user sees *what* was wrong, not a
-traceback from deep inside numpy. ``learner``, ``theory`` and ``lowerbounds``
-all use these (``check_*`` for arguments, ``cli_*`` as argparse types).
+Each parameter's type and range is declared once, as a *rule* (:class:`Integer`, :class:`Real`,
+:class:`Seed`, :class:`Choice`), next to the function that takes it: ``@declare(d=Integer(1), lr=Real())``
+checks the arguments of every call, and :func:`declare_options` gives the command-line options that are
+passed to that function the same rule as their argparse type (our design, in the spirit of
+scikit-learn's ``validate_params``). Messages name the parameter as the caller wrote it: ``lr`` in Python
+(``TypeError``/``ValueError``), ``--adam-lr`` on the command line (one line, exit status 2).
+:func:`harden` gives every remaining numeric option a finite, bounded type. ``learner``, ``theory`` and
+``lowerbounds`` all use these; ``check_*`` remain for checks that are not one parameter's range.
 """
 
 from __future__ import annotations
@@ -16,8 +20,13 @@ import numpy as np
 __all__ = [
     "CLI_INT_MAX",
     "DISTRIBUTIONS",
+    "Boolean",
+    "Choice",
+    "Each",
+    "OrWord",
     "Integer",
     "Real",
+    "Seed",
     "check_bool",
     "check_distribution",
     "check_int",
@@ -26,7 +35,10 @@ __all__ = [
     "check_rng",
     "cli_auto_or_int",
     "command_parser",
+    "declare",
+    "declare_options",
     "harden",
+    "rules_of",
     "cli_positive_int_or",
     "cli_seed",
     "cli_type",
@@ -104,16 +116,8 @@ def _ndim_words(ndim):
 
 
 def cli_seed(text):
-    """argparse type of ``--seed``: a non-negative integer (SeedSequence entropy), named in the error."""
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0 or str(text).strip() != str(value):
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer (seed entropy); got {text!r}")
-    return value
+    """argparse type of ``--seed``: the :class:`Seed` rule, named ``--seed`` in the error."""
+    return cli_type("--seed", Seed())(text)
 
 
 def cli_positive_int_or(flag, word, meaning):
@@ -168,8 +172,11 @@ class Integer:
     """
 
     minimum: int | None = 1
+    none: bool = False  # None is accepted (it stands for a default the function chooses)
 
     def check(self, name, value):
+        if value is None and self.none:
+            return None
         if self.minimum is None:  # any integer: the range is the library's to check
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
                 raise TypeError(f"`{name}` must be an integer; got {name}={value!r}.")
@@ -187,18 +194,193 @@ class Real:
 
     allow_zero: bool = False
     sign: bool = True
+    none: bool = False
+    below: float | None = None  # an exclusive upper bound (a fraction or a tolerance: below 1)
 
     def check(self, name, value):
+        if value is None and self.none:
+            return None
         if not self.sign:
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
                 raise TypeError(f"`{name}` must be a real number; got {name}={value!r}.")
             if not np.isfinite(value):
                 raise ValueError(f"`{name}` must be finite; got {name}={float(value)!r}.")
-            return float(value)
-        return check_positive_float(name, value, allow_zero=self.allow_zero)
+            value = float(value)
+        else:
+            value = check_positive_float(name, value, allow_zero=self.allow_zero)
+        if self.below is not None and value >= self.below:
+            raise ValueError(f"`{name}` must be below {self.below:g}; got {name}={value!r}.")
+        return value
 
     def parse(self, text):
         return float(text)
+
+
+#: Python refuses to convert integers of more decimal digits than this (``sys.get_int_max_str_digits``).
+SEED_MAX_DIGITS = 4300
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A seed: a non-negative integer of any size (``SeedSequence`` entropy), or None for fresh entropy when
+    ``none``: a rule of the validation layer. On the command line, at most :data:`SEED_MAX_DIGITS` digits."""
+
+    none: bool = False
+
+    def check(self, name, value):
+        if value is None and self.none:
+            return None
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"`{name}` must be a non-negative integer (seed entropy); got {name}={value!r}.")
+        if value < 0:
+            raise ValueError(f"`{name}` must be a non-negative integer (seed entropy); got {name}={int(value)}.")
+        return int(value)
+
+    def parse(self, text):
+        digits = str(text).strip()
+        if len(digits) > SEED_MAX_DIGITS and digits.isdigit():
+            raise ValueError(f"at most {SEED_MAX_DIGITS} digits")
+        value = int(text)
+        if digits != str(value) or value < 0:  # "1_000", "+3", "-1": not how a seed is written
+            raise ValueError(digits)
+        return value
+
+
+@dataclass(frozen=True)
+class Boolean:
+    """True or False (numpy's included; a string such as ``"no"`` is not): a rule of the validation layer."""
+
+    def check(self, name, value):
+        return check_bool(name, value)
+
+    def parse(self, text):  # command lines spell a flag as its presence (store_true), never as a value
+        raise ValueError(text)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of ``values`` (strings): a rule of the validation layer. On the command line, argparse's
+    ``choices`` says the same (:func:`declare_options` sets them)."""
+
+    values: tuple
+
+    def check(self, name, value):
+        if not isinstance(value, str) or value not in self.values:
+            raise ValueError(f"`{name}` must be one of {self.values}; got {name}={value!r}.")
+        return value
+
+    def parse(self, text):
+        return text
+
+
+@dataclass(frozen=True)
+class Each:
+    """A non-empty list whose every entry follows ``rule`` (distinct entries when ``distinct``); a single value
+    is taken as itself when ``scalar``: a rule of the validation layer. On the command line the option takes
+    several values (``nargs``), each parsed by ``rule``, and the whole list is checked after parsing."""
+
+    rule: object
+    distinct: bool = True
+    scalar: bool = False
+    none: bool = False
+
+    def check(self, name, value):
+        if value is None and self.none:
+            return None
+        if self.scalar and isinstance(value, (numbers.Number, str)):
+            return self.rule.check(name, value)
+        if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+            raise TypeError(f"`{name}` must be a list of values; got {name}={value!r}.")
+        values = [self.rule.check(name, v) for v in value]
+        if not values:
+            raise ValueError(f"`{name}` must hold at least one value; got {name}={value!r}.")
+        if self.distinct and len(set(values)) != len(values):
+            raise ValueError(f"`{name}` must hold distinct values; got {name}={values}.")
+        return values
+
+    def parse(self, text):
+        return self.rule.parse(text)
+
+
+@dataclass(frozen=True)
+class OrWord:
+    """The word ``word`` (``"auto"``) or a value of ``rule``: a rule of the validation layer."""
+
+    word: str
+    rule: object
+
+    def check(self, name, value):
+        if isinstance(value, str) and value == self.word:
+            return value
+        try:
+            return self.rule.check(name, value)
+        except (TypeError, ValueError) as exc:
+            head, sep, tail = str(exc).partition("; got ")
+            raise type(exc)(f"{head} (or the word {self.word!r}){sep}{tail}") from None
+
+    def parse(self, text):
+        return text if text == self.word else self.rule.parse(text)
+
+
+def declare(**rules):
+    """Declare the rules of a function's parameters; every call checks them (a decorator).
+
+    ``@declare(m=Integer(1), lr=Real())`` binds each call's arguments to the signature and passes every
+    declared one that was given through its rule (so ``m=np.int64(2)`` arrives as ``2``); defaults are not
+    checked. The rules stay on the function as ``func.rules`` for :func:`declare_options` and the tests.
+    """
+    import functools
+    import inspect
+
+    def decorate(func):
+        signature = inspect.signature(func)
+        unknown = set(rules) - set(signature.parameters)
+        if unknown:
+            raise TypeError(f"declare: {func.__qualname__} has no parameter(s) {sorted(unknown)}")
+
+        @functools.wraps(func)
+        def checked(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            for name, rule in rules.items():
+                if name in bound.arguments:
+                    bound.arguments[name] = rule.check(name, bound.arguments[name])
+            return func(*bound.args, **bound.kwargs)
+
+        checked.rules = dict(getattr(func, "rules", {})) | rules
+        return checked
+
+    return decorate
+
+
+def rules_of(*funcs, rename=None):
+    """The declared rules of ``funcs`` by parameter name (the first function to declare a name wins);
+    ``rename`` maps a parameter's name to the option's ``dest`` (``{"n": "n_samples"}``)."""
+    rename = rename or {}
+    merged = {}
+    for func in funcs:
+        target = func.__init__ if isinstance(func, type) else func
+        for name, rule in getattr(target, "rules", {}).items():
+            merged.setdefault(rename.get(name, name), rule)
+    return merged
+
+
+def declare_options(parser, *funcs, rename=None, rules=None):
+    """Give each option of ``parser`` that is passed to one of ``funcs`` the function's declared rule as
+    its argparse type (named by the option's flag), so the command line and the function check alike.
+    ``rules`` adds rules for options that are not one function's parameter. Returns ``parser``."""
+    table = rules_of(*funcs, rename=rename) | (rules or {})
+    for action in parser._actions:
+        rule = table.get(action.dest)
+        if rule is None or not action.option_strings or action.nargs == 0 or isinstance(rule, Boolean):
+            continue
+        if isinstance(rule, Choice):
+            action.choices = rule.values
+            continue
+        flag = action.option_strings[-1]
+        action.type = cli_type(flag, rule.rule if isinstance(rule, Each) else rule)
+        if isinstance(rule, Each) and action.nargs in ("+", "*"):
+            action.whole_rule = (flag, rule)  # the list as a whole, after parsing (command_parser)
+    return parser
 
 
 def harden(parser):
@@ -227,7 +409,26 @@ def command_parser(**kwargs):
         def error(self, message):
             self.exit(2, f"{self.prog}: error: {message}\n")
 
+        def parse_known_args(self, args=None, namespace=None):
+            namespace, extras = super().parse_known_args(args, namespace)
+            for action in self._actions:  # lists declared by a rule (declare_options): distinct, non-empty
+                flag, rule = getattr(action, "whole_rule", (None, None))
+                value = getattr(namespace, action.dest, None)
+                if rule is not None and isinstance(value, list):
+                    try:
+                        setattr(namespace, action.dest, rule.check(flag, value))
+                    except (TypeError, ValueError) as exc:
+                        self.error(f"argument {flag}: {str(exc).rstrip('.')}")
+            return namespace, extras
+
     return CommandParser(**kwargs)
+
+
+def _kind(rule):
+    """What a rule's values are called in a parse error: "an integer", "a number", …"""
+    if isinstance(rule, OrWord):
+        return f"{_kind(rule.rule)} or the word {rule.word!r}"
+    return {Integer: "an integer", Seed: "a non-negative integer (seed entropy)"}.get(type(rule), "a number")
 
 
 def cli_type(flag, rule):
@@ -238,10 +439,12 @@ def cli_type(flag, rule):
     def parse(text):
         try:
             value = rule.parse(text)
-        except ValueError:
-            kind = "an integer" if isinstance(rule, Integer) else "a number"
-            raise argparse.ArgumentTypeError(f"`{flag}` must be {kind}; got {flag} {text!r}") from None
-        if isinstance(rule, Integer) and abs(value) > CLI_INT_MAX:
+        except ValueError as exc:
+            kind = _kind(rule) + (f" of at most {SEED_MAX_DIGITS} digits" if "digits" in str(exc) else "")
+            raise argparse.ArgumentTypeError(f"`{flag}` must be {kind}; got {flag} {text[:40]!r}"
+                                             + ("…" if len(text) > 40 else "")) from None
+        inner = rule.rule if isinstance(rule, OrWord) else rule
+        if isinstance(inner, Integer) and isinstance(value, int) and abs(value) > CLI_INT_MAX:
             raise argparse.ArgumentTypeError(f"`{flag}` must be at most {CLI_INT_MAX:,} in size; got {flag} {text}")
         try:
             return rule.check(flag, value)
@@ -249,6 +452,7 @@ def cli_type(flag, rule):
             raise argparse.ArgumentTypeError(str(exc).rstrip(".")) from None
 
     parse.__name__ = flag.lstrip("-").replace("-", "_")  # argparse names the type in some messages
+    parse.rule = rule
     return parse
 
 

@@ -21,6 +21,7 @@ from ._scaffold import (
     check_milestones,
     check_options,
     milestone_key,
+    option_rules,
     validation_error,
 )
 from .numpy_adam import OPTIMIZERS, fit_gradient
@@ -32,6 +33,7 @@ __all__ = [
     "OPTIMIZERS",
     "check_milestones",
     "check_options",
+    "option_rules",
     "fit_gradient",
     "fit_torch",
     "milestone_key",

@@ -8,6 +8,7 @@ decided here, once. The scaffold and its defaults are ours; the paper analyses n
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
@@ -32,11 +33,16 @@ OPTION_RULES = {
 }
 
 
+def option_rules(*names, optional=()):
+    """The rules of ``names`` from :data:`OPTION_RULES` (for :func:`~learner.validation.declare`); the names in
+    ``optional`` also take None (elsewhere None is refused like any other non-number)."""
+    return {name: dataclasses.replace(OPTION_RULES[name], none=name in optional) for name in names}
+
+
 def check_options(optional=(), **values):
-    """Each value checked by its rule in :data:`OPTION_RULES`, in the order given; None stays None only for the
-    names in ``optional`` (elsewhere it is refused like any other non-number)."""
-    return {name: None if value is None and name in optional else OPTION_RULES[name].check(name, value)
-            for name, value in values.items()}
+    """Each value checked by its rule in :data:`OPTION_RULES`, in the order given (as :func:`option_rules`)."""
+    rules = option_rules(*values, optional=optional)
+    return {name: rules[name].check(name, value) for name, value in values.items()}
 
 #: The relative validation errors whose first crossing a fit times, unless told otherwise.
 DEFAULT_MILESTONES = (1e-3, 1e-8)

@@ -14,8 +14,8 @@ import numpy as np
 
 from ..layer import auto_batch, softmax_inplace
 from ..oracle import as_source
-from ..validation import check_int, check_rng
-from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones, check_options
+from ..validation import Choice, Integer, check_rng, declare
+from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones, option_rules
 
 __all__ = ["fit_gradient"]
 
@@ -159,6 +159,9 @@ def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patienc
     return run
 
 
+@declare(m=Integer(), optimizer=Choice(OPTIMIZERS), **option_rules(
+    "lr", "max_iter", "restarts", "batch", "n_train", "n_val", "tol", "patience", "init_scale", "success_tol",
+    optional=("batch",)))
 def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000, restarts=3, batch=None,
                  n_train=20000, n_val=5000, tol=1e-8, patience=200, init_scale=0.5, success_tol=1e-3,
                  milestones=DEFAULT_MILESTONES, truth=None, rng=None):
@@ -286,14 +289,6 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
     t_start = time.perf_counter()
     rng = check_rng(rng)
     source = as_source(source)
-    m = check_int("m", m)
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"`optimizer` must be one of {OPTIMIZERS}; got optimizer={optimizer!r}.")
-    o = check_options(("batch",), lr=lr, max_iter=max_iter, restarts=restarts, batch=batch, n_train=n_train,
-                      n_val=n_val, tol=tol, patience=patience, init_scale=init_scale, success_tol=success_tol)
-    lr, max_iter, restarts, batch, n_train = o["lr"], o["max_iter"], o["restarts"], o["batch"], o["n_train"]
-    n_val, tol, patience, init_scale, success_tol = (o[n] for n in ("n_val", "tol", "patience", "init_scale",
-                                                                    "success_tol"))
     milestones = check_milestones(milestones)
     fit = GradientFit(source, name="fit_gradient", m=m, k=k, truth=truth, rng=rng, t_start=t_start)
     batch_eff = n_train if batch is None else min(batch, n_train)

@@ -18,14 +18,17 @@ import numpy as np
 
 from .. import torch_interop
 from ..oracle import as_source
-from ..validation import check_int, check_rng
-from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones, check_options
+from ..validation import Integer, check_rng, declare
+from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones, option_rules
 
 __all__ = ["fit_torch"]
 
 log = logging.getLogger(__name__)
 
 
+@declare(m=Integer(), **option_rules("lr", "epochs", "batch", "n_train", "n_val", "restarts", "tol", "clip",
+                                     "init_scale", "success_tol", "eval_every", "threads",
+                                     optional=("eval_every", "threads")))
 def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=20000, n_val=5000, restarts=3,
               tol=1e-8, clip=1.0, init_scale=0.5, success_tol=1e-3, milestones=DEFAULT_MILESTONES, eval_every=None,
               dtype="float64", threads=None, truth=None, rng=None):
@@ -108,17 +111,7 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
     t_start = time.perf_counter()
     rng = check_rng(rng)
     source = as_source(source)
-    m = check_int("m", m)
-    if batch is None:  # unlike fit_gradient's full batch, torch Adam always takes mini-batches
-        raise TypeError("`batch` must be an integer; got batch=None.")
-    o = check_options(lr=lr, epochs=epochs, batch=batch, n_train=n_train, n_val=n_val, restarts=restarts, tol=tol,
-                      clip=clip, init_scale=init_scale, success_tol=success_tol)
-    lr, epochs, batch, n_train, n_val, restarts = (o[n] for n in ("lr", "epochs", "batch", "n_train", "n_val",
-                                                                   "restarts"))
-    tol, clip, init_scale, success_tol = o["tol"], o["clip"], o["init_scale"], o["success_tol"]
     milestones = check_milestones(milestones)
-    o = check_options(("eval_every", "threads"), eval_every=eval_every, threads=threads)
-    eval_every, threads = o["eval_every"], o["threads"]
     dt = torch_interop.torch_dtype(dtype)
     fit = GradientFit(source, name="fit_torch", m=m, k=k, truth=truth, rng=rng, t_start=t_start)
     batch = min(batch, n_train)

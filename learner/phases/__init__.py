@@ -13,7 +13,7 @@ testable on its own by feeding it the true values of the earlier phases
    then joint refinement.
 """
 
-from ._config import LearnConfig, resolve_config
+from ._config import CONFIG_RULES, LearnConfig, resolve_config
 from .crude_sum import SumEstimate, crude_sum_w
 from .refine_sum import refine_sum_w
 from .sculpt import Constraints, crude_sculpt, refined_sculpt
@@ -23,6 +23,7 @@ from .span import HullUndetermined, SpanEstimate, estimate_span
 __all__ = [
     "Constraints",
     "HullUndetermined",
+    "CONFIG_RULES",
     "LearnConfig",
     "SearchResult",
     "SpanEstimate",

@@ -9,11 +9,11 @@ every value used and which ones were chosen so.
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
 from dataclasses import dataclass
 
-__all__ = ["LearnConfig", "resolve_config"]
+from ..validation import Boolean, Choice, Integer, Real
+
+__all__ = ["CONFIG_RULES", "LearnConfig", "resolve_config"]
 
 _CHOICES = {"hull_weighting": ("precision", "irls", "none"), "search": ("auto", "exhaustive", "swap", "vp"),
             "refine": ("vp", "trf")}
@@ -115,29 +115,27 @@ class LearnConfig:
     allow_unsound: bool = False
 
     def __post_init__(self):
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name in _CHOICES:
-                if value not in _CHOICES[f.name]:
-                    raise ValueError(f"`{f.name}` must be one of {_CHOICES[f.name]}; got {f.name}={value!r}.")
-                continue
-            if f.name == "allow_unsound":
-                if not isinstance(value, bool):
-                    raise TypeError(f"`allow_unsound` must be True or False; got allow_unsound={value!r}.")
-                continue
-            if value is None and f.name in _AUTO:
-                continue
-            is_int = f.type.startswith("int")
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral if is_int else numbers.Real):
-                kind = "an integer" if is_int else "a real number"
-                raise TypeError(f"`{f.name}` must be {kind}; got {f.name}={value!r}.")
-            if not math.isfinite(value) or value < 0 or (value == 0 and f.name not in _ZERO_OK):
-                sign = "non-negative" if f.name in _ZERO_OK else "positive"
-                raise ValueError(f"`{f.name}` must be finite and {sign}; "
-                                 f"got {f.name}={value!r}.")
-        for name in ("crude_tol", "refined_tol", "min_weight", "refine_keep"):
-            if getattr(self, name) is not None and getattr(self, name) >= 1:
-                raise ValueError(f"`{name}` must be below 1; got {name}={getattr(self, name)!r}.")
+        for name, rule in CONFIG_RULES.items():
+            object.__setattr__(self, name, rule.check(name, getattr(self, name)))
+
+
+def _field_rule(f):
+    """A field's rule of the validation layer, from its type and the tables above."""
+    if f.name in _CHOICES:
+        return Choice(_CHOICES[f.name])
+    if f.type == "bool":
+        return Boolean()
+    none = f.name in _AUTO
+    if f.type.startswith("int"):
+        return Integer(minimum=0 if f.name in _ZERO_OK else 1, none=none)
+    return Real(allow_zero=f.name in _ZERO_OK, none=none, below=1 if f.name in _FRACTIONS else None)
+
+
+#: Fractions and tolerances: below 1.
+_FRACTIONS = ("crude_tol", "refined_tol", "min_weight", "refine_keep")
+#: Every field's rule, declared once: checked on construction and the type of the command lines' options
+#: that set a field (``learn --max-examples``).
+CONFIG_RULES = {f.name: _field_rule(f) for f in dataclasses.fields(LearnConfig)}
 
 
 def resolve_config(cfg, m, d, k):

@@ -28,7 +28,7 @@ import numpy as np
 from ..inputs import cube_expectation, sample_inputs
 from ..instances import random_layer
 from ..parallel import available_cores, blas_threads
-from ..validation import check_int, check_positive_float, check_rng
+from ..validation import Integer, Real, check_rng, declare
 from .runs import STUDY_LOGIT_SCALE
 
 __all__ = [
@@ -208,6 +208,7 @@ class BenchResult:
         return "\n".join(lines)
 
 
+@declare(repeat=Integer())
 def run_benchmark(cases=DEFAULT_CASES, *, repeat=5, cube=(4, 5, 2), rng=None):
     """Time the forward pass on ``cases`` and one exact cube expectation.
 
@@ -225,7 +226,6 @@ def run_benchmark(cases=DEFAULT_CASES, *, repeat=5, cube=(4, 5, 2), rng=None):
     BenchResult
     """
     rng = check_rng(rng)
-    repeat = check_int("repeat", repeat)
     torch_run, torch_version = _torch_forward()
     rate = gemm_rate(repeat=repeat, rng=rng)
     rows = []
@@ -368,6 +368,8 @@ class CertificationBench:
                                       "screen_speedup": self.screen_speedup}
 
 
+@declare(m=Integer(), d=Integer(), k=Integer(), batch=Integer(), repeat=Integer(), threads=Integer(), tol=Real(),
+         min_weight=Real())
 def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logit_scale=STUDY_LOGIT_SCALE, tol=0.015,
                                 min_weight=0.02, threads=1, rng=None):
     """Time phase 4's certification and streaming pipeline against the plain forward pass, in one process.
@@ -391,9 +393,6 @@ def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logi
     from ..phases.sculpt import SCREEN_CHUNK, certify_rows, fit_patterns, screen_candidates, screen_weights
 
     rng = check_rng(rng)
-    m, d, k, batch, repeat, threads = (check_int(n, v) for n, v in (
-        ("m", m), ("d", d), ("k", k), ("batch", batch), ("repeat", repeat), ("threads", threads)))
-    tol, min_weight = check_positive_float("tol", tol), check_positive_float("min_weight", min_weight)
     layer_seed, oracle_seed, input_seed, sample_seed = rng.spawn(4)
     layer = random_layer(m, d, logit_scale=logit_scale, rng=layer_seed)
     w_sum = layer.ws.sum(axis=0)
@@ -475,6 +474,8 @@ class ParallelBench:
         return dict(self.__dict__) | {"speedup": self.speedup, "per_worker_per_s": self.per_worker_per_s}
 
 
+@declare(m=Integer(), d=Integer(), k=Integer(), workers=Integer(2), batch=Integer(), batches=Integer(),
+         repeat=Integer())
 def run_parallel_benchmark(m=4, d=12, k=2, *, workers=PARALLEL_BENCH_WORKERS, batch=100_000, batches=16, repeat=3,
                            logit_scale=STUDY_LOGIT_SCALE, tol=0.015, min_weight=0.02, rng=None):
     """Time :func:`learner.phases.refined_sculpt` in this process and with ``workers`` local processes.
@@ -492,11 +493,6 @@ def run_parallel_benchmark(m=4, d=12, k=2, *, workers=PARALLEL_BENCH_WORKERS, ba
     from ..phases import refined_sculpt
 
     rng = check_rng(rng)
-    m, d, k, workers, batch, batches, repeat = (check_int(n, v) for n, v in (
-        ("m", m), ("d", d), ("k", k), ("workers", workers), ("batch", batch), ("batches", batches),
-        ("repeat", repeat)))
-    if workers < 2:
-        raise ValueError(f"`workers` must be at least 2 to compare with one process; got workers={workers}.")
     layer_seed, oracle_seed = rng.spawn(2)
     layer = random_layer(m, d, logit_scale=logit_scale, rng=layer_seed)
     w_sum = layer.ws.sum(axis=0)

@@ -15,8 +15,9 @@ import sys
 from ..baselines import OPTION_RULES, fit_torch
 from ..io import write_json
 from ..parallel import DEFAULT_POOL, interrupt_on_sigterm
+from ..phases import CONFIG_RULES
 from ..torch_interop import need_torch
-from ..validation import Integer, cli_auto_or_int, cli_positive_int_or, cli_seed, cli_type
+from ..validation import cli_seed, declare_options
 from .bench import (
     DEFAULT_CASES,
     PARALLEL_BENCH_WORKERS,
@@ -26,9 +27,10 @@ from .bench import (
     run_parallel_benchmark,
 )
 from .frontier import DEFAULT_GRID
-from .peers import QUICK_PEER_OPTIONS
+from .peers import QUICK_PEER_OPTIONS, peer_study
 from .records import command_record
 from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE
+from .scaling import scaling_study
 
 __all__ = ["add_commands", "print_study", "run_study"]
 
@@ -64,16 +66,17 @@ def _add_bench(sub):
     p.add_argument("--tol", type=float, default=0.03,
                    help="certification tolerance of --certification (default 0.03, phase 4's at (3, 16, 4))")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    # --m/--d/--k/--tol are --certification's; --workers is --parallel's (--repeat is every benchmark's).
+    declare_options(p, run_certification_benchmark, run_parallel_benchmark, run_benchmark)
     p.set_defaults(handler=_bench)
 
 
 def _add_scaling(sub):
     p = sub.add_parser("scaling", help="run time and examples against m: the learner and Adam on the same layers")
-    p.add_argument("--m", type=cli_type("--m", Integer(1)), nargs="+", default=None,
-                   help="numbers of heads (default 1 2 3 4 5)")
-    p.add_argument("--d", type=cli_auto_or_int, default="auto",
+    p.add_argument("--m", type=int, nargs="+", default=None, help="numbers of heads (default 1 2 3 4 5)")
+    p.add_argument("--d", default="auto",
                    help="token dimension, or auto: the smallest sound d in 12, 16, ... per (m, k) (default auto)")
-    p.add_argument("--k", type=cli_type("--k", Integer(2)), nargs="+", default=None,
+    p.add_argument("--k", type=int, nargs="+", default=None,
                    help="tokens per sequence; several values sweep k as well (default 2)")
     p.add_argument("--grid", nargs="+", metavar="BLOCK", default=None,
                    help="instead of --m/--k: blocks of (m, k) cells, e.g. 'm=1..6,k=2' 'm=2,k=8,d=24,seeds=3', "
@@ -81,12 +84,12 @@ def _add_scaling(sub):
     p.add_argument("--logit-scale", type=float, default=STUDY_LOGIT_SCALE,
                    help=f"Frobenius norm of each planted Θ_i (default {STUDY_LOGIT_SCALE:g}, the studies' family: "
                         "learner.study.runs.STUDY_LOGIT_SCALE; the earliest study used 3)")
-    p.add_argument("--seeds", type=cli_positive_int_or("--seeds", "auto", "auto"), default=None,
+    p.add_argument("--seeds", default=None,
                    help="planted layers per setting, or auto: 3, then 10 where their median time is under 2 min "
                         "(default 10; auto with --grid)")
     p.add_argument("--methods", nargs="+", default=["provable", "adam"], help="provable and/or adam (default both)")
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
-    p.add_argument("--adam-lr", type=cli_type("--adam-lr", OPTION_RULES["lr"]), nargs="+", default=[1e-2, 3e-2],
+    p.add_argument("--adam-lr", type=float, nargs="+", default=[1e-2, 3e-2],
                    help="Adam's learning-rate grid; tuned per setting on separate layers (default 0.01 0.03)")
     p.add_argument("--max-examples", type=int, default=None,
                    help="the learner's phase-4 example budget (default: chosen from m, d, k)")
@@ -108,26 +111,27 @@ def _add_scaling(sub):
                    help="run nothing: re-summarise the records in --out (all must be there, e.g. docs/sweeps/main)")
     p.add_argument("--out", metavar="DIR", required=True,
                    help="directory of the sweep; an interrupted sweep resumes from the records in it")
+    declare_options(p, scaling_study, rename={"ms": "m", "adam_lrs": "adam_lr"},
+                    rules={name: CONFIG_RULES[name] for name in ("max_examples", "refined_tol")})
     p.set_defaults(handler=_scaling)
 
 
 def _add_peers(sub):
     p = sub.add_parser("peers", help="the learner, numpy Adam and torch Adam side by side on the same layers "
                                      "(extra `torch`)")
-    p.add_argument("--m", type=cli_type("--m", Integer(1)), nargs="+", default=[1, 2, 3, 4],
-                   help="numbers of heads (default 1 2 3 4)")
+    p.add_argument("--m", type=int, nargs="+", default=[1, 2, 3, 4], help="numbers of heads (default 1 2 3 4)")
     p.add_argument("--k", type=int, default=2, help="tokens per sequence (default 2)")
-    p.add_argument("--d", type=cli_auto_or_int, default="auto",
+    p.add_argument("--d", default="auto",
                    help="token dimension, or auto: the scaling study's sound d per m (default auto: 12)")
-    p.add_argument("--seeds", type=cli_type("--seeds", Integer()), default=3, help="planted layers per m (default 3)")
-    p.add_argument("--adam-lr", type=cli_type("--adam-lr", OPTION_RULES["lr"]), default=1e-2,
+    p.add_argument("--seeds", type=int, default=3, help="planted layers per m (default 3)")
+    p.add_argument("--adam-lr", type=float, default=1e-2,
                    help="numpy Adam's learning rate (default 0.01)")
-    p.add_argument("--torch-lr", type=cli_type("--torch-lr", OPTION_RULES["lr"]), default=1e-2,
+    p.add_argument("--torch-lr", type=float, default=1e-2,
                    help="torch Adam's initial learning rate (default 0.01)")
-    p.add_argument("--epochs", type=cli_type("--epochs", OPTION_RULES["epochs"]), default=None,
+    p.add_argument("--epochs", type=int, default=None,
                    help=f"torch Adam's epochs per restart (default {TORCH_DEFAULTS['epochs']}; with --quick "
                         f"{QUICK_TORCH['epochs']}; given explicitly, it applies with --quick too)")
-    p.add_argument("--batch", type=cli_type("--batch", OPTION_RULES["batch"]), default=None,
+    p.add_argument("--batch", type=int, default=None,
                    help=f"torch Adam's mini-batch (default {TORCH_DEFAULTS['batch']}; with --quick "
                         f"{QUICK_TORCH['batch']}; given explicitly, it applies with --quick too)")
     p.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
@@ -138,6 +142,11 @@ def _add_peers(sub):
     p.add_argument("--summarise-only", action="store_true", help="run nothing: re-summarise the records in --out")
     p.add_argument("--out", metavar="DIR", required=True,
                    help="directory of the study; an interrupted study resumes from the records in it")
+    # The study's own parameters, then each baseline's: --adam-lr is fit_gradient's lr, --torch-lr and
+    # --epochs/--batch fit_torch's.
+    declare_options(p, peer_study, rename={"ms": "m"}, rules={
+        "adam_lr": OPTION_RULES["lr"], "torch_lr": OPTION_RULES["lr"], "epochs": OPTION_RULES["epochs"],
+        "batch": OPTION_RULES["batch"]})
     p.set_defaults(handler=_peers)
 
 
@@ -197,7 +206,6 @@ def run_study(run, *, sigterm=True):
 
 
 def _scaling(args):
-    from .scaling import scaling_study
 
     if args.scheduler is not None and args.serial:
         raise ValueError("give at most one of --scheduler and --serial.")
@@ -241,7 +249,6 @@ def print_study(result, out):
 
 
 def _peers(args):
-    from .peers import peer_study
 
     if args.workers is not None and args.serial:
         raise ValueError(f"--workers sizes the local pool, which --serial does not use; got --workers {args.workers} "

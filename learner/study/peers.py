@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..baselines import check_milestones, milestone_key
 from ..io import versions
-from ..validation import check_int
+from ..validation import Each, Integer, OrWord, Real, Seed, check_int, declare
 from .records import StudyResult, write_summary
 from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_runs, sound_d
 from .sweep import claim_study, median, run_sweep, sweep_lock
@@ -123,6 +123,8 @@ class PeerResult(StudyResult):
                 "the runs that reached it. One thread per method, " + s["concurrency"] + ".")
 
 
+@declare(ms=Each(Integer()), k=Integer(2), d=OrWord("auto", Integer()), seeds=Integer(), logit_scale=Real(),
+         seed=Seed())
 def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=STUDY_LOGIT_SCALE, adam_options=None,
                torch_options=None, provable_options=None, seed=0, backend="local",
                workers=None, scheduler=None, progress=False, run=True):
@@ -160,12 +162,6 @@ def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=STUD
     from ..io import check_writable_dir
     from ..phases import LearnConfig
 
-    ms = [check_int("ms", m) for m in ms]
-    if not ms or len(set(ms)) != len(ms):
-        raise ValueError(f"`ms` must be distinct positive integers; got ms={ms}.")
-    k = check_int("k", k, minimum=2)
-    seeds = check_int("seeds", seeds)
-    seed = check_int("seed", seed, minimum=0)
     if d == "auto":
         dims = {m: sound_d(m, k) for m in ms}
     else:

@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..baselines import OPTION_RULES
 from ..io import versions as _versions
-from ..validation import check_distribution, check_int, check_positive_float
+from ..validation import DISTRIBUTIONS, Choice, Each, Integer, OrWord, Real, Seed, declare
 from .records import StudyResult, write_summary
 from .runs import (
     METHODS,
@@ -180,6 +181,9 @@ class SweepResult(StudyResult):
         return "\n".join(lines)
 
 
+@declare(ms=Each(Integer(), none=True), d=OrWord("auto", Integer()), k=Each(Integer(2), scalar=True, none=True),
+         logit_scale=Real(), seeds=OrWord("auto", Integer()), distribution=Choice(DISTRIBUTIONS),
+         adam_lrs=Each(OPTION_RULES["lr"]), tune_seeds=Integer(), success_tol=Real(), seed=Seed())
 def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUDY_LOGIT_SCALE, seeds=10,
                   methods=METHODS, distribution="boolean", adam_lrs=(1e-2, 3e-2), tune_seeds=1,
                   adam_options=None, provable_options=None, success_tol=1e-3, seed=0, backend="local", workers=None,
@@ -240,18 +244,10 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUD
     -------
     SweepResult
     """
-    from .frontier import check_seeds
-
-    if not (isinstance(d, str) and d == "auto"):
-        d = check_int("d", d)
-    logit_scale = check_positive_float("logit_scale", logit_scale)
-    distribution = check_distribution(distribution)
-    seeds, tune_seeds = check_seeds(seeds), check_int("tune_seeds", tune_seeds)
     settings, seed_rules, ms, ks = _settings(ms, d, k, grid, seeds, distribution)
     methods, adam_lrs, adam_options, provable_options = _check_methods(methods, settings, adam_lrs, adam_options,
                                                                        provable_options)
-    success_tol = check_positive_float("success_tol", success_tol)
-    entropy = check_int("seed", seed, minimum=0)
+    entropy = seed
     from ..io import check_writable_dir
 
     out = check_writable_dir("out", out)
@@ -298,13 +294,9 @@ def _settings(ms, d, k, grid, seeds, distribution):
         settings = [(m, dd, kk) for m, dd, kk, _ in cells]
         seed_rules = {(m, dd, kk): ss for m, dd, kk, ss in cells}
         return settings, seed_rules, sorted({m for m, _, _ in settings}), sorted({kk for _, _, kk in settings})
-    ms = [check_int("ms", m) for m in ((1, 2, 3, 4, 5) if ms is None else ms)]
-    if not ms or len(set(ms)) != len(ms):
-        raise ValueError(f"`ms` must be distinct positive integers; got ms={ms}.")
+    ms = [1, 2, 3, 4, 5] if ms is None else ms  # checked by scaling_study's rules
     k = 2 if k is None else k
-    ks = [check_int("k", kk, minimum=2) for kk in (k if isinstance(k, (list, tuple)) else [k])]
-    if not ks or len(set(ks)) != len(ks):
-        raise ValueError(f"`k` must be distinct integers >= 2; got k={k}.")
+    ks = k if isinstance(k, list) else [k]
     settings = [(m, sound_d(m, kk, distribution=distribution) if d == "auto" else d, kk) for kk in ks for m in ms]
     return settings, dict.fromkeys(settings, seeds), ms, ks
 
@@ -317,9 +309,6 @@ def _check_methods(methods, settings, adam_lrs, adam_options, provable_options):
     for _m, dd, kk in settings:
         if "provable" in methods and kk >= dd:
             raise ValueError(f"the provable learner needs k < d; got k={kk}, d={dd}.")
-    adam_lrs = [check_positive_float("adam_lrs", lr) for lr in adam_lrs]
-    if not adam_lrs or len(set(adam_lrs)) != len(adam_lrs):
-        raise ValueError(f"`adam_lrs` must be distinct positive numbers; got adam_lrs={adam_lrs}.")
     adam_options = dict(adam_options or {})
     if "lr" in adam_options:
         raise ValueError("`adam_options` must not set 'lr'; give the grid as `adam_lrs`.")

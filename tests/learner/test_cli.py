@@ -65,8 +65,11 @@ class TestSample:
             main(["sample", "--seed", "0"])
 
     def test_bad_size_is_a_clear_error(self, tmp_path, capsys):
-        assert main(["sample", "--m", "0", "--out", str(tmp_path / "x.npz")]) == 2
-        assert "`m` must be at least 1; got m=0" in capsys.readouterr().err
+        with pytest.raises(SystemExit) as exc:
+            main(["sample", "--m", "0", "--out", str(tmp_path / "x.npz")])
+        assert exc.value.code == 2
+        assert "argument --m: `--m` must be at least 1; got --m=0" in capsys.readouterr().err
+        assert not (tmp_path / "x.npz").exists()
 
 
 class TestInfo:
@@ -118,7 +121,7 @@ class TestSeedFlag:
             cli.main([*args, "--seed", value])
         assert exc.value.code == 2
         err = capsys.readouterr().err
-        assert f"argument --seed: must be a non-negative integer (seed entropy); got '{value}'" in err
+        assert f"argument --seed: `--seed` must be a non-negative integer (seed entropy); got --seed '{value}'" in err
 
 
 class TestOutputPaths:

@@ -388,7 +388,7 @@ class TestLearnConfig:
     def test_zero_is_allowed_where_it_means_none(self):
         assert LearnConfig(swap_starts=0, search_seed=0).swap_starts == 0
         # Not for the rounds: phases 4 and 5 run inside them, so zero rounds would leave no hull.
-        with pytest.raises(ValueError, match="`outer_rounds` must be finite and positive; got outer_rounds=0"):
+        with pytest.raises(ValueError, match="`outer_rounds` must be at least 1; got outer_rounds=0"):
             LearnConfig(outer_rounds=0)
 
     @pytest.mark.parametrize(

@@ -133,7 +133,7 @@ class TestParallelBenchmark:
     def test_one_worker_is_refused(self):
         from learner.study.bench import run_parallel_benchmark
 
-        with pytest.raises(ValueError, match="`workers` must be at least 2 to compare with one process; got workers=1"):
+        with pytest.raises(ValueError, match="`workers` must be at least 2; got workers=1"):
             run_parallel_benchmark(workers=1)
 
     def test_cli(self, capsys):
