@@ -320,7 +320,16 @@ def main(argv=None):
     try:
         check_output_options(parser, args)
         return handler(args)
-    except (ValueError, TypeError, FileNotFoundError, FileFormatError, ConnectionError, PlantingError) as exc:
+    except PlantingError as exc:
+        s = getattr(exc, "setting", None)
+        if s is None:
+            print(f"error: {exc}", file=sys.stderr)
+        else:  # the flags as given, not random_layer's parameters
+            print(f"error: no layer with --m {s['m']} --d {s['d']} --logit-scale {s['logit_scale']:g} satisfied the "
+                  f"paper's assumptions in {s['max_tries']} samples (last failures: {', '.join(s['failed'])}); "
+                  "give a larger --d or another --logit-scale.", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError, FileNotFoundError, FileFormatError, ConnectionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -90,11 +90,14 @@ def random_layer(m, d, *, logit_scale=DEFAULT_LOGIT_SCALE, w_scale=DEFAULT_W_SCA
             if attempt > 1:
                 log.debug("random_layer: accepted sample %d of %d", attempt, max_tries)
             return layer
-    raise PlantingError(
+    error = PlantingError(
         f"no layer with m={m}, d={d}, logit_scale={logit_scale} satisfied the assumptions in "
         f"max_tries={max_tries} samples; last failures: {', '.join(report.failed)}. "
         "Use a larger d, or check=False to accept any sample."
     )
+    error.setting = {"m": m, "d": d, "logit_scale": logit_scale, "max_tries": max_tries,
+                     "failed": list(report.failed)}  # for a command line to name its own flags
+    raise error
 
 
 def _unit_frobenius(mats):

@@ -369,6 +369,10 @@ def declare_options(parser, *funcs, rename=None, rules=None):
     its argparse type (named by the option's flag), so the command line and the function check alike.
     ``rules`` adds rules for options that are not one function's parameter. Returns ``parser``."""
     table = rules_of(*funcs, rename=rename) | (rules or {})
+    owners = {}  # which function declared each option's rule (the tests check the option has that very rule)
+    for func in reversed(funcs):
+        target = func.__init__ if isinstance(func, type) else func
+        owners.update({(rename or {}).get(name, name): func for name in getattr(target, "rules", {})})
     for action in parser._actions:
         rule = table.get(action.dest)
         if rule is None or not action.option_strings or action.nargs == 0 or isinstance(rule, Boolean):
@@ -378,6 +382,7 @@ def declare_options(parser, *funcs, rename=None, rules=None):
             continue
         flag = action.option_strings[-1]
         action.type = cli_type(flag, rule.rule if isinstance(rule, Each) else rule)
+        action.declared = (owners.get(action.dest), rule)
         if isinstance(rule, Each) and action.nargs in ("+", "*"):
             action.whole_rule = (flag, rule)  # the list as a whole, after parsing (command_parser)
     return parser

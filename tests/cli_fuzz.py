@@ -4,8 +4,8 @@ Each case runs one command in this process, ``main(argv)`` of its package, with 
 that is fast when it is accepted (tiny sizes, ``--quick``, ``--serial``) and one option replaced by a
 bad value. The verdict (:func:`verdict`) is ``None`` when the command behaved:
 
-- exit 2 with exactly one line on standard error, which names the option (``--d``, or the positional's
-  name), and nothing written over a special file; or
+- exit 2 with exactly one line on standard error, which names the option as written (``--d``; a
+  positional by the value given), and nothing written over a special file; or
 - exit 0 or 1 (a finished command; 1 is a learner's or a check's negative verdict) without a traceback;
 
 and a sentence saying what went wrong otherwise: a traceback, another exit status, several lines, a
@@ -220,9 +220,8 @@ def verdict(case, outcome):
         return f"{len(lines)} lines on standard error: {err[-300:]!r}"
     line = lines[0]
     if case.option.startswith("--"):
-        # The flag, or the parameter it is passed as (`d`, `n_samples`), quoted as the messages quote names.
-        dest = case.option.lstrip("-").replace("-", "_")
-        names = (case.option, f"`{dest}`", f"{dest}=")
+        # The flag as the user wrote it (issue 35: the validation layer names `--adam-lr`, not `lr`).
+        names = (case.option,)
     else:  # a positional is named by the value given (the file or directory the message is about)
         names = (str(argv[1]),) if argv[1] else ("''",)
     # argparse cannot attribute a value that looks like an option (``--n -inf``): it names the value.

@@ -78,4 +78,10 @@ class TestVerdictControls:
         assert "exit status 3" in fuzz.verdict(self.case, (3, "", None, None, ["demo"]))
 
     def test_a_good_refusal_passes(self):
-        assert fuzz.verdict(self.case, (2, "error: `d` must be at least 3; got d=0.\n", None, None, ["demo"])) is None
+        assert fuzz.verdict(self.case, (2, "error: argument --d: `--d` must be at least 1; got --d=0\n", None, None,
+                                         ["demo"])) is None
+
+    def test_the_parameters_spelling_fails(self):
+        """On the command line the message names the flag as written, not the library's parameter (issue 35)."""
+        assert "does not name --d" in fuzz.verdict(self.case, (2, "error: `d` must be at least 1; got d=0.\n", None,
+                                                               None, ["demo"]))

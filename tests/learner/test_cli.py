@@ -239,5 +239,5 @@ def test_planting_error_is_one_line_and_exit_2(command, tmp_path, capsys):
                                                              if command == "sample" else [])
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("error: no layer with m=8, d=3"), err
+    assert err.count("\n") == 1 and err.startswith("error: no layer with --m 8 --d 3 --logit-scale 3 satisfied"), err
     assert not (tmp_path / "x.npz").exists()

@@ -542,3 +542,30 @@ class TestSummariseOnly:
         capsys.readouterr()
         assert main(argv + ["--summarise-only"]) == 0
         assert "runs: 0 run now, 4 kept from earlier" in capsys.readouterr().out
+
+
+class TestPlotWhenEveryRunFailed:
+    """Issue 35: a record where every run raised plotted empty axes (and matplotlib's legend warning) without a
+    word; the figure and the log now say that no run finished."""
+
+    @staticmethod
+    def _records(outcome):
+        spec = {"role": "eval", "method": "provable", "m": 1, "d": 6, "k": 2}
+        finished = {"timings": {"total": 3.0}, "examples_drawn": 900, "errors": {"relative_error": 0.5}}
+        return [{"spec": spec | {"seed_index": s}, "outcome": outcome, **(finished if outcome == "finished" else {})}
+                for s in range(2)]
+
+    def test_says_no_run_finished(self, tmp_path, caplog):
+        pytest.importorskip("matplotlib")
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no "No artists with labels" warning
+            scaling.plot_scaling(self._records("error"), tmp_path / "s.png")
+        assert "no run finished: 2 of 2 runs raised an error" in caplog.text
+        assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
+
+    def test_control_finished_runs_say_nothing(self, tmp_path, caplog):
+        pytest.importorskip("matplotlib")
+        scaling.plot_scaling(self._records("finished"), tmp_path / "s.png")
+        assert "no run finished" not in caplog.text
