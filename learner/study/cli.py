@@ -17,7 +17,7 @@ from ..io import write_json
 from ..parallel import DEFAULT_POOL, interrupt_on_sigterm
 from ..phases import CONFIG_RULES
 from ..torch_interop import need_torch
-from ..validation import cli_seed, declare_options
+from ..validation import Integer, cli_seed, declare_options
 from .bench import (
     DEFAULT_CASES,
     PARALLEL_BENCH_WORKERS,
@@ -38,6 +38,8 @@ __all__ = ["add_commands", "print_study", "run_study"]
 #: torch Adam's budgets in ``peers``: fit_torch's own defaults, and those of --quick.
 TORCH_DEFAULTS = {name: inspect.signature(fit_torch).parameters[name].default for name in ("epochs", "batch")}
 QUICK_TORCH = QUICK_PEER_OPTIONS["torch-adam"]
+#: The local pool's options: a number of processes.
+POOL_RULES = {"workers": Integer(), "learn_workers": Integer()}
 WORKERS_HELP = f"processes of the local pool (default {DEFAULT_POOL}: every core this process may run on)"
 
 
@@ -112,7 +114,7 @@ def _add_scaling(sub):
     p.add_argument("--out", metavar="DIR", required=True,
                    help="directory of the sweep; an interrupted sweep resumes from the records in it")
     declare_options(p, scaling_study, rename={"ms": "m", "adam_lrs": "adam_lr"},
-                    rules={name: CONFIG_RULES[name] for name in ("max_examples", "refined_tol")})
+                    rules={name: CONFIG_RULES[name] for name in ("max_examples", "refined_tol")} | POOL_RULES)
     p.set_defaults(handler=_scaling)
 
 
@@ -146,7 +148,7 @@ def _add_peers(sub):
     # --epochs/--batch fit_torch's.
     declare_options(p, peer_study, rename={"ms": "m"}, rules={
         "adam_lr": OPTION_RULES["lr"], "torch_lr": OPTION_RULES["lr"], "epochs": OPTION_RULES["epochs"],
-        "batch": OPTION_RULES["batch"]})
+        "batch": OPTION_RULES["batch"]} | POOL_RULES)
     p.set_defaults(handler=_peers)
 
 

@@ -332,3 +332,28 @@ class TestDeclare:
             # Control: a value inside the rule passes.
             good = str(max(getattr(inner, "minimum", 0) or 0, 1)) if isinstance(inner, (Integer, Seed)) else "0.5"
             assert action.type(good) is not None, (command, flag)
+
+
+#: Numeric options whose rule is not one function's parameter, each with its own named type: --seed (the Seed
+#: rule: SeedSequence entropy of the whole command), learn's --workers/--blas-threads (a count or a word:
+#: "auto", "default"), theory check's --param (key=value pairs checked by the chosen check's rules).
+UNDECLARED = {"--seed", "--workers", "--blas-threads", "--param"}
+
+
+def test_every_numeric_option_is_declared():
+    """Coverage of the validation layer: each option of ``python -m learner`` with a type takes it from a
+    declared rule (or is one of the few listed above, with a reason). ``theory`` and ``lowerbounds`` are not
+    converted yet (their options have the layer's generic or hand-written rules): add them here when they are."""
+    import argparse
+    import importlib
+
+    left = []
+    for package in ("learner",):
+        parser = importlib.import_module(f"{package}.cli").build_parser()
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        for command, p in sub.choices.items():
+            for action in p._actions:
+                if (action.option_strings and action.type is not None and not hasattr(action, "declared")
+                        and action.option_strings[-1] not in UNDECLARED):
+                    left.append(f"{package} {command} {action.option_strings[-1]}")
+    assert not left, left
