@@ -475,3 +475,26 @@ def check_rng(rng, name="rng"):
     if rng < 0:
         raise ValueError(f"`{name}` must be a non-negative integer seed; got {name}={int(rng)}.")
     return np.random.default_rng(int(rng))
+
+
+def flag_message(parser, command, text):
+    """``text`` (a library error) with each parameter of sub-command ``command`` that is one of its options
+    named by the option's flag: "`d` must be at least 1; got d=0" becomes "`--d` must …; got --d=0".
+
+    For the command lines whose functions do not yet declare their rules (``theory``, ``lowerbounds``): their
+    checks run in the function, and this names what the user typed. Only exact parameter names are
+    replaced (in backquotes, or before ``=`` after a space or bracket)."""
+    import argparse
+    import re
+
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    p = sub.choices.get(command) if sub is not None else None
+    if p is None:
+        return text
+    for action in p._actions:
+        if not action.option_strings or not action.option_strings[-1].startswith("--"):
+            continue
+        flag, dest = action.option_strings[-1], action.dest
+        text = re.sub(rf"`{re.escape(dest)}`", f"`{flag}`", text)
+        text = re.sub(rf"(?<![\w.\-]){re.escape(dest)}(?==)", flag, text)
+    return text

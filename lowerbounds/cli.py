@@ -12,7 +12,7 @@ import numpy as np
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
 from learner.io import check_output_options, save_figure
 from learner.study.cli import print_study
-from learner.validation import Integer, cli_seed, cli_type, command_parser, harden
+from learner.validation import Integer, cli_seed, cli_type, command_parser, flag_message, harden
 
 from .family import HardFamily
 from .instance import MAX_G_EVALUATIONS
@@ -411,5 +411,5 @@ def main(argv=None):
         check_output_options(parser, args)
         return handler(args)
     except (ValueError, TypeError, FileNotFoundError, FileFormatError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {flag_message(parser, args.command, str(exc))}", file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from learner.io import check_output_options, write_json
-from learner.validation import Integer, Real, cli_seed, cli_type, command_parser, harden
+from learner.validation import Integer, Real, cli_seed, cli_type, command_parser, flag_message, harden
 
 from .registry import CHECKS, get, run_case
 from .yield_study import DEFAULT_MAX_SECONDS
@@ -171,5 +171,5 @@ def main(argv=None):
         check_output_options(parser, args)
         return {"check": _check, "all": _all, "yield-study": _yield_study}[args.command](args)
     except (ValueError, TypeError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {flag_message(parser, args.command, str(exc))}", file=sys.stderr)
         return 2

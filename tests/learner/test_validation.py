@@ -357,3 +357,17 @@ def test_every_numeric_option_is_declared():
                         and action.option_strings[-1] not in UNDECLARED):
                     left.append(f"{package} {command} {action.option_strings[-1]}")
     assert not left, left
+
+
+def test_flag_message_names_the_flags_of_the_command():
+    """theory/lowerbounds (not yet declared): a library message on their command line names the flags typed."""
+    from learner.validation import flag_message
+    from lowerbounds.cli import build_parser
+
+    parser = build_parser()
+    assert (flag_message(parser, "learn-hard", "`max_examples` must be at least 1; got max_examples=0.")
+            == "`--max-examples` must be at least 1; got --max-examples=0.")
+    # Controls: a name that is not an option of that command, or a longer word containing one, stays.
+    assert flag_message(parser, "sq", "`n_geometry` must be even; got d_max=3.") == \
+        "`n_geometry` must be even; got d_max=3."
+    assert flag_message(parser, "no-such-command", "`d` bad") == "`d` bad"

@@ -294,7 +294,7 @@ class TestStudy:
 
     def test_cli_bad_parameter_exit_2(self, tmp_path, capsys):
         assert main(["learn-hard", "--out", str(tmp_path / "x"), "--d", "3", "--m", "4"]) == 2
-        assert "d=3 is too small for m=4" in capsys.readouterr().err
+        assert "--d=3 is too small for --m=4" in capsys.readouterr().err
         assert not (tmp_path / "x").exists()
 
 
@@ -338,5 +338,6 @@ class TestCliBackend:
         assert main(["learn-hard", "--out", str(out), "--families", "sq", "--methods", "adam", "--d", "4", "8",
                      "--m", "2", "--subsets", "4"]) == 2
         err = capsys.readouterr().err
-        assert err.startswith("error: `subsets` must be at most") and "m=2, d=4 has C(3, 1) = 3; got subsets=4" in err
+        assert err.startswith("error: `--subsets` must be at most")
+        assert "--m=2, --d=4 has C(3, 1) = 3; got --subsets=4" in err
         assert err.count("\n") == 1 and not out.exists()

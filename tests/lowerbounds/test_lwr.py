@@ -352,9 +352,9 @@ class TestCommandLine:
         assert main(["lwe", "--n", "2", "--q", "7", "--secret", "1", "9"]) == 2
         assert "secret[1]=9" in capsys.readouterr().err
         assert main(["lwe", "--n", "200", "--q", "1009", "--seed", "1"]) == 2
-        assert "max_evaluations=5e+06" in capsys.readouterr().err
+        assert "--max-evaluations=5e+06" in capsys.readouterr().err
         assert main(["lwe", "--n", "2", "--q", "3", "--secret", "1", "2", "--max-evaluations", "1"]) == 2
-        assert "max_evaluations=1" in capsys.readouterr().err
+        assert "--max-evaluations=1" in capsys.readouterr().err
         assert main(["lwe", "--n", "2", "--q", "3", "--secret", "1", "2", "--max-evaluations", "0"]) == 0
 
     def test_lwe_says_before_a_long_check(self, capsys):

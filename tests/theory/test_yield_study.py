@@ -109,10 +109,10 @@ def test_fit_tol_of_the_runs_is_accepted(sweep):
 
 
 BAD_OPTIONS = [
-    (["--fit-tol", "0"], "`fit_tol` must be finite and positive; got fit_tol=0.0"),
-    (["--fit-tol", "-1"], "`fit_tol` must be finite and positive; got fit_tol=-1.0"),
-    (["--fit-tol", "2"], "`fit_tol` must be in (0, 1), as phase 4's tolerance is; got fit_tol=2.0"),
-    (["--fit-tol", "0.02"], "`fit_tol` must be a tolerance the runs used, one of 0.015; got fit_tol=0.02"),
+    (["--fit-tol", "0"], "`--fit-tol` must be finite and positive; got --fit-tol=0.0"),
+    (["--fit-tol", "-1"], "`--fit-tol` must be finite and positive; got --fit-tol=-1.0"),
+    (["--fit-tol", "2"], "`--fit-tol` must be in (0, 1), as phase 4's tolerance is; got --fit-tol=2.0"),
+    (["--fit-tol", "0.02"], "`--fit-tol` must be a tolerance the runs used, one of 0.015; got --fit-tol=0.02"),
 ]
 
 
