@@ -33,7 +33,7 @@ from itertools import product
 
 import numpy as np
 
-from learner.validation import check_int, check_rng
+from learner.validation import Each, Integer, check_int, check_rng, declare
 
 from .lwr import LWRInstance, LWRParams, PublicSamples, attention_samples, lwr_predictor, predictor_accuracy, sample_lwr
 
@@ -349,6 +349,7 @@ def _samples_for(n, q):
     return int(8 * n * np.ceil(np.log2(q)) + 64)
 
 
+@declare(ns=Each(Integer(), distinct=False), q=Integer(3), repeats=Integer())
 def time_attacks(ns, q, *, attacks=("exhaustive", "linear"), repeats=3, rng=None):
     """Run attacks at each ``n``; median time over ``repeats`` fresh secrets.
 
@@ -363,9 +364,6 @@ def time_attacks(ns, q, *, attacks=("exhaustive", "linear"), repeats=3, rng=None
     from .lwr import switch_points
 
     rng = check_rng(rng)
-    ns = [check_int("n", n, minimum=1) for n in ns]
-    q = check_int("q", q, minimum=3)
-    repeats = check_int("repeats", repeats, minimum=1)
     known = ("exhaustive", "linear", "lattice")
     for a in attacks:
         if a not in known:

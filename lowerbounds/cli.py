@@ -12,10 +12,12 @@ import numpy as np
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
 from learner.io import check_output_options, save_figure
 from learner.study.cli import print_study
-from learner.validation import Integer, cli_seed, cli_type, command_parser, flag_message, harden
+from learner.validation import Integer, cli_seed, cli_type, command_parser, declare_options, flag_message, harden
 
+from .attacks import time_attacks
 from .family import HardFamily
 from .instance import MAX_G_EVALUATIONS
+from .lattice import cost_table
 from .lwr import (
     DEFAULT_SHARPNESS,
     NAMED_LWR,
@@ -53,6 +55,8 @@ def _add_sq(sub):
                    help="integer seed for the hidden subset (default: fresh, printed)")
     p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz with JSON metadata)")
     p.add_argument("--tolerance", type=float, default=0.05, help="τ for the printed query lower bound (default 0.05)")
+    # --seed seeds a SeedSequence (cli_seed), not one function's parameter.
+    declare_options(p, sq_hard_instance, HardFamily, HardFamily.query_lower_bound)
 
 
 def _add_sq_simulate(sub):
@@ -61,11 +65,11 @@ def _add_sq_simulate(sub):
     p.add_argument("--m", type=int, nargs="+", default=[2, 3, 4], help="head counts (default 2 3 4)")
     p.add_argument("--tolerance", type=float, default=0.05, help="oracle tolerance τ (default 0.05)")
     p.add_argument("--adversary", choices=("reference", "random"), default="reference")
-    p.add_argument("--trials", type=cli_type("--trials", Integer(1)), default=25,
-                   help="hidden subsets per cell; medians reported (default 25)")
+    p.add_argument("--trials", type=int, default=25, help="hidden subsets per cell; medians reported (default 25)")
     p.add_argument("--seed", type=cli_seed, default=0)
     p.add_argument("--plot", metavar="FILE", help="log-log plot of median queries against d (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
+    declare_options(p, simulate_queries, rename={"ds": "d", "ms": "m"})
 
 
 def _add_lwe(sub):
@@ -80,41 +84,47 @@ def _add_lwe(sub):
                         f"(default {MAX_G_EVALUATIONS:.0e}, about 3 min); 0 for no limit")
     p.add_argument("--seed", type=cli_seed, default=None, help="integer seed for the secret and the checks")
     p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz with JSON metadata)")
+    # --max-evaluations is the command line's own (0 stands for lwr_hard_instance's None: no limit), so of
+    # lwr_hard_instance's rules --sharpness alone is given here.
+    declare_options(p, LWRParams, rules={"sharpness": lwr_hard_instance.rules["sharpness"]})
 
 
 def _add_lwe_attack(sub):
     p = sub.add_parser("lwe-attack", help="attack timings against n, a lattice cost table, and a plot")
     p.add_argument("--q", type=int, default=7, help="modulus (default 7)")
-    p.add_argument("--n", type=cli_type("--n", Integer(1)), nargs="+", default=[2, 3, 4, 5, 6, 7, 8],
+    p.add_argument("--n", type=int, nargs="+", default=[2, 3, 4, 5, 6, 7, 8],
                    help="n for exhaustive search (default 2..8)")
-    p.add_argument("--linear-n", type=cli_type("--linear-n", Integer(1)), nargs="+", default=[8, 16, 32, 64, 128, 256],
+    p.add_argument("--linear-n", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256],
                    help="n for linear algebra on the unrounded variant (default 8..256)")
-    p.add_argument("--lattice-n", type=cli_type("--lattice-n", Integer(1)), nargs="*", default=[4, 6, 8, 10, 12],
+    p.add_argument("--lattice-n", type=int, nargs="*", default=[4, 6, 8, 10, 12],
                    help="n for the fpylll lattice attack, skipped without fpylll (default 4..12)")
-    p.add_argument("--cost-n", type=cli_type("--cost-n", Integer(1)), nargs="+", default=[16, 32, 64, 128, 256, 512],
+    p.add_argument("--cost-n", type=int, nargs="+", default=[16, 32, 64, 128, 256, 512],
                    help="n for the lattice cost model's table (default 16..512)")
-    p.add_argument("--repeats", type=cli_type("--repeats", Integer(1)), default=3,
-                   help="fresh secrets per n; medians reported (default 3)")
+    p.add_argument("--repeats", type=int, default=3, help="fresh secrets per n; medians reported (default 3)")
     p.add_argument("--attention", action="store_true",
                    help="also run our learner and the gradient baseline on the one-slab member (minutes)")
     p.add_argument("--seed", type=cli_seed, default=0)
     p.add_argument("--plot", metavar="FILE", help="semi-log plot of attack time against n (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
+    # --n, --linear-n and --lattice-n are time_attacks' ns, --cost-n cost_table's (--q is both's). An empty
+    # --lattice-n skips that attack, so it takes the entries' rule alone (the list's is: non-empty).
+    ns = time_attacks.rules["ns"]
+    declare_options(p, time_attacks, rename={"ns": "n"},
+                    rules={"linear_n": ns, "lattice_n": ns.rule, "cost_n": cost_table.rules["ns"]})
 
 
 def _add_learn_hard(sub):
-    from .learnhard import DEFAULTS, FAMILIES, METHODS
+    from .learnhard import DEFAULTS, FAMILIES, METHODS, learn_hard_study
 
     p = sub.add_parser("learn-hard", help="Adam and the learner on the hard families: examples and time against d, m")
     p.add_argument("--out", metavar="DIR", required=True, help="directory of the study (records, summary, figure)")
-    p.add_argument("--d", type=cli_type("--d", Integer(3)), nargs="+", default=None,
+    p.add_argument("--d", type=int, nargs="+", default=None,
                    help="token dimensions of the SQ family and its control (default 8 12 16 24)")
-    p.add_argument("--m", type=cli_type("--m", Integer(2)), nargs="+", default=None, help="heads (default 2 3 4)")
+    p.add_argument("--m", type=int, nargs="+", default=None, help="heads (default 2 3 4)")
     p.add_argument("--subsets", type=int, default=None,
                    help="distinct hidden subsets per (m, d) cell, shared with the control; at most "
                         "C(d − 1, m − 1) (default 5)")
-    p.add_argument("--lwr-n", type=cli_type("--lwr-n", Integer(1)), nargs="+", default=None,
-                   help="LWR secret dimensions (default 2..8)")
+    p.add_argument("--lwr-n", type=int, nargs="+", default=None, help="LWR secret dimensions (default 2..8)")
     p.add_argument("--q", type=int, default=DEFAULTS["q"], help="LWR modulus (default 7)")
     p.add_argument("--lwr-secrets", type=int, default=DEFAULTS["lwr_secrets"], help="secrets per n (default 1)")
     p.add_argument("--families", nargs="+", default=list(FAMILIES), help="sq, control and/or lwr (default all)")
@@ -135,7 +145,8 @@ def _add_learn_hard(sub):
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes and budgets, a smoke test in seconds (flags given explicitly still apply)")
-    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="entropy of every run's seed (default 0)")
+    declare_options(p, learn_hard_study, rename={"ds": "d", "ms": "m", "lwr_ns": "lwr_n"})
 
 
 def _sq(args):
@@ -237,8 +248,8 @@ def _lwe(args):
 
 
 def _lwe_attack(args):
-    from .attacks import attention_attack, time_attacks
-    from .lattice import REFERENCE_ESTIMATES, cost_table, fpylll_available, primal_usvp_cost
+    from .attacks import attention_attack
+    from .lattice import REFERENCE_ESTIMATES, fpylll_available, primal_usvp_cost
 
     record = {"command": "lwe-attack", "q": args.q, "seed": args.seed, "repeats": args.repeats}
     seeds = np.random.SeedSequence(args.seed).spawn(4)

@@ -38,7 +38,7 @@ import mpmath
 import numpy as np
 
 from learner import enumerate_cube
-from learner.validation import check_int, check_positive_float, check_rng
+from learner.validation import Integer, Real, check_int, check_positive_float, check_rng, declare
 
 from .sq import MP_DPS, VARIANTS, default_offset, sq_hard_instance
 
@@ -69,11 +69,11 @@ class HardFamily:
     3
     """
 
+    @declare(d=Integer(3), m=Integer(2))  # sq_hard_instance's ranges
     def __init__(self, d, m, *, variant="interpolation", t=0, o=0, offset=None, steepness=40.0):
         if variant not in VARIANTS:
             raise ValueError(f"`variant` must be one of {VARIANTS}; got variant={variant!r}.")
-        # A template member validates d, m, t, o, offset and fixes the shared numbers.
-        d, m = check_int("d", d), check_int("m", m)
+        # A template member validates t, o, offset and fixes the shared numbers.
         kwargs = {"variant": variant, "t": t, "o": o}
         if variant == "steps":
             offset = default_offset(d, t) if offset is None else offset
@@ -81,10 +81,10 @@ class HardFamily:
         elif offset is not None:
             raise ValueError(f"`offset` is for variant='steps' only; got offset={offset}.")
         pool = [j for j in range(d) if j != t and j != offset]
-        if m >= 2 and m - 1 > len(pool):
+        if m - 1 > len(pool):
             raise ValueError(f"m − 1 = {m - 1} hidden coordinates do not fit in the {len(pool)} free coordinates "
                              f"of d={d} (variant {variant!r}); use d >= {m - 1 + d - len(pool)} or a smaller m.")
-        template = sq_hard_instance(d, m, subset=pool[-(m - 1):] if m >= 2 else None, **kwargs)
+        template = sq_hard_instance(d, m, subset=pool[-(m - 1):], **kwargs)
         self.template = template
         self.d, self.m, self.variant = template.d, template.m, variant
         self.t, self.o, self.offset = template.t, template.o, template.offset_coord
@@ -144,11 +144,11 @@ class HardFamily:
         gamma = check_positive_float("avg_correlation", avg_correlation)
         return int(np.floor(self.size * gamma / (1.0 + self.row_sum()) + 1e-12))
 
+    @declare(tolerance=Real())
     def query_lower_bound(self, tolerance):
         """Queries needed to identify ``S`` at tolerance ``τ`` (see the module docstring)."""
-        tau = check_positive_float("tolerance", tolerance)
         lam = float(self.inner(self.r)) * (1.0 + self.row_sum())
-        return (self.size - 1) * (self.template.label_bound * tau) ** 2 / lam
+        return (self.size - 1) * (self.template.label_bound * tolerance) ** 2 / lam
 
     # -- graph view (families whose correlations are not exactly zero) -------
     def correlation_graph(self, threshold):

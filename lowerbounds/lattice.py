@@ -45,7 +45,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from learner.validation import check_int, check_positive_float, check_rng
+from learner.validation import Each, Integer, check_int, check_positive_float, check_rng, declare
 
 from .lwr import switch_points
 
@@ -434,6 +434,7 @@ def lwr_cost(n, q, *, m=None):
     return _usvp_search(n, q, math.sqrt((q * q - 1) / 12), lwr_error_stddev(q), m)
 
 
+@declare(ns=Each(Integer(), distinct=False), q=Integer(3))
 def cost_table(ns, q, *, m=None):
     """Rows ``(n, q, heads, β, dimension, log2 core-SVP, log2 exhaustive)`` for 1-bit LWR.
 
@@ -463,10 +464,8 @@ def cost_table(ns, q, *, m=None):
     >>> [(r.n, r.heads, r.beta, r.log2_exhaustive.__round__(1)) for r in cost_table([10, 40], 7)]
     [(10, 17, 40, 28.1), (40, 68, 167, 112.3)]
     """
-    q = check_int("q", q, minimum=3)
     rows = []
     for n in ns:
-        n = check_int("n", n)
         c = lwr_cost(n, q, m=m)
         rows.append(CostRow(n=n, q=q, heads=len(switch_points(q, n * (q - 1))), beta=c.beta, dimension=c.dimension,
                             log2_core_svp=c.log2_classical, log2_exhaustive=n * math.log2(q), at_floor=c.at_floor))

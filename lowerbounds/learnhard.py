@@ -53,7 +53,7 @@ import numpy as np
 from learner.io import check_writable_dir, versions
 from learner.study.records import StudyResult, schema_of, write_summary
 from learner.study.sweep import EXAMPLE_STREAM, claim_study, fit_growth, median, run_sweep, sweep_lock
-from learner.validation import check_int, check_positive_float
+from learner.validation import Each, Integer, Real, Seed, check_int, declare
 
 __all__ = [
     "FAMILIES",
@@ -403,7 +403,11 @@ def _check_list(name, values, check):
 
 def check_study(*, ds, ms, subsets, lwr_ns, q, families, methods, start, max_examples, max_seconds, target,
                 provable_seeds, lwr_secrets=1):
-    """Validate every parameter of the study before anything runs; errors name the parameter and the value."""
+    """Check the study's parameters together before anything runs; errors name the parameter and the value.
+
+    Each parameter's own type and range is :func:`learn_hard_study`'s declared rule (checked at its call);
+    here are the families and methods and what relates parameters (d >= m, subsets per cell, q^n, budgets).
+    """
     from .attacks import MAX_SECRETS
 
     families = _check_list("families", families, str)
@@ -419,8 +423,6 @@ def check_study(*, ds, ms, subsets, lwr_ns, q, families, methods, start, max_exa
                          "families=['lwr'].")
     out = {"families": families, "methods": methods}
     if {"sq", "control"} & set(families):
-        ds = _check_list("ds", ds, lambda v: check_int("ds", v, minimum=3))
-        ms = _check_list("ms", ms, lambda v: check_int("ms", v, minimum=2))
         for m in ms:
             if m > MAX_M:
                 raise ValueError(f"`ms` entries must be at most {MAX_M} (the interpolation's float64 accuracy); "
@@ -429,7 +431,6 @@ def check_study(*, ds, ms, subsets, lwr_ns, q, families, methods, start, max_exa
                 if d < m:
                     raise ValueError(f"d={d} is too small for m={m}: the hidden subset needs m − 1 = {m - 1} "
                                      f"coordinates besides the reader, so d >= m.")
-        subsets = check_int("subsets", subsets, minimum=1)
         # Distinct subsets per cell (cell_subset): the smallest cell bounds how many there can be.
         count, m_cell, d_cell = min((math.comb(d - 1, m - 1), m, d) for m in ms for d in ds)
         if subsets > count:
@@ -438,25 +439,17 @@ def check_study(*, ds, ms, subsets, lwr_ns, q, families, methods, start, max_exa
                              f"got subsets={subsets}.")
         out |= {"ds": sorted(ds), "ms": sorted(ms), "subsets": subsets}
     if "lwr" in families:
-        lwr_ns = _check_list("lwr_ns", lwr_ns, lambda v: check_int("lwr_ns", v, minimum=1))
-        q = check_int("q", q, minimum=3)
         if "exhaustive" in methods:
             too_big = [n for n in lwr_ns if q**n > MAX_SECRETS]
             if too_big:
                 raise ValueError(f"the exhaustive search refuses q^n > {MAX_SECRETS:.3g} secrets; got n={too_big} at "
                                  f"q={q}. Drop those n or the method.")
-        out |= {"lwr_ns": sorted(lwr_ns), "q": q, "lwr_secrets": check_int("lwr_secrets", lwr_secrets, minimum=1)}
-    start = check_int("start", start, minimum=1)
-    max_examples = check_int("max_examples", max_examples, minimum=1)
+        out |= {"lwr_ns": sorted(lwr_ns), "q": q, "lwr_secrets": lwr_secrets}
     if max_examples < _with_validation(start):
         raise ValueError(f"`max_examples` must allow the first fit (start={start} plus validation: "
                          f"{_with_validation(start)}); got max_examples={max_examples}.")
-    max_seconds = check_positive_float("max_seconds", max_seconds)
-    target = check_positive_float("target", target)
-    if target >= 1:
-        raise ValueError(f"`target` must be below 1 (a relative error); got target={target}.")
     out |= {"budget": {"start": start, "max_examples": max_examples, "max_seconds": max_seconds, "target": target},
-            "provable_seeds": check_int("provable_seeds", provable_seeds, minimum=1)}
+            "provable_seeds": provable_seeds}
     return out
 
 
@@ -686,6 +679,9 @@ def plot_hard(summary, path):
 # --------------------------------------------------------------------------- the study
 
 
+@declare(ds=Each(Integer(3)), ms=Each(Integer(2)), subsets=Integer(), lwr_ns=Each(Integer()), q=Integer(3),
+         lwr_secrets=Integer(), start=Integer(), max_examples=Integer(), max_seconds=Real(),
+         target=Real(below=1), provable_seeds=Integer(), seed=Seed())
 def learn_hard_study(out, *, ds=DEFAULTS["ds"], ms=DEFAULTS["ms"], subsets=DEFAULTS["subsets"],
                      lwr_ns=DEFAULTS["lwr_ns"], q=DEFAULTS["q"], lwr_secrets=DEFAULTS["lwr_secrets"],
                      families=FAMILIES, methods=METHODS, start=DEFAULTS["start"],
@@ -695,7 +691,7 @@ def learn_hard_study(out, *, ds=DEFAULTS["ds"], ms=DEFAULTS["ms"], subsets=DEFAU
                      scheduler=None, progress=False, plot=True):
     """Run the study, write ``out/runs/*.json``, ``summary.json``, ``summary.md`` and ``learn_hard.png``.
 
-    Every parameter is checked before anything runs (:func:`check_study`).
+    Every parameter is checked before anything runs (its declared rule, then :func:`check_study`).
     ``subsets`` distinct hidden subsets per SQ cell (:func:`cell_subset`; the
     control uses the same ones),
     ``lwr_secrets`` secrets per n; the learner runs on the first
@@ -705,11 +701,10 @@ def learn_hard_study(out, *, ds=DEFAULTS["ds"], ms=DEFAULTS["ms"], subsets=DEFAU
     checked = check_study(ds=ds, ms=ms, subsets=subsets, lwr_ns=lwr_ns, q=q, families=families, methods=methods,
                           start=start, max_examples=max_examples, max_seconds=max_seconds, target=target,
                           provable_seeds=provable_seeds, lwr_secrets=lwr_secrets)
-    entropy = check_int("seed", seed, minimum=0)
     out = check_writable_dir("out", out)
-    specs = plan_hard_runs(checked, entropy=entropy, adam_options=adam_options, provable_options=provable_options,
+    specs = plan_hard_runs(checked, entropy=seed, adam_options=adam_options, provable_options=provable_options,
                            provable_lwr_samples=provable_lwr_samples)
-    parameters = checked | {"seed": entropy, "adam_options": ADAM_OPTIONS | (adam_options or {}),
+    parameters = checked | {"seed": seed, "adam_options": ADAM_OPTIONS | (adam_options or {}),
                             "provable_options": PROVABLE_OPTIONS | (provable_options or {})}
     with sweep_lock(out):
         # One study per directory: another study's (a scaling sweep, or learn-hard with other parameters)

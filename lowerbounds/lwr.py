@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from learner.validation import check_int, check_positive_float, check_rng
+from learner.validation import Boolean, Integer, Real, check_int, check_rng, declare
 
 from .gadget import _check_pair_inputs, gadget_layer, gadget_outputs
 from .instance import MAX_G_EVALUATIONS, HardInstance, check_g_cost
@@ -106,16 +106,6 @@ class LWRParams:
     q: int
     rounded: bool = True
 
-    def __post_init__(self):
-        object.__setattr__(self, "n", check_int("n", self.n, minimum=1))
-        q = check_int("q", self.q, minimum=1)
-        if q < 3:
-            raise ValueError(f"`q` must be at least 3 (q = 2 makes the label a parity); got q={q}.")
-        object.__setattr__(self, "q", q)
-        if not isinstance(self.rounded, (bool, np.bool_)):
-            raise TypeError(f"`rounded` must be a bool; got rounded={self.rounded!r}.")
-        object.__setattr__(self, "rounded", bool(self.rounded))
-
     def label(self, y):
         """Labels of integer sums ``y``: ``1[y mod q >= q/2]`` (rounded) or ``y mod q``."""
         y = np.asarray(y, dtype=np.int64) % self.q
@@ -129,6 +119,11 @@ class LWRParams:
         """A uniform secret in ``Z_q^n``."""
         rng = check_rng(rng)
         return tuple(int(v) for v in rng.integers(0, self.q, self.n))
+
+
+# The fields' rules, declared once on the constructor (also dataclasses.replace's): q >= 3, since q = 2 makes the
+# label a parity.
+LWRParams.__init__ = declare(n=Integer(), q=Integer(3), rounded=Boolean())(LWRParams.__init__)
 
 
 def _check_secret(secret, q, *, n=None):
@@ -300,6 +295,7 @@ class LWRInstance(HardInstance):
         return (X[:, 0, list(self.coords)] != X[:, 1, list(self.coords)]).astype(np.int64)
 
 
+@declare(q=Integer(3), sharpness=Real(), d=Integer(none=True), o=Integer(0), max_evaluations=Integer(none=True))
 def lwr_hard_instance(secret, q, *, sharpness=DEFAULT_SHARPNESS, d=None, o=0, max_evaluations=MAX_G_EVALUATIONS):
     """The LWE-style member with secret ``w``: one head per switch of the square wave.
 
@@ -341,24 +337,19 @@ def lwr_hard_instance(secret, q, *, sharpness=DEFAULT_SHARPNESS, d=None, o=0, ma
     >>> inst.m, inst.total, f"{inst.sharpness_error:.3g}"   # 4e^{-15}: its two switches are adjacent
     (2, 0.0, '1.22e-06')
     """
-    if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, np.integer)):
-        raise TypeError(f"`q` must be an integer; got q={q!r}.")
-    params = LWRParams(len(secret) if hasattr(secret, "__len__") else 1, int(q))
+    params = LWRParams(len(secret) if hasattr(secret, "__len__") else 1, q)
     w = _check_secret(secret, params.q)
     n = len(w)
-    lam = check_positive_float("sharpness", sharpness)
-    d = n + 2 if d is None else check_int("d", d, minimum=1)
+    lam = sharpness
+    d = n + 2 if d is None else d
     if d < n + 2:
         raise ValueError(f"`d` must be at least n + 2 = {n + 2} (reader, n secret coordinates, offset); got d={d}.")
-    o = check_int("o", o, minimum=0)
     if o >= d:
         raise ValueError(f"`o` must be a coordinate in [0, d) with d={d}; got o={o}.")
     switches = switch_points(params.q, sum(w))
     if not switches:
         raise ValueError(f"the secret's sum Σw = {sum(w)} never reaches the first switch ⌈q/2⌉ = {-(-params.q // 2)}: "
                          f"every label is 0 (secret={list(w)}, q={params.q}).")
-    if max_evaluations is not None:
-        max_evaluations = check_int("max_evaluations", max_evaluations, minimum=1)
     check_g_cost(len(switches), sum(w), max_evaluations, what=f"the LWE-style instance (n={n}, q={params.q})")
     t, p, coords = 0, n + 1, tuple(range(1, n + 1))
     taus = [s - 0.5 for s, _ in switches]

@@ -24,7 +24,7 @@ from math import comb
 
 import numpy as np
 
-from learner.validation import check_int, check_positive_float, check_rng
+from learner.validation import Each, Integer, Real, check_int, check_rng, declare
 
 from .oracle import CharacterQuery, SparseLinearTarget, SQOracle
 from .sq import sq_hard_instance
@@ -78,6 +78,9 @@ def fit_slope(ds, counts):
     return float(np.polyfit(np.log(ds), np.log(counts), 1)[0])
 
 
+# ds and ms need not be distinct: a repeated value is measured again.
+@declare(ds=Each(Integer(3), distinct=False), ms=Each(Integer(2), distinct=False), tolerance=Real(),
+         trials=Integer())
 def simulate_queries(ds, ms, *, tolerance=0.05, adversary="reference", trials=25, family="hard", rng=None):
     """Queries the search needs, per ``(m, d)``, over ``trials`` random hidden subsets.
 
@@ -99,14 +102,8 @@ def simulate_queries(ds, ms, *, tolerance=0.05, adversary="reference", trials=25
         ``cells`` (one record per (m, d): all counts, median, success count,
         ``C(d−1, m−1)``), ``slopes`` (fitted on medians, per m) and the settings.
     """
-    tolerance = check_positive_float("tolerance", tolerance)
-    trials = check_int("trials", trials)
     if family not in ("hard", "control"):
         raise ValueError(f"`family` must be 'hard' or 'control'; got family={family!r}.")
-    ds = [check_int("d", d, minimum=3) for d in ds]
-    ms = [check_int("m", m) for m in ms]
-    if any(m < 2 for m in ms):
-        raise ValueError(f"every m must be at least 2; got ms={ms}.")
     seq = np.random.SeedSequence(rng)
     cells, slopes = [], {}
     for m in ms:

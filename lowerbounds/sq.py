@@ -37,7 +37,7 @@ from math import comb
 import mpmath
 import numpy as np
 
-from learner.validation import check_int, check_positive_float, check_rng
+from learner.validation import Integer, Real, check_rng, declare
 
 from .gadget import check_coordinate_set, check_coordinates, gadget_layer
 from .instance import MP_DPS, HardInstance
@@ -206,6 +206,8 @@ def _check_subset(subset, d, t, offset):
     return S
 
 
+# d >= 3: the reader, the offset and one hidden coordinate; m >= 2: one head per parity degree plus one.
+@declare(d=Integer(3), m=Integer(2), offset=Integer(0, none=True), steepness=Real())
 def sq_hard_instance(d, m, subset=None, *, variant="interpolation", t=0, o=0, offset=None, lambdas=None,
                      steepness=40.0, rng=None):
     """A member of the SQ-hard family on two tokens.
@@ -244,19 +246,12 @@ def sq_hard_instance(d, m, subset=None, *, variant="interpolation", t=0, o=0, of
     >>> bool(np.abs(inst.layer(X)[:, 0, 0] - inst.formula(X)).max() < 1e-9)
     True
     """
-    d = check_int("d", d, minimum=1)
-    m = check_int("m", m, minimum=1)
-    if m < 2:
-        raise ValueError(f"`m` must be at least 2 (one head per parity degree plus one); got m={m}.")
-    if d < 3:
-        raise ValueError(f"`d` must be at least 3 (reader, offset, one hidden coordinate); got d={d}.")
     if variant not in VARIANTS:
         raise ValueError(f"`variant` must be one of {VARIANTS}; got variant={variant!r}.")
     t, o = check_coordinates(d, t=t, o=o)
     if variant == "steps":
         if offset is None:
             offset = default_offset(d, t)
-        offset = check_int("offset", offset, minimum=0)
         if offset >= d or offset == t:
             raise ValueError(f"`offset` must be a coordinate in [0, d) other than t={t}; got offset={offset}.")
     elif offset is not None:
@@ -285,7 +280,7 @@ def sq_hard_instance(d, m, subset=None, *, variant="interpolation", t=0, o=0, of
     else:
         if lambdas is not None:
             raise ValueError("`lambdas` is for variant='interpolation'; steps use one `steepness`.")
-        lam = check_positive_float("steepness", steepness)
+        lam = steepness
         taus = [i - 0.5 for i in range(m)]
         lams = (lam,) * m
         mus = tuple(lam * tau for tau in taus)

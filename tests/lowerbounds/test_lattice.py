@@ -218,7 +218,7 @@ BAD_MODEL_INPUTS = [
     pytest.param(lambda: primal_usvp_cost(8, 7, 1.0, 1.0, m=0), "`m` must be at least 1; got m=0.", id="usvp-m"),
     pytest.param(lambda: lwr_cost(8, 2), "`q` must be at least 3; got q=2.", id="lwr-q"),
     pytest.param(lambda: lwr_error_stddev(2), "`q` must be at least 3; got q=2.", id="stddev-q"),
-    pytest.param(lambda: cost_table([4, 0], 7), "`n` must be at least 1; got n=0.", id="table-n"),
+    pytest.param(lambda: cost_table([4, 0], 7), "`ns` must be at least 1; got ns=0.", id="table-n"),
     pytest.param(lambda: root_hermite_factor(1), "`beta` must be at least 2; got beta=1.", id="delta-beta"),
 ]
 

@@ -281,7 +281,7 @@ class TestStudy:
         ({"ms": [9]}, r"`ms` entries must be at most 7"),
         ({"q": 2}, r"`q` must be at least 3; got q=2"),
         ({"lwr_ns": [12]}, r"the exhaustive search refuses q\^n"),
-        ({"ds": []}, r"`ds` must not be empty"),
+        ({"ds": []}, r"`ds` must hold at least one value; got ds=\[\]"),
         ({"ds": [4, 8], "ms": [2], "subsets": 4}, r"`subsets` must be at most the number of distinct hidden subsets "
          r"of every \(m, d\) cell; the cell m=2, d=4 has C\(3, 1\) = 3; got subsets=4"),
         ({"ds": [5, 8], "ms": [2, 3], "subsets": 5}, r"the cell m=2, d=5 has C\(4, 1\) = 4; got subsets=5"),

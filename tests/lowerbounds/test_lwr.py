@@ -347,8 +347,10 @@ class TestCommandLine:
         assert meta["checks"]["enumeration_max_error"] <= inst.sharpness_error + 1e-12
         assert meta["checks"]["true_layer_lwr_accuracy"] == 1.0
         assert "hardness assumed" in capsys.readouterr().out
-        assert main(["lwe", "--n", "3", "--q", "2"]) == 2
-        assert "q=2" in capsys.readouterr().err
+        with pytest.raises(SystemExit) as exc:  # refused at parsing: LWRParams' rule for q, named by the flag
+            main(["lwe", "--n", "3", "--q", "2"])
+        assert exc.value.code == 2
+        assert "argument --q: `--q` must be at least 3; got --q=2\n" in capsys.readouterr().err
         assert main(["lwe", "--n", "2", "--q", "7", "--secret", "1", "9"]) == 2
         assert "secret[1]=9" in capsys.readouterr().err
         assert main(["lwe", "--n", "200", "--q", "1009", "--seed", "1"]) == 2

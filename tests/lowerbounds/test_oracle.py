@@ -87,7 +87,7 @@ def test_bad_input():
         SQOracle(inst.layer, tolerance=0.1)
     with pytest.raises(ValueError, match="reader t=0"):
         SQOracle(inst, tolerance=0.1).query(CharacterQuery((0,)))
-    with pytest.raises(ValueError, match="every m must be at least 2"):
+    with pytest.raises(ValueError, match="`ms` must be at least 2; got ms=1"):
         simulate_queries([8, 16], [1])
 
 
