@@ -481,8 +481,8 @@ def flag_message(parser, command, text):
     """``text`` (a library error) with each parameter of sub-command ``command`` that is one of its options
     named by the option's flag: "`d` must be at least 1; got d=0" becomes "`--d` must …; got --d=0".
 
-    For checks that still run inside a function (``theory``'s, not yet declared; and checks that relate
-    several parameters, e.g. ``--d`` against ``--m``), this names what the user typed. Only exact parameter names are
+    For the checks that run inside a function because they relate several parameters (``--d`` against
+    ``--m``, ``--fit-tol`` against the runs' tolerances), this names what the user typed. Only exact parameter names are
     replaced (in backquotes, or before ``=`` after a space or bracket)."""
     import argparse
     import re

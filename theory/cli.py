@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 from learner.io import check_output_options, write_json
-from learner.validation import Integer, Real, cli_seed, cli_type, command_parser, flag_message, harden
+from learner.validation import Real, cli_seed, command_parser, declare_options, flag_message, harden
 
 from .registry import CHECKS, get, run_case
-from .yield_study import DEFAULT_MAX_SECONDS
+from .yield_study import DEFAULT_MAX_SECONDS, yield_study
 
 __all__ = ["build_parser", "main", "verdict_table"]
 
@@ -57,15 +57,16 @@ def build_parser():
     p.add_argument("sweeps", nargs="+", metavar="DIR", help="directories written by `python -m learner scaling`")
     p.add_argument("--geometry", choices=("conditional", "independent"), default="conditional",
                    help="pattern at agreement in the prediction (default conditional)")
-    p.add_argument("--n-geometry", type=cli_type("--n-geometry", Integer(2)), default=20_000,
-                   help="Monte Carlo examples per prediction (default 20000)")
-    p.add_argument("--max-seconds", type=cli_type("--max-seconds", Real(allow_zero=True)),
-                   default=DEFAULT_MAX_SECONDS,
+    p.add_argument("--n-geometry", type=int, default=20_000, help="Monte Carlo examples per prediction (default 20000)")
+    # Not yield_study's max_seconds (dest time_limit): 0 here means no limit, which the function spells None.
+    p.add_argument("--max-seconds", dest="time_limit", metavar="MAX_SECONDS", type=float, default=DEFAULT_MAX_SECONDS,
                    help=f"refuse a study estimated to take longer (default {DEFAULT_MAX_SECONDS:g}; 0: no limit)")
     p.add_argument("--fit-tol", type=float, default=None, help="fit the runs at this tolerance (default: most common)")
     p.add_argument("--seed", type=cli_seed, default=0, help="seed of the predictions' Monte Carlo (default 0)")
     p.add_argument("--json", metavar="FILE", help="write every run's figures and the fits as JSON")
     p.add_argument("--plot", metavar="FILE", help="write the yield figure (PNG; needs matplotlib)")
+    # --geometry, --n-geometry and --fit-tol by yield_study's declared rules; --seed is its rng (cli_seed).
+    declare_options(p, yield_study, rules={"time_limit": Real(allow_zero=True)})
     return harden(parser)
 
 
@@ -132,11 +133,11 @@ def _all(args):
 
 
 def _yield_study(args):
-    from .yield_study import plot_yield, yield_study
+    from .yield_study import plot_yield
 
     try:
         study = yield_study(args.sweeps, geometry=args.geometry, n_geometry=args.n_geometry, fit_tol=args.fit_tol,
-                            rng=args.seed, progress=sys.stderr.isatty(), max_seconds=args.max_seconds or None)
+                            rng=args.seed, progress=sys.stderr.isatty(), max_seconds=args.time_limit or None)
     except ValueError as exc:
         if not str(exc).startswith("`n_geometry`="):
             raise

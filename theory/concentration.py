@@ -19,7 +19,6 @@ statements are the talk's and which are ours is said in each docstring.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +26,7 @@ import numpy as np
 from learner import AttentionLayer, sample_inputs
 from learner.io import save_figure
 from learner.layer import auto_batch
-from learner.validation import check_int, check_positive_float, check_real_array, check_rng
+from learner.validation import Integer, Real, check_real_array, check_rng, declare
 
 from ._core import Timer, chebyshev_radius, finish, require_matplotlib, seeded
 
@@ -71,16 +70,6 @@ def _check_theta(theta):
     if theta.shape[0] != theta.shape[1] or theta.shape[0] < 1:
         raise ValueError(f"`theta` must be a square d×d matrix with d >= 1; got shape {theta.shape}.")
     return theta
-
-
-def _check_probability(failure_probability):
-    if isinstance(failure_probability, (bool, np.bool_)) or not isinstance(failure_probability, numbers.Real):
-        raise TypeError("`failure_probability` must be a real number; "
-                        f"got failure_probability={failure_probability!r}.")
-    value = float(failure_probability)
-    if not 0 < value < 1:
-        raise ValueError(f"`failure_probability` must be in (0, 1); got failure_probability={failure_probability!r}.")
-    return value
 
 
 def _substring_mask(substring, k, d):
@@ -257,6 +246,8 @@ def _slice_statistics(layer, k, positions, classes, prob, counts, avg, orbit_siz
 # --------------------------------------------------------------------------- the check
 
 
+@declare(k=Integer(), n_samples=Integer(2), bound=Real(allow_zero=True, none=True),
+         failure_probability=Real(below=1), batch=Integer(none=True))
 def check_softmax_concentration(
     theta,
     k,
@@ -390,12 +381,10 @@ def check_softmax_concentration(
     timer = Timer()
     theta = _check_theta(theta)
     d = theta.shape[0]
-    k = check_int("k", k)
     mask = _substring_mask(substring, k, d)
-    n_samples = check_int("n_samples", n_samples, minimum=2)
-    delta = _check_probability(failure_probability)
-    bound = BOUND_PER_ROOT_K * math.sqrt(k) if bound is None else check_positive_float("bound", bound, allow_zero=True)
-    batch = auto_batch(k, d, 1) if batch is None else check_int("batch", batch)
+    delta = failure_probability
+    bound = BOUND_PER_ROOT_K * math.sqrt(k) if bound is None else bound
+    batch = auto_batch(k, d, 1) if batch is None else batch
 
     size = int(mask.sum())
     positions = np.nonzero(mask)
@@ -551,6 +540,7 @@ class ExpectationVsSample:
     n_samples: int
 
 
+@declare(k=Integer(), n_samples=Integer(2), batch=Integer(none=True))
 def expectation_vs_sample(theta, k, *, n_samples=PLOT_N_SAMPLES, batch=None, rng=None):
     """Estimate ``E[softmax(XΘXᵀ)]`` and draw one pattern ``softmax(XΘXᵀ)`` to set beside it.
 
@@ -598,9 +588,7 @@ def expectation_vs_sample(theta, k, *, n_samples=PLOT_N_SAMPLES, batch=None, rng
     rng = check_rng(rng)
     theta = _check_theta(theta)
     d = theta.shape[0]
-    k = check_int("k", k)
-    n_samples = check_int("n_samples", n_samples, minimum=2)
-    batch = auto_batch(k, d, 1) if batch is None else check_int("batch", batch)
+    batch = auto_batch(k, d, 1) if batch is None else batch
     layer = AttentionLayer(theta[None], np.zeros((1, d, d)))
     sample = None
     diag_sum = diag_sq = 0.0
@@ -637,6 +625,7 @@ def _talk_theta(d, rng):
     return rng.normal(0.0, TALK_THETA_STD, size=(d, d))
 
 
+@declare(d=Integer(), k=Integer())
 def plot_expectation_vs_sample(path, *, d=TALK_D, k=PLOT_K, n_samples=PLOT_N_SAMPLES, rng=None):
     """Write the talk's "expectation vs reality" picture: ``E[P]`` and one ``P`` side by side (PNG).
 
@@ -670,8 +659,6 @@ def plot_expectation_vs_sample(path, *, d=TALK_D, k=PLOT_K, n_samples=PLOT_N_SAM
     require_matplotlib("plot_expectation_vs_sample")
     rng = check_rng(rng)
     theta_rng, sample_rng = rng.spawn(2)
-    d = check_int("d", d)
-    k = check_int("k", k)
     if k > d:
         raise ValueError(f"`k` must be at most `d` for the talk's picture; got k={k}, d={d}.")
     result = expectation_vs_sample(_talk_theta(d, theta_rng), k, n_samples=n_samples, rng=sample_rng)
@@ -708,6 +695,7 @@ def _default_substring():
     return [(0, c) for c in range(DEFAULT_SUBSTRING_LENGTH)]
 
 
+@declare(d=Integer(DEFAULT_SUBSTRING_LENGTH))
 def default_softmax_concentration(*, k=DEFAULT_K, d=TALK_D, n_samples=DEFAULT_N_SAMPLES, rng=None):
     """Positive case: the talk's Θ ~ N(0, 0.01)^{200×200}, substring = first 4 coordinates of the first token.
 
@@ -740,11 +728,11 @@ def default_softmax_concentration(*, k=DEFAULT_K, d=TALK_D, n_samples=DEFAULT_N_
     """
     rng = check_rng(rng)
     theta_rng, sample_rng = rng.spawn(2)
-    d = check_int("d", d, minimum=DEFAULT_SUBSTRING_LENGTH)
     theta = _talk_theta(d, theta_rng)
     return check_softmax_concentration(theta, k, substring=_default_substring(), n_samples=n_samples, rng=sample_rng)
 
 
+@declare(d=Integer(DEFAULT_SUBSTRING_LENGTH), block=Real())
 def control_softmax_concentration(
     *, k=DEFAULT_K, d=TALK_D, n_samples=DEFAULT_N_SAMPLES, block=CONTROL_BLOCK, rng=None
 ):
@@ -782,8 +770,6 @@ def control_softmax_concentration(
     """
     rng = check_rng(rng)
     theta_rng, sample_rng = rng.spawn(2)
-    d = check_int("d", d, minimum=DEFAULT_SUBSTRING_LENGTH)
-    block = check_positive_float("block", block)
     theta = _talk_theta(d, theta_rng)
     theta[:DEFAULT_SUBSTRING_LENGTH, :DEFAULT_SUBSTRING_LENGTH] += block
     return check_softmax_concentration(theta, k, substring=_default_substring(), n_samples=n_samples, rng=sample_rng)

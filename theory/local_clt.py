@@ -28,7 +28,7 @@ from scipy.special import ndtr
 
 from learner.assumptions import lattice_distance
 from learner.io import save_figure
-from learner.validation import check_real_array
+from learner.validation import Choice, Each, Integer, Real, check_real_array, declare
 
 from ._core import Timer, finish, require_matplotlib, seeded
 
@@ -97,15 +97,6 @@ def _check_weight(weight, n):
     if not 0 <= weight <= n:
         raise ValueError(f"`weight` must be in [0, n] for a slice of {{±1}}^n; got weight={weight}, n={n}.")
     return weight
-
-
-def _check_positive(name, value):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"`{name}` must be a real number; got {name}={value!r}.")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"`{name}` must be finite and positive; got {name}={value!r}.")
-    return value
 
 
 # --------------------------------------------------------------------------- #
@@ -196,13 +187,13 @@ class SliceDistribution:
         """True when ``S_q = S`` on the whole slice (``error_bound == 0``)."""
         return self.error_bound == 0.0
 
+    @declare(delta=Real())
     def window_bounds(self, t, delta):
         """Bracket ``P(S ∈ [t, t + δ))`` using the quantisation bound ``e``.
 
         Returns ``(lower, upper) = (P(S_q ∈ [t+e, t+δ−e)), P(S_q ∈ [t−e, t+δ+e)))``;
         both equal ``P(S ∈ [t, t + δ))`` in exact mode. ``t`` may be an array.
         """
-        delta = _check_positive("delta", delta)
         t = np.asarray(t, dtype=np.float64)
         e = self.error_bound
         return self._window(t + e, t + delta - e), self._window(t - e, t + delta + e)
@@ -281,6 +272,7 @@ def _subset_sums(k, weight):
     return t_values[keep], final[keep]
 
 
+@declare(quantum=Real(none=True))
 def slice_distribution(a, weight, *, quantum=None):
     """Exact distribution of ``S = ⟨a, x⟩``, ``x`` uniform on a slice, by dynamic programming.
 
@@ -337,8 +329,6 @@ def slice_distribution(a, weight, *, quantum=None):
     a = _check_a(a)
     n = a.size
     weight = _check_weight(weight, n)
-    if quantum is not None:
-        quantum = _check_positive("quantum", quantum)
     k, h, e = _grid(a, quantum)
     cells = _cells(k, weight)
     if cells > MAX_CELLS:
@@ -489,6 +479,7 @@ def _auto_quantum(a, weight, delta):
     return h
 
 
+@declare(delta=Real(), bound=Real(), quantum=Real(none=True))
 def check_local_clt(a, weight, *, delta, bound=DEFAULT_BOUND, quantum=None):
     """Check the local CLT at scale δ: ``sup_t |P(S ∈ [t, t+δ)) − G([t, t+δ))| / (δ φ_max) <= bound``.
 
@@ -572,10 +563,6 @@ def check_local_clt(a, weight, *, delta, bound=DEFAULT_BOUND, quantum=None):
     a = _check_a(a)
     n = a.size
     weight = _check_weight(weight, n)
-    delta = _check_positive("delta", delta)
-    bound = _check_positive("bound", bound)
-    if quantum is not None:
-        quantum = _check_positive("quantum", quantum)
     mean, variance = slice_moments(a, weight)
     if not variance > 0:
         raise ValueError(
@@ -655,10 +642,9 @@ def check_local_clt(a, weight, *, delta, bound=DEFAULT_BOUND, quantum=None):
 _KINDS = ("nonarithmetic", "arithmetic", "skewed")
 
 
-def _check_kind(kind):
-    if kind not in _KINDS:
-        raise ValueError(f"`kind` must be one of {_KINDS}; got kind={kind!r}.")
-    return kind
+#: The rules of the cases' and the sweep's parameters: n >= 4 coefficients, a positive delta_factor.
+_N = Integer(4)
+_DELTA_FACTOR = Real()
 
 
 def _coefficients(kind, n, rng):
@@ -688,9 +674,6 @@ def _coefficients(kind, n, rng):
 
 def _case(kind, n, delta_factor, bound, rng):
     rng, entropy = seeded(rng)
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral) or n < 4:
-        raise ValueError(f"`n` must be an integer >= 4; got n={n!r}.")
-    delta_factor = _check_positive("delta_factor", delta_factor)
     a, weight, quantum = _coefficients(kind, n, rng)
     delta = delta_factor / math.sqrt(n)  # σ = 1 by construction
     result = check_local_clt(a, weight, delta=delta, bound=bound, quantum=quantum)
@@ -698,6 +681,7 @@ def _case(kind, n, delta_factor, bound, rng):
     return replace(result, parameters=params, seed_entropy=entropy)
 
 
+@declare(n=_N, delta_factor=_DELTA_FACTOR)
 def default_local_clt(*, n=64, delta_factor=DEFAULT_DELTA_FACTOR, rng=None):
     """Positive case: Gaussian (non-arithmetic) ``a`` scaled to σ = 1, weight ``n/2``, δ = σ/(4√n).
 
@@ -709,6 +693,7 @@ def default_local_clt(*, n=64, delta_factor=DEFAULT_DELTA_FACTOR, rng=None):
     return _case("nonarithmetic", n, delta_factor, DEFAULT_BOUND, rng)
 
 
+@declare(n=_N, delta_factor=_DELTA_FACTOR)
 def control_local_clt(*, n=64, delta_factor=DEFAULT_DELTA_FACTOR, rng=None):
     """Negative control: ``a`` uniform on {1, 2, 3}·s (σ = 1), same n, weight and δ; must fail.
 
@@ -761,6 +746,7 @@ class LocalCLTSweep:
     seconds: float
 
 
+@declare(ns=Each(_N, distinct=False), kind=Choice(_KINDS), delta_factor=_DELTA_FACTOR)
 def local_clt_sweep(*, ns=(16, 32, 64), kind="nonarithmetic", delta_factor=DEFAULT_DELTA_FACTOR, rng=None):
     """The relative local error and the Kolmogorov error against ``n`` for one kind of coefficients.
 
@@ -781,10 +767,7 @@ def local_clt_sweep(*, ns=(16, 32, 64), kind="nonarithmetic", delta_factor=DEFAU
     """
     rng, entropy = seeded(rng)
     timer = Timer()
-    _check_kind(kind)
     ns = tuple(ns)
-    if not ns:
-        raise ValueError("`ns` must hold at least one n; got ns=().")
     results = tuple(_case(kind, n, delta_factor, DEFAULT_BOUND, child)
                     for n, child in zip(ns, rng.spawn(len(ns)), strict=True))
     return LocalCLTSweep(

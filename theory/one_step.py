@@ -31,7 +31,7 @@ import numpy as np
 
 from learner import AttentionLayer, cube_expectation, sample_inputs
 from learner.io import save_figure
-from learner.validation import check_distribution, check_int, check_positive_float, check_rng
+from learner.validation import DISTRIBUTIONS, Choice, Each, Integer, Real, check_rng, declare
 
 from ._core import CheckResult, Timer, chebyshev_radius, finish, require_matplotlib, seeded
 
@@ -208,18 +208,6 @@ def _check_layer(layer):
     return layer
 
 
-def _check_method(method):
-    if method not in METHODS:
-        raise ValueError(f"`method` must be one of {METHODS}; got method={method!r}.")
-    return method
-
-
-def _check_failure_probability(p):
-    if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Real) or not 0 < float(p) < 1:
-        raise ValueError(f"`failure_probability` must be a number in (0, 1); got failure_probability={p!r}.")
-    return float(p)
-
-
 def _check_exact_size(k, d):
     if k * d > MAX_EXACT_BITS:
         raise ValueError(
@@ -289,6 +277,8 @@ def _mc_moments(layer, k, n_samples, distribution, control_variate, batch, failu
     return mean[0], mean[1:], info
 
 
+@declare(k=Integer(), method=Choice(METHODS), distribution=Choice(DISTRIBUTIONS), n_samples=Integer(2),
+         bound=Real(allow_zero=True), failure_probability=Real(below=1), batch=Integer(none=True))
 def check_one_step(
     layer,
     k,
@@ -361,8 +351,9 @@ def check_one_step(
     Raises
     ------
     TypeError
-        If ``layer`` is not an :class:`~learner.AttentionLayer`, or an integer
-        parameter is not an integer.
+        If ``layer`` is not an :class:`~learner.AttentionLayer`, an integer
+        parameter is not an integer, or ``failure_probability`` or ``bound``
+        is not a real number.
     ValueError
         On ``k < 1``, an unknown ``method`` or ``distribution``,
         ``failure_probability`` outside (0, 1), ``bound`` negative or not
@@ -412,14 +403,6 @@ def check_one_step(
     rng, entropy = seeded(rng)
     timer = Timer()
     _check_layer(layer)
-    k = check_int("k", k)
-    _check_method(method)
-    check_distribution(distribution)
-    n_samples = check_int("n_samples", n_samples, minimum=2)
-    bound = check_positive_float("bound", bound, allow_zero=True)
-    failure_probability = _check_failure_probability(failure_probability)
-    if batch is not None:
-        batch = check_int("batch", batch)
     m, d = layer.m, layer.d
     exact = method == "exact"
     if exact:
@@ -598,6 +581,7 @@ def _as_rational(name, value):
     return r
 
 
+@declare(k=Integer(), d=Integer())
 def one_step_gradient_symbolic(k, d, *, step_size=1, loss_factor=0.5):
     """Verify the one-step formula ``W_1 = (1/k) Xᵀ J Y`` exactly with sympy.
 
@@ -659,8 +643,6 @@ def one_step_gradient_symbolic(k, d, *, step_size=1, loss_factor=0.5):
     import sympy
 
     timer = Timer()
-    k = check_int("k", k)
-    d = check_int("d", d)
     if k * d > MAX_SYMBOLIC_BITS:
         raise ValueError(
             f"the symbolic check enumerates 2^(k*d) inputs and needs k*d <= {MAX_SYMBOLIC_BITS}; "
@@ -725,6 +707,7 @@ def _haar_orthogonal(d, rng):
     return q * np.where(np.diag(r) < 0, -1.0, 1.0)
 
 
+@declare(d=Integer(), r=Integer(), frobenius=Real())
 def theta_of_stable_rank(d, r, frobenius, *, rng=None):
     """``Θ = (frobenius/√r) Σ_{j<r} u_j v_jᵀ`` with Haar-random orthonormal ``u``, ``v``.
 
@@ -739,11 +722,8 @@ def theta_of_stable_rank(d, r, frobenius, *, rng=None):
     (3.0, 4.5)
     """
     rng = check_rng(rng)
-    d = check_int("d", d)
-    r = check_int("r", r)
     if r > d:
         raise ValueError(f"the stable rank `r` must be at most d={d}; got r={r}.")
-    frobenius = check_positive_float("frobenius", frobenius)
     U = _haar_orthogonal(d, rng)[:, :r]
     V = _haar_orthogonal(d, rng)[:, :r]
     return (frobenius / math.sqrt(r)) * (U @ V.T)
@@ -764,6 +744,8 @@ def _loglog_fit(ranks, values):
     return slope, se, intercept
 
 
+@declare(d=Integer(), k=Integer(), ranks=Each(Integer(), distinct=False), frobenius=Real(), n_layers=Integer(),
+         method=Choice(METHODS))
 def stable_rank_sweep(
     *,
     d=16,
@@ -844,14 +826,7 @@ def stable_rank_sweep(
     """
     rng, entropy = seeded(rng)
     timer = Timer()
-    d = check_int("d", d)
-    k = check_int("k", k)
-    n_layers = check_int("n_layers", n_layers)
-    frobenius = check_positive_float("frobenius", frobenius)
-    _check_method(method)
-    if isinstance(ranks, (str, bytes)) or not hasattr(ranks, "__iter__"):
-        raise TypeError(f"`ranks` must be a sequence of integers; got ranks={ranks!r}.")
-    ranks = tuple(check_int("ranks", r) for r in ranks)
+    ranks = tuple(ranks)
     if len(set(ranks)) < 2:
         raise ValueError(f"`ranks` must hold at least two distinct stable ranks; got ranks={ranks}.")
     if max(ranks) > d:

@@ -54,7 +54,16 @@ from scipy.special import gammaln, ndtri
 
 from learner.phases.forecast import pilot_forecast, window_exponent
 from learner.phases.forecast import poisson_interval as _poisson_interval
-from learner.validation import check_distribution, check_int, check_positive_float, check_real_array, check_rng
+from learner.validation import (
+    DISTRIBUTIONS,
+    Choice,
+    Integer,
+    Real,
+    check_int,
+    check_real_array,
+    check_rng,
+    declare,
+)
 
 from ._core import Timer, finish
 from .one_step import _check_layer
@@ -131,17 +140,9 @@ def _check_k(k, d=None):
     return k
 
 
-def _check_fraction(name, value):
-    value = check_positive_float(name, value)
-    if value >= 1:
-        raise ValueError(f"`{name}` must be in (0, 1); got {name}={value!r}.")
-    return value
-
-
-def _check_geometry(geometry):
-    if geometry not in GEOMETRIES:
-        raise ValueError(f"`geometry` must be one of {GEOMETRIES}; got geometry={geometry!r}.")
-    return geometry
+#: The rules of the parameters the model, the measurement and the checks share.
+_FRACTION = Real(below=1)  # min_weight, failure_probability: in (0, 1)
+_DISTRIBUTION = Choice(DISTRIBUTIONS)
 
 
 def _entropy(rng):
@@ -154,6 +155,7 @@ def _entropy(rng):
 # --------------------------------------------------------------------------- #
 
 
+@declare(row=Integer(0), distribution=_DISTRIBUTION)
 def disagreement_moments(thetas, k, *, row=0, distribution="boolean"):
     """Exact mean and covariance of the ``n = (m−1)(k−1)`` logit disagreements of one row.
 
@@ -217,10 +219,8 @@ def disagreement_moments(thetas, k, *, row=0, distribution="boolean"):
     """
     T = _check_thetas(thetas)
     k = _check_k(k)
-    row = check_int("row", row, minimum=0)
     if row >= k:
         raise ValueError(f"`row` must be a token index in [0, k); got row={row}, k={k}.")
-    check_distribution(distribution)
     return _relative_moments(T[1:] - T[:1], k, distribution)
 
 
@@ -381,6 +381,8 @@ class YieldPrediction:
     seconds: float
 
 
+@declare(tol=Real(), min_weight=_FRACTION, distribution=_DISTRIBUTION, geometry=Choice(GEOMETRIES),
+         n_geometry=Integer(2), batch=Integer(none=True))
 def predicted_yield(layer, k, *, tol, min_weight, distribution="boolean", geometry="conditional", n_geometry=20_000,
                     batch=None, rng=None):
     """Predict the constraints per 1000 examples that sculpting certifies, from the density of ``D`` at 0.
@@ -475,12 +477,7 @@ def predicted_yield(layer, k, *, tol, min_weight, distribution="boolean", geomet
     t0 = time.perf_counter()
     layer = _check_layer(layer)
     k = _check_k(k, layer.d)
-    tol = check_positive_float("tol", tol)
-    min_weight = _check_fraction("min_weight", min_weight)
-    check_distribution(distribution)
-    geometry = _check_geometry(geometry)
-    n_geometry = check_int("n_geometry", n_geometry, minimum=2)
-    batch = _GEOMETRY_BATCH if batch is None else check_int("batch", batch)
+    batch = _GEOMETRY_BATCH if batch is None else batch
     rng = check_rng(rng)
     from learner import sample_inputs
 
@@ -587,6 +584,8 @@ class YieldMeasurement:
     seconds: float
 
 
+@declare(tol=Real(), min_weight=_FRACTION, n_examples=Integer(), distribution=_DISTRIBUTION,
+         failure_probability=_FRACTION, batch=Integer(none=True))
 def measured_yield(layer, k, *, tol, min_weight, n_examples, distribution="boolean", failure_probability=0.05,
                    batch=None, rng=None):
     """Measure the constraints per 1000 examples that :func:`learner.phases.sculpt.certify_rows` gives.
@@ -637,12 +636,7 @@ def measured_yield(layer, k, *, tol, min_weight, n_examples, distribution="boole
     t0 = time.perf_counter()
     layer = _check_layer(layer)
     k = _check_k(k, layer.d)
-    tol = check_positive_float("tol", tol)
-    min_weight = _check_fraction("min_weight", min_weight)
-    n_examples = check_int("n_examples", n_examples)
-    check_distribution(distribution)
-    failure_probability = _check_fraction("failure_probability", failure_probability)
-    batch = _MEASURE_BATCH if batch is None else check_int("batch", batch)
+    batch = _MEASURE_BATCH if batch is None else batch
     rng = check_rng(rng)
     from learner import LayerOracle
     from learner.phases.sculpt import certify_rows
@@ -678,6 +672,7 @@ def measured_yield(layer, k, *, tol, min_weight, n_examples, distribution="boole
 # --------------------------------------------------------------------------- #
 
 
+@declare(factor=Real(), failure_probability=_FRACTION)
 def check_yield_prediction(layer, k, *, tol=0.015, min_weight=0.02, n_examples=200_000, n_geometry=20_000,
                            factor=DEFAULT_FACTOR, distribution="boolean", geometry="conditional",
                            failure_probability=0.05, rng=None):
@@ -745,10 +740,8 @@ def check_yield_prediction(layer, k, *, tol=0.015, min_weight=0.02, n_examples=2
     timer = Timer()
     layer = _check_layer(layer)
     k = _check_k(k, layer.d)
-    factor = check_positive_float("factor", factor)
     if factor <= 1:
         raise ValueError(f"`factor` must be greater than 1; got factor={factor!r}.")
-    failure_probability = _check_fraction("failure_probability", failure_probability)
     rng = check_rng(rng)
     entropy = _entropy(rng)
     geometry_rng, oracle_rng = rng.spawn(2)
@@ -815,6 +808,7 @@ def check_yield_prediction(layer, k, *, tol=0.015, min_weight=0.02, n_examples=2
 # --------------------------------------------------------------------------- #
 
 
+@declare(m=Integer(), d=Integer(), nonzeros=Integer(), w_scale=Real())
 def integer_layer(m, d, *, nonzeros=2, w_scale=1.0, rng=None):
     """A layer whose ``Θ_i`` have ``nonzeros`` entries ``±1`` (else 0) and Gaussian ``W_i`` (for controls).
 
@@ -833,12 +827,8 @@ def integer_layer(m, d, *, nonzeros=2, w_scale=1.0, rng=None):
     from learner import AttentionLayer
 
     rng = check_rng(rng)
-    m = check_int("m", m)
-    d = check_int("d", d)
-    nonzeros = check_int("nonzeros", nonzeros)
     if nonzeros > d * d:
         raise ValueError(f"`nonzeros` must be at most d² = {d * d}; got nonzeros={nonzeros}, d={d}.")
-    w_scale = check_positive_float("w_scale", w_scale)
     thetas = np.zeros((m, d * d))
     for row in thetas:
         row[rng.choice(d * d, size=nonzeros, replace=False)] = rng.choice([-1.0, 1.0], size=nonzeros)
@@ -898,6 +888,8 @@ def control_yield_prediction(*, m=2, d=12, k=2, nonzeros=2, geometry="conditiona
 # --------------------------------------------------------------------------- #
 
 
+@declare(pilot_tol=Real(), tol=Real(), min_weight=_FRACTION, n_pilot=Integer(), factor=Real(),
+         distribution=_DISTRIBUTION, failure_probability=_FRACTION)
 def check_pilot_forecast(layer, k, *, pilot_tol=0.03, tol=0.015, min_weight=0.02, n_pilot=100_000,
                          n_examples=100_000, factor=DEFAULT_FACTOR, distribution="boolean", failure_probability=0.05,
                          rng=None):
@@ -951,18 +943,11 @@ def check_pilot_forecast(layer, k, *, pilot_tol=0.03, tol=0.015, min_weight=0.02
     timer = Timer()
     layer = _check_layer(layer)
     k = _check_k(k, layer.d)
-    pilot_tol = check_positive_float("pilot_tol", pilot_tol)
-    tol = check_positive_float("tol", tol)
     if not tol < pilot_tol < 1:
         raise ValueError("`tol` must be below `pilot_tol`, and both below 1; "
                          f"got tol={tol!r}, pilot_tol={pilot_tol!r}.")
-    min_weight = _check_fraction("min_weight", min_weight)
-    n_pilot = check_int("n_pilot", n_pilot)
-    factor = check_positive_float("factor", factor)
     if factor <= 1:
         raise ValueError(f"`factor` must be greater than 1; got factor={factor!r}.")
-    failure_probability = _check_fraction("failure_probability", failure_probability)
-    check_distribution(distribution)
     rng = check_rng(rng)
     entropy = _entropy(rng)
     pilot_rng, oracle_rng = rng.spawn(2)

@@ -37,7 +37,7 @@ import numpy as np
 from learner.progress import bar, showing
 from learner.study.records import schema_of, timings_problem
 from learner.study.runs import RunSpec, planted_instance, yield_of
-from learner.validation import DISTRIBUTIONS, check_int, check_positive_float, check_rng
+from learner.validation import DISTRIBUTIONS, Choice, Integer, Real, check_rng, declare
 
 from ._core import require_matplotlib
 from .yield_model import GEOMETRIES, predicted_yield
@@ -355,6 +355,9 @@ def _run_tol(rec):
     return float(p4["tol"]), float(p4["min_weight"])
 
 
+# n_geometry: predicted_yield's minimum, checked up front; fit_tol: in (0, 1), as phase 4's tolerance is.
+@declare(geometry=Choice(GEOMETRIES), n_geometry=Integer(2), fit_tol=Real(none=True, below=1),
+         max_seconds=Real(none=True))
 def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None, rng=None, progress=False,
                 max_seconds=DEFAULT_MAX_SECONDS):
     """Measured against predicted yield for every learner run of the sweeps in ``dirs``, and the fits in ``n``.
@@ -394,13 +397,6 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
         A directory without ``runs/``.
     """
     t0 = time.perf_counter()
-    if not isinstance(geometry, str) or geometry not in GEOMETRIES:
-        raise ValueError(f"`geometry` must be one of {GEOMETRIES}; got geometry={geometry!r}.")
-    n_geometry = check_int("n_geometry", n_geometry, minimum=2)  # predicted_yield's minimum, checked up front
-    if fit_tol is not None:
-        fit_tol = check_positive_float("fit_tol", fit_tol)
-        if fit_tol >= 1:
-            raise ValueError(f"`fit_tol` must be in (0, 1), as phase 4's tolerance is; got fit_tol={fit_tol!r}.")
     rng = check_rng(rng)
     records, skipped, unmeasured = _load(dirs)
     if not records:
@@ -416,7 +412,6 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
                              f"{', '.join(f'{t:g}' for t in sorted(set(tols)))}; got fit_tol={fit_tol!r}.")
         fit_tol = match[0]
     if max_seconds is not None:
-        max_seconds = check_positive_float("max_seconds", max_seconds)
         estimate = _estimated_seconds(records, geometry, n_geometry)
         if estimate > max_seconds:
             raise ValueError(f"`n_geometry`={n_geometry:,} over {len(records)} runs would take up to about "

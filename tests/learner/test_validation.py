@@ -343,14 +343,13 @@ UNDECLARED = {"--seed", "--workers", "--blas-threads", "--param", "--subset", "-
 
 
 def test_every_numeric_option_is_declared():
-    """Coverage of the validation layer: each option of ``python -m learner`` and ``python -m lowerbounds``
-    with a type takes it from a declared rule (or is one of the few listed above, with a reason). ``theory``
-    is not converted yet (its options have the layer's generic or hand-written rules): add it when it is."""
+    """Coverage of the validation layer: each option of the three command lines with a type takes it from a
+    declared rule (or is one of the few listed above, with a reason)."""
     import argparse
     import importlib
 
     left = []
-    for package in ("learner", "lowerbounds"):
+    for package in ("learner", "theory", "lowerbounds"):
         parser = importlib.import_module(f"{package}.cli").build_parser()
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         for command, p in sub.choices.items():

@@ -352,8 +352,10 @@ class TestPlotLocalClt:
         (lambda: check_local_clt([1, 2, 3], 0, delta=0.1), ValueError, r"constant on this slice.*weight=0"),
         (lambda: check_local_clt([1, 2, 3], 1, delta=0.1, quantum=0), ValueError, r"`quantum` must be finite"),
         (lambda: local_clt_sweep(kind="lattice"), ValueError, r"`kind` must be one of .*kind='lattice'"),
-        (lambda: local_clt_sweep(ns=()), ValueError, r"`ns` must hold at least one n"),
-        (lambda: default_local_clt(n=2), ValueError, r"`n` must be an integer >= 4; got n=2"),
+        (lambda: local_clt_sweep(ns=()), ValueError, r"`ns` must hold at least one value; got ns=\(\)"),
+        (lambda: local_clt_sweep(ns=(16, 2)), ValueError, r"`ns` must be at least 4; got ns=2\."),
+        (lambda: default_local_clt(n=2), ValueError, r"`n` must be at least 4; got n=2\."),
+        (lambda: control_local_clt(n=8.0), TypeError, r"`n` must be an integer; got n=8.0"),
         (lambda: control_local_clt(n=8, delta_factor=0.0), ValueError, r"`delta_factor` must be finite and positive"),
     ],
     ids=[
@@ -379,7 +381,9 @@ class TestPlotLocalClt:
         "check-quantum-zero",
         "sweep-kind",
         "sweep-empty-ns",
+        "sweep-n-too-small",
         "case-n-too-small",
+        "case-n-float",
         "case-delta-factor",
     ],
 )

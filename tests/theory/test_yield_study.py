@@ -87,10 +87,14 @@ BAD_ARGUMENTS = [
     ({"fit_tol": math.inf}, ValueError, r"`fit_tol` must be finite and positive; got fit_tol=inf"),
     ({"fit_tol": 0.0}, ValueError, r"`fit_tol` must be finite and positive; got fit_tol=0.0"),
     ({"fit_tol": -1.0}, ValueError, r"`fit_tol` must be finite and positive; got fit_tol=-1.0"),
-    ({"fit_tol": 1.5}, ValueError, r"`fit_tol` must be in \(0, 1\).*; got fit_tol=1.5"),
+    ({"fit_tol": 1.5}, ValueError, r"`fit_tol` must be below 1; got fit_tol=1.5\."),
+    ({"fit_tol": 1}, ValueError, r"`fit_tol` must be below 1; got fit_tol=1.0\."),
     ({"fit_tol": "0.015"}, TypeError, r"`fit_tol` must be a real number; got fit_tol='0.015'"),
     ({"fit_tol": 0.02}, ValueError, r"`fit_tol` must be a tolerance the runs used, one of 0.015; got fit_tol=0.02"),
     ({"rng": -1}, ValueError, r"`rng` must be a non-negative integer seed; got rng=-1"),
+    # The library's "no limit" is None; 0 is refused (the command line's --max-seconds 0 stands for None).
+    ({"max_seconds": 0}, ValueError, r"`max_seconds` must be finite and positive; got max_seconds=0.0\."),
+    ({"max_seconds": "600"}, TypeError, r"`max_seconds` must be a real number; got max_seconds='600'"),
 ]
 
 
@@ -109,10 +113,18 @@ def test_fit_tol_of_the_runs_is_accepted(sweep):
 
 
 BAD_OPTIONS = [
-    (["--fit-tol", "0"], "`--fit-tol` must be finite and positive; got --fit-tol=0.0"),
-    (["--fit-tol", "-1"], "`--fit-tol` must be finite and positive; got --fit-tol=-1.0"),
-    (["--fit-tol", "2"], "`--fit-tol` must be in (0, 1), as phase 4's tolerance is; got --fit-tol=2.0"),
     (["--fit-tol", "0.02"], "`--fit-tol` must be a tolerance the runs used, one of 0.015; got --fit-tol=0.02"),
+]
+
+#: Refused at parsing by yield_study's declared rules (or --max-seconds's own): the whole line of standard error.
+PARSE_ERRORS = [
+    (["--fit-tol", "0"], "argument --fit-tol: `--fit-tol` must be finite and positive; got --fit-tol=0.0"),
+    (["--fit-tol", "-1"], "argument --fit-tol: `--fit-tol` must be finite and positive; got --fit-tol=-1.0"),
+    (["--fit-tol", "2"], "argument --fit-tol: `--fit-tol` must be below 1; got --fit-tol=2.0"),
+    (["--n-geometry", "1"], "argument --n-geometry: `--n-geometry` must be at least 2; got --n-geometry=1"),
+    (["--n-geometry", "2.5"], "argument --n-geometry: `--n-geometry` must be an integer; got --n-geometry '2.5'"),
+    (["--max-seconds", "-1"],
+     "argument --max-seconds: `--max-seconds` must be finite and non-negative; got --max-seconds=-1.0"),
 ]
 
 
@@ -127,6 +139,31 @@ def test_cli_bad_value_is_one_line_naming_the_option(sweep, option, value, capsy
     assert exc.value.code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith(f"python -m theory yield-study: error: argument {option}: "
                                                    f"`{option}` must be"), err
+
+
+@pytest.mark.parametrize(("argv", "words"), PARSE_ERRORS, ids=[" ".join(a) for a, _ in PARSE_ERRORS])
+def test_cli_refuses_at_parsing_by_the_declared_rule(sweep, argv, words, capsys, monkeypatch):
+    monkeypatch.setattr("theory.yield_study.predicted_yield", _never)
+    with pytest.raises(SystemExit) as exc:
+        main(["yield-study", str(sweep), *argv])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and out == ""
+    assert err == f"python -m theory yield-study: error: {words}\n"
+
+
+def test_cli_max_seconds_zero_is_no_limit(sweep, capsys, monkeypatch):
+    """Control of the above: --max-seconds 0 parses and means no limit (the estimate is not consulted), while a
+    positive --max-seconds under the estimate refuses the study in the command line's words."""
+    def stop(*args, **kwargs):
+        raise ValueError("reached the predictions")
+
+    monkeypatch.setattr("theory.yield_study._estimated_seconds", lambda *args: 1e9)
+    monkeypatch.setattr("theory.yield_study.predicted_yield", stop)
+    assert main(["yield-study", str(sweep), "--max-seconds", "30"]) == 2
+    err = capsys.readouterr().err
+    assert "over --max-seconds 30; lower --n-geometry, or raise --max-seconds (0 for no limit)." in err, err
+    assert main(["yield-study", str(sweep), "--max-seconds", "0"]) == 2
+    assert capsys.readouterr().err == "error: reached the predictions\n"
 
 
 @pytest.mark.parametrize(("argv", "words"), BAD_OPTIONS, ids=[" ".join(a) for a, _ in BAD_OPTIONS])
