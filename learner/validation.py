@@ -28,12 +28,10 @@ __all__ = [
     "Real",
     "Seed",
     "check_bool",
-    "check_distribution",
     "check_int",
     "check_positive_float",
     "check_real_array",
     "check_rng",
-    "cli_auto_or_int",
     "command_parser",
     "declare",
     "declare_options",
@@ -78,15 +76,6 @@ def check_positive_float(name, value, *, allow_zero=False):
         bound = "non-negative" if allow_zero else "positive"
         raise ValueError(f"`{name}` must be finite and {bound}; got {name}={value!r}.")
     return value
-
-
-def check_distribution(distribution):
-    """Return ``distribution`` if it names a supported input distribution."""
-    if not isinstance(distribution, str) or distribution not in DISTRIBUTIONS:
-        raise ValueError(
-            f"`distribution` must be one of {DISTRIBUTIONS}; got distribution={distribution!r}."
-        )
-    return distribution
 
 
 def check_real_array(name, value, *, ndim=None):
@@ -138,22 +127,6 @@ def cli_positive_int_or(flag, word, meaning):
         return value
 
     return parse
-
-
-def cli_auto_or_int(text):
-    """An argparse type: the word ``auto`` or an integer."""
-    import argparse
-
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
-    if abs(value) > CLI_INT_MAX:
-        raise argparse.ArgumentTypeError(f"expected an integer of at most {CLI_INT_MAX:,} in size or 'auto', "
-                                         f"got {text!r}")
-    return value
 
 
 #: The largest integer a command-line option takes (ours): 2³¹ − 1. No count, size or seed index beyond it is
@@ -352,29 +325,32 @@ def declare(**rules):
     return decorate
 
 
-def rules_of(*funcs, rename=None):
-    """The declared rules of ``funcs`` by parameter name (the first function to declare a name wins);
-    ``rename`` maps a parameter's name to the option's ``dest`` (``{"n": "n_samples"}``)."""
+def _declared_by(funcs, rename):
+    """``{dest: (function, rule)}`` of the rules ``funcs`` declare (a class's are its ``__init__``'s); the first
+    function to declare a name wins; ``rename`` maps a parameter's name to the option's ``dest``."""
     rename = rename or {}
     merged = {}
     for func in funcs:
         target = func.__init__ if isinstance(func, type) else func
         for name, rule in getattr(target, "rules", {}).items():
-            merged.setdefault(rename.get(name, name), rule)
+            merged.setdefault(rename.get(name, name), (func, rule))
     return merged
+
+
+def rules_of(*funcs, rename=None):
+    """The declared rules of ``funcs`` by parameter name (the first function to declare a name wins);
+    ``rename`` maps a parameter's name to the option's ``dest`` (``{"n": "n_samples"}``)."""
+    return {dest: rule for dest, (_, rule) in _declared_by(funcs, rename).items()}
 
 
 def declare_options(parser, *funcs, rename=None, rules=None):
     """Give each option of ``parser`` that is passed to one of ``funcs`` the function's declared rule as
     its argparse type (named by the option's flag), so the command line and the function check alike.
     ``rules`` adds rules for options that are not one function's parameter. Returns ``parser``."""
-    table = rules_of(*funcs, rename=rename) | (rules or {})
-    owners = {}  # which function declared each option's rule (the tests check the option has that very rule)
-    for func in reversed(funcs):
-        target = func.__init__ if isinstance(func, type) else func
-        owners.update({(rename or {}).get(name, name): func for name in getattr(target, "rules", {})})
+    # Each option's rule and the function that declared it (None for ``rules``): the tests check the very rule.
+    table = _declared_by(funcs, rename) | {dest: (None, rule) for dest, rule in (rules or {}).items()}
     for action in parser._actions:
-        rule = table.get(action.dest)
+        owner, rule = table.get(action.dest, (None, None))
         if rule is None or not action.option_strings or action.nargs == 0 or isinstance(rule, Boolean):
             continue
         if isinstance(rule, Choice):
@@ -382,7 +358,7 @@ def declare_options(parser, *funcs, rename=None, rules=None):
             continue
         flag = action.option_strings[-1]
         action.type = cli_type(flag, rule.rule if isinstance(rule, Each) else rule)
-        action.declared = (owners.get(action.dest), rule)
+        action.declared = (owner, rule)
         if isinstance(rule, Each) and action.nargs in ("+", "*"):
             action.whole_rule = (flag, rule)  # the list as a whole, after parsing (command_parser)
     return parser

@@ -39,11 +39,6 @@ def option_rules(*names, optional=()):
     return {name: dataclasses.replace(OPTION_RULES[name], none=name in optional) for name in names}
 
 
-def check_options(optional=(), **values):
-    """Each value checked by its rule in :data:`OPTION_RULES`, in the order given (as :func:`option_rules`)."""
-    rules = option_rules(*values, optional=optional)
-    return {name: rules[name].check(name, value) for name, value in values.items()}
-
 #: The relative validation errors whose first crossing a fit times, unless told otherwise.
 DEFAULT_MILESTONES = (1e-3, 1e-8)
 

@@ -230,20 +230,24 @@ class TestDeclaredRules:
             check_bool("check", value)
 
 
-def _declared_options():
-    """Every command-line option whose type comes from a function's declared rule: (command, flag, owner, rule)."""
+def _command_options():
+    """``(command, flag, action)`` of every option of the three command lines' sub-commands."""
     import argparse
     import importlib
 
-    found = []
     for package in ("learner", "theory", "lowerbounds"):
         parser = importlib.import_module(f"{package}.cli").build_parser()
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         for command, p in sub.choices.items():
             for action in p._actions:
-                if hasattr(action, "declared"):
-                    found.append((f"{package} {command}", action.option_strings[-1], *action.declared, action))
-    return found
+                if action.option_strings:
+                    yield f"{package} {command}", action.option_strings[-1], action
+
+
+def _declared_options():
+    """Every command-line option whose type comes from a function's declared rule: (command, flag, owner, rule)."""
+    return [(command, flag, *action.declared, action) for command, flag, action in _command_options()
+            if hasattr(action, "declared")]
 
 
 class TestDeclare:
@@ -345,18 +349,8 @@ UNDECLARED = {"--seed", "--workers", "--blas-threads", "--param", "--subset", "-
 def test_every_numeric_option_is_declared():
     """Coverage of the validation layer: each option of the three command lines with a type takes it from a
     declared rule (or is one of the few listed above, with a reason)."""
-    import argparse
-    import importlib
-
-    left = []
-    for package in ("learner", "theory", "lowerbounds"):
-        parser = importlib.import_module(f"{package}.cli").build_parser()
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        for command, p in sub.choices.items():
-            for action in p._actions:
-                if (action.option_strings and action.type is not None and not hasattr(action, "declared")
-                        and action.option_strings[-1] not in UNDECLARED):
-                    left.append(f"{package} {command} {action.option_strings[-1]}")
+    left = [f"{command} {flag}" for command, flag, action in _command_options()
+            if action.type is not None and not hasattr(action, "declared") and flag not in UNDECLARED]
     assert not left, left
 
 

@@ -81,11 +81,6 @@ class TestCheck:
         assert err == f"error: {words}\n" and out == ""
 
 
-#: Numeric options of python -m theory whose rule is not one function's parameter: --seed (the Seed rule via
-#: cli_seed: the command's SeedSequence entropy), check's --param (key=value pairs, checked by the case's rules).
-UNDECLARED = {"--seed", "--param"}
-
-
 def _options():
     import argparse
 
@@ -94,14 +89,6 @@ def _options():
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     return {(command, action.option_strings[-1]): action
             for command, p in sub.choices.items() for action in p._actions if action.option_strings}
-
-
-def test_every_numeric_option_is_declared():
-    """Coverage of the validation layer: each option of ``python -m theory`` with a type takes it from a
-    declared rule (or is one of the few listed above, with a reason)."""
-    left = [f"{command} {flag}" for (command, flag), action in _options().items()
-            if action.type is not None and not hasattr(action, "declared") and flag not in UNDECLARED]
-    assert not left, left
 
 
 def test_yield_study_options_run_the_functions_rules():
