@@ -233,7 +233,7 @@ def cell_subset(m, d, index, *, entropy):
     if index >= count:
         raise ValueError(f"`index` must be below the {count} hidden subsets of the cell m={m}, d={d} "
                          f"(C({d - 1}, {m - 1})); got index={index}.")
-    gen = np.random.default_rng(np.random.SeedSequence(check_int("entropy", entropy, minimum=0),
+    gen = np.random.default_rng(np.random.SeedSequence(Seed().check("entropy", entropy),
                                                        spawn_key=(_SUBSETS_CODE, m, d)))
     if count <= _ENUMERATE_SUBSETS:
         every = list(itertools.combinations(range(1, d), m - 1))
@@ -520,8 +520,8 @@ def summarise_hard(records):
     growth = {}
     for family in ("sq", "control"):
         for m in sorted({r["m"] for r in rows if r["family"] == family and r["method"] == "adam"}):
-            mine = [r for r in rows if (r["family"], r["method"], r["m"]) == (family, "adam", m)
-                    and r["median_seconds"] is not None]
+            every = [r for r in rows if (r["family"], r["method"], r["m"]) == (family, "adam", m)]
+            mine = [r for r in every if r["median_seconds"] is not None]  # cells where some run finished
             ds = [r["d"] for r in mine]
             learned = [r for r in mine if 2 * r["successes"] > r["runs"]]  # cells whose median run learned
             growth[f"{family}, m={m}"] = {
@@ -534,7 +534,7 @@ def summarise_hard(records):
                 "seconds_slope_learned": fit_growth([r["d"] for r in learned],
                                                     [r["median_seconds"] for r in learned])["power"],
                 "censored": any(r["budget_out"] for r in mine),
-                "all_learned": all(r["successes"] == r["runs"] for r in mine)}
+                "all_learned": all(r["successes"] == r["runs"] for r in every)}  # a raised run did not learn
     lwr = {}
     for r in rows:
         if r["family"] == "lwr":
@@ -627,6 +627,16 @@ class HardStudyResult(StudyResult):
         return "\n".join(lines)
 
 
+def _say_nothing_finished(ax, where, rows):
+    """Write on ``ax`` (and log) that no run of ``rows`` finished, instead of leaving empty axes."""
+    runs = sum(r["runs"] for r in rows)
+    raised = sum(r["errors_raised"] for r in rows)
+    note = (f"no run finished: {raised} of {runs} runs raised an error\n(each record's `message` says which; "
+            "summary.md counts them)")
+    ax.text(0.5, 0.5, note, ha="center", va="center", transform=ax.transAxes, fontsize=9, color="C3")
+    log.warning("%s: %s", where, note.replace("\n", " "))
+
+
 def plot_hard(summary, path):
     """Examples against d (log-log) per m, hard family and control; LWR: Adam's time and the exhaustive search's."""
     import matplotlib
@@ -639,36 +649,52 @@ def plot_hard(summary, path):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     ax = axes[0]
     colours = {}
+    sq_rows = [r for r in summary["rows"] if r["family"] in ("sq", "control") and r["method"] == "adam"]
     for r_family, style in (("sq", "-"), ("control", "--")):
         for g in summary["growth"].values():
             if g["family"] != r_family:
                 continue
-            rows = [r for r in summary["rows"] if (r["family"], r["method"], r["m"]) == (r_family, "adam", g["m"])]
-            xs = [r["d"] for r in rows]
-            ys = [r["median_examples"] for r in rows]
+            rows = [r for r in sq_rows if (r["family"], r["m"]) == (r_family, g["m"])
+                    and r["median_examples"] is not None]
+            if not rows:  # every run of this line raised: no line, no legend entry (the note below says why)
+                continue
             colour = colours.setdefault(g["m"], f"C{len(colours)}")
-            ax.loglog(xs, ys, style, color=colour, marker="o", label=f"{r_family}, m={g['m']}")
+            ax.loglog([r["d"] for r in rows], [r["median_examples"] for r in rows], style, color=colour, marker="o",
+                      label=f"{r_family}, m={g['m']}")
             for r in rows:
                 if r["budget_out"]:
                     ax.plot([r["d"]], [r["median_examples"]], marker="o", mfc="white", color=colour, ms=9)
     ax.set_xlabel("d")
-    ax.set_ylabel("median examples of the fit that learned (Adam)")
+    ax.set_ylabel("median examples over finished runs (Adam)")
     ax.set_title("SQ family (solid) and sparse-linear control (dashed);\nhollow: some run stopped by the budget",
                  fontsize=9)
-    ax.legend(fontsize=7)
+    if colours:
+        ax.legend(fontsize=7)
+    elif sq_rows:
+        _say_nothing_finished(ax, "learn_hard.png (SQ family and control)", sq_rows)
     ax = axes[1]
     rows = summary["lwr"]
     if rows:
         ns = [r["n"] for r in rows]
+        drawn = False
         for method, label in (("adam", "Adam (grow to a perfect predictor)"), ("exhaustive", "exhaustive search")):
             ys = [r.get(method, {}).get("median_seconds") for r in rows]
             pts = [(n, y) for n, y in zip(ns, ys, strict=True) if y]
             if pts:
                 ax.semilogy(*zip(*pts, strict=True), marker="o", label=label)
+                drawn = True
         ax.set_xlabel(f"n (secret dimension), q = {rows[0]['q']}")
         ax.set_ylabel("seconds")
-        ax.legend(fontsize=8)
         ax.set_title("LWE-style family", fontsize=9)
+        if drawn:
+            ax.legend(fontsize=8)
+        else:
+            _say_nothing_finished(ax, "learn_hard.png (LWE-style family)",
+                                  [r for r in summary["rows"] if r["family"] == "lwr"])
+    else:
+        ax.text(0.5, 0.5, "no LWE-style runs in this study", ha="center", va="center", transform=ax.transAxes,
+                fontsize=9, color="0.4")
+        ax.set_axis_off()
     fig.tight_layout()
     path = Path(path)
     atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=110))

@@ -366,3 +366,87 @@ def test_flag_message_names_the_flags_of_the_command():
     assert flag_message(parser, "sq", "`n_geometry` must be even; got d_max=3.") == \
         "`n_geometry` must be even; got d_max=3."
     assert flag_message(parser, "no-such-command", "`d` bad") == "`d` bad"
+
+
+class TestHugeSeeds:
+    """Issue 35: one Seed rule for every ``--seed`` and ``seed=``. The studies had capped seeds at int64 (a
+    40-digit seed refused, naming ``seed``); the command line accepts any size up to Python's 4300-digit limit
+    on parsing integers, and beyond it says so naming ``--seed`` rather than failing later elsewhere."""
+
+    HUGE = "7" * 4301
+    BIG = 10**40 + 3
+
+    @staticmethod
+    def _seed_commands():
+        seen = {}
+        for command, flag, action in _command_options():
+            if flag == "--seed":
+                seen.setdefault(command, action)
+        return seen
+
+    def test_every_seed_option_refuses_too_many_digits_naming_the_flag(self, capsys):
+        import importlib
+
+        commands = self._seed_commands()
+        assert len(commands) >= 10, sorted(commands)  # every command that draws anything takes --seed
+        for command in commands:
+            package, sub = command.split()
+            parser = importlib.import_module(f"{package}.cli").build_parser()
+            with pytest.raises(SystemExit) as exc:
+                parser.parse_args([sub, "--seed", self.HUGE])
+            assert exc.value.code == 2, command
+            last = capsys.readouterr().err.strip().splitlines()[-1]
+            assert "--seed" in last and "4300 digits" in last, (command, last)
+            assert self.HUGE not in last  # the message quotes a prefix, not 4301 digits
+
+    def test_control_every_seed_option_takes_a_forty_digit_seed(self):
+        """Control: the same options parse a 40-digit seed to the integer itself."""
+        for command, action in self._seed_commands().items():
+            assert action.type(str(self.BIG)) == self.BIG, command
+
+    def test_the_learner_samples_from_a_forty_digit_seed_reproducibly(self, tmp_path, capsys):
+        from learner.cli import main
+
+        def sample(seed, name):
+            assert main(["sample", "--m", "1", "--d", "4", "--k", "2", "--seed", str(seed), "--out",
+                         str(tmp_path / f"{name}.npz")]) == 0
+            with np.load(tmp_path / f"{name}.npz") as z:
+                return {k: z[k] for k in z.files if z[k].dtype.kind == "f"}
+
+        a, b, c = sample(self.BIG, "a"), sample(self.BIG, "b"), sample(self.BIG + 1, "c")
+        assert a and all(np.array_equal(a[k], b[k]) for k in a)
+        assert any(not np.array_equal(a[k], c[k]) for k in a)  # control: the seed is used, not truncated
+
+    def test_studies_plan_and_seed_runs_from_a_forty_digit_seed(self, tmp_path):
+        """The scaling and peer studies (planned, not run) and the learn-hard runs keep the seed's
+        every digit: two seeds that agree to int64 precision give different planted layers."""
+        import json
+
+        from learner.study import peers, scaling
+        from learner.study.runs import RunSpec, plan_runs, planted_instance
+        from lowerbounds.learnhard import HardSpec, plan_hard_runs, planted_member
+
+        # run=False summarises existing records only: reaching "no finished record" means the seed passed the
+        # rule and the runs were planned from it (an int64 cap refused it first, naming `seed`)
+        with pytest.raises(ValueError, match="no finished record"):
+            scaling.scaling_study(tmp_path / "s", ms=(1,), d=4, k=2, seeds=1, seed=self.BIG, plot=False, run=False)
+        with pytest.raises(ValueError, match="no finished record"):
+            peers.peer_study(tmp_path / "p", ms=(1,), d=4, seeds=1, seed=self.BIG, run=False)
+
+        def layer(entropy):
+            spec = plan_runs(ms=(1,), d=4, k=2, seeds=1, methods=("provable",), entropy=entropy)[0]
+            again = RunSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
+            assert again.entropy == entropy  # the record keeps every digit
+            return planted_instance(again)[0]
+
+        first, second = layer(self.BIG), layer(self.BIG + 2**70)  # equal as int64 would wrap them
+        assert not np.array_equal(first.thetas, second.thetas)
+        from lowerbounds.learnhard import DEFAULTS, check_study
+
+        checked = check_study(ds=(6,), ms=(2,), subsets=1, lwr_ns=(), q=DEFAULTS["q"], families=("sq",),
+                              methods=("adam",), start=DEFAULTS["start"], max_examples=DEFAULTS["max_examples"],
+                              max_seconds=DEFAULTS["max_seconds"], target=DEFAULTS["target"], provable_seeds=0,
+                              lwr_secrets=1)
+        hard = plan_hard_runs(checked, entropy=self.BIG)[0]
+        assert HardSpec.from_dict(json.loads(json.dumps(hard.to_dict()))).entropy == self.BIG
+        planted_member(hard)

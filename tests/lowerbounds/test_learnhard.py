@@ -132,6 +132,43 @@ class TestSummary:
         assert g["ds_learned"] == [8] and np.isnan(g["examples_slope_learned"])  # one learned cell: no fit
 
 
+    def test_a_cell_where_every_run_raised_is_not_all_learned(self):
+        """Issue 35: ``all_learned`` was taken over the cells where some run finished, so a family whose runs all
+        raised was "all learned" (the empty ``all``)."""
+        recs = [_record("sq", 3, d, 0, 0) | {"outcome": "error", "success": False} for d in (8, 12)]
+        assert not summarise_hard(recs)["growth"]["sq, m=3"]["all_learned"]
+        learned = [_record("sq", 3, d, 100.0 * d, 1.0) for d in (8, 12)]  # control: every run learned
+        assert summarise_hard(learned)["growth"]["sq, m=3"]["all_learned"]
+
+
+class TestPlotWhenNothingFinished:
+    """Issue 35: when every run raised, ``plot_hard`` drew empty log axes with a legend of lines that have no
+    points, and an empty right panel when the study had no LWE-style runs, without a word."""
+
+    @staticmethod
+    def _plot(recs, tmp_path):
+        pytest.importorskip("matplotlib")
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            path = learnhard.plot_hard(summarise_hard(recs), tmp_path / "h.png")
+        assert path.read_bytes()[:4] == b"\x89PNG"
+
+    def test_says_no_run_finished(self, tmp_path, caplog):
+        recs = [_record(f, 3, d, 0, 0) | {"outcome": "error"} for f in ("sq", "control") for d in (8, 12)]
+        recs += [_lwr_record(6, 11)]
+        self._plot(recs, tmp_path)
+        assert "(SQ family and control): no run finished: 4 of 4 runs raised an error" in caplog.text
+        assert "(LWE-style family): no run finished: 1 of 1 runs raised an error" in caplog.text
+
+    def test_control_finished_runs_say_nothing(self, tmp_path, caplog):
+        recs = [_record(f, 3, d, 100.0 * d, 1.0) for f in ("sq", "control") for d in (8, 12)]
+        recs += [_lwr_record(6, 11, outcome="finished")]
+        self._plot(recs, tmp_path)
+        assert "no run finished" not in caplog.text
+
+
 def _lwr_record(n, q, outcome="error"):
     """A run of the LWR family; by default one that raised (as a member too large to build does)."""
     rec = {"spec": {"family": "lwr", "method": "adam", "m": 0, "d": n + 2, "n": n, "q": q}, "outcome": outcome,
