@@ -35,8 +35,7 @@ __all__ = [
     "cube_constraint_count",
     "lattice_distance",
     "max_sound_m",
-    "setting_conditions",
-]
+    "setting_conditions", "CUBE_WINDOW"]
 
 #: Spacings tried by :func:`lattice_distance`: ``max|v| / q`` for ``q = 1..LATTICE_Q``.
 LATTICE_Q = 32

@@ -24,7 +24,7 @@ from .validation import (
     declare,
 )
 
-__all__ = ["check_inputs", "cube_expectation", "enumerate_cube", "sample_inputs"]
+__all__ = ["check_inputs", "cube_expectation", "enumerate_cube", "sample_inputs", "DEFAULT_MAX_BITS"]
 
 log = logging.getLogger(__name__)
 

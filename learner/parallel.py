@@ -2,13 +2,13 @@
 
 The example-hungry phases of :func:`learner.learn` (the sum of phase 1, the
 certification of phases 2 and 4) are streams of independent batches: batch
-``b`` is drawn from its own seed (:meth:`learner.oracle.LayerOracle.batch`),
+``b`` is drawn from its own seed (:meth:`learner.oracle.LayerOracle.batches`),
 reduced where it was drawn (a ``d × d`` partial sum, or the constraint rows of
 the rows it certifies — never the examples themselves), and the reductions are
 merged in the order ``b = 0, 1, 2, …``. The merge stops where a serial run
 would stop, so the result is bit-identical whatever the number of workers and
 whatever order batches finish in; batches computed ahead of the stopping point
-are discarded and counted separately (:attr:`Workers.stats`), never as drawn
+are discarded and counted separately (``Workers.stats``), never as drawn
 examples. All of this is ours; the paper's learner is sequential.
 
 Backends: ``"serial"`` (this process, no batch computed ahead), ``"local"`` (a

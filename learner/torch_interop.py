@@ -55,8 +55,7 @@ __all__ = [
     "save_torch_layer",
     "to_torch",
     "to_torch_mha",
-    "torch_dtype",
-]
+    "torch_dtype", "DTYPES"]
 
 #: What the ``torch`` extra installs; the message of every function here that needs torch says so.
 INSTALL_HINT = "install the torch extra: pip install -e '.[torch]'"
@@ -182,6 +181,7 @@ def _module_class():
             return torch.softmax(logits, dim=-1)
 
         def forward(self, X):
+            """``F(X) = Σ_i softmax(X Θ_i Xᵀ) X W_i`` for ``X`` of shape ``(..., k, d)``; the same shape back."""
             return torch.einsum("...iab,...bc,ice->...ae", self.attention(X), X, self.ws)
 
         def extra_repr(self):

@@ -39,8 +39,7 @@ __all__ = [
     "rules_of",
     "cli_positive_int_or",
     "cli_seed",
-    "cli_type",
-]
+    "cli_type", "SEED_MAX_DIGITS"]
 
 DISTRIBUTIONS = ("boolean", "gaussian")
 #: The largest integer the checks pass on: numpy's sizes and counts are int64.

@@ -44,8 +44,7 @@ __all__ = [
     "exhaustive_search",
     "fit_growth",
     "linear_algebra_attack",
-    "time_attacks",
-]
+    "time_attacks", "MAX_SECRETS"]
 
 #: Largest ``n`` at which secrets are compared on all ``2^n`` public vectors.
 MAX_CLASS_N = 16

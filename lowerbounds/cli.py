@@ -52,7 +52,7 @@ def _add_sq(sub):
     p.add_argument("--subset", type=int, nargs="+", default=None,
                    help="hidden coordinates (default: drawn with --seed)")
     p.add_argument("--seed", type=cli_seed, default=None,
-                   help="integer seed for the hidden subset (default: fresh, printed)")
+                   help="integer seed for the hidden subset (default: fresh entropy, printed)")
     p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz with JSON metadata)")
     p.add_argument("--tolerance", type=float, default=0.05, help="τ for the printed query lower bound (default 0.05)")
     # --seed seeds a SeedSequence (cli_seed), not one function's parameter.
@@ -66,7 +66,7 @@ def _add_sq_simulate(sub):
     p.add_argument("--tolerance", type=float, default=0.05, help="oracle tolerance τ (default 0.05)")
     p.add_argument("--adversary", choices=("reference", "random"), default="reference")
     p.add_argument("--trials", type=int, default=25, help="hidden subsets per cell; medians reported (default 25)")
-    p.add_argument("--seed", type=cli_seed, default=0)
+    p.add_argument("--seed", type=cli_seed, default=0, help="seed of the hidden subsets and the queries (default 0)")
     p.add_argument("--plot", metavar="FILE", help="log-log plot of median queries against d (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
     declare_options(p, simulate_queries, rename={"ds": "d", "ms": "m"})
@@ -82,7 +82,8 @@ def _add_lwe(sub):
     p.add_argument("--max-evaluations", type=cli_type("--max-evaluations", Integer(0)), default=MAX_G_EVALUATIONS,
                    help="refuse an exact sharpness table of more mpmath head-terms m(Σw+1) than this "
                         f"(default {MAX_G_EVALUATIONS:.0e}, about 3 min); 0 for no limit")
-    p.add_argument("--seed", type=cli_seed, default=None, help="integer seed for the secret and the checks")
+    p.add_argument("--seed", type=cli_seed, default=None,
+                   help="integer seed for the secret and the checks (default: fresh entropy, printed)")
     p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz with JSON metadata)")
     # --max-evaluations is the command line's own (0 stands for lwr_hard_instance's None: no limit), so of
     # lwr_hard_instance's rules --sharpness alone is given here.
@@ -103,7 +104,7 @@ def _add_lwe_attack(sub):
     p.add_argument("--repeats", type=int, default=3, help="fresh secrets per n; medians reported (default 3)")
     p.add_argument("--attention", action="store_true",
                    help="also run our learner and the gradient baseline on the one-slab member (minutes)")
-    p.add_argument("--seed", type=cli_seed, default=0)
+    p.add_argument("--seed", type=cli_seed, default=0, help="seed of the secrets and the attacks (default 0)")
     p.add_argument("--plot", metavar="FILE", help="semi-log plot of attack time against n (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
     # --n, --linear-n and --lattice-n are time_attacks' ns, --cost-n cost_table's (--q is both's). An empty
@@ -145,7 +146,7 @@ def _add_learn_hard(sub):
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes and budgets, a smoke test in seconds (flags given explicitly still apply)")
-    p.add_argument("--seed", type=int, default=0, help="entropy of every run's seed (default 0)")
+    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
     declare_options(p, learn_hard_study, rename={"ds": "d", "ms": "m", "lwr_ns": "lwr_n"})
 
 

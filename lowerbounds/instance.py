@@ -34,7 +34,7 @@ from learner import AttentionLayer, assumptions
 
 from .gadget import _check_pair_inputs, _sigmoid, gadget_outputs
 
-__all__ = ["MAX_G_EVALUATIONS", "HardInstance", "check_g_cost", "g_evaluations"]
+__all__ = ["MAX_G_EVALUATIONS", "HardInstance", "check_g_cost", "g_evaluations", "MP_TERM_SECONDS"]
 
 #: Precision (decimal digits) of the closed forms.
 MP_DPS = 50

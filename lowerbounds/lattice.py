@@ -61,8 +61,7 @@ __all__ = [
     "lwr_cost",
     "lwr_error_stddev",
     "primal_usvp_cost",
-    "root_hermite_factor",
-]
+    "root_hermite_factor", "BETA_MIN", "BETA_MAX"]
 
 #: Smallest block size the model searches. Below it the GSA and the ADPS16
 #: condition are not predictive (for β = 2 the condition "succeeds" in lattices

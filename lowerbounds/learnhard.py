@@ -64,8 +64,7 @@ __all__ = [
     "learn_hard_study",
     "plan_hard_runs",
     "run_hard",
-    "summarise_hard",
-]
+    "summarise_hard", "check_study"]
 
 log = logging.getLogger(__name__)
 

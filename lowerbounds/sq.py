@@ -43,7 +43,7 @@ from .gadget import check_coordinate_set, check_coordinates, gadget_layer
 from .instance import MP_DPS, HardInstance
 
 __all__ = ["ParityInstance", "SparseLinearInstance", "interpolation_coefficients", "sparse_linear_instance",
-           "sq_hard_instance", "symmetric_fourier"]
+           "sq_hard_instance", "symmetric_fourier", "default_lambdas"]
 
 VARIANTS = ("interpolation", "steps")
 #: Largest error of a member's float64 layer against its stated formula that the constructor accepts
@@ -139,7 +139,7 @@ class ParityInstance(HardInstance):
     ``layer`` is an :class:`~learner.AttentionLayer` on ``k = 2`` tokens whose
     entry ``(1, o)`` (index ``[0, o]``) is ``C x_{2t} + (x_{1t} − x_{2t}) g_S``, with
     ``g_S`` the parity ``χ_S(z)`` (interpolation: on every input; steps: where
-    ``b_p = 1``, see :meth:`on_signal_half`). The pattern is ``v = 1_S``, so the
+    ``b_p = 1``, see :meth:`HardInstance.on_signal_half`). The pattern is ``v = 1_S``, so the
     hidden sum ``h`` counts the coordinates of ``S`` where the tokens differ.
     Construction ours; every number that defines it is in ``metadata``.
     """

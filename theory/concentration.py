@@ -36,8 +36,7 @@ __all__ = [
     "control_softmax_concentration",
     "default_softmax_concentration",
     "expectation_vs_sample",
-    "plot_expectation_vs_sample",
-]
+    "plot_expectation_vs_sample", "BOUND_PER_ROOT_K"]
 
 #: Default bound on the conditional spread, per ``sqrt(k)``: the probability-weighted RMS
 #: of ``‖E[P|w] − E[P]‖_F`` may be at most ``BOUND_PER_ROOT_K · sqrt(k)``, i.e. the
@@ -333,7 +332,7 @@ def check_softmax_concentration(
     **Interval.** Write ``Ê_v`` for the estimate of ``E_v = E[P | v]`` and stack
     ``sqrt(Pr[v])·(Ê_v − E_v)`` into one vector ``e``; the classes are independent with
     fixed sizes ``n_v``, so its expected squared norm is ``Σ_v Pr[v] tr Cov_v / n_v``, so by vector Chebyshev
-    (:func:`theory._core.chebyshev_radius`) ``‖e‖ < r`` with probability ``>= 1 − δ``.
+    (``theory._core.chebyshev_radius``) ``‖e‖ < r`` with probability ``>= 1 − δ``.
     The conditional spread is the ``Pr``-weighted ℓ2 norm of ``E_v − Σ_u Pr[u] E_u``, a
     linear map of the stack that does not increase that norm, so the reverse triangle
     inequality gives ``|measured − truth| < r``: the interval ``[max(0, measured − r),

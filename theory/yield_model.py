@@ -88,7 +88,7 @@ __all__ = [
 #: Default factor the check allows between measurement and prediction (ours). The model
 #: replaces a discrete, non-Gaussian D by a Gaussian, linearises the residual and
 #: approximates the geometry at agreement; each is an O(1) relative error at these sizes,
-#: and a factor 3 (|log ratio| <= 1.10) still separates the lattice control, whose atom at
+#: and a factor 3 (``|log ratio| <= 1.10``) still separates the lattice control, whose atom at
 #: D = 0 puts the measurement 6–17× above the model at (m, d, k) = (2, 12, 2).
 DEFAULT_FACTOR = 3.0
 

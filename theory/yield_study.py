@@ -42,7 +42,7 @@ from learner.validation import DISTRIBUTIONS, Choice, Integer, Real, check_rng, 
 from ._core import require_matplotlib
 from .yield_model import GEOMETRIES, predicted_yield
 
-__all__ = ["YieldStudy", "fit_log_yield", "load_learner_records", "plot_yield", "yield_study"]
+__all__ = ["YieldStudy", "fit_log_yield", "load_learner_records", "plot_yield", "yield_study", "CALIBRATION_EXAMPLES"]
 
 log = logging.getLogger(__name__)
 
@@ -285,7 +285,7 @@ def fit_log_yield(n, yields):
 
 @dataclass(frozen=True)
 class YieldStudy:
-    """Per-run and per-setting yields (measured, predicted) and the fits; :meth:`table` prints them."""
+    """Per-run and per-setting yields (measured, predicted) and the fits; :meth:`YieldStudy.table` prints them."""
 
     runs: list = field(repr=False)
     settings: list

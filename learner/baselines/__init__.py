@@ -2,7 +2,7 @@
 
 Neither method is the paper's, and neither has a guarantee (the squared loss is non-convex in the
 ``Θ_i``). Both report through :class:`learner.LearnResult`, like :func:`learner.learn`, and share one
-scaffold (:mod:`learner.baselines._scaffold`): the same examples split into training and validation,
+scaffold (``learner.baselines._scaffold``): the same examples split into training and validation,
 the same restarts from the same initial parameters for the same ``rng``, the same milestone clock and
 the same verdict, so that they differ only in the optimiser's recipe and the software.
 

@@ -28,7 +28,7 @@ from ..progress import bar
 from .crude_sum import SumEstimate, _sum_error
 from .sculpt import _dot, fit_patterns
 
-__all__ = ["refine_sum_w"]
+__all__ = ["refine_sum_w", "certified_regression"]
 
 
 def certified_regression(X, Y, w_sum, *, rounds=60, keep=0.003, pool=0.05, rtol=1e-4, truth=None):

@@ -223,7 +223,7 @@ _U32 = 2.0**-24
 #: mostly repeated tokens).
 _SCREEN_KAPPA = 64.0
 
-#: Factor on the screen's margins: 1 is the bound of :func:`_screen_margins`, 0 a plain float32 test
+#: Factor on the screen's margins: 1 is the bound of ``_screen_margins``, 0 a plain float32 test
 #: (the tests' negative control: it loses rows that the float64 fit certifies).
 _SCREEN_MARGIN = 1.0
 
@@ -283,7 +283,7 @@ def screen_candidates(X, Y, screen_w, tol):
     """Per example, whether a row might certify, from the fit of every row in float32.
 
     ``screen_w`` is :func:`screen_weights` of ``Ŵ``. ``False`` only where the example is well
-    conditioned and every row's float32 residual exceeds :func:`_screen_margins`'s bound for a
+    conditioned and every row's float32 residual exceeds ``_screen_margins``'s bound for a
     certifiable row; anything non-finite (overflow, the 0/0 of a repeated token) is a candidate.
     """
     w32, wcol, s = screen_w
@@ -358,7 +358,7 @@ def certify_rows(X, Y, w_sum, *, tol, min_weight, screen=True, with_example=Fals
     reached their target).
 
     With ``screen`` (the default; ours) every row is first fitted in float32 and
-    only the examples with a row that might pass (:func:`_screen_margins` bounds
+    only the examples with a row that might pass (``_screen_margins`` bounds
     the float32 error) are fitted again in float64, which alone decides: the
     result is identical, bit for bit, to ``screen=False`` (the float64 fit of
     every row), only faster where few rows certify (2.3 times at (3, 16, 4),
@@ -428,7 +428,7 @@ def pilot_batch(batch, w_sum, tols, min_weight):
 
     The block at a smaller ``t`` is the block's constraints with residual ``< t``: a row certifies at ``t``
     exactly when its float64 fit is well posed, proper and has residual ``< t``, and the screen at ``t``
-    keeps a subset of the examples kept at ``max(tols)`` (:func:`_screen_margins` grows with ``tol``).
+    keeps a subset of the examples kept at ``max(tols)`` (``_screen_margins`` grows with ``tol``).
     The rows per tolerance are counted by certifying the loosest tolerance's candidates again at each
     (a row with no token above ``min_weight`` gives no constraint but counts as certified).
     """

@@ -54,7 +54,7 @@ def _add_bench(sub):
     p = sub.add_parser("bench", help="benchmark the forward pass against GEMM, einsum and torch")
     p.add_argument("--repeat", type=int, default=5, help="timed runs per figure; medians are printed (default 5)")
     p.add_argument("--quick", action="store_true", help="small sizes only (a smoke test, not a measurement)")
-    p.add_argument("--seed", type=cli_seed, default=0)
+    p.add_argument("--seed", type=cli_seed, default=0, help="seed of the layers and inputs timed (default 0)")
     p.add_argument("--parallel", action="store_true",
                    help="only the certification phase in this process against a local pool (speed-up)")
     p.add_argument("--workers", type=int, default=PARALLEL_BENCH_WORKERS,

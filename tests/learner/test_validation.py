@@ -399,6 +399,12 @@ class TestHugeSeeds:
             assert "--seed" in last and "4300 digits" in last, (command, last)
             assert self.HUGE not in last  # the message quotes a prefix, not 4301 digits
 
+    def test_every_seed_help_states_the_default_it_has(self):
+        """Issue 36: `learn --help` said "fresh entropy, printed" where the default was 0; some had no help."""
+        for command, action in self._seed_commands().items():
+            said = "(default: fresh entropy, printed)" if action.default is None else f"(default {action.default})"
+            assert action.help and said in action.help, (command, action.default, action.help)
+
     def test_control_every_seed_option_takes_a_forty_digit_seed(self):
         """Control: the same options parse a 40-digit seed to the integer itself."""
         for command, action in self._seed_commands().items():

@@ -1,0 +1,100 @@
+"""Sphinx configuration of the provable-attention documentation (``sphinx-build -W --keep-going -n docs OUT``).
+
+The build works offline: the intersphinx inventories are written at build time from a curated list
+(``docs/_ext/inventories.py``), the results pages are generated from the records in ``docs/sweeps/``
+(``docs/_ext/results.py``), and the gallery runs its examples (set ``DOCS_GALLERY=0`` to skip running them).
+"""
+
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "_ext"))
+sys.path.insert(0, str(HERE.parent))
+
+from learner import __version__  # noqa: E402
+
+project = "provable-attention"
+author = "the provable-attention developers"
+copyright = "2026, " + author
+version = release = __version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.doctest",
+    "sphinx.ext.viewcode",
+    "numpydoc",
+    "myst_parser",
+    "sphinxarg.ext",
+    "sphinxcontrib.bibtex",
+    "sphinx_gallery.gen_gallery",
+    "inventories",
+    "apigen",
+    "results",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build", "sweeps", "examples/README.rst", "**/README.md", "auto_examples/*.ipynb",
+                    "auto_examples/*.py", "auto_examples/*.zip", "auto_examples/*.md5", "auto_examples/*.json"]
+templates_path = ["_templates"]
+html_static_path = ["_static"]
+html_theme = "pydata_sphinx_theme"
+html_title = f"provable-attention {release}"
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+}
+html_show_sourcelink = False
+
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+autosummary_generate = True
+autodoc_default_options = {"members": True, "show-inheritance": False}
+autodoc_typehints = "none"  # numpydoc's Parameters sections carry the types
+autoclass_content = "class"
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = True
+numpydoc_xref_ignore = "all"  # link only the aliases below and names written as roles
+numpydoc_xref_aliases = {
+    "ndarray": "numpy.ndarray",
+    "Generator": "numpy.random.Generator",
+    "SeedSequence": "numpy.random.SeedSequence",
+    "Path": "pathlib.Path",
+    "AttentionLayer": "learner.AttentionLayer",
+    "LearnResult": "learner.LearnResult",
+    "LearnConfig": "learner.LearnConfig",
+    "LayerOracle": "learner.LayerOracle",
+}
+
+bibtex_bibfiles = ["references.bib"]
+bibtex_default_style = "plain"
+
+nitpicky = True
+
+doctest_global_setup = "import numpy as np"
+
+plot_gallery = os.environ.get("DOCS_GALLERY", "1") != "0"
+sphinx_gallery_conf = {
+    "examples_dirs": "examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "plot_gallery": plot_gallery,
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "abort_on_example_error": False,
+    "only_warn_on_example_error": False,
+    "within_subsection_order": "FileNameSortKey",
+    "min_reported_time": 0,
+}
+
+import inventories  # noqa: E402  (docs/_ext, on the path above)
+
+intersphinx_mapping = inventories.mapping(HERE / "_build" / "inventories")
