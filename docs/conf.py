@@ -25,6 +25,7 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax 3 served from the site itself: math renders without a network
     "sphinx.ext.doctest",
     "sphinx.ext.viewcode",
     "numpydoc",
@@ -80,6 +81,9 @@ bibtex_default_style = "plain"
 nitpicky = True
 
 doctest_global_setup = "import numpy as np"
+# the pages' examples are ``doctest`` directives; the docstrings' ``>>>`` examples run in their own modules'
+# namespaces under pytest (``--doctest-modules`` in pyproject.toml), where their imports are
+doctest_test_doctest_blocks = ""
 
 plot_gallery = os.environ.get("DOCS_GALLERY", "1") != "0"
 sphinx_gallery_conf = {

@@ -39,6 +39,21 @@ class TestReadme:
         check = (ROOT / ".ci" / "wheel-check").read_text()
         assert "pip\" wheel" in check and "-m learner learn" in check and "-m theory all" in check
 
+    def test_readme_is_a_summary_pointing_at_the_docs(self):
+        """Issue 36: the README (1,300 lines) became a summary of at most 250 lines; the guide, the changelog and
+        the references took the rest. It still says how to build the docs and names the console script."""
+        assert len(README.splitlines()) <= 250, len(README.splitlines())
+        assert "sphinx-build -W --keep-going -n docs" in README and "attention-learner" in README
+
+    def test_ci_builds_the_docs_strictly_before_the_tests(self):
+        """Issue 36: `.ci/run` builds the site with warnings as errors and nitpicky references, then its doctests,
+        with the docs extra from a copy of what git tracks."""
+        lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()
+                 if ln.strip() and not ln.lstrip().startswith("#")]
+        assert "bash .ci/docs" in lines[:-1]
+        docs = (ROOT / ".ci" / "docs").read_text()
+        assert "-W --keep-going -n" in docs and "-b doctest" in docs and "[docs," in docs and "git ls-files" in docs
+
     @pytest.mark.parametrize("index", range(len(re.findall(r"```python\n", README))))
     def test_python_examples_run(self, index, readme_runs):
         """Every ```python block of the README runs, in order, in one namespace (each block once); a block that
