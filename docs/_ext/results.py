@@ -1,0 +1,253 @@
+"""Results pages built at documentation-build time from the records in ``docs/sweeps/`` (issue 36).
+
+Each page's tables and figures are computed from the run records by the toolkit's own readers and
+summarisers — the same functions the studies' ``--summarise-only`` runs — so a page cannot disagree with its
+records: :func:`learner.study.records.read_record` (kind and schema checked), then
+:func:`learner.study.scaling.summarise` and :func:`~learner.study.scaling.plot_scaling`, the frontier's
+:func:`~learner.study.frontier.frontier_cells`, :func:`~learner.study.peers.peer_rows`,
+:func:`lowerbounds.learnhard.summarise_hard`, and the yield study's records. The pages are written into
+``docs/results/generated/`` (git-ignored), each file only when its content changes.
+"""
+
+import dataclasses
+import io
+import json
+import logging
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+SCALING = {  # folder -> (title, what the study asked)
+    "main": ("Run time against m: the learner and Adam",
+             "How the learner's time and examples grow with the number of heads m (k = 2, logit scale 1, d from "
+             "`sound_d`), against Adam on the same planted layers."),
+    "ksweep": ("The k sweep: the learner at m = 2 and 3, k = 3, 4, 5",
+               "How the learner's cost grows with the number of tokens k (learner only)."),
+    "m5-parallel": ("Five heads on two cores",
+                    "The learner at m = 5 with its example phases on a local pool of two workers."),
+}
+
+
+def _records(folder):
+    from learner.study.records import read_record
+
+    return [read_record(p) for p in sorted((folder / "runs").glob("*.json"))]
+
+
+def _figure(write, path):
+    """Write a PNG through ``write(path)`` with matplotlib's Agg backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    write(path)
+    return path.name
+
+
+def _header(title, folder, question, sweeps, extra=""):
+    rel = folder.relative_to(sweeps.parent.parent)
+    readme = folder / "README.md"
+    how = (f"How the records were made, by whom and on which machine: `{rel}/README.md` "
+           "(shown at the end of this page).") if readme.exists() else ""
+    return [f"# {title}", "", question, "",
+            f"Computed at this site's build from the {{abbr}}`records (one JSON file per run)` in `{rel}/`. "
+            "The study's design, the planted instances and every threshold are ours; the paper reports no "
+            f"experiments. {how}", "", extra]
+
+
+def _readme(folder):
+    readme = folder / "README.md"
+    if not readme.exists():
+        return []
+    text = readme.read_text()
+    lines = []
+    for ln in text.splitlines():  # its headings below the page's own
+        lines.append("#" + ln if ln.startswith("#") else ln)
+    return ["", "## Notes kept with the records", "", *lines]
+
+
+def _paragraphs(text):
+    """A study's plain-text table output as Markdown: its lines of prose become paragraphs of their own (a
+    single newline would join them), table rows stay together."""
+    out = []
+    for line in text.splitlines():
+        if out and line.strip() and not line.startswith("|") and out[-1].strip():
+            out.append("")
+        elif out and line.startswith("|") and out[-1].strip() and not out[-1].startswith("|"):
+            out.append("")
+        out.append(line)
+    return "\n".join(out)
+
+
+def _tuning(tuning):
+    """Adam's tuning as the study holds it in memory: JSON made the learning rates' keys strings."""
+    if not tuning:
+        return tuning
+    chosen = {cell: c | {"median_val_relative_error": {float(lr): v for lr, v in
+                                                      c.get("median_val_relative_error", {}).items()}}
+              for cell, c in tuning.get("chosen", {}).items()}
+    return tuning | {"chosen": chosen}
+
+
+def scaling_page(name, folder, out, sweeps):
+    from learner.study.scaling import SweepResult, plot_scaling, summarise
+
+    records = _records(folder)
+    evals = [r for r in records if r["spec"]["role"] == "eval"]
+    committed = json.loads((folder / "summary.json").read_text())
+    tol = committed.get("success_tol", 1e-3)
+    summary = summarise(evals, success_tol=tol) | {"tuning": _tuning(committed.get("tuning"))}
+    study = json.loads((folder / "study.json").read_text()) if (folder / "study.json").exists() else {}
+    params = study.get("parameters") or committed.get("parameters", {})
+    if params.get("grid") is not None:
+        from learner.study.frontier import fits_of, frontier_cells, plot_frontier
+
+        rules = {tuple(c[:3]): c[3] for c in params["cell_seeds"]}
+        cells = frontier_cells(evals, success_tol=tol, seed_rules=rules)
+        summary |= {"frontier": cells, "fits": fits_of(cells)}
+    table = _paragraphs(SweepResult(evals, summary, {}, {}).table())
+    figures = [_figure(lambda p: plot_scaling(evals, p, success_tol=tol), out / f"{name}.png")]
+    if "frontier" in summary:
+        figures.append(_figure(lambda p: plot_frontier(summary["frontier"], p), out / f"{name}-frontier.png"))
+    title, question = SCALING.get(name, ("The frontier over heads and tokens",
+                                         "Where the learner and Adam succeed, and what they cost, over a grid of "
+                                         "(m, k) cells."))
+    lines = _header(title, folder, question, sweeps,
+                    f"{len(evals)} measured runs ({len(records) - len(evals)} more tuned Adam's learning rate); "
+                    f"success means relative error ≤ {tol:g} against the planted layer.")
+    lines += ["", "## Tables", "", table, "", "## Figures", ""]
+    lines += [f"```{{image}} {f}\n:alt: {title}\n:width: 100%\n```\n" for f in figures]
+    return lines + _readme(folder)
+
+
+def peers_page(folder, out, sweeps):
+    from learner.study.peers import peer_rows, peer_table
+
+    records = [r for r in _records(folder) if r["spec"]["role"] == "eval"]
+    rows = peer_rows(records)
+    lines = _header("The learner, numpy Adam and torch Adam side by side", folder,
+                    "The paper's learner and two gradient baselines (full-batch numpy Adam, mini-batch torch Adam "
+                    "with a cosine schedule) on the same planted layers: time to relative error 1e-3 and 1e-8.",
+                    sweeps, f"{len(records)} runs.")
+    return lines + ["", "## Table", "", peer_table(rows)] + _readme(folder)
+
+
+def learn_hard_page(folder, out, sweeps):
+    from lowerbounds.learnhard import HardStudyResult, plot_hard, summarise_hard
+
+    records = _records(folder)
+    schemas = sorted({r["schema_version"] for r in records})
+    summary = summarise_hard(records)
+    table = _paragraphs(HardStudyResult(records, summary, {}, {}).table())
+    fig = _figure(lambda p: plot_hard(summary, p), out / "learn-hard.png")
+    lines = _header("Learners on the hard instances", folder,
+                    "What Adam, the paper's learner and an exhaustive search pay as the SQ-hard family, its sparse-linear "
+                    "control and the LWE-style family grow. The lower bounds are the paper's; the families, the "
+                    "control and the protocol are ours.", sweeps,
+                    f"{len(records)} runs, record schema {', '.join(map(str, schemas))} (schema 1 drew each seed's "
+                    "hidden subset on its own, so a cell may repeat one; see {doc}`/formats`).")
+    return lines + ["", "## Tables", "", table, "", "## Figure", "",
+                    f"```{{image}} {fig}\n:alt: learn-hard\n:width: 100%\n```"] + _readme(folder)
+
+
+def yield_page(docs, out, sweeps):
+    from learner.study.records import read_record
+    from theory.yield_study import YieldStudy, plot_yield
+
+    lines = ["# Certification yield: measured against the model", "",
+             "Phase 4's certified constraints per 1000 examples, measured in the learner's runs, against the "
+             "yield model's prediction from the planted layers (`theory yield-study`; the model is ours, built on "
+             "the local-CLT picture of the disagreements). Computed at this site's build from the yield-study "
+             "records `docs/yield.json` (the scaling and k sweeps) and `docs/frontier-yield.json` (the frontier).", ""]
+    for stem, what in (("yield", "The scaling study and the k sweep"), ("frontier-yield", "The frontier")):
+        rec = read_record(docs / f"{stem}.json", kind="yield-study")
+        fields = {f.name for f in dataclasses.fields(YieldStudy)}
+        study = YieldStudy(**{k: rec.get(k, []) if k == "skipped" else rec[k] for k in fields})
+        fig = _figure(lambda p, s=study: plot_yield(s, p), out / f"{stem}.png")
+        lines += [f"## {what}", "", f"Sweeps read: {', '.join(f'`{s}`' for s in rec.get('sweeps', []))}.", "",
+                  _paragraphs(study.table()), "", f"```{{image}} {fig}\n:alt: {what}\n:width: 100%\n```", ""]
+    return lines
+
+
+def reach_table(folder):
+    """Per setting: runs, successes, median examples and seconds, and per-phase median seconds, from the
+    ``learn --json`` command records in ``folder`` (read and checked by :func:`read_record`)."""
+    import statistics
+
+    from learner.study.records import read_record
+
+    groups = {}
+    for path in sorted(folder.glob("*.json")):
+        rec = read_record(path, kind="command-record")
+        p = rec["parameters"]
+        groups.setdefault((p["m"], p["d"], p["k"], p["logit_scale"]), []).append(rec["result"])
+    phases = ["1_crude_sum", "2_crude_sculpt", "3_refine_sum", "4_refined_sculpt", "5_span", "6_search"]
+    lines = ["| (m, d, k), logit scale | runs | success | examples, median | seconds, median | phases 1–6, median s |",
+             "|---|---|---|---|---|---|"]
+    for (m, d, k, ls), res in sorted(groups.items()):
+        med = lambda xs: statistics.median(xs) if xs else float("nan")  # noqa: E731
+        per_phase = " / ".join(f"{med([r['timings'].get(ph, 0.0) for r in res]):.0f}" for ph in phases)
+        lines.append(f"| ({m}, {d}, {k}), {ls:g} | {len(res)} | {sum(bool(r['success']) for r in res)} "
+                     f"| {med([r['examples_drawn'] for r in res]):,.0f} | {med([r['timings']['total'] for r in res]):.0f} "
+                     f"| {per_phase} |")
+    return lines
+
+
+def notes_page(folder, title, what, sweeps):
+    rel = folder.relative_to(sweeps.parent.parent)
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    shown = ", ".join(f"`{f}`" for f in files[:12]) + (f" and {len(files) - 12} more" if len(files) > 12 else "")
+    lines = [f"# {title}", "", what, "", f"The records are in `{rel}/` ({shown}); its notes follow.", ""]
+    for md in sorted(folder.glob("*.md")):
+        lines += ["#" + ln if ln.startswith("#") else ln for ln in md.read_text().splitlines()] + [""]
+    return lines
+
+
+def build(docs, out=None):
+    """Write every results page; returns ``{page: seconds}``."""
+    docs = Path(docs)
+    sweeps = docs / "sweeps"
+    out = Path(out) if out else docs / "results" / "generated"
+    out.mkdir(parents=True, exist_ok=True)
+    pages, took = {}, {}
+    for name in ("main", "ksweep", "m5-parallel", "frontier"):
+        t0 = time.perf_counter()
+        pages[name] = scaling_page(name, sweeps / name, out, sweeps)
+        took[name] = time.perf_counter() - t0
+    for name, make in (("peers", lambda: peers_page(sweeps / "peers", out, sweeps)),
+                       ("learn-hard", lambda: learn_hard_page(sweeps / "learn-hard", out, sweeps)),
+                       ("yield", lambda: yield_page(docs, out, sweeps))):
+        t0 = time.perf_counter()
+        pages[name] = make()
+        took[name] = time.perf_counter() - t0
+    pages["blas"] = notes_page(sweeps / "blas", "BLAS threads and the local pool",
+                               "Benchmarks of the learner's example phases on a local pool and under BLAS thread "
+                               "settings (`python -m learner bench --parallel`).", sweeps)
+    pages["reach"] = notes_page(sweeps / "reach", "The learner's reach", "Runs of the learner at the largest "
+                                "settings it reaches ((3, 16, 4), (4, 12, 3), (6, 16, 2), …).", sweeps)
+    reach = ["## Tables", "", "Computed at this build from the `learn --json` records (success: the run's own "
+             "verdict, held-out relative error of F at most 1e-10).", ""]
+    for sub in ("records", "records-52cb266"):
+        reach += [f"### `{sub}/`", "", *reach_table(sweeps / "reach" / sub), ""]
+    pages["reach"][4:4] = reach
+    pages["torch"] = notes_page(sweeps / "torch", "Torch heads and the paper's conditions",
+                                "What the paper's conditions say about layers converted from "
+                                "`torch.nn.MultiheadAttention`.", sweeps)
+    for name, lines in pages.items():
+        _write(out / f"{name}.md", "\n".join(lines).rstrip() + "\n")
+    return took
+
+
+def _write(path, text):
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def _on_init(app):
+    took = build(app.srcdir)
+    log.info("results pages: %s", ", ".join(f"{k} {v:.1f} s" for k, v in took.items()))
+
+
+def setup(app):
+    app.connect("builder-inited", _on_init)
+    return {"parallel_read_safe": True, "version": "1"}
