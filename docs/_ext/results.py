@@ -10,7 +10,6 @@ records: :func:`learner.study.records.read_record` (kind and schema checked), th
 """
 
 import dataclasses
-import io
 import json
 import logging
 import time
@@ -141,8 +140,9 @@ def learn_hard_page(folder, out, sweeps):
     table = _paragraphs(HardStudyResult(records, summary, {}, {}).table())
     fig = _figure(lambda p: plot_hard(summary, p), out / "learn-hard.png")
     lines = _header("Learners on the hard instances", folder,
-                    "What Adam, the paper's learner and an exhaustive search pay as the SQ-hard family, its sparse-linear "
-                    "control and the LWE-style family grow. The lower bounds are the paper's; the families, the "
+                    "What Adam, the paper's learner and an exhaustive search pay as the SQ-hard family, its "
+                    "sparse-linear control and the LWE-style family grow. The lower bounds are the paper's; the "
+                    "families, the "
                     "control and the protocol are ours.", sweeps,
                     f"{len(records)} runs, record schema {', '.join(map(str, schemas))} (schema 1 drew each seed's "
                     "hidden subset on its own, so a cell may repeat one; see {doc}`/formats`).")
@@ -188,7 +188,8 @@ def reach_table(folder):
         med = lambda xs: statistics.median(xs) if xs else float("nan")  # noqa: E731
         per_phase = " / ".join(f"{med([r['timings'].get(ph, 0.0) for r in res]):.0f}" for ph in phases)
         lines.append(f"| ({m}, {d}, {k}), {ls:g} | {len(res)} | {sum(bool(r['success']) for r in res)} "
-                     f"| {med([r['examples_drawn'] for r in res]):,.0f} | {med([r['timings']['total'] for r in res]):.0f} "
+                     f"| {med([r['examples_drawn'] for r in res]):,.0f} "
+                     f"| {med([r['timings']['total'] for r in res]):.0f} "
                      f"| {per_phase} |")
     return lines
 

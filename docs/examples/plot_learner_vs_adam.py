@@ -33,7 +33,8 @@ for name, (err, sec, n) in rows.items():
     print(f"{name:8s} relative error {err:.1e}   {sec:5.1f} s   {n:,} examples")
 
 fig, axes = plt.subplots(1, 3, figsize=(9, 3))
-for ax, i, label, log in zip(axes, range(3), ("relative error", "seconds", "examples"), (True, False, True)):
+panels = (("relative error", True), ("seconds", False), ("examples", True))
+for i, (ax, (label, log)) in enumerate(zip(axes, panels, strict=True)):
     ax.bar(list(rows), [v[i] for v in rows.values()], color=["C0", "C1"], log=log)
     ax.set_title(label)
 fig.tight_layout()

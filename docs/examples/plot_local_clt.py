@@ -25,7 +25,7 @@ cases = {"arithmetic (integers)": (rng.integers(1, 4, n).astype(float), None),
 # %%
 # The mass of windows of width δ = σ/8 against the Gaussian's, over the central range.
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
-for ax, (label, (a, quantum)) in zip(axes, cases.items()):
+for ax, (label, (a, quantum)) in zip(axes, cases.items(), strict=True):
     dist = slice_distribution(a, weight, quantum=quantum)
     sd = np.sqrt(dist.variance)
     delta = sd / 8

@@ -33,7 +33,7 @@ for method, label in (("provable", "the paper's learner"), ("adam", "Adam (ours)
     med = [np.median([r["timings"]["total"] for r in evals
                       if (r["spec"]["method"], r["spec"]["m"]) == (method, m)]) for m in ms]
     ax.semilogy(ms, med, "o-", label=label)
-    print(label, {m: round(float(t), 1) for m, t in zip(ms, med)})
+    print(label, {m: round(float(t), 1) for m, t in zip(ms, med, strict=True)})
 ax.set_xlabel("heads m")
 ax.set_ylabel("median seconds per run")
 ax.set_xticks(range(1, 6))
