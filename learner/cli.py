@@ -28,7 +28,7 @@ from .io import (
     write_json,
 )
 from .metrics import attention_statistics
-from .oracle import LayerOracle
+from .oracle import NOISE_RULE, LayerOracle, noisy_labels
 from .parallel import DEFAULT_POOL, interrupt_on_sigterm
 from .phases import CONFIG_RULES
 from .study import cli as study_cli
@@ -104,6 +104,8 @@ def _add_learn(sub):
                         "state dict, torch.save(mha.state_dict(), FILE), with --m its num_heads (extra `torch`)")
     p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
+    p.add_argument("--noise", type=float, default=0.0,
+                   help="standard deviation of Gaussian noise added to every label entry (default 0: exact labels)")
     p.add_argument("--unknown-m", action="store_true", help="do not tell the learner m (it estimates it)")
     p.add_argument("--max-examples", type=int, default=None,
                    help="example budget of each refined sculpting round (default: chosen from m, d, k)")
@@ -133,7 +135,9 @@ def _add_sample(sub):
     p.add_argument("--n-samples", type=int, default=10000, help="examples to write (default 10000)")
     p.add_argument("--k", type=int, default=4, help="tokens per sequence (default 4)")
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
-    declare_options(p, sample_inputs)
+    p.add_argument("--noise", type=float, default=0.0,
+                   help="standard deviation of Gaussian noise added to every label entry (default 0: Y = F(X))")
+    declare_options(p, sample_inputs, rules={"noise": NOISE_RULE})
     p.set_defaults(handler=_sample)
 
 
@@ -229,9 +233,10 @@ def _learn(args):
         config = dataclasses.replace(config, max_examples=args.max_examples)
     if args.allow_unsound:
         config = dataclasses.replace(config, allow_unsound=True)
-    oracle = LayerOracle(truth, args.k, distribution=args.distribution, rng=oracle_seed)
+    oracle = LayerOracle(truth, args.k, distribution=args.distribution, noise=args.noise, rng=oracle_seed)
     print(f"Learning {source} m={args.m}, d={args.d}, k={args.k}, {args.distribution} inputs, "
-          f"seed entropy {ss.entropy}"
+          + (f"label noise σ = {args.noise:g}, " if args.noise else "")
+          + f"seed entropy {ss.entropy}"
           + (" (m not given to the learner)" if args.unknown_m else ""))
 
     from .learn import ALLOW_UNSOUND_HINT, LearnInterrupted
@@ -286,9 +291,11 @@ def _sample(args):
         save_layer(args.out, layer, metadata=meta)
         print(f"wrote layer m={layer.m}, d={layer.d} to {args.out}")
     if args.examples:
-        X = sample_inputs(args.n_samples, args.k, layer.d, distribution=args.distribution, rng=input_seed)
-        save_examples(args.examples, X, layer(X), metadata=meta)
-        print(f"wrote {args.n_samples} {args.distribution} examples (k={args.k}) to {args.examples}")
+        rng = np.random.default_rng(input_seed)  # the inputs, then (with --noise) the labels' noise
+        X = sample_inputs(args.n_samples, args.k, layer.d, distribution=args.distribution, rng=rng)
+        save_examples(args.examples, X, noisy_labels(layer(X), args.noise, rng), metadata=meta)
+        print(f"wrote {args.n_samples} {args.distribution} examples (k={args.k}"
+              + (f", label noise σ = {args.noise:g}" if args.noise else "") + f") to {args.examples}")
     print(f"seed entropy {ss.entropy}")
     return 0
 

@@ -11,10 +11,13 @@ import numpy as np
 
 from .inputs import check_inputs, sample_inputs
 from .layer import AttentionLayer
-from .validation import DISTRIBUTIONS, Choice, Integer, check_int, check_real_array, check_rng, declare
+from .validation import DISTRIBUTIONS, Choice, Integer, Real, check_int, check_real_array, check_rng, declare
 
-__all__ = ["ArraySource", "ExampleBatch", "ExamplesExhausted", "LayerOracle", "SourceError", "as_source",
-           "batch_sizes", "checked_examples", "draw_checked", "name_source"]
+__all__ = ["NOISE_RULE", "ArraySource", "ExampleBatch", "ExamplesExhausted", "LayerOracle", "SourceError", "as_source",
+           "batch_sizes", "checked_examples", "draw_checked", "name_source", "noisy_labels"]
+
+#: The rule of every ``noise`` (the label noise's standard deviation): a finite number, 0 allowed.
+NOISE_RULE = Real(allow_zero=True)
 
 #: First element of the spawn key of a streamed batch (distinguishes it from ``SeedSequence.spawn`` children).
 STREAM_TAG = 0x5354  # "ST"
@@ -69,11 +72,13 @@ class ExampleBatch:
     """One batch of a stream, as a recipe a worker can run: the layer, tokens, distribution, seed, size —
     or, for fixed arrays, the slice itself. :meth:`examples` gives ``(X, Y)``."""
 
-    __slots__ = ("X", "Y", "distribution", "k", "layer", "n", "origin", "seed")
+    __slots__ = ("X", "Y", "distribution", "k", "layer", "n", "noise", "origin", "seed")
 
-    def __init__(self, n, *, layer=None, k=None, distribution=None, seed=None, X=None, Y=None, origin=None):
+    def __init__(self, n, *, layer=None, k=None, distribution=None, seed=None, X=None, Y=None, origin=None,
+                 noise=0.0):
         self.n, self.layer, self.k, self.distribution, self.seed, self.X, self.Y = n, layer, k, distribution, seed, X, Y
         self.origin = origin  # the source's class name, for SourceError
+        self.noise = noise
     def __getstate__(self):
         return {name: getattr(self, name) for name in self.__slots__}
 
@@ -85,13 +90,21 @@ class ExampleBatch:
         """``(X, Y)``, checked finite (:func:`checked_examples`)."""
         if self.X is not None:
             return checked_examples(np.asarray(self.X), np.asarray(self.Y), self.origin)
-        X = sample_inputs(self.n, self.k, self.layer.d, distribution=self.distribution,
-                          rng=np.random.default_rng(self.seed))
-        return checked_examples(X, self.layer(X), self.origin)
+        rng = np.random.default_rng(self.seed)
+        X = sample_inputs(self.n, self.k, self.layer.d, distribution=self.distribution, rng=rng)
+        return checked_examples(X, noisy_labels(self.layer(X), self.noise, rng), self.origin)
+
+
+def noisy_labels(Y, noise, rng):
+    """``Y`` plus i.i.d. ``N(0, noise²)`` in every entry, drawn from ``rng`` after the inputs; ``Y`` itself (and
+    nothing drawn) when ``noise`` is 0, so a noiseless oracle's streams are those of the toolkit before noise."""
+    if not noise:
+        return Y
+    return Y + noise * rng.standard_normal(Y.shape)
 
 
 class LayerOracle:
-    """Random labelled examples ``(X, F(X))`` of a planted layer.
+    """Random labelled examples ``(X, F(X) + ξ)`` of a planted layer, ``ξ`` i.i.d. ``N(0, noise²)`` (0 by default).
 
     Two ways to draw. :meth:`draw` continues one sequential stream (the
     oracle's generator). :meth:`batches` opens a new *stream* ``s`` (numbered
@@ -108,6 +121,10 @@ class LayerOracle:
     k : int
         Tokens per sequence.
     distribution : {"boolean", "gaussian"}
+    noise : float
+        Standard deviation of the Gaussian noise added to every label entry (default 0: exact labels). The
+        noise is drawn from the same seeds as the inputs (after them), so noisy streams are reproducible and
+        the same in every worker; with 0 nothing more is drawn.
     rng : None, int, SeedSequence or Generator
         The oracle spawns its own generator; ``reset()`` restarts it.
 
@@ -120,14 +137,15 @@ class LayerOracle:
     ((10, 4, 8), (10, 4, 8), 10)
     """
 
-    @declare(k=Integer(), distribution=Choice(DISTRIBUTIONS))
-    def __init__(self, layer, k, *, distribution="boolean", rng=None):
+    @declare(k=Integer(), distribution=Choice(DISTRIBUTIONS), noise=NOISE_RULE)
+    def __init__(self, layer, k, *, distribution="boolean", noise=0.0, rng=None):
         if not isinstance(layer, AttentionLayer):
             raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
         self.layer = layer
         self.k = k
         self.d = layer.d
         self.distribution = distribution
+        self.noise = noise
         if not isinstance(rng, (np.random.SeedSequence, np.random.Generator)):
             check_rng(rng)  # the error names `rng` for a seed numpy would refuse in its own words
         self._seed = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(
@@ -159,7 +177,7 @@ class LayerOracle:
             seed = np.random.SeedSequence(base.entropy, spawn_key=tuple(base.spawn_key) + (STREAM_TAG, stream, b),
                                           pool_size=base.pool_size)
             yield ExampleBatch(int(n), layer=self.layer, k=self.k, distribution=self.distribution, seed=seed,
-                               origin=type(self).__name__)
+                               origin=type(self).__name__, noise=self.noise)
 
     def consume(self, n_samples):
         """Count ``n_samples`` examples of a stream as drawn."""
@@ -170,7 +188,7 @@ class LayerOracle:
         n_samples = check_int("n_samples", n_samples)
         X = sample_inputs(n_samples, self.k, self.d, distribution=self.distribution, rng=self._rng)
         self.n_drawn += n_samples
-        return X, self.layer(X)
+        return X, noisy_labels(self.layer(X), self.noise, self._rng)
 
 
 class ArraySource:

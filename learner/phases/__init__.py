@@ -10,11 +10,13 @@ testable on its own by feeding it the true values of the earlier phases
 4. :func:`refined_sculpt` — sculpting again with the refined ``ΣW_i``;
 5. :func:`estimate_span` — the flat directions of the constraints span the hull;
 6. :func:`search_heads` — ε-net over the hull, least squares for the ``W_i``,
-   then joint refinement.
+   then joint refinement; on noisy labels, :func:`noise_floor` tests whether the
+   residual is label noise alone (ours).
 """
 
 from ._config import CONFIG_RULES, LearnConfig, resolve_config
 from .crude_sum import SumEstimate, crude_sum_w
+from .noise import NOISE_MIN, NOISE_Z, NoiseFloor, noise_floor
 from .refine_sum import refine_sum_w
 from .sculpt import Constraints, crude_sculpt, refined_sculpt
 from .search import SearchResult, search_heads
@@ -25,12 +27,16 @@ __all__ = [
     "HullUndetermined",
     "CONFIG_RULES",
     "LearnConfig",
+    "NOISE_MIN",
+    "NOISE_Z",
+    "NoiseFloor",
     "SearchResult",
     "SpanEstimate",
     "SumEstimate",
     "crude_sculpt",
     "crude_sum_w",
     "estimate_span",
+    "noise_floor",
     "refine_sum_w",
     "refined_sculpt",
     "resolve_config",

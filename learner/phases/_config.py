@@ -109,8 +109,12 @@ class LearnConfig:
     refine: str = "vp"
     refine_examples_per_param: float = 2.0
     max_nfev: int = 200
-    #: Success: held-out relative error of F at most this.
+    #: Success: held-out relative error of F at most this, or (with ``noise_floor``) a residual above it
+    #: that the noise-floor test of learner.phases.noise finds to be label noise alone, within
+    #: ``noise_z`` standard deviations.
     success_tol: float = 1e-10
+    noise_floor: bool = True
+    noise_z: float = 4.0
     #: Run even where learner.assumptions.setting_conditions says certification is unsound.
     allow_unsound: bool = False
 

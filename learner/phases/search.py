@@ -83,6 +83,13 @@ class SearchResult:
     search_details: dict = field(default_factory=dict)
     warm_start_error: float | None = None
     warm_start_param_error: float | None = None
+    #: With a held-out error above ``noise_tol``: the noise-floor test on the refinement set
+    #: (:mod:`learner.phases.noise`), and when it passed, the noise floor of the refit on more examples.
+    noise_test: object = None
+    noise: object = None
+    refit_examples: int = 0
+    #: ``sqrt(RSS / (N − 2md²))`` of the refinement's residuals: the noise estimate without the Jacobian.
+    residual_sigma: float | None = None
 
     def summary(self):
         out = {
@@ -100,6 +107,12 @@ class SearchResult:
         if self.warm_start_error is not None:
             out["warm_start_relative_error"] = self.warm_start_error
             out["warm_start_param_error"] = self.warm_start_param_error
+        if self.residual_sigma is not None:
+            out["residual_sigma"] = self.residual_sigma
+        if self.noise_test is not None:
+            out["noise_test"] = self.noise_test.summary()
+        if self.noise is not None:
+            out["noise_floor"] = self.noise.summary() | {"refit_examples": self.refit_examples}
         return out
 
 
@@ -446,7 +459,7 @@ def _swap_search(Phi, Ys, m, keep, *, starts, rng):
 def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_points=41, net_points_3d=13,
                  n_search=2000, keep_tuples=20, examples_per_param=1.5, max_nfev=200, search="auto",
                  max_tuples=100_000, search_memory=2**30, swap_starts=8, vp_starts=8, seed=0, refine="vp",
-                 truth=None, k=None):
+                 truth=None, k=None, noise_tol=None, noise_z=None):
     """Phase 6: the best m-tuple on an ε-net of the hull, then joint least-squares refinement.
 
     Parameters
@@ -481,6 +494,12 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
         variable-projection search, and their seed.
     truth : AttentionLayer, optional
         Records the warm start's errors.
+    noise_tol, noise_z : float, optional
+        When the refined layer's held-out relative error is above ``noise_tol`` (the learner passes
+        :data:`learner.phases.noise.NOISE_MIN`), test whether the
+        residual is label noise (:func:`learner.phases.noise.noise_floor`, width ``noise_z`` sd) and,
+        if so, refit on every scoring example the memory budget allows (``noise_test``, ``noise``,
+        ``refit_examples`` of the result). None: no test.
 
     Returns
     -------
@@ -524,6 +543,14 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
     else:
         thetas, ws, nfev = _refine(warm.thetas, warm.ws, Xr, Yr, max_nfev)
     refined = AttentionLayer(thetas, ws)
+    heldout = _heldout(refined, Xh, Yh)
+    rss = float(np.sum((refined(Xr) - Yr) ** 2))
+    noise = {"residual_sigma": float(np.sqrt(rss / max(Yr.size - 2 * m * d * d, 1)))}
+    if noise_tol is not None and refine == "vp" and heldout > noise_tol:
+        refined, heldout, found, extra_nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=noise_z,
+                                                           max_nfev=max_nfev, max_bytes=search_memory)
+        noise |= found
+        nfev += extra_nfev
     refine_seconds = time.perf_counter() - t1
     extra = {}
     if truth is not None:
@@ -533,7 +560,7 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
         layer=refined,
         warm_start=warm,
         warm_start_heldout=warm_err,
-        heldout_error=_heldout(refined, Xh, Yh),
+        heldout_error=heldout,
         tuples_scored=int(scored),
         net_points=p,
         nfev=nfev,
@@ -543,7 +570,31 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
         search=chosen,
         search_details=details,
         **extra,
+        **noise,
     )
+
+
+def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_bytes):
+    """The noise-floor test of the refined layer; when it passes, the refit on more scoring examples.
+
+    Returns ``(layer, held-out error, SearchResult fields, residual evaluations)``: the refit and its
+    noise floor when the test passed, the refined layer and the test alone otherwise.
+    """
+    from .noise import NOISE_Z, noise_floor
+
+    z = NOISE_Z if noise_z is None else noise_z
+    budget = max_bytes // 4  # the Jacobians of the test: a quarter of the search's memory each
+    test = noise_floor(refined, Xr, Yr, Xh, Yh, z=z, max_bytes=budget)
+    if not test.consistent:
+        return refined, _heldout(refined, Xh, Yh), {"noise_test": test}, 0
+    m, d = refined.m, refined.d
+    k = Xs.shape[1]
+    n_fit = int(min(Xs.shape[0], max(Xr.shape[0], budget // (8 * k * d * 2 * m * d * d))))
+    z_fit, ws, nfev, _ = _levenberg_marquardt(refined.thetas, Xs[:n_fit], Ys[:n_fit], max_iter=max_nfev, ftol=1e-12,
+                                              max_bytes=max_bytes)
+    refit = AttentionLayer(z_fit.reshape(m, d, d), ws)
+    floor = noise_floor(refit, Xs[:n_fit], Ys[:n_fit], Xh, Yh, z=z, max_bytes=budget)
+    return refit, _heldout(refit, Xh, Yh), {"noise_test": test, "noise": floor, "refit_examples": n_fit}, nfev
 
 
 def _choose_search(search, m, p, d, *, max_tuples, search_memory):
