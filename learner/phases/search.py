@@ -548,7 +548,8 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
     noise = {"residual_sigma": float(np.sqrt(rss / max(Yr.size - 2 * m * d * d, 1)))}
     if noise_tol is not None and refine == "vp" and heldout > noise_tol:
         refined, heldout, found, extra_nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=noise_z,
-                                                           max_nfev=max_nfev, max_bytes=search_memory)
+                                                           max_nfev=max_nfev, max_bytes=search_memory,
+                                                           hull=(theta_star, directions, radius))
         noise |= found
         nfev += extra_nfev
     refine_seconds = time.perf_counter() - t1
@@ -574,17 +575,17 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
     )
 
 
-def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_bytes):
+def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_bytes, hull=None):
     """The noise-floor test of the refined layer; when it passes, the refit on more scoring examples.
 
     Returns ``(layer, held-out error, SearchResult fields, residual evaluations)``: the refit and its
     noise floor when the test passed, the refined layer and the test alone otherwise.
     """
-    from .noise import NOISE_Z, noise_floor
+    from .noise import NOISE_Z, candidate_thetas, noise_floor
 
     z = NOISE_Z if noise_z is None else noise_z
     budget = max_bytes // 4  # the Jacobians of the test: a quarter of the search's memory each
-    test = noise_floor(refined, Xr, Yr, Xh, Yh, z=z, max_bytes=budget)
+    test = noise_floor(refined, Xr, Yr, Xh, Yh, z=z, max_bytes=budget, candidates=candidate_thetas(refined, hull))
     if not test.consistent:
         return refined, _heldout(refined, Xh, Yh), {"noise_test": test}, 0
     m, d = refined.m, refined.d
@@ -593,7 +594,9 @@ def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_byte
     z_fit, ws, nfev, _ = _levenberg_marquardt(refined.thetas, Xs[:n_fit], Ys[:n_fit], max_iter=max_nfev, ftol=1e-12,
                                               max_bytes=max_bytes)
     refit = AttentionLayer(z_fit.reshape(m, d, d), ws)
-    floor = noise_floor(refit, Xs[:n_fit], Ys[:n_fit], Xh, Yh, z=z, max_bytes=budget)
+    # The features were tried on the refinement set (a few residuals per parameter, a small design); the
+    # refit's own test is the held-out ratio.
+    floor = noise_floor(refit, Xs[:n_fit], Ys[:n_fit], Xh, Yh, z=z, max_bytes=budget, candidates=([], []))
     return refit, _heldout(refit, Xh, Yh), {"noise_test": test, "noise": floor, "refit_examples": n_fit}, nfev
 
 
