@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 #: The end of an unsound setting's message; the command line names its own option instead.
 ALLOW_UNSOUND_HINT = "Pass LearnConfig(allow_unsound=True) to run anyway."
 
+#: Unknown m: phase 6 also tries every m whose singular-value ratio is at least this (ours: ratios off the
+#: true m stayed at most 1.45 in every run at m <= 4; LearnConfig.gap_min).
+CANDIDATE_GAP = 1.5
+
 #: Below this Frobenius norm the phase-1 estimate of ΣW counts as zero (ours: planted
 #: layers have ‖ΣW‖_F of order 1; an exact cancellation estimates to ~1e-17).
 SUM_W_MIN = 1e-9
@@ -370,11 +374,15 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
         try:
             w_sum, theta_star = _crude_phases(run)
             p5 = _refine_rounds(run, w_sum, theta_star)
-            unresolved = _gap_note(run, p5)
-            p6 = _search_phase(run, p5)
+            if run.m is None:
+                p5, p6 = _select_m(run, p5)
+                unresolved = ""
+            else:
+                unresolved = _gap_note(run, p5)
+                p6 = _search_phase(run, p5)
+            return _verdict(run, p5, p6, unresolved)
         except ExamplesExhausted as exc:
             return done("examples", str(exc))
-        return _verdict(run, p5, p6, unresolved)
     except _Stop as stop:
         return stop.result
 
@@ -541,6 +549,58 @@ def _gap_note(run, p5):
             f"< gap_min={run.cfg.gap_min}): the heads may not be distinct, or the constraints too noisy")
 
 
+def _fits(run, p6):
+    """Whether phase 6's layer reached the planted one: held-out error within ``success_tol`` or at the noise
+    floor (:mod:`learner.phases.noise`)."""
+    return bool(p6.heldout_error <= run.cfg.success_tol or p6.noise is not None)
+
+
+def _select_m(run, p5):
+    """Unknown m (ours): phase 6 for each m the gap allows, smallest first; the first whose layer reaches the
+    floor and meets the paper's conditions is kept.
+
+    The candidates are 1, the gap rule's m, and every m whose singular-value ratio is at least
+    :data:`CANDIDATE_GAP`. The gap rule alone misreads some one-head layers at (d, k) = (8, 4) as two heads
+    (a weakly determined direction gives a ratio of 3.23): the data then decide, since a one-head fit of a
+    one-head layer reaches the floor and is smaller. Returns ``(p5, p6)`` of the kept m (the gap rule's when
+    none is kept); ``diagnostics["5_span"]["model_selection"]`` lists every m tried.
+    """
+    p4 = run.phases["4_refined_sculpt"]
+    ratios = list(p5.gap_ratios)
+    candidates = sorted({1, p5.m} | {c for c in range(2, run.plan_m + 1)
+                                     if len(ratios) >= c - 1 and ratios[c - 2] >= CANDIDATE_GAP})
+    tried, results = [], {}
+    for c in candidates:
+        if c == p5.m:
+            span = p5
+        else:
+            try:
+                span = estimate_span(p4, m=c, gap_min=run.cfg.gap_min, max_m=run.plan_m,
+                                     weighting=run.cfg.hull_weighting, truth=run.truth)
+            except HullUndetermined as exc:
+                tried.append({"m": c, "verdict": f"hull undetermined: {exc}"})
+                continue
+        p6 = _search_phase(run, span)
+        results[c] = (span, p6)
+        reached = _fits(run, p6)
+        report = assumptions(p6.layer) if reached else None
+        verdict = ("kept" if reached and report.ok else "reaches the floor but violates the conditions "
+                   f"({', '.join(report.failed)})" if reached else "does not reach the floor")
+        tried.append({"m": c, "heldout_relative_error": p6.heldout_error, "verdict": verdict})
+        log.info("unknown m: m = %d, held-out relative error %.3g: %s", c, p6.heldout_error, verdict)
+        if verdict == "kept":
+            break
+    kept = next((row["m"] for row in tried if row.get("verdict") == "kept"), p5.m if p5.m in results else None)
+    if kept is None:
+        kept = min(results, key=lambda c: results[c][1].heldout_error)
+    span, p6 = results[kept]
+    run.phases["5_span"], run.phases["6_search"] = span, p6
+    run.diag["5_span"] = span.summary() | {"round": run.diag["5_span"].get("round", 0), "gap_m": p5.m,
+                                          "model_selection": tried}
+    run.diag["6_search"] = p6.summary()
+    return span, p6
+
+
 def _search_phase(run, p5):
     """Phase 6: search the hull for the heads, refine them, score on held-out examples."""
     cfg = run.cfg
@@ -555,7 +615,8 @@ def _search_phase(run, p5):
                       truth=run.truth, noise_tol=NOISE_MIN if cfg.noise_floor else None,
                       noise_z=cfg.noise_z)
     log.info("phase 6: %s search, held-out relative error %.3g", p6.search, p6.heldout_error)
-    run.phases["6_search"], run.diag["6_search"], run.timings["6_search"] = p6, p6.summary(), p6.seconds
+    run.phases["6_search"], run.diag["6_search"] = p6, p6.summary()
+    run.add_time("6_search", p6.seconds)
     return p6
 
 

@@ -241,17 +241,18 @@ class TestLearnSlow:
         _assert_learned(result, 2)
 
     @pytest.mark.parametrize(("m", "seed"), [
-        # Known defect (measured at ec136ea and after): with precision weights, the constraints of a one-head
-        # layer at (d, k) = (8, 4) have one weakly determined direction (here singular values 49.5, 160, 164,
-        # 170; in oracle mode ratios 3.38-3.65 on seeds 0-2, against 1.46-1.52 unweighted), so the gap rule
-        # reads m = 2 (ratio 3.23 >= gap_min 3); phase 6 matches F exactly with a second head of W ~ 0, and
-        # the assumption check refuses that layer (w_norm_ratio 4e15) — a reported failure, not a wrong layer.
-        pytest.param(1, 1, marks=pytest.mark.xfail(strict=True, reason="m = 1 estimated as 2 (gap ratio 3.23)")),
-        (2, 1)])
+        # Was a strict xfail (issue 37): with precision weights, the constraints of a one-head layer at
+        # (d, k) = (8, 4) have one weakly determined direction (singular values 49.5, 160, 164, 170), so the
+        # gap rule reads m = 2 (ratio 3.23 >= gap_min 3) and the two-head fit (second head W ~ 0) was refused
+        # by the assumption check. Phase 6 now tries m = 1 first and keeps it when it reaches the floor.
+        (1, 1), (1, 2), (2, 1)])
     def test_unknown_m(self, m, seed):
         _, result = _run(m, 8, 4, seed, known=False)
         _assert_learned(result, m)
         assert result.m_estimated
+        tried = result.diagnostics["5_span"]["model_selection"]
+        assert tried[-1] == {**tried[-1], "m": m, "verdict": "kept"}
+        assert all(row["m"] < m and row["verdict"] != "kept" for row in tried[:-1])
 
 
 class TestLearnCommand:
