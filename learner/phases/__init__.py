@@ -16,7 +16,7 @@ testable on its own by feeding it the true values of the earlier phases
 
 from ._config import CONFIG_RULES, LearnConfig, resolve_config
 from .crude_sum import SumEstimate, crude_sum_w
-from .noise import NOISE_MIN, NOISE_Z, NoiseFloor, noise_floor
+from .noise import NOISE_MIN, NOISE_Z, STRUCTURE_ALPHA, NoiseFloor, candidate_thetas, noise_floor
 from .refine_sum import refine_sum_w
 from .sculpt import Constraints, crude_sculpt, refined_sculpt
 from .search import SearchResult, search_heads
@@ -30,11 +30,13 @@ __all__ = [
     "NOISE_MIN",
     "NOISE_Z",
     "NoiseFloor",
+    "STRUCTURE_ALPHA",
     "SearchResult",
     "SpanEstimate",
     "SumEstimate",
     "crude_sculpt",
     "crude_sum_w",
+    "candidate_thetas",
     "estimate_span",
     "noise_floor",
     "refine_sum_w",

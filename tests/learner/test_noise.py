@@ -139,3 +139,27 @@ class TestLearnOnNoisyLabels:
         truth = random_layer(2, 8, rng=7)
         result = learn(LayerOracle(truth, 2, noise=1e-3, rng=1), m=1, truth=truth, progress=False)
         assert not result.success and "not label noise alone" in result.message
+
+
+@pytest.mark.slow
+class TestMisspecifiedM:
+    """m given wrong for the two-head layer of (2, 12, 2) (random_layer(rng=7))."""
+
+    def test_too_many_heads_are_reported_redundant(self):
+        truth = random_layer(2, 12, rng=7)
+        result = learn(LayerOracle(truth, 2, rng=1), m=3, truth=truth, progress=False)
+        assert result.success and result.m == 2 and result.layer.m == 2, result.message
+        assert "duplicates head" in result.message or "is empty" in result.message
+        assert result.errors["param_error"] < 1e-10
+
+    def test_too_few_heads_say_the_residual_shows_more(self):
+        truth = random_layer(2, 12, rng=7)
+        result = learn(LayerOracle(truth, 2, rng=1), m=1, truth=truth, progress=False)
+        assert not result.success and "the residual shows more heads: with m = 2" in result.message
+        assert result.diagnostics["6_search"]["more_heads_probe"]["reaches_floor"] is True
+
+    def test_control_right_m_has_no_probe(self):
+        truth = random_layer(2, 12, rng=7)
+        result = learn(LayerOracle(truth, 2, rng=1), m=2, truth=truth, progress=False)
+        assert result.success and "more_heads_probe" not in result.diagnostics["6_search"]
+        assert "redundant_heads" not in result.diagnostics
