@@ -565,7 +565,7 @@ def _drop_redundant(run, layer):
     and it meets the paper's conditions.
     """
     from .oracle import draw_checked
-    from .phases.search import _heldout, _levenberg_marquardt
+    from .phases.search import heldout_relative_error, refit
 
     thetas, ws = layer.thetas, layer.ws
     w_norms = np.linalg.norm(ws.reshape(layer.m, -1), axis=1)
@@ -588,11 +588,9 @@ def _drop_redundant(run, layer):
     n = run.cfg.n_search
     X, Y = draw_checked(run.source, n)
     Xh, Yh = draw_checked(run.source, n)
-    z, w_fit, _, _ = _levenberg_marquardt(start, X, Y, max_iter=run.cfg.max_nfev, ftol=1e-12,
-                                          max_bytes=run.cfg.search_memory)
-    reduced = AttentionLayer(z.reshape(len(keep), run.d, run.d), w_fit)
-    heldout = _heldout(reduced, Xh, Yh)
-    full = _heldout(layer, Xh, Yh)
+    reduced = refit(start, X, Y, max_iter=run.cfg.max_nfev, max_bytes=run.cfg.search_memory)
+    heldout = heldout_relative_error(reduced, Xh, Yh)
+    full = heldout_relative_error(layer, Xh, Yh)
     run.diag["redundant_heads"] = {"notes": notes, "heads_kept": len(keep), "heldout_relative_error": heldout,
                                    "given_m_heldout_relative_error": full}
     if not (heldout <= run.cfg.success_tol or heldout <= 2 * full) or not assumptions(reduced).ok:

@@ -56,7 +56,8 @@ from ..layer import AttentionLayer, attention_patterns
 from ..metrics import match_heads, relative_error
 from ..oracle import draw_checked
 
-__all__ = ["REFINEMENTS", "SEARCHES", "SearchResult", "layer_jacobian", "search_heads"]
+__all__ = ["REFINEMENTS", "SEARCHES", "SearchResult", "heldout_relative_error", "layer_jacobian", "refit",
+           "search_heads"]
 
 #: The tuple searches of :func:`search_heads`.
 SEARCHES = ("auto", "exhaustive", "swap", "vp")
@@ -140,6 +141,19 @@ def _fit_ws(Phis, Y):
 
 def _heldout(layer, X, Y):
     return float(np.sum((layer(X) - Y) ** 2) / np.sum(Y**2))
+
+
+def heldout_relative_error(layer, X, Y):
+    """``‖F(X) − Y‖² / ‖Y‖²``: the relative error of ``layer`` on labelled examples (phase 6's score)."""
+    return _heldout(layer, X, Y)
+
+
+def refit(thetas, X, Y, *, max_iter=200, ftol=1e-12, max_bytes=2**30):
+    """The layer of ``len(thetas)`` heads fitted to ``(X, Y)`` by variable projection (Levenberg–Marquardt on the
+    ``Θ``'s from ``thetas``, the ``W``'s solved exactly at every step; phase 6's refinement)."""
+    thetas = np.asarray(thetas, dtype=float)
+    z, ws, _, _ = _levenberg_marquardt(thetas, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes)
+    return AttentionLayer(z.reshape(thetas.shape), ws)
 
 
 def layer_jacobian(thetas, ws, X):

@@ -6,10 +6,9 @@ import pytest
 from learner import LayerOracle, learn, random_layer
 from learner.cli import main
 from learner.io import load_examples
-from learner.layer import AttentionLayer
 from learner.metrics import match_heads
 from learner.phases import NoiseFloor, noise_floor
-from learner.phases.search import _levenberg_marquardt
+from learner.phases.search import refit
 
 
 class TestOracleNoise:
@@ -66,8 +65,7 @@ def _fit(truth, m, n, noise, seed, start=None):
     X, Y = oracle.draw(n)
     Xh, Yh = oracle.draw(2000)
     theta0 = truth.thetas[:m] if start is None else start
-    z, ws, _, _ = _levenberg_marquardt(theta0, X, Y, max_iter=200, ftol=1e-12)
-    return AttentionLayer(z.reshape(m, truth.d, truth.d), ws), X, Y, Xh, Yh
+    return refit(theta0, X, Y), X, Y, Xh, Yh
 
 
 class TestNoiseFloor:
