@@ -43,6 +43,7 @@ at (m, d, k) = (5, 16, 2) the first took 5 s where the second took ~166 s.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import time
@@ -609,8 +610,10 @@ def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_byte
                                               max_bytes=max_bytes)
     refit = AttentionLayer(z_fit.reshape(m, d, d), ws)
     # The features were tried on the refinement set (a few residuals per parameter, a small design); the
-    # refit's own test is the held-out ratio.
+    # refit's own test is the held-out ratio, and it carries the features' verdict.
     floor = noise_floor(refit, Xs[:n_fit], Ys[:n_fit], Xh, Yh, z=z, max_bytes=budget, candidates=([], []))
+    floor = dataclasses.replace(floor, structure_p=test.structure_p, structure_features=test.structure_features,
+                                structure_worst=test.structure_worst)  # the features' verdict, made above
     return refit, _heldout(refit, Xh, Yh), {"noise_test": test, "noise": floor, "refit_examples": n_fit}, nfev
 
 
