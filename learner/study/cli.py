@@ -86,6 +86,9 @@ def _add_scaling(sub):
     p.add_argument("--logit-scale", type=float, default=STUDY_LOGIT_SCALE,
                    help=f"Frobenius norm of each planted Θ_i (default {STUDY_LOGIT_SCALE:g}, the studies' family: "
                         "learner.study.runs.STUDY_LOGIT_SCALE; the earliest study used 3)")
+    p.add_argument("--noise", type=float, default=0.0,
+                   help="standard deviation of the oracles' label noise (default 0: exact labels); the layers "
+                        "and inputs are those of every other --noise")
     p.add_argument("--seeds", default=None,
                    help="planted layers per setting, or auto: 3, then 10 where their median time is under 2 min "
                         "(default 10; auto with --grid)")
@@ -229,7 +232,7 @@ def _scaling(args):
         name: value for name, value in (("max_examples", args.max_examples), ("refined_tol", args.refined_tol))
         if value is not None}
     result = run_study(lambda: scaling_study(
-        args.out, ms=args.m, d=args.d, k=args.k, grid=grid, logit_scale=args.logit_scale, seeds=seeds,
+        args.out, ms=args.m, d=args.d, k=args.k, grid=grid, logit_scale=args.logit_scale, noise=args.noise, seeds=seeds,
         methods=args.methods, distribution=args.distribution, adam_lrs=args.adam_lr, tune_seeds=args.tune_seeds,
         success_tol=args.success_tol, seed=args.seed, backend=backend, workers=args.workers,
         adam_options=QUICK_OPTIONS["adam"] if args.quick else None, provable_options=provable,

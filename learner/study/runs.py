@@ -103,6 +103,9 @@ class RunSpec:
     distribution: str = "boolean"
     options: tuple = ()  # sorted (name, value) pairs: hashable and order-free
     logit_scale: float = STUDY_LOGIT_SCALE
+    #: Label noise of the oracle (``LayerOracle(noise=)``); not in the seed key, so every σ of a study meets the
+    #: same layers, inputs and noise draws (scaled).
+    noise: float = 0.0
 
     @property
     def spawn_key(self):
@@ -113,19 +116,21 @@ class RunSpec:
         """File-name-safe identifier, unique within a sweep."""
         lr = dict(self.options).get("lr")
         tag = f"-lr{lr:g}" if self.role == "tune" else ""
+        noise = f"-noise{self.noise:g}" if self.noise else ""  # exact runs keep their ids
         return (f"{self.method}-{self.role}{tag}-m{self.m}-d{self.d}-k{self.k}-ls{self.logit_scale:g}"
-                f"-{self.distribution}-s{self.seed_index}")
+                f"-{self.distribution}{noise}-s{self.seed_index}")
 
     def to_dict(self):
         return {"method": self.method, "role": self.role, "m": self.m, "d": self.d, "k": self.k,
                 "distribution": self.distribution, "seed_index": self.seed_index, "entropy": self.entropy,
-                "spawn_key": list(self.spawn_key), "options": dict(self.options), "logit_scale": self.logit_scale}
+                "spawn_key": list(self.spawn_key), "options": dict(self.options), "logit_scale": self.logit_scale,
+                **({"noise": self.noise} if self.noise else {})}
 
     @classmethod
     def from_dict(cls, rec):
         return cls(rec["method"], rec["m"], rec["d"], rec["k"], rec["seed_index"], rec["entropy"],
                    role=rec["role"], distribution=rec["distribution"], options=tuple(sorted(rec["options"].items())),
-                   logit_scale=float(rec["logit_scale"]))
+                   logit_scale=float(rec["logit_scale"]), noise=float(rec.get("noise", 0.0)))
 
     # -- what the sweep engine (learner.study.sweep) needs ----------------------------------------------------
     RECORD_KIND = RECORD_KIND
@@ -166,7 +171,8 @@ def planted_instance(spec):
 
     layer_seed, oracle_seed, method_seed = np.random.SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)
     truth = random_layer(spec.m, spec.d, logit_scale=spec.logit_scale, rng=layer_seed)
-    return truth, LayerOracle(truth, spec.k, distribution=spec.distribution, rng=oracle_seed), method_seed
+    return truth, LayerOracle(truth, spec.k, distribution=spec.distribution, noise=spec.noise,
+                              rng=oracle_seed), method_seed
 
 
 def run_one(spec, learn_workers=None):
@@ -231,11 +237,12 @@ def _failure_record(spec, message, tb, timings, where):
 
 
 def plan_runs(*, ms, d, k, seeds, methods, entropy, role="eval", distribution="boolean", options=None,
-              logit_scale=STUDY_LOGIT_SCALE):
+              logit_scale=STUDY_LOGIT_SCALE, noise=0.0):
     """The specifications of ``methods × ms × seeds`` (``options[method]`` are the method's keyword arguments)."""
     options = options or {}
     return [RunSpec(method, m, d, k, s, entropy, role=role, distribution=distribution,
-                    options=tuple(sorted((options.get(method) or {}).items())), logit_scale=float(logit_scale))
+                    options=tuple(sorted((options.get(method) or {}).items())), logit_scale=float(logit_scale),
+                    noise=float(noise))
             for method in methods for m in ms for s in range(seeds)]
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..baselines import OPTION_RULES
 from ..io import versions as _versions
+from ..oracle import NOISE_RULE
 from ..validation import DISTRIBUTIONS, Choice, Each, Integer, OrWord, Real, Seed, declare
 from .records import StudyResult, write_summary
 from .runs import (
@@ -184,8 +185,8 @@ class SweepResult(StudyResult):
 @declare(ms=Each(Integer(), none=True), d=OrWord("auto", Integer()), k=Each(Integer(2), scalar=True, none=True),
          logit_scale=Real(), seeds=OrWord("auto", Integer()), distribution=Choice(DISTRIBUTIONS),
          methods=Each(Choice(METHODS)), adam_lrs=Each(OPTION_RULES["lr"]), tune_seeds=Integer(), success_tol=Real(),
-         seed=Seed())
-def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUDY_LOGIT_SCALE, seeds=10,
+         seed=Seed(), noise=NOISE_RULE)
+def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUDY_LOGIT_SCALE, noise=0.0, seeds=10,
                   methods=METHODS, distribution="boolean", adam_lrs=(1e-2, 3e-2), tune_seeds=1,
                   adam_options=None, provable_options=None, success_tol=1e-3, seed=0, backend="local", workers=None,
                   scheduler=None, progress=False, plot=True, learn_workers=None, run=True):
@@ -210,6 +211,8 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUD
         (per cell: successes, median time, failures by reason, forecasts of runs beyond the budget), the
         fits of :func:`learner.study.frontier.fit_shapes` and ``frontier.png``.
     logit_scale : float
+    noise : float
+        The oracles' label noise (``LayerOracle(noise=)``, default 0); the layers and inputs do not depend on it.
         Frobenius norm of each planted ``Θ_i`` (:func:`~learner.random_layer`); default 1.
     seeds : int or "auto"
         Planted layers per setting; run ``s`` of every method uses the same layer and oracle seed.
@@ -255,7 +258,8 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUD
     ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress,
           "learn_workers": learn_workers, "run": run}
     parameters = {"ms": ms, "d": d, "k": ks, "settings": [list(st) for st in settings], "logit_scale": logit_scale,
-                  "seeds": seeds, "methods": methods, "distribution": distribution, "adam_lrs": adam_lrs,
+                  **({"noise": noise} if noise else {}), "seeds": seeds, "methods": methods,
+                  "distribution": distribution, "adam_lrs": adam_lrs,
                   "tune_seeds": tune_seeds, "adam_options": adam_options, "provable_options": provable_options,
                   "seed": entropy}
     if grid is not None:  # only then: the claims of studies without a grid stay as they were
@@ -265,7 +269,8 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUD
     with sweep_lock(out):  # the whole study: tuning, measured runs, summary and plot
         claim_study(out, "scaling-study", RunSpec.RECORD_KIND, parameters)
         plan = _Plan(settings, seed_rules, methods, adam_options, provable_options,
-                     {"entropy": entropy, "distribution": distribution, "logit_scale": logit_scale})
+                     {"entropy": entropy, "distribution": distribution, "logit_scale": logit_scale,
+                      "noise": noise})
         records, tuning_records, tuning, stats = plan.run(out, ex, adam_lrs, tune_seeds)
         summary = summarise(records, success_tol=success_tol)
         summary |= {"tuning": tuning, "parameters": parameters, "versions": _versions(),

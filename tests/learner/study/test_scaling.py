@@ -374,6 +374,17 @@ class TestSoundFamily:
         np.testing.assert_allclose(np.linalg.norm(tb.thetas, axis=(1, 2)), 3.0)
         assert a.run_id != b.run_id and RunSpec.from_dict(b.to_dict()) == b
 
+    def test_noise_is_part_of_the_spec_but_not_of_the_seeds(self):
+        """A noisy run meets the same layer and inputs as the exact one; an exact run keeps its old id."""
+        a, b = RunSpec("adam", 2, 6, 3, 1, 5), RunSpec("adam", 2, 6, 3, 1, 5, noise=1e-2)
+        (ta, oa, _), (tb, ob, _) = planted_instance(a), planted_instance(b)
+        np.testing.assert_array_equal(ta.thetas, tb.thetas)
+        (Xa, Ya), (Xb, Yb) = oa.draw(500), ob.draw(500)
+        np.testing.assert_array_equal(Xa, Xb)
+        assert 0.009 < (Yb - Ya).std() < 0.011 and ob.noise == 1e-2 and oa.noise == 0.0
+        assert "noise" not in a.run_id and "noise" not in a.to_dict()
+        assert b.run_id.endswith("-noise0.01-s1") and RunSpec.from_dict(b.to_dict()) == b
+
     def test_auto_d_and_several_k(self, tmp_path):
         res = scaling_study(tmp_path, ms=(1, 5), k=(2, 3), seeds=1, methods=("adam",), adam_lrs=(0.03,),
                             adam_options=QUICK_OPTIONS["adam"], backend="serial", plot=False)
