@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import signal
 import sys
+from pathlib import Path
 
 from ..baselines import OPTION_RULES, fit_torch
 from ..io import write_json
@@ -48,6 +49,7 @@ def add_commands(sub):
     _add_bench(sub)
     _add_scaling(sub)
     _add_peers(sub)
+    _add_grids(sub)
 
 
 def _add_bench(sub):
@@ -119,6 +121,66 @@ def _add_scaling(sub):
     declare_options(p, scaling_study, rename={"ms": "m", "adam_lrs": "adam_lr"},
                     rules={name: CONFIG_RULES[name] for name in ("max_examples", "refined_tol")} | POOL_RULES)
     p.set_defaults(handler=_scaling)
+
+
+def _add_grids(sub):
+    from .grids import NOISE_CELLS, NOISE_SIGMAS, SHARPNESS_D, SHARPNESS_SCALES, noise_study, sharpness_study
+
+    p = sub.add_parser("noise-study", help="parameter and relative error against label noise σ: the learner and "
+                                           "Adam on the same layers and examples (issue 37)")
+    p.add_argument("--sigma", type=float, nargs="+", default=list(NOISE_SIGMAS),
+                   help=f"noise levels (default {' '.join(f'{x:g}' for x in NOISE_SIGMAS)})")
+    p.add_argument("--cells", nargs="+", metavar="BLOCK", default=list(NOISE_CELLS),
+                   help=f"grid blocks as in `scaling --grid` (default {' '.join(NOISE_CELLS)})")
+    q = sub.add_parser("sharpness", help="success over logit scale × d × k, m = 2: the learner and Adam (issue 37)")
+    q.add_argument("--logit-scale", type=float, nargs="+", default=list(SHARPNESS_SCALES),
+                   help=f"logit scales (default {' '.join(f'{x:g}' for x in SHARPNESS_SCALES)})")
+    q.add_argument("--d", type=int, nargs="+", default=list(SHARPNESS_D),
+                   help=f"token dimensions (default {' '.join(map(str, SHARPNESS_D))}); k = 2 and 3")
+    for parser, func in ((p, noise_study), (q, sharpness_study)):
+        parser.add_argument("--seeds", type=int, default=2, help="planted layers per cell and point (default 2)")
+        parser.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
+        parser.add_argument("--serial", action="store_true", help="run in this process (debugging)")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+        parser.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
+        parser.add_argument("--summarise-only", action="store_true",
+                            help="run nothing: re-summarise the records in --out")
+        parser.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
+        parser.add_argument("--out", metavar="DIR", required=True,
+                            help="the study's folder: one scaling study per point, then summary.md/json")
+        declare_options(parser, func, rename={"sigmas": "sigma", "scales": "logit_scale", "ds": "d"},
+                        rules=POOL_RULES)
+    p.set_defaults(handler=_noise_study)
+    q.set_defaults(handler=_sharpness)
+
+
+def _grid_common(args):
+    if args.workers is not None and args.serial:
+        raise ValueError(f"--workers sizes the local pool, which --serial does not use; got --workers {args.workers} "
+                         "with --serial.")
+    return {"seeds": args.seeds, "seed": args.seed, "backend": "serial" if args.serial else "local",
+            "workers": args.workers, "progress": not args.no_progress, "run": not args.summarise_only,
+            "quick": args.quick}
+
+
+def _noise_study(args):
+    from .grids import noise_study
+
+    result = run_study(lambda: noise_study(args.out, sigmas=args.sigma, cells=args.cells, **_grid_common(args)))
+    if isinstance(result, int):
+        return result
+    print((Path(args.out) / "summary.md").read_text())
+    return 0
+
+
+def _sharpness(args):
+    from .grids import sharpness_study
+
+    result = run_study(lambda: sharpness_study(args.out, scales=args.logit_scale, ds=args.d, **_grid_common(args)))
+    if isinstance(result, int):
+        return result
+    print((Path(args.out) / "summary.md").read_text())
+    return 0
 
 
 def _add_peers(sub):

@@ -219,7 +219,9 @@ def run_one(spec, learn_workers=None):
         "message": result.message, "examples_drawn": int(result.examples_drawn),
         "examples_ratio": result.examples_drawn / limit, "errors": full["errors"],
         "diagnostics": full["diagnostics"], "timings": full["timings"], "where": where,
-        "execution": full.get("execution", {})}
+        "execution": full.get("execution", {}),
+        # the learner's noise estimate and expected parameter error (learner.phases.noise), when it made them
+        **{key: full[key] for key in ("noise", "expected_param_error") if full.get(key) is not None}}
 
 
 def _record_head(spec):

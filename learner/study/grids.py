@@ -1,0 +1,253 @@
+"""Studies over a grid of scaling studies: label noise and attention sharpness (issue 37; the design is ours).
+
+Each point of the grid (a noise level σ, or a logit scale and a dimension d) is one
+:func:`~learner.study.scaling.scaling_study` in its own folder of ``out`` — resumable, with its own records,
+summary and figure — run on the same seeds, so every point meets the same planted layers (for noise: the
+same inputs and the same noise draws, scaled). The grid's own summary (``summary.md``, ``summary.json``) and
+figure are made from those records.
+
+- :func:`noise_study` — parameter and relative error against σ for the learner and Adam, per (m, d, k) cell,
+  with the slope of ``log param error`` against ``log σ`` and where each method breaks.
+- :func:`sharpness_study` — success over logit scale × d × k for both methods: the learner's reach.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..io import atomic_write, save_figure, write_json
+from ..oracle import NOISE_RULE
+from ..validation import Each, Integer, Real, Seed, declare
+from .records import read_record
+from .runs import STUDY_LOGIT_SCALE
+
+__all__ = ["NOISE_CELLS", "NOISE_SIGMAS", "SHARPNESS_D", "SHARPNESS_K", "SHARPNESS_SCALES", "grid_rows",
+           "noise_study", "noise_summary", "sharpness_study", "sharpness_summary"]
+
+#: The noise study's levels and cells (issue 37: σ from 0 to 10⁻¹, at least three (m, k) cells).
+NOISE_SIGMAS = (0.0, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1)
+NOISE_CELLS = ("m=2,k=2..3,d=8", "m=3,k=2,d=12")
+#: The sharpness map's logit scales, dimensions and token counts (m = 2).
+SHARPNESS_SCALES = (0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
+SHARPNESS_D = (8, 12, 16)
+SHARPNESS_K = (2, 3)
+
+
+def _point_dirs(out, prefix):
+    return sorted(p for p in Path(out).glob(f"{prefix}*") if (p / "runs").is_dir())
+
+
+def grid_rows(out, prefix):
+    """One row per finished evaluation run in the grid's folders ``out/<prefix>*``: the run's spec, its
+    outcome and errors, and the learner's noise estimate when it made one."""
+    rows = []
+    for folder in _point_dirs(out, prefix):
+        for path in sorted((folder / "runs").glob("*.json")):
+            rec = read_record(path)
+            spec = rec.get("spec", {})
+            if spec.get("role") != "eval":
+                continue
+            errors = rec.get("errors") or {}
+            rows.append({"folder": folder.name, "method": spec["method"], "m": spec["m"], "d": spec["d"],
+                         "k": spec["k"], "seed": spec["seed_index"], "logit_scale": spec["logit_scale"],
+                         "noise": spec.get("noise", 0.0), "outcome": rec.get("outcome"),
+                         "success": bool(rec.get("success")), "status": rec.get("status"),
+                         "relative_error": errors.get("relative_error"), "param_error": errors.get("param_error"),
+                         "noise_estimate": rec.get("noise"), "expected_param_error": rec.get("expected_param_error"),
+                         "seconds": (rec.get("timings") or {}).get("total"), "message": rec.get("message", "")})
+    return rows
+
+
+def _median(values):
+    values = [v for v in values if v is not None and np.isfinite(v)]
+    return float(np.median(values)) if values else None
+
+
+def _fmt(x):
+    return "–" if x is None else f"{x:.2g}"
+
+
+def _quick(quick):
+    """The scaling study's options for ``quick`` (tiny budgets: a smoke test, not a measurement)."""
+    if not quick:
+        return {}
+    from .runs import QUICK_OPTIONS
+
+    return {"adam_options": QUICK_OPTIONS["adam"], "provable_options": QUICK_OPTIONS["provable"]}
+
+
+def _write(out, lines, summary):
+    blob = ("\n".join(lines) + "\n").encode("utf-8")
+    atomic_write(out / "summary.md", lambda fh: fh.write(blob))
+    write_json(out / "summary.json", summary)
+
+
+def _run_points(points, common, run):
+    """Run (or resume) the scaling study of every point; with ``run`` False nothing: the summary reads what
+    the folders hold."""
+    from .scaling import scaling_study
+
+    if run:
+        for folder, kwargs in points:
+            scaling_study(folder, **common, **kwargs)
+
+
+@declare(sigmas=Each(NOISE_RULE), seeds=Integer(), logit_scale=Real(), adam_lr=Real(), seed=Seed())
+def noise_study(out, *, sigmas=NOISE_SIGMAS, cells=NOISE_CELLS, seeds=2, logit_scale=STUDY_LOGIT_SCALE,
+                adam_lr=1e-2, seed=0, backend="local", workers=None, progress=False, run=True, quick=False):
+    """Run the noise study into ``out`` (one scaling study per σ in ``out/sigma-<σ>``) and summarise it.
+
+    Both methods see the same layers and examples at every σ. Adam's learning rate is fixed (``adam_lr``, no
+    tuning) so that σ is the only thing that changes. Returns the summary (:func:`noise_summary`).
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    common = {"grid": list(cells), "seeds": seeds, "logit_scale": logit_scale, "adam_lrs": (adam_lr,),
+              "seed": seed, "backend": backend, "workers": workers, "progress": progress, "plot": False,
+              **_quick(quick)}
+    _run_points([(out / f"sigma-{s:g}", {"noise": float(s)}) for s in sigmas], common, run)
+    return noise_summary(out)
+
+
+def _slope(points):
+    """Least-squares slope of log10 y against log10 x over points with x, y > 0, or None with fewer than 2."""
+    pts = [(math.log10(x), math.log10(y)) for x, y in points if x and y and x > 0 and y > 0]
+    if len(pts) < 2:
+        return None
+    xs, ys = np.array(pts).T
+    return float(np.polyfit(xs, ys, 1)[0])
+
+
+def noise_summary(out, plot=True):
+    """The noise study's table (per method, cell and σ: successes, median parameter and relative error, the
+    learner's σ̂ and expected parameter error), the slopes of ``log param error`` against ``log σ`` over
+    σ > 0, and the first σ at which each method stops succeeding by its own criterion; written to
+    ``out/summary.md`` and ``out/summary.json`` (and ``out/noise.png`` with ``plot``)."""
+    out = Path(out)
+    rows = grid_rows(out, "sigma-")
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["method"], r["m"], r["d"], r["k"], r["noise"]), []).append(r)
+    table = []
+    for (method, m, d, k, sigma), runs in sorted(groups.items()):
+        table.append({"method": method, "m": m, "d": d, "k": k, "sigma": sigma, "runs": len(runs),
+                      "successes": sum(r["success"] for r in runs),
+                      "param_error": _median([r["param_error"] for r in runs]),
+                      "relative_error": _median([r["relative_error"] for r in runs]),
+                      "noise_estimate": _median([r["noise_estimate"] for r in runs]),
+                      "expected_param_error": _median([r["expected_param_error"] for r in runs]),
+                      "statuses": sorted({r["status"] for r in runs})})
+    fits = []
+    for method, m, d, k in sorted({(t["method"], t["m"], t["d"], t["k"]) for t in table}):
+        mine = [t for t in table if (t["method"], t["m"], t["d"], t["k"]) == (method, m, d, k)]
+        broken = [t["sigma"] for t in mine if t["successes"] < t["runs"]]
+        fits.append({"method": method, "m": m, "d": d, "k": k,
+                     "slope_param_error": _slope([(t["sigma"], t["param_error"]) for t in mine]),
+                     "slope_relative_error": _slope([(t["sigma"], t["relative_error"]) for t in mine]),
+                     "first_failure_sigma": min(broken) if broken else None})
+    lines = ["| method | m | d | k | σ | runs | own success | median param error | median rel. error | σ̂ (learner) "
+             "| expected param error | statuses |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for t in table:
+        lines.append(f"| {t['method']} | {t['m']} | {t['d']} | {t['k']} | {t['sigma']:g} | {t['runs']} | "
+                     f"{t['successes']}/{t['runs']} | {_fmt(t['param_error'])} | {_fmt(t['relative_error'])} | "
+                     f"{_fmt(t['noise_estimate'])} | {_fmt(t['expected_param_error'])} | {', '.join(t['statuses'])} |")
+    lines += ["", "| method | m | d | k | slope of log param error vs log σ | slope of log rel. error | "
+              "first σ with a failure |", "|---|---|---|---|---|---|---|"]
+    for f in fits:
+        lines.append(f"| {f['method']} | {f['m']} | {f['d']} | {f['k']} | {_fmt(f['slope_param_error'])} | "
+                     f"{_fmt(f['slope_relative_error'])} | "
+                     f"{'none' if f['first_failure_sigma'] is None else format(f['first_failure_sigma'], 'g')} |")
+    summary = {"kind": "noise-study-summary", "schema_version": 1, "rows": table, "fits": fits,
+               "note": "study design ours (issue 37); slopes over σ > 0 of the medians; success is each method's "
+                       "own criterion (the learner: exact or at the noise floor; Adam: its validation error)"}
+    _write(out, lines, summary)
+    if plot and table:
+        _plot_noise(out / "noise.png", table)
+    return summary
+
+
+def _plot_noise(path, table):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = sorted({(t["m"], t["d"], t["k"]) for t in table})
+    fig, axes = plt.subplots(1, len(cells), figsize=(4.2 * len(cells), 3.6), squeeze=False)
+    for ax, (m, d, k) in zip(axes[0], cells, strict=True):
+        for method, marker in (("provable", "o"), ("adam", "s")):
+            pts = sorted((t["sigma"], t["param_error"]) for t in table
+                         if (t["method"], t["m"], t["d"], t["k"]) == (method, m, d, k) and t["sigma"] > 0
+                         and t["param_error"] is not None)
+            if pts:
+                ax.loglog(*zip(*pts, strict=True), marker=marker, label=method)
+        sig = sorted({t["sigma"] for t in table if t["sigma"] > 0})
+        if sig:
+            ax.loglog(sig, sig, color="grey", linestyle=":", label="σ")
+        ax.set_title(f"(m, d, k) = ({m}, {d}, {k})")
+        ax.set_xlabel("label noise σ")
+        ax.set_ylabel("median parameter error")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, path, dpi=110)
+    plt.close(fig)
+
+
+@declare(scales=Each(Real()), ds=Each(Integer(3)), ks=Each(Integer(2)), m=Integer(), seeds=Integer(),
+         adam_lr=Real(), seed=Seed())
+def sharpness_study(out, *, scales=SHARPNESS_SCALES, ds=SHARPNESS_D, ks=SHARPNESS_K, m=2, seeds=2, adam_lr=1e-2,
+                    seed=0, backend="local", workers=None, progress=False, run=True, quick=False):
+    """Run the sharpness map into ``out`` (one scaling study per logit scale and d, ``out/ls-<scale>-d<d>``,
+    k over ``ks``) and summarise it (:func:`sharpness_summary`)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    k_block = f"{min(ks)}..{max(ks)}" if list(ks) == list(range(min(ks), max(ks) + 1)) else None
+    points = []
+    for s in scales:
+        for d in ds:
+            grid = [f"m={m},k={k_block},d={d}"] if k_block else [f"m={m},k={k},d={d}" for k in ks]
+            points.append((out / f"ls-{s:g}-d{d}", {"grid": grid, "logit_scale": float(s)}))
+    common = {"seeds": seeds, "adam_lrs": (adam_lr,), "seed": seed, "backend": backend, "workers": workers,
+              "progress": progress, "plot": False, **_quick(quick)}
+    _run_points(points, common, run)
+    return sharpness_summary(out)
+
+
+def sharpness_summary(out):
+    """The sharpness map: per method, (d, k) and logit scale the successes, and the statuses of the failures;
+    written to ``out/summary.md`` and ``out/summary.json``."""
+    out = Path(out)
+    rows = grid_rows(out, "ls-")
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["method"], r["d"], r["k"], r["logit_scale"]), []).append(r)
+    table = [{"method": method, "d": d, "k": k, "logit_scale": s, "runs": len(runs),
+              "successes": sum(r["success"] for r in runs),
+              "failures": sorted(r["status"] for r in runs if not r["success"]),
+              "median_seconds": _median([r["seconds"] for r in runs])}
+             for (method, d, k, s), runs in sorted(cells.items())]
+    scales = sorted({t["logit_scale"] for t in table})
+    lines = []
+    for method in sorted({t["method"] for t in table}):
+        lines += [f"**{method}** — successes per logit scale (failures' statuses)", "",
+                  "| d | k | " + " | ".join(f"{s:g}" for s in scales) + " |", "|---|---|" + "---|" * len(scales)]
+        for d, k in sorted({(t["d"], t["k"]) for t in table if t["method"] == method}):
+            by = {t["logit_scale"]: t for t in table if (t["method"], t["d"], t["k"]) == (method, d, k)}
+            cells_md = []
+            for s in scales:
+                t = by.get(s)
+                if t is None:
+                    cells_md.append("")
+                    continue
+                fail = f" ({', '.join(t['failures'])})" if t["failures"] else ""
+                cells_md.append(f"{t['successes']}/{t['runs']}{fail}")
+            lines.append(f"| {d} | {k} | " + " | ".join(cells_md) + " |")
+        lines.append("")
+    summary = {"kind": "sharpness-study-summary", "schema_version": 1, "rows": table,
+               "note": "study design ours (issue 37): m = 2, random_layer at each logit scale; success is each "
+                       "method's own criterion"}
+    _write(out, lines, summary)
+    return summary
