@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .validation import DISTRIBUTIONS, Choice, Integer, check_int, declare
+from .validation import DISTRIBUTIONS, Choice, Integer, Real, check_int, declare
 
 __all__ = [
     "AssumptionReport",
@@ -35,7 +35,7 @@ __all__ = [
     "cube_constraint_count",
     "lattice_distance",
     "max_sound_m",
-    "setting_conditions", "CUBE_WINDOW"]
+    "setting_conditions", "CUBE_WINDOW", "SHARPNESS_REACH"]
 
 #: Spacings tried by :func:`lattice_distance`: ``max|v| / q`` for ``q = 1..LATTICE_Q``.
 LATTICE_Q = 32
@@ -58,6 +58,13 @@ CUBE_WINDOW = 0.06
 #: Distinct certifiable constraints needed, as a multiple of the d² unknowns (ours): at (3, 8, 2) the
 #: cube offers 82–115 distinct ones, rank 64 = d², and the hull's gap stays below 3; twice d² separates it.
 CUBE_MARGIN = 2.0
+
+#: The learner's measured reach in logit scale with Boolean inputs (ours, issue 37): per (d, k), the smallest
+#: logit scale ‖Θ_i‖_F at which at least half of the planted two-head layers measured failed for lack of
+#: certified constraints (phase 5: "the constraints do not determine the hull"), and what was measured. A
+#: (d, k) not listed has no measured boundary and is not refused. Filled from the reach measurement
+#: (docs/sweeps/reach-sharpness); see :func:`setting_conditions`.
+SHARPNESS_REACH = {}
 
 _RELATIONS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt}
 
@@ -218,8 +225,8 @@ def cube_constraint_count(m, d, k, *, window=CUBE_WINDOW):
             + (m - 1) * (k - 1) * math.log(window))
 
 
-@declare(m=Integer(), d=Integer(), k=Integer(), distribution=Choice(DISTRIBUTIONS))
-def setting_conditions(m, d, k, *, distribution="boolean"):
+@declare(m=Integer(), d=Integer(), k=Integer(), distribution=Choice(DISTRIBUTIONS), logit_scale=Real(none=True))
+def setting_conditions(m, d, k, *, distribution="boolean", logit_scale=None):
     """The conditions under which certification is sound for ``m`` heads, ``k`` tokens, dimension ``d``.
 
     Rows (all ours; the talk states only ``k <= d``):
@@ -236,7 +243,12 @@ def setting_conditions(m, d, k, *, distribution="boolean"):
       ``CUBE_MARGIN·d²`` distinct constraints, or the constraints cannot pin the
       ``d²`` unknowns. Measured by enumerating the whole cube at (3, 8, 2): 82–115
       distinct constraints (at tolerance 0.01, 32–61 and rank 31–54 of 64), and at
-      (5, 12, 2) the constraints were rank-deficient too.
+      (5, 12, 2) the constraints were rank-deficient too;
+    * ``sharpness_reach`` (Boolean inputs, ``m >= 2``, only when ``logit_scale`` — the layer's largest
+      ``‖Θ_i‖_F`` — is given and :data:`SHARPNESS_REACH` has a boundary for ``(d, k)``) — the logit scale
+      must be below the measured boundary: sharp heads certify only rows whose tokens differ where every
+      head's logits are small, and at small ``d`` the constraints then leave directions of the hull
+      unpinned, which the learner otherwise finds out only in phase 5, after a million examples.
 
     Returns
     -------
@@ -259,14 +271,20 @@ def setting_conditions(m, d, k, *, distribution="boolean"):
             "cube_configurations", "setting", "distinct certifiable constraints on the cube (model)", value, ">=",
             need, log_n >= math.log(need), "-",
             f"ours: k(k−1)2^(kd)/(2k!)·{CUBE_WINDOW}^((m−1)(k−1)) must reach {CUBE_MARGIN:g}·d² (measured window)"))
+    reach = SHARPNESS_REACH.get((d, k))
+    if distribution == "boolean" and m >= 2 and logit_scale is not None and reach is not None:
+        boundary, measured = reach
+        rows.append(AssumptionRow(
+            "sharpness_reach", "setting", "logit scale max ‖Θ_i‖_F", float(logit_scale), "<", float(boundary),
+            logit_scale < boundary, "-", f"ours: the learner's measured reach at (d, k) = ({d}, {k}): {measured}"))
     return tuple(rows)
 
 
-def max_sound_m(d, k, *, distribution="boolean", limit=64):
+def max_sound_m(d, k, *, distribution="boolean", limit=64, logit_scale=None):
     """The largest ``m <= limit`` for which every :func:`setting_conditions` row holds (0 if none)."""
     best = 0
     for m in range(1, check_int("limit", limit) + 1):
-        if all(row.ok for row in setting_conditions(m, d, k, distribution=distribution)):
+        if all(row.ok for row in setting_conditions(m, d, k, distribution=distribution, logit_scale=logit_scale)):
             best = m
         else:
             break
@@ -308,10 +326,11 @@ class SettingReport:
                 "rows": [dict(r.__dict__) for r in self.rows]}
 
 
-def check_setting(m, d, k, *, distribution="boolean"):
-    """:class:`SettingReport` of ``(m, d, k)``."""
-    return SettingReport(m, d, k, distribution, setting_conditions(m, d, k, distribution=distribution),
-                         max_sound_m(d, k, distribution=distribution))
+def check_setting(m, d, k, *, distribution="boolean", logit_scale=None):
+    """:class:`SettingReport` of ``(m, d, k)`` (and of the layer's logit scale, when given)."""
+    return SettingReport(m, d, k, distribution,
+                         setting_conditions(m, d, k, distribution=distribution, logit_scale=logit_scale),
+                         max_sound_m(d, k, distribution=distribution, logit_scale=logit_scale))
 
 
 @declare(k=Integer(none=True), distribution=Choice(DISTRIBUTIONS))

@@ -243,7 +243,10 @@ def _learn(args):
 
     interrupt_on_sigterm()  # `kill` stops the run like Ctrl-C: workers ended
     try:
+        # The layer's sharpness is known here (planted, or read): the learner checks it against its reach.
+        scale = float(np.linalg.norm(truth.thetas.reshape(truth.m, -1), axis=1).max())
         result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth, rng=error_seed,
+                       logit_scale=scale,
                        progress=False if args.no_progress else None,
                        workers=workers, scheduler=args.scheduler, blas_threads=args.blas_threads)
     except LearnInterrupted as exc:

@@ -36,7 +36,7 @@ from .phases import (
     resolve_config,
     search_heads,
 )
-from .validation import Integer, check_rng, declare
+from .validation import Integer, Real, check_rng, declare
 
 __all__ = ["LearnInterrupted", "LearnResult", "learn"]
 
@@ -165,9 +165,9 @@ def _distribution(source):
     return dist
 
 
-@declare(m=Integer(none=True), k=Integer(none=True), blas_threads=Integer(none=True))
+@declare(m=Integer(none=True), k=Integer(none=True), blas_threads=Integer(none=True), logit_scale=Real(none=True))
 def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress=None, workers=None,
-          scheduler=None, blas_threads=1):
+          scheduler=None, blas_threads=1, logit_scale=None):
     """Learn a multi-head attention layer from examples with the paper's six phases.
 
     Before drawing any example, the setting ``(m, d, k)`` and the input
@@ -206,6 +206,10 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
     config : LearnConfig, optional
     truth : AttentionLayer, optional
         The planted layer, for diagnostics only (errors of every intermediate estimate).
+    logit_scale : float, optional
+        The layer's largest ``‖Θ_i‖_F`` when you know it (a planted layer's; the command line passes it):
+        checked before the first example against the learner's measured reach in sharpness
+        (:data:`learner.assumptions.SHARPNESS_REACH`); a layer beyond it is refused with ``status="setting"``.
     rng : None, int, SeedSequence or Generator
         Draws the fresh inputs on which the errors against ``truth`` are measured
         (the phases themselves are deterministic given the examples).
@@ -253,7 +257,8 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
     pool = Workers(workers, scheduler)
     with _bars.showing(_bars.resolve(progress)), pool:
         try:
-            return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool, blas=blas_threads)
+            return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool, blas=blas_threads,
+                          logit_scale=logit_scale)
         except SourceError as exc:
             raise name_source(exc, source) from None
 
@@ -266,7 +271,7 @@ def _threads(n, pool, alone):
     return blas_threads(n if alone or pool.backend == "serial" else 1)
 
 
-def _learn(source, *, m, k, config, truth, rng, pool, blas):
+def _learn(source, *, m, k, config, truth, rng, pool, blas, logit_scale=None):
     t_start = time.perf_counter()
     rng = check_rng(rng)
     source = as_source(source)
@@ -302,7 +307,7 @@ def _learn(source, *, m, k, config, truth, rng, pool, blas):
         # against the truth); the streaming phases narrow it to one thread while workers compute.
         with _threads(blas, pool, alone=True):
             return _phases(source, m=m, k=k, cfg=cfg, truth=truth, pool=pool, phases=phases, diag=diag,
-                           timings=timings, done=done, state=state, blas=blas)
+                           timings=timings, done=done, state=state, blas=blas, logit_scale=logit_scale)
     except KeyboardInterrupt:
         pool.kill()  # first: the workers must not outlive the run
         running = state["phase"]
@@ -351,6 +356,7 @@ class _Run:
     state: dict
     blas: int | None
     plan_m: int = 0
+    logit_scale: float | None = None
 
     @property
     def d(self):
@@ -368,8 +374,8 @@ class _Run:
         self.timings[name] = self.timings.get(name, 0.0) + seconds
 
 
-def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, state, blas):
-    run = _Run(source, m, k, cfg, truth, pool, phases, diag, timings, done, state, blas)
+def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, state, blas, logit_scale=None):
+    run = _Run(source, m, k, cfg, truth, pool, phases, diag, timings, done, state, blas, logit_scale=logit_scale)
     try:
         _plan(run)
         try:
@@ -392,11 +398,12 @@ def _plan(run):
     """Phase 0: check the setting, choose the budgets left open, refuse what cannot be sound or fit in memory."""
     m, d, k, cfg = run.m, run.d, run.k, run.cfg
     distribution = _distribution(run.source)
-    setting = check_setting(m if m is not None else 1, d, k, distribution=distribution)
+    setting = check_setting(m if m is not None else 1, d, k, distribution=distribution, logit_scale=run.logit_scale)
     plan_m = m if m is not None else min(cfg.max_m, setting.max_m if not cfg.allow_unsound else cfg.max_m)
     cfg, chosen = resolve_config(cfg, max(plan_m, 1), d, k)
     run.cfg, run.plan_m = cfg, plan_m
-    run.diag["0_setting"] = {"distribution": distribution, "sound": setting.ok, "failed": list(setting.failed),
+    run.diag["0_setting"] = {"distribution": distribution, "logit_scale": run.logit_scale,
+                             "sound": setting.ok, "failed": list(setting.failed),
                              "max_sound_m": setting.max_m, "planned_m": plan_m, "allow_unsound": cfg.allow_unsound,
                              "config": dataclasses.asdict(cfg), "chosen_from_setting": chosen}
     if not cfg.allow_unsound and (not setting.ok if m is not None else setting.max_m < 1):

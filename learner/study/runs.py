@@ -199,6 +199,7 @@ def run_one(spec, learn_workers=None):
         options = dict(spec.options)
         if spec.method == "provable":
             result = learn(oracle, m=spec.m, config=LearnConfig(**options), truth=truth, rng=method_seed,
+                           logit_scale=spec.logit_scale,
                            progress=False,  # workers share the terminal with the sweep's own bar
                            workers=learn_workers)
         elif spec.method == "adam":

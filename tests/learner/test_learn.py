@@ -314,3 +314,47 @@ class TestLearnCommand:
         record = json.loads(path.read_text())
         assert record["result"]["status"] == "setting" and record["seed_entropy"] == 0
         assert record["result"]["diagnostics"]["0_setting"]["failed"] == ["cube_configurations"]
+
+
+class TestSharpnessReach:
+    """A layer beyond the learner's measured reach in logit scale is refused before the first example."""
+
+    @pytest.fixture
+    def boundary(self, monkeypatch):
+        from learner.assumptions import SHARPNESS_REACH
+
+        monkeypatch.setitem(SHARPNESS_REACH, (8, 2), (4.0, "test boundary"))
+        return 4.0
+
+    def test_beyond_the_reach_is_refused_before_drawing(self, boundary):
+        truth = random_layer(2, 8, logit_scale=5.0, rng=0)
+        result = learn(LayerOracle(truth, 2, rng=1), m=2, truth=truth, logit_scale=5.0)
+        assert not result.success and result.status == "setting" and result.examples_drawn == 0
+        assert "sharpness_reach" in result.message and "needs < 4" in result.message
+        assert "test boundary" in result.message
+
+    @pytest.mark.parametrize("case", ["below", "gaussian", "one head", "not given", "other (d, k)"])
+    def test_control_inside_the_reach_or_unmeasured_is_not_refused(self, boundary, case):
+        from learner.assumptions import check_setting
+
+        m, d, k, dist, scale = 2, 8, 2, "boolean", 5.0
+        if case == "below":
+            scale = 3.9
+        elif case == "gaussian":
+            dist = "gaussian"
+        elif case == "one head":
+            m = 1
+        elif case == "not given":
+            scale = None
+        else:
+            d = 12
+        report = check_setting(m, d, k, distribution=dist, logit_scale=scale)
+        assert "sharpness_reach" not in report.failed
+        assert ("sharpness_reach" in {r.name for r in report.rows}) == (case == "below")
+
+    def test_the_command_line_passes_the_planted_scale(self, boundary, capsys):
+        code = main(["learn", "--m", "2", "--d", "8", "--k", "2", "--logit-scale", "5", "--workers", "1",
+                     "--no-progress"])
+        out = capsys.readouterr().out
+        assert code == 1 and "sharpness_reach" in out and "examples drawn 0" in out
+        assert "--allow-unsound" in out
