@@ -11,7 +11,11 @@ residuals, of rank ``p``):
 - **The test.** If the layer is right and only noise is left, the held-out mean square is
   ``σ²(1 + h)`` with ``h = tr((JᵀJ)⁺ J_hᵀJ_h) / N_h`` (the parameters' error seen on fresh inputs:
   ``J_h`` is the Jacobian on ``N_h`` held-out residuals). The statistic ``ρ = MSE_h / (σ̂²(1 + h))`` is
-  then 1 within ``sd = sqrt(2/(N − p) + 2/N_h)`` (the two chi-square fluctuations); the fit is *at the
+  then 1 within ``sd = sqrt(2/(N − p) + 2/N_h + 2Σλ²/(1 + h)²)``: the two chi-square fluctuations and that
+  of the parameters' error seen on fresh inputs, a quadratic form whose eigenvalues ``λ`` (of
+  ``(JᵀJ)^(−1/2) J_hᵀJ_h (JᵀJ)^(−1/2) / N_h``, summing to ``h``) are large when a few directions carry the
+  leverage (without that term a right layer at (2, 8, 2), ``h`` = 0.72, fell just outside a 4-sd band:
+  ``ρ`` = 1.207 against 1 ± 0.207); the fit is *at the
   noise floor* when ``|ρ − 1| <= z·sd`` *and* the residual has no structure (next item). ``h`` is large on
   the refinement set (≈ 5 at (2, 8, 2): the parameters' error seen on fresh inputs is five times the
   noise, which is why the refit below pays).
@@ -188,12 +192,16 @@ def noise_floor(layer, X, Y, Xh, Yh, *, z=NOISE_Z, max_bytes=2**28, candidates=N
     # (JᵀJ)⁺ = V S⁻² Vᵀ on the kept directions
     Vk = Vt[keep].T / s[keep]
     Jh, _ = _jacobian_rows(layer, Xh, max_bytes)
-    leverage = float(np.sum((Jh @ Vk) ** 2) / Jh.shape[0])
+    # In whitened coordinates the parameters' error is N(0, σ² I) and its held-out excess is δᵀ(AᵀA/N_h)δ with
+    # A = J_h V S⁻¹: h is the trace of AᵀA/N_h and the excess's variance 2σ⁴ times the sum of its squared
+    # eigenvalues, which is large when a few directions carry the leverage.
+    lam = np.linalg.svd(Jh @ Vk, compute_uv=False) ** 2 / Jh.shape[0]
+    leverage = float(lam.sum())
     rh = (layer(Xh) - Yh).ravel()
     mse_h = float(rh @ rh) / rh.size
     denominator = sigma2 * (1.0 + leverage)
     rho = mse_h / denominator if denominator > 0 else float("inf")
-    sd = float(np.sqrt(2.0 / dof + 2.0 / rh.size))
+    sd = float(np.sqrt(2.0 / dof + 2.0 / rh.size + 2.0 * float(np.sum(lam**2)) / (1.0 + leverage) ** 2))
     # Expected relative error per block: sqrt(σ̂² tr((JᵀJ)⁺)_block) / ‖block‖.
     var = sigma2 * np.sum(Vk**2, axis=1)  # diagonal of σ̂²(JᵀJ)⁺, parameters in layer_jacobian's order
     m, d = layer.m, layer.d
