@@ -25,7 +25,7 @@ from .records import read_record
 from .runs import STUDY_LOGIT_SCALE
 
 __all__ = ["NOISE_CELLS", "NOISE_SIGMAS", "SHARPNESS_D", "SHARPNESS_K", "SHARPNESS_SCALES", "grid_rows",
-           "noise_study", "noise_summary", "sharpness_study", "sharpness_summary"]
+           "noise_study", "noise_summary", "reach_boundaries", "sharpness_study", "sharpness_summary"]
 
 #: The noise study's levels and cells (issue 37: σ from 0 to 10⁻¹, at least three (m, k) cells).
 NOISE_SIGMAS = (0.0, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1)
@@ -251,3 +251,59 @@ def sharpness_summary(out):
                        "method's own criterion"}
     _write(out, lines, summary)
     return summary
+
+
+def _range(values, fmt="{:.2g}"):
+    values = sorted(values)
+    if not values:
+        return ""
+    lo, hi = fmt.format(values[0]), fmt.format(values[-1])
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def _failure_words(runs):
+    """The failures of ``runs`` by phase, in words (phase 5's ranks, phase 6's relative errors)."""
+    import re
+
+    parts = []
+    p5 = [r for r in runs if not r["success"] and r["status"] == "5_span"]
+    p6 = [r for r in runs if not r["success"] and r["status"] == "6_search"]
+    other = [r for r in runs if not r["success"] and r["status"] not in ("5_span", "6_search")]
+    if p5:
+        ranks = [int(m.group(1)) for r in p5 if (m := re.search(r"of rank (\d+)", r["message"]))]
+        parts.append(f"{len(p5)} in phase 5 for lack of certified constraints"
+                     + (f" (rank {_range(ranks, '{}')})" if ranks else ""))
+    if p6:
+        errs = [float(m.group(1)) for r in p6
+                if (m := re.search(r"held-out relative error ([0-9.e+-]+)", r["message"]))]
+        parts.append(f"{len(p6)} in phase 6" + (f" (held-out relative error {_range(errs)})" if errs else ""))
+    if other:
+        parts.append(f"{len(other)} with status {', '.join(sorted({r['status'] for r in other}))}")
+    return ", ".join(parts)
+
+
+def reach_boundaries(out, *, method="provable", distribution="boolean"):
+    """The learner's reach in logit scale per (d, k) from the records of a sharpness grid in ``out``
+    (folders ``ls-*``; m = 2): the smallest measured scale from which on, at every larger measured scale too,
+    at least half of the layers failed — ``{(d, k): (scale, words)}``, ``words`` saying what was measured
+    (failures per scale and by phase). A (d, k) whose layers mostly succeed at every scale has no entry.
+    This is how :data:`learner.assumptions.SHARPNESS_REACH` is made (a test checks it against the records)."""
+    rows = [r for r in grid_rows(out, "ls-") if r["method"] == method and r["outcome"] == "finished"]
+    out_table = {}
+    for d, k in sorted({(r["d"], r["k"]) for r in rows}):
+        by_scale = {}
+        for r in rows:
+            if (r["d"], r["k"]) == (d, k):
+                by_scale.setdefault(r["logit_scale"], []).append(r)
+        scales = sorted(by_scale)
+        failing = [2 * sum(not r["success"] for r in by_scale[s]) >= len(by_scale[s]) for s in scales]
+        start = next((i for i in range(len(scales)) if all(failing[i:])), None)
+        if start is None:
+            continue
+        counts = "; ".join(f"scale {s:g}: {sum(not r['success'] for r in by_scale[s])} of {len(by_scale[s])} "
+                           f"failed" + (f" ({_failure_words(by_scale[s])})"
+                                        if any(not r["success"] for r in by_scale[s]) else "")
+                           for s in scales)
+        out_table[(d, k)] = (float(scales[start]), f"m = 2, {distribution} inputs, random_layer at each scale; "
+                                                   f"{counts}")
+    return out_table

@@ -48,3 +48,37 @@ def test_bad_options_are_refused_naming_them(argv, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
         main([*argv, "--out", str(tmp_path)])
     assert exc.value.code == 2 and argv[1] in capsys.readouterr().err
+
+
+def test_the_learners_sharpness_reach_is_the_one_the_records_give():
+    """learner.assumptions.SHARPNESS_REACH is made by reach_boundaries from the committed reach records."""
+    from pathlib import Path
+
+    from learner.assumptions import SHARPNESS_REACH
+    from learner.study.grids import reach_boundaries
+
+    records = Path(__file__).resolve().parents[3] / "docs" / "sweeps" / "reach-sharpness"
+    if not records.is_dir():
+        pytest.skip("the reach records are not in this tree (an installed copy without docs/)")
+    assert reach_boundaries(records) == SHARPNESS_REACH
+    assert SHARPNESS_REACH, "the measured reach has at least one boundary"
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    ({1: 0, 4: 0, 6: 1, 8: 2}, 6.0),   # half (1 of 2) or more from 6 on
+    ({1: 0, 4: 2, 6: 0, 8: 2}, 8.0),   # 4 fails but 6 recovers: the boundary is where failing stays
+    ({1: 0, 4: 0, 6: 1, 8: 0}, None),  # control: never half from some scale on: no boundary
+])
+def test_reach_boundaries_rule(monkeypatch, pattern, expected):
+    """The rule on synthetic rows (failures out of 2 layers per scale)."""
+    from learner.study import grids
+
+    rows = [{"method": "provable", "outcome": "finished", "d": 8, "k": 2, "logit_scale": float(s),
+             "success": i >= fails, "status": "6_search" if i >= fails else "5_span",
+             "message": "the constraints do not determine the hull: 9 constraints of rank 7 for d²=64"}
+            for s, fails in pattern.items() for i in range(2)]
+    monkeypatch.setattr(grids, "grid_rows", lambda out, prefix: rows)
+    table = grids.reach_boundaries("unused")
+    assert (table[(8, 2)][0] if table else None) == expected
+    if expected is not None:
+        assert "phase 5 for lack of certified constraints (rank 7)" in table[(8, 2)][1]
