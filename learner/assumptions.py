@@ -276,7 +276,8 @@ def setting_conditions(m, d, k, *, distribution="boolean", logit_scale=None):
         boundary, measured = reach
         rows.append(AssumptionRow(
             "sharpness_reach", "setting", "logit scale max ‖Θ_i‖_F", float(logit_scale), "<", float(boundary),
-            logit_scale < boundary, "-", f"ours: the learner's measured reach at (d, k) = ({d}, {k}): {measured}"))
+            logit_scale < boundary, "-", f"ours: the learner's measured reach at (d, k) = ({d}, {k}): {measured}. "
+            "Gaussian inputs, or one token more, learned the layers that failed there (docs/sweeps/reach-sharpness)"))
     return tuple(rows)
 
 
