@@ -64,7 +64,22 @@ CUBE_MARGIN = 2.0
 #: certified constraints (phase 5: "the constraints do not determine the hull"), and what was measured. A
 #: (d, k) not listed has no measured boundary and is not refused. Filled from the reach measurement
 #: (docs/sweeps/reach-sharpness); see :func:`setting_conditions`.
-SHARPNESS_REACH = {}
+SHARPNESS_REACH = {
+    (8, 2): (6.0, (
+        'm = 2, boolean inputs, random_layer at each scale; scale 3: 2 of 6 failed (1 in phase 5 for lack of '
+        'certified constraints (rank 50), 1 in phase 6 (held-out relative error 0.3)); scale 4: 1 of 6 failed'
+        ' (1 in phase 5 for lack of certified constraints (rank 12)); scale 5: 1 of 6 failed (1 in phase 5 '
+        'for lack of certified constraints (rank 21)); scale 6: 4 of 6 failed (2 in phase 5 for lack of '
+        'certified constraints (rank 36–40), 2 in phase 6 (held-out relative error 0.43–0.51)); scale 8: 6 of'
+        ' 6 failed (6 in phase 5 for lack of certified constraints (rank 10–59))'
+    )),
+    (8, 3): (8.0, (
+        'm = 2, boolean inputs, random_layer at each scale; scale 3: 0 of 6 failed; scale 4: 0 of 6 failed; '
+        'scale 5: 1 of 6 failed (1 in phase 6 (held-out relative error 0.31)); scale 6: 1 of 6 failed (1 in '
+        'phase 6 (held-out relative error 1.2)); scale 8: 3 of 6 failed (3 in phase 6 (held-out relative '
+        'error 0.5–0.86))'
+    )),
+}
 
 _RELATIONS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt}
 
@@ -319,7 +334,9 @@ class SettingReport:
         tail = (f"this (d, k) allows at most m = {self.max_m}" if self.max_m else "no m is sound at this (d, k)")
         if not parts:
             return f"{setting} is sound for certification (every condition holds); {tail}."
-        return f"{setting} is not sound for certification: " + "; ".join(parts) + f"; {tail}."
+        what = ("is beyond the learner's measured reach in logit scale" if self.failed == ("sharpness_reach",)
+                else "is not sound for certification")
+        return f"{setting} {what}: " + "; ".join(parts) + f"; {tail}."
 
     def to_dict(self):
         return {"m": self.m, "d": self.d, "k": self.k, "distribution": self.distribution, "ok": self.ok,
