@@ -60,6 +60,10 @@ def _base(package, command, tmp):
                                  "adam", "--quick", "--serial", "--no-progress", "--out", out],
         ("learner", "peers"): ["peers", "--m", "1", "--d", "6", "--seeds", "1", "--quick", "--serial",
                                "--no-progress", "--out", out],
+        ("learner", "noise-study"): ["noise-study", "--sigma", "0", "--cells", "m=1,k=2,d=6", "--seeds", "1",
+                                     "--quick", "--serial", "--no-progress", "--out", out],
+        ("learner", "sharpness"): ["sharpness", "--logit-scale", "1", "--d", "6", "--seeds", "1", "--quick",
+                                   "--serial", "--no-progress", "--out", out],
         ("theory", "list"): ["list"],
         ("theory", "check"): ["check", "one_step"],
         ("theory", "all"): ["all"],
@@ -87,7 +91,7 @@ def _values(action):
         return OUTPUT_VALUES
     if action.dest in ("path", "torch_layer", "layer"):
         return INPUT_VALUES
-    if action.dest in ("scheduler", "name", "param", "grid", "sweeps"):
+    if action.dest in ("scheduler", "name", "param", "grid", "sweeps", "cells"):
         return ("", "bogus")
     return NUMBER_VALUES
 

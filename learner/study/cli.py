@@ -164,8 +164,13 @@ def _grid_common(args):
 
 
 def _noise_study(args):
+    from .frontier import parse_grid
     from .grids import noise_study
 
+    try:  # the blocks named by the flag, before anything runs
+        parse_grid(args.cells, d=8, seeds=1)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("`grid`", "`--cells`", 1)) from None
     result = run_study(lambda: noise_study(args.out, sigmas=args.sigma, cells=args.cells, **_grid_common(args)))
     if isinstance(result, int):
         return result

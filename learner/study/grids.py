@@ -103,6 +103,14 @@ def noise_study(out, *, sigmas=NOISE_SIGMAS, cells=NOISE_CELLS, seeds=2, logit_s
     Both methods see the same layers and examples at every σ. Adam's learning rate is fixed (``adam_lr``, no
     tuning) so that σ is the only thing that changes. Returns the summary (:func:`noise_summary`).
     """
+    from .frontier import parse_grid
+
+    if isinstance(cells, str):
+        cells = [cells]
+    try:  # the cells are checked before anything is written, and the error names `cells`
+        parse_grid(list(cells), d=8, seeds=1)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("`grid`", "`cells`", 1)) from None
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     common = {"grid": list(cells), "seeds": seeds, "logit_scale": logit_scale, "adam_lrs": (adam_lr,),
@@ -190,7 +198,11 @@ def _plot_noise(path, table):
         ax.set_title(f"(m, d, k) = ({m}, {d}, {k})")
         ax.set_xlabel("label noise σ")
         ax.set_ylabel("median parameter error")
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+        else:  # only σ = 0, or no run returned a layer: nothing to draw on log axes
+            ax.text(0.5, 0.5, "no run with σ > 0 returned a layer", ha="center", va="center",
+                    transform=ax.transAxes)
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
     plt.close(fig)
