@@ -600,11 +600,13 @@ def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_byte
 
     z = NOISE_Z if noise_z is None else noise_z
     budget = max_bytes // 4  # the Jacobians of the test: a quarter of the search's memory each
+    m, d = refined.m, refined.d
+    k = Xs.shape[1]
+    if Xr.shape[0] * 8 * k * d * 2 * m * d * d > budget:  # the refinement's Jacobian would not fit: no test
+        return refined, _heldout(refined, Xh, Yh), {}, 0
     test = noise_floor(refined, Xr, Yr, Xh, Yh, z=z, max_bytes=budget, candidates=candidate_thetas(refined, hull))
     if not test.consistent:
         return refined, _heldout(refined, Xh, Yh), {"noise_test": test}, 0
-    m, d = refined.m, refined.d
-    k = Xs.shape[1]
     n_fit = int(min(Xs.shape[0], max(Xr.shape[0], budget // (8 * k * d * 2 * m * d * d))))
     z_fit, ws, nfev, _ = _levenberg_marquardt(refined.thetas, Xs[:n_fit], Ys[:n_fit], max_iter=max_nfev, ftol=1e-12,
                                               max_bytes=max_bytes)
