@@ -140,13 +140,9 @@ def _fit_ws(Phis, Y):
     return W.reshape(len(Phis), d, d)
 
 
-def _heldout(layer, X, Y):
-    return float(np.sum((layer(X) - Y) ** 2) / np.sum(Y**2))
-
-
 def heldout_relative_error(layer, X, Y):
     """``‖F(X) − Y‖² / ‖Y‖²``: the relative error of ``layer`` on labelled examples (phase 6's score)."""
-    return _heldout(layer, X, Y)
+    return float(np.sum((layer(X) - Y) ** 2) / np.sum(Y**2))
 
 
 def refit(thetas, X, Y, *, max_iter=200, ftol=1e-12, max_bytes=2**30):
@@ -558,13 +554,14 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
     else:
         thetas, ws, nfev = _refine(warm.thetas, warm.ws, Xr, Yr, max_nfev)
     refined = AttentionLayer(thetas, ws)
-    heldout = _heldout(refined, Xh, Yh)
+    heldout = heldout_relative_error(refined, Xh, Yh)
     rss = float(np.sum((refined(Xr) - Yr) ** 2))
     noise = {"residual_sigma": float(np.sqrt(rss / max(Yr.size - 2 * m * d * d, 1)))}
     if noise_tol is not None and refine == "vp" and heldout > noise_tol:
-        refined, heldout, found, extra_nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=noise_z,
-                                                           max_nfev=max_nfev, max_bytes=search_memory,
-                                                           hull=(theta_star, directions, radius))
+        found, extra_nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=noise_z, max_nfev=max_nfev,
+                                         max_bytes=search_memory, hull=(theta_star, directions, radius))
+        if "refit" in found:
+            refined, heldout = found.pop("refit")
         noise |= found
         nfev += extra_nfev
     refine_seconds = time.perf_counter() - t1
@@ -593,8 +590,8 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
 def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_bytes, hull=None):
     """The noise-floor test of the refined layer; when it passes, the refit on more scoring examples.
 
-    Returns ``(layer, held-out error, SearchResult fields, residual evaluations)``: the refit and its
-    noise floor when the test passed, the refined layer and the test alone otherwise.
+    Returns ``(SearchResult fields, residual evaluations)``: the test, and when it passed the noise floor of
+    the refit and ``"refit"``, the refit layer and its held-out error.
     """
     from .noise import NOISE_Z, candidate_thetas, noise_floor
 
@@ -603,10 +600,10 @@ def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_byte
     m, d = refined.m, refined.d
     k = Xs.shape[1]
     if Xr.shape[0] * 8 * k * d * 2 * m * d * d > budget:  # the refinement's Jacobian would not fit: no test
-        return refined, _heldout(refined, Xh, Yh), {}, 0
+        return {}, 0
     test = noise_floor(refined, Xr, Yr, Xh, Yh, z=z, max_bytes=budget, candidates=candidate_thetas(refined, hull))
     if not test.consistent:
-        return refined, _heldout(refined, Xh, Yh), {"noise_test": test}, 0
+        return {"noise_test": test}, 0
     n_fit = int(min(Xs.shape[0], max(Xr.shape[0], budget // (8 * k * d * 2 * m * d * d))))
     z_fit, ws, nfev, _ = _levenberg_marquardt(refined.thetas, Xs[:n_fit], Ys[:n_fit], max_iter=max_nfev, ftol=1e-12,
                                               max_bytes=max_bytes)
@@ -616,7 +613,8 @@ def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_byte
     floor = noise_floor(refit, Xs[:n_fit], Ys[:n_fit], Xh, Yh, z=z, max_bytes=budget, candidates=([], []))
     floor = dataclasses.replace(floor, structure_p=test.structure_p, structure_features=test.structure_features,
                                 structure_worst=test.structure_worst)  # the features' verdict, made above
-    return refit, _heldout(refit, Xh, Yh), {"noise_test": test, "noise": floor, "refit_examples": n_fit}, nfev
+    return {"noise_test": test, "noise": floor, "refit_examples": n_fit,
+            "refit": (refit, heldout_relative_error(refit, Xh, Yh))}, nfev
 
 
 def _choose_search(search, m, p, d, *, max_tuples, search_memory):
@@ -676,5 +674,5 @@ def _warm_start(tuples, Xs, Ys, Xh, Yh):
     for thetas in tuples:
         ws = _fit_ws([_features(t, Xs) for t in thetas], Ys)
         layer = AttentionLayer(thetas, ws)
-        candidates.append((_heldout(layer, Xh, Yh), layer))
+        candidates.append((heldout_relative_error(layer, Xh, Yh), layer))
     return min(candidates, key=lambda c: c[0])

@@ -163,29 +163,34 @@ def _grid_common(args):
             "quick": args.quick}
 
 
-def _noise_study(args):
-    from .frontier import parse_grid
-    from .grids import noise_study
-
-    try:  # the blocks named by the flag, before anything runs
-        parse_grid(args.cells, d=8, seeds=1)
-    except ValueError as exc:
-        raise ValueError(str(exc).replace("`grid`", "`--cells`", 1)) from None
-    result = run_study(lambda: noise_study(args.out, sigmas=args.sigma, cells=args.cells, **_grid_common(args)))
+def _run_grid(args, study):
+    """Run a grid study (``study()``), then print its summary; the exit status of :func:`run_study`."""
+    result = run_study(study)
     if isinstance(result, int):
         return result
     print((Path(args.out) / "summary.md").read_text())
     return 0
+
+
+def _noise_study(args):
+    from .grids import noise_study
+
+    def study():
+        try:
+            return noise_study(args.out, sigmas=args.sigma, cells=args.cells, **_grid_common(args))
+        except ValueError as exc:  # the library names its parameter; here the flag
+            if str(exc).startswith("`cells`"):
+                raise ValueError(str(exc).replace("`cells`", "`--cells`", 1)) from None
+            raise
+
+    return _run_grid(args, study)
 
 
 def _sharpness(args):
     from .grids import sharpness_study
 
-    result = run_study(lambda: sharpness_study(args.out, scales=args.logit_scale, ds=args.d, **_grid_common(args)))
-    if isinstance(result, int):
-        return result
-    print((Path(args.out) / "summary.md").read_text())
-    return 0
+    return _run_grid(args, lambda: sharpness_study(args.out, scales=args.logit_scale, ds=args.d,
+                                                   **_grid_common(args)))
 
 
 def _add_peers(sub):
