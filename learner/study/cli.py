@@ -132,13 +132,18 @@ def _add_grids(sub):
                    help=f"noise levels (default {' '.join(f'{x:g}' for x in NOISE_SIGMAS)})")
     p.add_argument("--cells", nargs="+", metavar="BLOCK", default=list(NOISE_CELLS),
                    help=f"grid blocks as in `scaling --grid` (default {' '.join(NOISE_CELLS)})")
-    q = sub.add_parser("sharpness", help="success over logit scale × d × k, m = 2: the learner and Adam (issue 37)")
+    q = sub.add_parser("sharpness", help="success over logit scale × d × k, m = 2: the learner and Adam (issue 37); "
+                                          "the map of docs/sweeps/reach-sharpness")
     q.add_argument("--logit-scale", type=float, nargs="+", default=list(SHARPNESS_SCALES),
                    help=f"logit scales (default {' '.join(f'{x:g}' for x in SHARPNESS_SCALES)})")
     q.add_argument("--d", type=int, nargs="+", default=list(SHARPNESS_D),
                    help=f"token dimensions (default {' '.join(map(str, SHARPNESS_D))}); k = 2 and 3")
-    for parser, func in ((p, noise_study), (q, sharpness_study)):
-        parser.add_argument("--seeds", type=int, default=2, help="planted layers per cell and point (default 2)")
+    q.add_argument("--adam-seeds", type=int, default=2,
+                   help="Adam's layers per cell and point: the first of the learner's (default 2; 0: the learner "
+                        "only)")
+    for parser, func, seeds in ((p, noise_study, 2), (q, sharpness_study, 6)):
+        parser.add_argument("--seeds", type=int, default=seeds,
+                            help=f"planted layers per cell and point (default {seeds})")
         parser.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
         parser.add_argument("--serial", action="store_true", help="run in this process (debugging)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -190,7 +195,7 @@ def _sharpness(args):
     from .grids import sharpness_study
 
     return _run_grid(args, lambda: sharpness_study(args.out, scales=args.logit_scale, ds=args.d,
-                                                   **_grid_common(args)))
+                                                   adam_seeds=args.adam_seeds, **_grid_common(args)))
 
 
 def _add_peers(sub):

@@ -30,7 +30,7 @@ from .sweep import median as _median
 
 __all__ = ["AUTO_FIRST", "AUTO_FULL", "AUTO_SECONDS", "DEFAULT_GRID", "SHAPES", "failure_reason", "fit_shapes",
            "cells_table", "frontier_cells", "frontier_table", "fits_table", "parse_grid", "plot_frontier", "seeds_for",
-           "cell_label"]
+           "cell_label", "side_by_side"]
 
 #: The default study (issue 24): m = 1..6 at k = 2, k = 2..8 at m = 2, k = 2..4 at m = 3, k = 2..3 at m = 4.
 DEFAULT_GRID = ("m=1..6,k=2", "m=2,k=2..8", "m=3,k=2..4", "m=4,k=2..3")
@@ -347,6 +347,31 @@ def frontier_table(cells, method):
             c = mine.get((m, k))
             row.append("" if c is None else cell_label(c).replace("\n", ", "))
         lines.append(f"| **{m}** | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def side_by_side(groups, *, methods=("provable", "adam")):
+    """A Markdown table comparing frontiers cell by cell: per (m, d, k) present in every group and each method,
+    successes, median time and median examples under each group's name (``groups``: ``{name: cells}``, cells of
+    :func:`frontier_cells`), then the ratio of the second group's median time to the first's."""
+    names = list(groups)
+    index = {name: {(c["method"], c["m"], c["d"], c["k"]): c for c in cells} for name, cells in groups.items()}
+    keys = sorted(set.intersection(*(set(idx) for idx in index.values())), key=lambda t: (t[1], t[3], t[2], t[0]))
+    keys = [t for t in keys if t[0] in methods]
+    head = "| (m, d, k) | method | " + " | ".join(f"{n}: successes, median time, examples" for n in names)
+    lines = [head + (f" | time {names[1]} / {names[0]} |" if len(names) == 2 else " |"),
+             "|---|---|" + "---|" * (len(names) + (len(names) == 2))]
+    for method, m, d, k in keys:
+        parts = []
+        for n in names:
+            c = index[n][(method, m, d, k)]
+            parts.append(f"{c['successes']}/{c['runs']}, {_fmt_seconds(c['median_seconds'])}, "
+                         f"{_fmt_count(c['median_examples'])}")
+        row = f"| ({m}, {d}, {k}) | {method} | " + " | ".join(parts)
+        if len(names) == 2:
+            a, b = (index[n][(method, m, d, k)]["median_seconds"] for n in names)
+            row += f" | {b / a:.2g}" if a and b else " | –"
+        lines.append(row + " |")
     return "\n".join(lines)
 
 

@@ -25,7 +25,8 @@ from .records import read_record
 from .runs import STUDY_LOGIT_SCALE
 
 __all__ = ["NOISE_CELLS", "NOISE_SIGMAS", "SHARPNESS_D", "SHARPNESS_K", "SHARPNESS_SCALES", "grid_rows",
-           "noise_study", "noise_summary", "reach_boundaries", "sharpness_study", "sharpness_summary"]
+           "noise_study", "noise_summary", "noise_tables", "plot_noise", "plot_sharpness", "reach_boundaries",
+           "sharpness_study", "sharpness_summary", "sharpness_tables"]
 
 #: The noise study's levels and cells (issue 37: σ from 0 to 10⁻¹, at least three (m, k) cells).
 NOISE_SIGMAS = (0.0, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1)
@@ -135,6 +136,16 @@ def noise_summary(out, plot=True):
     σ > 0, and the first σ at which each method stops succeeding by its own criterion; written to
     ``out/summary.md`` and ``out/summary.json`` (and ``out/noise.png`` with ``plot``)."""
     out = Path(out)
+    summary, lines = noise_tables(out)
+    _write(out, lines, summary)
+    if plot and summary["rows"]:
+        plot_noise(summary["rows"], out / "noise.png")
+    return summary
+
+
+def noise_tables(out):
+    """:func:`noise_summary` without writing anything: ``(summary, markdown lines)`` from the records in
+    ``out``."""
     rows = grid_rows(out, "sigma-")
     groups = {}
     for r in rows:
@@ -171,13 +182,12 @@ def noise_summary(out, plot=True):
     summary = {"kind": "noise-study-summary", "schema_version": 1, "rows": table, "fits": fits,
                "note": "study design ours (issue 37); slopes over σ > 0 of the medians; success is each method's "
                        "own criterion (the learner: exact or at the noise floor; Adam: its validation error)"}
-    _write(out, lines, summary)
-    if plot and table:
-        _plot_noise(out / "noise.png", table)
-    return summary
+    return summary, lines
 
 
-def _plot_noise(path, table):
+def plot_noise(table, path):
+    """The noise study's figure: median parameter error against σ per (m, d, k) cell, both methods (``table``:
+    the ``rows`` of :func:`noise_tables`' summary)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -209,11 +219,16 @@ def _plot_noise(path, table):
 
 
 @declare(scales=Each(Real()), ds=Each(Integer(3)), ks=Each(Integer(2)), m=Integer(), seeds=Integer(),
-         adam_lr=Real(), seed=Seed())
-def sharpness_study(out, *, scales=SHARPNESS_SCALES, ds=SHARPNESS_D, ks=SHARPNESS_K, m=2, seeds=2, adam_lr=1e-2,
-                    seed=0, backend="local", workers=None, progress=False, run=True, quick=False):
-    """Run the sharpness map into ``out`` (one scaling study per logit scale and d, ``out/ls-<scale>-d<d>``,
-    k over ``ks``) and summarise it (:func:`sharpness_summary`)."""
+         adam_seeds=Integer(0), adam_lr=Real(), seed=Seed())
+def sharpness_study(out, *, scales=SHARPNESS_SCALES, ds=SHARPNESS_D, ks=SHARPNESS_K, m=2, seeds=6, adam_seeds=2,
+                    adam_lr=1e-2, seed=0, backend="local", workers=None, progress=False, run=True, quick=False):
+    """Run the sharpness map into ``out`` and summarise it (:func:`sharpness_summary`).
+
+    Per logit scale and d, two scaling studies over k in ``ks``: the learner on ``seeds`` planted layers per cell
+    (``out/ls-<scale>-d<d>``) and Adam on the first ``adam_seeds`` of the same layers at the fixed learning rate
+    ``adam_lr``, no tuning (``out/ls-<scale>-d<d>-adam``; none with ``adam_seeds=0``). Adam is run on fewer
+    layers because each of its runs costs several of the learner's at m = 2.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     k_block = f"{min(ks)}..{max(ks)}" if list(ks) == list(range(min(ks), max(ks) + 1)) else None
@@ -221,17 +236,32 @@ def sharpness_study(out, *, scales=SHARPNESS_SCALES, ds=SHARPNESS_D, ks=SHARPNES
     for s in scales:
         for d in ds:
             grid = [f"m={m},k={k_block},d={d}"] if k_block else [f"m={m},k={k},d={d}" for k in ks]
-            points.append((out / f"ls-{s:g}-d{d}", {"grid": grid, "logit_scale": float(s)}))
-    common = {"seeds": seeds, "adam_lrs": (adam_lr,), "seed": seed, "backend": backend, "workers": workers,
-              "progress": progress, "plot": False, **_quick(quick)}
+            name = f"ls-{s:g}-d{d}"
+            points.append((out / name, {"grid": grid, "logit_scale": float(s), "methods": ["provable"],
+                                        "seeds": seeds}))
+            if adam_seeds:
+                points.append((out / f"{name}-adam", {"grid": grid, "logit_scale": float(s), "methods": ["adam"],
+                                                      "seeds": adam_seeds, "adam_lrs": (adam_lr,)}))
+    common = {"seed": seed, "backend": backend, "workers": workers, "progress": progress, "plot": False,
+              **_quick(quick)}
     _run_points(points, common, run)
     return sharpness_summary(out)
 
 
-def sharpness_summary(out):
+def sharpness_summary(out, plot=True):
     """The sharpness map: per method, (d, k) and logit scale the successes, and the statuses of the failures;
-    written to ``out/summary.md`` and ``out/summary.json``."""
+    written to ``out/summary.md`` and ``out/summary.json`` (and ``out/sharpness.png`` with ``plot``)."""
     out = Path(out)
+    summary, lines = sharpness_tables(out)
+    _write(out, lines, summary)
+    if plot and summary["rows"]:
+        plot_sharpness(summary["rows"], out / "sharpness.png")
+    return summary
+
+
+def sharpness_tables(out):
+    """:func:`sharpness_summary` without writing anything: ``(summary, markdown lines)`` from the records in
+    ``out``."""
     rows = grid_rows(out, "ls-")
     cells = {}
     for r in rows:
@@ -239,11 +269,12 @@ def sharpness_summary(out):
     table = [{"method": method, "d": d, "k": k, "logit_scale": s, "runs": len(runs),
               "successes": sum(r["success"] for r in runs),
               "failures": sorted(r["status"] for r in runs if not r["success"]),
-              "median_seconds": _median([r["seconds"] for r in runs])}
+              "median_seconds": _median([r["seconds"] for r in runs]),
+              "median_relative_error": _median([r["relative_error"] for r in runs])}
              for (method, d, k, s), runs in sorted(cells.items())]
     scales = sorted({t["logit_scale"] for t in table})
     lines = []
-    for method in sorted({t["method"] for t in table}):
+    for method in sorted({t["method"] for t in table}, reverse=True):
         lines += [f"**{method}** — successes per logit scale (failures' statuses)", "",
                   "| d | k | " + " | ".join(f"{s:g}" for s in scales) + " |", "|---|---|" + "---|" * len(scales)]
         for d, k in sorted({(t["d"], t["k"]) for t in table if t["method"] == method}):
@@ -261,8 +292,36 @@ def sharpness_summary(out):
     summary = {"kind": "sharpness-study-summary", "schema_version": 1, "rows": table,
                "note": "study design ours (issue 37): m = 2, random_layer at each logit scale; success is each "
                        "method's own criterion"}
-    _write(out, lines, summary)
-    return summary
+    return summary, lines
+
+
+def plot_sharpness(table, path):
+    """The sharpness map's figure: the fraction of layers learned against logit scale, one panel per method, one
+    line per (d, k) (``table``: the ``rows`` of :func:`sharpness_tables`' summary)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = sorted({t["method"] for t in table}, reverse=True)  # the learner first
+    fig, axes = plt.subplots(1, len(methods), figsize=(4.6 * len(methods), 3.6), squeeze=False, sharey=True)
+    for ax, method in zip(axes[0], methods, strict=True):
+        for d, k in sorted({(t["d"], t["k"]) for t in table if t["method"] == method}):
+            pts = sorted((t["logit_scale"], t["successes"] / t["runs"], t["runs"]) for t in table
+                         if (t["method"], t["d"], t["k"]) == (method, d, k))
+            xs, ys, ns = zip(*pts, strict=True)
+            runs = f"{min(ns)}" if min(ns) == max(ns) else f"{min(ns)}–{max(ns)}"
+            ax.plot(xs, ys, marker="o" if k == 2 else "s", linestyle="-" if k == 2 else "--",
+                    label=f"d = {d}, k = {k} ({runs} layers)")
+        ax.set_xscale("log", base=2)
+        ax.set_title({"provable": "the learner"}.get(method, method))
+        ax.set_xlabel("logit scale ‖Θ_i‖_F")
+        ax.set_ylim(-0.05, 1.05)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("fraction of layers learned (own criterion)")
+    fig.tight_layout()
+    save_figure(fig, path, dpi=110)
+    plt.close(fig)
 
 
 def _range(values, fmt="{:.2g}"):

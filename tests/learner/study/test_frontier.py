@@ -22,6 +22,7 @@ from learner.study.frontier import (
     parse_grid,
     plot_frontier,
     seeds_for,
+    side_by_side,
 )
 from learner.study.runs import QUICK_OPTIONS, sound_d
 from learner.study.scaling import scaling_study
@@ -159,6 +160,19 @@ class TestCells:
         assert b["median_examples"] is None  # a run stopped for budget drew only its pilot
         assert "beyond budget, 0/2, forecast 5 G ex." in frontier_table(list(cells.values()), "provable")
         assert "| provable | 2 | 12 | 3 | 2 | 2 (–) | 0/2 | budget 2 |" in cells_table(list(cells.values()))
+
+
+    def test_side_by_side_compares_the_cells_both_hold(self):
+        """One row per (cell, method) present in both groups, with the ratio of the second's time to the first's;
+        a cell only one group ran is left out."""
+        a = frontier_cells([_rec(seed=0, total=10.0, examples=100), _rec(seed=1, total=30.0, examples=300),
+                            _rec(k=3, total=5.0)], success_tol=1e-3)
+        b = frontier_cells([_rec(seed=0, total=40.0, examples=100), _rec(seed=1, total=40.0, examples=100,
+                                                                         rel=2e-3)], success_tol=1e-3)
+        table = side_by_side({"Boolean": a, "Gaussian": b})
+        rows = table.splitlines()[2:]
+        assert rows == ["| (2, 12, 2) | provable | 2/2, 20 s, 200 | 1/2, 40 s, 100 | 2 |"], table
+        assert "time Gaussian / Boolean" in table.splitlines()[0]
 
 
 class TestFits:

@@ -35,15 +35,27 @@ def test_summarise_only_reads_the_folders_and_runs_nothing(noise_dir, capsys):
 
 
 def test_sharpness_study_tables_each_scale(tmp_path):
-    summary = sharpness_study(tmp_path, scales=(1.0, 4.0), ds=(6,), ks=(2,), seeds=1, backend="serial", quick=True)
-    assert sorted({(r["method"], r["logit_scale"]) for r in summary["rows"]}) == [
-        ("adam", 1.0), ("adam", 4.0), ("provable", 1.0), ("provable", 4.0)]
-    assert sorted(p.name for p in tmp_path.glob("ls-*")) == ["ls-1-d6", "ls-4-d6"]
+    """The learner on `seeds` layers per cell, Adam on the first `adam_seeds` of them in its own folder."""
+    summary = sharpness_study(tmp_path, scales=(1.0, 4.0), ds=(6,), ks=(2,), seeds=2, adam_seeds=1,
+                              backend="serial", quick=True)
+    assert sorted((r["method"], r["logit_scale"], r["runs"]) for r in summary["rows"]) == [
+        ("adam", 1.0, 1), ("adam", 4.0, 1), ("provable", 1.0, 2), ("provable", 4.0, 2)]
+    assert sorted(p.name for p in tmp_path.glob("ls-*")) == ["ls-1-d6", "ls-1-d6-adam", "ls-4-d6", "ls-4-d6-adam"]
+    adam = {r["seed"] for r in grid_rows(tmp_path, "ls-") if r["method"] == "adam"}
+    assert adam == {0}  # the learner's first layer
     assert "| d | k | 1 | 4 |" in (tmp_path / "summary.md").read_text()
+    assert (tmp_path / "sharpness.png").stat().st_size > 0
+
+
+def test_sharpness_study_without_adam(tmp_path):
+    summary = sharpness_study(tmp_path, scales=(1.0,), ds=(6,), ks=(2,), seeds=1, adam_seeds=0, backend="serial",
+                              quick=True)
+    assert {r["method"] for r in summary["rows"]} == {"provable"}
+    assert [p.name for p in tmp_path.glob("ls-*")] == ["ls-1-d6"]
 
 
 @pytest.mark.parametrize("argv", [["noise-study", "--sigma", "-1"], ["sharpness", "--logit-scale", "nan"],
-                                  ["sharpness", "--d", "0"]])
+                                  ["sharpness", "--d", "0"], ["sharpness", "--adam-seeds", "-1"]])
 def test_bad_options_are_refused_naming_them(argv, capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
         main([*argv, "--out", str(tmp_path)])
