@@ -25,6 +25,10 @@ SCALING = {  # folder -> (title, what the study asked)
                "How the learner's cost grows with the number of tokens k (learner only)."),
     "m5-parallel": ("Five heads on two cores",
                     "The learner at m = 5 with its example phases on a local pool of two workers."),
+    "frontier-gaussian": ("The frontier under Gaussian inputs",
+                          "The frontier's k = 2 column (m = 1..6) and m = 2 at k = 3..5 with standard Gaussian "
+                          "inputs (the paper's stated extension), the learner and Adam on the same planted layers; "
+                          "the Boolean frontier's cells beside them."),
 }
 
 
@@ -119,6 +123,49 @@ def scaling_page(name, folder, out, sweeps):
     return lines + _readme(folder)
 
 
+def _frontier_cells(folder):
+    from learner.study.frontier import frontier_cells
+
+    evals = [r for r in _records(folder) if r["spec"]["role"] == "eval"]
+    params = json.loads((folder / "study.json").read_text())["parameters"]
+    tol = json.loads((folder / "summary.json").read_text()).get("success_tol", 1e-3)
+    return frontier_cells(evals, success_tol=tol, seed_rules={tuple(c[:3]): c[3] for c in params["cell_seeds"]})
+
+
+def distributions_section(sweeps):
+    """The Gaussian frontier's cells beside the Boolean frontier's (the cells both hold)."""
+    from learner.study.frontier import side_by_side
+
+    table = side_by_side({"Boolean": _frontier_cells(sweeps / "frontier"),
+                          "Gaussian": _frontier_cells(sweeps / "frontier-gaussian")})
+    return ["## Beside the Boolean frontier", "",
+            "The cells both studies ran, from both folders' records (`docs/sweeps/frontier` and "
+            "`docs/sweeps/frontier-gaussian`). The two studies ran on different days under different loads: "
+            "compare successes and examples across them, and seconds within a row only with that in mind.", "",
+            table, ""]
+
+
+def grid_page(kind, folder, out, sweeps):
+    """The noise study's or the sharpness map's page, from the records of its folders."""
+    from learner.study import grids
+
+    if kind == "noise":
+        summary, lines = grids.noise_tables(folder)
+        fig = _figure(lambda p: grids.plot_noise(summary["rows"], p), out / "noise.png")
+        title, question = ("Label noise", "The learner and Adam on labels with additive Gaussian noise of standard "
+                           "deviation σ, on the same layers, inputs and noise draws at every σ: parameter and "
+                           "relative error against σ, and where each method stops succeeding.")
+    else:
+        summary, lines = grids.sharpness_tables(folder)
+        fig = _figure(lambda p: grids.plot_sharpness(summary["rows"], p), out / "sharpness.png")
+        title, question = ("Sharp attention: the map in logit scale", "Which layers of logit scale 0.5 to 8 the "
+                           "learner and Adam learn at m = 2, d = 8, 12, 16, k = 2, 3 (Boolean inputs).")
+    runs = sum(r["runs"] for r in summary["rows"])
+    head = _header(title, folder, question, sweeps, f"{runs} measured runs; success is each method's own criterion.")
+    return head + ["", "## Tables", "", *lines, "", "## Figure", "",
+                   f"```{{image}} {fig}\n:alt: {title}\n:width: 100%\n```", ""] + _readme(folder)
+
+
 def peers_page(folder, out, sweeps):
     from learner.study.peers import peer_rows, peer_table
 
@@ -211,9 +258,14 @@ def build(docs, out=None):
     out = Path(out) if out else docs / "results" / "generated"
     out.mkdir(parents=True, exist_ok=True)
     pages, took = {}, {}
-    for name in ("main", "ksweep", "m5-parallel", "frontier"):
+    for name in ("main", "ksweep", "m5-parallel", "frontier", "frontier-gaussian"):
         t0 = time.perf_counter()
         pages[name] = scaling_page(name, sweeps / name, out, sweeps)
+        took[name] = time.perf_counter() - t0
+    pages["frontier-gaussian"][7:7] = distributions_section(sweeps)
+    for name, folder in (("noise", "noise"), ("sharpness", "reach-sharpness")):
+        t0 = time.perf_counter()
+        pages[name] = grid_page(name, sweeps / folder, out, sweeps)
         took[name] = time.perf_counter() - t0
     for name, make in (("peers", lambda: peers_page(sweeps / "peers", out, sweeps)),
                        ("learn-hard", lambda: learn_hard_page(sweeps / "learn-hard", out, sweeps)),

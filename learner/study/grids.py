@@ -226,9 +226,10 @@ def sharpness_study(out, *, scales=SHARPNESS_SCALES, ds=SHARPNESS_D, ks=SHARPNES
 
     Per logit scale and d, two scaling studies over k in ``ks``: the learner on ``seeds`` planted layers per cell
     (``out/ls-<scale>-d<d>``) and Adam on the first ``adam_seeds`` of the same layers at the fixed learning rate
-    ``adam_lr``, no tuning (``out/ls-<scale>-d<d>-adam``; none with ``adam_seeds=0``). Adam is run on fewer
-    layers because each of its runs costs several of the learner's at m = 2.
+    ``adam_lr``, no tuning (``out/ls-<scale>-d<d>-adam``; none with ``adam_seeds=0``; at most ``seeds``). Adam
+    is run on fewer layers because each of its runs costs several of the learner's at m = 2.
     """
+    adam_seeds = min(adam_seeds, seeds)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     k_block = f"{min(ks)}..{max(ks)}" if list(ks) == list(range(min(ks), max(ks) + 1)) else None

@@ -54,6 +54,12 @@ def test_sharpness_study_without_adam(tmp_path):
     assert [p.name for p in tmp_path.glob("ls-*")] == ["ls-1-d6"]
 
 
+def test_adam_runs_on_no_more_layers_than_the_learner(tmp_path):
+    summary = sharpness_study(tmp_path, scales=(1.0,), ds=(6,), ks=(2,), seeds=1, adam_seeds=2, backend="serial",
+                              quick=True)
+    assert sorted((r["method"], r["runs"]) for r in summary["rows"]) == [("adam", 1), ("provable", 1)]
+
+
 @pytest.mark.parametrize("argv", [["noise-study", "--sigma", "-1"], ["sharpness", "--logit-scale", "nan"],
                                   ["sharpness", "--d", "0"], ["sharpness", "--adam-seeds", "-1"]])
 def test_bad_options_are_refused_naming_them(argv, capsys, tmp_path):
