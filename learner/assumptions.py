@@ -60,24 +60,26 @@ CUBE_WINDOW = 0.06
 CUBE_MARGIN = 2.0
 
 #: The learner's measured reach in logit scale with Boolean inputs (ours, issue 37): per (d, k), the smallest
-#: logit scale ‖Θ_i‖_F at which at least half of the planted two-head layers measured failed for lack of
-#: certified constraints (phase 5: "the constraints do not determine the hull"), and what was measured. A
-#: (d, k) not listed has no measured boundary and is not refused. Filled from the reach measurement
-#: (docs/sweeps/reach-sharpness); see :func:`setting_conditions`.
+#: measured logit scale ‖Θ_i‖_F from which on, at every larger measured scale too, at least half of the planted
+#: two-head layers failed (in phase 5, "the constraints do not determine the hull", or in phase 6), and what was
+#: measured. A (d, k) not listed has no measured boundary and is not refused. Made from the sharpness map's
+#: records (docs/sweeps/reach-sharpness, scales 0.5–8) by :func:`learner.study.grids.reach_boundaries`; see
+#: :func:`setting_conditions`.
 SHARPNESS_REACH = {
     (8, 2): (6.0, (
-        'm = 2, boolean inputs, random_layer at each scale; scale 3: 2 of 6 failed (1 in phase 5 for lack of '
-        'certified constraints (rank 50), 1 in phase 6 (held-out relative error 0.3)); scale 4: 1 of 6 failed'
-        ' (1 in phase 5 for lack of certified constraints (rank 12)); scale 5: 1 of 6 failed (1 in phase 5 '
-        'for lack of certified constraints (rank 21)); scale 6: 4 of 6 failed (2 in phase 5 for lack of '
-        'certified constraints (rank 36–40), 2 in phase 6 (held-out relative error 0.43–0.51)); scale 8: 6 of'
-        ' 6 failed (6 in phase 5 for lack of certified constraints (rank 10–59))'
+        'm = 2, boolean inputs, random_layer at each scale; scale 0.5: 0 of 6 failed; scale 1: 0 of 6 failed;'
+        ' scale 2: 0 of 6 failed; scale 3: 2 of 6 failed (1 in phase 5 for lack of certified constraints '
+        '(rank 50), 1 in phase 6 (held-out relative error 0.3)); scale 4: 1 of 6 failed (1 in phase 5 for '
+        'lack of certified constraints (rank 12)); scale 5: 1 of 6 failed (1 in phase 5 for lack of certified'
+        ' constraints (rank 21)); scale 6: 4 of 6 failed (2 in phase 5 for lack of certified constraints '
+        '(rank 36–40), 2 in phase 6 (held-out relative error 0.43–0.51)); scale 8: 6 of 6 failed (6 in phase '
+        '5 for lack of certified constraints (rank 10–59))'
     )),
     (8, 3): (8.0, (
-        'm = 2, boolean inputs, random_layer at each scale; scale 3: 0 of 6 failed; scale 4: 0 of 6 failed; '
-        'scale 5: 1 of 6 failed (1 in phase 6 (held-out relative error 0.31)); scale 6: 1 of 6 failed (1 in '
-        'phase 6 (held-out relative error 1.2)); scale 8: 3 of 6 failed (3 in phase 6 (held-out relative '
-        'error 0.5–0.86))'
+        'm = 2, boolean inputs, random_layer at each scale; scale 0.5: 0 of 6 failed; scale 1: 0 of 6 failed;'
+        ' scale 2: 0 of 6 failed; scale 3: 0 of 6 failed; scale 4: 0 of 6 failed; scale 5: 1 of 6 failed (1 '
+        'in phase 6 (held-out relative error 0.31)); scale 6: 1 of 6 failed (1 in phase 6 (held-out relative '
+        'error 1.2)); scale 8: 3 of 6 failed (3 in phase 6 (held-out relative error 0.5–0.86))'
     )),
 }
 
