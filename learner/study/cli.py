@@ -138,8 +138,8 @@ def _add_grids(sub):
                    help=f"logit scales (default {' '.join(f'{x:g}' for x in SHARPNESS_SCALES)})")
     q.add_argument("--d", type=int, nargs="+", default=list(SHARPNESS_D),
                    help=f"token dimensions (default {' '.join(map(str, SHARPNESS_D))}); k = 2 and 3")
-    q.add_argument("--adam-seeds", type=int, default=2,
-                   help="Adam's layers per cell and point: the first of the learner's (default 2; 0: the learner "
+    q.add_argument("--adam-seeds", type=int, default=1,
+                   help="Adam's layers per cell and point: the first of the learner's (default 1; 0: the learner "
                         "only)")
     for parser, func, seeds in ((p, noise_study, 2), (q, sharpness_study, 6)):
         parser.add_argument("--seeds", type=int, default=seeds,

@@ -220,14 +220,15 @@ def plot_noise(table, path):
 
 @declare(scales=Each(Real()), ds=Each(Integer(3)), ks=Each(Integer(2)), m=Integer(), seeds=Integer(),
          adam_seeds=Integer(0), adam_lr=Real(), seed=Seed())
-def sharpness_study(out, *, scales=SHARPNESS_SCALES, ds=SHARPNESS_D, ks=SHARPNESS_K, m=2, seeds=6, adam_seeds=2,
+def sharpness_study(out, *, scales=SHARPNESS_SCALES, ds=SHARPNESS_D, ks=SHARPNESS_K, m=2, seeds=6, adam_seeds=1,
                     adam_lr=1e-2, seed=0, backend="local", workers=None, progress=False, run=True, quick=False):
     """Run the sharpness map into ``out`` and summarise it (:func:`sharpness_summary`).
 
     Per logit scale and d, two scaling studies over k in ``ks``: the learner on ``seeds`` planted layers per cell
     (``out/ls-<scale>-d<d>``) and Adam on the first ``adam_seeds`` of the same layers at the fixed learning rate
     ``adam_lr``, no tuning (``out/ls-<scale>-d<d>-adam``; none with ``adam_seeds=0``; at most ``seeds``). Adam
-    is run on fewer layers because each of its runs costs several of the learner's at m = 2.
+    is run on fewer layers because each of its runs costs several of the learner's at m = 2 (at logit scale 0.5
+    and d = 8, 151 s against the learner's 7 s).
     """
     adam_seeds = min(adam_seeds, seeds)
     out = Path(out)
