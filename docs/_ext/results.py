@@ -123,26 +123,34 @@ def scaling_page(name, folder, out, sweeps):
     return lines + _readme(folder)
 
 
-def _frontier_cells(folder):
+def _evals(folder, layers=None):
+    """The measured runs in ``folder``, only those of the planted layers ``layers`` (seed indices) if given."""
+    return [r for r in _records(folder) if r["spec"]["role"] == "eval"
+            and (layers is None or r["spec"]["seed_index"] in layers)]
+
+
+def _frontier_cells(folder, evals):
     from learner.study.frontier import frontier_cells
 
-    evals = [r for r in _records(folder) if r["spec"]["role"] == "eval"]
-    params = json.loads((folder / "study.json").read_text())["parameters"]
     tol = json.loads((folder / "summary.json").read_text()).get("success_tol", 1e-3)
-    return frontier_cells(evals, success_tol=tol, seed_rules={tuple(c[:3]): c[3] for c in params["cell_seeds"]})
+    return frontier_cells(evals, success_tol=tol)
 
 
 def distributions_section(sweeps):
-    """The Gaussian frontier's cells beside the Boolean frontier's (the cells both hold)."""
+    """The Gaussian frontier's cells beside the Boolean frontier's, on the same planted layers."""
     from learner.study.frontier import side_by_side
 
-    table = side_by_side({"Boolean": _frontier_cells(sweeps / "frontier"),
-                          "Gaussian": _frontier_cells(sweeps / "frontier-gaussian")})
+    gaussian = _evals(sweeps / "frontier-gaussian")
+    layers = {r["spec"]["seed_index"] for r in gaussian}
+    boolean = _evals(sweeps / "frontier", layers)
+    table = side_by_side({"Boolean": _frontier_cells(sweeps / "frontier", boolean),
+                          "Gaussian": _frontier_cells(sweeps / "frontier-gaussian", gaussian)})
     return ["## Beside the Boolean frontier", "",
-            "The cells both studies ran, from both folders' records (`docs/sweeps/frontier` and "
-            "`docs/sweeps/frontier-gaussian`). The two studies ran on different days under different loads: "
-            "compare successes and examples across them, and seconds within a row only with that in mind.", "",
-            table, ""]
+            f"The cells both studies ran, on the same planted layers (layers {', '.join(map(str, sorted(layers)))} "
+            "of each cell: a run's layer depends on its cell and index, not on the input distribution), from "
+            "both folders' records (`docs/sweeps/frontier`, `docs/sweeps/frontier-gaussian`). The two studies "
+            "ran on different days under different loads: compare successes and examples across them; the "
+            "time ratio carries the difference in load (see the README below).", "", table, ""]
 
 
 def grid_page(kind, folder, out, sweeps):
