@@ -145,7 +145,7 @@ def distributions_section(sweeps):
     boolean = _evals(sweeps / "frontier", layers)
     table = side_by_side({"Boolean": _frontier_cells(sweeps / "frontier", boolean),
                           "Gaussian": _frontier_cells(sweeps / "frontier-gaussian", gaussian)})
-    return ["## Beside the Boolean frontier", "",
+    return ["", "## Beside the Boolean frontier", "",
             f"The cells both studies ran, on the same planted layers (layers {', '.join(map(str, sorted(layers)))} "
             "of each cell: a run's layer depends on its cell and index, not on the input distribution), from "
             "both folders' records (`docs/sweeps/frontier`, `docs/sweeps/frontier-gaussian`). The two studies "
