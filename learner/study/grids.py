@@ -316,7 +316,11 @@ def plot_sharpness(table, path):
             ax.plot(xs, ys, marker="o" if k == 2 else "s", linestyle="-" if k == 2 else "--",
                     label=f"d = {d}, k = {k} ({runs} layers)")
         ax.set_xscale("log", base=2)
-        ax.set_title({"provable": "the learner"}.get(method, method))
+        scales = sorted({t["logit_scale"] for t in table})
+        ax.set_xticks(scales, [f"{s:g}" for s in scales])
+        ax.minorticks_off()
+        ax.set_title({"provable": "the learner", "adam": "numpy Adam"}.get(method, method)
+                     + " (lines at 1 overlap)")
         ax.set_xlabel("logit scale ‖Θ_i‖_F")
         ax.set_ylim(-0.05, 1.05)
         ax.legend(fontsize=7)
