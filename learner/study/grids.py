@@ -86,6 +86,17 @@ def _write(out, lines, summary):
     write_json(out / "summary.json", summary)
 
 
+def _summarise(out, tables, plot, figure):
+    """Write a grid's summary (``tables(out)``: the summary and its Markdown lines) and, with a ``plot``
+    function, its figure ``out/<figure>``; returns the summary."""
+    out = Path(out)
+    summary, lines = tables(out)
+    _write(out, lines, summary)
+    if plot is not None and summary["rows"]:
+        plot(summary["rows"], out / figure)
+    return summary
+
+
 def _run_points(points, common, run):
     """Run (or resume) the scaling study of every point; with ``run`` False nothing: the summary reads what
     the folders hold."""
@@ -135,12 +146,7 @@ def noise_summary(out, plot=True):
     learner's σ̂ and expected parameter error), the slopes of ``log param error`` against ``log σ`` over
     σ > 0, and the first σ at which each method stops succeeding by its own criterion; written to
     ``out/summary.md`` and ``out/summary.json`` (and ``out/noise.png`` with ``plot``)."""
-    out = Path(out)
-    summary, lines = noise_tables(out)
-    _write(out, lines, summary)
-    if plot and summary["rows"]:
-        plot_noise(summary["rows"], out / "noise.png")
-    return summary
+    return _summarise(out, noise_tables, plot_noise if plot else None, "noise.png")
 
 
 def noise_tables(out):
@@ -253,12 +259,7 @@ def sharpness_study(out, *, scales=SHARPNESS_SCALES, ds=SHARPNESS_D, ks=SHARPNES
 def sharpness_summary(out, plot=True):
     """The sharpness map: per method, (d, k) and logit scale the successes, and the statuses of the failures;
     written to ``out/summary.md`` and ``out/summary.json`` (and ``out/sharpness.png`` with ``plot``)."""
-    out = Path(out)
-    summary, lines = sharpness_tables(out)
-    _write(out, lines, summary)
-    if plot and summary["rows"]:
-        plot_sharpness(summary["rows"], out / "sharpness.png")
-    return summary
+    return _summarise(out, sharpness_tables, plot_sharpness if plot else None, "sharpness.png")
 
 
 def sharpness_tables(out):
