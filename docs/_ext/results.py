@@ -270,7 +270,8 @@ def build(docs, out=None):
         t0 = time.perf_counter()
         pages[name] = scaling_page(name, sweeps / name, out, sweeps)
         took[name] = time.perf_counter() - t0
-    pages["frontier-gaussian"][7:7] = distributions_section(sweeps)
+    at = pages["frontier-gaussian"].index("## Tables") - 1  # the comparison first, then the study's own tables
+    pages["frontier-gaussian"][at:at] = distributions_section(sweeps)
     for name, folder in (("noise", "noise"), ("sharpness", "reach-sharpness")):
         t0 = time.perf_counter()
         pages[name] = grid_page(name, sweeps / folder, out, sweeps)

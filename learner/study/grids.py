@@ -1,10 +1,10 @@
 """Studies over a grid of scaling studies: label noise and attention sharpness (issue 37; the design is ours).
 
-Each point of the grid (a noise level σ, or a logit scale and a dimension d) is one
-:func:`~learner.study.scaling.scaling_study` in its own folder of ``out`` — resumable, with its own records,
-summary and figure — run on the same seeds, so every point meets the same planted layers (for noise: the
-same inputs and the same noise draws, scaled). The grid's own summary (``summary.md``, ``summary.json``) and
-figure are made from those records.
+Each point of the grid (a noise level σ, or a logit scale and a dimension d) is a
+:func:`~learner.study.scaling.scaling_study` in a folder of ``out`` (for the sharpness map one per method) —
+resumable, with its own records and summary — run on the same seeds, so every point meets the same planted
+layers (for noise: the same inputs and the same noise draws, scaled). The grid's own summary (``summary.md``,
+``summary.json``) and figure are made from those records.
 
 - :func:`noise_study` — parameter and relative error against σ for the learner and Adam, per (m, d, k) cell,
   with the slope of ``log param error`` against ``log σ`` and where each method breaks.
