@@ -278,7 +278,7 @@ def sharpness_tables(out):
     scales = sorted({t["logit_scale"] for t in table})
     lines = []
     for method in sorted({t["method"] for t in table}, reverse=True):
-        lines += [f"**{method}** — successes per logit scale (failures' statuses)", "",
+        lines += [f"**{method}** — successes per logit scale (failures by status)", "",
                   "| d | k | " + " | ".join(f"{s:g}" for s in scales) + " |", "|---|---|" + "---|" * len(scales)]
         for d, k in sorted({(t["d"], t["k"]) for t in table if t["method"] == method}):
             by = {t["logit_scale"]: t for t in table if (t["method"], t["d"], t["k"]) == (method, d, k)}
@@ -288,7 +288,8 @@ def sharpness_tables(out):
                 if t is None:
                     cells_md.append("")
                     continue
-                fail = f" ({', '.join(t['failures'])})" if t["failures"] else ""
+                counts = {f: t["failures"].count(f) for f in sorted(set(t["failures"]))}
+                fail = f" ({', '.join(f'{f} {n}' for f, n in counts.items())})" if counts else ""
                 cells_md.append(f"{t['successes']}/{t['runs']}{fail}")
             lines.append(f"| {d} | {k} | " + " | ".join(cells_md) + " |")
         lines.append("")
