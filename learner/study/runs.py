@@ -162,9 +162,10 @@ def planted_instance(spec):
     """The planted layer, the oracle of its examples and the method's seed of a run.
 
     ``SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)`` seeds, in
-    order, :func:`~learner.instances.random_layer` (default logit scale 3), the
-    :class:`~learner.oracle.LayerOracle` and the method. The method is not part
-    of the key, so every method of a sweep meets the same layer and oracle seed.
+    order, :func:`~learner.instances.random_layer` (at ``spec.logit_scale``), the
+    :class:`~learner.oracle.LayerOracle` and the method. Neither the method nor the
+    input distribution is part of the key, so every method of a sweep, and a study
+    of the same cells with the other distribution, meets the same planted layer.
     """
     from ..instances import random_layer
     from ..oracle import LayerOracle
