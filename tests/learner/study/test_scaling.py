@@ -34,6 +34,16 @@ class TestSeeding:
         np.testing.assert_array_equal(o1.draw(50)[0], o2.draw(50)[0])
         assert s1.spawn_key == s2.spawn_key
 
+    def test_both_distributions_share_the_planted_layer(self):
+        """The Gaussian frontier is compared with the Boolean one on the same layers: the layer's seed does not
+        depend on the input distribution; the inputs do (control)."""
+        boolean, gaussian = (RunSpec("provable", 2, 6, 3, 1, 5, distribution=d) for d in ("boolean", "gaussian"))
+        (t1, o1, _), (t2, o2, _) = planted_instance(boolean), planted_instance(gaussian)
+        np.testing.assert_array_equal(t1.thetas, t2.thetas)
+        np.testing.assert_array_equal(t1.ws, t2.ws)
+        x1, x2 = o1.draw(50)[0], o2.draw(50)[0]
+        assert set(np.unique(x1)) == {-1.0, 1.0} and len(np.unique(x2)) > 2
+
     @pytest.mark.parametrize("other", [
         RunSpec("adam", 2, 6, 3, 2, 5),  # another seed index
         RunSpec("adam", 2, 6, 3, 1, 6),  # another entropy
