@@ -45,8 +45,8 @@ import numpy as np
 
 from ..geometry import min_norm_point
 
-__all__ = ["WEIGHTINGS", "HullUndetermined", "SpanEstimate", "estimate_span", "hull_solve", "precision_weights",
-           "token_distances"]
+__all__ = ["SOLVERS", "WEIGHTINGS", "HullUndetermined", "SpanEstimate", "estimate_span", "hull_solve",
+           "precision_weights", "token_distances"]
 
 
 class HullUndetermined(ValueError):
@@ -135,43 +135,70 @@ def _numerical_rank(S, shape):
     return int((S > top * max(shape) * np.finfo(float).eps).sum()) if top > 0 else 0
 
 
-def _min_norm_solution(A, b, w, r):
+#: The ways :func:`hull_solve` computes its SVDs: ``"qr"`` (the default) through the triangle of a QR of the
+#: constraints, ``"svd"`` the thin SVD of the constraint matrix itself (the reference).
+SOLVERS = ("qr", "svd")
+
+
+def _svd(M, rhs, solver):
+    """``(S, Vt, Uᵀ·rhs)`` of the thin SVD ``M = U S Vt`` (``Uᵀ·rhs`` None without ``rhs``).
+
+    ``solver="qr"`` (ours) never forms ``U``: a Householder QR of ``[M | rhs]`` (``mode="r"``) gives the
+    triangle ``R`` of ``M`` and ``Qᵀ·rhs``; the SVD of the ``p × p`` triangle ``R = U_R S Vt`` has ``M``'s singular
+    values and right vectors, and ``Uᵀ·rhs = U_Rᵀ (Qᵀ·rhs)``. Both steps are backward stable, so ``S`` agrees
+    with ``"svd"``'s to rounding; on a tall matrix (the constraints: ``N ≫ p = d²``) it skips the ``N × p``
+    factor ``U``. Matrices with fewer rows than ``2p`` go to the thin SVD either way.
+    """
+    n, p = M.shape
+    if solver == "svd" or n < 2 * p:
+        U, S, Vt = np.linalg.svd(M, full_matrices=False)
+        return S, Vt, (None if rhs is None else U.T @ rhs)
+    R = np.linalg.qr(M if rhs is None else np.column_stack([M, rhs]), mode="r")
+    U_R, S, Vt = np.linalg.svd(R[:p, :p])
+    return S, Vt, (None if rhs is None else U_R.T @ R[:p, p])
+
+
+def _min_norm_solution(A, b, w, r, solver="qr"):
     """``(θ, S, Vt)``: min-norm least-squares solution of ``(A·w) θ = b·w`` on the top ``r`` singular directions.
 
     Directions beyond the matrix's numerical rank are left out (the pseudo-inverse's
     convention): whether the rank suffices is :func:`estimate_span`'s check.
     """
-    U, S, Vt = np.linalg.svd(A * w[:, None], full_matrices=False)
+    S, Vt, c = _svd(A * w[:, None], b * w, solver)
     r = min(r, _numerical_rank(S, A.shape))
-    return Vt[:r].T @ ((U[:, :r].T @ (b * w)) / S[:r]), S, Vt
+    return Vt[:r].T @ (c[:r] / S[:r]), S, Vt
 
 
-def hull_solve(A, b, m, *, weights=None, irls_rounds=3, directions_from="irls"):
+def hull_solve(A, b, m, *, weights=None, irls_rounds=3, directions_from="irls", solver="qr"):
     """``(Θ*, V, S)``: min-norm point, hull directions and singular values (ascending).
 
     ``weights`` (default all ones) multiply every row. With
     ``directions_from="irls"`` the directions and singular values come from the
     last IRLS round's weighted matrix (the earlier scheme); with ``"weights"``
-    they come from ``weights`` alone and only ``Θ*`` is reweighted.
+    they come from ``weights`` alone and only ``Θ*`` is reweighted. ``solver`` is one of
+    :data:`SOLVERS`; both give the same result to rounding (``"svd"`` is the reference the
+    ``bench --span`` benchmark times ``"qr"`` against).
     """
+    if solver not in SOLVERS:
+        raise ValueError(f"`solver` must be one of {SOLVERS}; got {solver!r}.")
     n_params = A.shape[1]
     base = np.ones(A.shape[0]) if weights is None else np.asarray(weights, dtype=float)
     r = n_params - (m - 1)
     w = base
     if directions_from == "weights":
-        _, S, Vt = np.linalg.svd(A * base[:, None], full_matrices=False)
+        S, Vt, _ = _svd(A * base[:, None], None, solver)
         V = Vt[r:].T
         # Θ* on the complement of the hull's directions: project them out of A.
         A_perp = A - (A @ V) @ V.T
-        theta = _min_norm_solution(A_perp, b, w, r)[0]
+        theta = _min_norm_solution(A_perp, b, w, r, solver)[0]
         for _ in range(irls_rounds):
             w = _irls_weights(A, b, theta, base)
-            theta = _min_norm_solution(A_perp, b, w, r)[0]
+            theta = _min_norm_solution(A_perp, b, w, r, solver)[0]
         return theta, V, S[::-1]
-    theta, S, Vt = _min_norm_solution(A, b, w, r)
+    theta, S, Vt = _min_norm_solution(A, b, w, r, solver)
     for _ in range(irls_rounds):
         w = _irls_weights(A, b, theta, base)
-        theta, S, Vt = _min_norm_solution(A, b, w, r)
+        theta, S, Vt = _min_norm_solution(A, b, w, r, solver)
     return theta, Vt[r:].T, S[::-1]
 
 

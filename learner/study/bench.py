@@ -15,6 +15,9 @@ fit of every row (their outputs must be identical), and the closed-form row
 fit against a batched-solve reference (:func:`fit_patterns_solve`), with the
 BLAS limited to one thread (:func:`blas_threads`). ``python -m learner bench
 --certification`` runs it alone, at (m, d, k) = (3, 16, 4) by default.
+
+The span benchmark (:func:`run_span_benchmark`, ``python -m learner bench --span``) times phase 5's hull solve
+with its SVDs through a QR against the thin SVD of the constraint matrix, on phase 5's shape at m = 1.
 """
 
 from __future__ import annotations
@@ -38,11 +41,13 @@ __all__ = [
     "BenchResult",
     "BenchRow",
     "CertificationBench",
+    "SpanBench",
     "blas_threads",
     "fit_patterns_solve",
     "forward_flops",
     "run_benchmark",
     "run_certification_benchmark",
+    "run_span_benchmark",
 ]
 
 log = logging.getLogger(__name__)
@@ -426,6 +431,67 @@ def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logi
     return CertificationBench(m, d, k, batch, repeat, batch / t_forward, batch / t_pipeline, batch / t_fit,
                               batch / t_solve, same, tol, min_weight, batch / t_sample, batch / t_cert64,
                               batch / t_screened, batch / t_pipeline64, identical, refit / batch, int(out64[-1]), blas)
+
+
+@dataclass(frozen=True)
+class SpanBench:
+    """Phase 5's hull solve (:func:`learner.phases.span.hull_solve`, precision weighting) with its SVDs through a
+    QR (``solver="qr"``) against the thin SVD (``"svd"``, the reference), timed in one run on the same constraint
+    matrix: medians, their ratio, and how far the two results differ."""
+
+    rows: int
+    d: int
+    m: int
+    repeat: int
+    svd_seconds: float
+    qr_seconds: float
+    theta_difference: float
+    singular_value_difference: float
+    blas: str
+
+    @property
+    def speedup(self):
+        return self.svd_seconds / self.qr_seconds
+
+    def table(self):
+        return "\n".join([
+            (f"phase 5's hull solve on {self.rows:,} constraints × d² = {self.d * self.d} unknowns, m = {self.m}, "
+             f"medians of {self.repeat} interleaved runs, {self.blas}:"),
+            f"  thin SVD of the constraints (reference)   {self.svd_seconds:8.2f} s",
+            (f"  QR, then the SVD of its triangle          {self.qr_seconds:8.2f} s   {self.speedup:.2f}x faster; "
+             f"Θ* differs by {self.theta_difference:.1e} (relative), singular values by "
+             f"{self.singular_value_difference:.1e} (relative to the largest)"),
+        ])
+
+    def to_dict(self):
+        return dict(self.__dict__) | {"speedup": self.speedup}
+
+
+@declare(rows=Integer(), d=Integer(), m=Integer(), repeat=Integer(), threads=Integer())
+def run_span_benchmark(rows=200_000, d=12, m=1, *, repeat=3, threads=1, rng=None):
+    """Time :func:`~learner.phases.span.hull_solve` with both solvers on one random constraint matrix.
+
+    ``rows`` constraints on ``d²`` unknowns: the shape of phase 5 at m = 1, (d, k) = (12, 2), where every row
+    certifies (about 2·10⁵ constraints per round in the frontier's runs). The matrix is random (Gaussian entries,
+    uniform weights, right-hand sides from a point plus noise): the solve's cost depends on the shape alone.
+
+    Returns
+    -------
+    SpanBench
+    """
+    from ..phases.span import hull_solve
+
+    rng = check_rng(rng)
+    A = rng.standard_normal((rows, d * d))
+    b = A @ rng.standard_normal(d * d) + 1e-3 * rng.standard_normal(rows)
+    w = rng.uniform(0.1, 1.0, rows)
+    kw = {"weights": w, "directions_from": "weights"}
+    with blas_threads(threads) as blas:
+        t_svd, t_qr = _interleaved_medians([lambda: hull_solve(A, b, m, solver="svd", **kw),
+                                            lambda: hull_solve(A, b, m, solver="qr", **kw)], repeat)
+    (th1, _, s1), (th2, _, s2) = (hull_solve(A, b, m, solver=sv, **kw) for sv in ("svd", "qr"))
+    return SpanBench(rows, d, m, repeat, t_svd, t_qr, float(np.linalg.norm(th1 - th2) / np.linalg.norm(th1)),
+                     float(np.max(np.abs(s1 - s2)) / s1.max()), blas)
 
 
 @dataclass(frozen=True)

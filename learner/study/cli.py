@@ -26,6 +26,7 @@ from .bench import (
     run_benchmark,
     run_certification_benchmark,
     run_parallel_benchmark,
+    run_span_benchmark,
 )
 from .frontier import DEFAULT_GRID
 from .peers import QUICK_PEER_OPTIONS, peer_study
@@ -64,6 +65,9 @@ def _add_bench(sub):
     p.add_argument("--certification", action="store_true",
                    help="only phase 4's certification (float64 fit against the float32 screen) beside the "
                         "forward pass, with one BLAS thread, at --m/--d/--k")
+    p.add_argument("--span", action="store_true",
+                   help="only phase 5's hull solve: SVDs through a QR against the thin SVD, 200,000 constraints × "
+                        "144 unknowns (phase 5's shape at m = 1, d = 12), one BLAS thread")
     p.add_argument("--m", type=int, default=3, help="heads of --certification (default 3)")
     p.add_argument("--d", type=int, default=16, help="token dimension of --certification (default 16)")
     p.add_argument("--k", type=int, default=4, help="tokens per sequence of --certification (default 4)")
@@ -239,6 +243,12 @@ def _bench(args):
         print(par.table())
         if args.json:
             write_json(args.json, command_record("bench --parallel", parallel=par.to_dict()))
+        return 0
+    if args.span:
+        span = run_span_benchmark(rows=5000 if args.quick else 200_000, repeat=args.repeat, rng=args.seed)
+        print(span.table())
+        if args.json:
+            write_json(args.json, command_record("bench --span", seed=args.seed, span=span.to_dict()))
         return 0
     if args.certification:
         cert = run_certification_benchmark(args.m, args.d, args.k, batch=2000 if args.quick else 100_000,

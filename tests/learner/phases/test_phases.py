@@ -184,6 +184,31 @@ class TestRefineSumW:
 
 
 class TestEstimateSpan:
+    @pytest.mark.parametrize("rows", [40, 400], ids=["short: thin SVD either way", "tall: QR path"])
+    @pytest.mark.parametrize("m", [1, 3])
+    def test_qr_and_svd_solvers_agree(self, m, rows):
+        """hull_solve's SVDs through a QR give the thin SVD's Θ*, directions and singular values to rounding
+        (1e-12: both are backward stable, condition number of these matrices ~10); a wrong Qᵀb (the control: the
+        right-hand side dropped) does not."""
+        from learner.phases.span import hull_solve
+
+        rng = np.random.default_rng(m)
+        A, b, w = rng.standard_normal((rows, 16)), rng.standard_normal(rows), rng.uniform(0.1, 1, rows)
+        for directions in ("weights", "irls"):
+            (t1, V1, S1), (t2, V2, S2) = (hull_solve(A, b, m, weights=w, directions_from=directions, solver=sv)
+                                          for sv in ("svd", "qr"))
+            np.testing.assert_allclose(t2, t1, rtol=0, atol=1e-12 * np.linalg.norm(t1))
+            np.testing.assert_allclose(S2, S1, rtol=0, atol=1e-12 * S1.max())
+            np.testing.assert_allclose(V2 @ V2.T, V1 @ V1.T, rtol=0, atol=1e-12)
+        control = hull_solve(A, np.zeros(rows), m, weights=w, solver="qr")[0]
+        assert np.linalg.norm(control - t1) > 0.1 * np.linalg.norm(t1)
+
+    def test_bad_solver(self):
+        from learner.phases.span import hull_solve
+
+        with pytest.raises(ValueError, match="`solver` must be one of"):
+            hull_solve(np.eye(4), np.ones(4), 1, solver="lu")
+
     @pytest.mark.parametrize("weighting", ["precision", "irls", "none"])
     @pytest.mark.parametrize("m", [1, 2, 3])
     def test_exact_constraints_give_the_hull(self, m, weighting):

@@ -33,6 +33,27 @@ class TestForwardFlops:
         assert forward_flops(1, 2, 3, 1) == 120
 
 
+class TestSpanBenchmark:
+    def test_both_solvers_agree_and_the_ratio_is_theirs(self):
+        from learner.study.bench import run_span_benchmark
+
+        res = run_span_benchmark(rows=400, d=4, repeat=1, rng=0)
+        assert res.theta_difference < 1e-12 and res.singular_value_difference < 1e-12
+        assert res.speedup == res.svd_seconds / res.qr_seconds
+        assert "faster" in res.table() and "BLAS thread" in res.table()
+        assert set(res.to_dict()) >= {"speedup", "svd_seconds", "qr_seconds"}
+
+    def test_cli(self, capsys, tmp_path):
+        import json
+
+        from learner.cli import main
+
+        out_json = tmp_path / "span.json"
+        assert main(["bench", "--span", "--quick", "--repeat", "1", "--json", str(out_json)]) == 0
+        assert "QR, then the SVD of its triangle" in capsys.readouterr().out
+        assert json.loads(out_json.read_text())["span"]["rows"] == 5000
+
+
 class TestCertificationBenchmark:
     def test_figures_and_the_reference_agree(self):
         """The benchmark's fit and its batched-solve reference certify the same rows; ratios are consistent."""
