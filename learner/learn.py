@@ -154,6 +154,10 @@ def _sum_diag(est):
     out = {"examples": est.n_examples, "seconds": est.seconds}
     if est.error is not None:
         out["sum_w_error"] = est.error
+    details = est.details or {}
+    for key in ("stopped", "standard_error", "se_target", "stages"):
+        if key in details:
+            out[key] = details[key]
     return out
 
 
@@ -430,11 +434,15 @@ def _crude_phases(run):
     """
     cfg, d, truth = run.cfg, run.d, run.truth
     run.state["phase"] = "1_crude_sum"
-    log.info("phase 1: one-step estimate of ΣW from %s examples", f"{cfg.n_crude:,}")
+    adaptive = _adaptive(cfg)
+    log.info("phase 1: one-step estimate of ΣW from %s examples", f"at most {cfg.n_crude:,}" if cfg.adaptive
+             else f"{cfg.n_crude:,}")
     with run.streaming():
-        p1 = crude_sum_w(run.source, n_samples=cfg.n_crude, batch=cfg.batch, truth=truth, workers=run.pool)
+        p1 = crude_sum_w(run.source, n_samples=cfg.n_crude, batch=cfg.batch, truth=truth, workers=run.pool,
+                         se_target=adaptive["crude_se"], first_batch=adaptive["first_batch"])
     run.phases["1_crude_sum"], run.diag["1_crude_sum"], run.timings["1_crude_sum"] = p1, _sum_diag(p1), p1.seconds
-    norm = float(np.linalg.norm(p1.w_sum))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflowed estimate is named just below
+        norm = float(np.linalg.norm(p1.w_sum))
     if not np.isfinite(norm):
         # The labels were finite (the oracle and ArraySource refuse others) but their sums were not.
         run.stop("1_crude_sum", f"the estimate of ΣW_i is not finite (‖ΣŴ‖_F = {norm}): the examples' labels are "
@@ -452,7 +460,8 @@ def _crude_phases(run):
              f"{cfg.crude_max_examples:,}")
     with run.streaming():
         p2 = crude_sculpt(run.source, p1.w_sum, tol=cfg.crude_tol, min_weight=cfg.min_weight, target=target2,
-                          max_examples=cfg.crude_max_examples, batch=cfg.batch, truth=truth, workers=run.pool)
+                          max_examples=cfg.crude_max_examples, batch=cfg.batch, truth=truth, workers=run.pool,
+                          first_batch=adaptive["first_batch"])
     run.phases["2_crude_sculpt"], run.diag["2_crude_sculpt"], run.timings["2_crude_sculpt"] = (
         p2, p2.summary(), p2.seconds)
     theta_star = None
@@ -466,20 +475,44 @@ def _crude_phases(run):
     return p1.w_sum, theta_star
 
 
+def _adaptive(cfg):
+    """The data-driven rules' settings (all None with ``adaptive=False``: the fixed budgets)."""
+    names = ("crude_se", "first_batch", "refine_se", "hull_stability")
+    return {name: getattr(cfg, name) if cfg.adaptive else None for name in names}
+
+
 def _refine_rounds(run, w_sum, theta_star):
-    """Phases 3–5, ``outer_rounds`` times: refine ΣW, sculpt against it, span the hull; the last hull."""
-    for r in range(run.cfg.outer_rounds):
+    """Phases 3–5, at most ``outer_rounds`` times: refine ΣW, sculpt against it, span the hull; the last hull.
+
+    With ``adaptive`` a round follows only while phase 3 ended at its cap above its standard-error target
+    (ours): a ΣŴ at its target gains nothing from the next round's better Θ*. Why the rounds ended is in
+    ``diagnostics["3_refine_sum"]["rounds_stopped"]``.
+    """
+    cfg = run.cfg
+    adaptive = _adaptive(cfg)
+    for r in range(cfg.outer_rounds):
         run.state["phase"] = "3_refine_sum"
-        log.info("phase 3 (round %d of %d): refining ΣW from %s examples", r + 1, run.cfg.outer_rounds,
-                 f"{run.cfg.n_refine:,}")
-        p3 = refine_sum_w(run.source, w_sum, theta_star, n_samples=run.cfg.n_refine, rounds=run.cfg.refine_rounds,
-                          keep=run.cfg.refine_keep, batch=run.cfg.batch, truth=run.truth)
+        log.info("phase 3 (round %d of at most %d): refining ΣW from %s examples", r + 1, cfg.outer_rounds,
+                 f"at most {cfg.n_refine:,}" if cfg.adaptive else f"{cfg.n_refine:,}")
+        p3 = refine_sum_w(run.source, w_sum, theta_star, n_samples=cfg.n_refine, rounds=cfg.refine_rounds,
+                          keep=cfg.refine_keep, batch=cfg.batch, truth=run.truth, se_target=adaptive["refine_se"],
+                          first=cfg.refine_first)
         w_sum = p3.w_sum
+        rounds3 = run.diag.get("3_refine_sum", {}).get("rounds", [])
         run.phases["3_refine_sum"], run.diag["3_refine_sum"] = p3, _sum_diag(p3) | {"round": r}
+        rounds3.append({key: value for key, value in run.diag["3_refine_sum"].items() if key != "stages"})
+        run.diag["3_refine_sum"]["rounds"] = rounds3
         run.add_time("3_refine_sum", p3.seconds)
         p4 = _refined_sculpt_round(run, r, w_sum)
         p5 = _span_round(run, r, p4)
         theta_star = p5.theta_star
+        if cfg.adaptive and p3.details["stopped"] == "standard error":
+            why = (f"phase 3 met its target in round {r + 1} (standard error {p3.details['standard_error']:.3g} "
+                   f"<= refine_se={cfg.refine_se:g})")
+            break
+    else:
+        why = f"outer_rounds={cfg.outer_rounds} rounds run"
+    run.diag["3_refine_sum"]["rounds_stopped"] = why
     return p5
 
 
@@ -491,15 +524,19 @@ def _refined_sculpt_round(run, r, w_sum):
     log.info("phase 4 (round %d): refined sculpting, up to %d constraints from at most %s examples; "
              "a pilot forecasts the examples first", r + 1, target4, f"{cfg.max_examples:,}")
     with run.streaming():
+        adaptive = _adaptive(cfg)
         p4 = refined_sculpt(run.source, w_sum, tol=cfg.refined_tol, min_weight=cfg.min_weight, target=target4,
                             max_examples=cfg.max_examples, batch=cfg.batch, truth=run.truth, workers=run.pool,
-                            pilot=True, n=(max(run.plan_m, 1) - 1) * (run.k - 1))
+                            pilot=True, n=(max(run.plan_m, 1) - 1) * (run.k - 1),
+                            first_batch=adaptive["first_batch"], stability=adaptive["hull_stability"],
+                            hull_m=run.m, gap_min=cfg.gap_min, max_m=run.plan_m, weighting=cfg.hull_weighting)
     fc = p4.forecast
     rounds4 = run.diag.get("4_refined_sculpt", {}).get("rounds", [])
     summary = run.diag["4_refined_sculpt"] = p4.summary() | {"round": r}
     # Censored: a phase stopped by its budget (or by the forecast) drew fewer examples than it needed.
-    censored = p4.count < target4
+    censored = p4.stopped in ("budget", "forecast")
     rounds4.append({"round": r, "tol": p4.tol, "examples": p4.n_examples, "pilot_examples": fc.n_examples,
+                    "stopped": p4.stopped, "constraints": p4.count,
                     "predicted_examples": summary["forecast"]["predicted_examples"],
                     "forecast_ratio": summary["forecast_ratio"], "examples_at_target": p4.examples_at_target,
                     "needed_ratio": summary["needed_ratio"], "censored": censored})
@@ -513,7 +550,7 @@ def _refined_sculpt_round(run, r, w_sum):
         log.info("phase 4: %s; %s", fc.budget_message(), run.state["forecast_time"])
         run.stop("budget", fc.budget_message())
     ratio = p4.needed_ratio  # the examples up to the target's, not the whole batches drawn
-    if ratio is not None and not 1 / 3 <= ratio <= 3:
+    if ratio is not None and p4.stopped == "target" and not 1 / 3 <= ratio <= 3:
         log.warning("phase 4 (round %d): reached the target at example %s, %.3g times the pilot's "
                     "forecast of %.3g (outside [1/3, 3]: the forecast missed)", r + 1,
                     f"{p4.examples_at_target:,}", ratio, fc.predicted_examples)

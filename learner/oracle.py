@@ -14,7 +14,7 @@ from .layer import AttentionLayer
 from .validation import DISTRIBUTIONS, Choice, Integer, Real, check_int, check_real_array, check_rng, declare
 
 __all__ = ["NOISE_RULE", "ArraySource", "ExampleBatch", "ExamplesExhausted", "LayerOracle", "SourceError", "as_source",
-           "batch_sizes", "checked_examples", "draw_checked", "name_source", "noisy_labels"]
+           "batch_sizes", "checked_examples", "draw_checked", "growing_sizes", "name_source", "noisy_labels"]
 
 #: The rule of every ``noise`` (the label noise's standard deviation): a finite number, 0 allowed.
 NOISE_RULE = Real(allow_zero=True)
@@ -66,6 +66,25 @@ def draw_checked(source, n_samples):
 def batch_sizes(total, batch):
     """Sizes of the batches that cover ``total`` examples ``batch`` at a time (the last one may be short)."""
     return [min(batch, total - start) for start in range(0, total, batch)]
+
+
+def growing_sizes(total, batch, first=None):
+    """Sizes of batches that cover at most ``total`` examples: ``first``, then doubling up to ``batch``, then
+    ``batch`` at a time (the last one may be short). Lazy, so a stream that stops early forms no more.
+
+    The schedule of the adaptive phases (ours): a phase that stops when its estimate is good enough
+    draws at most about twice what it needed while its batches grow, and at most one ``batch`` beyond
+    afterwards. ``first=None`` (or ``first >= batch``) gives :func:`batch_sizes`'s fixed batches.
+    The sizes depend only on the arguments, so a stream's batches (and their seeds) do not depend on
+    where they are computed.
+    """
+    size = batch if first is None else min(first, batch)
+    drawn = 0
+    while drawn < total:
+        n = min(size, total - drawn)
+        drawn += n
+        yield n
+        size = min(2 * size, batch)
 
 
 class ExampleBatch:

@@ -14,7 +14,7 @@ testable on its own by feeding it the true values of the earlier phases
    residual is label noise alone (ours).
 """
 
-from ._config import CONFIG_RULES, LearnConfig, resolve_config
+from ._config import CONFIG_RULES, FIXED_BUDGETS, LearnConfig, resolve_config
 from .crude_sum import SumEstimate, crude_sum_w
 from .noise import NOISE_MIN, NOISE_Z, STRUCTURE_ALPHA, NoiseFloor, candidate_thetas, noise_floor
 from .refine_sum import refine_sum_w
@@ -26,6 +26,7 @@ __all__ = [
     "Constraints",
     "HullUndetermined",
     "CONFIG_RULES",
+    "FIXED_BUDGETS",
     "LearnConfig",
     "NOISE_MIN",
     "NOISE_Z",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..validation import Boolean, Choice, Integer, Real
 
-__all__ = ["CONFIG_RULES", "LearnConfig", "resolve_config"]
+__all__ = ["CONFIG_RULES", "FIXED_BUDGETS", "LearnConfig", "resolve_config"]
 
 _CHOICES = {"hull_weighting": ("precision", "irls", "none"), "search": ("auto", "exhaustive", "swap", "vp"),
             "refine": ("vp", "trf")}
@@ -34,10 +34,26 @@ class LearnConfig:
     construction.
     """
 
+    #: Budgets set by the data (ours, issue 38): phase 1 stops when its estimate's relative standard error
+    #: is at most ``crude_se``, phase 3 when its regression's is at most ``refine_se``, phase 4 when the hull
+    #: of its constraints moves at most ``hull_stability`` between checkpoints, and the rounds of phases
+    #: 3 → 5 end once phase 3 met its target; the counts below (``n_crude``, ``n_refine``,
+    #: ``refined_constraints``, ``outer_rounds``) are then caps. False gives the fixed budgets of the
+    #: earlier learner (every count drawn in full, fixed batches) for comparison.
+    adaptive: bool = True
     #: Examples streamed per batch (memory: a few times batch·k·d floats).
     batch: int = 100_000
-    #: Phase 1: examples for the one-step estimate.
+    #: With ``adaptive``: the first batch of every example stream; the next double up to ``batch``, so a phase
+    #: that stops early draws at most about twice what it needed (learner.oracle.growing_sizes).
+    first_batch: int = 5_000
+    #: Phase 1: examples for the one-step estimate (a cap with ``adaptive``).
     n_crude: int = 400_000
+    #: Phase 1's target relative standard error. The one-step estimate is biased by the Θ's (its error is
+    #: ~0.1 at logit scale 1 however many examples), and phase 2 certifies at ``crude_tol`` = 0.05, so the
+    #: sampling error only has to stay below half the tolerance; measured at (2, 12, 2): 10,000–400,000
+    #: examples (standard error 0.04–0.006) gave the same phases 2–6. The relative standard deviation of
+    #: one example is 3.6–4.3 at d = 12–16, so this stops after ~25,000 examples.
+    crude_se: float = 0.025
     #: Phases 2/4: relative residual below which a row's fit certifies agreement.
     #: Phase 2 works with a crude ΣW, so it must be loose; phase 4 is tighter. Phase 4's is
     #: chosen when None, in every round, by its pilot (learner.phases.forecast, ours): the first
@@ -45,16 +61,19 @@ class LearnConfig:
     #: 0.02 and 0.03; the smallest whose forecast is at most 2·10^7 examples is used, else
     #: 0.03 — the yield grows like tol^((m−1)(k−1)), and the precision weighting of phase 5
     #: discounts the looser rows. A value given is used as is (the pilot only forecasts).
-    crude_tol: float = 0.05
+    crude_tol: float = 0.1
     refined_tol: float | None = None
     #: Tokens whose fitted weight is at least this give constraints. Low weights give
     #: imprecise log-ratios, which the precision weighting of phase 5 discounts, so the
     #: threshold can be low (measured at (3, 12, 2): 0.02 with precision weights beat 0.1).
     min_weight: float = 0.02
-    #: Constraints to collect, as a multiple of d² (the unknowns). Phase 4's is chosen
+    #: Constraints to collect, as a multiple of d² (the unknowns). Phase 2's (1.5) and its tolerance (0.1) only
+    #: seed phase 3's choice of dominant tokens (Θ*'s heaviest token): measured on the frontier's layers at
+    #: (3, 12, 2), (2, 12, 3), (4, 12, 2), they took phase 2 from 155,000–1,055,000 examples (3·d² at 0.05)
+    #: to 5,000–15,000 with the same phases 3–6 (issue 38). Phase 4's is chosen
     #: from m when None: 6 for m <= 3, 12 for m >= 4 (the hull of more heads is noisier;
     #: examples are cheap at k = 2).
-    crude_constraints: float = 3.0
+    crude_constraints: float = 1.5
     refined_constraints: float | None = None
     #: Example budget of each refined sculpting round (phase 4). When None: 10^9
     #: (learner.phases.forecast.DEFAULT_MAX_EXAMPLES; 15–45 min on two cores at the measured rates).
@@ -63,12 +82,29 @@ class LearnConfig:
     max_examples: int | None = None
     #: Phase 2's budget: with the crude ΣW its constraints are rough, so they only seed phase 3's Θ*.
     crude_max_examples: int = 2_000_000
-    #: Phase 3: examples, regression rounds, and the fraction of rows kept.
+    #: Phase 3: examples (a cap with ``adaptive``), regression rounds, and the fraction of rows kept.
     n_refine: int = 400_000
+    #: With ``adaptive``: phase 3 draws ``refine_first`` examples, then doubles its sample until the certified
+    #: regression's relative standard error is at most ``refine_se`` (or ``n_refine``). Phase 4 certifies
+    #: at 0.015–0.03, which ΣŴ's error adds to every agreeing row's residual: the target is a third of the
+    #: smallest tolerance. The standard error understated the true error 1.4–7 times in oracle mode ((2, 12, 2),
+    #: (4, 12, 2), (3, 12, 3), (2, 16, 8), 2,500–80,000 examples; it counts the rows' scatter, not the bias of
+    #: rows where a head still leaks), and phase 4 certified as well from a ΣŴ 0.0076 off at (4, 12, 2) as
+    #: from one 0.006 off (1,734 against 1,733 constraints from ~3·10⁶ examples): the measured bias is tolerated.
+    refine_first: int = 10_000
+    refine_se: float = 0.005
     refine_rounds: int = 8
     refine_keep: float = 0.02
-    #: Rounds of phases 3 → 4 (the refined hull gives a better Θ*, hence ΣW).
+    #: Rounds of phases 3 → 4 (the refined hull gives a better Θ*, hence ΣW). With ``adaptive`` a cap: a
+    #: round follows only when the previous round's phase 3 ended at ``n_refine`` above ``refine_se``.
     outer_rounds: int = 2
+    #: With ``adaptive``: phase 4 stops at the first checkpoint (1.25·d² constraints, then every 1.25 times
+    #: more) whose hull moved at most this from the previous checkpoint's (the larger of Θ*'s relative change
+    #: and the sine of the largest principal angle between the directions); ``refined_constraints`` is
+    #: the cap. Measured in oracle mode at (4, 12, 2): the change tracks the hull's true distance from the
+    #: heads within 2×, and phase 6 recovered the layer from hulls 0.135 off (2·d² constraints); 0.05
+    #: keeps a margin of ~2.5.
+    hull_stability: float = 0.05
     #: Phase 5: a singular-value ratio at least this marks the hull's dimension when m is estimated.
     #: Chosen when None: 3 up to m = 4, 2 from m = 5 (measured at (5, 16, 2): the 4-dimensional hull
     #: shows ratios 2.41–2.54 with directions 0.094–0.102 rad off, which phase 6 recovers from exactly,
@@ -123,6 +159,12 @@ class LearnConfig:
             object.__setattr__(self, name, rule.check(name, getattr(self, name)))
 
 
+#: The learner before issue 38 (fixed budgets, phase 2 at 3·d² constraints and tolerance 0.05):
+#: ``LearnConfig(**FIXED_BUDGETS)``, for comparison with the data-driven budgets (the frontier's records
+#: of docs/sweeps/frontier were made with it).
+FIXED_BUDGETS = {"adaptive": False, "crude_tol": 0.05, "crude_constraints": 3.0}
+
+
 def _field_rule(f):
     """A field's rule of the validation layer, from its type and the tables above."""
     if f.name in _CHOICES:
@@ -136,7 +178,7 @@ def _field_rule(f):
 
 
 #: Fractions and tolerances: below 1.
-_FRACTIONS = ("crude_tol", "refined_tol", "min_weight", "refine_keep")
+_FRACTIONS = ("crude_tol", "refined_tol", "min_weight", "refine_keep", "crude_se", "refine_se")
 #: Every field's rule, declared once: checked on construction and the type of the command lines' options
 #: that set a field (``learn --max-examples``).
 CONFIG_RULES = {f.name: _field_rule(f) for f in dataclasses.fields(LearnConfig)}

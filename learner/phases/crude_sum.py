@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..oracle import batch_sizes
+from ..oracle import growing_sizes
 from ..parallel import as_workers
 from ..progress import bar
-from ..validation import check_int
+from ..validation import check_int, check_positive_float
 
 __all__ = ["SumEstimate", "crude_sum_w"]
 
@@ -41,42 +41,85 @@ def _sum_error(w_sum, truth):
 
 
 def partial_sum(batch):
-    """``Σ_n X_nᵀ J Y_n`` over one batch (a worker's reduction of phase 1): a d × d matrix."""
+    """A worker's reduction of phase 1: ``Σ_n X_nᵀ J Y_n`` over one batch (a d × d matrix),
+    ``Σ_n ‖X_nᵀ J Y_n‖_F²`` (for the standard error of the running mean) and the batch's size."""
     X, Y = batch.examples()
-    # Xᵀ J Y = (Xᵀ 1)(1ᵀ Y): the column sums of X and Y.
-    return np.einsum("nc,ne->ce", X.sum(axis=1), Y.sum(axis=1))
+    # Xᵀ J Y = (Xᵀ 1)(1ᵀ Y): the column sums of X and Y; a rank-one matrix, so ‖·‖_F² = ‖Xᵀ1‖²·‖1ᵀY‖².
+    a, b = X.sum(axis=1), Y.sum(axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):  # labels near float64's limit: learn() names them
+        sq = float(np.dot(np.einsum("nc,nc->n", a, a), np.einsum("ne,ne->n", b, b)))
+        return np.einsum("nc,ne->ce", a, b), sq, X.shape[0]
 
 
-def crude_sum_w(source, *, n_samples=400_000, batch=100_000, truth=None, workers=None):
-    """Phase 1: ``Ŵ = (1/k) Ê[Xᵀ J Y]`` over ``n_samples`` examples drawn from ``source``.
+def relative_standard_error(total, total_sq, n):
+    """``SE_F/‖mean‖_F`` of the mean of ``n`` i.i.d. matrices with sum ``total`` and ``Σ‖·‖_F² = total_sq``
+    (``inf`` below two examples or at a zero mean)."""
+    mean = total / n
+    norm2 = float(np.sum(mean**2))
+    if n < 2 or norm2 == 0:
+        return float("inf")
+    var = max(total_sq / n - norm2, 0.0) * n / (n - 1)  # the trace of one matrix's covariance, unbiased
+    return float(np.sqrt(var / n / norm2))
+
+
+def crude_sum_w(source, *, n_samples=400_000, batch=100_000, truth=None, workers=None, se_target=None,
+                first_batch=None):
+    """Phase 1: ``Ŵ = (1/k) Ê[Xᵀ J Y]`` over up to ``n_samples`` examples drawn from ``source``.
 
     ``workers`` computes the batches' partial sums: a :class:`learner.parallel.Workers`,
     or an int, ``"auto"`` or None as :func:`learner.learn` takes them (a pool for this
     call only). The sums are added in batch order, so the estimate does not depend on it.
 
+    With ``se_target`` (ours; :func:`learner.learn` passes ``LearnConfig.crude_se``) the phase is
+    sequential: after each batch it computes the running mean's relative standard error
+    (:func:`relative_standard_error`, from the batches' sums of squares) and stops as soon as it is at
+    most ``se_target``; ``n_samples`` is then a cap. The batches start at ``first_batch`` examples and
+    double up to ``batch`` (:func:`learner.oracle.growing_sizes`). Without it every one of the
+    ``n_samples`` examples is drawn, as the paper's phase does with its fixed count.
+
     Returns
     -------
     SumEstimate
-        ``error`` is ``‖Ŵ − ΣW‖_F / ‖ΣW‖_F`` when ``truth`` is given.
+        ``error`` is ``‖Ŵ − ΣW‖_F / ‖ΣW‖_F`` when ``truth`` is given; ``details`` has the
+        relative standard error, the target, and why the phase stopped (``"standard error"``, ``"cap"``, or
+        ``"not finite"`` when the sums overflowed).
     """
     t0 = time.perf_counter()
     n_samples = check_int("n_samples", n_samples)
     if n_samples < 1:
         raise ValueError(f"`n_samples` must be positive; got n_samples={n_samples}.")
-    sizes = batch_sizes(n_samples, check_int("batch", batch))
+    batch = check_int("batch", batch)
+    if se_target is not None:
+        se_target = check_positive_float("se_target", se_target)
+    if first_batch is not None:
+        first_batch = check_int("first_batch", first_batch, minimum=1)
+    sizes = growing_sizes(n_samples, batch, first_batch)
     with as_workers(workers) as pool:
-        return _crude_sum_on(source, n_samples, sizes, truth, pool, t0)
+        return _crude_sum_on(source, n_samples, sizes, truth, pool, t0, se_target)
 
 
-def _crude_sum_on(source, n_samples, sizes, truth, workers, t0):
-    acc = 0.0
+def _crude_sum_on(source, n_samples, sizes, truth, workers, t0, se_target):
+    acc, acc_sq, n, se = 0.0, 0.0, 0, float("inf")
+    stopped = "cap"
     progress = bar(n_samples, "phase 1", "ex")
     tasks = (((eb,), eb.n) for eb in source.batches(sizes))
     with contextlib.closing(workers.ordered("1_crude_sum", partial_sum, tasks)) as parts:
-        for part, n in zip(parts, sizes, strict=True):
-            acc = acc + part
-            progress.update(n)
+        for part, sq, size in parts:
+            with np.errstate(over="ignore", invalid="ignore"):
+                acc, acc_sq, n = acc + part, acc_sq + sq, n + size
+            progress.update(size)
+            if not np.isfinite(acc).all():  # overflowed: more examples cannot help (learn() says why)
+                stopped = "not finite"
+                break
+            se = relative_standard_error(acc, acc_sq, n)
+            if se_target is not None:
+                progress.set_postfix_str(f"standard error {se:.3g} (target {se_target:g})")
+                if se <= se_target:
+                    stopped = "standard error"
+                    break
     progress.close()
-    source.consume(n_samples)
-    w_sum = acc / (source.k * n_samples)
-    return SumEstimate(w_sum, n_samples, time.perf_counter() - t0, _sum_error(w_sum, truth))
+    source.consume(n)
+    with np.errstate(over="ignore", invalid="ignore"):
+        w_sum = acc / (source.k * n)
+    details = {"standard_error": se, "se_target": se_target, "stopped": stopped}
+    return SumEstimate(w_sum, n, time.perf_counter() - t0, _sum_error(w_sum, truth), details)

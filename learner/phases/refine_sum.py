@@ -25,10 +25,34 @@ import numpy as np
 from ..layer import attention_patterns
 from ..oracle import batch_sizes
 from ..progress import bar
+from ..validation import check_int, check_positive_float
 from .crude_sum import SumEstimate, _sum_error
 from .sculpt import _dot, fit_patterns
 
-__all__ = ["refine_sum_w", "certified_regression"]
+__all__ = ["certified_regression", "refine_sum_w", "regression_se"]
+
+
+def regression_se(Z, y, coef):
+    """Relative standard error ``SE_F(Ŵ)/‖Ŵ‖_F`` of the least-squares fit ``y ≈ Z Ŵ`` (ours).
+
+    Every column of ``Ŵ`` has covariance ``σ_c² (ZᵀZ)⁻¹`` with ``σ_c²`` its residuals' variance
+    (``N − p`` degrees of freedom), so ``SE_F² = (‖E‖_F²/(N − p))·tr((ZᵀZ)⁻¹)``. The residuals hold label
+    noise and, for noiseless labels, the attention leaking past the rows' fitted patterns: the figure is
+    the scatter of the regression, the quantity phase 3's stopping rule compares with its target.
+    ``inf`` when the fit has no degree of freedom or ``Z`` is singular.
+    """
+    n, p = Z.shape
+    if n <= p:
+        return float("inf")
+    resid = y - Z @ coef
+    try:
+        trace = float(np.trace(np.linalg.inv(Z.T @ Z)))
+    except np.linalg.LinAlgError:
+        return float("inf")
+    norm = float(np.linalg.norm(coef))
+    if not np.isfinite(trace) or trace < 0 or norm == 0:
+        return float("inf")
+    return float(np.sqrt(np.sum(resid**2) / (n - p) * trace) / norm)
 
 
 def certified_regression(X, Y, w_sum, *, rounds=60, keep=0.003, pool=0.05, rtol=1e-4, truth=None):
@@ -67,7 +91,8 @@ def certified_regression(X, Y, w_sum, *, rounds=60, keep=0.003, pool=0.05, rtol=
             cut = res[finite].max()
         sel = res <= cut
         Z = np.einsum("nj,njc->nc", P[sel], X_pool[sel])
-        new = np.linalg.lstsq(Z, Y[ii[sel], aa[sel]], rcond=None)[0]
+        y_sel = Y[ii[sel], aa[sel]]
+        new = np.linalg.lstsq(Z, y_sel, rcond=None)[0]
         step = new - est
         extrapolated = False
         if prev_step is not None and r % 4 == 3:
@@ -79,7 +104,8 @@ def certified_regression(X, Y, w_sum, *, rounds=60, keep=0.003, pool=0.05, rtol=
         prev_step = step
         est = new
         history.append({"round": r, "rows": int(sel.sum()), "cut": float(cut), "change": change,
-                        "extrapolated": extrapolated, "error": _sum_error(est, truth)})
+                        "extrapolated": extrapolated, "error": _sum_error(est, truth),
+                        "standard_error": regression_se(Z, y_sel, new)})
         if change < rtol:
             break
     return est, history
@@ -136,7 +162,7 @@ def _fit_quantile(X, Y, w_sum, q):
 
 
 def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8, keep=0.02, batch=100_000,
-                 cert_rounds=60, cert_keep=0.003, cert_pool=0.05, truth=None):
+                 cert_rounds=60, cert_keep=0.003, cert_pool=0.05, truth=None, se_target=None, first=None):
     """Phase 3: trimmed regression of ``y_a`` on the dominant token's ``x_{j*}``.
 
     Parameters
@@ -149,30 +175,66 @@ def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8,
         and only rows where it also has the smallest vertex residual are used;
         otherwise ``j*`` is the token of smallest vertex residual.
     n_samples, rounds, keep, batch :
-        Examples drawn, regression rounds, fraction of rows kept per round
-        (halved after the first three rounds), streaming batch.
+        Examples drawn (a cap with ``se_target``), regression rounds, fraction of rows kept per
+        round (halved after the first three rounds), streaming batch.
     cert_rounds, cert_keep, cert_pool :
         The certified regression's rounds, fraction of rows regressed on, and the
         pool of best-fitting rows it refits (:func:`certified_regression`). It
         starts from the vertex estimate or from ``w_sum``, whichever makes the
         pool's quantile of row-fit residuals smaller (``details["start"]``).
+    se_target, first :
+        The sequential rule (ours; :func:`learner.learn` passes ``LearnConfig.refine_se`` and
+        ``refine_first``): draw ``first`` examples, estimate, and while the certified regression's
+        relative standard error (:func:`regression_se`) is above ``se_target``, draw as many again
+        (the sample doubles, up to ``n_samples``) and estimate afresh from ``w_sum`` on the whole
+        sample. Without ``se_target`` all ``n_samples`` examples are drawn at once.
 
     Returns
     -------
     SumEstimate
+        ``details`` holds the last estimate's rounds, and ``stages`` (examples, standard error,
+        error against the truth) and ``stopped`` (``"standard error"``, ``"cap"`` or ``"fixed"``).
     """
     t0 = time.perf_counter()
-    progress = bar(n_samples, "phase 3", "ex")
-    parts = []
-    # The regression below works on the whole sample (a quantile over every row each round), so
-    # the examples are drawn here, batch by batch from the stream's seeds, not on workers.
-    for eb in source.batches(batch_sizes(n_samples, batch)):
-        parts.append(eb.examples())
-        progress.update(eb.n)
-    source.consume(n_samples)
+    w_sum = np.asarray(w_sum, dtype=float)
+    stages_n = [n_samples]
+    if se_target is not None:
+        se_target = check_positive_float("se_target", se_target)
+        size = min(check_int("first", first, minimum=1) if first is not None else n_samples, n_samples)
+        stages_n = [size]
+        while stages_n[-1] < n_samples:
+            stages_n.append(min(2 * stages_n[-1], n_samples))
+    progress = bar(stages_n[-1], "phase 3", "ex")
+    parts, drawn, stages = [], 0, []
+    stopped = "fixed" if se_target is None else "cap"
+    for total in stages_n:
+        # The regression works on the whole sample (a quantile over every row each round), so the examples
+        # are drawn here, batch by batch from the stream's seeds, not on workers.
+        for eb in source.batches(batch_sizes(total - drawn, batch)):
+            parts.append(eb.examples())
+            progress.update(eb.n)
+        source.consume(total - drawn)
+        drawn = total
+        X = np.concatenate([p[0] for p in parts])
+        Y = np.concatenate([p[1] for p in parts])
+        parts = [(X, Y)]
+        est, details = _refine_on(X, Y, w_sum, theta_star, rounds=rounds, keep=keep, cert_rounds=cert_rounds,
+                                  cert_keep=cert_keep, cert_pool=cert_pool, truth=truth)
+        cert = details["certified_rounds"]
+        se = cert[-1]["standard_error"] if cert else float("inf")
+        stages.append({"examples": total, "standard_error": se, "error": _sum_error(est, truth)})
+        if se_target is not None:
+            progress.set_postfix_str(f"standard error {se:.3g} (target {se_target:g})")
+            if se <= se_target:
+                stopped = "standard error"
+                break
     progress.close()
-    X = np.concatenate([p[0] for p in parts])
-    Y = np.concatenate([p[1] for p in parts])
+    details |= {"stages": stages, "stopped": stopped, "standard_error": se, "se_target": se_target}
+    return SumEstimate(est, drawn, time.perf_counter() - t0, _sum_error(est, truth), details)
+
+
+def _refine_on(X, Y, w_sum, theta_star, *, rounds, keep, cert_rounds, cert_keep, cert_pool, truth):
+    """Phase 3's estimate from one sample: the vertex rounds, then the certified regression; ``(Ŵ, details)``."""
     n, k, _ = X.shape
     pick = None
     if theta_star is not None:
@@ -181,7 +243,7 @@ def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8,
     ynorm = np.sqrt(yy)
     ynorm = np.where(ynorm > 0, ynorm, np.inf)
     history = []
-    est = np.asarray(w_sum, dtype=float)
+    est = w_sum
     for r in range(rounds):
         j, res = vertex_residuals(X, Y, est, pick=pick, yy=yy, ynorm=ynorm)
         frac = keep if r < 3 else keep / 2
@@ -193,11 +255,11 @@ def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8,
     # estimate can be worse than the one it started from (measured at (2, 24, 8): 1 % → 40 %). Keep the
     # one under which the best-fitting rows fit better: the pool quantile of the row-fit residuals (ours).
     quality = {name: _fit_quantile(X[:QUALITY_EXAMPLES], Y[:QUALITY_EXAMPLES], w, cert_pool)
-               for name, w in (("input", np.asarray(w_sum, dtype=float)), ("vertex", est))}
+               for name, w in (("input", w_sum), ("vertex", est))}
     start = min(quality, key=quality.get)
     if start == "input":
-        est = np.asarray(w_sum, dtype=float)
+        est = w_sum
     est, cert_history = certified_regression(X, Y, est, rounds=cert_rounds, keep=cert_keep, pool=cert_pool,
                                              truth=truth)
-    details = {"vertex_rounds": history, "start": start, "start_quality": quality, "certified_rounds": cert_history}
-    return SumEstimate(est, n, time.perf_counter() - t0, _sum_error(est, truth), details)
+    return est, {"vertex_rounds": history, "start": start, "start_quality": quality,
+                 "certified_rounds": cert_history}

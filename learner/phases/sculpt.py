@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..oracle import growing_sizes
 from ..parallel import as_workers
 from ..progress import bar
 from ..validation import check_int, check_positive_float, check_rng
@@ -44,6 +45,7 @@ __all__ = [
     "certify_rows",
     "crude_sculpt",
     "fit_patterns",
+    "hull_change",
     "pilot_batch",
     "refined_sculpt",
     "screen_candidates",
@@ -81,6 +83,13 @@ class Constraints:
     #: The examples drawn up to and including the one whose constraint reached the target (ours; None when
     #: the target was not reached): what the phase needed, where ``n_examples`` is rounded up to whole batches.
     examples_at_target: int | None = None
+    #: Why the stream stopped: "target" (the constraint count), "stable" (phase 4's hull stability rule, see
+    #: :func:`refined_sculpt`), "budget" (its example budget) or "forecast" (the pilot's forecast exceeded it).
+    stopped: str | None = None
+    #: Constraints certified in the examples drawn; above ``count`` when a stable hull cut the set short.
+    constraints_certified: int | None = None
+    #: The stability rule's checkpoints: constraints, hull change against the previous checkpoint, m.
+    checkpoints: tuple = ()
 
     @property
     def forecast_ratio(self):
@@ -129,6 +138,12 @@ class Constraints:
                 ratio = getattr(self, name)
                 out[name] = ratio if ratio is not None and np.isfinite(ratio) else None
         out["examples_at_target"] = self.examples_at_target
+        out["stopped"] = self.stopped
+        if self.constraints_certified is not None:
+            out["constraints_certified"] = self.constraints_certified
+            out["certified_per_1000_examples"] = 1000 * self.constraints_certified / max(self.n_examples, 1)
+        if self.checkpoints:
+            out["checkpoints"] = [dict(c) for c in self.checkpoints]
         return out
 
 
@@ -453,13 +468,6 @@ def _below(block, tol):
     return [col[keep] for col in block]
 
 
-def _budget_sizes(max_examples, batch):
-    """Batch sizes up to the example budget, formed lazily (a stream may stop long before)."""
-    drawn = 0
-    while drawn < max_examples:
-        n = min(batch, max_examples - drawn)
-        drawn += n
-        yield n
 
 
 def _certify_or_pilot(batch, w_sum, tol, min_weight):
@@ -475,12 +483,32 @@ def _sculpt(source, w_sum, *, workers, **kw):
         return _sculpt_on(source, w_sum, workers=pool, **kw)
 
 
-def _sculpt_on(source, w_sum, *, tol, min_weight, target, max_examples, batch, truth, label, workers, pilot=None):
+def _sculpt_on(source, w_sum, *, tol, min_weight, target, max_examples, batch, truth, label, workers, pilot=None,
+               first_batch=None, stability=None):
     stream = _Stream(source, w_sum, tol=tol, min_weight=min_weight, target=target, max_examples=max_examples,
-                     label=label, workers=workers, pilot=pilot)
+                     label=label, workers=workers, pilot=pilot, stability=stability)
     if stream.count < target:
-        stream.run(batch)
+        stream.run(batch, first_batch)
     return stream.constraints(truth)
+
+
+#: Phase 4's stability checkpoints (ours): the first at this multiple of d², each next this factor further.
+CHECKPOINT_FIRST, CHECKPOINT_GROWTH = 1.25, 1.25
+
+
+def hull_change(old, new):
+    """How far apart two hulls are: the larger of ``‖Θ*_new − Θ*_old‖_F/‖Θ*_new‖_F`` and the sine of the largest
+    principal angle between their direction spaces (``inf`` when their dimensions differ)."""
+    if old.directions.shape != new.directions.shape:
+        return float("inf")
+    norm = float(np.linalg.norm(new.theta_star))
+    change = float(np.linalg.norm(new.theta_star - old.theta_star)) / norm if norm > 0 else float("inf")
+    if new.directions.shape[1]:
+        # The sine of the largest angle, as the norm of the new directions' part outside the old span (accurate
+        # for small angles, where sqrt(1 − cos²) loses half the digits).
+        V, U = old.directions, new.directions
+        change = max(change, float(np.linalg.norm(U - V @ (V.T @ U), 2)))
+    return change
 
 
 class _Stream:
@@ -490,7 +518,8 @@ class _Stream:
     settles; :meth:`settle` then keeps the pilot's constraints below the chosen tolerance.
     """
 
-    def __init__(self, source, w_sum, *, tol, min_weight, target, max_examples, label, workers, pilot):
+    def __init__(self, source, w_sum, *, tol, min_weight, target, max_examples, label, workers, pilot,
+                 stability=None):
         self.t0 = time.perf_counter()
         if pilot is None or tol is not None:
             tol = check_positive_float("tol", tol)
@@ -511,6 +540,12 @@ class _Stream:
         self.forecast = None
         self.at_target = None
         self.pilot_blocks = []
+        self.offsets = []  # examples merged before each part
+        self.stability, self.checkpoints, self.cut, self.stopped = stability, [], None, None
+        self.previous_hull = None
+        if stability is not None:
+            d2 = w_sum.shape[0] ** 2
+            self.next_check = int(np.ceil(CHECKPOINT_FIRST * d2))
 
     def reach(self, block, before):
         """Note the example of the block (merged after ``before`` examples) whose constraint reaches the target."""
@@ -528,11 +563,12 @@ class _Stream:
             kept = _below(pb, fc.tol)
             self.reach(kept, self.drawn)
             self.parts.append(kept)
+            self.offsets.append(self.drawn)
             self.count += kept[1].shape[0]
             self.certified += pc[at]
             self.drawn += pn
             self.seen += pn * self.source.k
-            if self.count >= self.target:
+            if self.check_stable() or self.count >= self.target:
                 break
         self.progress.update(min(self.count, self.target))
 
@@ -545,11 +581,11 @@ class _Stream:
                               budget=self.max_examples, seconds=time.perf_counter() - self.t0,
                               workers=self.workers.workers)
 
-    def run(self, batch):
+    def run(self, batch, first_batch=None):
         """Stream the batches; stops where a serial run stops, and counts what was merged as drawn."""
         source = self.source
         tasks = (((eb, self.w_sum, self.tol_now, self.min_weight), eb.n)
-                 for eb in source.batches(_budget_sizes(self.max_examples, batch)))
+                 for eb in source.batches(growing_sizes(self.max_examples, batch, first_batch)))
         # Blocks are merged in batch order and the stream stops where a serial run stops: the first
         # batch that brings the count to the target (batches computed ahead are discarded).
         key = {"phase 2": "2_crude_sculpt", "phase 4": "4_refined_sculpt"}.get(self.label, self.label)
@@ -582,11 +618,12 @@ class _Stream:
         if not fc.settled:
             return False
         self.settle(fc)
-        return fc.over_budget or self.count >= self.target
+        return fc.over_budget or self.count >= self.target or self.cut is not None
 
     def merge(self, block, c, rows):
         """Merge a certified block; True when the count reaches the target."""
         self.reach(block, self.drawn)
+        self.offsets.append(self.drawn)
         self.drawn += rows // self.source.k
         self.seen += rows
         self.parts.append(block)
@@ -598,7 +635,53 @@ class _Stream:
             self.last_log = time.perf_counter()
             log.info("%s: %d of %d constraints from %s examples (budget %s)", self.label, self.count, self.target,
                      f"{self.drawn:,}", f"{self.max_examples:,}")
-        return self.count >= self.target
+        return self.check_stable() or self.count >= self.target
+
+    def prefix(self, count):
+        """The first ``count`` merged constraints as :class:`Constraints` (for the stability rule's hulls)."""
+        cols = [np.concatenate(col)[:count] for col in list(zip(*self.parts, strict=True))[:5]]
+        A, b, r, pj, p0 = cols
+        tol = self.tol_now if not isinstance(self.tol_now, tuple) else max(self.tol_now)
+        return Constraints(A, b, r, self.drawn, self.seen, self.certified, tol, self.min_weight, 0.0, None, pj, p0)
+
+    def check_stable(self):
+        """Phase 4's stability rule (ours): the hull of the first ``c`` constraints at checkpoints ``c`` growing
+        by ``CHECKPOINT_GROWTH``; True (and the set cut at ``c``) once a hull moved at most ``stability["tol"]``
+        (:func:`hull_change`) from the previous checkpoint's."""
+        if self.stability is None or self.cut is not None:
+            return self.cut is not None
+        from .span import HullUndetermined, estimate_span
+
+        spec = self.stability
+        while self.count >= self.next_check and self.cut is None:
+            c = self.next_check
+            self.next_check = int(np.ceil(CHECKPOINT_GROWTH * c))
+            try:
+                hull = estimate_span(self.prefix(c), m=spec["m"], gap_min=spec["gap_min"], max_m=spec["max_m"],
+                                     weighting=spec["weighting"])
+            except HullUndetermined:
+                self.checkpoints.append({"constraints": c, "change": None, "m": None})
+                self.previous_hull = None
+                continue
+            change = hull_change(self.previous_hull, hull) if self.previous_hull is not None else None
+            self.checkpoints.append({"constraints": c, "change": change, "m": hull.m})
+            self.previous_hull = hull
+            if change is not None and change <= spec["tol"]:
+                self.cut = c
+                self.stopped = "stable"
+                log.info("%s: hull stable at %d constraints (moved %.3g <= %g since the last checkpoint)",
+                         self.label, c, change, spec["tol"])
+        return self.cut is not None
+
+    def example_of(self, index):
+        """Examples drawn up to and including the one that gave merged constraint ``index``."""
+        before = 0
+        for part, offset in zip(self.parts, self.offsets, strict=True):
+            n = part[1].shape[0]
+            if index < before + n:
+                return offset + int(part[-1][index - before]) + 1
+            before += n
+        return None
 
     def constraints(self, truth):
         """The merged blocks as :class:`Constraints` (with each constraint's error against ``truth`` if given)."""
@@ -611,33 +694,53 @@ class _Stream:
             A, b, r, pj, p0 = (np.concatenate(col) for col in list(zip(*self.parts, strict=True))[:5])
         else:
             A, b, r, pj, p0 = np.empty((0, d * d)), np.empty(0), np.empty(0), np.empty(0), np.empty(0)
+        certified = int(b.shape[0])
+        at_target, stopped = self.at_target, self.stopped
+        if self.cut is None and self.stability is not None and certified > self.target:
+            # With the stability rule the target is a cap: phase 5 gets no more (at m = 1 every row certifies,
+            # and a batch of 10^5 examples gave 2·10^5 constraints for d² = 144 unknowns).
+            self.cut, stopped = self.target, "target"
+        if self.cut is not None:  # the constraints up to the checkpoint (or cap), and the example that gave them
+            A, b, r, pj, p0 = A[:self.cut], b[:self.cut], r[:self.cut], pj[:self.cut], p0[:self.cut]
+            at_target = self.example_of(self.cut - 1)
+        if stopped is None:
+            over = self.forecast is not None and self.forecast.over_budget and certified < self.target
+            stopped = "target" if certified >= self.target else "forecast" if over else "budget"
         errors = None
         if truth is not None:
             errors = (np.abs(A @ truth.thetas.reshape(truth.m, -1).T - b[:, None]).max(axis=1) if b.size
                       else np.empty(0))
         return Constraints(A, b, r, self.drawn, self.seen, self.certified, tol, self.min_weight,
-                           time.perf_counter() - self.t0, errors, pj, p0, self.forecast, self.at_target)
+                           time.perf_counter() - self.t0, errors, pj, p0, self.forecast, at_target, stopped,
+                           certified, tuple(self.checkpoints))
 
 
 def crude_sculpt(source, w_sum, *, tol=0.05, min_weight=0.1, target=192, max_examples=20_000_000,
-                 batch=100_000, truth=None, workers=None):
+                 batch=100_000, truth=None, workers=None, first_batch=None):
     """Phase 2: constraints from rows certified against the crude ``ΣW`` estimate.
 
     Draws batches from ``source`` until ``target`` constraints or
     ``max_examples`` examples. ``workers`` certifies batches in parallel: a
     :class:`learner.parallel.Workers`, or an int, ``"auto"`` or None as
     :func:`learner.learn` takes them (a pool for this call only). The blocks are
-    merged in batch order, so the constraints do not depend on it. Returns
+    merged in batch order, so the constraints do not depend on it. ``first_batch`` (ours) makes the
+    batches start there and double up to ``batch`` (:func:`learner.oracle.growing_sizes`): the last
+    batch, drawn whole, then overshoots the target by at most what came before. Returns
     :class:`Constraints`.
     """
     return _sculpt(source, np.asarray(w_sum, dtype=float), tol=tol, min_weight=min_weight,
                    target=check_int("target", target), max_examples=max_examples, batch=batch, truth=truth,
-                   label="phase 2", workers=workers)
+                   label="phase 2", workers=workers, first_batch=_first(first_batch))
+
+
+def _first(first_batch):
+    return None if first_batch is None else check_int("first_batch", first_batch, minimum=1)
 
 
 def refined_sculpt(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_examples=20_000_000,
                    batch=100_000, truth=None, workers=None, pilot=False, n=None, candidates=DEFAULT_CANDIDATES,
-                   threshold=AFFORDABLE_EXAMPLES):
+                   threshold=AFFORDABLE_EXAMPLES, first_batch=None, stability=None, hull_m=None, gap_min=3.0,
+                   max_m=6, weighting="precision"):
     """Phase 4: the same sculpting with the refined ``ΣW`` and a tighter tolerance.
 
     With ``pilot=True`` (ours) the first batches are a *pilot*: they are certified at the
@@ -654,9 +757,18 @@ def refined_sculpt(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_
     decides). Batches computed ahead at the pilot's tolerance are filtered the same way, so
     ``workers`` change nothing.
 
+    With ``stability`` (ours; :func:`learner.learn` passes ``LearnConfig.hull_stability``) ``target`` is a
+    cap: at checkpoints of ``c`` merged constraints (the first at 1.25·d², each next 1.25 times further)
+    the hull of the first ``c`` is estimated (:func:`learner.phases.estimate_span` with ``hull_m``,
+    ``gap_min``, ``max_m``, ``weighting``), and the stream stops at the first checkpoint whose hull moved
+    at most ``stability`` from the previous one's (:func:`hull_change`). The constraints are then the first
+    ``c`` (``stopped="stable"``, ``constraints_certified`` counts all those certified in the examples
+    drawn, ``checkpoints`` lists every hull's change). A prefix of the merged stream does not depend on
+    the batches' sizes or on ``workers``.
+
     Parameters
     ----------
-    source, w_sum, min_weight, target, max_examples, batch, truth, workers
+    source, w_sum, min_weight, target, max_examples, batch, truth, workers, first_batch
         As for :func:`crude_sculpt`.
     tol : float or None
         Certification tolerance; with ``pilot``, None lets the forecast choose it.
@@ -684,9 +796,19 @@ def refined_sculpt(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_
         pilot_forecast(np.empty(0), 1, target=1, n=spec["n"], candidates=spec["candidates"], tol=tol)  # validates
     elif tol is None:
         raise ValueError("`tol` must be given unless pilot=True; got tol=None.")
+    stable = None
+    if stability is not None:
+        from .span import WEIGHTINGS
+
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"`weighting` must be one of {WEIGHTINGS}; got {weighting!r}.")
+        stable = {"tol": check_positive_float("stability", stability),
+                  "m": None if hull_m is None else check_int("hull_m", hull_m, minimum=1),
+                  "gap_min": check_positive_float("gap_min", gap_min), "max_m": check_int("max_m", max_m, minimum=1),
+                  "weighting": weighting}
     return _sculpt(source, np.asarray(w_sum, dtype=float), tol=tol, min_weight=min_weight,
                    target=check_int("target", target), max_examples=max_examples, batch=batch, truth=truth,
-                   label="phase 4", workers=workers, pilot=spec)
+                   label="phase 4", workers=workers, pilot=spec, first_batch=_first(first_batch), stability=stable)
 
 
 @dataclass(frozen=True)

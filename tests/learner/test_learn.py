@@ -10,7 +10,7 @@ from learner import AttentionLayer, random_layer
 from learner.cli import main
 from learner.learn import LearnResult, learn
 from learner.oracle import LayerOracle
-from learner.phases import LearnConfig
+from learner.phases import FIXED_BUDGETS, LearnConfig
 
 # Acceptance (issue): relative error of F below 1e-8 and parameter error after
 # matching below 1e-5. In the realizable case the joint refinement reaches ~1e-30.
@@ -51,9 +51,18 @@ class TestLearnFast:
         assert diag["0_setting"]["chosen_from_setting"] == ["gap_min", "max_examples", "net_points_3d",
                                                             "refined_constraints"]
         # Phase 4's tolerance is chosen by its pilot, once per round, and recorded.
-        assert len(diag["0_setting"]["refined_tol_chosen"]) == 2
+        rounds = len(diag["4_refined_sculpt"]["rounds"])
+        assert len(diag["0_setting"]["refined_tol_chosen"]) == rounds
         assert diag["4_refined_sculpt"]["forecast"]["tol"] == diag["0_setting"]["refined_tol_chosen"][-1]
-        assert [r["round"] for r in diag["4_refined_sculpt"]["rounds"]] == [0, 1]
+        assert [r["round"] for r in diag["4_refined_sculpt"]["rounds"]] == list(range(rounds))
+        # Every example phase records why it stopped (issue 38), and the rounds why they ended: here phase 3
+        # met its standard-error target in the first round, so no second round was run.
+        assert diag["1_crude_sum"]["stopped"] == "standard error"
+        assert diag["1_crude_sum"]["standard_error"] <= diag["1_crude_sum"]["se_target"] == 0.025
+        assert diag["2_crude_sculpt"]["stopped"] == "target"
+        assert diag["3_refine_sum"]["stopped"] == "standard error" and rounds == 1
+        assert diag["3_refine_sum"]["rounds_stopped"].startswith("phase 3 met its target in round 1")
+        assert diag["4_refined_sculpt"]["stopped"] in ("stable", "target")
         assert diag["6_search"]["search"] == "exhaustive"
         assert diag["assumptions"]["failed"] == []
         # The warm start (best net tuple + least squares, before joint refinement) is
@@ -61,9 +70,19 @@ class TestLearnFast:
         assert diag["6_search"]["warm_start_relative_error"] < 0.05
         assert result.examples_drawn > 0 and result.timings["total"] > 0
         json.dumps(result.to_dict())  # the record is JSON-ready
+        assert "[3_refine_sum]" in result.report()
+
+    def test_fixed_budgets_repeat_the_rounds_and_draw_every_count(self):
+        """Control of the data-driven budgets: ``FIXED_BUDGETS`` draws every count in full and runs both rounds."""
+        _, result = _run(2, 8, 4, 0, **FAST, **FIXED_BUDGETS)
+        _assert_learned(result, 2)
+        diag = result.diagnostics
+        assert diag["1_crude_sum"]["examples"] == FAST["n_crude"] and diag["1_crude_sum"]["stopped"] == "cap"
+        assert [r["examples"] for r in diag["3_refine_sum"]["rounds"]] == [FAST["n_refine"]] * 2
+        assert diag["3_refine_sum"]["rounds_stopped"] == "outer_rounds=2 rounds run"
+        assert {r["stopped"] for r in diag["4_refined_sculpt"]["rounds"]} == {"target"}
         # Phases 3–5 repeat (outer rounds): the report says the time is summed and the figures are the last round's.
-        report = result.report()
-        assert "[3_refine_sum]" in report and "over 2 rounds; the figures below are the last round's" in report
+        assert "over 2 rounds; the figures below are the last round's" in result.report()
 
     def test_k_not_below_d_is_an_error(self):
         truth = random_layer(1, 4, rng=0)

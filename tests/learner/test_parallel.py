@@ -86,9 +86,12 @@ class TestIdenticalResults:
         assert serial_result.execution["backend"] == "serial"
         phases = parallel.execution["phases"]
         assert set(phases) == {"1_crude_sum", "2_crude_sculpt", "4_refined_sculpt"}
-        assert phases["1_crude_sum"]["batches"] == 5 and phases["1_crude_sum"]["examples"] == 100_000
+        # Phase 1 stops on its standard error: the batches merged are those of the serial run (5,000, then doubling).
+        assert phases["1_crude_sum"]["examples"] == serial_result.diagnostics["1_crude_sum"]["examples"] == 35_000
+        assert phases["1_crude_sum"]["batches"] == 3
         # Merged examples are what the run drew; batches computed ahead are counted apart.
-        merged = sum(p["examples"] for p in phases.values()) + CONFIG.n_refine + 2 * CONFIG.n_search
+        refine = sum(r["examples"] for r in parallel.diagnostics["3_refine_sum"]["rounds"])
+        merged = sum(p["examples"] for p in phases.values()) + refine + 2 * CONFIG.n_search
         assert merged == parallel.examples_drawn
         assert serial_result.execution["phases"]["2_crude_sculpt"]["examples_ahead"] == 0
         assert _no_children(before) == []

@@ -232,7 +232,6 @@ BAD_RECORDS = [
     ("spec.k", 6, "field `spec.k` must be smaller than `spec.d` for certification; got k=6, d=6"),
     ("spec.d", True, "field `spec.d` must be an integer >= 1; got True"),
     ("spec.d", 8, "field `run_id` must be the one its spec gives, 'provable-eval-m2-d8-k3-ls1-boolean-s0'"),
-    ("spec.d", 5, f"field `{P4}.rank` must be at most min(constraints, d²)"),
     ("spec.entropy", -1, "field `spec.entropy` must be an integer >= 0; got -1"),
     ("spec.seed_index", None, "field `spec.seed_index` must be an integer >= 0; got None"),
     ("spec.distribution", "cube", "field `spec.distribution` must be one of ('boolean', 'gaussian'); got 'cube'"),
