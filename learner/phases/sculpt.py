@@ -646,14 +646,14 @@ class _Stream:
 
     def check_stable(self):
         """Phase 4's stability rule (ours): the hull of the first ``c`` constraints at checkpoints ``c`` growing
-        by ``CHECKPOINT_GROWTH``; True (and the set cut at ``c``) once a hull moved at most ``stability["tol"]``
-        (:func:`hull_change`) from the previous checkpoint's."""
+        by ``CHECKPOINT_GROWTH`` up to the target (the cap); True (and the set cut at ``c``) once a hull moved at
+        most ``stability["tol"]`` (:func:`hull_change`) from the previous checkpoint's."""
         if self.stability is None or self.cut is not None:
             return self.cut is not None
         from .span import HullUndetermined, estimate_span
 
         spec = self.stability
-        while self.count >= self.next_check and self.cut is None:
+        while self.count >= self.next_check and self.next_check <= self.target and self.cut is None:
             c = self.next_check
             self.next_check = int(np.ceil(CHECKPOINT_GROWTH * c))
             try:

@@ -137,6 +137,10 @@ class TestHullStability:
         strict = self._sculpt(truth, 1e-9, 3 * d2)
         assert strict.stopped == "target" and strict.count == 3 * d2 < strict.constraints_certified
         assert all(c["change"] is None or c["change"] > 1e-9 for c in strict.checkpoints)
+        # Checkpoints stop at the cap, even where a batch certified far more (a stable hull is never cut past it).
+        assert max(c["constraints"] for c in strict.checkpoints) <= 3 * d2
+        loose = self._sculpt(truth, 0.05, d2 + d2 // 2)
+        assert loose.count <= d2 + d2 // 2 and max(c["constraints"] for c in loose.checkpoints) <= d2 + d2 // 2
 
     def test_bad_stability_is_an_error(self):
         truth = random_layer(2, 8, rng=3)
