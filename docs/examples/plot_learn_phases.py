@@ -29,18 +29,20 @@ print(f"relative error of F against the planted layer: {relative_error(truth, re
 # Cost per phase
 # --------------
 # ``result.timings`` has the seconds of every phase, summed over rounds. The examples are in
-# ``result.diagnostics``, where phases 3 and 4, repeated ``outer_rounds`` times, report their *last* round
-# only: phase 3 draws ``n_refine`` examples per round, and phase 4 lists every round's examples under
-# ``rounds``. Phase 5 works on phase 4's constraints and draws none; phase 6 draws a small held-out set. The
-# per-phase totals must add up to ``result.examples_drawn``.
+# ``result.diagnostics``, where phases 3 and 4, run at most ``outer_rounds`` times, report their *last* round
+# and list every round's examples under ``rounds``. Each phase stopped when its estimate was good enough
+# (``stopped``: the data-driven budgets). Phase 5 works on phase 4's constraints and draws none; phase 6 draws a
+# small held-out set. The per-phase totals must add up to ``result.examples_drawn``.
 diag = result.diagnostics
-config = diag["0_setting"]["config"]
 phases = [p for p in result.timings if p != "total"]
 examples = {p: diag[p].get("examples", 0) for p in phases}
-examples["3_refine_sum"] = config["n_refine"] * (diag["3_refine_sum"]["round"] + 1)
+examples["3_refine_sum"] = sum(r["examples"] for r in diag["3_refine_sum"]["rounds"])
 examples["4_refined_sculpt"] = sum(r["examples"] for r in diag["4_refined_sculpt"]["rounds"])
-print(f"outer rounds: {config['outer_rounds']}; per-phase examples add up to examples_drawn: "
-      f"{sum(examples.values()) == result.examples_drawn} ({result.examples_drawn:,})")
+print(f"rounds: {len(diag['3_refine_sum']['rounds'])} ({diag['3_refine_sum']['rounds_stopped']}); per-phase "
+      f"examples add up to examples_drawn: {sum(examples.values()) == result.examples_drawn} "
+      f"({result.examples_drawn:,})")
+for p in ("1_crude_sum", "2_crude_sculpt", "3_refine_sum", "4_refined_sculpt"):
+    print(f"  {p} stopped: {diag[p]['stopped']}")
 for p in phases:
     print(f"  {p:17s} {result.timings[p]:6.2f} s  {examples[p]:>9,} examples")
 

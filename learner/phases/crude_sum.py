@@ -19,7 +19,7 @@ from ..parallel import as_workers
 from ..progress import bar
 from ..validation import check_int, check_positive_float
 
-__all__ = ["SumEstimate", "crude_sum_w"]
+__all__ = ["SumEstimate", "crude_sum_w", "partial_sum", "relative_standard_error"]
 
 
 @dataclass(frozen=True)
