@@ -69,7 +69,7 @@ class LearnConfig:
     min_weight: float = 0.02
     #: Constraints to collect, as a multiple of d² (the unknowns). Phase 2's (1.5) and its tolerance (0.1) only
     #: seed phase 3's choice of dominant tokens (Θ*'s heaviest token): measured on the frontier's layers at
-    #: (3, 12, 2), (2, 12, 3), (4, 12, 2), they took phase 2 from 155,000–1,055,000 examples (3·d² at 0.05)
+    #: (3, 12, 2), (2, 12, 3), (4, 12, 2), they took phase 2 from 255,000–1,055,000 examples (3·d² at 0.05)
     #: to 5,000–15,000 with the same phases 3–6 (issue 38). Phase 4's is chosen
     #: from m when None: 6 for m <= 3, 12 for m >= 4 (the hull of more heads is noisier;
     #: examples are cheap at k = 2).
