@@ -36,6 +36,7 @@ from .phases import (
     resolve_config,
     search_heads,
 )
+from .phases.forecast import ADAPTIVE_CANDIDATES
 from .validation import Integer, Real, check_rng, declare
 
 __all__ = ["LearnInterrupted", "LearnResult", "learn"]
@@ -529,7 +530,8 @@ def _refined_sculpt_round(run, r, w_sum):
                             max_examples=cfg.max_examples, batch=cfg.batch, truth=run.truth, workers=run.pool,
                             pilot=True, n=(max(run.plan_m, 1) - 1) * (run.k - 1),
                             first_batch=adaptive["first_batch"], stability=adaptive["hull_stability"],
-                            hull_m=run.m, gap_min=cfg.gap_min, max_m=run.plan_m, weighting=cfg.hull_weighting)
+                            hull_m=run.m, gap_min=cfg.gap_min, max_m=run.plan_m, weighting=cfg.hull_weighting,
+                            **({"candidates": ADAPTIVE_CANDIDATES, "rule": "cost"} if cfg.adaptive else {}))
     fc = p4.forecast
     rounds4 = run.diag.get("4_refined_sculpt", {}).get("rounds", [])
     summary = run.diag["4_refined_sculpt"] = p4.summary() | {"round": r}

@@ -39,6 +39,7 @@ import numpy as np
 from ..validation import check_int, check_positive_float, check_real_array
 
 __all__ = [
+    "ADAPTIVE_CANDIDATES",
     "AFFORDABLE_EXAMPLES",
     "DEFAULT_CANDIDATES",
     "DEFAULT_MAX_EXAMPLES",
@@ -47,6 +48,7 @@ __all__ = [
     "PILOT_EXAMPLES",
     "PILOT_MAX_FRACTION",
     "PILOT_ROWS",
+    "RULES",
     "Forecast",
     "ToleranceForecast",
     "pilot_forecast",
@@ -58,6 +60,13 @@ __all__ = [
 #: Candidate tolerances of phase 4 (ours): 0.015 was the tighter default and 0.03 the looser one of the
 #: cube rule it replaces (looser rows are discounted by phase 5's precision weights); 0.02 lies between.
 DEFAULT_CANDIDATES = (0.015, 0.02, 0.03)
+#: The candidates of the data-driven budgets (``LearnConfig.adaptive``, ours): 0.05 and 0.08 added. Phase 6
+#: recovered the layer from hulls sculpted at 0.05 and 0.08 on the first frontier layer of (3, 12, 4),
+#: (4, 12, 3) and (6, 16, 2) (relative errors ≤ 1.2e-30), where 0.03 took 3–23 times the examples.
+ADAPTIVE_CANDIDATES = (0.015, 0.02, 0.03, 0.05, 0.08)
+#: How the tolerance is chosen: "affordable" (the smallest candidate whose forecast is at most ``threshold``)
+#: or "cost" (the smallest forecast of examples × (tol / smallest candidate)², see :func:`pilot_forecast`).
+RULES = ("affordable", "cost")
 #: Constraints below which a direct count at a tolerance is not trusted (ours: the 95 % Garwood interval
 #: of 10 counts spans 0.48–1.84 times the count; below that the window law from the loosest tolerance,
 #: which has the most constraints, is the better estimate).
@@ -192,6 +201,7 @@ class Forecast:
     seconds: float | None
     workers: int
     failure_probability: float
+    rule: str = "affordable"
 
     def at(self, tol):
         """The :class:`ToleranceForecast` at ``tol`` (one of the table's tolerances)."""
@@ -337,9 +347,19 @@ def _exponent(rows_lo, rows_hi, ratio, failure_probability):
     return point, (-math.log(q_hi) / log_ratio, -math.log(q_lo) / log_ratio if q_lo > 0 else math.inf)
 
 
+def _choose(table, cands, threshold, rule):
+    """The tolerance :func:`pilot_forecast` chooses among ``cands`` by ``rule`` (see there)."""
+    rows = [r for r in table if r.tol in cands]
+    if rule == "cost":
+        smallest = min(cands)
+        return min(rows, key=lambda r: (r.predicted_examples * (r.tol / smallest) ** 2, r.tol)).tol
+    fits = [r for r in rows if r.predicted_examples <= threshold]
+    return fits[0].tol if fits else min(rows, key=lambda r: (r.predicted_examples, -r.tol)).tol
+
+
 def pilot_forecast(residuals, n_examples, *, target, n, candidates=DEFAULT_CANDIDATES, tol=None,
                    threshold=AFFORDABLE_EXAMPLES, budget=None, seconds=None, workers=1, min_count=MIN_DIRECT,
-                   band=EXPONENT_BAND, failure_probability=0.05):
+                   band=EXPONENT_BAND, failure_probability=0.05, rule="affordable"):
     """Forecast the examples phase 4 needs at each candidate tolerance from a pilot, and choose one.
 
     With ``C_t`` the pilot's constraints with residual ``< t`` among ``N`` examples, the
@@ -372,8 +392,14 @@ def pilot_forecast(residuals, n_examples, *, target, n, candidates=DEFAULT_CANDI
     tol : float, optional
         A tolerance fixed by the user: forecast there too, and choose it.
     threshold : float
-        The smallest candidate whose forecast is at most this many examples is chosen, else the
-        one with the smallest forecast (the loosest, when yields grow with tol).
+        With ``rule="affordable"``: the smallest candidate whose forecast is at most this many examples is
+        chosen, else the one with the smallest forecast (the loosest, when yields grow with tol).
+    rule : {"affordable", "cost"}
+        ``"cost"`` (the data-driven budgets' rule, ours) chooses the candidate with the smallest
+        ``N̂_t·(t/t_min)²`` (ties to the smaller ``t``): a constraint certified at ``t`` is off by up to
+        about ``t``, so a hull of a given precision needs ``∝ t²`` of them, while the yield grows like
+        ``t^n``. Where ``n < 2`` (e.g. (2, d, 2)) the tightest tolerance wins, where ``n > 2`` the loosest
+        — as the pilot's own counts say, not the window law's ``n``. ``threshold`` is then unused.
     budget : int, optional
         Example budget of phase 4: ``over_budget`` when the chosen forecast exceeds it.
     seconds : float, optional
@@ -442,6 +468,8 @@ def pilot_forecast(residuals, n_examples, *, target, n, candidates=DEFAULT_CANDI
         tol = check_positive_float("tol", tol)
         if tol >= 1:
             raise ValueError(f"`tol` must be below 1; got tol={tol!r}.")
+    if rule not in RULES:
+        raise ValueError(f"`rule` must be one of {RULES}; got rule={rule!r}.")
     if len(band) != 2 or not 0 <= band[0] < band[1]:
         raise ValueError(f"`band` must be (low, high) with 0 <= low < high; got band={band!r}.")
     tols = sorted(set(cands) | ({tol} if tol is not None else set()))
@@ -477,12 +505,7 @@ def pilot_forecast(residuals, n_examples, *, target, n, candidates=DEFAULT_CANDI
             method=method, predicted_examples=target / lam if lam > 0 else math.inf,
             predicted_interval=(target / hi if hi > 0 else math.inf, target / lo if lo > 0 else math.inf)))
     table = tuple(table)
-    if tol is None:
-        fits = [r for r in table if r.tol in cands and r.predicted_examples <= threshold]
-        chosen = fits[0].tol if fits else min((r for r in table if r.tol in cands),
-                                              key=lambda r: (r.predicted_examples, -r.tol)).tol
-    else:
-        chosen = tol
+    chosen = tol if tol is not None else _choose(table, cands, threshold, rule)
     row = next(r for r in table if r.tol == chosen)
     over = budget is not None and row.predicted_examples > budget
     settled = (rcount[loosest] >= PILOT_ROWS
@@ -494,4 +517,4 @@ def pilot_forecast(residuals, n_examples, *, target, n, candidates=DEFAULT_CANDI
     return Forecast(
         n_examples=n_examples, target=target, n=n, table=table, exponent=exponent, exponent_interval=exp_interval,
         model_ok=model_ok, band=tuple(band), tol=chosen, fixed=tol is not None, threshold=threshold, budget=budget,
-        over_budget=over, settled=settled, seconds=seconds, workers=workers, failure_probability=a)
+        over_budget=over, settled=settled, seconds=seconds, workers=workers, failure_probability=a, rule=rule)

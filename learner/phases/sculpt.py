@@ -133,7 +133,8 @@ class Constraints:
         if self.forecast is not None:
             out["forecast"] = self.forecast.to_dict()
             out["tol_chosen"] = {"tol": self.forecast.tol, "fixed": self.forecast.fixed,
-                                 "threshold": self.forecast.threshold, "model_ok": self.forecast.model_ok}
+                                 "threshold": self.forecast.threshold, "model_ok": self.forecast.model_ok,
+                                 "rule": self.forecast.rule}
             for name in ("forecast_ratio", "needed_ratio"):
                 ratio = getattr(self, name)
                 out[name] = ratio if ratio is not None and np.isfinite(ratio) else None
@@ -579,7 +580,7 @@ class _Stream:
         return pilot_forecast(res, max(n_pilot, 1), target=self.target, n=pilot["n"],
                               candidates=pilot["candidates"], tol=self.tol, threshold=pilot["threshold"],
                               budget=self.max_examples, seconds=time.perf_counter() - self.t0,
-                              workers=self.workers.workers)
+                              workers=self.workers.workers, rule=pilot["rule"])
 
     def run(self, batch, first_batch=None):
         """Stream the batches; stops where a serial run stops, and counts what was merged as drawn."""
@@ -740,7 +741,7 @@ def _first(first_batch):
 def refined_sculpt(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_examples=20_000_000,
                    batch=100_000, truth=None, workers=None, pilot=False, n=None, candidates=DEFAULT_CANDIDATES,
                    threshold=AFFORDABLE_EXAMPLES, first_batch=None, stability=None, hull_m=None, gap_min=3.0,
-                   max_m=6, weighting="precision"):
+                   max_m=6, weighting="precision", rule="affordable"):
     """Phase 4: the same sculpting with the refined ``ΣW`` and a tighter tolerance.
 
     With ``pilot=True`` (ours) the first batches are a *pilot*: they are certified at the
@@ -779,7 +780,9 @@ def refined_sculpt(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_
     candidates : sequence of float
         Tolerances the pilot forecasts (default 0.015, 0.02, 0.03).
     threshold : float
-        Examples up to which the smaller tolerance is affordable (default 2·10^7).
+        Examples up to which the smaller tolerance is affordable (default 2·10^7; ``rule="affordable"``).
+    rule : {"affordable", "cost"}
+        How the pilot chooses the tolerance (:func:`learner.phases.forecast.pilot_forecast`).
 
     Returns
     -------
@@ -792,8 +795,9 @@ def refined_sculpt(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_
         if n is None:
             raise ValueError("`n` must be given with pilot=True (the window law's exponent (m−1)(k−1)); got n=None.")
         spec = {"n": check_int("n", n, minimum=0), "threshold": check_positive_float("threshold", threshold),
-                "candidates": tuple(candidates)}
-        pilot_forecast(np.empty(0), 1, target=1, n=spec["n"], candidates=spec["candidates"], tol=tol)  # validates
+                "candidates": tuple(candidates), "rule": rule}
+        pilot_forecast(np.empty(0), 1, target=1, n=spec["n"], candidates=spec["candidates"], tol=tol,
+                       rule=rule)  # validates
     elif tol is None:
         raise ValueError("`tol` must be given unless pilot=True; got tol=None.")
     stable = None

@@ -19,10 +19,11 @@ from theory.yield_study import fit_log_yield, load_learner_records, plot_yield, 
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
-    """A tiny learner sweep (quick budgets: the runs reach phase 4 and stop there) plus one Adam run."""
+    """A tiny learner sweep (quick budgets: the runs reach phase 4 and stop there) plus one Adam run. Phase 4's
+    tolerance is fixed at 0.015 (the pilot of the data-driven budgets would choose among 0.015–0.08)."""
     out = tmp_path_factory.mktemp("sweep")
     specs = plan_runs(ms=(1, 2), d=6, k=3, seeds=2, methods=("provable",), entropy=3,
-                      options={"provable": QUICK_OPTIONS["provable"]})
+                      options={"provable": QUICK_OPTIONS["provable"] | {"refined_tol": 0.015}})
     specs += plan_runs(ms=(1,), d=6, k=3, seeds=1, methods=("adam",), entropy=3,
                        options={"adam": QUICK_OPTIONS["adam"] | {"lr": 0.03}})
     run_sweep(specs, out, backend="serial")
