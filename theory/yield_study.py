@@ -466,6 +466,10 @@ def _run_row(rec, seed, *, geometry, n_geometry):
                            geometry=geometry, n_geometry=n_geometry, rng=seed)
     p4 = rec["diagnostics"]["4_refined_sculpt"]
     target = (p4.get("forecast") or {}).get("target")
+    if p4.get("stopped") in ("stable", "target"):
+        # The data-driven budgets: phase 5 got p4["constraints"] (a stable prefix, or the cap), and
+        # examples_at_target is the example that gave the last of them.
+        target = p4["constraints"]
     measured_examples = p4.get("examples_at_target") or p4["examples"]
     predicted_examples = (1000.0 * target / pred.constraints_per_1000
                           if target and pred.constraints_per_1000 > 0 else None)

@@ -269,7 +269,12 @@ def sound_d(m, k, *, distribution="boolean", start=SOUND_D_START, step=SOUND_D_S
 def yield_of(record):
     """The certification yield of a learner run: phase 4's constraints per 1000 examples (its last round).
 
+    Every constraint the examples drawn certified counts (``certified_per_1000_examples``): with the data-driven
+    budgets phase 4 hands phase 5 only a prefix of them (``constraints``), while its examples are whole
+    batches. Records of the fixed budgets have only ``constraints_per_1000_examples``, the same figure there.
     None for other methods and for runs that did not reach phase 4.
     """
     p4 = (record.get("diagnostics") or {}).get("4_refined_sculpt")
-    return None if not p4 else p4.get("constraints_per_1000_examples")
+    if not p4:
+        return None
+    return p4.get("certified_per_1000_examples", p4.get("constraints_per_1000_examples"))

@@ -406,6 +406,9 @@ class TestSoundFamily:
 
     def test_yield_of(self):
         assert runs.yield_of({"diagnostics": {"4_refined_sculpt": {"constraints_per_1000_examples": 2.5}}}) == 2.5
+        # The data-driven budgets hand phase 5 a prefix: the yield counts every constraint the examples certified.
+        cut = {"constraints_per_1000_examples": 2.5, "certified_per_1000_examples": 7.0}
+        assert runs.yield_of({"diagnostics": {"4_refined_sculpt": cut}}) == 7.0
         assert runs.yield_of({"diagnostics": {"fit": {}}}) is None
         assert runs.yield_of({"outcome": "error", "diagnostics": {}}) is None
 
