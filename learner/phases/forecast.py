@@ -352,7 +352,11 @@ def _choose(table, cands, threshold, rule):
     rows = [r for r in table if r.tol in cands]
     if rule == "cost":
         smallest = min(cands)
-        return min(rows, key=lambda r: (r.predicted_examples * (r.tol / smallest) ** 2, r.tol)).tol
+        # Only the pilot's own counts: a window-law forecast scales the loosest count by (t/T)^n, which for
+        # n = 2 ties every tolerance's cost and would choose the tightest on the model's word alone (seen at
+        # (3, 12, 2): 1 constraint at 0.015 against 443 at 0.08, and 0.015 chosen).
+        counted = [r for r in rows if r.method == "direct"] or rows
+        return min(counted, key=lambda r: (r.predicted_examples * (r.tol / smallest) ** 2, r.tol)).tol
     fits = [r for r in rows if r.predicted_examples <= threshold]
     return fits[0].tol if fits else min(rows, key=lambda r: (r.predicted_examples, -r.tol)).tol
 
@@ -399,7 +403,8 @@ def pilot_forecast(residuals, n_examples, *, target, n, candidates=DEFAULT_CANDI
         ``N̂_t·(t/t_min)²`` (ties to the smaller ``t``): a constraint certified at ``t`` is off by up to
         about ``t``, so a hull of a given precision needs ``∝ t²`` of them, while the yield grows like
         ``t^n``. Where ``n < 2`` (e.g. (2, d, 2)) the tightest tolerance wins, where ``n > 2`` the loosest
-        — as the pilot's own counts say, not the window law's ``n``. ``threshold`` is then unused.
+        — as the pilot's own counts say, not the window law's ``n``: only tolerances counted directly (at
+        least ``min_count`` constraints) are considered, unless none is. ``threshold`` is then unused.
     budget : int, optional
         Example budget of phase 4: ``over_budget`` when the chosen forecast exceeds it.
     seconds : float, optional

@@ -276,6 +276,15 @@ class TestCostRule:
         cost = {r.tol: r.predicted_examples * (r.tol / 0.015) ** 2 for r in fc.table}
         assert fc.tol == min(cost, key=cost.get)
 
+    def test_only_direct_counts_compete(self):
+        """A tolerance forecast by the window law (too few constraints counted) is not chosen on the law's word:
+        with counts ∝ tol², every window-law cost ties the loosest, and the tie would go to the tightest."""
+        fc = pilot_forecast(_residuals((8, 12, 32)), 100_000, target=1000, n=2, rule="cost")
+        assert fc.model_ok and fc.at(0.015).method == "window law" and fc.tol == 0.03
+        # Control: with enough constraints at 0.015 it is counted directly and may win.
+        fc = pilot_forecast(_residuals((300, 400, 600)), 100_000, target=1000, n=2, rule="cost")
+        assert fc.at(0.015).method == "direct" and fc.tol == 0.015
+
     def test_bad_rule(self):
         with pytest.raises(ValueError, match=r"`rule` must be one of \('affordable', 'cost'\); got rule='cheap'"):
             pilot_forecast(_residuals((40, 60, 100)), 100_000, target=1000, n=1, rule="cheap")
