@@ -62,6 +62,9 @@ def build_parser():
     p.add_argument("--max-seconds", dest="time_limit", metavar="MAX_SECONDS", type=float, default=DEFAULT_MAX_SECONDS,
                    help=f"refuse a study estimated to take longer (default {DEFAULT_MAX_SECONDS:g}; 0: no limit)")
     p.add_argument("--fit-tol", type=float, default=None, help="fit the runs at this tolerance (default: most common)")
+    p.add_argument("--n-simulate", type=int, default=100_000,
+                   help="examples of each run's simulation of the certification rule at the true ΣW, the prediction "
+                        "where it certifies at least 100 rows (0: the window model only; default 100000)")
     p.add_argument("--seed", type=cli_seed, default=0, help="seed of the predictions' Monte Carlo (default 0)")
     p.add_argument("--json", metavar="FILE", help="write every run's figures and the fits as JSON")
     p.add_argument("--plot", metavar="FILE", help="write the yield figure (PNG; needs matplotlib)")
@@ -137,7 +140,8 @@ def _yield_study(args):
 
     try:
         study = yield_study(args.sweeps, geometry=args.geometry, n_geometry=args.n_geometry, fit_tol=args.fit_tol,
-                            rng=args.seed, progress=sys.stderr.isatty(), max_seconds=args.time_limit or None)
+                            rng=args.seed, progress=sys.stderr.isatty(), max_seconds=args.time_limit or None,
+                            n_simulate=args.n_simulate)
     except ValueError as exc:
         if not str(exc).startswith("`n_geometry`="):
             raise

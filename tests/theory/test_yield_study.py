@@ -13,8 +13,8 @@ import pytest
 from learner.study.runs import QUICK_OPTIONS, RunSpec, plan_runs, planted_instance
 from learner.study.sweep import run_sweep
 from theory.cli import main
-from theory.yield_model import predicted_yield
-from theory.yield_study import fit_log_yield, load_learner_records, plot_yield, yield_study
+from theory.yield_model import measured_yield, predicted_yield
+from theory.yield_study import SIMULATE_EXAMPLES, fit_log_yield, load_learner_records, plot_yield, yield_study
 
 
 @pytest.fixture(scope="module")
@@ -52,11 +52,44 @@ def test_records_predictions_and_fit(sweep):
     seed = np.random.default_rng(5).bit_generator.seed_seq.spawn(len(records))[0]
     direct = predicted_yield(planted_instance(spec)[0], spec.k, tol=first["tol"], min_weight=first["min_weight"],
                              geometry="conditional", n_geometry=2000, rng=seed)
-    assert first["predicted"] == direct.constraints_per_1000
+    assert first["predicted_model"] == direct.constraints_per_1000
+    # The simulation of the rule at the true ΣW, on the seed's child, is the prediction where it counted
+    # at least 100 rows (issue 38); else the window model's.
+    sim = measured_yield(planted_instance(spec)[0], spec.k, tol=first["tol"], min_weight=first["min_weight"],
+                         n_examples=SIMULATE_EXAMPLES, rng=seed.spawn(1)[0])
+    assert first["predicted_simulated"] == sim.constraints_per_1000 and first["simulated_rows"] == sim.rows_certified
+    by = "simulation" if sim.rows_certified >= 100 else "model"
+    assert first["predicted_by"] == by
+    assert first["predicted"] == (sim.constraints_per_1000 if by == "simulation" else direct.constraints_per_1000)
     assert {(s["m"], s["k"]) for s in study.settings} == {(r["m"], r["k"]) for r in study.runs}
     table = study.table()
     assert "| m | d | k |" in table and "log(yield) against n" in table
     json.dumps(study.to_dict(), allow_nan=True)
+
+
+def test_without_simulation_the_window_model_predicts(sweep):
+    """Control of the simulation: ``n_simulate=0`` leaves every prediction to the window model."""
+    study = yield_study(sweep, n_geometry=500, rng=5, n_simulate=0)
+    assert all(r["predicted_by"] == "model" and r["predicted"] == r["predicted_model"] for r in study.runs)
+    assert all(r["predicted_simulated"] is None for r in study.runs)
+
+
+def test_simulation_sees_a_wrong_sum(sweep, tmp_path):
+    """The comparison can fail: certifying against a ΣŴ 30 % off gives over 3 times fewer constraints than the rule
+    at the true ΣW (the study's prediction), so a run whose phase 3 went wrong would leave the 3× band."""
+    from learner.study.runs import planted_instance as planted
+
+    rec = json.loads((sweep / "runs" / _EDITED).read_text())
+    spec = RunSpec.from_dict(rec["spec"])
+    layer = planted(spec)[0]
+    tol, mw = 0.08, 0.02
+    good = measured_yield(layer, spec.k, tol=tol, min_weight=mw, n_examples=20_000, rng=0)
+    from learner import LayerOracle
+    from learner.phases.sculpt import certify_rows
+
+    X, Y = LayerOracle(layer, spec.k, rng=1).draw(20_000)
+    wrong = certify_rows(X, Y, layer.ws.sum(axis=0) * 1.3, tol=tol, min_weight=mw)[1].size * 1000 / 20_000
+    assert good.constraints_per_1000 > 3 * wrong
 
 
 def test_progress_bar_only_when_asked(sweep, capsys):
