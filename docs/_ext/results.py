@@ -25,6 +25,10 @@ SCALING = {  # folder -> (title, what the study asked)
                "How the learner's cost grows with the number of tokens k (learner only)."),
     "m5-parallel": ("Five heads on two cores",
                     "The learner at m = 5 with its example phases on a local pool of two workers."),
+    "frontier-adaptive": ("The frontier with budgets set by the data",
+                          "The frontier's fifteen cells rerun with the learner's data-driven budgets (issue 38): "
+                          "its examples and time against the same cells with fixed budgets, on the same planted "
+                          "layers, and against Adam."),
     "frontier-gaussian": ("The frontier under Gaussian inputs",
                           "The frontier's k = 2 column (m = 1..6) and m = 2 at k = 3..5 with standard Gaussian "
                           "inputs (the paper's stated extension), the learner and Adam on the same planted layers; "
@@ -153,6 +157,25 @@ def distributions_section(sweeps):
             "time ratio carries the difference in load (see the README below).", "", table, ""]
 
 
+def budgets_section(sweeps):
+    """The data-driven frontier's learner cells beside the fixed-budget frontier's, on the same planted layers."""
+    from learner.study.frontier import budgets_table
+
+    adaptive = _evals(sweeps / "frontier-adaptive")
+    layers = {r["spec"]["seed_index"] for r in adaptive if r["spec"]["method"] == "provable"}
+    fixed = _evals(sweeps / "frontier", layers)
+    table = budgets_table(_frontier_cells(sweeps / "frontier", fixed),
+                          _frontier_cells(sweeps / "frontier-adaptive", adaptive))
+    return ["", "## Beside the fixed budgets", "",
+            "The learner's cells of both studies on the same planted layers and example streams (a run's layer and "
+            "oracle depend on its cell and index only), from `docs/sweeps/frontier` (fixed budgets, "
+            "`LearnConfig(**FIXED_BUDGETS)`'s learner) and `docs/sweeps/frontier-adaptive`. Adam's records in the "
+            "second folder are the first study's, copied so that the study resumed them (Adam's code did not "
+            "change; its times are of that sitting and its load, see the README below). The fixed-budget study "
+            "ran its larger cells on 3 layers, this one on 10: where the fixed study has 3, only those 3 are "
+            "compared.", "", table, ""]
+
+
 def grid_page(kind, folder, out, sweeps):
     """The noise study's or the sharpness map's page, from the records of its folders."""
     from learner.study import grids
@@ -266,12 +289,14 @@ def build(docs, out=None):
     out = Path(out) if out else docs / "results" / "generated"
     out.mkdir(parents=True, exist_ok=True)
     pages, took = {}, {}
-    for name in ("main", "ksweep", "m5-parallel", "frontier", "frontier-gaussian"):
+    for name in ("main", "ksweep", "m5-parallel", "frontier", "frontier-adaptive", "frontier-gaussian"):
         t0 = time.perf_counter()
         pages[name] = scaling_page(name, sweeps / name, out, sweeps)
         took[name] = time.perf_counter() - t0
     at = pages["frontier-gaussian"].index("## Tables") - 1  # the comparison first, then the study's own tables
     pages["frontier-gaussian"][at:at] = distributions_section(sweeps)
+    at = pages["frontier-adaptive"].index("## Tables") - 1
+    pages["frontier-adaptive"][at:at] = budgets_section(sweeps)
     for name, folder in (("noise", "noise"), ("sharpness", "reach-sharpness")):
         t0 = time.perf_counter()
         pages[name] = grid_page(name, sweeps / folder, out, sweeps)

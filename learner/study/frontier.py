@@ -30,7 +30,7 @@ from .sweep import median as _median
 
 __all__ = ["AUTO_FIRST", "AUTO_FULL", "AUTO_SECONDS", "DEFAULT_GRID", "SHAPES", "failure_reason", "fit_shapes",
            "cells_table", "frontier_cells", "frontier_table", "fits_table", "parse_grid", "plot_frontier", "seeds_for",
-           "cell_label", "side_by_side"]
+           "budgets_table", "cell_label", "side_by_side"]
 
 #: The default study (issue 24): m = 1..6 at k = 2, k = 2..8 at m = 2, k = 2..4 at m = 3, k = 2..3 at m = 4.
 DEFAULT_GRID = ("m=1..6,k=2", "m=2,k=2..8", "m=3,k=2..4", "m=4,k=2..3")
@@ -372,6 +372,34 @@ def side_by_side(groups, *, methods=("provable", "adam")):
             a, b = (index[n][(method, m, d, k)]["median_seconds"] for n in names)
             row += f" | {b / a:.2g}" if a and b else " | –"
         lines.append(row + " |")
+    return "\n".join(lines)
+
+
+def budgets_table(fixed, adaptive, *, baseline="adam"):
+    """A Markdown table of the learner's cells under two configurations (ours, issue 38): per (m, d, k) in both,
+    successes, median examples and median seconds of each, the ratio of the medians of examples (fixed over
+    adaptive), and ``baseline``'s median seconds from ``adaptive``'s cells with the learner's time over it.
+    ``fixed`` and ``adaptive`` are :func:`frontier_cells` lists."""
+    def index(cells, method):
+        return {(c["m"], c["d"], c["k"]): c for c in cells if c["method"] == method}
+
+    old, new, base = index(fixed, "provable"), index(adaptive, "provable"), index(adaptive, baseline)
+    lines = ["| (m, d, k) | fixed budgets: successes, examples, time | data-driven: successes, examples, time "
+             f"| examples, fixed / data-driven | {baseline}: median time | time, learner / {baseline} |",
+             "|---|---|---|---|---|---|"]
+    for key in sorted(set(old) & set(new), key=lambda t: (t[0], t[2], t[1])):
+        a, b = old[key], new[key]
+        ratio = (a["median_examples"] / b["median_examples"]
+                 if a["median_examples"] and b["median_examples"] else None)
+        c = base.get(key)
+        speed = (b["median_seconds"] / c["median_seconds"]
+                 if c and c["median_seconds"] and b["median_seconds"] else None)
+        lines.append(f"| {key} | {a['successes']}/{a['runs']}, {_fmt_count(a['median_examples'])}, "
+                     f"{_fmt_seconds(a['median_seconds'])} | {b['successes']}/{b['runs']}, "
+                     f"{_fmt_count(b['median_examples'])}, {_fmt_seconds(b['median_seconds'])} | "
+                     f"{'–' if ratio is None else f'{ratio:.3g}'} | "
+                     f"{'–' if c is None else _fmt_seconds(c['median_seconds'])} | "
+                     f"{'–' if speed is None else f'{speed:.2g}'} |")
     return "\n".join(lines)
 
 

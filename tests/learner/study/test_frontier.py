@@ -14,6 +14,7 @@ from learner.study.frontier import (
     AUTO_SECONDS,
     DEFAULT_GRID,
     SHAPES,
+    budgets_table,
     cells_table,
     failure_reason,
     fit_shapes,
@@ -173,6 +174,21 @@ class TestCells:
         rows = table.splitlines()[2:]
         assert rows == ["| (2, 12, 2) | provable | 2/2, 20 s, 200 | 1/2, 40 s, 100 | 2 |"], table
         assert "time Gaussian / Boolean" in table.splitlines()[0]
+
+
+    def test_budgets_table_gives_the_examples_ratio_and_the_baseline(self):
+        """Issue 38: the learner's cells under fixed and data-driven budgets, the examples ratio, and Adam's median
+        time from the second study with the learner's time over it; a cell only one study ran is left out."""
+        fixed = frontier_cells([_rec(seed=0, total=10.0, examples=1_500_000), _rec(seed=1, total=30.0,
+                                                                                   examples=1_500_000),
+                                _rec(k=3, total=5.0)], success_tol=1e-3)
+        adaptive = frontier_cells([_rec(seed=0, total=0.5, examples=60_000), _rec(seed=1, total=0.7, examples=50_000),
+                                   _rec(method="adam", total=40.0, examples=25_000)], success_tol=1e-3)
+        rows = budgets_table(fixed, adaptive).splitlines()
+        assert rows[2:] == ["| (2, 12, 2) | 2/2, 1.5 M, 20 s | 2/2, 55 k, 0.6 s | 27.3 | 40 s | 0.015 |"], rows
+        # Control: without the baseline's cell the last columns are empty, not invented.
+        rows = budgets_table(fixed, [c for c in adaptive if c["method"] == "provable"]).splitlines()
+        assert rows[2].endswith("| – | – |")
 
 
 class TestFits:
