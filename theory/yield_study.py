@@ -392,7 +392,7 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
     n_simulate : int
         Examples of each run's simulation (0: none). The prediction of a run is the certification rule
         simulated on its planted layer with the true ``ΣW`` (:func:`~theory.yield_model.measured_yield`) where
-        the simulation certifies at least :data:`SIMULATE_MIN_ROWS` rows, else the window model
+        the simulation certifies at least ``SIMULATE_MIN_ROWS`` (100) rows, else the window model
         (:func:`~theory.yield_model.predicted_yield`); both are in every run's row (``predicted_model``,
         ``predicted_simulated``, ``predicted_by``). Ours: the window model linearises the residual, which
         holds for narrow windows and over-predicts wide ones (at tol 0.08 and k >= 4, 2–1,600 times on the
