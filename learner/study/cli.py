@@ -29,7 +29,7 @@ from .bench import (
     run_span_benchmark,
 )
 from .frontier import DEFAULT_GRID
-from .peers import QUICK_PEER_OPTIONS, peer_study
+from .peers import QUICK_PEER_OPTIONS, peer_study, race_study
 from .records import command_record
 from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE
 from .scaling import scaling_study
@@ -46,10 +46,12 @@ WORKERS_HELP = f"processes of the local pool (default {DEFAULT_POOL}: every core
 
 
 def add_commands(sub):
-    """Add ``bench``, ``scaling`` and ``peers`` to the sub-parsers ``sub`` of ``python -m learner``."""
+    """Add ``bench``, ``scaling``, ``peers``, ``race`` and the grids to the sub-parsers ``sub`` of
+    ``python -m learner``."""
     _add_bench(sub)
     _add_scaling(sub)
     _add_peers(sub)
+    _add_race(sub)
     _add_grids(sub)
 
 
@@ -234,6 +236,46 @@ def _add_peers(sub):
         "adam_lr": OPTION_RULES["lr"], "torch_lr": OPTION_RULES["lr"], "epochs": OPTION_RULES["epochs"],
         "batch": OPTION_RULES["batch"]} | POOL_RULES)
     p.set_defaults(handler=_peers)
+
+
+def _add_race(sub):
+    p = sub.add_parser("race", help="the learner, numpy Adam and torch Adam on the frontier's cells, each Adam's "
+                                    "learning rate tuned per cell: time and examples to 1e-3 and 1e-8 "
+                                    "(extra `torch`)")
+    p.add_argument("--grid", nargs="+", default=None, metavar="BLOCK",
+                   help="cells as blocks such as 'm=1..6,k=2' (default: the frontier's fifteen cells)")
+    p.add_argument("--seeds", type=int, default=3, help="planted layers per cell (default 3)")
+    p.add_argument("--lrs", type=float, nargs="+", default=[1e-2, 3e-2],
+                   help="learning rates each Adam is tuned over, per cell (default 0.01 0.03)")
+    p.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
+    p.add_argument("--serial", action="store_true", help="one run at a time, in this process")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
+    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
+    p.add_argument("--summarise-only", action="store_true", help="run nothing: re-summarise the records in --out")
+    p.add_argument("--out", metavar="DIR", required=True,
+                   help="directory of the study; an interrupted study resumes from the records in it")
+    declare_options(p, race_study, rules=POOL_RULES)
+    p.set_defaults(handler=_race)
+
+
+def _race(args):
+    if args.workers is not None and args.serial:
+        raise ValueError(f"--workers sizes the local pool, which --serial does not use; got --workers {args.workers} "
+                         "with --serial.")
+    if not args.summarise_only:
+        need_torch("race")
+    quick = QUICK_PEER_OPTIONS if args.quick else {}
+    result = run_study(lambda: race_study(
+        args.out, grid=args.grid, seeds=args.seeds, lrs=args.lrs, seed=args.seed,
+        adam_options={key: v for key, v in quick.get("adam", {}).items() if key != "lr"},
+        torch_options=quick.get("torch-adam"), provable_options=quick.get("provable"),
+        backend="serial" if args.serial else "local", workers=args.workers, progress=not args.no_progress,
+        run=not args.summarise_only))
+    if isinstance(result, int):
+        return result
+    print_study(result, args.out)
+    return 0
 
 
 def _bench(args):

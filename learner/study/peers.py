@@ -12,6 +12,7 @@ is ours; the paper reports no experiments.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from ..baselines import check_milestones, milestone_key
@@ -21,7 +22,8 @@ from .records import StudyResult, write_summary
 from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_runs, sound_d
 from .sweep import claim_study, median, run_sweep, sweep_lock
 
-__all__ = ["PEER_METHODS", "PeerResult", "peer_rows", "peer_study", "peer_table"]
+__all__ = ["GRADIENT_METHODS", "PEER_METHODS", "PeerResult", "RaceResult", "peer_rows", "peer_study", "peer_table",
+           "plot_race", "race_study", "race_table"]
 
 PEER_METHODS = ("provable", "adam", "torch-adam")
 #: Relative errors whose first crossing is timed.
@@ -198,4 +200,175 @@ def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=STUD
         files = {}
         result = PeerResult(records, summary, stats, files)
         files |= write_summary(out, summary, result.table() + "\n")
+    return result
+
+
+# --------------------------------------------------------------------------------------------------------- #
+# The race (issue 38): the peers on the frontier's cells, both Adams' learning rates tuned per cell
+# --------------------------------------------------------------------------------------------------------- #
+
+#: The Adams of the race, whose learning rates are tuned per cell.
+GRADIENT_METHODS = ("adam", "torch-adam")
+
+
+def _race_rows(records):
+    """:func:`peer_rows` with, per milestone, the median examples of the runs that reached it."""
+    rows = peer_rows(records)
+    for row in rows:
+        mine = [r for r in records if (r["spec"]["m"], r["spec"]["d"], r["spec"]["k"], r["spec"]["method"])
+                == (row["m"], row["d"], row["k"], row["method"])]
+        for t in MILESTONES:
+            got = [r["examples_drawn"] for r in mine if _seconds_to(r, t) is not None]
+            row["milestones"][milestone_key(t)]["median_examples"] = median(got)
+    return rows
+
+
+def race_table(rows):
+    """The race's Markdown table: per cell and method, time and examples to each milestone, and the best error."""
+    keys = list(rows[0]["milestones"]) if rows else []
+    head = ("| (m, d, k) | method | runs | " + " | ".join(f"to {key}: reached, time, examples" for key in keys)
+            + " | best rel. err (median) |")
+    lines = [head, "|" + "---|" * (4 + len(keys))]
+
+    def fmt(x, spec):
+        return "–" if x is None else format(x, spec)
+
+    for r in sorted(rows, key=lambda r: (r["m"], r["k"], r["d"], PEER_METHODS.index(r["method"]))):
+        ms = r["milestones"]
+        cells = [f"{ms[key]['reached']}/{r['runs']}, {fmt(ms[key]['median_seconds'], '.2g')} s, "
+                 f"{fmt(ms[key]['median_examples'], ',.0f')}" for key in keys]
+        lines.append(f"| ({r['m']}, {r['d']}, {r['k']}) | {r['method']} | {r['runs']} | " + " | ".join(cells)
+                     + f" | {fmt(r['median_relative_error'], '.2g')} |")
+    return "\n".join(lines)
+
+
+def plot_race(rows, path):
+    """Time and examples to a relative error of 1e-8 (filled) and 1e-3 (open) per cell and method (log scales)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..io import atomic_write
+
+    cells = sorted({(r["m"], r["d"], r["k"]) for r in rows}, key=lambda c: (c[0], c[2], c[1]))
+    fig, axes = plt.subplots(2, 1, figsize=(max(7, 0.6 * len(cells) + 2), 7), sharex=True)
+    for panel, (ax, what) in enumerate(zip(axes, ("median_seconds", "median_examples"), strict=True)):
+        for i, method in enumerate(PEER_METHODS):
+            for key, fill in ((milestone_key(1e-8), True), (milestone_key(1e-3), False)):
+                xs, ys = [], []
+                for j, cell in enumerate(cells):
+                    row = next((r for r in rows if (r["m"], r["d"], r["k"]) == cell and r["method"] == method), None)
+                    value = None if row is None else row["milestones"].get(key, {}).get(what)
+                    if value:
+                        xs.append(j + 0.2 * (i - 1))
+                        ys.append(value)
+                ax.scatter(xs, ys, marker="os^"[i], s=36, color=f"C{i}", facecolors=f"C{i}" if fill else "none",
+                           label=f"{method}, to {key}" if panel == 0 else None)
+        ax.set_yscale("log")
+        ax.set_ylabel("seconds" if what == "median_seconds" else "examples")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[1].set_xticks(range(len(cells)), [f"({m}, {d}, {k})" for m, d, k in cells], rotation=45, ha="right")
+    axes[0].legend(fontsize=7, ncol=3, loc="upper left")
+    axes[0].set_title("The race: median time and examples to a relative error of 1e-8 (filled) and 1e-3 (open)")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write(path, lambda fh: fh.write(buf.getvalue()))
+    return str(path)
+
+
+@dataclass(frozen=True)
+class RaceResult(StudyResult):
+    """What :func:`race_study` measured (:class:`learner.study.records.StudyResult`)."""
+
+    def table(self):
+        s = self.summary
+        return race_table(s["rows"]) + "\n\n" + s["note"] + " One thread per method, " + s["concurrency"] + "."
+
+
+@declare(seeds=Integer(), lrs=Each(Real()), tune_seeds=Integer(), seed=Seed())
+def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_options=None, torch_options=None,
+               provable_options=None, seed=0, backend="local", workers=None, scheduler=None, progress=False,
+               plot=True, run=True):
+    """The learner, numpy Adam and torch Adam on the frontier's cells, each Adam's learning rate tuned per cell.
+
+    The runs are those of :func:`peer_study` (the same planted layers and oracle seeds for every method) on the
+    cells of ``grid`` (:func:`learner.study.frontier.parse_grid`; default the frontier's
+    :data:`~learner.study.frontier.DEFAULT_GRID`, ``seeds`` layers each). Each Adam first runs at every learning
+    rate of ``lrs`` on ``tune_seeds`` tuning layers per cell, seeded apart (as the frontier tunes numpy Adam:
+    :func:`learner.study.scaling.scaling_study`), and its measured runs use the value with the lowest median
+    validation error. A run's id is its specification's, so the frontier's records of the same runs (the
+    learner's, numpy Adam's and its tuning runs, same options) can be copied in and are resumed, not rerun.
+
+    The summary (:func:`race_table`, ``race.png`` by :func:`plot_race`) gives per cell and method the runs that
+    reached a relative error of 1e-3 and 1e-8, their median time and examples to it, and the median final error
+    (the method's best). Ours, as is the whole comparison.
+    """
+    from pathlib import Path
+
+    from ..io import check_writable_dir
+    from ..phases import LearnConfig
+    from .frontier import DEFAULT_GRID, parse_grid
+    from .scaling import _choose_lr, _setting_label
+
+    cells = parse_grid(list(grid or DEFAULT_GRID), seeds=seeds, sound_d=sound_d)
+    lrs = [float(x) for x in lrs]
+    provable_options = dict(provable_options or {})
+    LearnConfig(**provable_options)
+    base = {"provable": provable_options, "adam": dict(adam_options or {}),
+            "torch-adam": {"threads": TORCH_THREADS} | dict(torch_options or {})}
+    for method in GRADIENT_METHODS:
+        if "lr" in base[method]:
+            raise ValueError(f"the {method} options must not set 'lr'; give the grid as `lrs`.")
+    if run:
+        from ..torch_interop import require_torch
+
+        require_torch()
+    out = Path(check_writable_dir("out", out))
+    ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress, "run": run}
+    parameters = {"grid": list(grid or DEFAULT_GRID), "cells": [list(c) for c in cells], "lrs": lrs,
+                  "tune_seeds": tune_seeds, "options": base, "milestones": list(MILESTONES), "seed": seed}
+    common = {"entropy": seed, "logit_scale": STUDY_LOGIT_SCALE}
+    with sweep_lock(out):
+        claim_study(out, "race-study", RunSpec.RECORD_KIND, parameters)
+        tune = [s for method in GRADIENT_METHODS for lr in lrs for m, d, k, _ in cells
+                for s in plan_runs(ms=[m], d=d, k=k, seeds=tune_seeds, methods=[method], role="tune",
+                                   options={method: base[method] | {"lr": lr}}, **common)]
+        learner = [s for m, d, k, n in cells
+                   for s in plan_runs(ms=[m], d=d, k=k, seeds=n, methods=["provable"], options=base, **common)]
+        tuning_records, stats = run_sweep(learner + tune, out, **ex)
+        by_id = {r["run_id"]: r for r in tuning_records}
+        chosen = {method: _choose_lr([by_id[s.run_id] for s in tune if s.method == method], lrs)
+                  for method in GRADIENT_METHODS}
+        measured = [s for method in GRADIENT_METHODS for m, d, k, n in cells
+                    for s in plan_runs(ms=[m], d=d, k=k, seeds=n, methods=[method], options={
+                        method: base[method] | {"lr": chosen[method][_setting_label(m, d, k)]["lr"]}}, **common)]
+        got, more = run_sweep(measured, out, **ex)
+        stats = {key: stats[key] + more[key] for key in stats}
+        by_id |= {r["run_id"]: r for r in got}
+        records = [by_id[s.run_id] for s in learner + measured]
+        rows = _race_rows(records)
+        concurrency = ("one run at a time" if backend == "serial" else
+                       f"{workers} runs at a time" if backend == "local" and workers else
+                       "one run per core" if backend == "local" else "runs on a Dask cluster")
+        if not run:
+            concurrency = _previous(out / "summary.json").get("concurrency", "as recorded by the runs' sitting")
+        summary = {"rows": rows, "parameters": parameters, "tuning": chosen, "concurrency": concurrency,
+                   "versions": versions() | {"torch": _torch_version(records)},
+                   "note": "comparison design ours; the paper reports no experiments. to e: the runs whose relative "
+                           "error reached e (Adam: validation error at its checks; the learner: its one layer's error "
+                           "against the planted layer at the end of the run), their median seconds from the run's "
+                           "start and median examples drawn."}
+        files = {}
+        result = RaceResult(records, summary, stats, files)
+        files |= write_summary(out, summary, result.table() + "\n")
+        if plot:
+            try:
+                files["plot"] = plot_race(rows, out / "race.png")
+            except ImportError as exc:  # matplotlib is the plot extra
+                logging.getLogger(__name__).warning("race.png not written: %s", exc)
     return result

@@ -53,6 +53,7 @@ KINDS = {
     "hard-run": (2, (1, 2)),
     "scaling-study": (1, (1,)),
     "peer-study": (1, (1,)),
+    "race-study": (1, (1,)),
     "learn-hard-study": (1, (1,)),
     "yield-study": (1, (1,)),
     "command-record": (1, (0, 1)),
