@@ -151,3 +151,65 @@ class TestOptions:
         path = next((out / "runs").glob("torch-adam-*.json"))
         options = json.loads(path.read_text(encoding="utf-8"))["spec"]["options"]
         assert (options["epochs"], options["batch"]) == (3, 64)
+
+
+@pytest.fixture(scope="module")
+def race(tmp_path_factory):
+    out = tmp_path_factory.mktemp("race") / "study"
+    argv = ["race", "--grid", "m=1..2,k=2,d=6", "--seeds", "1", "--quick", "--serial", "--no-progress",
+            "--seed", "3", "--out", str(out)]
+    assert main(argv) == 0
+    return out, json.loads((out / "summary.json").read_text(encoding="utf-8"))
+
+
+@needs_torch
+class TestRace:
+    """Issue 38's race: every method on the same layers, each Adam's learning rate tuned per cell."""
+
+    def test_tuned_per_cell_and_the_same_layers(self, race):
+        out, summary = race
+        records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "runs").glob("*.json"))]
+        tune = [r for r in records if r["spec"]["role"] == "tune"]
+        # Two Adams × two learning rates × two cells, one tuning layer each; then 3 methods × 2 cells measured.
+        assert len(tune) == 8 and len(records) == 14
+        for method in ("adam", "torch-adam"):
+            for cell in ("m=1, d=6, k=2", "m=2, d=6, k=2"):
+                lr = summary["tuning"][method][cell]["lr"]
+                m = int(cell[2])
+                [rec] = [r for r in records if r["spec"]["role"] == "eval" and r["spec"]["method"] == method
+                         and r["spec"]["m"] == m]
+                assert rec["spec"]["options"]["lr"] == lr in (0.01, 0.03)
+        evals = [r for r in records if r["spec"]["role"] == "eval"]
+        for m in (1, 2):  # one entropy and spawn key per cell and layer, whatever the method
+            assert len({(r["spec"]["entropy"], tuple(r["spec"]["spawn_key"])) for r in evals
+                        if r["spec"]["m"] == m}) == 1
+        assert (out / "race.png").stat().st_size > 0 and "| (m, d, k) | method |" in (out / "summary.md").read_text()
+
+    def test_summarise_only_rewrites_the_same_summary(self, race):
+        out, summary = race
+        assert main(["race", "--grid", "m=1..2,k=2,d=6", "--seeds", "1", "--quick", "--seed", "3",
+                     "--summarise-only", "--no-progress", "--out", str(out)]) == 0
+        again = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        assert again["rows"] == summary["rows"] and again["tuning"] == summary["tuning"]
+
+
+def _race_rec(method, total, rel, examples, seconds_to=None):
+    fit = {"seconds_to": seconds_to or {}} if method != "provable" else None
+    return {"spec": {"method": method, "m": 2, "d": 12, "k": 2}, "outcome": "finished", "timings": {"total": total},
+            "examples_drawn": examples, "errors": {"relative_error": rel}, "diagnostics": {"fit": fit} if fit else {}}
+
+
+def test_race_rows_give_examples_to_each_milestone():
+    from learner.study.peers import _race_rows, race_table
+
+    recs = [_race_rec("provable", 0.7, 1e-30, 59_000), _race_rec("provable", 0.9, 1e-30, 69_000),
+            _race_rec("adam", 40.0, 3e-10, 25_000, {"1e-03": 6.0, "1e-08": 30.0}),
+            _race_rec("adam", 50.0, 2e-4, 25_000, {"1e-03": 8.0})]
+    rows = {r["method"]: r for r in _race_rows(recs)}
+    assert rows["provable"]["milestones"]["1e-08"] == {"reached": 2, "median_seconds": 0.8, "median_examples": 64_000}
+    # Adam: one run reached 1e-8, both 1e-3; examples are what each drew.
+    assert rows["adam"]["milestones"]["1e-08"] == {"reached": 1, "median_seconds": 30.0, "median_examples": 25_000}
+    assert rows["adam"]["milestones"]["1e-03"]["reached"] == 2
+    table = race_table(list(rows.values()))
+    assert "| (2, 12, 2) | provable | 2 | 2/2, 0.8 s, 64,000 | 2/2, 0.8 s, 64,000 | 1e-30 |" in table
+    assert "| (2, 12, 2) | adam | 2 | 2/2, 7 s, 25,000 | 1/2, 30 s, 25,000 |" in table
