@@ -55,7 +55,9 @@ RECORD_SCHEMA = schema_of(RECORD_KIND)  # 2: the planted layer's logit scale is 
 METHODS = ("provable", "adam")
 #: What one run can be: the study's methods and the peer baseline of :mod:`learner.study.peers` (needs torch).
 RUN_METHODS = METHODS + ("torch-adam",)
-ROLES = {"eval": 0, "tune": 1}
+#: Roles of a run: measured, learning-rate tuning, and the race's minimum-examples search ("min", on the measured
+#: runs' layers and oracles: the same key as "eval").
+ROLES = {"eval": 0, "tune": 1, "min": 0}
 #: The studies' family (ours): logit scale 1, k = 2, d from :func:`sound_d` (DESIGN §3, issue 15). Not
 #: :data:`learner.instances.DEFAULT_LOGIT_SCALE` (3) on purpose: at k = 2 and m >= 3, scale 3 makes rows nearly
 #: one-hot (they certify but carry no usable log-ratios) and the yield would collapse for that reason rather
@@ -115,7 +117,8 @@ class RunSpec:
     def run_id(self):
         """File-name-safe identifier, unique within a sweep."""
         lr = dict(self.options).get("lr")
-        tag = f"-lr{lr:g}" if self.role == "tune" else ""
+        tag = (f"-lr{lr:g}" if self.role == "tune" else f"-n{dict(self.options).get('examples')}" if self.role == "min"
+               else "")
         noise = f"-noise{self.noise:g}" if self.noise else ""  # exact runs keep their ids
         return (f"{self.method}-{self.role}{tag}-m{self.m}-d{self.d}-k{self.k}-ls{self.logit_scale:g}"
                 f"-{self.distribution}{noise}-s{self.seed_index}")
@@ -198,6 +201,15 @@ def run_one(spec, learn_workers=None):
     try:
         truth, oracle, method_seed = planted_instance(spec)
         options = dict(spec.options)
+        fixed = options.pop("examples", None)
+        if fixed is not None:
+            # A fixed set: the oracle's first `fixed` examples, the same for every method (the race's search).
+            from ..oracle import ArraySource
+
+            X, Y = oracle.draw(check_int("examples", fixed))
+            oracle = ArraySource(X, Y, distribution=spec.distribution)
+            if spec.method != "provable":  # the baselines train on the first 4/5 and validate on the rest
+                options |= {"n_val": max(1, fixed // 5), "n_train": fixed - max(1, fixed // 5)}
         if spec.method == "provable":
             result = learn(oracle, m=spec.m, config=LearnConfig(**options), truth=truth, rng=method_seed,
                            logit_scale=spec.logit_scale,

@@ -213,3 +213,28 @@ def test_race_rows_give_examples_to_each_milestone():
     table = race_table(list(rows.values()))
     assert "| (2, 12, 2) | provable | 2 | 2/2, 0.8 s, 64,000 | 2/2, 0.8 s, 64,000 | 1e-30 |" in table
     assert "| (2, 12, 2) | adam | 2 | 2/2, 7 s, 25,000 | 1/2, 30 s, 25,000 |" in table
+
+
+@needs_torch
+def test_race_search_halves_a_fixed_set_until_a_layer_fails(tmp_path):
+    """The minimum-examples search: fixed sets of the oracle's first N examples on the measured runs' layers, N
+    halving from the learner's most examples (rounded up to 1000) while every layer reaches 1e-8; the quick Adams
+    fail at their first size (their measured runs) and are not searched further."""
+    out = tmp_path / "race"
+    assert main(["race", "--grid", "m=1,k=2", "--seeds", "1", "--quick", "--serial", "--no-progress",
+                 "--search-rounds", "3", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    rows = {r["method"]: r for r in summary["search"]}
+    records = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (out / "runs").glob("*.json")}
+    [learner_eval] = [r for r in records.values() if r["spec"]["method"] == "provable" and r["spec"]["role"] == "eval"]
+    start = -(-learner_eval["examples_drawn"] // 1000) * 1000
+    tried = rows["provable"]["tried"]
+    assert [t["examples"] for t in tried] == [start // 2**i for i in range(len(tried))]
+    assert tried[0]["reached"] == 1 and tried[-1]["reached"] == 0  # it stops at the first size that fails
+    assert rows["provable"]["min_examples"] == tried[-2]["examples"]
+    mins = [r for r in records.values() if r["spec"]["role"] == "min"]
+    assert all(r["spec"]["spawn_key"] == learner_eval["spec"]["spawn_key"] for r in mins)  # the measured layer
+    assert all(r["run_id"] == f"provable-min-n{r['spec']['options']['examples']}-m1-d12-k2-ls1-boolean-s0"
+               for r in mins)
+    assert rows["adam"]["tried"] == [{"examples": 25_000, "runs": 1, "reached": 0}]
+    assert rows["adam"]["min_examples"] is None and not [r for r in mins if r["spec"]["method"] != "provable"]
