@@ -209,6 +209,23 @@ def peers_page(folder, out, sweeps):
     return lines + ["", "## Table", "", peer_table(rows)] + _readme(folder)
 
 
+def race_page(folder, out, sweeps):
+    """The race's page: its tables and figure, summarised again from its records' summary."""
+    from learner.study.peers import _race_rows, plot_race, race_table, search_rows
+
+    summary = json.loads((folder / "summary.json").read_text())  # the search's rows and the sitting's concurrency
+    rows = _race_rows([r for r in _records(folder) if r["spec"]["role"] == "eval"])
+    fig = _figure(lambda p: plot_race(rows, p), out / "race.png")
+    lines = _header("The race: the learner, numpy Adam and torch Adam on the frontier's cells", folder,
+                    "Time and examples to a relative error of 1e-3 and 1e-8 per cell, each Adam's learning rate "
+                    "tuned per cell, every method on the same planted layers and oracles.", sweeps)
+    lines += ["## Tables", "", race_table(rows), "", summary["note"] + " One thread per method, "
+              + summary["concurrency"] + "."]
+    if summary.get("search"):
+        lines += ["", "### The fewest examples", "", search_rows(summary["search"])]
+    return lines + ["", "## Figure", "", f"```{{image}} {fig}\n:alt: the race\n:width: 100%\n```"] + _readme(folder)
+
+
 def learn_hard_page(folder, out, sweeps):
     from lowerbounds.learnhard import HardStudyResult, plot_hard, summarise_hard
 
