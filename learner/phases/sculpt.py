@@ -469,8 +469,6 @@ def _below(block, tol):
     return [col[keep] for col in block]
 
 
-
-
 def _certify_or_pilot(batch, w_sum, tol, min_weight):
     """A batch of phase 4: :func:`pilot_batch` while piloting (``tol`` is then the tuple of tolerances), else
     :func:`certify_batch`."""
