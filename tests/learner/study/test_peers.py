@@ -218,7 +218,7 @@ def test_race_rows_give_examples_to_each_milestone():
 @needs_torch
 def test_race_search_halves_a_fixed_set_until_a_layer_fails(tmp_path):
     """The minimum-examples search: fixed sets of the oracle's first N examples on the measured runs' layers, N
-    halving from the learner's most examples (rounded up to 1000) while every layer reaches 1e-8; the quick Adams
+    halving from twice the learner's most examples (rounded up to 1000) while every layer reaches 1e-8; the quick Adams
     fail at their first size (their measured runs) and are not searched further."""
     out = tmp_path / "race"
     assert main(["race", "--grid", "m=1,k=2", "--seeds", "1", "--quick", "--serial", "--no-progress",
@@ -227,7 +227,7 @@ def test_race_search_halves_a_fixed_set_until_a_layer_fails(tmp_path):
     rows = {r["method"]: r for r in summary["search"]}
     records = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (out / "runs").glob("*.json")}
     [learner_eval] = [r for r in records.values() if r["spec"]["method"] == "provable" and r["spec"]["role"] == "eval"]
-    start = -(-learner_eval["examples_drawn"] // 1000) * 1000
+    start = -(-2 * learner_eval["examples_drawn"] // 1000) * 1000
     tried = rows["provable"]["tried"]
     assert [t["examples"] for t in tried] == [start // 2**i for i in range(len(tried))]
     assert tried[0]["reached"] == 1 and tried[-1]["reached"] == 0  # it stops at the first size that fails
