@@ -185,6 +185,12 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
     from ``(m, d, k)`` (:func:`learner.phases.resolve_config`); every value used,
     and which were chosen, is in ``diagnostics["0_setting"]``.
 
+    With ``LearnConfig.adaptive`` (the default; ours) the example budgets are set by the data: phases 1 and 3
+    stop when their estimates' relative standard errors meet ``crude_se`` and ``refine_se``, phase 4 when its
+    hull stops moving (``hull_stability``) or at its cap, and the rounds of phases 3–5 end once phase 3 met its
+    target; every phase records why it stopped (``diagnostics[phase]["stopped"]``). ``FIXED_BUDGETS`` gives
+    the earlier fixed budgets.
+
     Phase 4 starts each round with a pilot (ours, :mod:`learner.phases.forecast`): its
     first examples forecast the examples the constraints' target needs at each
     candidate tolerance, choose the tolerance when ``refined_tol`` is None
