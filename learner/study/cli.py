@@ -247,6 +247,8 @@ def _add_race(sub):
     p.add_argument("--seeds", type=int, default=3, help="planted layers per cell (default 3)")
     p.add_argument("--lrs", type=float, nargs="+", default=[1e-2, 3e-2],
                    help="learning rates each Adam is tuned over, per cell (default 0.01 0.03)")
+    p.add_argument("--search-methods", nargs="+", default=["provable", "adam", "torch-adam"],
+                   choices=["provable", "adam", "torch-adam"], help="the methods searched (default all three)")
     p.add_argument("--search-rounds", type=int, default=0,
                    help="search each method's fewest examples per cell over at most this many halvings of a fixed "
                         "set (default 0: no search)")
@@ -271,6 +273,7 @@ def _race(args):
     quick = QUICK_PEER_OPTIONS if args.quick else {}
     result = run_study(lambda: race_study(
         args.out, grid=args.grid, seeds=args.seeds, lrs=args.lrs, seed=args.seed, search_rounds=args.search_rounds,
+        search_methods=args.search_methods,
         adam_options={key: v for key, v in quick.get("adam", {}).items() if key != "lr"},
         torch_options=quick.get("torch-adam"), provable_options=quick.get("provable"),
         backend="serial" if args.serial else "local", workers=args.workers, progress=not args.no_progress,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..baselines import check_milestones, milestone_key
 from ..io import versions
-from ..validation import Each, Integer, OrWord, Real, Seed, check_int, declare
+from ..validation import Choice, Each, Integer, OrWord, Real, Seed, check_int, declare
 from .records import StudyResult, write_summary
 from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_runs, sound_d
 from .sweep import claim_study, median, run_sweep, sweep_lock
@@ -370,10 +370,11 @@ def _search(cells, methods, options, evals, out, ex, common, rounds):
     return list(rows.values()), records
 
 
-@declare(seeds=Integer(), lrs=Each(Real()), tune_seeds=Integer(), seed=Seed(), search_rounds=Integer(0))
+@declare(seeds=Integer(), lrs=Each(Real()), tune_seeds=Integer(), seed=Seed(), search_rounds=Integer(0),
+         search_methods=Each(Choice(PEER_METHODS)))
 def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_options=None, torch_options=None,
                provable_options=None, seed=0, backend="local", workers=None, scheduler=None, progress=False,
-               plot=True, run=True, search_rounds=0):
+               plot=True, run=True, search_rounds=0, search_methods=PEER_METHODS):
     """The learner, numpy Adam and torch Adam on the frontier's cells, each Adam's learning rate tuned per cell.
 
     The runs are those of :func:`peer_study` (the same planted layers and oracle seeds for every method) on the
@@ -392,8 +393,8 @@ def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_
     first N examples of each measured run's oracle (the same examples for every method), N halving from the
     learner's twice its most examples or the baselines' 25,000 (whose measured runs are that first size) for at most
     ``search_rounds`` sizes, while every layer reaches a relative error of 1e-8 (``summary["search"]``,
-    :func:`search_rows`). The rounds are not part of the study's claim: a later call with more rounds goes on
-    from the records there.
+    :func:`search_rows`), for the methods of ``search_methods``. Neither is part of the study's claim: a later
+    call with more rounds or methods goes on from the records there.
     """
     from pathlib import Path
 
@@ -448,8 +449,9 @@ def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_
                 extra = {} if method == "provable" else {"lr": lr[method][_setting_label(*key[:3])]["lr"]}
                 return base[method] | extra
 
-            search, search_records = _search(cells, PEER_METHODS, dict.fromkeys(PEER_METHODS, opts), records, out,
-                                             ex, common, search_rounds)
+            methods = [mt for mt in PEER_METHODS if mt in search_methods]
+            search, search_records = _search(cells, methods, dict.fromkeys(methods, opts), records, out, ex, common,
+                                             search_rounds)
         concurrency = ("one run at a time" if backend == "serial" else
                        f"{workers} runs at a time" if backend == "local" and workers else
                        "one run per core" if backend == "local" else "runs on a Dask cluster")

@@ -222,9 +222,10 @@ def test_race_search_halves_a_fixed_set_until_a_layer_fails(tmp_path):
     fail at their first size (their measured runs) and are not searched further."""
     out = tmp_path / "race"
     assert main(["race", "--grid", "m=1,k=2", "--seeds", "1", "--quick", "--serial", "--no-progress",
-                 "--search-rounds", "3", "--out", str(out)]) == 0
+                 "--search-rounds", "3", "--search-methods", "provable", "adam", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     rows = {r["method"]: r for r in summary["search"]}
+    assert set(rows) == {"provable", "adam"}  # --search-methods: torch Adam not searched
     records = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (out / "runs").glob("*.json")}
     [learner_eval] = [r for r in records.values() if r["spec"]["method"] == "provable" and r["spec"]["role"] == "eval"]
     start = -(-2 * learner_eval["examples_drawn"] // 1000) * 1000
