@@ -324,6 +324,7 @@ def build(docs, out=None):
         pages[name] = grid_page(name, sweeps / folder, out, sweeps)
         took[name] = time.perf_counter() - t0
     for name, make in (("peers", lambda: peers_page(sweeps / "peers", out, sweeps)),
+                       ("race", lambda: race_page(sweeps / "race", out, sweeps)),
                        ("learn-hard", lambda: learn_hard_page(sweeps / "learn-hard", out, sweeps)),
                        ("yield", lambda: yield_page(docs, out, sweeps))):
         t0 = time.perf_counter()
