@@ -60,6 +60,8 @@ def _base(package, command, tmp):
                                  "adam", "--quick", "--serial", "--no-progress", "--out", out],
         ("learner", "peers"): ["peers", "--m", "1", "--d", "6", "--seeds", "1", "--quick", "--serial",
                                "--no-progress", "--out", out],
+        ("learner", "race"): ["race", "--grid", "m=1,k=2,d=6", "--seeds", "1", "--quick", "--serial",
+                              "--no-progress", "--out", out],
         ("learner", "noise-study"): ["noise-study", "--sigma", "0", "--cells", "m=1,k=2,d=6", "--seeds", "1",
                                      "--quick", "--serial", "--no-progress", "--out", out],
         ("learner", "sharpness"): ["sharpness", "--logit-scale", "1", "--d", "6", "--seeds", "1", "--quick",

@@ -271,13 +271,22 @@ def _race(args):
     if not args.summarise_only:
         need_torch("race")
     quick = QUICK_PEER_OPTIONS if args.quick else {}
-    result = run_study(lambda: race_study(
-        args.out, grid=args.grid, seeds=args.seeds, lrs=args.lrs, seed=args.seed, search_rounds=args.search_rounds,
-        search_methods=args.search_methods,
-        adam_options={key: v for key, v in quick.get("adam", {}).items() if key != "lr"},
-        torch_options=quick.get("torch-adam"), provable_options=quick.get("provable"),
-        backend="serial" if args.serial else "local", workers=args.workers, progress=not args.no_progress,
-        run=not args.summarise_only))
+
+    def study():
+        try:
+            return race_study(
+                args.out, grid=args.grid, seeds=args.seeds, lrs=args.lrs, seed=args.seed,
+                search_rounds=args.search_rounds, search_methods=args.search_methods,
+                adam_options={key: v for key, v in quick.get("adam", {}).items() if key != "lr"},
+                torch_options=quick.get("torch-adam"), provable_options=quick.get("provable"),
+                backend="serial" if args.serial else "local", workers=args.workers, progress=not args.no_progress,
+                run=not args.summarise_only)
+        except ValueError as exc:  # the library names its parameter; here the flag
+            if str(exc).startswith("`grid`"):
+                raise ValueError(str(exc).replace("`grid`", "`--grid`", 1)) from None
+            raise
+
+    result = run_study(study)
     if isinstance(result, int):
         return result
     print_study(result, args.out)

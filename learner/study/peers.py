@@ -256,6 +256,7 @@ def plot_race(rows, path):
     cells = sorted({(r["m"], r["d"], r["k"]) for r in rows}, key=lambda c: (c[0], c[2], c[1]))
     fig, axes = plt.subplots(2, 1, figsize=(max(7, 0.6 * len(cells) + 2), 7), sharex=True)
     for panel, (ax, what) in enumerate(zip(axes, ("median_seconds", "median_examples"), strict=True)):
+        drawn = False
         for i, method in enumerate(PEER_METHODS):
             for key, fill in ((milestone_key(1e-8), True), (milestone_key(1e-3), False)):
                 xs, ys = [], []
@@ -267,11 +268,16 @@ def plot_race(rows, path):
                         ys.append(value)
                 ax.scatter(xs, ys, marker="os^"[i], s=36, color=f"C{i}", facecolors=f"C{i}" if fill else "none",
                            label=f"{method}, to {key}" if panel == 0 else None)
-        ax.set_yscale("log")
+                drawn = drawn or bool(ys)
+        if drawn:
+            ax.set_yscale("log")
+        else:  # no run reached either milestone (e.g. tiny budgets): an empty panel, said so
+            ax.text(0.5, 0.5, "no run reached 1e-3", transform=ax.transAxes, ha="center", va="center")
         ax.set_ylabel("seconds" if what == "median_seconds" else "examples")
         ax.grid(True, which="major", alpha=0.3)
     axes[1].set_xticks(range(len(cells)), [f"({m}, {d}, {k})" for m, d, k in cells], rotation=45, ha="right")
-    axes[0].legend(fontsize=7, ncol=3, loc="upper left")
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=7, ncol=3, loc="upper left")
     axes[0].set_title("The race: median time and examples to a relative error of 1e-8 (filled) and 1e-3 (open)")
     fig.tight_layout()
     buf = io.BytesIO()

@@ -239,3 +239,13 @@ def test_race_search_halves_a_fixed_set_until_a_layer_fails(tmp_path):
                for r in mins)
     assert rows["adam"]["tried"] == [{"examples": 25_000, "runs": 1, "reached": 0}]
     assert rows["adam"]["min_examples"] is None and not [r for r in mins if r["spec"]["method"] != "provable"]
+
+
+def test_plot_race_with_nothing_reached(tmp_path):
+    """A race where no run reached 1e-3 (tiny budgets) still gets its figure: empty panels, no log scale of nothing
+    (the command-line fuzz found `--quick` races failing there)."""
+    from learner.study.peers import _race_rows, plot_race
+
+    rows = _race_rows([_race_rec("adam", 5.0, 0.5, 25_000), _race_rec("provable", 1.0, None, 1_000)])
+    path = plot_race(rows, tmp_path / "race.png")
+    assert (tmp_path / "race.png").stat().st_size > 0 and path.endswith("race.png")
