@@ -222,6 +222,17 @@ def _add_peers(sub):
     p.add_argument("--batch", type=int, default=None,
                    help=f"torch Adam's mini-batch (default {TORCH_DEFAULTS['batch']}; with --quick "
                         f"{QUICK_TORCH['batch']}; given explicitly, it applies with --quick too)")
+    _add_study_options(p)
+    # The study's own parameters, then each baseline's: --adam-lr is fit_gradient's lr, --torch-lr and
+    # --epochs/--batch fit_torch's.
+    declare_options(p, peer_study, rename={"ms": "m"}, rules={
+        "adam_lr": OPTION_RULES["lr"], "torch_lr": OPTION_RULES["lr"], "epochs": OPTION_RULES["epochs"],
+        "batch": OPTION_RULES["batch"]} | POOL_RULES)
+    p.set_defaults(handler=_peers)
+
+
+def _add_study_options(p):
+    """The options ``peers`` and ``race`` share: where the runs go, the smoke budgets, the seed and the folder."""
     p.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
     p.add_argument("--serial", action="store_true", help="one run at a time, in this process")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -230,12 +241,6 @@ def _add_peers(sub):
     p.add_argument("--summarise-only", action="store_true", help="run nothing: re-summarise the records in --out")
     p.add_argument("--out", metavar="DIR", required=True,
                    help="directory of the study; an interrupted study resumes from the records in it")
-    # The study's own parameters, then each baseline's: --adam-lr is fit_gradient's lr, --torch-lr and
-    # --epochs/--batch fit_torch's.
-    declare_options(p, peer_study, rename={"ms": "m"}, rules={
-        "adam_lr": OPTION_RULES["lr"], "torch_lr": OPTION_RULES["lr"], "epochs": OPTION_RULES["epochs"],
-        "batch": OPTION_RULES["batch"]} | POOL_RULES)
-    p.set_defaults(handler=_peers)
 
 
 def _add_race(sub):
@@ -252,24 +257,22 @@ def _add_race(sub):
     p.add_argument("--search-rounds", type=int, default=0,
                    help="search each method's fewest examples per cell over at most this many halvings of a fixed "
                         "set (default 0: no search)")
-    p.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
-    p.add_argument("--serial", action="store_true", help="one run at a time, in this process")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
-    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
-    p.add_argument("--summarise-only", action="store_true", help="run nothing: re-summarise the records in --out")
-    p.add_argument("--out", metavar="DIR", required=True,
-                   help="directory of the study; an interrupted study resumes from the records in it")
+    _add_study_options(p)
     declare_options(p, race_study, rules=POOL_RULES)
     p.set_defaults(handler=_race)
 
 
-def _race(args):
+def _torch_study_checks(args, command):
+    """What ``peers`` and ``race`` check before running: the pool options agree, and torch is there to run."""
     if args.workers is not None and args.serial:
         raise ValueError(f"--workers sizes the local pool, which --serial does not use; got --workers {args.workers} "
                          "with --serial.")
     if not args.summarise_only:
-        need_torch("race")
+        need_torch(command)
+
+
+def _race(args):
+    _torch_study_checks(args, "race")
     quick = QUICK_PEER_OPTIONS if args.quick else {}
 
     def study():
@@ -398,12 +401,7 @@ def print_study(result, out):
 
 
 def _peers(args):
-
-    if args.workers is not None and args.serial:
-        raise ValueError(f"--workers sizes the local pool, which --serial does not use; got --workers {args.workers} "
-                         "with --serial.")
-    if not args.summarise_only:
-        need_torch("peers")
+    _torch_study_checks(args, "peers")
     quick = QUICK_PEER_OPTIONS if args.quick else {}
     # --quick sets small budgets; options given explicitly apply on top of them.
     explicit = {name: getattr(args, name) for name in ("epochs", "batch") if getattr(args, name) is not None}
