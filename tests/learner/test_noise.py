@@ -149,6 +149,10 @@ class TestMisspecifiedM:
         assert result.success and result.m == 2 and result.layer.m == 2, result.message
         assert "duplicates head" in result.message or "is empty" in result.message
         assert result.errors["param_error"] < 1e-10
+        # The hull sculpted at the pilot's loose tolerance left phase 6 above the floor (9e-9): the tight retry
+        # of phases 4–6 (issue 38) is what reached it.
+        retry = result.diagnostics["4_refined_sculpt"]["tight_retry"]
+        assert retry["kept"] == "retry" and retry["first_heldout_relative_error"] > 1e-10
 
     def test_too_few_heads_say_the_residual_shows_more(self):
         truth = random_layer(2, 12, rng=7)

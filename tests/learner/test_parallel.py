@@ -121,7 +121,8 @@ class TestIdenticalResults:
             assert other.examples_drawn == serial.examples_drawn
         assert on_client.execution["backend"] == by_address.execution["backend"] == "dask"
         assert on_client.execution["workers"] == 2
-        assert on_client.execution["phases"]["1_crude_sum"]["batches"] == 5
+        # Phase 1 stops on its standard error after the batches of the serial run (5,000, 10,000, 20,000).
+        assert on_client.execution["phases"]["1_crude_sum"]["batches"] == 3
 
     @pytest.mark.slow
     def test_dask_local_cluster_gives_the_whole_serial_run(self, serial_result):
