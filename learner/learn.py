@@ -531,14 +531,12 @@ def _tight_retry(run, p5, p6, unresolved):
     enough. The better of the two phase 6 results is kept; ``diagnostics["4_refined_sculpt"]["tight_retry"]``
     records both errors. Measured: at m = 3 given for the two-head (2, 12, 2) layer of the misspecified-m test
     the hull sculpted at 0.08 left a held-out error of 9e-9."""
-    from .phases.forecast import ADAPTIVE_CANDIDATES as candidates
-
     first = p6.heldout_error
     log.info("phase 6 missed the floor (held-out relative error %.3g): phases 4-6 again at tol %g, up to the cap",
-             first, min(candidates))
+             first, min(ADAPTIVE_CANDIDATES))
     cfg = run.cfg
     before5 = run.phases["5_span"], run.diag["5_span"]
-    run.cfg = dataclasses.replace(cfg, refined_tol=min(candidates), adaptive=False)
+    run.cfg = dataclasses.replace(cfg, refined_tol=min(ADAPTIVE_CANDIDATES), adaptive=False)
     try:
         r = len(run.diag["4_refined_sculpt"]["rounds"])
         p4 = _refined_sculpt_round(run, r, run.phases["3_refine_sum"].w_sum)

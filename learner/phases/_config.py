@@ -52,7 +52,8 @@ class LearnConfig:
     #: ~0.1 at logit scale 1 however many examples), and phase 2 certifies at ``crude_tol`` = 0.05, so the
     #: sampling error only has to stay below half the tolerance; measured at (2, 12, 2): 10,000–400,000
     #: examples (standard error 0.04–0.006) gave the same phases 2–6. The relative standard deviation of
-    #: one example is 3.6–4.3 at d = 12–16, so this stops after ~25,000 examples.
+    #: one example is 3.6–4.3 at d = 12–16, so this needs ~25,000 examples: the stream stops after its
+    #: batches of 5,000, 10,000 and 20,000 (35,000; 15,000 at d = 8, k = 2).
     crude_se: float = 0.025
     #: Phases 2/4: relative residual below which a row's fit certifies agreement.
     #: Phase 2 works with a crude ΣW, so it must be loose; phase 4 is tighter. Phase 4's is

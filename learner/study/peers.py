@@ -352,14 +352,15 @@ def _search(cells, methods, options, evals, out, ex, common, rounds):
                     continue
                 row["min_examples"], start = start, start // 2
             active[(m, d, k, method)] = (start, n)
-    records = []
+    records, stats = [], {}
     for _ in range(rounds):
         if not active:
             break
         specs = {key: [s for s in plan_runs(ms=[key[0]], d=key[1], k=key[2], seeds=n, methods=[key[3]], role="min",
                                             options={key[3]: options[key[3]](key) | {"examples": size}}, **common)]
                  for key, (size, n) in active.items() if size >= 1}
-        got, _ = run_sweep([s for group in specs.values() for s in group], out, **ex)
+        got, more = run_sweep([s for group in specs.values() for s in group], out, **ex)
+        stats = {key: stats.get(key, 0) + more[key] for key in more}
         by_id = {r["run_id"]: r for r in got}
         records += got
         for key, group in specs.items():
@@ -373,7 +374,7 @@ def _search(cells, methods, options, evals, out, ex, common, rounds):
             else:
                 del active[key]
         active = {key: v for key, v in active.items() if key in specs}
-    return list(rows.values()), records
+    return list(rows.values()), records, stats
 
 
 @declare(seeds=Integer(), lrs=Each(Real()), tune_seeds=Integer(), seed=Seed(), search_rounds=Integer(0),
@@ -456,8 +457,9 @@ def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_
                 return base[method] | extra
 
             methods = [mt for mt in PEER_METHODS if mt in search_methods]
-            search, search_records = _search(cells, methods, dict.fromkeys(methods, opts), records, out, ex, common,
-                                             search_rounds)
+            search, search_records, more = _search(cells, methods, dict.fromkeys(methods, opts), records, out, ex,
+                                                   common, search_rounds)
+            stats = {key: stats[key] + more.get(key, 0) for key in stats}  # the search's runs counted too
         concurrency = ("one run at a time" if backend == "serial" else
                        f"{workers} runs at a time" if backend == "local" and workers else
                        "one run per core" if backend == "local" else "runs on a Dask cluster")
