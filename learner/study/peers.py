@@ -305,14 +305,52 @@ class RaceResult(StudyResult):
 SEARCH_TOL = 1e-8
 
 
-def _search_start(method, eval_records, fixed_default=25_000):
-    """Where a method's search starts: the baselines' own n_train + n_val (25,000 by default); for the learner,
-    which draws what it needs, twice its most examples over its measured runs of the cell (a fixed set is not the
-    oracle's streams, so its rules may stop elsewhere), rounded up to a thousand."""
+def _fit_defaults(method):
+    """The keyword defaults of a baseline's fit function (``n_train``, ``n_val``, ``epochs``, ``batch``, ...)."""
+    import inspect
+
+    from ..baselines.numpy_adam import fit_gradient
+
+    if method == "torch-adam":
+        from ..baselines.torch_adam import fit_torch as fit
+    else:
+        fit = fit_gradient
+    return {name: p.default for name, p in inspect.signature(fit).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def _search_start(method, eval_records, options=None):
+    """Where a method's search starts: a baseline's own ``n_train + n_val`` (its options', 25,000 by default: what
+    its measured runs drew); for the learner, which draws what it needs, twice its most examples over its measured
+    runs of the cell (a fixed set is not the oracle's streams, so its rules may stop elsewhere), rounded up to a
+    thousand."""
     if method != "provable":
-        return fixed_default
+        given = _fit_defaults(method) | dict(options or {})
+        return int(given["n_train"]) + int(given["n_val"])
     drawn = [r["examples_drawn"] for r in eval_records if r.get("examples_drawn")]
     return int(-(-2 * max(drawn) // 1000) * 1000) if drawn else None
+
+
+def search_options(method, options, size):
+    """A method's options on a fixed set of ``size`` examples in the search (ours).
+
+    The baselines train on the first 4/5 of the set and validate on the rest (:func:`learner.study.runs.run_one`).
+    numpy Adam is full-batch: its steps per restart (``max_iter``) are the same at every size. torch Adam's budget is
+    counted in epochs, so a smaller set would also mean fewer steps; its ``epochs`` are raised so that its steps per
+    restart, ``epochs · ⌊n_train / batch⌋`` (the cosine schedule's length), are at least those of its measured runs.
+    The search then asks how few examples a method needs, not how few steps.
+    """
+    options = dict(options) | {"examples": int(size)}
+    if method != "torch-adam":
+        return options
+    given = _fit_defaults(method) | options
+    n_val = max(1, size // 5)
+    measured = int(given["epochs"]) * (int(given["n_train"]) // min(int(given["batch"]), int(given["n_train"])))
+    n_train = size - n_val
+    if n_train < 1:
+        return options
+    per_epoch = n_train // min(int(given["batch"]), n_train)
+    return options | {"epochs": max(int(given["epochs"]), -(-measured // per_epoch))}
 
 
 def _reached(rec, tol=SEARCH_TOL):
@@ -341,7 +379,7 @@ def _search(cells, methods, options, evals, out, ex, common, rounds):
         for method in methods:
             mine = [r for r in evals if (r["spec"]["m"], r["spec"]["d"], r["spec"]["k"], r["spec"]["method"])
                     == (m, d, k, method)]
-            start = _search_start(method, mine)
+            start = _search_start(method, mine, options[method]((m, d, k, method)))
             row = rows[(m, d, k, method)] = {"m": m, "d": d, "k": k, "method": method, "tried": [],
                                              "min_examples": None}
             if start is None:
@@ -357,7 +395,8 @@ def _search(cells, methods, options, evals, out, ex, common, rounds):
         if not active:
             break
         specs = {key: [s for s in plan_runs(ms=[key[0]], d=key[1], k=key[2], seeds=n, methods=[key[3]], role="min",
-                                            options={key[3]: options[key[3]](key) | {"examples": size}}, **common)]
+                                            options={key[3]: search_options(key[3], options[key[3]](key), size)},
+                                            **common)]
                  for key, (size, n) in active.items() if size >= 1}
         got, more = run_sweep([s for group in specs.values() for s in group], out, **ex)
         stats = {key: stats.get(key, 0) + more[key] for key in more}

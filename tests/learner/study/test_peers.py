@@ -237,7 +237,7 @@ def test_race_search_halves_a_fixed_set_until_a_layer_fails(tmp_path):
     assert all(r["spec"]["spawn_key"] == learner_eval["spec"]["spawn_key"] for r in mins)  # the measured layer
     assert all(r["run_id"] == f"provable-min-n{r['spec']['options']['examples']}-m1-d12-k2-ls1-boolean-s0"
                for r in mins)
-    assert rows["adam"]["tried"] == [{"examples": 25_000, "runs": 1, "reached": 0}]
+    assert rows["adam"]["tried"] == [{"examples": 400, "runs": 1, "reached": 0}]  # the quick n_train + n_val
     assert rows["adam"]["min_examples"] is None and not [r for r in mins if r["spec"]["method"] != "provable"]
 
 
@@ -249,3 +249,24 @@ def test_plot_race_with_nothing_reached(tmp_path):
     rows = _race_rows([_race_rec("adam", 5.0, 0.5, 25_000), _race_rec("provable", 1.0, None, 1_000)])
     path = plot_race(rows, tmp_path / "race.png")
     assert (tmp_path / "race.png").stat().st_size > 0 and path.endswith("race.png")
+
+
+def test_search_options_keep_torch_adams_steps():
+    """On a fixed set torch Adam's epochs are raised so that its steps per restart are at least its measured runs'
+    (200 epochs of 78 mini-batches of 256 = 15,600); numpy Adam, full-batch, and the learner keep their options."""
+    from learner.study.peers import search_options
+
+    def steps(opts):
+        n_train = opts["examples"] - max(1, opts["examples"] // 5)
+        return opts["epochs"] * (n_train // min(256, n_train))
+
+    assert search_options("torch-adam", {"lr": 0.01}, 25_000) == {"lr": 0.01, "examples": 25_000, "epochs": 200}
+    for size in (12_500, 3_125, 781, 195, 40):
+        opts = search_options("torch-adam", {"lr": 0.01, "threads": 1}, size)
+        assert 15_600 <= steps(opts) < 15_600 + max(1, (size - size // 5) // 256), (size, opts)
+    # Control: without the raise a halved set would get half the steps.
+    assert steps({"examples": 12_500, "epochs": 200}) == 7_800
+    # Given options count: 3 epochs of 300 // 64 = 4 batches are 12 steps, kept on 100 examples (80 // 64 = 1 batch).
+    assert search_options("torch-adam", {"epochs": 3, "batch": 64, "n_train": 300, "n_val": 100}, 100)["epochs"] == 12
+    assert search_options("adam", {"lr": 0.03}, 6_250) == {"lr": 0.03, "examples": 6_250}
+    assert search_options("provable", {}, 59_000) == {"examples": 59_000}
