@@ -215,7 +215,7 @@ def race_page(folder, out, sweeps):
 
     summary = json.loads((folder / "summary.json").read_text())  # the search's rows and the sitting's concurrency
     rows = _race_rows([r for r in _records(folder) if r["spec"]["role"] == "eval"])
-    fig = _figure(lambda p: plot_race(rows, p), out / "race.png")
+    fig = _figure(lambda p: plot_race(rows, p, summary.get("search")), out / "race.png")
     lines = _header("The race: the learner, numpy Adam and torch Adam on the frontier's cells", folder,
                     "Time and examples to a relative error of 1e-3 and 1e-8 per cell, each Adam's learning rate "
                     "tuned per cell, every method on the same planted layers and oracles.", sweeps)

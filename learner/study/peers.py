@@ -242,8 +242,10 @@ def race_table(rows):
     return "\n".join(lines)
 
 
-def plot_race(rows, path):
-    """Time and examples to a relative error of 1e-8 (filled) and 1e-3 (open) per cell and method (log scales)."""
+def plot_race(rows, path, search=None):
+    """Time and examples to a relative error of 1e-8 (filled) and 1e-3 (open) per cell and method (log scales);
+    with ``search`` (``summary["search"]``, :func:`_search`) a third panel: each method's fewest examples with which
+    every layer reached 1e-8, and a cross at the first size tried where even that failed."""
     import io
 
     import matplotlib
@@ -253,11 +255,27 @@ def plot_race(rows, path):
 
     from ..io import atomic_write
 
-    cells = sorted({(r["m"], r["d"], r["k"]) for r in rows}, key=lambda c: (c[0], c[2], c[1]))
-    fig, axes = plt.subplots(2, 1, figsize=(max(7, 0.6 * len(cells) + 2), 7), sharex=True)
-    for panel, (ax, what) in enumerate(zip(axes, ("median_seconds", "median_examples"), strict=True)):
+    search = [r for r in (search or []) if r["tried"]]
+    cells = sorted({(r["m"], r["d"], r["k"]) for r in rows} | {(r["m"], r["d"], r["k"]) for r in search},
+                   key=lambda c: (c[0], c[2], c[1]))
+    panels = ("median_seconds", "median_examples") + (("fewest",) if search else ())
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(7, 0.6 * len(cells) + 2), 3.5 * len(panels)),
+                             sharex=True)
+    for panel, (ax, what) in enumerate(zip(axes, panels, strict=True)):
         drawn = False
         for i, method in enumerate(PEER_METHODS):
+            if what == "fewest":
+                found = {(r["m"], r["d"], r["k"]): r for r in search if r["method"] == method}
+                for label, pick, marker in ((f"{method}: fewest examples", lambda r: r["min_examples"], "os^"[i]),
+                                            (f"{method}: failed at its first size",
+                                             lambda r: r["tried"][0]["examples"] if r["min_examples"] is None
+                                             else None, "x")):
+                    pts = [(j + 0.2 * (i - 1), pick(found[c])) for j, c in enumerate(cells) if c in found]
+                    pts = [(x, y) for x, y in pts if y]
+                    if pts:
+                        ax.scatter(*zip(*pts, strict=True), marker=marker, s=36, color=f"C{i}", label=label)
+                    drawn = drawn or bool(pts)
+                continue
             for key, fill in ((milestone_key(1e-8), True), (milestone_key(1e-3), False)):
                 xs, ys = [], []
                 for j, cell in enumerate(cells):
@@ -272,10 +290,14 @@ def plot_race(rows, path):
         if drawn:
             ax.set_yscale("log")
         else:  # no run reached either milestone (e.g. tiny budgets): an empty panel, said so
-            ax.text(0.5, 0.5, "no run reached 1e-3", transform=ax.transAxes, ha="center", va="center")
-        ax.set_ylabel("seconds" if what == "median_seconds" else "examples")
+            ax.text(0.5, 0.5, "no run reached 1e-3" if what != "fewest" else "no size searched",
+                    transform=ax.transAxes, ha="center", va="center")
+        ax.set_ylabel({"median_seconds": "seconds", "median_examples": "examples",
+                       "fewest": "fewest examples,\nevery layer to 1e-8"}[what])
         ax.grid(True, which="major", alpha=0.3)
-    axes[1].set_xticks(range(len(cells)), [f"({m}, {d}, {k})" for m, d, k in cells], rotation=45, ha="right")
+        if what == "fewest" and ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, ncol=3, loc="upper left")
+    axes[-1].set_xticks(range(len(cells)), [f"({m}, {d}, {k})" for m, d, k in cells], rotation=45, ha="right")
     if axes[0].get_legend_handles_labels()[0]:
         axes[0].legend(fontsize=7, ncol=3, loc="upper left")
     axes[0].set_title("The race: median time and examples to a relative error of 1e-8 (filled) and 1e-3 (open)")
@@ -516,7 +538,7 @@ def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_
         files |= write_summary(out, summary, result.table() + "\n")
         if plot:
             try:
-                files["plot"] = plot_race(rows, out / "race.png")
+                files["plot"] = plot_race(rows, out / "race.png", search)
             except ImportError as exc:  # matplotlib is the plot extra
                 logging.getLogger(__name__).warning("race.png not written: %s", exc)
     return result

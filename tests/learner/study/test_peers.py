@@ -270,3 +270,21 @@ def test_search_options_keep_torch_adams_steps():
     assert search_options("torch-adam", {"epochs": 3, "batch": 64, "n_train": 300, "n_val": 100}, 100)["epochs"] == 12
     assert search_options("adam", {"lr": 0.03}, 6_250) == {"lr": 0.03, "examples": 6_250}
     assert search_options("provable", {}, 59_000) == {"examples": 59_000}
+
+
+def test_plot_race_with_the_search_has_a_third_panel(tmp_path):
+    """With the search's rows the figure gains a panel of the fewest examples (a cross where the first size failed);
+    without them it keeps its two panels (the control)."""
+    import matplotlib.image
+
+    from learner.study.peers import _race_rows, plot_race
+
+    rows = _race_rows([_race_rec("adam", 40.0, 3e-10, 25_000, {"1e-03": 6.0, "1e-08": 30.0}),
+                       _race_rec("provable", 1.0, 1e-30, 59_000)])
+    search = [{"m": 2, "d": 12, "k": 2, "method": "provable", "min_examples": 59_000,
+               "tried": [{"examples": 118_000, "runs": 1, "reached": 1}, {"examples": 59_000, "runs": 1, "reached": 1}]},
+              {"m": 2, "d": 12, "k": 2, "method": "adam", "min_examples": None,
+               "tried": [{"examples": 25_000, "runs": 1, "reached": 0}]}]
+    three = matplotlib.image.imread(plot_race(rows, tmp_path / "three.png", search))
+    two = matplotlib.image.imread(plot_race(rows, tmp_path / "two.png"))
+    assert three.shape[0] == pytest.approx(1.5 * two.shape[0], rel=0.01) and three.shape[1] == two.shape[1]
