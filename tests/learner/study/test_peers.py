@@ -282,7 +282,8 @@ def test_plot_race_with_the_search_has_a_third_panel(tmp_path):
     rows = _race_rows([_race_rec("adam", 40.0, 3e-10, 25_000, {"1e-03": 6.0, "1e-08": 30.0}),
                        _race_rec("provable", 1.0, 1e-30, 59_000)])
     search = [{"m": 2, "d": 12, "k": 2, "method": "provable", "min_examples": 59_000,
-               "tried": [{"examples": 118_000, "runs": 1, "reached": 1}, {"examples": 59_000, "runs": 1, "reached": 1}]},
+               "tried": [{"examples": 118_000, "runs": 1, "reached": 1},
+                         {"examples": 59_000, "runs": 1, "reached": 1}]},
               {"m": 2, "d": 12, "k": 2, "method": "adam", "min_examples": None,
                "tried": [{"examples": 25_000, "runs": 1, "reached": 0}]}]
     three = matplotlib.image.imread(plot_race(rows, tmp_path / "three.png", search))
