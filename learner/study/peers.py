@@ -23,7 +23,7 @@ from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_r
 from .sweep import claim_study, median, run_sweep, sweep_lock
 
 __all__ = ["GRADIENT_METHODS", "PEER_METHODS", "PeerResult", "RaceResult", "peer_rows", "peer_study", "peer_table",
-           "plot_race", "race_study", "race_table", "search_rows"]
+           "plot_race", "race_study", "race_table", "search_options", "search_rows"]
 
 PEER_METHODS = ("provable", "adam", "torch-adam")
 #: Relative errors whose first crossing is timed.
@@ -318,7 +318,9 @@ class RaceResult(StudyResult):
         out = race_table(s["rows"]) + "\n\n" + s["note"] + " One thread per method, " + s["concurrency"] + "."
         if s.get("search"):
             out += ("\n\nThe fewest examples: fixed sets of each oracle's first N examples (the same for every "
-                    "method), N halving while every layer reaches a relative error of 1e-8.\n\n"
+                    "method), N halving while every layer reaches a relative error of 1e-8 on fresh inputs. The "
+                    "Adams train on 4/5 of a set and validate on the rest, with the steps of their measured runs "
+                    "(numpy Adam is full-batch; torch Adam's epochs are raised on a smaller set).\n\n"
                     + search_rows(s["search"]))
         return out
 
@@ -459,10 +461,12 @@ def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_
 
     With ``search_rounds`` (ours) each method's fewest examples is searched for in every cell: fixed sets of the
     first N examples of each measured run's oracle (the same examples for every method), N halving from the
-    learner's twice its most examples or the baselines' 25,000 (whose measured runs are that first size) for at most
-    ``search_rounds`` sizes, while every layer reaches a relative error of 1e-8 (``summary["search"]``,
-    :func:`search_rows`), for the methods of ``search_methods``. Neither is part of the study's claim: a later
-    call with more rounds or methods goes on from the records there.
+    learner's twice its most examples or the baselines' own ``n_train + n_val`` (25,000 by default; their measured
+    runs are that first size) for at most ``search_rounds`` sizes, while every layer reaches a relative error of
+    1e-8 (``summary["search"]``, :func:`search_rows`), for the methods of ``search_methods``. The Adams keep the
+    optimisation budget of their measured runs at every size (:func:`search_options`), so the search counts
+    examples, not steps. Neither is part of the study's claim: a later call with more rounds or methods goes on
+    from the records there.
     """
     from pathlib import Path
 
