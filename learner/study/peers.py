@@ -13,6 +13,7 @@ is ours; the paper reports no experiments.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 from ..baselines import check_milestones, milestone_key
@@ -23,7 +24,7 @@ from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_r
 from .sweep import claim_study, median, run_sweep, sweep_lock
 
 __all__ = ["GRADIENT_METHODS", "PEER_METHODS", "PeerResult", "RaceResult", "peer_rows", "peer_study", "peer_table",
-           "plot_race", "race_study", "race_table", "search_options", "search_rows"]
+           "plot_race", "race_study", "race_table", "search_ladder", "search_options", "search_rows"]
 
 PEER_METHODS = ("provable", "adam", "torch-adam")
 #: Relative errors whose first crossing is timed.
@@ -318,7 +319,8 @@ class RaceResult(StudyResult):
         out = race_table(s["rows"]) + "\n\n" + s["note"] + " One thread per method, " + s["concurrency"] + "."
         if s.get("search"):
             out += ("\n\nThe fewest examples: fixed sets of each oracle's first N examples (the same for every "
-                    "method), N halving while every layer reaches a relative error of 1e-8 on fresh inputs. The "
+                    "method), N on a ladder of halvings, bisected between the fewest with which every layer reached a "
+                    "relative error of 1e-8 on fresh inputs and the most with which one did not. The "
                     "Adams train on 4/5 of a set and validate on the rest, with the steps of their measured runs "
                     "(numpy Adam is full-batch; torch Adam's epochs are raised on a smaller set).\n\n"
                     + search_rows(s["search"]))
@@ -361,8 +363,9 @@ def search_options(method, options, size):
     The baselines train on the first 4/5 of the set and validate on the rest (:func:`learner.study.runs.run_one`).
     numpy Adam is full-batch: its steps per restart (``max_iter``) are the same at every size. torch Adam's budget is
     counted in epochs, so a smaller set would also mean fewer steps; its ``epochs`` are raised so that its steps per
-    restart, ``epochs · ⌊n_train / batch⌋`` (the cosine schedule's length), are at least those of its measured runs.
-    The search then asks how few examples a method needs, not how few steps.
+    restart, ``epochs · ⌊n_train / batch⌋`` (the cosine schedule's length), are at least those of its measured runs,
+    and it validates every as many steps as they did (``eval_every``: their epoch, 78 steps by default), not every
+    one of its shorter epochs. The search then asks how few examples a method needs, not how few steps.
     """
     options = dict(options) | {"examples": int(size)}
     if method != "torch-adam":
@@ -374,7 +377,8 @@ def search_options(method, options, size):
     if n_train < 1:
         return options
     per_epoch = n_train // min(int(given["batch"]), n_train)
-    return options | {"epochs": max(int(given["epochs"]), -(-measured // per_epoch))}
+    every = given.get("eval_every") or int(given["n_train"]) // min(int(given["batch"]), int(given["n_train"]))
+    return options | {"epochs": max(int(given["epochs"]), -(-measured // per_epoch)), "eval_every": int(every)}
 
 
 def _reached(rec, tol=SEARCH_TOL):
@@ -383,22 +387,40 @@ def _reached(rec, tol=SEARCH_TOL):
 
 
 def search_rows(search):
-    """The search's Markdown table: per cell and method, the sizes tried (layers that reached 1e-8 of those run)
-    and the fewest examples with which every layer did."""
+    """The search's Markdown table: per cell and method, the sizes tried, largest first (layers that reached 1e-8 of
+    those run), and the fewest examples with which every layer did ("open" where the rounds ran out first)."""
     lines = ["| (m, d, k) | method | examples tried: layers reaching 1e-8 | fewest examples, every layer |",
              "|---|---|---|---|"]
     for row in sorted(search, key=lambda r: (r["m"], r["k"], r["d"], PEER_METHODS.index(r["method"]))):
-        tried = ", ".join(f"{t['examples']:,}: {t['reached']}/{t['runs']}" for t in row["tried"]) or "–"
-        best = "–" if row["min_examples"] is None else f"{row['min_examples']:,}"
+        tried = ", ".join(f"{t['examples']:,}: {t['reached']}/{t['runs']}"
+                          for t in sorted(row["tried"], key=lambda t: -t["examples"])) or "–"
+        best = ("open (more rounds)" if row.get("open") else "–" if row["min_examples"] is None
+                else f"{row['min_examples']:,}" + (" (the counting limit's rung)" if row.get("at_limit") else ""))
         lines.append(f"| ({row['m']}, {row['d']}, {row['k']}) | {row['method']} | {tried} | {best} |")
     return "\n".join(lines)
 
 
+def search_ladder(start, m, d, k):
+    """The sizes the search may try: ``start // 2**j`` for ``j = 0, 1, …`` while at least the parameter-counting
+    limit :func:`~learner.study.runs.param_limit` (and 2, a training and a validation example); below it no method
+    can identify the layer (generically), so the search counts that as a failure without running it."""
+    floor = max(2, math.ceil(param_limit(m, d, k)))
+    sizes = []
+    while start >= floor and (not sizes or start < sizes[-1]):
+        sizes.append(int(start))
+        start //= 2
+    return sizes
+
+
 def _search(cells, methods, options, evals, out, ex, common, rounds):
-    """The minimum-examples search: per method and cell, fixed sets of the oracles' first N examples, N halving
-    from :func:`_search_start` while every layer reaches :data:`SEARCH_TOL`. The baselines' first size is their
-    measured runs themselves (they draw their n_train + n_val once from the same oracle)."""
-    rows, active = {}, {}
+    """The minimum-examples search: per method and cell, fixed sets of the oracles' first N examples, N on the
+    halving ladder :func:`search_ladder` from :func:`_search_start`, bisected (ours): between the smallest size at
+    which every layer reached :data:`SEARCH_TOL` and the largest at which one did not (below the ladder: the
+    parameter-counting limit), the next size tried is the middle rung, until the two are neighbours. The answer is
+    the same as halving down to the first failure's wherever success in N examples means success in more, in about
+    log2 of the ladder's length sizes instead of its length. The baselines' first rung is their measured runs
+    themselves (they draw their n_train + n_val once from the same oracle), at most ``rounds`` sizes are run."""
+    rows, state = {}, {}
     for m, d, k, n in cells:
         for method in methods:
             mine = [r for r in evals if (r["spec"]["m"], r["spec"]["d"], r["spec"]["k"], r["spec"]["method"])
@@ -406,37 +428,45 @@ def _search(cells, methods, options, evals, out, ex, common, rounds):
             start = _search_start(method, mine, options[method]((m, d, k, method)))
             row = rows[(m, d, k, method)] = {"m": m, "d": d, "k": k, "method": method, "tried": [],
                                              "min_examples": None}
-            if start is None:
-                continue
-            if method != "provable":  # the measured runs are the first size
+            ladder = search_ladder(start, m, d, k) if start else []
+            lo, hi = -1, len(ladder)  # rungs known to succeed (every layer) / to fail; hi = len: below the limit
+            if ladder and method != "provable":  # the measured runs are the first rung
                 row["tried"].append({"examples": start, "runs": len(mine), "reached": sum(map(_reached, mine))})
-                if row["tried"][-1]["reached"] < len(mine) or not mine:
-                    continue
-                row["min_examples"], start = start, start // 2
-            active[(m, d, k, method)] = (start, n)
+                if mine and row["tried"][-1]["reached"] == len(mine):
+                    lo, row["min_examples"] = 0, start
+                else:
+                    hi = 0
+            if hi - lo > 1:
+                state[(m, d, k, method)] = [ladder, lo, hi, n]
     records, stats = [], {}
     for _ in range(rounds):
+        active = {key: v for key, v in state.items() if v[2] - v[1] > 1}
         if not active:
             break
-        specs = {key: [s for s in plan_runs(ms=[key[0]], d=key[1], k=key[2], seeds=n, methods=[key[3]], role="min",
-                                            options={key[3]: search_options(key[3], options[key[3]](key), size)},
-                                            **common)]
-                 for key, (size, n) in active.items() if size >= 1}
+        sizes = {key: ladder[(lo + hi) // 2] for key, (ladder, lo, hi, _) in active.items()}
+        specs = {key: plan_runs(ms=[key[0]], d=key[1], k=key[2], seeds=v[3], methods=[key[3]], role="min",
+                                options={key[3]: search_options(key[3], options[key[3]](key), sizes[key])}, **common)
+                 for key, v in active.items()}
         got, more = run_sweep([s for group in specs.values() for s in group], out, **ex)
         stats = {key: stats.get(key, 0) + more[key] for key in more}
         by_id = {r["run_id"]: r for r in got}
         records += got
         for key, group in specs.items():
             recs = [by_id[s.run_id] for s in group]
-            size = active[key][0]
             reached = sum(map(_reached, recs))
-            rows[key]["tried"].append({"examples": size, "runs": len(recs), "reached": reached})
+            rows[key]["tried"].append({"examples": sizes[key], "runs": len(recs), "reached": reached})
+            v = state[key]
             if reached == len(recs):
-                rows[key]["min_examples"] = size
-                active[key] = (size // 2, active[key][1])
+                v[1] = (v[1] + v[2]) // 2
+                rows[key]["min_examples"] = sizes[key]
             else:
-                del active[key]
-        active = {key: v for key, v in active.items() if key in specs}
+                v[2] = (v[1] + v[2]) // 2
+    for key, (ladder, lo, hi, _) in state.items():
+        if hi - lo > 1:  # a bracket left open when the rounds ran out: no answer
+            rows[key]["min_examples"] = None
+            rows[key]["open"] = True
+        elif lo == len(ladder) - 1:  # every layer learned at the last rung above the parameter-counting limit
+            rows[key]["at_limit"] = True
     return list(rows.values()), records, stats
 
 
@@ -462,8 +492,10 @@ def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_
     With ``search_rounds`` (ours) each method's fewest examples is searched for in every cell: fixed sets of the
     first N examples of each measured run's oracle (the same examples for every method), N halving from the
     learner's twice its most examples or the baselines' own ``n_train + n_val`` (25,000 by default; their measured
-    runs are that first size) for at most ``search_rounds`` sizes, while every layer reaches a relative error of
-    1e-8 (``summary["search"]``, :func:`search_rows`), for the methods of ``search_methods``. The Adams keep the
+    runs are that first size) down to the parameter-counting limit (:func:`search_ladder`), bisected for at most
+    ``search_rounds`` sizes between the fewest examples with which every layer reached a relative error of 1e-8 and
+    the most with which one did not (``summary["search"]``, :func:`search_rows`), for the methods of
+    ``search_methods``. The Adams keep the
     optimisation budget of their measured runs at every size (:func:`search_options`), so the search counts
     examples, not steps. Neither is part of the study's claim: a later call with more rounds or methods goes on
     from the records there.

@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import math
 
 import pytest
 
@@ -216,29 +217,104 @@ def test_race_rows_give_examples_to_each_milestone():
 
 
 @needs_torch
-def test_race_search_halves_a_fixed_set_until_a_layer_fails(tmp_path):
-    """The minimum-examples search: fixed sets of the oracle's first N examples on the measured runs' layers, N
-    halving from twice the learner's most examples (rounded up to 1000) while every layer reaches 1e-8; the quick Adams
-    fail at their first size (their measured runs) and are not searched further."""
+def test_race_search_bisects_the_halving_ladder(tmp_path):
+    """The minimum-examples search on real runs: fixed sets of the oracle's first N examples on the measured runs'
+    layers, N on the halving ladder from twice the learner's most examples (rounded up to 1000), bisected until the
+    fewest examples that learned and a size that did not are neighbouring rungs; the quick Adams fail at their first
+    size (their measured runs) and are not searched further."""
+    from learner.study.peers import search_ladder
+
     out = tmp_path / "race"
     assert main(["race", "--grid", "m=1,k=2", "--seeds", "1", "--quick", "--serial", "--no-progress",
-                 "--search-rounds", "3", "--search-methods", "provable", "adam", "--out", str(out)]) == 0
+                 "--search-rounds", "6", "--search-methods", "provable", "adam", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     rows = {r["method"]: r for r in summary["search"]}
     assert set(rows) == {"provable", "adam"}  # --search-methods: torch Adam not searched
     records = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (out / "runs").glob("*.json")}
     [learner_eval] = [r for r in records.values() if r["spec"]["method"] == "provable" and r["spec"]["role"] == "eval"]
-    start = -(-2 * learner_eval["examples_drawn"] // 1000) * 1000
-    tried = rows["provable"]["tried"]
-    assert [t["examples"] for t in tried] == [start // 2**i for i in range(len(tried))]
-    assert tried[0]["reached"] == 1 and tried[-1]["reached"] == 0  # it stops at the first size that fails
-    assert rows["provable"]["min_examples"] == tried[-2]["examples"]
+    ladder = search_ladder(-(-2 * learner_eval["examples_drawn"] // 1000) * 1000, 1, 12, 2)
+    tried = {t["examples"]: t["reached"] for t in rows["provable"]["tried"]}
+    assert set(tried) <= set(ladder) and len(tried) <= 6
+    best = rows["provable"]["min_examples"]
+    assert best in ladder and tried[best] == 1  # the fewest that learned ...
+    assert best == ladder[-1] or tried.get(best // 2) == 0  # ... and the next rung down did not
+    assert all(ok == (n >= best) for n, ok in tried.items())  # a monotone record on this layer
     mins = [r for r in records.values() if r["spec"]["role"] == "min"]
     assert all(r["spec"]["spawn_key"] == learner_eval["spec"]["spawn_key"] for r in mins)  # the measured layer
     assert all(r["run_id"] == f"provable-min-n{r['spec']['options']['examples']}-m1-d12-k2-ls1-boolean-s0"
                for r in mins)
     assert rows["adam"]["tried"] == [{"examples": 400, "runs": 1, "reached": 0}]  # the quick n_train + n_val
     assert rows["adam"]["min_examples"] is None and not [r for r in mins if r["spec"]["method"] != "provable"]
+
+
+def test_search_ladder_stops_at_the_counting_limit():
+    from learner.study.peers import search_ladder
+    from learner.study.runs import param_limit
+
+    assert param_limit(1, 12, 2) == 12
+    assert search_ladder(25_000, 1, 12, 2) == [25_000 // 2**j for j in range(12)]  # ..., 24, 12
+    assert search_ladder(25_000, 6, 16, 2)[-1] == 97  # 48 < 96 = 2·6·16/2
+    assert search_ladder(10, 6, 16, 2) == []
+
+
+def _fake_search(monkeypatch, needs, rounds, first=None):
+    """_search against a stand-in for the runs: a layer learns when its fixed set has at least ``needs[method]``
+    examples. The baselines' measured runs learned at their first size when ``first`` says so."""
+    from learner.study import peers
+
+    calls = []
+
+    def run_sweep(specs, out, **ex):
+        calls.append(sorted({dict(s.options)["examples"] for s in specs}))
+        recs = [{"run_id": s.run_id, "outcome": "finished",
+                 "errors": {"relative_error": 1e-12 if dict(s.options)["examples"] >= needs[s.method] else 1e-2}}
+                for s in specs]
+        return recs, {"run": len(specs), "kept": 0}
+
+    monkeypatch.setattr(peers, "run_sweep", run_sweep)
+    evals = [{"spec": {"m": 1, "d": 12, "k": 2, "method": "provable"}, "examples_drawn": 59_000}]
+    evals += [{"spec": {"m": 1, "d": 12, "k": 2, "method": "adam"}, "outcome": "finished",
+               "errors": {"relative_error": 1e-12 if (first or {}).get("adam", True) else 1e-2}} for _ in range(3)]
+    rows, _, _ = peers._search([(1, 12, 2, 3)], ["provable", "adam"], dict.fromkeys(["provable", "adam"],
+                               lambda key: {}), evals, None, {}, {"entropy": 0, "logit_scale": 1.0}, rounds)
+    return {r["method"]: r for r in rows}, calls
+
+
+def test_search_bisection_finds_what_halving_finds(monkeypatch):
+    """On a monotone stand-in the bisection returns the rung a halving down to the first failure returns, for every
+    threshold on the ladder, in at most ceil(log2(rungs + 1)) rounds; the learner's ladder starts at twice its most
+    examples (118,000), the baselines' at their measured 25,000."""
+    from learner.study.peers import search_ladder
+
+    for method, start in (("provable", 118_000), ("adam", 25_000)):
+        ladder = search_ladder(start, 1, 12, 2)
+        other = "adam" if method == "provable" else "provable"
+        for j, need in enumerate(ladder):
+            for needs in ({method: need, other: 10**9}, {method: need - 1, other: 10**9}):
+                rows, calls = _fake_search(monkeypatch, needs, rounds=math.ceil(math.log2(len(ladder) + 1)))
+                pairs = zip(ladder, ladder[1:] + [0], strict=True)
+                halving = next((n for n, below in pairs if below < needs[method]), None)
+                assert rows[method]["min_examples"] == halving == ladder[j], (method, need)
+                assert not rows[method].get("open")
+        assert rows[method].get("at_limit") is None or rows[method]["min_examples"] == ladder[-1]
+
+
+def test_search_bisection_says_open_and_none(monkeypatch):
+    """Rounds that run out leave the bracket open (no answer, said so); a baseline whose measured runs failed has
+    no fewest examples and runs nothing; a method that learns at every rung ends at the counting limit's rung."""
+    from learner.study.peers import search_rows
+
+    rows, calls = _fake_search(monkeypatch, {"provable": 59_000, "adam": 1_000}, rounds=1)
+    assert rows["provable"]["min_examples"] is None and rows["provable"]["open"]
+    assert "open (more rounds)" in search_rows(list(rows.values()))
+    rows, calls = _fake_search(monkeypatch, {"provable": 59_000, "adam": 1_000}, rounds=10, first={"adam": False})
+    assert rows["adam"] == {"m": 1, "d": 12, "k": 2, "method": "adam", "min_examples": None,
+                            "tried": [{"examples": 25_000, "runs": 3, "reached": 0}]}
+    assert all(size != 12_500 for sizes in calls for size in sizes)  # adam's ladder below 25,000 never ran
+    rows, _ = _fake_search(monkeypatch, {"provable": 1, "adam": 1}, rounds=10)
+    assert rows["adam"]["min_examples"] == 12 and rows["adam"]["at_limit"]  # 12 = 2md/k, nothing below is run
+    table = search_rows(list(rows.values()))
+    assert "| (1, 12, 2) | adam | 25,000: 3/3, " in table and "12 (the counting limit's rung)" in table
 
 
 def test_plot_race_with_nothing_reached(tmp_path):
@@ -260,10 +336,12 @@ def test_search_options_keep_torch_adams_steps():
         n_train = opts["examples"] - max(1, opts["examples"] // 5)
         return opts["epochs"] * (n_train // min(256, n_train))
 
-    assert search_options("torch-adam", {"lr": 0.01}, 25_000) == {"lr": 0.01, "examples": 25_000, "epochs": 200}
+    assert search_options("torch-adam", {"lr": 0.01}, 25_000) == {"lr": 0.01, "examples": 25_000, "epochs": 200,
+                                                                   "eval_every": 78}
     for size in (12_500, 3_125, 781, 195, 40):
         opts = search_options("torch-adam", {"lr": 0.01, "threads": 1}, size)
         assert 15_600 <= steps(opts) < 15_600 + max(1, (size - size // 5) // 256), (size, opts)
+        assert opts["eval_every"] == 78  # validated as often as the measured runs, not every shorter epoch
     # Control: without the raise a halved set would get half the steps.
     assert steps({"examples": 12_500, "epochs": 200}) == 7_800
     # Given options count: 3 epochs of 300 // 64 = 4 batches are 12 steps, kept on 100 examples (80 // 64 = 1 batch).
