@@ -245,8 +245,8 @@ def race_table(rows):
 
 def plot_race(rows, path, search=None):
     """Time and examples to a relative error of 1e-8 (filled) and 1e-3 (open) per cell and method (log scales);
-    with ``search`` (``summary["search"]``, :func:`_search`) a third panel: each method's fewest examples with which
-    every layer reached 1e-8, and a cross at the first size tried where even that failed."""
+    with ``search`` (``summary["search"]`` of :func:`race_study`) a third panel: each method's fewest examples with
+    which every layer reached 1e-8, and a cross at the first size tried where even that failed."""
     import io
 
     import matplotlib
@@ -490,15 +490,14 @@ def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_
     (the method's best). Ours, as is the whole comparison.
 
     With ``search_rounds`` (ours) each method's fewest examples is searched for in every cell: fixed sets of the
-    first N examples of each measured run's oracle (the same examples for every method), N halving from the
-    learner's twice its most examples or the baselines' own ``n_train + n_val`` (25,000 by default; their measured
-    runs are that first size) down to the parameter-counting limit (:func:`search_ladder`), bisected for at most
-    ``search_rounds`` sizes between the fewest examples with which every layer reached a relative error of 1e-8 and
-    the most with which one did not (``summary["search"]``, :func:`search_rows`), for the methods of
-    ``search_methods``. The Adams keep the
-    optimisation budget of their measured runs at every size (:func:`search_options`), so the search counts
-    examples, not steps. Neither is part of the study's claim: a later call with more rounds or methods goes on
-    from the records there.
+    first N examples of each measured run's oracle (the same examples for every method), N on a ladder of
+    halvings (:func:`search_ladder`) from the learner's twice its most examples or the baselines' own
+    ``n_train + n_val`` (25,000 by default; their measured runs are that first rung) down to the
+    parameter-counting limit, bisected for at most ``search_rounds`` sizes between the fewest examples with which
+    every layer reached a relative error of 1e-8 and the most with which one did not (``summary["search"]``,
+    :func:`search_rows`), for the methods of ``search_methods``. The Adams keep the optimisation budget of their
+    measured runs at every size (:func:`search_options`), so the search counts examples, not steps. Neither is
+    part of the study's claim: a later call with more rounds or methods goes on from the records there.
     """
     from pathlib import Path
 
