@@ -246,7 +246,7 @@ def race_table(rows):
 def plot_race(rows, path, search=None):
     """Time and examples to a relative error of 1e-8 (filled) and 1e-3 (open) per cell and method (log scales);
     with ``search`` (``summary["search"]`` of :func:`race_study`) a third panel: each method's fewest examples with
-    which every layer reached 1e-8, and a cross at the first size tried where even that failed."""
+    which every layer reached 1e-8, and a cross at the largest size tried where no size learned every layer."""
     import io
 
     import matplotlib
@@ -268,9 +268,9 @@ def plot_race(rows, path, search=None):
             if what == "fewest":
                 found = {(r["m"], r["d"], r["k"]): r for r in search if r["method"] == method}
                 for label, pick, marker in ((f"{method}: fewest examples", lambda r: r["min_examples"], "os^"[i]),
-                                            (f"{method}: failed at its first size",
-                                             lambda r: r["tried"][0]["examples"] if r["min_examples"] is None
-                                             else None, "x")):
+                                            (f"{method}: no size learned (at the largest tried)",
+                                             lambda r: max(t["examples"] for t in r["tried"])
+                                             if r["min_examples"] is None else None, "x")):
                     pts = [(j + 0.2 * (i - 1), pick(found[c])) for j, c in enumerate(cells) if c in found]
                     pts = [(x, y) for x, y in pts if y]
                     if pts:

@@ -351,7 +351,7 @@ def test_search_options_keep_torch_adams_steps():
 
 
 def test_plot_race_with_the_search_has_a_third_panel(tmp_path):
-    """With the search's rows the figure gains a panel of the fewest examples (a cross where the first size failed);
+    """With the search's rows the figure gains a panel of the fewest examples (a cross where no size learned);
     without them it keeps its two panels (the control)."""
     import matplotlib.image
 
