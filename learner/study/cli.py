@@ -256,7 +256,7 @@ def _add_race(sub):
                    choices=["provable", "adam", "torch-adam"], help="the methods searched (default all three)")
     p.add_argument("--search-rounds", type=int, default=0,
                    help="search each method's fewest examples per cell: at most this many sizes of a fixed set, "
-                        "bisecting the ladder of halvings (default 0: no search; 4-5 settle the frontier's cells)")
+                        "bisecting the ladder of halvings (default 0: no search; 4 settled the frontier's cells)")
     _add_study_options(p)
     declare_options(p, race_study, rules=POOL_RULES)
     p.set_defaults(handler=_race)

@@ -371,14 +371,14 @@ def search_options(method, options, size):
     if method != "torch-adam":
         return options
     given = _fit_defaults(method) | options
-    n_val = max(1, size // 5)
-    measured = int(given["epochs"]) * (int(given["n_train"]) // min(int(given["batch"]), int(given["n_train"])))
-    n_train = size - n_val
+    batch, epochs, measured_train = int(given["batch"]), int(given["epochs"]), int(given["n_train"])
+    measured_per_epoch = measured_train // min(batch, measured_train)
+    n_train = size - max(1, size // 5)
     if n_train < 1:
         return options
-    per_epoch = n_train // min(int(given["batch"]), n_train)
-    every = given.get("eval_every") or int(given["n_train"]) // min(int(given["batch"]), int(given["n_train"]))
-    return options | {"epochs": max(int(given["epochs"]), -(-measured // per_epoch)), "eval_every": int(every)}
+    per_epoch = n_train // min(batch, n_train)
+    return options | {"epochs": max(epochs, -(-epochs * measured_per_epoch // per_epoch)),
+                      "eval_every": int(given.get("eval_every") or measured_per_epoch)}
 
 
 def _reached(rec, tol=SEARCH_TOL):

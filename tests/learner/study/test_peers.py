@@ -291,12 +291,13 @@ def test_search_bisection_finds_what_halving_finds(monkeypatch):
         other = "adam" if method == "provable" else "provable"
         for j, need in enumerate(ladder):
             for needs in ({method: need, other: 10**9}, {method: need - 1, other: 10**9}):
-                rows, calls = _fake_search(monkeypatch, needs, rounds=math.ceil(math.log2(len(ladder) + 1)))
+                rows, _ = _fake_search(monkeypatch, needs, rounds=math.ceil(math.log2(len(ladder) + 1)))
                 pairs = zip(ladder, ladder[1:] + [0], strict=True)
                 halving = next((n for n, below in pairs if below < needs[method]), None)
                 assert rows[method]["min_examples"] == halving == ladder[j], (method, need)
                 assert not rows[method].get("open")
-        assert rows[method].get("at_limit") is None or rows[method]["min_examples"] == ladder[-1]
+        # The last threshold learned only at the bottom rung: the row says it stopped at the counting limit's rung.
+        assert rows[method]["min_examples"] == ladder[-1] and rows[method]["at_limit"] is True
 
 
 def test_search_bisection_says_open_and_none(monkeypatch):
@@ -304,7 +305,7 @@ def test_search_bisection_says_open_and_none(monkeypatch):
     no fewest examples and runs nothing; a method that learns at every rung ends at the counting limit's rung."""
     from learner.study.peers import search_rows
 
-    rows, calls = _fake_search(monkeypatch, {"provable": 59_000, "adam": 1_000}, rounds=1)
+    rows, _ = _fake_search(monkeypatch, {"provable": 59_000, "adam": 1_000}, rounds=1)
     assert rows["provable"]["min_examples"] is None and rows["provable"]["open"]
     assert "open (more rounds)" in search_rows(list(rows.values()))
     rows, calls = _fake_search(monkeypatch, {"provable": 59_000, "adam": 1_000}, rounds=10, first={"adam": False})
