@@ -37,18 +37,19 @@ __all__ = [
     "max_sound_m",
     "setting_conditions", "CUBE_WINDOW", "SHARPNESS_REACH"]
 
-#: Spacings tried by :func:`lattice_distance`: ``max|v| / q`` for ``q = 1..LATTICE_Q``.
+#: Spacings tried by :func:`lattice_distance`: ``max|v| / q`` for ``q = 1..LATTICE_Q`` (ours: how fine a
+#: lattice still counts as arithmetic; not tuned).
 LATTICE_Q = 32
 
 # Thresholds (ours; see the module docstring for how they were chosen).
 THETA_INCOHERENCE_MAX = 0.5
-THETA_STABLE_RANK_MIN = 1.5
-THETA_DIAGONAL_MAX = 1.5
-THETA_NONARITHMETIC_MIN = 0.1
-THETA_NORM_RATIO_MAX = 4.0
-W_INCOHERENCE_MAX = 0.9
-W_STABLE_RANK_MIN = 1.2
-W_NORM_RATIO_MAX = 10.0
+THETA_STABLE_RANK_MIN = 1.5  # ours: a rank-one Θ (stable rank 1) fails
+THETA_DIAGONAL_MAX = 1.5  # ours: Θ = c·I fails (|Tr Θ|/‖Θ‖_F = √d ≥ 2.8 at d ≥ 8)
+THETA_NONARITHMETIC_MIN = 0.1  # ours: integer entries fail (distance 0)
+THETA_NORM_RATIO_MAX = 4.0  # ours: the talk's "comparable norms"; random_layer's heads pass
+W_INCOHERENCE_MAX = 0.9  # ours: milder than Θ's, as the talk says; equal W's fail
+W_STABLE_RANK_MIN = 1.2  # ours: milder than Θ's; a rank-one W fails
+W_NORM_RATIO_MAX = 10.0  # ours: milder than Θ's; random_layer's heads pass
 
 #: Certification's acceptance per logit disagreement (ours, measured): over all 2^16 Boolean inputs at
 #: (m, d, k) = (3, 8, 2), logit scale 1 and the learner's tolerance 0.015, a row certified with

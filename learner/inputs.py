@@ -28,9 +28,10 @@ __all__ = ["check_inputs", "cube_expectation", "enumerate_cube", "sample_inputs"
 
 log = logging.getLogger(__name__)
 
-#: Largest ``k·d`` :func:`enumerate_cube` accepts: 2^32 inputs already take hours.
+#: Largest ``k·d`` :func:`enumerate_cube` accepts (ours, a guard on run time: 2^32 inputs already take hours).
 MAX_CUBE_BITS = 32
-#: Largest k·d that cube_expectation enumerates unless asked (2^26 = 6.7e7 inputs).
+#: Largest k·d that cube_expectation enumerates unless asked (ours, a guard on run time, not tuned: 2^26 = 6.7e7
+#: inputs).
 DEFAULT_MAX_BITS = 26
 
 

@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 #: makes rows nearly one-hot, which certify but carry no usable log-ratios, so the learner's yield collapses
 #: for a reason that is not the growth in m the studies measure.
 DEFAULT_LOGIT_SCALE = 3.0
-#: ``random_layer``'s per-entry output scale of each head unless told otherwise.
+#: ``random_layer``'s per-entry output scale of each head unless told otherwise (ours: unit scale, a convention).
 DEFAULT_W_SCALE = 1.0
 
 

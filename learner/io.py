@@ -48,6 +48,7 @@ __all__ = [
     "write_json",
 ]
 
+#: Version of the layout of the files written here (ours: the first layout; a new layout gets a new number).
 SCHEMA_VERSION = 1
 _META = "__meta__"
 _LAYER = "attention-layer"

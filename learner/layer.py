@@ -22,9 +22,9 @@ __all__ = ["AttentionLayer", "attention_patterns", "auto_batch", "softmax", "sof
 
 #: Default chunk size: the largest of the per-chunk work arrays holds about this
 #: many floats (4 MiB), small enough to stay in cache and be reused, large
-#: enough for the batched products to pay off (measured: ``python -m learner bench``).
+#: enough for the batched products to pay off (ours, measured: ``python -m learner bench``).
 WORK_FLOATS = 1 << 19
-#: Upper limit on the automatic chunk size (beyond it the small cases slow down).
+#: Upper limit on the automatic chunk size (ours: beyond it the small cases slow down).
 MAX_AUTO_BATCH = 512
 
 

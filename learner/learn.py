@@ -54,6 +54,14 @@ CANDIDATE_GAP = 1.5
 #: layers have ‖ΣW‖_F of order 1; an exact cancellation estimates to ~1e-17).
 SUM_W_MIN = 1e-9
 
+#: Phase 4's forecast missed when the examples the target needed leave [1/FORECAST_MISS, FORECAST_MISS] times the
+#: forecast (ours: the same 3× band as the yield study's MISS_FACTOR; a convention for a warning, not tuned).
+FORECAST_MISS = 3
+
+#: With m given too large, the smaller layer is kept when its held-out error is at most this many times the
+#: given m's (or within success_tol) (ours, not tuned: a margin for the scatter of two held-out errors).
+REDUNDANT_SLACK = 2
+
 
 @dataclass(frozen=True)
 class LearnResult:
@@ -143,6 +151,7 @@ def truth_errors(truth, layer, k, source, rng):
     inputs of the source's distribution, and the parameter error after matching heads (equal m only)."""
     errors = {}
     if truth is not None and layer is not None:
+        # 8192 = 2^13 fresh inputs (ours, not tuned; relative_error's default)
         errors["relative_error"] = relative_error(truth, layer, k, n_samples=8192,
                                                   distribution=getattr(source, "distribution", None) or "boolean",
                                                   rng=rng)
@@ -590,7 +599,7 @@ def _refined_sculpt_round(run, r, w_sum):
         log.info("phase 4: %s; %s", fc.budget_message(), run.state["forecast_time"])
         run.stop("budget", fc.budget_message())
     ratio = p4.needed_ratio  # the examples up to the target's, not the whole batches drawn
-    if ratio is not None and p4.stopped == "target" and not 1 / 3 <= ratio <= 3:
+    if ratio is not None and p4.stopped == "target" and not 1 / FORECAST_MISS <= ratio <= FORECAST_MISS:
         log.warning("phase 4 (round %d): reached the target at example %s, %.3g times the pilot's "
                     "forecast of %.3g (outside [1/3, 3]: the forecast missed)", r + 1,
                     f"{p4.examples_at_target:,}", ratio, fc.predicted_examples)
@@ -677,7 +686,7 @@ def _drop_redundant(run, layer):
     full = heldout_relative_error(layer, Xh, Yh)
     run.diag["redundant_heads"] = {"notes": notes, "heads_kept": len(keep), "heldout_relative_error": heldout,
                                    "given_m_heldout_relative_error": full}
-    if not (heldout <= run.cfg.success_tol or heldout <= 2 * full) or not assumptions(reduced).ok:
+    if not (heldout <= run.cfg.success_tol or heldout <= REDUNDANT_SLACK * full) or not assumptions(reduced).ok:
         return None
     return reduced, heldout, "; ".join(notes)
 

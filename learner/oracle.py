@@ -20,7 +20,7 @@ __all__ = ["NOISE_RULE", "ArraySource", "ExampleBatch", "ExamplesExhausted", "La
 NOISE_RULE = Real(allow_zero=True)
 
 #: First element of the spawn key of a streamed batch (distinguishes it from ``SeedSequence.spawn`` children).
-STREAM_TAG = 0x5354  # "ST"
+STREAM_TAG = 0x5354  # ours: ASCII "ST", an arbitrary fixed tag (changing it changes every stream)
 
 
 class ExamplesExhausted(RuntimeError):

@@ -30,7 +30,8 @@ __all__ = ["DEFAULT_POOL", "SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "MissingEx
            "blas_threads", "connect_client", "dask_client_class", "interrupt_on_sigterm", "kill_pool", "sigint_ignored",
            "worker_env"]
 
-#: Seconds to wait for a Dask scheduler before giving up with a ConnectionError naming its address.
+#: Seconds to wait for a Dask scheduler before giving up with a ConnectionError naming its address (ours: fail
+#: fast on a wrong address; not tuned).
 SCHEDULER_CONNECT_TIMEOUT = 10.0
 #: The environment of local-pool workers: one BLAS thread each (what Dask's nanny sets for its workers).
 WORKER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
@@ -143,7 +144,8 @@ def ignore_sigint():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-#: Seconds between a local worker's checks that the process that started it is still there.
+#: Seconds between a local worker's checks that the process that started it is still there (ours: an orphaned
+#: worker exits within about a second; not tuned).
 PARENT_CHECK_SECONDS = 1.0
 
 

@@ -444,7 +444,7 @@ def from_torch(mha, *, num_heads=None, attn_mask=None, key_padding_mask=None, is
 #: What :func:`save_torch_layer` writes: a dict with this ``format`` and ``schema_version``, the state dict, and
 #: what a state dict does not record (the head count and the flags).
 TORCH_FILE_FORMAT = "attention-torch-layer"
-TORCH_FILE_SCHEMA = 1
+TORCH_FILE_SCHEMA = 1  # ours: the first layout; a new layout gets a new number
 
 
 def save_torch_layer(mha, path):

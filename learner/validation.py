@@ -42,7 +42,7 @@ __all__ = [
     "cli_type", "SEED_MAX_DIGITS"]
 
 DISTRIBUTIONS = ("boolean", "gaussian")
-#: The largest integer the checks pass on: numpy's sizes and counts are int64.
+#: The largest integer the checks pass on (ours to impose: numpy's sizes and counts are int64).
 INT64_MAX = 2**63 - 1
 
 
@@ -188,7 +188,8 @@ class Real:
         return float(text)
 
 
-#: Python refuses to convert integers of more decimal digits than this (``sys.get_int_max_str_digits``).
+#: Python refuses to convert integers of more decimal digits than this (ours to mirror: Python's default
+#: ``sys.get_int_max_str_digits``).
 SEED_MAX_DIGITS = 4300
 
 

@@ -44,9 +44,9 @@ from .sq import MP_DPS, VARIANTS, default_offset, sq_hard_instance
 
 __all__ = ["HardFamily"]
 
-#: Largest family materialised as a list or a graph.
+#: Largest family materialised as a list or a graph (ours, not tuned: a guard on memory).
 MAX_MEMBERS = 20_000
-#: Enumeration is over 4^d inputs.
+#: Enumeration is over 4^d inputs (ours, not tuned: 4^8 = 65,536 at most, a guard on time).
 MAX_ENUM_D = 8
 
 

@@ -31,7 +31,8 @@ from learner.validation import check_int, check_real_array
 
 __all__ = ["gadget_layer", "gadget_outputs", "gadget_weight", "head_weights"]
 
-#: Largest dense layer a gadget builds (Θ's and W's, float64): 4 GiB, about d = 11 000 at m = 2.
+#: Largest dense layer a gadget builds (Θ's and W's, float64; ours, a guard on memory): 4 GiB, about d = 11 000
+#: at m = 2.
 MAX_LAYER_BYTES = 4 * 2**30
 
 

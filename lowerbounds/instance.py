@@ -36,12 +36,12 @@ from .gadget import _check_pair_inputs, _sigmoid, gadget_outputs
 
 __all__ = ["MAX_G_EVALUATIONS", "HardInstance", "check_g_cost", "g_evaluations", "MP_TERM_SECONDS"]
 
-#: Precision (decimal digits) of the closed forms.
+#: Precision (decimal digits) of the closed forms (ours, not tuned: far beyond float64's ~16).
 MP_DPS = 50
-#: Refuse an exact table ``G_a(h)`` of more head-terms than this unless asked (``max_evaluations``):
+#: Refuse an exact table ``G_a(h)`` of more head-terms than this unless asked (``max_evaluations``; ours):
 #: about 3 minutes at :data:`MP_TERM_SECONDS`.
 MAX_G_EVALUATIONS = 5_000_000
-#: Measured seconds per mpmath head-term ``c/(1 + e^{−2(λh − μa)})`` at ``MP_DPS`` digits (2 cores, 2026):
+#: Measured seconds per mpmath head-term ``c/(1 + e^{−2(λh − μa)})`` at ``MP_DPS`` digits (ours; 2 cores, 2026):
 #: 2.4·10⁵ terms took 9.0 s. Used for the time estimate only.
 MP_TERM_SECONDS = 4e-5
 

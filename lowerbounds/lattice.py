@@ -63,17 +63,19 @@ __all__ = [
     "primal_usvp_cost",
     "root_hermite_factor", "BETA_MIN", "BETA_MAX"]
 
-#: Smallest block size the model searches. Below it the GSA and the ADPS16
+#: Smallest block size the model searches (ours, as lattice-estimator). Below it the GSA and the ADPS16
 #: condition are not predictive (for β = 2 the condition "succeeds" in lattices
 #: whose shortest vector is not the target), and lattice-estimator starts here too.
 BETA_MIN = 40
-#: Largest block size the model searches (core-SVP 2^1196); beyond it the result is reported as a failure.
+#: Largest block size the model searches (ours, not tuned: core-SVP 2^1196, far beyond any attack); beyond it
+#: the result is reported as a failure.
 BETA_MAX = 4096
-#: Core-SVP exponents per unit of β: classical sieving (BDGL16, as used by ADPS16) and quantum (Laarhoven).
+#: Core-SVP exponents per unit of β (ours to use, the standard published values): classical sieving (BDGL16, as
+#: used by ADPS16) and quantum (Laarhoven).
 CORE_SVP_CLASSICAL = 0.292
-CORE_SVP_QUANTUM = 0.265
+CORE_SVP_QUANTUM = 0.265  # ours to use: Laarhoven's quantum sieving exponent
 
-# δ for β ≤ 40: lattice-estimator's table (fpylll BKZ in dimension 320, averaged
+# δ for β ≤ 40 (ours to use): lattice-estimator's table (fpylll BKZ in dimension 320, averaged
 # over 32 random q-ary lattices), read as a step function exactly as it does.
 _SMALL_BETA_DELTA = ((2, 1.02190), (5, 1.01862), (10, 1.01616), (15, 1.01485), (20, 1.01420), (25, 1.01342),
                      (28, 1.01331), (40, 1.01295))
@@ -474,12 +476,13 @@ def cost_table(ns, q, *, m=None):
 # ---------------------------------------------------------------------------------------------------------------
 # The attack
 
-#: Default lattice samples per secret coordinate (measured: 6n–12n behave alike for q = 7, within the noise of
+#: Default lattice samples per secret coordinate (ours, measured: 6n–12n behave alike for q = 7, within the noise of
 #: 5 secrets; 3n fails often, since wrong secrets near w then fit the lattice rows better than w does).
 SAMPLES_PER_DIMENSION = 8
-#: Default largest BKZ block size; the run is progressive and stops at the first verified candidate.
+#: Default largest BKZ block size (ours, not tuned); the run is progressive and stops at the first verified
+#: candidate.
 DEFAULT_BLOCK_SIZE = 24
-#: BKZ tours per block size (with auto-abort): progressive reduction needs few tours per stage.
+#: BKZ tours per block size (with auto-abort; ours, not tuned): progressive reduction needs few tours per stage.
 _MAX_LOOPS = 4
 _INSTALL_HINT = 'lattice_attack needs fpylll (and cysignals); install the `lattice` extra: pip install -e ".[lattice]"'
 

@@ -74,28 +74,30 @@ METHODS = ("adam", "provable", "exhaustive")
 #: schema 1 drew each seed's subset on its own, so seeds of one cell could share a subset (still read by
 #: learner.study.records.read_record, never resumed).
 RECORD_SCHEMA = schema_of("hard-run")
-#: Largest m of the SQ family and its control (the interpolation meets lowerbounds.sq.FORMULA_ACCURACY up to m = 7).
+#: Largest m of the SQ family and its control (ours: the interpolation meets lowerbounds.sq.FORMULA_ACCURACY up
+#: to m = 7).
 MAX_M = 7
 #: Spawn-key code per family: the SQ member and its control share the code, so seed s of both has the same
 #: examples' seed (and, from cell_subset, the same hidden subset).
 _FAMILY_CODE = {"sq": 0, "control": 0, "lwr": 1}
-#: Spawn-key code of a cell's hidden subsets (apart from the runs' codes above): shared by the SQ family and its
-#: control, independent of the seed index.
+#: Spawn-key code of a cell's hidden subsets (ours: any code apart from the runs' codes above): shared by the SQ
+#: family and its control, independent of the seed index.
 _SUBSETS_CODE = 2
-#: Cells with at most this many hidden subsets draw a random order of all of them; larger ones skip repeats.
+#: Cells with at most this many hidden subsets draw a random order of all of them; larger ones skip repeats
+#: (ours, not tuned: a bound on the list drawn).
 _ENUMERATE_SUBSETS = 10_000
-#: Fresh inputs on which the learned layer's relative error is measured (as in learner.study.scaling).
+#: Fresh inputs on which the learned layer's relative error is measured (ours: as in learner.study.scaling).
 EVAL_INPUTS = 8192
-#: Fresh LWR samples on which a learned layer, read as a predictor, must make no mistake.
+#: Fresh LWR samples on which a learned layer, read as a predictor, must make no mistake (ours, not tuned).
 LWR_TEST = 2000
 #: Adam's settings (ours): the rate that won every setting of the run-time study (0.03), two restarts, and a
 #: stop once the validation relative error is 1e-4 (a tenth of the success target).
 ADAM_OPTIONS = {"lr": 0.03, "restarts": 2, "max_iter": 1500, "patience": 200}
-STOP_RELATIVE = 1e-4
+STOP_RELATIVE = 1e-4  # ours: Adam's stop above, a tenth of the success target
 #: The learner's budgets (ours): a fixed example budget, far below its defaults — enough to see where it stops.
 PROVABLE_OPTIONS = {"n_crude": 200_000, "crude_max_examples": 500_000, "n_refine": 200_000, "max_examples": 1_000_000,
                     "outer_rounds": 1}
-#: LWR samples the learner is given (it draws from them as from any fixed set).
+#: LWR samples the learner is given (it draws from them as from any fixed set; ours, not tuned).
 PROVABLE_LWR_SAMPLES = 2_000_000
 DEFAULTS = {"ds": (8, 12, 16, 24), "ms": (2, 3, 4), "subsets": 5, "lwr_ns": (2, 3, 4, 5, 6, 7, 8), "q": 7,
             "lwr_secrets": 1,

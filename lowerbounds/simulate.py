@@ -31,7 +31,8 @@ from .sq import sq_hard_instance
 
 __all__ = ["SearchOutcome", "correlational_search", "fit_slope", "simulate_queries"]
 
-#: The search gives up after this many queries (a run that hits it is reported as failed).
+#: The search gives up after this many queries (ours, not tuned: a guard on time; a run that hits it is reported
+#: as failed).
 MAX_QUERIES = 2_000_000
 
 

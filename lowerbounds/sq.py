@@ -46,7 +46,7 @@ __all__ = ["ParityInstance", "SparseLinearInstance", "interpolation_coefficients
            "sq_hard_instance", "symmetric_fourier", "default_lambdas"]
 
 VARIANTS = ("interpolation", "steps")
-#: Largest error of a member's float64 layer against its stated formula that the constructor accepts
+#: Largest error of a member's float64 layer against its stated formula that the constructor accepts (ours)
 #: (exact, :attr:`HardInstance.sharpness_error`); the interpolation variant meets it up to m = 7 with its
 #: default λ's (4.5e-10 there, 1.6e-8 at m = 8), the steps variant at every m (3e-17).
 FORMULA_ACCURACY = 1e-9

@@ -49,16 +49,16 @@ BOUND_PER_ROOT_K = 0.05
 TYPICAL_MASS = 0.8
 #: The talk's example: Θ with i.i.d. N(0, 0.01) entries (standard deviation 0.1), d = 200.
 TALK_THETA_STD = 0.1
-TALK_D = 200
+TALK_D = 200  # the talk's example: a 200 × 200 Θ
 #: Default sizes of the positive case and the control (ours; see :func:`default_softmax_concentration`).
 DEFAULT_K = 8
-DEFAULT_SUBSTRING_LENGTH = 4
-DEFAULT_N_SAMPLES = 20_000
+DEFAULT_SUBSTRING_LENGTH = 4  # ours: the first 4 coordinates of the first token
+DEFAULT_N_SAMPLES = 20_000  # ours: about a second of Monte Carlo
 #: Height of the control's heavy block (ours; see :func:`control_softmax_concentration`).
 CONTROL_BLOCK = 10.0
-#: Monte Carlo inputs for the picture's expected pattern (symmetrised; a few seconds at d = 200).
+#: Monte Carlo inputs for the picture's expected pattern (ours: symmetrised; a few seconds at d = 200).
 PLOT_N_SAMPLES = 4_000
-PLOT_K = 16
+PLOT_K = 16  # ours, not tuned: the picture's tokens
 
 
 # --------------------------------------------------------------------------- validation

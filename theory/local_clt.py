@@ -48,7 +48,7 @@ __all__ = [
     "slice_moments",
 ]
 
-#: Budget of the dynamic programme: (counts) × (grid points) float64 cells.
+#: Budget of the dynamic programme (ours, a guard on memory): (counts) × (grid points) float64 cells.
 #: 2**25 cells are 256 MiB; one temporary of at most the same size keeps the
 #: peak near 512 MiB.
 MAX_CELLS = 2**25

@@ -52,13 +52,13 @@ __all__ = [
 ]
 
 METHODS = ("exact", "monte_carlo")
-#: Largest ``k·d`` for ``method="exact"``: 2^22 ≈ 4.2e6 inputs, tens of seconds.
+#: Largest ``k·d`` for ``method="exact"`` (ours, a guard on time): 2^22 ≈ 4.2e6 inputs, tens of seconds.
 MAX_EXACT_BITS = 22
-#: Largest ``k·d`` for the symbolic check (it enumerates 2^{kd} inputs with sympy).
+#: Largest ``k·d`` for the symbolic check (ours, a guard on time: it enumerates 2^{kd} inputs with sympy).
 MAX_SYMBOLIC_BITS = 9
-#: Floats per block of per-input d×d matrices in exact mode (32 MiB).
+#: Floats per block of per-input d×d matrices in exact mode (ours, not tuned: 32 MiB).
 _EXACT_BLOCK_FLOATS = 1 << 22
-#: Inputs per Monte Carlo batch (default); memory ~ batch·k·max(k·m, d) floats.
+#: Inputs per Monte Carlo batch (default; ours, not tuned); memory ~ batch·k·max(k·m, d) floats.
 _MC_BATCH = 8192
 
 _CLAIM = "one gradient step from W = 0 with Θ = 0, (1/k) E[XᵀJF(X)], is within relative Frobenius error {b:g} of ΣW_i"

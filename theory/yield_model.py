@@ -98,16 +98,16 @@ DEFAULT_FACTOR = 3.0
 _RANK_RTOL = 1e-10
 
 #: Well-posedness of the row fit, as :func:`learner.phases.sculpt.certify_rows` decides it:
-#: det(B Bᵀ) > 1e-8 · (tr(B Bᵀ)/k)^k for B = XΣW (the learner's threshold, copied).
+#: det(B Bᵀ) > 1e-8 · (tr(B Bᵀ)/k)^k for B = XΣW (ours: the learner's threshold, copied).
 _WELL_POSED_RTOL = 1e-8
 
 #: How :func:`predicted_yield` samples the geometry at agreement.
 GEOMETRIES = ("independent", "conditional")
 
-#: Examples per block of the geometry average (memory ~ block·(m−1)(k−1)·d floats).
+#: Examples per block of the geometry average (ours, not tuned; memory ~ block·(m−1)(k−1)·d floats).
 _GEOMETRY_BATCH = 4096
 
-#: Examples per oracle draw in :func:`measured_yield`.
+#: Examples per oracle draw in :func:`measured_yield` (ours, not tuned: the learner's default batch).
 _MEASURE_BATCH = 100_000
 
 

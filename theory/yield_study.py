@@ -46,12 +46,13 @@ __all__ = ["YieldStudy", "fit_log_yield", "load_learner_records", "plot_yield", 
 
 log = logging.getLogger(__name__)
 
-#: A prediction "misses" when measured and predicted differ by more than this factor (issue 15's criterion).
+#: A prediction "misses" when measured / predicted lies outside [1/MISS_FACTOR, MISS_FACTOR] (ours: a
+#: convention for a model of a yield that spans orders of magnitude; not tuned).
 MISS_FACTOR = 3.0
 
 #: The longest a yield study may be estimated to take unless told otherwise (ours: ten minutes).
 DEFAULT_MAX_SECONDS = 600.0
-#: Examples of the one prediction that calibrates the estimate of a study's time.
+#: Examples of the one prediction that calibrates the estimate of a study's time (ours, not tuned).
 CALIBRATION_EXAMPLES = 400
 
 

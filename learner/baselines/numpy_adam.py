@@ -22,7 +22,7 @@ __all__ = ["fit_gradient"]
 log = logging.getLogger(__name__)
 
 OPTIMIZERS = ("adam", "gd")
-#: Adam's constants (Kingma & Ba, arXiv 1412.6980, their recommended defaults).
+#: Adam's constants (ours to use: Kingma & Ba's recommended defaults, arXiv 1412.6980).
 ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
 #: An iteration counts as an improvement when it lowers the best validation loss
 #: by more than this fraction (ours).

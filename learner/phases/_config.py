@@ -41,14 +41,16 @@ class LearnConfig:
     #: ``refined_constraints``, ``outer_rounds``) are then caps. False gives the fixed budgets of the
     #: earlier learner (every count drawn in full, fixed batches) for comparison.
     adaptive: bool = True
-    #: Examples streamed per batch (memory: a few times batch·k·d floats).
+    #: Examples streamed per batch (ours, not tuned: large vectorised batches, as the design's prototype advised;
+    #: memory: a few times batch·k·d floats).
     batch: int = 100_000
-    #: With ``adaptive``: the first batch of every example stream; the next double up to ``batch``, so a phase
+    #: With ``adaptive`` (ours): the first batch of every example stream; the next double up to ``batch``, so a phase
     #: that stops early draws at most about twice what it needed (learner.oracle.growing_sizes).
     first_batch: int = 5_000
-    #: Phase 1: examples for the one-step estimate (a cap with ``adaptive``).
+    #: Phase 1: examples for the one-step estimate (a cap with ``adaptive``; ours: the first learner's fixed
+    #: budget, not tuned since).
     n_crude: int = 400_000
-    #: Phase 1's target relative standard error. The one-step estimate is biased by the Θ's (its error is
+    #: Phase 1's target relative standard error (ours). The one-step estimate is biased by the Θ's (its error is
     #: ~0.1 at logit scale 1 however many examples), and phase 2 certifies at ``crude_tol`` = 0.05, so the
     #: sampling error only has to stay below half the tolerance; measured at (2, 12, 2): 10,000–400,000
     #: examples (standard error 0.04–0.006) gave the same phases 2–6. The relative standard deviation of
@@ -66,12 +68,12 @@ class LearnConfig:
     refined_tol: float | None = None
     #: Tokens whose fitted weight is at least this give constraints. Low weights give
     #: imprecise log-ratios, which the precision weighting of phase 5 discounts, so the
-    #: threshold can be low (measured at (3, 12, 2): 0.02 with precision weights beat 0.1).
+    #: threshold can be low (ours, measured at (3, 12, 2): 0.02 with precision weights beat 0.1).
     min_weight: float = 0.02
     #: Constraints to collect, as a multiple of d² (the unknowns). Phase 2's (1.5) and its tolerance (0.1) only
     #: seed phase 3's choice of dominant tokens (Θ*'s heaviest token): measured on the frontier's layers at
     #: (3, 12, 2), (2, 12, 3), (4, 12, 2), they took phase 2 from 255,000–1,055,000 examples (3·d² at 0.05)
-    #: to 5,000–15,000 with the same phases 3–6 (issue 38). Phase 4's is chosen
+    #: to 5,000–15,000 with the same phases 3–6 (ours, measured). Phase 4's is chosen
     #: from m when None: 6 for m <= 3, 12 for m >= 4 (the hull of more heads is noisier;
     #: examples are cheap at k = 2).
     crude_constraints: float = 1.5
@@ -81,11 +83,12 @@ class LearnConfig:
     #: When phase 4's pilot forecasts more than the budget, the run stops after the pilot
     #: with status "budget" and a message saying what would make it fit.
     max_examples: int | None = None
-    #: Phase 2's budget: with the crude ΣW its constraints are rough, so they only seed phase 3's Θ*.
+    #: Phase 2's budget: with the crude ΣW its constraints are rough, so they only seed phase 3's Θ*. Ours, not
+    #: tuned: a cap (the measured runs above stopped after 5,000–15,000 examples).
     crude_max_examples: int = 2_000_000
-    #: Phase 3: examples (a cap with ``adaptive``), regression rounds, and the fraction of rows kept.
+    #: Phase 3: examples (a cap with ``adaptive``; ours: the first learner's fixed budget, not tuned since).
     n_refine: int = 400_000
-    #: With ``adaptive``: phase 3 draws ``refine_first`` examples, then doubles its sample until the certified
+    #: With ``adaptive`` (ours): phase 3 draws ``refine_first`` examples, then doubles its sample until the certified
     #: regression's relative standard error is at most ``refine_se`` (or ``n_refine``). Phase 4 certifies at
     #: 0.015–0.08 (its pilot chooses after phase 3, from its own yields), and phase 6's refinement recovers the
     #: layer from a rough hull. Measured on the first two frontier layers of (3, 12, 4), (2, 12, 6), (4, 12, 3),
@@ -94,13 +97,13 @@ class LearnConfig:
     #: error counts the rows' scatter, not the bias of rows where a head still leaks (in oracle mode it understated
     #: the true error 1.4–7 times): phase 6's held-out error is the check.
     refine_first: int = 10_000
-    refine_se: float = 0.02
-    refine_rounds: int = 8
-    refine_keep: float = 0.02
-    #: Rounds of phases 3 → 4 (the refined hull gives a better Θ*, hence ΣW). With ``adaptive`` a cap: a
+    refine_se: float = 0.02  # ours, measured above: 0.005–0.02 all learned, 0.02 fastest
+    refine_rounds: int = 8  # ours, the first learner's, not tuned: rounds of the trimmed vertex regression
+    refine_keep: float = 0.02  # ours, the first learner's, not tuned: rows kept per round (halved after the third)
+    #: Rounds of phases 3 → 4 (ours: the refined hull gives a better Θ*, hence ΣW). With ``adaptive`` a cap: a
     #: round follows only when the previous round's phase 3 ended at ``n_refine`` above ``refine_se``.
     outer_rounds: int = 2
-    #: With ``adaptive``: phase 4 stops at the first checkpoint (1.25·d² constraints, then every 1.25 times
+    #: With ``adaptive`` (ours): phase 4 stops at the first checkpoint (1.25·d² constraints, then every 1.25 times
     #: more) whose hull moved at most this from the previous checkpoint's (the larger of Θ*'s relative change
     #: and the sine of the largest principal angle between the directions); ``refined_constraints`` is
     #: the cap. Measured in oracle mode at (4, 12, 2): the change tracks the hull's true distance from the
@@ -116,15 +119,16 @@ class LearnConfig:
     gap_min: float | None = None
     #: Phase 5's weighting of the constraints: "precision", "irls" or "none" (learner.phases.span).
     hull_weighting: str = "precision"
-    #: Largest m considered when m is estimated (further capped by the setting's soundness).
+    #: Largest m considered when m is estimated (ours, not tuned: bounds the search over m; further capped by the
+    #: setting's soundness).
     max_m: int = 6
     #: Phase 6: net radius (multiple of ‖Θ*‖_F), points per axis (m = 2; m >= 3, chosen
     #: from m when None: 13 up to m = 4, 9 at m = 5, 7 beyond), examples.
-    net_radius: float = 2.0
-    net_points: int = 41
+    net_radius: float = 2.0  # ours, the first learner's, not tuned: the box must hold every head around Θ*
+    net_points: int = 41  # ours: the design prototype's 41-point net; 820 tuples at m = 2, affordable
     net_points_3d: int | None = None
-    n_search: int = 2000
-    keep_tuples: int = 20
+    n_search: int = 2000  # ours, the first learner's, not tuned: examples that score each tuple
+    keep_tuples: int = 20  # ours, the first learner's, not tuned: best tuples compared on held-out examples
     #: Phase 6's tuple search ("auto", "exhaustive", "swap", "vp"), the exhaustive search's limit in
     #: tuples, the memory budget in bytes of the grid searches, the swap descent's random starts and
     #: the variable-projection search's. 10^5 tuples take a few seconds; at m = 3 the 13² grid has
@@ -133,11 +137,11 @@ class LearnConfig:
     #: replaced the swap descent there: at (5, 16, 2) it took 2–3 s against ~38 s, and every one of
     #: 8 random starts reached the same optimum in oracle mode at m = 4–6 (hulls 0.05–0.15 rad off).
     search: str = "auto"
-    max_tuples: int = 100_000
-    search_memory: int = 2**30
-    swap_starts: int = 8
-    vp_starts: int = 8
-    search_seed: int = 0
+    max_tuples: int = 100_000  # ours: 10^5 tuples take a few seconds (above)
+    search_memory: int = 2**30  # ours, not tuned: 1 GiB for the grid searches
+    swap_starts: int = 8  # ours, not tuned: random starts of the swap descent
+    vp_starts: int = 8  # ours, measured: every one of 8 starts reached the optimum (above)
+    search_seed: int = 0  # ours: a fixed seed by convention, so that searches repeat
     #: Joint refinement ("vp": Levenberg–Marquardt on the Θ's with the W's solved exactly, ours;
     #: "trf": the earlier trust-region refinement of all 2md² parameters), residuals per parameter
     #: (sets the examples used; search_heads also asks for 2d²/(k(k−1)) examples, so that every
@@ -145,14 +149,14 @@ class LearnConfig:
     #: per parameter then pin a noiseless layer: variable projection reached held-out errors ~1e-30 at
     #: m = 2–6 (k = 2, 4), where the trust-region refinement used 8 (its cost grows with the count).
     refine: str = "vp"
-    refine_examples_per_param: float = 2.0
-    max_nfev: int = 200
+    refine_examples_per_param: float = 2.0  # ours, measured: two per parameter pin a noiseless layer (above)
+    max_nfev: int = 200  # ours, the first learner's, not tuned: a cap on the refinement's evaluations
     #: Success: held-out relative error of F at most this, or (with ``noise_floor``) a residual above it
     #: that the noise-floor test of learner.phases.noise finds to be label noise alone, within
     #: ``noise_z`` standard deviations.
-    success_tol: float = 1e-10
+    success_tol: float = 1e-10  # ours, not tuned: far above float64's floor (successful runs end <= 7.8e-29)
     noise_floor: bool = True
-    noise_z: float = 4.0
+    noise_z: float = 4.0  # ours: as learner.phases.noise.NOISE_Z (4 sd: by chance about once in 10⁴ fits)
     #: Run even where learner.assumptions.setting_conditions says certification is unsound.
     allow_unsound: bool = False
 

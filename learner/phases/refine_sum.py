@@ -111,7 +111,7 @@ def certified_regression(X, Y, w_sum, *, rounds=60, keep=0.003, pool=0.05, rtol=
     return est, history
 
 
-#: Examples per block of :func:`vertex_residuals`.
+#: Examples per block of :func:`vertex_residuals` (ours: bounds the block's memory; not tuned).
 VERTEX_CHUNK = 8192
 
 
@@ -149,7 +149,8 @@ def vertex_residuals(X, Y, w_sum, *, pick=None, yy=None, ynorm=None):
     return j, res
 
 
-#: Examples on which the two starting estimates of the certified regression are compared.
+#: Examples on which the two starting estimates of the certified regression are compared (ours: a bound on the
+#: comparison's cost; not tuned).
 QUALITY_EXAMPLES = 50_000
 
 

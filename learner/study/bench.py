@@ -52,7 +52,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Local workers of the parallel benchmark unless told otherwise: the comparison one process against two,
+#: Local workers of the parallel benchmark unless told otherwise (ours): the comparison one process against two,
 #: as measured on this project's 2-core machines (not ``available_cores()``: the figure should not change
 #: meaning from one machine to the next).
 PARALLEL_BENCH_WORKERS = 2

@@ -35,7 +35,7 @@ __all__ = ["AUTO_FIRST", "AUTO_FULL", "AUTO_SECONDS", "DEFAULT_GRID", "SHAPES", 
 #: The default study (issue 24): m = 1..6 at k = 2, k = 2..8 at m = 2, k = 2..4 at m = 3, k = 2..3 at m = 4.
 DEFAULT_GRID = ("m=1..6,k=2", "m=2,k=2..8", "m=3,k=2..4", "m=4,k=2..3")
 #: ``seeds="auto"``: this many layers per method and cell first, then AUTO_FULL where their median time is
-#: under AUTO_SECONDS (the issue's "10 where a run's median is under about two minutes, at least 3 elsewhere").
+#: under AUTO_SECONDS (ours: 10 layers where a run's median is under about two minutes, at least 3 elsewhere).
 AUTO_FIRST, AUTO_FULL, AUTO_SECONDS = 3, 10, 120.0
 _KEYS = ("m", "k", "d", "seeds")
 _VALUE = re.compile(r"^\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?$")

@@ -27,9 +27,9 @@ __all__ = ["GRADIENT_METHODS", "PEER_METHODS", "PeerResult", "RaceResult", "peer
            "plot_race", "race_study", "race_table", "search_ladder", "search_options", "search_rows"]
 
 PEER_METHODS = ("provable", "adam", "torch-adam")
-#: Relative errors whose first crossing is timed.
+#: Relative errors whose first crossing is timed (ours: a coarse fit and near-exact recovery; not tuned).
 MILESTONES = (1e-3, 1e-8)
-#: Every method computes with one thread (numpy's BLAS in the sweep's workers, torch's intra-op threads here),
+#: Every method computes with one thread (ours; numpy's BLAS in the sweep's workers, torch's intra-op threads),
 #: two runs at a time on two cores: like with like.
 TORCH_THREADS = 1
 #: ``--quick``: a smoke test in seconds (the learner runs out of examples, the baselines of iterations).
@@ -327,7 +327,7 @@ class RaceResult(StudyResult):
         return out
 
 
-#: The search's success: a relative error of F at most this on fresh inputs (the race's tighter milestone).
+#: The search's success: a relative error of F at most this on fresh inputs (ours: the race's tighter milestone).
 SEARCH_TOL = 1e-8
 
 

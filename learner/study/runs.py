@@ -63,6 +63,8 @@ ROLES = {"eval": 0, "tune": 1, "min": 0}
 #: one-hot (they certify but carry no usable log-ratios) and the yield would collapse for that reason rather
 #: than the growth in m being measured. The scaling, frontier and peers studies and the benchmarks use it.
 STUDY_LOGIT_SCALE = 1.0
+#: The first d and the step that :func:`sound_d` tries (ours: starting at 12 keeps clear of the small d where
+#: phase 3 is unreliable; see sound_d).
 SOUND_D_START, SOUND_D_STEP = 12, 4
 #: ``--quick``: budgets small enough for a smoke test in seconds (not a measurement: the learner runs out
 #: of examples and Adam of iterations).
