@@ -226,6 +226,28 @@ class TestSettingConditions:
         for name in failed:
             assert name in report.message()
 
+    # (m, d, k) with m(k−1) = d exactly, and the same (m, k) one dimension up (m(k−1) = d − 1).
+    BOUNDARY = [(2, 8, 5), (4, 8, 3), (8, 8, 2), (3, 9, 4), (3, 12, 5)]
+
+    @pytest.mark.parametrize("setting", BOUNDARY, ids=str)
+    def test_certificate_soundness_boundary(self, setting):
+        """The documented rule: sound iff m(k−1) < d; at m(k−1) = d (the row's own wording: "with m(k−1) >= d
+        disagreeing heads can fit a row with zero residual") the row fails, one dimension more and it holds."""
+        m, d, k = setting
+        assert m * (k - 1) == d
+        rows = {(dd, row.name): row for dd in (d, d + 1)
+                for row in setting_conditions(m, dd, k, distribution="gaussian")}
+        assert rows[d, "certificate_sound"].ok is False
+        assert rows[d + 1, "certificate_sound"].ok is True
+        assert (rows[d, "certificate_sound"].value, rows[d, "certificate_sound"].threshold) == (float(d), float(d))
+
+    @pytest.mark.parametrize(("d", "k", "expected"), [(8, 5, 1), (9, 4, 2), (12, 4, 3), (12, 5, 2), (8, 3, 3)])
+    def test_max_sound_m_stops_below_equality(self, d, k, expected):
+        """With Gaussian inputs (no cube condition) and k < d, m(k−1) < d is the only limit on m: the largest
+        sound m is ceil(d/(k−1)) − 1, which leaves m(k−1) = d out whenever k − 1 divides d."""
+        assert expected == math.ceil(d / (k - 1)) - 1
+        assert max_sound_m(d, k, distribution="gaussian") == expected
+
     @pytest.mark.parametrize("setting", [(3, 12, 2), (4, 12, 2), (5, 16, 2), (3, 16, 3), (2, 8, 4), (1, 6, 3)],
                              ids=str)
     def test_the_measured_settings_are_sound(self, setting):

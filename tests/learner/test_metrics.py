@@ -1,5 +1,6 @@
 """Tests for learner.metrics: relative output error, head matching and attention statistics."""
 
+import itertools
 import math
 
 import numpy as np
@@ -29,6 +30,19 @@ def _direct_relative_error(f, g, k, n_samples, batch, seed, distribution="boolea
     )
     fx, gx = f(X), g(X)
     return np.sum((fx - gx) ** 2) / np.sum(fx**2)
+
+
+def _brute_force_match(f, g, use="both"):
+    """The permutation π minimising Σ_i cost(i, π(i)) by enumerating every one, with the documented cost
+    e_Θ² + e_W² (relative Frobenius errors), or only one of its two terms (``use`` "theta" or "w")."""
+    def rel2(ref, est):
+        return np.sum((ref - est) ** 2) / np.sum(ref**2)
+
+    def cost(i, j):
+        terms = {"theta": rel2(f.thetas[i], g.thetas[j]), "w": rel2(f.ws[i], g.ws[j])}
+        return sum(terms.values()) if use == "both" else terms[use]
+
+    return min(itertools.permutations(range(f.m)), key=lambda pi: sum(cost(i, j) for i, j in enumerate(pi)))
 
 
 class TestRelativeError:
@@ -123,7 +137,7 @@ class TestMatchHeads:
         assert match.theta_errors == (0.0,)
 
     def test_all_zero_reference_raises(self):
-        """Issue 35: the zero layer as reference used to "match" any small estimate (absolute errors)."""
+        """With the zero layer as reference every error is absolute, and any small estimate would "match" it."""
         zero = AttentionLayer(np.zeros((2, 4, 4)), np.zeros((2, 4, 4)))
         small = AttentionLayer(np.full((2, 4, 4), 1e-3), np.zeros((2, 4, 4)))
         with pytest.raises(ValueError, match="`reference` is the zero layer"):
@@ -132,6 +146,52 @@ class TestMatchHeads:
     def test_control_a_zero_estimate_is_far_from_a_real_reference(self):
         zero = AttentionLayer(np.zeros((2, 4, 4)), np.zeros((2, 4, 4)))
         assert match_heads(random_layer(2, 4, check=False, rng=1), zero).max_error == 1.0
+
+    @pytest.mark.parametrize(("case", "discriminates"), [("close thetas", "theta"), ("close ws", "w")],
+                             ids=["close theta, far W", "close W, far theta"])
+    def test_matching_weighs_theta_and_w_together(self, case, discriminates):
+        """Two reference heads nearly equal in one matrix and far apart in the other; the estimate swaps the
+        close matrix between its heads. Matching on that matrix alone pairs each head with the swapped copy
+        (error 0 there, far off in the other matrix); the documented cost pairs heads as they are."""
+        rng = np.random.default_rng(3)
+        a, b, p, q = (rng.standard_normal((4, 4)) for _ in range(4))
+        close = np.stack([a, a + 0.01 * b])  # relative distance ~0.01
+        far = np.stack([p, q])  # relative distance ~1.4
+        thetas, ws = (close, far) if case == "close thetas" else (far, close)
+        f = AttentionLayer(thetas, ws)
+        g = AttentionLayer(thetas[::-1] if case == "close thetas" else thetas,
+                           ws if case == "close thetas" else ws[::-1])
+        swap = thetas if case == "close thetas" else ws
+        # The case discriminates: matching on the swapped matrix alone gives (1, 0); the combined cost (0, 1).
+        assert _brute_force_match(f, g, use=discriminates) == (1, 0)
+        assert _brute_force_match(f, g) == (0, 1)
+        match = match_heads(f, g)
+        assert match.permutation == (0, 1)
+        # Head i matched to itself: the swapped matrix M errs by ‖M_0 − M_1‖/‖M_i‖ (a few roundings), the other by 0.
+        expected = np.linalg.norm(swap[0] - swap[1]) / np.linalg.norm(swap, axis=(1, 2))
+        swapped_errors = match.theta_errors if case == "close thetas" else match.w_errors
+        other_errors = match.w_errors if case == "close thetas" else match.theta_errors
+        assert_allclose(swapped_errors, expected, rtol=1e-12)
+        assert other_errors == (0.0, 0.0)
+
+    @pytest.mark.parametrize("seed", range(8))
+    def test_matches_brute_force_over_permutations(self, seed):
+        """Heads of very different sizes (log-uniform over two decades, so relative and absolute errors rank
+        pairs differently) against an unrelated estimate: the permutation minimises Σ_i e_Θ(i)² + e_W(i)²
+        over all 4! orders, computed here by enumeration. Among these seeds, each other cost (Θ or W alone,
+        absolute errors, unsquared sums, the larger of the two) picks another permutation at least once."""
+        rng = np.random.default_rng(seed)
+        scales = 10.0 ** rng.uniform(-1, 1, size=(2, 4, 1, 1))
+        f = AttentionLayer(scales[0] * rng.standard_normal((4, 3, 3)), scales[1] * rng.standard_normal((4, 3, 3)))
+        g = AttentionLayer(rng.standard_normal((4, 3, 3)), rng.standard_normal((4, 3, 3)))
+        match = match_heads(f, g)
+        assert match.permutation == _brute_force_match(f, g)
+        pi = list(match.permutation)
+        e_theta = np.linalg.norm(f.thetas - g.thetas[pi], axis=(1, 2)) / np.linalg.norm(f.thetas, axis=(1, 2))
+        e_w = np.linalg.norm(f.ws - g.ws[pi], axis=(1, 2)) / np.linalg.norm(f.ws, axis=(1, 2))
+        # Same norms by a differently shaped reduction: a few roundings.
+        assert_allclose(match.theta_errors, e_theta, rtol=1e-12)
+        assert_allclose(match.w_errors, e_w, rtol=1e-12)
 
     def test_head_count_mismatch_raises(self):
         """Different m cannot be matched."""
