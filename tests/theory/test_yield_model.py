@@ -3,8 +3,10 @@
 Reference values: the Boolean moments against exact enumeration of the cube
 (``learner.cube_expectation``, all 2^(kd) inputs), the Gaussian ones against
 Monte Carlo, the window map against the learner's own row fit
-(``learner.phases.sculpt.fit_patterns``), and the prediction against the
-learner's certification (``certify_rows``).
+(``learner.phases.sculpt.fit_patterns``), the prediction at m = k = 2 against
+the model written out for one disagreement, the measurement against a hand
+certification of the same examples, and the prediction against the learner's
+certification (``certify_rows``).
 """
 
 import dataclasses
@@ -13,9 +15,9 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import multivariate_normal
+from scipy.stats import multivariate_normal, norm
 
-from learner import AttentionLayer, cube_expectation, random_layer, sample_inputs
+from learner import AttentionLayer, LayerOracle, cube_expectation, random_layer, sample_inputs
 from learner.phases.sculpt import fit_patterns
 from theory._core import CheckResult
 from theory.registry import run_case
@@ -58,6 +60,76 @@ def _thetas(m, d, seed):
     thetas = np.random.default_rng(seed).standard_normal((m, d, d))
     thetas[1] += 0.7 * np.eye(d)
     return thetas
+
+
+def _pair_moments(A, B):
+    """E Q_A, E Q_B, E Q_A Q_B for Q_M = x_aᵀ M (x_j − x_a), x_a, x_j uniform on {±1}^d, by enumerating x_a.
+
+    Given x_a, Q_M is affine in the independent x_j: E[Q_M | x_a] = −x_aᵀ M x_a and
+    E[Q_A Q_B | x_a] = (Aᵀx_a)·(Bᵀx_a) + (x_aᵀ A x_a)(x_aᵀ B x_a); the 2^d values of x_a are summed exactly.
+    """
+    d = A.shape[0]
+    xa = 1.0 - 2.0 * ((np.arange(2**d)[:, None] >> np.arange(d)) & 1)
+    qa, qb = np.einsum("nc,ce,ne->n", xa, A, xa), np.einsum("nc,ce,ne->n", xa, B, xa)
+    return -qa.mean(), -qb.mean(), (np.einsum("nc,nc->n", xa @ A, xa @ B) + qa * qb).mean()
+
+
+def _yield_two_heads_two_tokens(layer, X, *, tol, min_weight, density, regression):
+    """The model's constraints per 1000 examples for m = k = 2 (n = 1), written out for that case alone.
+
+    One disagreement D = x_0ᵀ(Θ_2 − Θ_1)(x_1 − x_0): the common pattern is p_1 = sigmoid(ℓ) with
+    ℓ = x_0ᵀΘ_1(x_1 − x_0) − regression·D; head 2's pattern moves by ∂p_1/∂D = p_0 p_1, so
+    ∂y_0/∂D = p_0 p_1 (x_1 − x_0)ᵀW_2; its part off u = b_1 − b_0, over ‖y_0‖, is the window map
+    m_X, and the window {|D|·‖m_X‖ <= tol} has length 2·tol/‖m_X‖. A row gives a constraint when its
+    smaller weight is >= min_weight and the Gram determinant of (b_0, b_1) passes the learner's test.
+    """
+    x0, x1 = X[:, 0], X[:, 1]
+    w_sum = layer.ws.sum(axis=0)
+    b0, b1 = x0 @ w_sum, x1 @ w_sum
+    g00, g01, g11 = (np.einsum("bd,bd->b", u, v) for u, v in ((b0, b0), (b0, b1), (b1, b1)))
+    well_posed = g00 * g11 - g01**2 > 1e-8 * ((g00 + g11) / 2) ** 2  # det(BBᵀ) > 1e-8·(tr(BBᵀ)/k)^k
+    x0, x1, b0, b1 = x0[well_posed], x1[well_posed], b0[well_posed], b1[well_posed]  # ill-posed: no constraint
+    theta1, delta = layer.thetas[0], layer.thetas[1] - layer.thetas[0]
+    logit = np.einsum("bc,ce,be->b", x0, theta1, x1 - x0) - regression * np.einsum("bc,ce,be->b", x0, delta, x1 - x0)
+    p1 = 1.0 / (1.0 + np.exp(-logit))
+    p0 = 1.0 - p1
+    g = (p0 * p1)[:, None] * ((x1 - x0) @ layer.ws[1])
+    u = b1 - b0
+    g_perp = g - (np.einsum("bd,bd->b", g, u) / np.einsum("bd,bd->b", u, u))[:, None] * u
+    y0 = p0[:, None] * b0 + p1[:, None] * b1
+    m_norm = np.linalg.norm(g_perp, axis=1) / np.linalg.norm(y0, axis=1)
+    assert np.all(m_norm > 0)  # no unbounded window to skip at this size
+    length = 2 * tol / m_norm  # V_1 = 2
+    total = np.sum(length * (np.minimum(p0, p1) >= min_weight))
+    return 1000 * 2 * density * total / X.shape[0]  # k = 2 rows per example, all exchangeable with row 0
+
+
+def _certify_two_tokens(layer, X, *, tol, min_weight):
+    """Rows certified and constraints for k = 2, straight from the rule of ``certify_rows``, with its own F(X).
+
+    Row a is fitted as y_a ≈ (1 − t) b_0 + t b_1 by least squares; it certifies when the Gram determinant
+    of (b_0, b_1) passes the well-posedness test, ‖residual‖ < tol·‖y_a‖ and both weights exceed −1e-3;
+    it gives a constraint when its smaller weight is >= min_weight (the token other than the argmax).
+    """
+    logits = np.einsum("nac,ice,nbe->niab", X, layer.thetas, X)
+    P = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    P /= P.sum(axis=-1, keepdims=True)
+    Y = np.einsum("niab,nbc,icd->nad", P, X, layer.ws)
+    B = X @ layer.ws.sum(axis=0)
+    gram = B @ B.transpose(0, 2, 1)
+    well_posed = np.linalg.det(gram) > 1e-8 * (np.trace(gram, axis1=1, axis2=2) / 2) ** 2
+    Y, B = Y[well_posed], B[well_posed]
+    u = B[:, 1] - B[:, 0]
+    rows = constraints = 0
+    for a in range(2):
+        r = Y[:, a] - B[:, 0]
+        t = np.einsum("nd,nd->n", r, u) / np.einsum("nd,nd->n", u, u)
+        residual = np.linalg.norm(r - t[:, None] * u, axis=1) / np.linalg.norm(Y[:, a], axis=1)
+        smaller = np.minimum(t, 1 - t)
+        certified = (residual < tol) & (smaller > -1e-3)
+        rows += int(certified.sum())
+        constraints += int((certified & (smaller >= min_weight)).sum())
+    return rows, constraints
 
 
 class TestDisagreementMoments:
@@ -167,15 +239,34 @@ class TestWindow:
 
 
 class TestPredictedYield:
-    def test_regression_values(self):
+    def test_two_heads_two_tokens_by_direct_formula(self):
+        """m = k = 2 (one disagreement): the density, the regression and the yield recomputed for that case alone.
+
+        The moments come from enumerating x_a (:func:`_pair_moments`), not from the Fourier formula, and
+        the yield from the scalar window of :func:`_yield_two_heads_two_tokens` on the same examples.
+        """
         layer = random_layer(2, 12, logit_scale=1.0, rng=0)
-        ind = predicted_yield(layer, 2, **THRESHOLDS, geometry="independent", rng=1)
-        cond = predicted_yield(layer, 2, **THRESHOLDS, rng=1)
+        n_geometry = 20_000
+        ind = predicted_yield(layer, 2, **THRESHOLDS, geometry="independent", batch=n_geometry, rng=1)
+        cond = predicted_yield(layer, 2, **THRESHOLDS, batch=n_geometry, rng=1)
         assert isinstance(ind, YieldPrediction) and ind.n == 1 and cond.geometry == "conditional"
-        # Regression (seed 0/1, 20 000 examples): 98.70 ± 0.71 and 66.48 ± 0.29 per 1000; measured 72.4.
-        assert ind.constraints_per_1000 == pytest.approx(98.704, abs=1e-2)
-        assert cond.constraints_per_1000 == pytest.approx(66.481, abs=1e-2)
-        assert ind.density_at_zero == cond.density_at_zero == pytest.approx(0.18559, abs=1e-5)
+        theta1, delta = layer.thetas[0], layer.thetas[1] - layer.thetas[0]
+        mean_l, mean_d, cross = _pair_moments(theta1, delta)
+        var_d = _pair_moments(delta, delta)[2] - mean_d**2
+        density = norm.pdf(0.0, loc=mean_d, scale=math.sqrt(var_d))
+        # 1e-12: means of 4096 terms of size ~10 in float64 against a closed form of d² terms.
+        assert ind.density_at_zero == cond.density_at_zero == pytest.approx(density, rel=1e-12)
+        # With batch = n_geometry, predicted_yield averages over one draw sample_inputs(n, 2, 12) from default_rng(1).
+        X = sample_inputs(n_geometry, 2, 12, rng=1)
+        regression = (cross - mean_l * mean_d) / var_d  # Cov(L_1, D) / Var D
+        direct = {
+            geometry: _yield_two_heads_two_tokens(layer, X, **THRESHOLDS, density=density, regression=r)
+            for geometry, r in (("independent", 0.0), ("conditional", regression))
+        }
+        # 1e-9: per-example rounding ~1e-13 relative (more where g is nearly parallel to b_1 − b_0), averaged;
+        # a change of the model (a term, a factor, the regression's sign) moves the yield by percents.
+        assert ind.constraints_per_1000 == pytest.approx(direct["independent"], rel=1e-9)
+        assert cond.constraints_per_1000 == pytest.approx(direct["conditional"], rel=1e-9)
 
     def test_density_is_the_gaussian_at_zero(self):
         layer = random_layer(3, 6, logit_scale=1.0, rng=2)
@@ -236,8 +327,13 @@ class TestMeasuredYield:
         assert lo < meas.constraints_per_1000 < hi
         # k = 2: a certified row gives at most one constraint.
         assert meas.constraints <= meas.rows_certified
-        # Regression (seeds 0/1): 3636 constraints (72.7 per 1000).
-        assert meas.constraints == pytest.approx(3636, abs=150)
+        # The same examples (measured_yield draws batches of 20 000 from LayerOracle(layer, k, rng=default_rng(1)))
+        # certified by hand. Exact: the learner's residual is a difference of squares, off by ~sqrt(eps) ≈ 1.5e-8,
+        # so only a row within 1.5e-8 of tol could flip; ~3600 rows spread evenly over [0, tol] (n = 1) put
+        # about 0.01 rows in that band.
+        oracle = LayerOracle(layer, 2, rng=np.random.default_rng(1))
+        X = np.concatenate([oracle.draw(n)[0] for n in (20_000, 20_000, 10_000)])
+        assert (meas.rows_certified, meas.constraints) == _certify_two_tokens(layer, X, **THRESHOLDS)
 
     @pytest.mark.parametrize(
         ("count", "expected"),
