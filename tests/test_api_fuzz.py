@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import signal
+import sys
 
 import numpy as np
 import pytest
@@ -17,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from learner import (
-    AttentionLayer,
     LayerOracle,
     PlantingError,
     attention_statistics,
@@ -121,4 +121,52 @@ def test_control_valid_arguments_return():
         if "source" in kwargs:
             kwargs["source"] = _oracle()
         fn(**kwargs)
-    assert isinstance(random_layer(2, 4, rng=0), AttentionLayer)
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_control_a_real_refusal_stripped_of_the_name_fails(name, monkeypatch):
+    """Negative control on the real functions: each refuses ``"x"`` for its first fuzzed parameter, naming it, and
+    the check passes; the same refusal with the parameter's name replaced fails the check."""
+    fn, kwargs, params = FUNCTIONS[name]
+    param = params[0]
+    _call(name, param, "x")
+    refused = []
+
+    def renamed(**kw):
+        try:
+            return fn(**kw)
+        except (ValueError, TypeError, PlantingError) as exc:
+            refused.append(exc)
+            text = str(exc).replace(f"`{param}`", "`other`").replace(f"{param}=", "other=")
+            raise ValueError(text) from None
+
+    monkeypatch.setitem(FUNCTIONS, name, (renamed, kwargs, params))
+    with pytest.raises(AssertionError, match=rf"{name}\({param}='x'\)"):
+        _call(name, param, "x")
+    assert len(refused) == 1  # the real function refused: the check failed on its message, not on a return
+
+
+def test_control_another_exception_escapes():
+    """Negative control: an exception other than a named refusal is not swallowed by the check."""
+    def broken(m):
+        return 1 / (m - m)
+
+    FUNCTIONS["_control"] = (broken, {}, ("m",))
+    try:
+        with pytest.raises(ZeroDivisionError):
+            _call("_control", "m", 0)
+    finally:
+        del FUNCTIONS["_control"]
+
+
+def test_control_a_run_over_the_limit_fails(monkeypatch):
+    """Negative control: a call that outlives the limit fails the case (the limit set to 1 s here)."""
+    import time
+
+    def hang(m):
+        time.sleep(30)
+
+    monkeypatch.setattr(sys.modules[__name__], "CASE_SECONDS", 1)
+    monkeypatch.setitem(FUNCTIONS, "_control", (hang, {}, ("m",)))
+    with pytest.raises(pytest.fail.Exception, match=r"_control\(m=0\) ran longer than 1 s"):
+        _call("_control", "m", 0)

@@ -387,14 +387,29 @@ class TestShutdown:
         assert not any(os.path.exists(f"/proc/{pid}") and not _zombie(pid) for pid in pids), "an orphaned worker"
 
     def test_ctrl_c_on_the_cli_ends_the_workers(self, tmp_path):
-        """A real `learner learn --workers 2`, interrupted by SIGINT to its process group once its pool exists."""
-        argv = [sys.executable, "-m", "learner", "learn", "--m", "4", "--d", "12", "--k", "2", "--logit-scale",
-                "1", "--workers", "2", "--no-progress"]
+        """A real `learner learn --workers 2`, interrupted by SIGINT to its process group once its pool exists and
+        phase 1 has begun (its log line, -v): the workers have batches to compute when Ctrl-C comes."""
+        import threading
+
+        argv = [sys.executable, "-m", "learner", "-v", "learn", "--m", "4", "--d", "12", "--k", "2",
+                "--logit-scale", "1", "--workers", "2", "--no-progress"]
         env = os.environ | {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         # Ctrl-C's disposition as a terminal's shell gives it: a test run started in the background by a
         # non-interactive shell (`... &`) ignores SIGINT, and the child would inherit that.
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                 start_new_session=True, preexec_fn=_default_sigint)
+        err_lines, out_parts, phase1 = [], [], threading.Event()
+
+        def read_err():
+            for line in proc.stderr:
+                err_lines.append(line)
+                if "learner.learn: phase 1:" in line:
+                    phase1.set()
+
+        readers = [threading.Thread(target=read_err, daemon=True),
+                   threading.Thread(target=lambda: out_parts.append(proc.stdout.read()), daemon=True)]
+        for reader in readers:
+            reader.start()
 
         def workers():
             """The CLI's pool processes (loky's workers, `popen_loky_posix`; not the resource trackers)."""
@@ -413,26 +428,51 @@ class TestShutdown:
                     pass
             return out
 
-        end = time.monotonic() + 120
-        while len(workers()) < 2 and time.monotonic() < end and proc.poll() is None:
-            time.sleep(0.05)
-        pids = workers()
-        assert len(pids) == 2, "the pool never started"
-        time.sleep(0.3)  # workers just started (they must already ignore Ctrl-C) and busy in phase 1
-        t0 = time.monotonic()
-        os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-        elapsed = time.monotonic() - t0
+        def ready():
+            """The pool's two processes exist and the CLI catches SIGINT again: it ignores SIGINT while it starts
+            the pool (its workers inherit that), and a Ctrl-C in that moment is not the one tested here. The
+            workers are read first: once they exist, the pool's start has begun."""
+            return len(workers()) == 2 and _catches_sigint(proc.pid)
+
+        try:
+            end = time.monotonic() + 120  # a guard against a run that never gets there, not a measurement
+            while not ready() and time.monotonic() < end and proc.poll() is None:
+                time.sleep(0.01)
+            pids = workers()
+            assert len(pids) == 2 and _catches_sigint(proc.pid), "the pool never started"
+            # The pool starts with phase 1's first batches, after its log line.
+            assert phase1.wait(timeout=120), "phase 1 never started: " + "".join(err_lines)[-2000:]
+            os.killpg(proc.pid, signal.SIGINT)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            for reader in readers:
+                reader.join(timeout=30)
+            proc.stdout.close()
+            proc.stderr.close()
+        out, err = "".join(out_parts), "".join(err_lines)
         assert proc.returncode == 130, err[-2000:]
         assert "interrupted: interrupted by the user in phase" in err
         assert "Traceback" not in err and "Traceback" not in out
         assert "success: False (interrupted)" in out
-        assert elapsed < 20
         end = time.monotonic() + 5  # killed and reaped by the CLI before it exits; a moment for /proc
         while any(os.path.exists(f"/proc/{pid}") and not _zombie(pid) for pid in pids) and time.monotonic() < end:
             time.sleep(0.05)
         for pid in pids:
             assert not os.path.exists(f"/proc/{pid}") or _zombie(pid), f"worker {pid} outlived the run"
+
+
+def _catches_sigint(pid):
+    """Whether ``pid`` has a handler for SIGINT and does not ignore it (its bits in /proc's SigCgt and SigIgn)."""
+    bit = 1 << (signal.SIGINT - 1)
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            masks = dict(line.split(":", 1) for line in fh if line.startswith(("SigIgn:", "SigCgt:")))
+    except OSError:
+        return False
+    return bool(int(masks["SigCgt"], 16) & bit) and not int(masks["SigIgn"], 16) & bit
 
 
 def _zombie(pid):

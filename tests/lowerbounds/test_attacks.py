@@ -112,12 +112,23 @@ class TestTimeAttacks:
 
 class TestAttentionAttack:
     def test_gradient_pipeline_reports_accuracy(self):
-        """Plumbing: reduction → fit_gradient → LWR predictor; the accuracy is measured, whatever it is."""
+        """Plumbing: reduction → fit_gradient → LWR predictor. Thirty steps leave the fit far off (validation
+        relative error > 0.5), so its readout stays below 1/2 on every input and it predicts label 0 everywhere:
+        the accuracy is the test's share of label 0, the majority baseline."""
         inst = named_lwr_instance("one-slab")
         out = attention_attack(inst, method="gradient", n_samples=3000, n_test=2000,
                                gradient_options={"max_iter": 30, "restarts": 1, "n_train": 2000, "n_val": 500},
                                rng=0)
-        assert 0.0 <= out.extra["accuracy"] <= 1.0
+        assert out.extra["learner_status"] == "not_converged" and not out.success
+        # By enumeration of the four public vectors b ∈ {0,1}², y = b·(1, 2) ∈ {0, 2, 1, 3}: label 1 (y mod 3 >= 3/2)
+        # only at b = (0, 1), so a test label is 0 with probability 3/4.
+        V = np.array(list(itertools.product((0, 1), repeat=2)))
+        p_zero = float(np.mean(inst.params.label(V @ np.array(inst.secret)) == 0))
+        assert p_zero == 0.75
+        # Binomial: 2000 test labels give a share of zeros within 4 standard errors (4·√(3/16/2000) ≈ 0.039) of
+        # 3/4 but for a chance of 6e-5; a predictor of all ones would score ~0.25, a coin ~0.5.
+        assert out.extra["accuracy"] == out.extra["baseline"]
+        assert abs(out.extra["accuracy"] - p_zero) <= 4 * np.sqrt(p_zero * (1 - p_zero) / 2000)
         assert out.extra["half"] == "all" and out.extra["m"] == 2
         assert out.samples == 2500
 

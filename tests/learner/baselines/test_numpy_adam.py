@@ -209,14 +209,37 @@ def test_restarts_stop_once_one_reaches_tol():
 
 
 class TestMilestones:
-    def test_times_of_first_crossings(self):
-        """Each milestone is timed at its first validation below it: in order, within the run, and not before a
-        validation error that low was seen (the control: a run of 5 iterations reaches neither)."""
+    def test_times_of_first_crossings(self, monkeypatch):
+        """Each milestone is timed at its first validation below it (the control: a run of 5 iterations reaches
+        neither). The clock is replaced by one that reads the number of validation evaluations so far, so the
+        time of a milestone is the count at the first evaluation whose relative error, computed here from the
+        parameters evaluated, is at most the milestone."""
+        from types import SimpleNamespace
+
+        from learner.baselines import _scaffold
+
+        n_val = FAST["n_val"]
+        rel_errors = []  # relative error of every validation evaluation, in order
+        real_loss = baseline._loss
+
+        def loss(params, X, Y):
+            if X.shape[0] == n_val:  # the validation set (n_train is 1000)
+                fit = AttentionLayer(params[0], params[1])(X)
+                rel_errors.append(float(np.sum((fit - Y) ** 2) / np.sum(Y**2)))
+            return real_loss(params, X, Y)
+
+        clock = SimpleNamespace(perf_counter=lambda: float(len(rel_errors)))
+        monkeypatch.setattr(baseline, "_loss", loss)
+        monkeypatch.setattr(baseline, "time", clock)
+        monkeypatch.setattr(_scaffold, "time", clock)
         truth = random_layer(1, 4, rng=0)
         result = fit_gradient(LayerOracle(truth, 2, rng=1), m=1, restarts=1, rng=2, milestones=(1e-8, 1e-3), **FAST)
         seconds = result.diagnostics["fit"]["seconds_to"]
         assert list(seconds) == ["1e-03", "1e-08"]  # descending, one spelling
-        assert 0 < seconds["1e-03"] <= seconds["1e-08"] <= result.timings["total"]
+        first = {key: next(i for i, e in enumerate(rel_errors) if e <= float(key)) + 1 for key in seconds}
+        assert seconds == first and 1 < first["1e-03"] < first["1e-08"]
+        # One validation before the first iteration and one after each; the total is read after the last.
+        assert result.timings["total"] == len(rel_errors) == result.diagnostics["fit"]["iterations"][0] + 1
         short = fit_gradient(LayerOracle(truth, 2, rng=1), m=1, restarts=1, rng=2, **(FAST | {"max_iter": 5}))
         assert short.diagnostics["fit"]["seconds_to"] == {"1e-03": None, "1e-08": None}
         assert short.diagnostics["fit"]["val_relative_error"] > 1e-3
