@@ -39,7 +39,7 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "sweeps", "examples/README.rst", "**/README.md", "auto_examples/*.ipynb",
+exclude_patterns = ["_build", "sweeps", "mutation", "examples/README.rst", "**/README.md", "auto_examples/*.ipynb",
                     "auto_examples/*.py", "auto_examples/*.zip", "auto_examples/*.md5", "auto_examples/*.json"]
 templates_path = ["_templates"]
 html_static_path = ["_static"]

@@ -16,17 +16,19 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def _test_command():
-    match = re.search(r"<!-- test-command -->\s*```bash\n(.+?)\n```", README, re.DOTALL)
-    assert match, "README must mark its test command with <!-- test-command -->"
+def _test_command(marker="test-command"):
+    match = re.search(rf"<!-- {marker} -->\s*```bash\n(.+?)\n```", README, re.DOTALL)
+    assert match, f"README must mark its command with <!-- {marker} -->"
     return match.group(1).strip()
 
 
 class TestReadme:
-    def test_ci_runs_exactly_the_readme_test_command(self):
-        """`.ci/run` must run the README's test command verbatim, as its last line."""
+    def test_ci_runs_exactly_the_readme_test_commands(self):
+        """`.ci/run` must end with the README's test command verbatim, then its slow-tier command: every tier."""
         lines = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.strip()]
-        assert lines[-1].strip() == _test_command()
+        assert lines[-2].strip() == _test_command()
+        assert lines[-1].strip() == _test_command("slow-command")
+        assert "-m slow" in lines[-1] and "-m" not in lines[-2].split("pytest", 1)[1]
 
     def test_main_command_installs_and_runs_the_learner(self):
         assert "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/python -m learner learn" in README
