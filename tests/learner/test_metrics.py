@@ -143,6 +143,14 @@ class TestMatchHeads:
         with pytest.raises(ValueError, match="`reference` is the zero layer"):
             match_heads(zero, small)
 
+    def test_zero_thetas_with_nonzero_ws_are_not_the_zero_layer(self):
+        """Θ = 0 with W ≠ 0 is a real layer (uniform attention): matched, not refused as the zero layer."""
+        ws = np.stack([np.eye(4), 2 * np.eye(4)])
+        reference = AttentionLayer(np.zeros((2, 4, 4)), ws)
+        swapped = AttentionLayer(np.zeros((2, 4, 4)), ws[::-1])
+        match = match_heads(reference, swapped)
+        assert match.permutation == (1, 0) and match.max_error == 0.0
+
     def test_control_a_zero_estimate_is_far_from_a_real_reference(self):
         zero = AttentionLayer(np.zeros((2, 4, 4)), np.zeros((2, 4, 4)))
         assert match_heads(random_layer(2, 4, check=False, rng=1), zero).max_error == 1.0
@@ -268,3 +276,26 @@ class TestRelativeErrorScale:
         with pytest.raises(OverflowError, match="beyond float64"):
             relative_error(AttentionLayer(base.thetas, base.ws * 1e-300), AttentionLayer(base.thetas, base.ws * 1e300),
                            2, n_samples=100, rng=0)
+
+
+class TestLogSumSquares:
+    """The private log-sum-of-squares behind relative_error, against mpmath at 50 digits."""
+
+    @pytest.mark.parametrize("values", [[3.0, 4.0], [1e200, -1e200, 3e199], [1e-200, 2e-200], [0.0, 5e-324]],
+                             ids=["plain", "would overflow", "would underflow", "subnormal"])
+    def test_against_mpmath(self, values):
+        import mpmath
+
+        from learner.metrics import _log_sum_squares
+
+        with mpmath.workdps(50):
+            exact = mpmath.log(mpmath.fsum(mpmath.mpf(v) ** 2 for v in values))
+        # 1e-13 relative: a handful of roundings in a sum of two logs of O(1)-O(1000)
+        assert _log_sum_squares(np.array(values)) == pytest.approx(float(exact), rel=1e-13)
+
+    @pytest.mark.parametrize("values", [[], [0.0, 0.0]], ids=["empty", "zeros"])
+    def test_an_empty_or_zero_sum_is_minus_infinity(self, values):
+        """log of an empty sum (0) is −inf, with no warning (warnings are errors here) and no error."""
+        from learner.metrics import _log_sum_squares
+
+        assert _log_sum_squares(np.array(values)) == -np.inf
