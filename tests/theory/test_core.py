@@ -179,6 +179,29 @@ class TestFinish:
         assert record["interval"] == [0.4, None] and record["holds"] is False
 
 
+class TestTimer:
+    """The check's seconds come from an injected clock: no wall time is read or compared."""
+
+    @pytest.fixture
+    def clock(self, monkeypatch):
+        import theory._core as core
+
+        ticks = iter([100.0, 103.5])  # construction, then elapsed()
+        monkeypatch.setattr(core.time, "perf_counter", lambda: next(ticks))
+
+    def test_elapsed_is_the_clock_difference(self, clock):
+        from theory._core import Timer
+
+        assert Timer().elapsed() == 3.5
+
+    def test_finish_records_the_timer_and_zero_without_one(self, clock):
+        from theory._core import Timer
+
+        timed = finish(name="demo", claim="x", source="ours", parameters={}, measured=0.5, bound=1.0, timer=Timer())
+        assert timed.seconds == 3.5
+        assert _finish(0.5, 1.0).seconds == 0.0  # no timer: nothing was timed
+
+
 class TestSeeded:
     @pytest.mark.parametrize("rng", [None, 12345, np.random.SeedSequence(7), np.random.default_rng(99)],
                              ids=["None", "int", "SeedSequence", "Generator"])

@@ -526,7 +526,7 @@ class TestVariableProjection:
         np.testing.assert_allclose(Ab, A, rtol=0, atol=1e-10 * np.abs(A).max())
         np.testing.assert_allclose(gb, g, rtol=0, atol=1e-10 * np.abs(g).max())
 
-    @pytest.mark.parametrize(("n", "identified"), [(48, False), (144, True)], ids=["too few", "2d²/(k(k−1))"])
+    @pytest.mark.parametrize(("n", "identified"), [(48, False), (144, True)], ids=["too few", "2d^2 over k(k-1)"])
     def test_examples_must_pin_every_head(self, n, identified):
         """A head's Θ enters only through k(k−1) logit differences per example: 48 examples of (2, 12, 2)
         (twice the parameters in residuals) fit exactly yet miss the layer — the reason for the floor of
