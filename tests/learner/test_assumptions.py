@@ -3,12 +3,23 @@
 import dataclasses
 import json
 import math
+import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from learner import AssumptionReport, AttentionLayer, assumptions, enumerate_cube, lattice_distance, random_layer
-from learner.assumptions import CUBE_MARGIN, check_setting, cube_constraint_count, max_sound_m, setting_conditions
+from learner.assumptions import (
+    CUBE_MARGIN,
+    CUBE_WINDOW,
+    SHARPNESS_REACH,
+    _stable_ranks,
+    check_setting,
+    cube_constraint_count,
+    max_sound_m,
+    setting_conditions,
+)
 from learner.phases import LearnConfig, resolve_config
 from learner.phases.forecast import DEFAULT_CANDIDATES
 from learner.phases.sculpt import certify_rows
@@ -205,6 +216,111 @@ class TestLatticeDistance:
         v = rng.integers(1, 6, size=40) + 1e-3 * rng.standard_normal(40)
         assert 1e-4 < lattice_distance(v) < 1e-2
 
+    # (values, q_max, expected) from the formula by hand: with v = (a, 1), a > 1, the scaled entries are (1, 1/a);
+    # the entry 1 is on every lattice, and 1/a·q is at distance min(q/a, 1 − q/a) from ℤ, so the RMS over the two
+    # entries is that distance / √2, minimised over q = 1..q_max.
+    SPACINGS = [
+        ([32.0, 1.0], None, 0.0),  # q = 32 = LATTICE_Q is tried: exactly on the lattice
+        ([33.0, 1.0], None, 1 / (33 * math.sqrt(2))),  # q = 33 is not tried; q = 1 and q = 32 give 1/33
+        ([1.0, 0.01], None, 0.01 / math.sqrt(2)),  # 0.01·q < 0.5 for every q <= 32: q = 1 is the best spacing
+        ([6.0, 1.0], 5, 1 / (6 * math.sqrt(2))),  # q <= 5 misses q = 6; q = 1 and q = 5 give 1/6
+        ([6.0, 1.0], 6, 0.0),
+    ]
+
+    @pytest.mark.parametrize(("values", "q_max", "expected"), SPACINGS, ids=str)
+    def test_spacings_tried_are_q_1_to_q_max(self, values, q_max, expected):
+        """The spacings max|v|/q run over q = 1..q_max inclusive (q_max = LATTICE_Q = 32 by default)."""
+        kwargs = {} if q_max is None else {"q_max": q_max}
+        # v/max|v|·q is exact or off by one rounding (~1e-16): abs 1e-12 leaves room for it and nothing else.
+        assert lattice_distance(values, **kwargs) == pytest.approx(expected, abs=1e-12)
+
+    @pytest.mark.parametrize(("bad", "error"), [(0, ValueError), (-1, ValueError), (2.5, TypeError)])
+    def test_q_max_is_checked(self, bad, error):
+        with pytest.raises(error, match=r"^`q_max` must be"):
+            lattice_distance([1.0, 0.5], q_max=bad)
+
+    @pytest.mark.parametrize(
+        "values",
+        [[Fraction(1, 3), Fraction(-2, 3), Fraction(1)], [2**64, -3 * 2**62, 2**63]],
+        ids=["fractions", "integers-beyond-int64"],
+    )
+    def test_exact_numbers_are_read_as_reals(self, values):
+        """Python Fractions and integers too large for int64 are reals like any other: thirds lie on the lattice
+        with spacing max|v|/3, and 2^64, −3·2^62, 2^63 on the one with spacing max|v|/4 (distance ~0, up to the
+        rounding of 1/3, < 1e-12)."""
+        assert lattice_distance(values) < 1e-12
+
+
+def _layer_with_zero_head(which):
+    """_base() with head 1 of ``which`` ("thetas" or "ws") set to zero."""
+    t, w = _base().thetas.copy(), _base().ws.copy()
+    {"thetas": t, "ws": w}[which][1] = 0.0
+    return AttentionLayer(t, w)
+
+
+class TestDegenerateHeads:
+    @pytest.mark.parametrize(("which", "prefix"), [("thetas", "theta"), ("ws", "w")])
+    def test_zero_head(self, which, prefix):
+        """A zero head is as degenerate as a head can be, and the report says so without a floating-point warning:
+        |cos| with it counts as 1 (the largest a cosine can be, as for two equal heads), its stable rank is 0 (at
+        most its rank, 0), and the norm ratio is infinite. The zero head is head 1, and each row names it."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            report = assumptions(_layer_with_zero_head(which), k=4)
+        incoherence = report[f"{prefix}_incoherence"]
+        assert (incoherence.value, incoherence.worst, incoherence.ok) == (1.0, "heads 0,1", False)
+        stable = report[f"{prefix}_stable_rank"]
+        assert (stable.value, stable.worst, stable.ok) == (0.0, "head 1", False)
+        ratio = report[f"{prefix}_norm_ratio"]
+        assert (ratio.value, ratio.ok) == (math.inf, False)
+
+    def test_tiny_head_raises_no_warning(self):
+        """A head scaled by 1e-200 (its squared entries underflow to 0) is measured without a floating-point
+        warning; its norm is 1e-200 times the other's, far beyond the norm-ratio threshold."""
+        t, w = _base().thetas.copy(), _base().ws
+        t[1] *= 1e-200
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            report = assumptions(AttentionLayer(t, w), k=4)
+        assert report["theta_norm_ratio"].ok is False and not report.ok
+
+    def test_huge_entries_raise_no_invalid_value_warning(self):
+        """Entries of 1e200 square to inf (overflow ignored here): the stable rank of such an all-equal (rank-one)
+        head comes out as nan or as its true value 1, with no 'invalid value' warning from inf/inf."""
+        with warnings.catch_warnings(), np.errstate(over="ignore"):
+            warnings.simplefilter("error")
+            ranks = _stable_ranks(np.full((2, 3, 3), 1e200))
+        assert all(np.isnan(r) or r == pytest.approx(1.0) for r in ranks)
+
+    def test_single_head_is_incoherent(self):
+        """With one head there is no pair of heads to be coherent: incoherence 0, the row holds, no pair named."""
+        report = assumptions(random_layer(1, D, rng=0))
+        for prefix in ("theta", "w"):
+            row = report[f"{prefix}_incoherence"]
+            assert (row.value, row.worst, row.ok) == (0.0, "m=1", True)
+
+    def test_stable_rank_matches_singular_values(self):
+        """The stable rank ‖Θ‖F²/‖Θ‖op² equals Σσ²/σ₁² from an SVD, at any scale of the heads; the row reports the
+        smallest over heads and names that head. Different algorithms round differently: rel 1e-9."""
+        layer = random_layer(3, D, rng=0)
+        scales = np.array([0.5, 1.0, 3.0])[:, None, None]
+        report = assumptions(AttentionLayer(layer.thetas * scales, layer.ws * scales))
+        for prefix, mats in (("theta", layer.thetas * scales), ("w", layer.ws * scales)):
+            sv = np.linalg.svd(mats, compute_uv=False)
+            expected = (sv**2).sum(axis=1) / sv[:, 0] ** 2
+            row = report[f"{prefix}_stable_rank"]
+            assert row.value == pytest.approx(expected.min(), rel=1e-9)
+            assert row.worst == f"head {int(np.argmin(expected))}"
+
+    def test_norm_ratio_of_exact_norms(self):
+        """Heads with Frobenius norms exactly 1 and 2 (entries ±0.5 and ±1 in four places) have ratio exactly 2."""
+        one = np.zeros((D, D))
+        one[0, 1] = one[2, 3] = 0.5
+        one[4, 5] = one[6, 7] = -0.5
+        layer = AttentionLayer(np.stack([one, 2 * one.T]), np.stack([2 * one, one.T]))
+        report = assumptions(layer)
+        assert report["theta_norm_ratio"].value == 2.0 and report["w_norm_ratio"].value == 2.0
+
 
 class TestSettingConditions:
     @pytest.mark.parametrize(
@@ -262,6 +378,74 @@ class TestSettingConditions:
     def test_max_sound_m(self, d, k, expected):
         assert max_sound_m(d, k) == expected
         assert check_setting(expected, d, k).ok and not check_setting(expected + 1, d, k).ok
+
+    @pytest.mark.parametrize(("m", "d", "k", "window"),
+                             [(1, 8, 2, CUBE_WINDOW), (2, 8, 3, CUBE_WINDOW), (3, 12, 4, CUBE_WINDOW), (2, 5, 5, 0.5)],
+                             ids=str)
+    def test_cube_constraint_count_is_the_documented_formula(self, m, d, k, window):
+        """log N for N = k(k−1)·2^(kd) / (2·k!) · w^((m−1)(k−1)), evaluated here in exact rational arithmetic; the
+        module works in logs (rounding of a few 1e-14 on values below 100: abs 1e-9)."""
+        n = Fraction(k * (k - 1) * 2 ** (k * d), 2 * math.factorial(k)) * Fraction(window) ** ((m - 1) * (k - 1))
+        expected = math.log(n.numerator) - math.log(n.denominator)
+        assert cube_constraint_count(m, d, k, window=window) == pytest.approx(expected, abs=1e-9)
+        if window == CUBE_WINDOW:
+            assert cube_constraint_count(m, d, k) == pytest.approx(expected, abs=1e-9)
+
+    def test_max_m_follows_the_distribution(self):
+        """The report's max_m is the largest sound m for the same inputs: with Gaussian inputs at (d, k) = (8, 2) only
+        m(k−1) < d limits m, so max_m = d − 1 = 7, where Boolean inputs stop at 2 (the cube condition)."""
+        assert check_setting(3, 8, 2, distribution="gaussian").max_m == 8 - 1
+        assert check_setting(3, 8, 2).max_m == 2
+
+    def test_max_m_follows_the_logit_scale(self):
+        """A logit scale above the measured boundary at (8, 2) fails sharpness_reach for every m >= 2 (the row's
+        documented range), and m = 1, which has no such row, is sound: max_m drops from 2 to 1."""
+        scale = SHARPNESS_REACH[8, 2][0] + 1.0
+        report = check_setting(2, 8, 2, logit_scale=scale)
+        assert report.max_m == 1 and max_sound_m(8, 2, logit_scale=scale) == 1
+        assert check_setting(1, 8, 2, logit_scale=scale).ok and check_setting(2, 8, 2).max_m == 2
+        assert report.message().endswith("this (d, k) allows at most m = 1.")
+
+    @pytest.mark.parametrize(("d", "expected"), [(100, 64), (65, 64), (64, 63), (5, 4)])
+    def test_max_sound_m_default_limit_is_64(self, d, expected):
+        """With Gaussian inputs at k = 2 the rule m(k−1) < d allows m up to d − 1; the search stops at limit = 64
+        (inclusive) when no explicit limit is given."""
+        assert expected == min(d - 1, 64)
+        assert max_sound_m(d, 2, distribution="gaussian") == expected
+
+    @pytest.mark.parametrize("limit", [1, 2, 5])
+    def test_max_sound_m_limit_is_inclusive(self, limit):
+        """An explicit limit below d − 1 is itself the answer: m = limit is sound (limit(k−1) < d) and searched."""
+        assert max_sound_m(20, 2, distribution="gaussian", limit=limit) == limit
+
+    @pytest.mark.parametrize(("bad", "error"), [(0, ValueError), (-3, ValueError), (2.0, TypeError), ("4", TypeError)])
+    def test_max_sound_m_checks_limit(self, bad, error):
+        """A limit that is not a positive integer is refused, naming the argument."""
+        with pytest.raises(error, match=r"^`limit` must be"):
+            max_sound_m(8, 2, limit=bad)
+
+    def test_message_when_only_the_reach_fails(self):
+        """A setting that fails only the measured logit-scale reach is called beyond the reach, not unsound; with
+        another failure besides it, or without it, the setting is not sound."""
+        scale = SHARPNESS_REACH[8, 2][0] + 1.0
+        only = check_setting(2, 8, 2, logit_scale=scale)
+        assert only.failed == ("sharpness_reach",)
+        assert only.message().startswith("(m, d, k) = (2, 8, 2) with boolean inputs is beyond the learner's measured "
+                                         "reach in logit scale: sharpness_reach: ")
+        both = check_setting(3, 8, 2, logit_scale=scale)
+        assert set(both.failed) == {"cube_configurations", "sharpness_reach"}
+        assert both.message().startswith("(m, d, k) = (3, 8, 2) with boolean inputs is not sound for certification: ")
+        assert check_setting(3, 8, 2).message().startswith("(m, d, k) = (3, 8, 2) with boolean inputs is not sound "
+                                                           "for certification: cube_configurations: ")
+
+    @pytest.mark.parametrize("setting", [(1, 8, 8), (2, 8, 9), (1, 8, 1)], ids=str)
+    def test_message_when_no_m_is_sound(self, setting):
+        """k >= d fails k_below_d and k = 1 fails two_tokens whatever m is: max_m = 0, and the message says that no
+        m is sound instead of naming m = 0."""
+        report = check_setting(*setting)
+        assert report.max_m == 0
+        assert report.message().endswith("; no m is sound at this (d, k).")
+        assert "at most m" not in report.message()
 
     def test_message_names_the_largest_sound_m(self):
         assert "allows at most m = 2" in check_setting(3, 8, 2).message()
