@@ -13,6 +13,7 @@ from lowerbounds import (
     gadget_layer,
     gadget_weight,
     interpolation_coefficients,
+    sparse_linear_instance,
     sq_hard_instance,
     symmetric_fourier,
 )
@@ -82,6 +83,7 @@ class TestInterpolation:
         coef = symmetric_fourier(vals)
         zs = np.array(list(np.ndindex(2, 2, 2))) * -2 + 1  # all sign vectors
         g = np.array([vals[int((z < 0).sum())] for z in zs])
+        assert len(coef) == r + 1  # degrees 0..r only
         for ell in range(r + 1):
             for U in combinations(range(r), ell):
                 brute = np.mean(g * np.prod(zs[:, list(U)], axis=1))
@@ -148,6 +150,7 @@ class TestFamily:
 class TestBadInput:
     @pytest.mark.parametrize(("kwargs", "match"), [
         ({"d": 6, "m": 2, "subset": (0,)}, "reader coordinate t=0 must not be in the subset"),
+        ({"d": 6, "m": 2, "subset": ()}, r"^`subset` must be non-empty \(\|S\| = m − 1 >= 1\)\.$"),
         ({"d": 4, "m": 5, "subset": (0, 1, 2, 3)}, "fewer than d=4"),
         ({"d": 6, "m": 1}, "`m` must be at least 2"),
         ({"d": 6, "m": 3, "subset": (1,)}, "m − 1 = 2 coordinates; got |S|=1"),
@@ -235,3 +238,71 @@ class TestEveryAcceptedMemberMatchesItsFormula:
         """The issue's cases (errors 351 and 5.5e6 against the formula, 1.6e-8 at m = 8) are refused with the reason."""
         with pytest.raises(ValueError, match=r"misses its formula by .* > FORMULA_ACCURACY = 1e-09 .*condition number"):
             sq_hard_instance(d, m, rng=0)
+
+
+class TestSparseLinearControl:
+    # λ's for which the control's float64 layer misses its formula by more than the parity member's does (exact
+    # errors about 6.4e-15 against 2.5e-16), so an accuracy between the two refuses the control alone.
+    LAMS = (0.6, 0.74, 1.92)
+
+    def test_layer_equals_sparse_linear_formula_with_given_reader_column_and_scales(self):
+        ctl = sparse_linear_instance(7, 3, subset=(2, 5), t=3, o=1, lambdas=self.LAMS)
+        assert (ctl.t, ctl.o, ctl.lambdas, ctl.subset) == (3, 1, self.LAMS, (2, 5))
+        X = _cube(7)
+        z = X[:, 0] * X[:, 1]
+        # C = Σ c_i = 2 (h = 0: every σ(0) = ½ and the target there is 1); signal (x_1t − x_2t) · mean_{j∈S} z_j.
+        ref = 2.0 * X[:, 1, 3] + (X[:, 0, 3] - X[:, 1, 3]) * (z[:, 2] + z[:, 5]) / 2
+        # formula() uses C = Σ c_i in float64 (|c_i| ~ 1e2 for these λ's): a few 1e-15 off 2.
+        np.testing.assert_allclose(ctl.formula(X), ref, rtol=0, atol=1e-12)
+        assert np.abs(ctl.layer(X)[:, 0, 1] - ref).max() < FORMULA_TOL
+        np.testing.assert_array_equal(ctl.target(np.arange(3)), [1.0, 0.0, -1.0])
+        # target() is float64 whatever the dtype of the hidden sums: 1 − 2h/3 against its float64 value, exactly
+        # (float32 arithmetic would be ~1e-8 off at h = 1).
+        ctl3 = sparse_linear_instance(7, 4, subset=(1, 2, 5))
+        np.testing.assert_array_equal(ctl3.target(np.arange(4, dtype=np.float32)), [1.0, 1 - 2 / 3, 1 - 4 / 3, -1.0])
+        ind = np.isin(np.arange(7), (2, 5)).astype(float)
+        np.testing.assert_array_equal(ctl.layer.thetas, [np.diag(lam * ind) for lam in self.LAMS])  # λ_i diag(1_S)
+
+    def test_metadata_names_the_control(self):
+        ctl = sparse_linear_instance(7, 3, subset=(2, 5))
+        meta = ctl.metadata
+        assert meta["family"] == "sq-two-token-control" and meta["subset"] == [2, 5]
+        assert meta["coefficients"] == list(ctl.coefficients) and meta["condition_number"] == ctl.condition
+        assert "1 − 2h/r" in meta["construction"] and "(−1)^h" not in meta["construction"]
+        assert meta["provenance"] == "control ours: the SQ family's heads with a sparse-linear signal (not SQ-hard)"
+        assert meta["formula"].startswith("F(X)[0, o] = C x_2t + (x_1t − x_2t) (1/r) Σ_{j∈S} z_j on every Boolean")
+        assert "c solves Σ_i c_i σ(2λ_i h) = 1 − 2h/r, h = 0..2" in meta["construction"]
+        # The same keys as the parity member's (only values change): the same heads, another mixture.
+        assert set(meta) == set(sq_hard_instance(7, 3, subset=(2, 5)).metadata)
+
+    def test_accuracy_guard_at_its_boundary(self, monkeypatch):
+        import lowerbounds.sq as sq
+
+        kwargs = {"subset": (1, 2), "lambdas": self.LAMS}
+        err = sparse_linear_instance(8, 3, **kwargs).sharpness_error
+        assert sq_hard_instance(8, 3, **kwargs).sharpness_error < err / 4
+        monkeypatch.setattr(sq, "FORMULA_ACCURACY", err)  # an error equal to the accuracy is within it
+        assert sparse_linear_instance(8, 3, **kwargs).sharpness_error == err
+        monkeypatch.setattr(sq, "FORMULA_ACCURACY", err / 2)
+        with pytest.raises(ValueError, match=r"sparse_linear_instance\(d=8, m=3\): the float64 layer misses its formula"
+                                             r" by .* > FORMULA_ACCURACY"):
+            sparse_linear_instance(8, 3, **kwargs)
+
+
+@pytest.mark.parametrize("variant", ["interpolation", "steps"])
+def test_fourier_coefficients_against_the_heads_on_every_input(variant):
+    # ĝ(U) = E[g χ_U(z)] with g the heads' factor evaluated in float64 on all 4^6 inputs (g depends on z only);
+    # every U ⊆ [d] \\ {t}, including those outside S ∪ {p}. The reference part keeps only U ⊆ {p}.
+    inst = sq_hard_instance(6, 3, subset=(1, 3), variant=variant)
+    X = _cube(6)
+    z = X[:, 0] * X[:, 1]
+    g = inst.g_values(X)
+    p = inst.offset_coord
+    for size in range(6):
+        for U in combinations(range(1, 6), size):
+            brute = np.mean(g * np.prod(z[:, list(U)], axis=1))
+            assert float(inst.fourier(U)) == pytest.approx(brute, abs=1e-12), U
+            ref = brute if set(U) <= ({p} if p is not None else set()) else 0.0
+            assert float(inst.reference_fourier(U)) == pytest.approx(ref, abs=1e-12), U
+    if variant == "steps":
+        assert abs(float(inst.reference_fourier({p}))) > 0.1  # the offset's own character is S-independent
