@@ -426,7 +426,7 @@ class TestNoiseFloorWords:
     def test_the_features_verdict(self, structure_p):
         clause = _floor(structure_p=structure_p).test_clause()
         passes = structure_p >= STRUCTURE_ALPHA
-        assert ("no more of the residual than chance" in clause) is passes
+        assert clause.endswith("3 attention features explain no more of the residual than chance") is passes
         assert ("head 0 at 2×" in clause) is not passes and clause.startswith("held-out mean square")
 
     def test_summary_is_the_fields_and_the_verdict(self):
