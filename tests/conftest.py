@@ -22,3 +22,33 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=40, print_blob=True)
 settings.register_profile("dev", deadline=None, max_examples=200, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under a mutation run (``.ci/mutants``), keep only the tests ``.ci/mutants.toml`` names for the module.
+
+    mutmut runs each mutant against every fast-tier test that calls its function; for a module with a ``tests``
+    list, the tests outside it are deselected, so that a mutant of a phase is judged by the tests of the learner
+    and its phases rather than by the studies built on them (minutes per surviving mutant). Deselecting can only
+    let more mutants survive, never kill one. Outside a mutation run this does nothing.
+    """
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    if "__mutmut_" not in mutant:
+        return
+    import fnmatch
+    import tomllib
+
+    table = config.rootpath / ".ci" / "mutants.toml"
+    if not table.is_file():
+        return
+    path = mutant.rsplit("__mutmut_", 1)[0].rsplit(".", 1)[0].replace(".", "/") + ".py"
+    entry = next((e for e in tomllib.loads(table.read_text())["module"] if e["path"] == path), None)
+    if entry is None or "tests" not in entry:
+        return
+    keep, drop = [], []
+    for item in items:
+        file = item.nodeid.split("::", 1)[0]
+        (keep if any(fnmatch.fnmatchcase(file, p) for p in entry["tests"]) else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

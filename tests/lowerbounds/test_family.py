@@ -64,6 +64,33 @@ def test_exact_correlations_of_given_subsets():
     np.testing.assert_allclose(signal_gram, np.eye(2), rtol=0, atol=1e-12)
 
 
+
+@pytest.mark.parametrize("variant", ["interpolation", "steps"])
+def test_exact_correlations_over_several_batches(monkeypatch, variant):
+    # The enumeration sums over the cube's batches; at d <= 8 the default batch holds the whole cube, so small
+    # batches (4^7 = 16,384 inputs in 164 of them) check that every batch counts, against the closed forms.
+    import learner
+    import lowerbounds.family as family
+
+    monkeypatch.setattr(family, "enumerate_cube", lambda k, d: learner.enumerate_cube(k, d, batch=100))
+    fam = HardFamily(7, 3, variant=variant)
+    subsets, gram, signal_gram = fam.exact_correlations()
+    closed = np.array([[fam.correlation(a, b) for b in subsets] for a in subsets])
+    np.testing.assert_allclose(gram, closed, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(signal_gram, np.eye(len(subsets)), rtol=0, atol=1e-12)
+
+
+def test_members_up_to_the_cap(monkeypatch):
+    # A family of exactly MAX_MEMBERS members is listed; one more member than the cap is refused.
+    import lowerbounds.family as family
+
+    fam = HardFamily(7, 3)
+    monkeypatch.setattr(family, "MAX_MEMBERS", fam.size)
+    assert fam.members() == list(combinations(fam.free, fam.r))
+    monkeypatch.setattr(family, "MAX_MEMBERS", fam.size - 1)
+    with pytest.raises(ValueError, match=f"the family has {fam.size} members"):
+        fam.members()
+
 class TestClosedForms:
     def test_inner_is_an_mpmath_number_and_checks_its_overlap(self):
         fam = HardFamily(7, 3)
