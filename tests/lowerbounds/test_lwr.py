@@ -30,6 +30,22 @@ class TestLWRParams:
         assert p.label(y).tolist() == [int((v % 7) >= 3.5) for v in y]
         assert LWRParams(3, 7, rounded=False).label(y).tolist() == [v % 7 for v in y]
 
+    def test_labels_round_half_up_for_even_q(self):
+        # q = 4: y mod 4 in {2, 3} is >= q/2 = 2; q = 6: y mod 6 in {3, 4, 5} is >= 3 (the switch itself is 1)
+        assert LWRParams(2, 4).label(np.arange(9)).tolist() == [0, 0, 1, 1, 0, 0, 1, 1, 0]
+        assert LWRParams(2, 6).label(np.arange(8)).tolist() == [0, 0, 0, 1, 1, 1, 0, 0]
+        assert LWRParams(2, 4).label(np.arange(9)).dtype == np.int64
+
+    def test_labels_of_narrow_integer_sums(self):
+        # sums given as uint8 are labelled as integers: 2·130 = 260 >= 251 even though 260 does not fit a uint8
+        y = np.array([130, 250, 100, 126, 125], dtype=np.uint8)
+        assert LWRParams(2, 251).label(y).tolist() == [1, 1, 0, 1, 0]
+
+    def test_draw_secret_is_uniform_on_zq(self):
+        counts = np.bincount(LWRParams(600, 3).draw_secret(rng=0), minlength=3)
+        # each residue 0, 1, 2 about 200 times (5 standard errors of 11.5)
+        assert counts.sum() == 600 and np.all(np.abs(counts - 200) < 5 * np.sqrt(600 * (1 / 3) * (2 / 3)))
+
     @pytest.mark.parametrize(("kwargs", "exc", "match"), [
         ({"n": 0, "q": 7}, ValueError, "n"),
         ({"n": -2, "q": 7}, ValueError, "n"),
@@ -78,6 +94,43 @@ class TestSampleLWR:
         with pytest.raises(ValueError, match=r"shape \(N, n=2\)"):
             PublicSamples(p, np.array([[0, 1, 1]]), np.array([0]))
 
+    def test_label_range_is_exact(self):
+        # rounded labels are bits: 2 is out; unrounded ones lie in [0, q): q - 1 is in, q is out
+        with pytest.raises(ValueError, match=r"labels.*\[0, 2\)"):
+            PublicSamples(LWRParams(2, 5), np.array([[0, 1]]), np.array([2]))
+        unrounded = LWRParams(2, 5, rounded=False)
+        assert PublicSamples(unrounded, np.array([[0, 1]]), np.array([4])).labels.tolist() == [4]
+        with pytest.raises(ValueError, match=r"labels.*\[0, 5\)"):
+            PublicSamples(unrounded, np.array([[0, 1]]), np.array([5]))
+
+    def test_public_samples_are_stored_as_int64(self):
+        s = PublicSamples(LWRParams(2, 5), np.array([[0.0, 1.0], [1.0, 1.0]]), np.array([1.0, 0.0]))
+        assert s.B.dtype == np.int64 and s.labels.dtype == np.int64
+        s = PublicSamples(LWRParams(2, 5), np.array([[False, True]]), np.array([True]))
+        assert s.B.dtype == np.int64 and s.labels.dtype == np.int64
+        assert s.B.tolist() == [[0, 1]] and s.labels.tolist() == [1]
+
+    def test_take_and_consistent(self):
+        # w = (1, 2), q = 3: y = 0, 2, 1, 3 on b = 00, 01, 10, 11, labels 0, 1, 0, 0
+        s = PublicSamples(LWRParams(2, 3), np.array([[0, 0], [0, 1], [1, 0], [1, 1]]), np.array([0, 1, 0, 0]))
+        assert s.consistent((1, 2)) and not s.consistent((2, 1))
+        assert len(s.take(0)) == 0 and s.take(0).B.shape == (0, 2)
+        assert s.take(2).labels.tolist() == [0, 1]
+        with pytest.raises(ValueError, match="n_samples"):
+            s.take(-1)
+        with pytest.raises(ValueError, match="n=2 entries"):
+            s.consistent((1, 2, 0))
+
+    def test_seeded_draw_of_one_sample(self):
+        p = LWRParams(8, 11)
+        a, b = sample_lwr(p, 1, rng=5), sample_lwr(p, 1, rng=5)
+        assert a.public.B.shape == (1, 8) and len(a.public) == 1
+        # the secret drawn with the seed is reproducible, and another seed draws another (chance 11^-8 otherwise)
+        assert a.secret == b.secret and np.array_equal(a.public.B, b.public.B)
+        assert a.secret != sample_lwr(p, 1, rng=6).secret
+        with pytest.raises(ValueError, match="n_samples"):
+            sample_lwr(p, 0)
+
 
 class TestSwitchPoints:
     def test_square_wave(self):
@@ -85,6 +138,13 @@ class TestSwitchPoints:
         assert switch_points(7, 15) == [(4, 1), (7, -1), (11, 1), (14, -1)]
         assert switch_points(3, 3) == [(2, 1), (3, -1)]
         assert switch_points(7, 3) == []
+
+    def test_ranges(self):
+        assert switch_points(3, 0) == [] and switch_points(3, 2) == [(2, 1)]
+        with pytest.raises(ValueError, match="`q`"):
+            switch_points(2, 5)
+        with pytest.raises(ValueError, match="`y_max`"):
+            switch_points(3, -1)
 
 
 class TestLwrHardInstance:
@@ -187,6 +247,25 @@ class TestLwrHardInstance:
         with pytest.raises(ValueError, match="one-slab"):
             named_lwr_instance("two-slabs")
 
+    def test_named_member_takes_the_sharpness(self):
+        # one-slab's worst input has y = 2: weight σ(λ) − σ(−λ) = 1 − 2σ(−λ), times |x_1t − x_2t| = 2
+        inst = named_lwr_instance("one-slab", sharpness=8.0)
+        assert inst.sharpness == 8.0 and inst.layout.sharpness == 8.0
+        assert inst.sharpness_error == pytest.approx(4 / (1 + np.exp(8.0)), rel=1e-9)
+
+    def test_target_rounds_half_up_for_even_q(self):
+        inst = lwr_hard_instance((3, 3), 4)
+        # h mod 4 >= 2
+        assert inst.target(np.arange(9)).tolist() == [0, 0, 1, 1, 0, 0, 1, 1, 0]
+        assert np.issubdtype(inst.target(np.arange(9)).dtype, np.integer)
+
+    def test_public_vectors(self):
+        inst = lwr_hard_instance((1, 2), 3)  # d = 4: reader 0, secret on 1, 2, offset 3
+        X = np.array([[[1, 1, -1, 1], [-1, -1, -1, -1]], [[1, 1, 1, 1], [1, 1, -1, 1]]], dtype=float)
+        assert inst.public_vectors(X).tolist() == [[1, 0], [0, 1]]
+        with pytest.raises(ValueError, match="d=4"):
+            inst.public_vectors(np.ones((2, 2, 5)))
+
 
 class TestSizeGuard:
     """The exact sharpness table costs m(Σw + 1) mpmath head-terms; beyond the limit, refused before any work."""
@@ -257,6 +336,30 @@ class TestAttentionSamples:
         on = inst.on_signal_half(X)
         assert abs(on.mean() - 0.5) < 5 * 0.5 / np.sqrt(len(X))
         assert np.abs(inst.layer(X) - Y).max() <= inst.sharpness_error + 1e-12
+
+    def test_all_inputs_are_uniform(self):
+        """With half="all", X is uniform on {±1}^(2×d): every entry and every x_1j x_2j is a fair coin."""
+        inst = named_lwr_instance("one-slab")
+        draw = sample_lwr(inst.params, 4000, secret=inst.secret, rng=1)
+        X, _ = attention_samples(draw.public, inst.layout, half="all", rng=2)
+        on = inst.on_signal_half(X)
+        tol = 5 * 0.5 / np.sqrt(len(X))  # 5 standard errors per frequency
+        assert np.all(np.abs((X == -1).mean(axis=0) - 0.5) < tol)
+        assert np.all(np.abs((X[:, 0] != X[:, 1]).mean(axis=0) - 0.5) < tol)
+        # on each half alone the reader's tokens differ half the time
+        for rows in (on, ~on):
+            assert abs(np.mean(X[rows, 0, 0] != X[rows, 1, 0]) - 0.5) < 5 * 0.5 / np.sqrt(rows.sum())
+            assert abs(np.mean(X[rows, 0, 0] == -1) - 0.5) < 5 * 0.5 / np.sqrt(rows.sum())
+
+    def test_seeded_reproducibility(self):
+        inst = named_lwr_instance("one-slab")
+        draw = sample_lwr(inst.params, 200, secret=inst.secret, rng=1)
+        for half in ("signal", "all"):
+            X1, Y1 = attention_samples(draw.public, inst.layout, half=half, rng=7)
+            X2, Y2 = attention_samples(draw.public, inst.layout, half=half, rng=7)
+            assert np.array_equal(X1, X2) and np.array_equal(Y1, Y2)
+            X3, _ = attention_samples(draw.public, inst.layout, half=half, rng=8)
+            assert not np.array_equal(X1, X3)
 
     def test_bad_inputs(self):
         inst = lwr_hard_instance((3, 3, 5, 6, 0, 1), 7)  # C = 1
@@ -333,6 +436,37 @@ class TestLwrPredictor:
         pred = lwr_predictor(inst.layer, inst.layout)
         with pytest.raises(ValueError, match="n=2"):
             pred(np.zeros((3, 3)))
+
+    def test_seeded_fillings_and_integer_labels(self):
+        """A predict that reads a free coordinate: the labels follow the seeded filling of the inputs."""
+        inst = named_lwr_instance("one-slab")  # C = 0, o = 0; x_11 is drawn uniformly
+        layout = inst.layout
+
+        def predict(X):
+            Y = np.zeros(X.shape)
+            Y[:, 0, 0] = 1.0 + 0.8 * X[:, 0, 1]  # ℓ̂ = 0.5 ± 0.4: label 1 exactly where x_11 = +1
+            return Y
+
+        B = np.tile([[0, 1]], (400, 1))
+        a = lwr_predictor(predict, layout, rng=3)(B)
+        assert a.dtype == np.int64 and set(a.tolist()) == {0, 1}
+        assert abs(a.mean() - 0.5) < 5 * 0.5 / np.sqrt(len(B))
+        assert np.array_equal(a, lwr_predictor(predict, layout, rng=3)(B))
+        assert not np.array_equal(a, lwr_predictor(predict, layout, rng=4)(B))
+
+    def test_rounds_half_up(self):
+        """ℓ̂ = (F̂_1o + C)/2 exactly 1/2 reads as label 1, as round_1(v) = 1[v >= 1/2] does."""
+        for inst in (named_lwr_instance("one-slab"), lwr_hard_instance((3, 3, 5, 6, 0, 1), 7)):  # C = 0, C = 1
+            layout = inst.layout
+
+            def half(X, layout=layout):
+                Y = np.zeros(X.shape)
+                Y[:, 0, layout.o] = 1.0 - layout.total
+                return Y
+
+            B = np.zeros((3, layout.n), dtype=int)
+            assert lwr_predictor(half, layout, rng=0)(B).tolist() == [1, 1, 1]
+            assert lwr_predictor(half, layout, votes=3, rng=0)(B).tolist() == [1, 1, 1]
 
 
 class TestCommandLine:
