@@ -535,13 +535,6 @@ def _labels(B, w, q):
     return ((B @ w) % q >= (q + 1) // 2).astype(np.int64)
 
 
-def _interval_distance2(Y, lo, hi, q):
-    # Squared cyclic distance of y (mod q) to [lo, hi]; zero inside.
-    inside = (Y >= lo) & (Y <= hi)
-    d = np.minimum((lo - Y) % q, (Y - hi) % q)
-    return np.where(inside, 0, d) ** 2
-
-
 def _unit_moves(n):
     """All moves ``v`` with ``|v|_1 <= 2`` and entries in {−1, 0, 1}, as columns of an (n, k) matrix, by weight."""
     eye = np.eye(n, dtype=np.int64)
