@@ -3,6 +3,7 @@
 import itertools
 import json
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -11,15 +12,19 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from learner import AttentionLayer, assumptions, enumerate_cube
+from theory import concentration
 from theory.concentration import (
     BOUND_PER_ROOT_K,
     ExpectationVsSample,
+    _averaging,
     _between_slice,
     _correlation,
     _folded_classes,
     _kappa,
     _orbits,
     _sample_slice,
+    _slice_statistics,
+    _typical_weights,
     check_softmax_concentration,
     control_softmax_concentration,
     default_softmax_concentration,
@@ -82,6 +87,50 @@ def exact_slices(theta, k, positions):
         "unconditional": math.sqrt(sum_sq / total - float(np.sum(mean**2))),
         "m_minus_i": sum_jp / (k * total) - np.eye(d),
     }
+
+
+def softmax_patterns(theta, X):
+    """softmax(X Θ Xᵀ) row by row for a stack of inputs (n, k, d), computed directly."""
+    logits = np.einsum("nae,ef,nbf->nab", X, theta, X)
+    z = np.exp(logits - logits.max(axis=2, keepdims=True))
+    return z / z.sum(axis=2, keepdims=True)
+
+
+def symmetrise(mask, M):
+    """Mean of Π M Πᵀ over the token permutations Π that keep every row of ``mask`` (M: (..., k, k))."""
+    perms = [list(p) for p in itertools.permutations(range(mask.shape[0])) if (mask[list(p)] == mask).all()]
+    return sum(M[..., p, :][..., :, p] for p in perms) / len(perms)
+
+
+def one_step_terms(P, X):
+    """Y = s ⊗ Σ_b (c_b − 1) x_b / k per input, with s = Σ_a x_a and c_b = Σ_a P_ab."""
+    u = np.einsum("nb,nbf->nf", P.sum(axis=1) - 1.0, X)
+    return np.einsum("ne,nf->nef", X.sum(axis=1), u) / X.shape[1]
+
+
+def count_matrices(mask):
+    """R_b[e, f] = #{a : (a, e) ∈ S, (b, f) ∈ S, (a, e) ≠ (b, f)}, by visiting every pair of positions."""
+    k, d = mask.shape
+    R = np.zeros((k, d, d))
+    for a, e, b, f in itertools.product(range(k), range(d), range(k), range(d)):
+        if mask[a, e] and mask[b, f] and (a, e) != (b, f):
+            R[b, e, f] += 1
+    return R
+
+
+@pytest.fixture
+def recorded_draws(monkeypatch):
+    """The (weight, inputs) of every call to the slice sampler, in order."""
+    draws = []
+    sample = concentration._sample_slice
+
+    def recording(n, k, d, positions, weight, rng):
+        X = sample(n, k, d, positions, weight, rng)
+        draws.append((int(weight), X.copy()))
+        return X
+
+    monkeypatch.setattr(concentration, "_sample_slice", recording)
+    return draws
 
 
 TINY_THETA = np.random.default_rng(20240204).normal(0.0, 1.0, (4, 4))
@@ -218,6 +267,108 @@ class TestCheckSoftmaxConcentration:
         json.dumps(r.to_dict(), allow_nan=False)
 
     @pytest.mark.parametrize(
+        ("theta", "delta"),
+        [(TINY_THETA + 3.0, 0.5), (np.random.default_rng(8).normal(0.0, 0.002, (4, 4)), 0.05)],
+        ids=["heavy", "faint"],
+    )
+    def test_estimates_and_intervals_from_the_raw_draws(self, recorded_draws, theta, delta):
+        """Every reported estimate and radius, recomputed from the inputs the check drew.
+
+        Substring: all 4 coordinates of token 0 (k=3, d=4), so the folded weights are 0, 1, 2
+        with Pr = 2/16, 8/16, 6/16, the typical weights are {1, 2} (1/2 + 3/8 >= 0.8) and
+        ρ = E[x_p x_q | v] = 1, 0, −1/3. Tokens 1 and 2 are exchangeable. "heavy" moves E[P | v]
+        far (the typical interval's lower end is positive); "faint" has ‖Y − Ȳ‖² sums below 1.
+        """
+        k, positions = 3, [(0, 0), (0, 1), (0, 2), (0, 3)]
+        mask = _mask(k, 4, positions)
+        n_samples = 1000
+        r = check_softmax_concentration(theta, k, substring=positions, n_samples=n_samples,
+                                        failure_probability=delta, batch=7, rng=1)
+        prob = np.array([2.0, 8.0, 6.0]) / 16
+        rho = np.array([1.0, 0.0, -1.0 / 3.0])
+        # n_samples spread proportionally to sqrt(Pr), at least 2 per weight.
+        counts = np.maximum(2, np.round(n_samples * np.sqrt(prob) / np.sqrt(prob).sum())).astype(int)
+        assert r.details["class_samples"] == counts.tolist()
+        assert r.details["n_drawn"] == counts.sum() == sum(len(X) for _, X in recorded_draws)
+
+        sym, ys, row_max = [], [], []
+        for v in range(3):
+            X = np.concatenate([X for w, X in recorded_draws if w == v])
+            assert len(X) == counts[v] and np.all((X[:, mask] > 0).sum(axis=1) == v)
+            P = softmax_patterns(theta, X)
+            sym.append(symmetrise(mask, P))
+            ys.append(one_step_terms(P, X))
+            row_max.append(P.max(axis=2).mean())
+        cond = np.array([s.mean(axis=0) for s in sym])  # estimates of E[P | v]
+        var = np.array([np.sum((s - s.mean(axis=0)) ** 2) / (len(s) - 1) for s in sym])  # tr Cov, unbiased
+        dist = np.sqrt(np.sum((cond - np.tensordot(prob, cond, axes=1)) ** 2, axis=(1, 2)))
+        measured = math.sqrt(prob @ dist**2)
+        radius = math.sqrt(prob @ (var / counts) / delta)  # vector Chebyshev: tr Cov / (n δ) = r²
+        assert r.measured == pytest.approx(measured, rel=1e-9)
+        assert_allclose(r.details["conditional_distance"], dist, rtol=1e-9)
+        assert r.details["radius"] == pytest.approx(radius, rel=1e-9)
+        assert_allclose(r.interval, [max(0.0, measured - radius), measured + radius], rtol=1e-9)
+        assert r.details["mean_row_max"] == pytest.approx(prob @ np.array(row_max), rel=1e-12)
+
+        # Typical weights: 2 per-weight statements and one for Ê[P], each at δ/3 (union bound).
+        typical = [1, 2]
+        assert r.details["typical_weights"] == typical
+        split = delta / 3
+        t_mean = math.sqrt((prob**2) @ (var / counts) / split)
+        t_typ = np.sqrt(var[typical] / counts[typical] / split)
+        assert r.details["max_typical"] == pytest.approx(dist[typical].max(), rel=1e-9)
+        assert_allclose(r.details["max_typical_interval"],
+                        [max(0.0, (dist[typical] - t_typ - t_mean).max()), (dist[typical] + t_typ + t_mean).max()],
+                        rtol=1e-9)
+
+        # M − I = Σ_v Pr[v] E[Y | v], its standard error from the per-weight unbiased variances.
+        m_minus_i = sum(p * y.mean(axis=0) for p, y in zip(prob, ys, strict=True))
+        var_y = np.array([np.sum((y - y.mean(axis=0)) ** 2) / (len(y) - 1) for y in ys])
+        se = math.sqrt((prob**2) @ (var_y / counts))
+        error = float(np.linalg.norm(m_minus_i))
+        assert r.details["one_step_error"] == pytest.approx(error, rel=1e-9)
+        assert r.details["one_step_standard_error"] == pytest.approx(se, rel=1e-9)
+        assert_allclose(r.details["one_step_interval"],
+                        [max(0.0, error - se / math.sqrt(delta)), error + se / math.sqrt(delta)], rtol=1e-9)
+
+        # Between-slice part (1/k) Σ_v Pr ρ_v Σ_b (c_b(v) − 1) R_b and κ, with R_b counted.
+        R = count_matrices(mask)
+        between = sum(p * q * np.einsum("b,bef->ef", E.sum(axis=0) - 1.0, R)
+                      for p, q, E in zip(prob, rho, cond, strict=True)) / k
+        kappa = math.sqrt(prob @ rho**2 * np.sum(R**2) / k)
+        assert r.details["one_step_between"] == pytest.approx(np.linalg.norm(between), rel=1e-9)
+        assert r.details["kappa"] == pytest.approx(kappa, rel=1e-12)
+        assert r.details["one_step_between_bound"] == pytest.approx(kappa * r.interval[1], rel=1e-12)
+
+    def test_one_dimensional_theta_in_closed_form(self):
+        """d = 1 is allowed. With S = both tokens' only coordinate, each folded weight fixes P.
+
+        v = 0 (x_0 = x_1): all logits θ, P = J/2. v = 1 (x_0 = −x_1): P_aa = σ = 1/(1 + e^{−2θ}).
+        Pr = (1/2, 1/2), so both distances, the spread and the unconditional spread are |σ − 1/2|,
+        and no sample varies within a weight (radius 0 up to rounding).
+        """
+        theta = 0.7
+        r = check_softmax_concentration(np.array([[theta]]), 2, substring=[(0, 0), (1, 0)], n_samples=40, rng=0)
+        gap = 1.0 / (1.0 + math.exp(-2.0 * theta)) - 0.5
+        assert r.details["weight_probability"] == [0.5, 0.5]
+        assert_allclose(r.details["conditional_distance"], [gap, gap], rtol=1e-12)
+        assert r.measured == pytest.approx(gap, rel=1e-12)
+        assert r.details["unconditional_spread"] == pytest.approx(gap, rel=1e-6)
+        assert r.details["radius"] <= 1e-6
+        # E[P_aa] = (1/2)(1/2) + (1/2)σ; Chebyshev interval at failure probability 0.05.
+        e = expectation_vs_sample(np.array([[theta]]), 2, n_samples=400, rng=0)
+        assert abs(e.diagonal_mass - (0.5 + gap / 2)) <= e.diagonal_radius
+
+    def test_long_substring_has_exact_float_probabilities(self):
+        """|S| = 70: the binomial coefficients exceed int64, the probabilities are still exact floats."""
+        size = 70
+        r = check_softmax_concentration(np.zeros((10, 10)), 7, substring=np.ones((7, 10), dtype=bool),
+                                        n_samples=2, rng=0)
+        exact = [Fraction(math.comb(size, v) * (1 if 2 * v == size else 2), 2**size) for v in range(size // 2 + 1)]
+        assert_allclose(r.details["weight_probability"], [float(p) for p in exact], rtol=1e-15)
+        assert r.measured == 0.0  # Θ = 0: P = J/k for every input
+
+    @pytest.mark.parametrize(
         ("kwargs", "error", "match"),
         [
             ({"theta": np.zeros((3, 4))}, ValueError, r"`theta` must be a square"),
@@ -231,7 +382,9 @@ class TestCheckSoftmaxConcentration:
             ({"substring": [(2, 0)]}, ValueError, r"\(2, 0\) is out of range for k=2, d=3"),
             ({"substring": [(0, 3)]}, ValueError, r"\(0, 3\) is out of range for k=2, d=3"),
             ({"substring": [(-1, 0)]}, ValueError, r"\(-1, 0\) is out of range"),
+            ({"substring": [(0, 0), (1, 2), (0, 7)]}, ValueError, r"\(0, 7\) is out of range for k=2, d=3"),
             ({"substring": [(0, 1), (0, 1)]}, ValueError, r"positions must be distinct"),
+            ({"substring": [(0, 1), (1, 2), (0, 1)]}, ValueError, r"distinct; got 3 pairs for 2 positions\."),
             ({"substring": np.ones((3, 2), dtype=bool)}, ValueError, r"shape \(k, d\) = \(2, 3\); got shape \(3, 2\)"),
             ({"substring": [(0.0, 1.0)]}, ValueError, r"integer \(token, coordinate\) pairs"),
             ({"substring": [(0, 1, 2)]}, ValueError, r"pairs; got an array of shape \(1, 3\)"),
@@ -249,7 +402,8 @@ class TestCheckSoftmaxConcentration:
         ],
         ids=[
             "theta-not-square", "theta-3d", "theta-inf", "theta-nan", "k-zero", "k-float", "substring-empty",
-            "mask-all-false", "token-out-of-range", "coordinate-out-of-range", "negative-token", "duplicate",
+            "mask-all-false", "token-out-of-range", "coordinate-out-of-range", "negative-token",
+            "third-pair-out-of-range", "duplicate", "duplicate-count",
             "mask-shape", "float-pairs", "triples", "ragged", "n-samples-1", "fp-zero", "fp-one", "fp-nan",
             "fp-string", "bound-negative", "batch-zero",
         ],
@@ -276,6 +430,66 @@ class TestHelpers:
         X = _sample_slice(500, 3, 4, np.nonzero(mask), weight, np.random.default_rng(0))
         assert set(np.unique(X)) <= {-1.0, 1.0}
         assert np.all((X[:, mask] > 0).sum(axis=1) == weight)
+
+    def test_slice_statistics_against_the_raw_draws(self, recorded_draws):
+        """Each accumulated sum of _Stats, recomputed from the recorded inputs (several chunks per weight)."""
+        theta = np.random.default_rng(6).normal(0.0, 1.0, (4, 4))
+        k, d = 3, 4
+        mask = _mask(k, d, [(0, 0), (0, 1), (1, 3), (2, 3)])  # tokens 1 and 2 exchangeable
+        classes, prob = _folded_classes(4)
+        counts = np.array([5, 9, 7])
+        labels, sizes = _orbits(mask)
+        layer = AttentionLayer(theta[None], np.zeros((1, d, d)))
+        st = _slice_statistics(layer, k, np.nonzero(mask), classes, prob, counts, _averaging(labels, sizes),
+                               sizes, 4, np.random.default_rng(0))
+        assert [len(X) for _, X in recorded_draws] == [4, 1, 4, 4, 1, 4, 3]
+        ref = softmax_patterns(theta, recorded_draws[0][1][:1])[0]  # the first input's pattern
+        assert_allclose(st.ref, ref, rtol=1e-13)
+        m_minus_i = np.zeros((d, d))
+        for v in classes:
+            X = np.concatenate([X for w, X in recorded_draws if w == v])
+            P = softmax_patterns(theta, X)
+            Q = P - ref
+            Y = one_step_terms(P, X)
+            # sum_q holds orbit means; spread back over the k×k entries they are Π ΣQ.
+            assert_allclose(st.sum_q[v][labels].reshape(k, k), symmetrise(mask, Q.sum(axis=0)), rtol=1e-12, atol=1e-14)
+            assert st.sq_sym[v] == pytest.approx(np.sum(symmetrise(mask, Q) ** 2), rel=1e-12)
+            assert st.sq_raw[v] == pytest.approx(np.sum(Q**2), rel=1e-12)
+            assert st.row_max[v] == pytest.approx(np.sum(P.max(axis=2).mean(axis=1)), rel=1e-12)
+            assert st.sq_y[v] == pytest.approx(np.sum(Y**2), rel=1e-12)
+            assert st.mean_y_sq[v] == pytest.approx(np.sum(Y.mean(axis=0) ** 2), rel=1e-12)
+            m_minus_i += prob[v] * Y.mean(axis=0)
+        assert_allclose(st.m_minus_i, m_minus_i, rtol=1e-12, atol=1e-15)
+
+    def test_between_slice_and_kappa_against_count_matrices(self):
+        """The formula and κ for any conditional means and weights, with R_b counted position by position.
+
+        Here Σ_v Pr ρ_v != 0 (the check's own ρ averages to E[x_p x_q] = 0), so the −1 in
+        c_b − 1 matters; k = 3 != d = 5, and a coordinate is shared by two tokens.
+        """
+        k = 3
+        mask = _mask(k, 5, [(0, 0), (0, 3), (1, 3), (2, 1), (2, 4)])
+        R = count_matrices(mask)
+        cond = np.random.default_rng(4).random((2, k, k))
+        prob, rho = np.array([0.25, 0.75]), np.array([0.6, -0.4])
+        expected = sum(p * q * np.einsum("b,bef->ef", E.sum(axis=0) - 1.0, R)
+                       for p, q, E in zip(prob, rho, cond, strict=True)) / k
+        assert_allclose(_between_slice(cond, prob, rho, mask), expected, rtol=1e-13, atol=1e-15)
+        # κ = ‖ρ‖_{L²(Pr)} (Σ_b ‖R_b‖_F²)^{1/2} / sqrt(k)
+        assert _kappa(prob, rho, mask) == pytest.approx(math.sqrt(prob @ rho**2) * math.sqrt(np.sum(R**2) / k),
+                                                        rel=1e-13)
+
+    @pytest.mark.parametrize(
+        ("prob", "typical"),
+        [([0.3, 0.5, 0.2], [0, 1]), ([0.29, 0.5, 0.21], [0, 1, 2]), ([0.1, 0.9, 0.0], [1])],
+        ids=["reaches-mass", "just-short", "one-weight"],
+    )
+    def test_typical_weights_stop_once_the_mass_is_reached(self, prob, typical):
+        # The most probable weights are taken until they carry TYPICAL_MASS = 0.8; reaching it
+        # exactly (0.5 + 0.3) stops there.
+        r = _typical_weights(np.array(prob), np.array([10, 10, 10]), np.array([0.3, 0.1, 0.2]), np.zeros(3), 0.05)
+        assert r["index"].tolist() == typical
+        assert r["max"] == max([0.3, 0.1, 0.2][i] for i in typical)
 
     @pytest.mark.parametrize("size", [1, 2, 5, 8])
     def test_folded_probabilities(self, size):
@@ -318,6 +532,13 @@ class TestDefaultSoftmaxConcentration:
             rtol=1e-12,
         )
         assert default_result.seed_entropy == 0
+
+    def test_substring_and_theta_scale(self):
+        # The first 4 coordinates of token 0; Θ has N(0, 0.01) entries, so ‖Θ‖_F ≈ 0.1·d
+        # (relative standard deviation 1/sqrt(2d²) = 1.4% at d = 50).
+        r = default_softmax_concentration(k=2, d=50, n_samples=20, rng=0)
+        assert r.parameters["substring"] == [[0, 0], [0, 1], [0, 2], [0, 3]]
+        assert r.parameters["theta_fro"] == pytest.approx(5.0, rel=0.05)
 
     def test_talk_theta_satisfies_the_assumptions(self):
         theta = np.random.default_rng(0).normal(0.0, 0.1, (200, 200))
