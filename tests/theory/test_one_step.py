@@ -9,13 +9,15 @@ import pytest
 import sympy
 from numpy.testing import assert_allclose, assert_array_equal
 
-from learner import AttentionLayer, random_layer
+from learner import AttentionLayer, random_layer, sample_inputs
 from theory._core import CheckResult
 from theory.one_step import (
     CONTROL_CASE,
     MAX_EXACT_BITS,
     OneStepResult,
     StableRankSweep,
+    _exact_moments,
+    _haar_orthogonal,
     check_one_step,
     control_one_step,
     default_one_step,
@@ -57,6 +59,43 @@ def _brute_force(layer, k):
     return E1 / n, M / n
 
 
+def _per_input_terms(layer, X, k):
+    """Per input: Z = (1/k) Xᵀ J F(X) = (1/k) s gᵀ and each head's (1/k) Xᵀ J P_i X, with a hand-written softmax."""
+    s = X.sum(axis=1)
+    F = np.zeros_like(X)
+    heads = []
+    for theta, w in zip(layer.thetas, layer.ws, strict=True):
+        logits = np.einsum("nac,ce,nbe->nab", X, theta, X)
+        P = np.exp(logits - logits.max(axis=2, keepdims=True))
+        P /= P.sum(axis=2, keepdims=True)
+        F += P @ X @ w
+        heads.append(np.einsum("nc,nd->ncd", s, (P @ X).sum(axis=1)) / k)
+    return np.einsum("nc,nd->ncd", s, F.sum(axis=1)) / k, np.stack(heads, axis=1)
+
+
+def _recording_layer(thetas, ws):
+    """An AttentionLayer that records the number of inputs of every forward pass."""
+    sizes = []
+
+    class Recording(AttentionLayer):
+        def __call__(self, X, **kwargs):
+            sizes.append(len(X))
+            return super().__call__(X, **kwargs)
+
+    return Recording(thetas, ws), sizes
+
+
+def _gram_schmidt(G):
+    """Q of G = QR with R's diagonal positive: Gram–Schmidt on the columns (twice, for orthogonality)."""
+    Q = np.zeros_like(G)
+    for j in range(G.shape[1]):
+        v = G[:, j].copy()
+        for _ in range(2):
+            v -= Q[:, :j] @ (Q[:, :j].T @ v)
+        Q[:, j] = v / np.linalg.norm(v)
+    return Q
+
+
 class TestCheckOneStep:
     @pytest.mark.parametrize("k", [2, 4])
     def test_zero_theta_is_exact(self, k):
@@ -89,6 +128,119 @@ class TestCheckOneStep:
         E1, M = _brute_force(layer, 2)
         assert_allclose(result.estimate, E1, rtol=0, atol=1e-12)
         assert_allclose(result.M, M, rtol=0, atol=1e-12)
+
+    def test_details_match_brute_force(self):
+        """The reported per-head distances and the identity residual follow their definitions.
+
+        head_distances ‖M_i − I‖_F and head_distances_op ‖M_i − I‖_op (the largest
+        singular value) from the plain loop's M_i, to 1e-12 as in the test above.
+        W is scaled so that ‖E_1‖_F < 1, where the relative residual must still be
+        divided by ‖E_1‖_F; rounding leaves a nonzero residual in this layer.
+        """
+        base = random_layer(2, 3, logit_scale=2.0, check=False, rng=5)
+        layer = AttentionLayer(base.thetas, 0.3 * base.ws)
+        result = check_one_step(layer, 2)
+        _, M = _brute_force(layer, 2)
+        eye = np.eye(3)
+        details = result.details
+        assert_allclose(details["head_distances"], [np.linalg.norm(Mi - eye) for Mi in M], rtol=0, atol=1e-12)
+        assert_allclose(details["head_distances_op"], [np.linalg.svd(Mi - eye, compute_uv=False)[0] for Mi in M],
+                        rtol=0, atol=1e-12)
+        est_norm = math.sqrt(float(np.sum(result.estimate**2)))
+        assert est_norm < 1
+        residual = details["identity_residual"]
+        assert residual == pytest.approx(
+            math.sqrt(float(np.sum((result.estimate - np.einsum("icd,ide->ce", result.M, layer.ws)) ** 2))),
+            rel=1e-12, abs=0)
+        assert residual > 0
+        assert details["identity_residual_relative"] == pytest.approx(residual / est_norm, rel=1e-12, abs=0)
+
+    def test_zero_estimate_relative_residual(self):
+        """A Monte Carlo estimate that is exactly 0 (every draw has Xᵀ1 = 0) reports the absolute residual, 0.
+
+        k = 2, d = 1: s = x_1 + x_2 is 0 for both draws of seed 2 (checked on the raw
+        draws), so E_1 = Σ M_i W_i = 0 exactly and the relative residual is undefined.
+        """
+        assert np.all(sample_inputs(2, 2, 1, rng=2).sum(axis=1) == 0)
+        layer = AttentionLayer(np.zeros((1, 1, 1)), np.ones((1, 1, 1)))
+        result = check_one_step(layer, 2, method="monte_carlo", n_samples=2, rng=2)
+        assert_array_equal(result.estimate, [[0.0]])
+        assert result.measured == 1.0
+        assert result.details["identity_residual"] == 0.0 and result.details["identity_residual_relative"] == 0.0
+
+    @pytest.mark.parametrize(
+        ("distribution", "control_variate"),
+        [("boolean", False), ("boolean", True), ("gaussian", False), ("gaussian", True)],
+        ids=["boolean", "boolean-control-variate", "gaussian", "gaussian-control-variate"],
+    )
+    def test_monte_carlo_matches_raw_draws(self, distribution, control_variate):
+        """The Monte Carlo mean, M_i and covariance trace equal numpy's over the same draws.
+
+        The draws are replayed with sample_inputs from the same seed in the same
+        blocks (batch = 1000 of 2500). Control variate: the averaged matrices are
+        Z − (1/k) s sᵀ ΣW + ΣW and (1/k) s c_iᵀ − (1/k) s sᵀ + I. trace_covariance
+        is the sum of the unbiased (ddof = 1) variances of the d² entries.
+        Tolerances: means of 2500 terms summed in another order agree to ~1e-15
+        relative (1e-12); the trace is a difference of two sums, so 1e-9.
+        """
+        layer = random_layer(2, 3, logit_scale=2.0, check=False, rng=1)
+        k, n, seed = 3, 2500, 7
+        rng = np.random.default_rng(seed)
+        X = np.concatenate([sample_inputs(b, k, 3, distribution=distribution, rng=rng) for b in (1000, 1000, 500)])
+        Z, Ms = _per_input_terms(layer, X, k)
+        wbar = layer.ws.sum(axis=0)
+        if control_variate:
+            ssT = np.einsum("nc,nd->ncd", X.sum(axis=1), X.sum(axis=1)) / k
+            Z = Z - ssT @ wbar + wbar
+            Ms = Ms - ssT[:, None] + np.eye(3)
+        result = check_one_step(layer, k, method="monte_carlo", distribution=distribution, n_samples=n,
+                                control_variate=control_variate, batch=1000, rng=seed)
+        scale = np.abs(Z).max()
+        assert_allclose(result.estimate, Z.mean(axis=0), rtol=0, atol=1e-12 * scale)
+        assert_allclose(result.M, Ms.mean(axis=0), rtol=0, atol=1e-12 * np.abs(Ms).max())
+        trace_cov = float(Z.reshape(n, -1).var(axis=0, ddof=1).sum())
+        details = result.details
+        assert details["trace_covariance"] == pytest.approx(trace_cov, rel=1e-9)
+        target_norm = np.linalg.norm(wbar)
+        assert details["standard_error"] == pytest.approx(math.sqrt(trace_cov / n) / target_norm, rel=1e-9)
+        assert details["n_inputs"] == n and result.parameters["batch"] == 1000
+        assert "arXiv 2402.04084" in result.source and "Monte Carlo interval" in result.source
+        assert ("Control variate" in result.source) == control_variate
+
+    def test_exact_blocks_follow_batch(self):
+        """Exact mode enumerates all 2^{kd} inputs in blocks of `batch` (k = 3, d = 2: 64 inputs, 4 blocks of 16)."""
+        layer, sizes = _recording_layer(np.zeros((1, 2, 2)), np.eye(2)[None])
+        result = check_one_step(layer, 3, batch=16)
+        assert sizes == [16, 16, 16, 16]
+        assert result.details["n_inputs"] == 64 and result.parameters["batch"] == 16
+
+    @pytest.mark.parametrize(("m", "d", "expected"), [(1, 6, 58254), (3, 4, 65536), (1, 1, 65536)])
+    def test_default_exact_block(self, m, d, expected):
+        """Default block: the most inputs whose (m+1) d×d matrices fit in 2^22 floats (32 MiB), at most 65536.
+
+        By hand: m = 1, d = 6 holds 72 floats per input and ⌊2^22/72⌋ = 58254;
+        m = 3, d = 4 holds 64 and 2^22/64 = 65536 exactly; m = 1, d = 1 is capped
+        at 65536 inputs (cube_expectation's own default block).
+        """
+        layer = AttentionLayer(np.zeros((m, d, d)), np.stack([np.eye(d)] * m))
+        result = check_one_step(layer, 2)
+        assert result.parameters["batch"] == expected
+        assert result.details["n_inputs"] == 2 ** (2 * d)
+
+    def test_default_exact_block_never_exceeds_32_mib(self):
+        """2^21 heads with d = 1: one input's 2^21 + 1 floats already take 16 MiB, so blocks hold one input."""
+        m = 2**21
+        layer = AttentionLayer(np.zeros((m, 1, 1)), np.ones((m, 1, 1)))
+        estimate, M, info = _exact_moments(layer, 1, None)
+        assert info["batch"] == 1 and info["n_inputs"] == 2
+        assert_array_equal(estimate, [[m]])  # Θ = 0: E_1 = ΣW_i exactly
+
+    @pytest.mark.parametrize("kwargs", [{}, {"distribution": "gaussian"}], ids=["zero-target", "gaussian"])
+    def test_exact_size_limit_is_inclusive(self, kwargs):
+        """k·d = 22 is allowed for the exact method: a later check, not the size guard, rejects these calls."""
+        layer = AttentionLayer(np.zeros((2, 11, 11)), np.stack([np.eye(11), -np.eye(11)]))
+        with pytest.raises(ValueError, match="ΣW_i is the zero matrix|distribution='gaussian' needs"):
+            check_one_step(layer, 2, **kwargs)
 
     @pytest.mark.parametrize("method", ["exact", "monte_carlo"])
     def test_linearity_identity(self, method):
@@ -176,11 +328,16 @@ class TestCheckOneStep:
         assert not np.array_equal(a.estimate, c.estimate)
 
     def test_stable_ranks_recorded(self):
-        """details['stable_ranks'] is ‖Θ‖_F²/‖Θ‖_op², exactly r for the sweep's construction (nan for Θ = 0)."""
+        """details['stable_ranks'] is ‖Θ‖_F²/‖Θ‖_op², exactly r for the sweep's construction (nan for Θ = 0).
+
+        The third head, diag(1/2, 1/2, 0, 0), has ‖Θ‖_op = 1/2 < 1 and stable rank (1/4 + 1/4)/(1/4) = 2.
+        """
         theta = theta_of_stable_rank(4, 3, 2.0, rng=0)
-        layer = AttentionLayer(np.stack([theta, np.zeros((4, 4))]), np.stack([np.eye(4)] * 2))
+        small = np.diag([0.5, 0.5, 0.0, 0.0])
+        layer = AttentionLayer(np.stack([theta, np.zeros((4, 4)), small]), np.stack([np.eye(4)] * 3))
         ranks = check_one_step(layer, 2).details["stable_ranks"]
         assert ranks[0] == pytest.approx(3.0, rel=1e-12) and math.isnan(ranks[1])
+        assert ranks[2] == 2.0
 
     _layer = AttentionLayer(np.zeros((1, 3, 3)), np.eye(3)[None])
 
@@ -273,6 +430,29 @@ class TestControlOneStep:
         values = [control_one_step(rng=s).measured for s in range(6)]
         assert_allclose(values, values[0], rtol=1e-12)
 
+    def test_layer_is_the_documented_construction(self):
+        """Θ = −8 u uᵀ and W = √d u uᵀ with u = σ/√d, σ ∈ {±1}^4 drawn from the seed.
+
+        So ΣW = σσᵀ/2 (entries ±1/2, rank one); the same seed gives the same σ and
+        other seeds other sign patterns. The error equals an independent enumeration
+        of the layer with σ = (1, 1, 1, 1) (2^16 inputs, summed in another order: 1e-12),
+        since every sign pattern gives the same error.
+        """
+        d, k, scale = CONTROL_CASE["d"], CONTROL_CASE["k"], CONTROL_CASE["scale"]
+        u = np.ones(d) / math.sqrt(d)
+        layer = AttentionLayer(-scale * np.outer(u, u)[None], math.sqrt(d) * np.outer(u, u)[None])
+        E1, _ = _cube_one_step(layer, k)
+        expected = np.linalg.norm(E1 - layer.ws[0]) / np.linalg.norm(layer.ws[0])
+        patterns = set()
+        for seed in range(4):
+            result = control_one_step(rng=seed)
+            assert_array_equal(control_one_step(rng=seed).target, result.target)
+            sigma = np.sign(result.target[0]) * np.sign(result.target[0, 0])
+            assert_array_equal(result.target, np.outer(sigma, sigma) / 2)
+            patterns.add(tuple(sigma))
+            assert result.measured == pytest.approx(expected, rel=1e-12)
+        assert len(patterns) > 1
+
     def test_premise_is_violated(self):
         """The control's Θ has stable rank 1 and operator norm λ = 8 (the lemma wants large r, bounded norm)."""
         result = control_one_step(rng=0)
@@ -331,6 +511,27 @@ class TestThetaOfStableRank:
         assert_allclose(s[r:], 0, atol=1e-12)
 
 
+    @pytest.mark.parametrize("seed", [0, 3])
+    def test_haar_orthogonal_is_positive_diagonal_qr(self, seed):
+        """Q of the Gaussian's QR with R's diagonal made positive: Gram–Schmidt of the same draw, Qᵀ Q = I.
+
+        Seeds 0 and 3 (d = 5) give a QR from numpy with negative diagonal entries of R
+        and positive ones below 1, so every sign rule is exercised. Tolerance 1e-12:
+        two orthogonalisations of a well-conditioned 5×5 matrix.
+        """
+        Q = _haar_orthogonal(5, np.random.default_rng(seed))
+        G = np.random.default_rng(seed).standard_normal((5, 5))
+        assert_allclose(Q, _gram_schmidt(G), rtol=0, atol=1e-12)
+        assert_allclose(Q.T @ Q, np.eye(5), rtol=0, atol=1e-12)
+        assert np.all(np.diag(Q.T @ G) > 0)
+
+    def test_theta_from_haar_factors(self):
+        """Θ = (frobenius/√r) U_r V_rᵀ with U, V the Haar factors of the seed's first two Gaussian 5×5 draws."""
+        theta = theta_of_stable_rank(5, 4, 2.5, rng=0)
+        rng = np.random.default_rng(0)
+        U, V = _gram_schmidt(rng.standard_normal((5, 5))), _gram_schmidt(rng.standard_normal((5, 5)))
+        assert_allclose(theta, 2.5 / 2 * U[:, :4] @ V[:, :4].T, rtol=0, atol=1e-12)
+
     @pytest.mark.parametrize(
         ("args", "error", "match"),
         [
@@ -357,6 +558,24 @@ class TestStableRankSweep:
         assert math.isfinite(result.worst_case_exponent)
         assert result.noise_floor == 0.0
         json.dumps(result.to_dict(), allow_nan=False)
+
+    def test_fits_match_polyfit(self):
+        """Exponent, intercept and slope standard error equal numpy.polyfit's degree-1 fit of log e on log r.
+
+        polyfit's covariance scales by the residual sum over n − 2, the usual
+        standard error of a least-squares slope. Four ranks, exact; 1e-9.
+        """
+        result = stable_rank_sweep(d=4, k=2, ranks=(1, 2, 3, 4), n_layers=1, method="exact", rng=0)
+        logr = np.log([1.0, 2.0, 3.0, 4.0])
+        for values, slope, se, intercept in [
+            (result.errors, result.exponent, result.exponent_se, result.intercept),
+            (result.worst_case, result.worst_case_exponent, result.worst_case_exponent_se,
+             result.worst_case_intercept),
+        ]:
+            coef, cov = np.polyfit(logr, np.log(values), 1, cov=True)
+            assert slope == pytest.approx(coef[0], rel=1e-9)
+            assert intercept == pytest.approx(coef[1], rel=1e-9)
+            assert se == pytest.approx(math.sqrt(cov[0, 0]), rel=1e-9)
 
     def test_two_ranks_have_no_standard_error(self):
         """With two ranks the line fits exactly; the slope's standard error is undefined (nan)."""
