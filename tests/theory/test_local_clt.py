@@ -8,6 +8,7 @@ import dataclasses
 import itertools
 import math
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given
@@ -15,7 +16,15 @@ from scipy.stats import norm
 
 from theory.local_clt import (
     DEFAULT_BOUND,
+    DEFAULT_DELTA_FACTOR,
     MAX_CELLS,
+    _auto_quantum,
+    _case,
+    _cells,
+    _coefficients,
+    _Gauss,
+    _signed_sups,
+    _slice_spacing,
     brute_force_distribution,
     check_local_clt,
     control_local_clt,
@@ -326,6 +335,231 @@ class TestPlotLocalClt:
         data = path.read_bytes()
         assert len(data) > 1000 and data[:8] == b"\x89PNG\r\n\x1a\n"
         assert [s.kind for s in sweeps] == ["nonarithmetic", "arithmetic", "skewed"]
+
+
+def _window_errors(values, probs, alpha, beta, gauss, t):
+    """``P(S ∈ [t + α, t + β)) − G(t)`` at the points ``t``: atoms summed directly, G from scipy's normal CDF."""
+    mean, sigma, delta = gauss
+    t = np.asarray(t, dtype=float)
+    inside = (values[None, :] >= t[:, None] + alpha) & (values[None, :] < t[:, None] + beta)
+    return inside @ probs - (norm.cdf(t + delta, mean, sigma) - norm.cdf(t, mean, sigma))
+
+
+def _reached(values, probs, alpha, beta, gauss, t, sign, nudge=1e-9):
+    """The largest ``sign·(P − G)`` on both sides of ``t`` (a sup there may be a one-sided limit); 0 at ±∞."""
+    if math.isinf(t):
+        return 0.0
+    return float(np.max(sign * _window_errors(values, probs, alpha, beta, gauss, [t - nudge, t, t + nudge])))
+
+
+class TestGaussianWindowMass:
+    @pytest.mark.parametrize("x1", [-30.0, -12.0, -3.0, -0.3, 0.2, 3.0, 8.0, 12.0])
+    def test_relative_accuracy_in_both_tails(self, x1):
+        # At x1 = 12 both CDF values round to 1.0: only the upper-tail form keeps any digits there.
+        mean, sigma, delta = 1.5, 2.0, 0.7
+        t = mean + x1 * sigma
+        with mpmath.workdps(60):
+            lo, hi = (mpmath.mpf(t) - mean) / sigma, (mpmath.mpf(t) + delta - mean) / sigma
+            exact = float(mpmath.ncdf(hi) - mpmath.ncdf(lo))
+        assert _Gauss(mean, sigma, delta)(np.array([t]))[0] == pytest.approx(exact, rel=1e-9, abs=0)
+        assert float(_Gauss(mean, sigma, delta)(t)) == pytest.approx(exact, rel=1e-9, abs=0)
+
+
+def _random_sups_case(seed):
+    rng = np.random.default_rng(seed)
+    values = np.unique(np.round(rng.normal(0, 2, size=int(rng.integers(1, 9))), 3))
+    probs = rng.dirichlet(np.ones(values.size))
+    sigma = float(rng.uniform(0.3, 2.0))
+    delta = float(rng.uniform(0.05, 1.5)) * sigma
+    e = float(rng.uniform(0, delta / 3))
+    alpha, beta = [(0.0, delta), (-e, delta + e), (e, delta - e)][seed % 3]
+    return values, probs, alpha, beta, (float(rng.normal(0, 0.5)), sigma, delta)
+
+
+_SUPS_CASES = {
+    # The mode of G lies in the first step interval, where P = 0.01: G − P peaks there, at the mode.
+    "mode-in-first-interval": (np.array([0.0, 1.0]), np.array([0.01, 0.99]), 0.0, 0.5, (0.0, 0.1, 0.5)),
+    # The mode lies left of every step: G − P peaks at the mode with P = 0.
+    "mode-left-of-all-steps": (np.array([0.0, 1.0]), np.array([0.5, 0.5]), 0.0, 0.2, (-1.0, 0.3, 0.2)),
+    # Atoms follow the Gaussian but start at m − σ/2: G − P peaks on the far left, where P = 0, at the
+    # first step (the mode of G lies further right, among the atoms).
+    "truncated-left-tail": (
+        np.linspace(-0.5, 4.0, 46),
+        norm.pdf(np.linspace(-0.5, 4.0, 46)) / norm.pdf(np.linspace(-0.5, 4.0, 46)).sum(),
+        0.0,
+        0.25,
+        (0.0, 1.0, 0.25),
+    ),
+    # A shrunk window (α > 0) and a widened one (α < 0) over a symmetric lattice.
+    "shrunk": (np.arange(-4.0, 5.0, 2.0), np.array([1, 4, 6, 4, 1]) / 16, 0.1, 0.4, (0.0, 2.0, 0.5)),
+    "widened": (np.arange(-4.0, 5.0, 2.0), np.array([1, 4, 6, 4, 1]) / 16, -0.3, 0.8, (0.0, 2.0, 0.5)),
+    **{f"random-{seed}": _random_sups_case(seed) for seed in range(12)},
+}
+
+
+class TestSignedSups:
+    @pytest.mark.parametrize("case", _SUPS_CASES.values(), ids=_SUPS_CASES.keys())
+    def test_sups_and_where_they_are_reached(self, case):
+        values, probs, alpha, beta, gauss = case
+        mean, sigma, delta = gauss
+        sup_pg, t_pg, sup_gp, t_gp = _signed_sups(values, probs, alpha, beta, _Gauss(mean, sigma, delta))
+        # Independent sups: P − G probed just inside every step of t ↦ P, at the mode and far out.
+        steps = np.concatenate([values - beta, values - alpha])
+        probes = np.concatenate([steps - 1e-9, steps + 1e-9, [mean - delta / 2, -1e3, 1e3]])
+        diff = _window_errors(values, probs, alpha, beta, gauss, probes)
+        tol = 1e-8 / sigma  # the probes sit 1e-9 from the steps, where G moves by at most 1e-9·φ_max
+        assert sup_pg == pytest.approx(max(0.0, float(diff.max())), abs=tol)
+        assert sup_gp == pytest.approx(float(-diff.min()), abs=tol)
+        # ... and each sup is reached (as a limit from one side) at the t returned with it.
+        assert _reached(values, probs, alpha, beta, gauss, t_pg, +1) >= sup_pg - tol
+        assert _reached(values, probs, alpha, beta, gauss, t_gp, -1) >= sup_gp - tol
+        assert math.isfinite(t_gp) and (math.isfinite(t_pg) or sup_pg == 0.0)
+
+    @pytest.mark.parametrize(("alpha", "beta"), [(0.2, 0.2), (0.3, 0.1)])
+    def test_empty_window(self, alpha, beta):
+        # [t + α, t + β) is empty: P ≡ 0, so P − G never exceeds 0 and G − P peaks at G's mode.
+        gauss = _Gauss(0.4, 1.3, 0.5)
+        sup_pg, t_pg, sup_gp, t_gp = _signed_sups(np.array([-1.0, 0.0, 2.0]), np.full(3, 1 / 3), alpha, beta, gauss)
+        assert sup_pg == 0.0 and t_pg == math.inf
+        assert t_gp == 0.4 - 0.5 / 2
+        assert sup_gp == pytest.approx(norm.cdf(0.65, 0.4, 1.3) - norm.cdf(0.15, 0.4, 1.3), rel=1e-12)
+
+
+class TestCheckLocalCltDetails:
+    @pytest.mark.parametrize(
+        ("a", "weight", "delta"),
+        [
+            (np.array([1, 2, 3, 4]), 2, 0.5),
+            (np.arange(1, 13), 6, 0.3),
+            (np.arange(1, 13), 6, 2.0),
+            (np.arange(1, 13), 6, 5.0),
+            (np.random.default_rng(0).integers(-4, 5, size=15), 5, 1.7),
+            (np.array([1, 2, 3, 4, 7]), 4, 0.7),
+            (np.array([0, 3, 5, -5, -4]), 4, 2.0),
+            (np.array([1, 2, 4]), 1, 0.5),
+        ],
+    )
+    def test_worst_t_reaches_the_measured_error(self, a, weight, delta):
+        result = check_local_clt(a, weight, delta=delta)
+        dist = brute_force_distribution(a, weight)
+        gauss = (dist.mean, math.sqrt(dist.variance), delta)
+        t = result.details["worst_t"]
+        worst = max(_reached(dist.values, dist.probabilities, 0.0, delta, gauss, t, sign) for sign in (+1, -1))
+        assert worst == pytest.approx(result.measured * result.details["window_mass_scale"], abs=1e-8)
+
+    def test_kolmogorov_of_a_small_slice(self):
+        # S ∈ {−4, −2, 0, 2, 4} with probabilities (1, 1, 2, 1, 1)/6, E S = 0, Var S = 40/6: the Kolmogorov
+        # distance to N(0, 40/6) is attained at an atom, from the left or from the right.
+        result = check_local_clt([1, 2, 3, 4], 2, delta=0.5)
+        values, cdf = np.array([-4.0, -2.0, 0.0, 2.0, 4.0]), np.array([1, 2, 4, 5, 6]) / 6
+        phi = norm.cdf(values, 0.0, math.sqrt(40 / 6))
+        expected = max(np.max(np.abs(cdf - phi)), np.max(np.abs(cdf - np.array([1, 1, 2, 1, 1]) / 6 - phi)))
+        assert result.details["kolmogorov"] == pytest.approx(expected, rel=1e-12)
+        assert result.details["sqrt_n_kolmogorov"] == pytest.approx(2 * expected, rel=1e-12)
+
+    @pytest.mark.parametrize(("quantum", "spacing"), [(None, 6.0), (0.25, 1.5)])
+    def test_lattice_spacing_uses_differences(self, quantum, spacing):
+        # a = (1, 4, 7)·h, weight 1: S = 2a_j − Σa ∈ {−10, −4, 2}·h, spaced 2·gcd(3, 6)·h = 6h.
+        h = 1.0 if quantum is None else quantum
+        result = check_local_clt(np.array([1, 4, 7]) * h, 1, delta=0.5, quantum=quantum)
+        assert result.details["lattice_spacing"] == pytest.approx(spacing, rel=1e-15)
+        assert result.details["spacing_over_delta"] == pytest.approx(spacing / 0.5, rel=1e-15)
+
+    def test_a_point_mass_has_no_spacing(self):
+        assert _slice_spacing(np.array([2.0, 2.0, 2.0]), None) is None
+        assert _slice_spacing(np.array([0.5, 0.5]), 0.25) is None
+
+    def test_interval_when_the_shrunk_window_is_empty(self):
+        # A coarse quantum: e > δ/2, so the shrunk window [t + e, t + δ − e) is empty and only the widened
+        # one bounds the error from above; the bracket must still hold the unquantised value.
+        a, _ = _scaled(np.random.default_rng(14).standard_normal(14), 7)
+        delta = 0.25 / math.sqrt(14)
+        result = check_local_clt(a, 7, delta=delta, quantum=0.05)
+        assert result.details["quantisation_error"] > delta / 2
+        truth = _dense_local_error(brute_force_distribution(a, 7), delta)
+        lo, hi = result.interval
+        assert lo - 1e-8 <= truth <= hi + 1e-8
+        assert lo <= result.measured <= hi
+
+
+class TestAutoQuantum:
+    @staticmethod
+    def _fits(a, weight, h):
+        # The documented budget: (min(w, n − w) + 1) counts × (Σ|a_j|/h + n + 1) grid points at most.
+        return (min(weight, a.size - weight) + 1) * (float(np.abs(a).sum()) / h + a.size + 1) <= MAX_CELLS
+
+    def test_fine_quantum_when_it_fits(self):
+        # n·h/2 = δ/40, i.e. h = δ/(20n); integer a needs no quantum at all.
+        assert _auto_quantum(np.array([0.5, 1.5, 2.5, 0.25]), 1, 0.078125) == 0.078125 / 80 == 2.0**-10
+        assert _auto_quantum(np.array([3.0, -1.0, 2.0]), 1, 0.1) is None
+
+    @pytest.mark.parametrize("weight", [1, 3])
+    @pytest.mark.parametrize(("excess", "expected"), [(0, 2.0**-10), (2, 1.25 * 2.0**-10)])
+    def test_budget_boundary(self, weight, excess, expected):
+        # n = 4, h0 = 2^-10, two counts: the grid estimate is 2(Σ|a|/h0 + 5) = MAX_CELLS + excess exactly,
+        # so h0 fits the budget exactly (excess 0) or is coarsened once (excess 2).
+        total = (MAX_CELLS + excess) // 2 - 5
+        a = np.array([total * 2.0**-10 - 1.5, 0.5, 0.5, 0.5])
+        assert float(np.abs(a).sum()) / 2.0**-10 == total
+        assert _auto_quantum(a, weight, 0.078125) == expected
+
+    @pytest.mark.parametrize("weight", [1, 32, 60])
+    def test_coarsened_to_the_first_quantum_that_fits(self, weight):
+        a = 100 * np.random.default_rng(2).standard_normal(64)
+        delta = 0.01
+        h0 = delta / (20 * 64)
+        h = _auto_quantum(a, weight, delta)
+        steps = math.log(h / h0) / math.log(1.25)
+        assert steps > 5 and steps == pytest.approx(round(steps), abs=1e-9)  # h0 coarsened by 1.25 at a time
+        assert self._fits(a, weight, h) and not self._fits(a, weight, h / 1.25)
+        assert _cells(np.round(a / h).astype(np.int64), weight) <= MAX_CELLS  # slice_distribution accepts it
+
+
+class TestCoefficients:
+    @staticmethod
+    def _unit_variance(raw, weight):
+        dist = brute_force_distribution(raw, weight)
+        mean = dist.values @ dist.probabilities
+        return raw / math.sqrt(((dist.values - mean) ** 2) @ dist.probabilities)
+
+    @pytest.mark.parametrize(
+        ("kind", "n", "seed", "weight"),
+        [
+            ("nonarithmetic", 4, 0, 2),  # raw Var S = 0.42 < 1
+            ("arithmetic", 4, 4, 2),  # raw (3, 3, 3, 2): Var S = 1
+            ("skewed", 8, 0, 2),
+            ("skewed", 12, 0, 3),
+        ],
+    )
+    def test_first_draw_scaled_to_unit_variance(self, kind, n, seed, weight):
+        draw = {
+            "nonarithmetic": lambda rng: rng.standard_normal(n),
+            "arithmetic": lambda rng: rng.integers(1, 4, size=n).astype(float),
+            "skewed": lambda rng: rng.exponential(size=n),
+        }[kind]
+        raw = draw(np.random.default_rng(seed))
+        a, w, quantum = _coefficients(kind, n, np.random.default_rng(seed))
+        assert w == weight  # n/2, or n/4 for the skewed kind
+        np.testing.assert_allclose(a, self._unit_variance(raw, weight), rtol=1e-12)
+        if kind == "arithmetic":
+            assert quantum == pytest.approx(a[0] / raw[0], rel=1e-12)  # the scale s: a = raw·s on the grid sℤ
+        else:
+            assert quantum is None
+
+    def test_a_constant_draw_is_redrawn(self):
+        rng = np.random.default_rng(6)
+        first, second = rng.integers(1, 4, size=4), rng.integers(1, 4, size=4).astype(float)
+        assert np.all(first == first[0]) and not np.all(second == second[0])  # Var S = 0, then not
+        a, _, _ = _coefficients("arithmetic", 4, np.random.default_rng(6))
+        np.testing.assert_allclose(a, self._unit_variance(second, 2), rtol=1e-12)
+
+    def test_case_records_its_kind_and_bound(self):
+        result = _case("arithmetic", 8, 0.5, 3.0, 0)
+        assert result.bound == 3.0 and result.parameters["bound"] == 3.0
+        assert result.parameters["kind"] == "arithmetic" and result.parameters["delta_factor"] == 0.5
+        assert result.parameters["delta"] == pytest.approx(0.5 / math.sqrt(8), rel=1e-15)
+        default = default_local_clt(n=8, rng=0).parameters
+        assert default["kind"] == "nonarithmetic" and default["delta_factor"] == DEFAULT_DELTA_FACTOR
 
 
 @pytest.mark.parametrize(
