@@ -15,8 +15,11 @@ import math
 
 import numpy as np
 import pytest
+from scipy.special import softmax
 from scipy.stats import multivariate_normal, norm
 
+import learner
+import theory.yield_model as yield_model
 from learner import AttentionLayer, LayerOracle, cube_expectation, random_layer, sample_inputs
 from learner.phases.sculpt import fit_patterns
 from theory._core import CheckResult
@@ -26,8 +29,10 @@ from theory.yield_model import (
     DEFAULT_FACTOR,
     YieldMeasurement,
     YieldPrediction,
+    _log_density_at_zero,
     _log_unit_ball,
     _poisson_interval,
+    _softmax_rows,
     _window,
     check_pilot_forecast,
     check_yield_prediction,
@@ -422,6 +427,211 @@ class TestIntegerLayer:
         D = _disagreements(sample_inputs(200, 3, 5, rng=1), layer.thetas, 0)
         np.testing.assert_array_equal(D % 2, 0)
         np.testing.assert_allclose(np.linalg.norm(layer.ws, axis=(1, 2)), math.sqrt(5), rtol=1e-12)
+
+
+class TestNumerics:
+    def test_softmax_rows_against_scipy(self):
+        """Each row on its own: a row of huge logits (exp overflows unless shifted by its own maximum) beside rows
+        far below it (they underflow if shifted by the maximum of the whole batch)."""
+        z = np.array([[800.0, 0.0, -5.0], [1000.0, 999.0, 990.0], [0.0, -1.0, -2.0], [-1000.0, -1001.0, -1000.5]])
+        expected = softmax(z, axis=1)
+        p = _softmax_rows(z.copy())
+        np.testing.assert_allclose(p, expected, rtol=1e-13, atol=0)
+        np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-15)
+
+    @pytest.mark.parametrize("s", [2.0**-20, 1.0, 2.0**20])
+    def test_log_density_against_the_two_by_two_inverse(self, s):
+        """Σ = s·[[1, 1], [1, 1 + ε]]: det Σ = s²ε, and μ = t·(1, 1) gives μᵀΣ⁻¹μ = t²/s, by the 2 × 2 inverse.
+
+        ε = 2^-38 (smallest Cholesky pivot² = sε ≈ 3.6e-12 of the largest variance) still has a density at
+        every scale; ε = 2^-40 (pivot² ≈ 9.1e-13 of it) is a numerically singular covariance (two
+        disagreements equal to 1 part in 10^12), rejected at every scale. All entries are exact in float64.
+        """
+        t = 0.5
+        mean = np.array([t, t])
+        eps = 2.0**-38
+        cov = s * np.array([[1.0, 1.0], [1.0, 1.0 + eps]])
+        expected = -math.log(2 * math.pi) - 0.5 * math.log(s * s * eps) - 0.5 * t * t / s
+        assert _log_density_at_zero(mean, cov) == pytest.approx(expected, rel=1e-9)
+        singular = s * np.array([[1.0, 1.0], [1.0, 1.0 + 2.0**-40]])
+        with pytest.raises(ValueError, match="singular covariance"):
+            _log_density_at_zero(mean, singular)
+
+    def test_one_dimensional_tokens_by_hand(self):
+        """d = 1: D_j = δ·x_a(x_j − x_a). Boolean: δ(x_a x_j − 1), mean −δ, Cov = δ²·I (x_a x_j are
+        independent signs). Gaussian: Var = δ²(E x_a²x_j² + E x_a⁴ − 1) = 3δ², Cov(D_j, D_j') = δ² Var x_a² = 2δ²."""
+        delta = 1.5
+        thetas = np.array([[[0.25]], [[0.25 + delta]]])
+        mean, cov = disagreement_moments(thetas, 3)
+        np.testing.assert_allclose(mean, [-delta, -delta], rtol=1e-15)
+        np.testing.assert_allclose(cov, delta**2 * np.eye(2), rtol=1e-15, atol=1e-15)
+        cov_g = disagreement_moments(thetas, 3, distribution="gaussian")[1]
+        np.testing.assert_allclose(cov_g, delta**2 * np.array([[3.0, 2.0], [2.0, 3.0]]), rtol=1e-15)
+
+    def test_no_heads_is_refused(self):
+        with pytest.raises(ValueError, match=r"`thetas` must have shape \(m, d, d\) with m, d >= 1"):
+            disagreement_moments(np.zeros((0, 3, 3)), 2)
+
+    def test_seed_entropy_of_a_generator_without_seed_sequence(self):
+        """A Mersenne Twister seeded the legacy way (as RandomState seeds it) has no seed sequence, hence no entropy."""
+        layer = random_layer(2, 6, logit_scale=1.0, rng=0)
+        legacy = np.random.MT19937()
+        legacy._legacy_seeding(3)
+        assert measured_yield(layer, 2, **THRESHOLDS, n_examples=10, rng=legacy).seed_entropy is None
+        assert measured_yield(layer, 2, **THRESHOLDS, n_examples=10, rng=3).seed_entropy == 3
+
+
+class TestWindowByHand:
+    @staticmethod
+    def _two_tokens(s, eps2):
+        """B = X (ΣW = I): b_0 = s·e_1, b_1 = s·(e_1 + √eps2·e_2), so det(BBᵀ) = s⁴·eps2, tr(BBᵀ) = s²(2 + eps2)."""
+        X = s * np.array([[[1.0, 0.0, 0.0], [1.0, math.sqrt(eps2), 0.0]]])
+        ws = np.stack([np.eye(3), np.zeros((3, 3))])
+        thetas = np.zeros((2, 3, 3))
+        thetas[1, 0, 1] = 1.0
+        return X, thetas, ws
+
+    @pytest.mark.parametrize("s", [1e-3, 1.0, 1e3])
+    @pytest.mark.parametrize("eps2", [5e-9, 4e-8, 1e-6])
+    def test_well_posed_is_the_scale_free_gram_test(self, s, eps2):
+        """det(BBᵀ) > 1e-8·(tr(BBᵀ)/k)^k, by hand, at any scale of B; and as the learner's fit decides it."""
+        X, thetas, ws = self._two_tokens(s, eps2)
+        _, _, _, well_posed = _window(X, thetas, ws, ws.sum(axis=0), min_weight=0.02)
+        expected = s**4 * eps2 > 1e-8 * (s**2 * (2 + eps2) / 2) ** 2
+        assert well_posed.tolist() == [expected]
+        assert expected == (eps2 > 1e-8)  # ratio eps2/(1 + eps2/2)², far from the threshold either way
+        layer = AttentionLayer(thetas, ws)
+        np.testing.assert_array_equal(well_posed, fit_patterns(X, layer(X), ws.sum(axis=0))[2])
+
+    @pytest.mark.parametrize("k", [2, 4])
+    def test_a_weight_equal_to_min_weight_is_used(self, k):
+        """Θ_1 = 0: every pattern is uniform, p_j = 1/k exactly; tokens j ≠ argmax with p_j >= min_weight count."""
+        d = 6
+        X = sample_inputs(5, k, d, rng=0)
+        thetas = np.stack([np.zeros((d, d)), np.eye(d)])
+        ws = random_layer(2, d, rng=1).ws
+        _, p, n_use, _ = _window(X, thetas, ws, ws.sum(axis=0), min_weight=1 / k)
+        np.testing.assert_array_equal(p, np.full((5, k), 1 / k))
+        np.testing.assert_array_equal(n_use, np.full(5, k - 1))
+        above = np.nextafter(1 / k, 1.0)
+        np.testing.assert_array_equal(_window(X, thetas, ws, ws.sum(axis=0), min_weight=above)[2], np.zeros(5))
+
+    def test_one_head_has_an_empty_window_map(self):
+        d = 5
+        X = sample_inputs(4, 3, d, rng=0)
+        layer = random_layer(1, d, logit_scale=1.0, rng=1)
+        Mt, p, _, _ = _window(X, layer.thetas, layer.ws, layer.ws.sum(axis=0), min_weight=0.02)
+        assert Mt.shape == (4, 0, d)  # n = 0 disagreements
+        np.testing.assert_allclose(p, layer.attention(X)[:, 0, 0], rtol=1e-12)
+
+    def test_common_logit_offset_cancels_exactly(self):
+        """Logits 2^54 + (0, 4, 8) (float spacing 4 there, so all exact): the pattern is softmax(0, 4, 8), with and
+        without a (zero) regression on D. Only the logits relative to token 0 matter."""
+        X = np.array([[[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [1.0, 0.0, 1.0]]])
+        theta1 = np.zeros((3, 3))
+        theta1[0] = [2.0**54, 4.0, 8.0]
+        thetas = np.stack([theta1, theta1])
+        ws = np.stack([np.eye(3), np.eye(3)])
+        expected = softmax([[0.0, 4.0, 8.0]], axis=1)
+        for regression in (None, np.zeros((2, 2))):
+            p = _window(X, thetas, ws, ws.sum(axis=0), min_weight=0.02, regression=regression)[1]
+            np.testing.assert_allclose(p, expected, rtol=1e-13)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Called:
+    """What a case passed to the check it runs (the check itself is replaced)."""
+
+    layer: AttentionLayer
+    k: int
+    kwargs: dict
+    seed_entropy: object = "left by the check"
+
+
+class TestCases:
+    """default_* and control_* build a layer and the check's parameters; the check is replaced by a recorder."""
+
+    @pytest.fixture
+    def record(self, monkeypatch):
+        layers = []
+
+        def spy(name, real):
+            def make(*args, **kwargs):
+                layers.append((name, args, kwargs))
+                return real(*args, **kwargs)
+
+            return make
+
+        monkeypatch.setattr(learner, "random_layer", spy("random_layer", learner.random_layer))
+        monkeypatch.setattr(yield_model, "integer_layer", spy("integer_layer", yield_model.integer_layer))
+        for name in ("check_yield_prediction", "check_pilot_forecast"):
+            monkeypatch.setattr(yield_model, name, lambda layer, k, **kwargs: _Called(layer, k, kwargs))
+        return layers
+
+    @staticmethod
+    def _same_run(first, again):
+        """Two calls with one seed: the same layer and the same stream for the check."""
+        np.testing.assert_array_equal(first.layer.thetas, again.layer.thetas)
+        np.testing.assert_array_equal(first.layer.ws, again.layer.ws)
+        rngs = first.kwargs["rng"], again.kwargs["rng"]
+        assert all(isinstance(r, np.random.Generator) for r in rngs)
+        np.testing.assert_array_equal(rngs[0].random(4), rngs[1].random(4))
+
+    @pytest.mark.parametrize(
+        ("case", "maker", "shape", "kwargs"),
+        [
+            # Docstrings: random_layer(m, d, logit_scale=1.0) at (2, 12, 2); 100 000 examples, 20 000 geometry draws.
+            (default_yield_prediction, "random_layer", (2, 12, 2),
+             {"geometry": "conditional", "n_examples": 100_000, "n_geometry": 20_000}),
+            # integer_layer with 2 nonzeros at (2, 12, 2); "the default 20 000 examples".
+            (control_yield_prediction, "integer_layer", (2, 12, 2),
+             {"geometry": "conditional", "n_examples": 20_000, "n_geometry": 20_000}),
+            # random_layer(m, d, logit_scale=1.0) at (3, 12, 2); pilot and measurement of 100 000 examples each.
+            (default_pilot_forecast, "random_layer", (3, 12, 2), {"n_pilot": 100_000, "n_examples": 100_000}),
+            (control_pilot_forecast, "integer_layer", (3, 12, 2), {"n_pilot": 20_000, "n_examples": 20_000}),
+        ],
+        ids=["default-yield", "control-yield", "default-pilot", "control-pilot"],
+    )
+    def test_defaults(self, record, case, maker, shape, kwargs):
+        first, again, other = case(rng=5), case(rng=5), case(rng=6)
+        m, d, k = shape
+        assert (first.layer.m, first.layer.d, first.k) == shape
+        assert {key: v for key, v in first.kwargs.items() if key != "rng"} == kwargs
+        assert first.seed_entropy == 5 and other.seed_entropy == 6  # the case's seed, not the check's
+        self._same_run(first, again)
+        assert not np.array_equal(first.layer.thetas, other.layer.thetas)
+        names = {name for name, _, _ in record}
+        assert names == {maker}
+        _, args, layer_kwargs = record[0]
+        assert args == (m, d) and isinstance(layer_kwargs["rng"], np.random.Generator)
+        if maker == "random_layer":
+            assert layer_kwargs["logit_scale"] == 1.0
+        else:
+            assert layer_kwargs["nonzeros"] == 2
+            assert np.all(np.abs(first.layer.thetas).sum(axis=(1, 2)) == 2)
+
+    @pytest.mark.parametrize(
+        ("case", "extra", "passed"),
+        [
+            (default_yield_prediction, {"geometry": "independent", "n_geometry": 300},
+             {"geometry": "independent", "n_examples": 1234, "n_geometry": 300}),
+            (control_yield_prediction, {"nonzeros": 3, "geometry": "independent", "n_geometry": 300},
+             {"geometry": "independent", "n_examples": 1234, "n_geometry": 300}),
+            (default_pilot_forecast, {"n_pilot": 567}, {"n_pilot": 567, "n_examples": 1234}),
+            (control_pilot_forecast, {"nonzeros": 3, "n_pilot": 567}, {"n_pilot": 567, "n_examples": 1234}),
+        ],
+        ids=["default-yield", "control-yield", "default-pilot", "control-pilot"],
+    )
+    def test_parameters_are_passed_on(self, record, case, extra, passed):
+        seed = np.random.SeedSequence(11)
+        first = case(m=3, d=7, k=3, n_examples=1234, rng=seed, **extra)
+        again = case(m=3, d=7, k=3, n_examples=1234, rng=np.random.SeedSequence(11), **extra)
+        assert (first.layer.m, first.layer.d, first.k) == (3, 7, 3)
+        assert {key: v for key, v in first.kwargs.items() if key != "rng"} == passed
+        assert first.seed_entropy == 11
+        self._same_run(first, again)
+        if "nonzeros" in extra:
+            assert np.all(np.abs(first.layer.thetas).sum(axis=(1, 2)) == 3)
 
 
 _LAYER = random_layer(2, 6, logit_scale=1.0, rng=0)
