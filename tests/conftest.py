@@ -28,7 +28,7 @@ def pytest_collection_modifyitems(config, items):
     """Under a mutation run (``.ci/mutants``), keep only the tests ``.ci/mutants.toml`` names for the module.
 
     mutmut runs each mutant against every fast-tier test that calls its function; for a module with a ``tests``
-    list, the tests outside it are deselected, so that a mutant of a phase is judged by the tests of the learner
+    set, the tests outside it are deselected, so that a mutant of a phase is judged by the tests of the learner
     and its phases rather than by the studies built on them (minutes per surviving mutant). Deselecting can only
     let more mutants survive, never kill one. Outside a mutation run this does nothing.
     """
@@ -42,13 +42,15 @@ def pytest_collection_modifyitems(config, items):
     if not table.is_file():
         return
     path = mutant.rsplit("__mutmut_", 1)[0].rsplit(".", 1)[0].replace(".", "/") + ".py"
-    entry = next((e for e in tomllib.loads(table.read_text())["module"] if e["path"] == path), None)
+    table = tomllib.loads(table.read_text())
+    entry = next((e for e in table["module"] if e["path"] == path), None)
     if entry is None or "tests" not in entry:
         return
+    patterns = table["test_sets"][entry["tests"]]
     keep, drop = [], []
     for item in items:
         file = item.nodeid.split("::", 1)[0]
-        (keep if any(fnmatch.fnmatchcase(file, p) for p in entry["tests"]) else drop).append(item)
+        (keep if any(fnmatch.fnmatchcase(file, p) for p in patterns) else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
