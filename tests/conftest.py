@@ -47,10 +47,13 @@ def pytest_collection_modifyitems(config, items):
     if entry is None or "tests" not in entry:
         return
     patterns = table["test_sets"][entry["tests"]]
+    take = [p for p in patterns if not p.startswith("!")]
+    leave = [p[1:] for p in patterns if p.startswith("!")]
     keep, drop = [], []
     for item in items:
-        file = item.nodeid.split("::", 1)[0]
-        (keep if any(fnmatch.fnmatchcase(file, p) for p in patterns) else drop).append(item)
+        chosen = any(fnmatch.fnmatchcase(item.nodeid, p) for p in take)
+        chosen = chosen and not any(fnmatch.fnmatchcase(item.nodeid, p) for p in leave)
+        (keep if chosen else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
