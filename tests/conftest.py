@@ -51,8 +51,9 @@ def pytest_collection_modifyitems(config, items):
     leave = [p[1:] for p in patterns if p.startswith("!")]
     keep, drop = [], []
     for item in items:
-        chosen = any(fnmatch.fnmatchcase(item.nodeid, p) for p in take)
-        chosen = chosen and not any(fnmatch.fnmatchcase(item.nodeid, p) for p in leave)
+        names = (item.nodeid.split("::", 1)[0], item.nodeid)  # a pattern names a test file or a test
+        chosen = any(fnmatch.fnmatchcase(name, p) for name in names for p in take)
+        chosen = chosen and not any(fnmatch.fnmatchcase(name, p) for name in names for p in leave)
         (keep if chosen else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)

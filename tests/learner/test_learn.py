@@ -315,6 +315,84 @@ class TestGapNote:
                            "reach the planted layer" + self.CLAUSE + ".")
 
 
+class TestTightRetry:
+    """``_tight_retry``: phases 4-6 once more at the tightest candidate tolerance and the full cap; the retry's
+    phase 5 and 6 are kept only when its held-out error is strictly lower, and the run's configuration is restored
+    whatever happens. Phases 4-6 are replaced by recorders, so that the decision is tested on constructed errors."""
+
+    @staticmethod
+    def _setup(monkeypatch, retry_error, *, fail=False):
+        from types import SimpleNamespace
+
+        cfg = LearnConfig(refined_tol=0.08, adaptive=True)
+        first5, tight5 = SimpleNamespace(name="first5"), SimpleNamespace(name="tight5")
+        first6 = SimpleNamespace(heldout_error=1e-6)
+        tight6 = SimpleNamespace(heldout_error=retry_error, summary=lambda: {"name": "tight6"})
+        run = SimpleNamespace(cfg=cfg, m=2,
+                              phases={"3_refine_sum": SimpleNamespace(w_sum="ΣŴ"), "5_span": first5,
+                                      "6_search": first6},
+                              diag={"4_refined_sculpt": {"rounds": [{}, {}, {}]}, "5_span": {"name": "first5"},
+                                    "6_search": {"name": "first6"}})
+        calls = []
+
+        def sculpt_round(run_, r, w_sum):
+            calls.append(("4", r, w_sum, run_.cfg.refined_tol, run_.cfg.adaptive))
+            if fail:
+                raise RuntimeError("phase 4 failed")
+            return "p4"
+
+        def span_round(run_, r, p4):
+            calls.append(("5", r, p4, run_.cfg.refined_tol))
+            run_.phases["5_span"], run_.diag["5_span"] = tight5, {"name": "tight5"}
+            return tight5
+
+        def search_phase(run_, p5, record=True):
+            calls.append(("6", p5.name, record, run_.cfg is cfg))
+            return tight6
+
+        module = _learn_module()
+        monkeypatch.setattr(module, "_refined_sculpt_round", sculpt_round)
+        monkeypatch.setattr(module, "_span_round", span_round)
+        monkeypatch.setattr(module, "_search_phase", search_phase)
+        monkeypatch.setattr(module, "_gap_note", lambda run_, p5: f"note on {p5.name}")
+        return run, cfg, (first5, first6, tight5, tight6), calls
+
+    def test_a_better_retry_is_kept(self, monkeypatch, caplog):
+        from learner.phases.forecast import ADAPTIVE_CANDIDATES
+
+        run, cfg, (first5, first6, tight5, tight6), calls = self._setup(monkeypatch, 1e-9)
+        with caplog.at_level("INFO", logger="learner.learn"):
+            out = _learn_module()._tight_retry(run, first5, first6, "old note")
+        assert out == (tight5, tight6, "note on tight5")
+        tightest = min(ADAPTIVE_CANDIDATES)
+        assert tightest == 0.015
+        # Round 3 (three rounds so far), from phase 3's sum, at the tightest tolerance with the adaptive rule off;
+        # phase 6 runs with the run's own configuration again and does not record its own diagnostics.
+        assert calls == [("4", 3, "ΣŴ", tightest, False), ("5", 3, "p4", tightest), ("6", "tight5", False, True)]
+        assert run.cfg is cfg
+        assert run.phases["5_span"] is tight5 and run.phases["6_search"] is tight6
+        assert run.diag["5_span"] == {"name": "tight5"} and run.diag["6_search"] == {"name": "tight6"}
+        assert run.diag["4_refined_sculpt"]["tight_retry"] == {
+            "first_heldout_relative_error": 1e-6, "retry_heldout_relative_error": 1e-9, "kept": "retry"}
+        assert "phases 4-6 again at tol 0.015" in caplog.text and "1e-06" in caplog.text
+
+    @pytest.mark.parametrize("retry_error", [1e-6, 1e-3], ids=["equal", "worse"])
+    def test_a_retry_no_better_leaves_the_first_result(self, monkeypatch, retry_error):
+        run, cfg, (first5, first6, tight5, tight6), _ = self._setup(monkeypatch, retry_error)
+        out = _learn_module()._tight_retry(run, first5, first6, "old note")
+        assert out == (first5, first6, "old note")
+        assert run.phases["5_span"] is first5 and run.diag["5_span"] == {"name": "first5"}
+        assert run.phases["6_search"] is first6 and run.diag["6_search"] == {"name": "first6"}
+        assert run.diag["4_refined_sculpt"]["tight_retry"]["kept"] == "first"
+        assert run.diag["4_refined_sculpt"]["tight_retry"]["retry_heldout_relative_error"] == retry_error
+
+    def test_the_configuration_is_restored_when_a_phase_fails(self, monkeypatch):
+        run, cfg, (first5, first6, _, _), _ = self._setup(monkeypatch, 1e-9, fail=True)
+        with pytest.raises(RuntimeError, match="phase 4 failed"):
+            _learn_module()._tight_retry(run, first5, first6, "")
+        assert run.cfg is cfg and cfg.refined_tol == 0.08 and cfg.adaptive is True
+
+
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_labels_too_large_for_the_sums_name_the_examples_not_the_learner():
     """Issue 35: labels near 1e307 are finite, but phase 1's sums overflow to nan; the result said ΣW "cancels"

@@ -1,0 +1,92 @@
+"""The judging test sets of a mutation run (``.ci/mutants.toml``, applied by ``tests/conftest.py``).
+
+A set that selected nothing would let every mutant survive, and one that kept the studies would make a run take
+days: both are checked here on constructed test ids, and every pattern is checked against the test files.
+"""
+
+import fnmatch
+import importlib.util
+import re
+import tomllib
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE = tomllib.loads((ROOT / ".ci" / "mutants.toml").read_text())
+
+
+def _hook():
+    spec = importlib.util.spec_from_file_location("_conftest_under_test", ROOT / "tests" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.pytest_collection_modifyitems
+
+
+IDS = {
+    "unit": "tests/learner/test_learn.py::TestGapNote::test_one_head_has_no_gap",
+    "phase": "tests/learner/phases/test_sculpt_rules.py::test_something",
+    "serial pilot": "tests/learner/phases/test_forecast.py::TestRefinedSculptPilot::"
+                    "test_pilot_then_continuation_equals_a_direct_run[serial]",
+    "pool pilot": "tests/learner/phases/test_forecast.py::TestRefinedSculptPilot::"
+                  "test_pilot_then_continuation_equals_a_direct_run[2-workers]",
+    "cli": "tests/learner/phases/test_forecast.py::TestBudgetStop::test_cli_prints_the_forecast",
+    "study": "tests/learner/study/test_bench.py::test_bench_runs",
+    "pool": "tests/learner/test_parallel.py::test_pool",
+}
+
+
+def _select(monkeypatch, mutant):
+    if mutant is None:
+        monkeypatch.delenv("MUTANT_UNDER_TEST", raising=False)
+    else:
+        monkeypatch.setenv("MUTANT_UNDER_TEST", mutant)
+    deselected = []
+    config = SimpleNamespace(rootpath=ROOT,
+                             hook=SimpleNamespace(pytest_deselected=lambda items: deselected.extend(items)))
+    items = [SimpleNamespace(nodeid=nodeid, key=key) for key, nodeid in IDS.items()]
+    _hook()(config, items)
+    assert len(items) + len(deselected) == len(IDS)
+    return {item.key for item in items}
+
+
+def test_a_learner_mutant_is_judged_by_the_unit_tests_only(monkeypatch):
+    kept = _select(monkeypatch, "learner.learn.x__tight_retry__mutmut_7")
+    assert kept == {"unit", "phase", "serial pilot"}
+
+
+def test_a_method_mutant_finds_its_module(monkeypatch):
+    kept = _select(monkeypatch, "learner.oracle.xǁLayerOracleǁreset__mutmut_3")
+    assert kept == {"unit", "phase", "serial pilot"}
+
+
+@pytest.mark.parametrize("mutant", [None, "learner.learn", "learner.metrics.x_match_heads__mutmut_2"],
+                         ids=["no mutation run", "not a mutant", "module without a set"])
+def test_control_everything_is_kept_outside_a_judging_set(monkeypatch, mutant):
+    assert _select(monkeypatch, mutant) == set(IDS)
+
+
+def _test_files():
+    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py"))
+
+
+@pytest.mark.parametrize("name", sorted(TABLE["test_sets"]))
+def test_every_pattern_names_existing_tests(name):
+    """A misspelt file or test name would silently judge the mutants by fewer tests."""
+    files = _test_files()
+    for pattern in TABLE["test_sets"][name]:
+        if not pattern.startswith("!"):
+            assert any(fnmatch.fnmatchcase(f, pattern) for f in files), pattern
+            continue
+        # "!*::Class::test[params]": the class and the test function are defined in a test file
+        parts = pattern[1:].split("::")
+        cls, func = parts[-2], re.sub(r"\[.*$", "", parts[-1])
+        sources = [(ROOT / f).read_text() for f in files]
+        assert any(f"class {cls}" in s and f"def {func}(" in s for s in sources), pattern
+
+
+def test_every_module_names_a_declared_set():
+    for entry in TABLE["module"]:
+        assert (ROOT / entry["path"]).is_file(), entry["path"]
+        assert entry.get("tests", "learner") in TABLE["test_sets"], entry["path"]
