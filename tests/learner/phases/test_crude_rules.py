@@ -1,10 +1,14 @@
 """Phase 1's stopping statistic against a direct computation, and its arguments at their limits."""
 
+import time
+
 import numpy as np
 import pytest
 
 from learner import random_layer
-from learner.oracle import LayerOracle
+from learner.oracle import ArraySource, LayerOracle
+from learner.parallel import Workers
+from learner.phases import crude_sum as crude_module
 from learner.phases import crude_sum_w
 from learner.phases.crude_sum import relative_standard_error
 
@@ -54,3 +58,114 @@ class TestCrudeSumArguments:
         kwargs = {"n_samples": 10, "batch": 5, "se_target": 0.5, "first_batch": 2, name: value}
         with pytest.raises((TypeError, ValueError), match=name):
             crude_sum_w(self._oracle(), **kwargs)
+
+
+def _scalars(xs, ys):
+    """An ArraySource of one-token, one-dimensional examples: each example's Xᵀ J Y is the product x·y."""
+    return ArraySource(np.asarray(xs, float).reshape(-1, 1, 1), np.asarray(ys, float).reshape(-1, 1, 1))
+
+
+class _Bar:
+    """Records what phase 1 gives its progress bar."""
+
+    def __init__(self, total, desc, unit):
+        self.args, self.done, self.postfix, self.closed = (total, desc, unit), 0, [], False
+
+    def update(self, n=1):
+        self.done += n
+
+    def set_postfix_str(self, s):
+        self.postfix.append(s)
+
+    def close(self):
+        self.closed = True
+
+
+def _record_bars(monkeypatch):
+    bars = []
+
+    def make(total, desc, unit):
+        bars.append(_Bar(total, desc, unit))
+        return bars[-1]
+
+    monkeypatch.setattr(crude_module, "bar", make)
+    return bars
+
+
+class TestCrudeSumByHand:
+    def test_estimate_and_standard_error_against_direct_sums(self):
+        # Ŵ = (1/k)·mean of X_nᵀ J Y_n, with J the all-ones k × k matrix; small entries keep the variance below 1.
+        rng = np.random.default_rng(7)
+        X, Y = 0.1 * rng.normal(size=(6, 2, 3)), 0.1 * (rng.normal(size=(6, 2, 3)) + 1.0)
+        mats = np.stack([x.T @ np.ones((2, 2)) @ y for x, y in zip(X, Y, strict=True)])
+        t = time.perf_counter()
+        est = crude_sum_w(ArraySource(X, Y), n_samples=6, batch=4)
+        wall = time.perf_counter() - t
+        np.testing.assert_allclose(est.w_sum, mats.mean(axis=0) / 2, rtol=1e-12)
+        assert est.n_examples == 6
+        assert est.details["standard_error"] == pytest.approx(_direct(mats), rel=1e-10)
+        assert est.details["stopped"] == "cap" and est.details["se_target"] is None
+        assert isinstance(est.seconds, float) and 0.0 <= est.seconds <= wall
+
+    def test_stops_when_the_standard_error_equals_the_target(self, monkeypatch):
+        # Products 1 and 3: mean 2, unbiased variance 2, SE = √(2/2)/2 = 0.5 exactly, so "at most 0.5" stops
+        # after the first batch of 2; the next batch (products 2, 2) is never drawn.
+        bars = _record_bars(monkeypatch)
+        source = _scalars([1, 3, 2, 1], [1, 1, 1, 2])
+        est = crude_sum_w(source, n_samples=4, batch=2, se_target=0.5)
+        assert est.n_examples == 2 and source.n_drawn == 2
+        assert est.details == {"standard_error": 0.5, "se_target": 0.5, "stopped": "standard error"}
+        np.testing.assert_array_equal(est.w_sum, [[2.0]])
+        (shown,) = bars
+        assert shown.args == (4, "phase 1", "ex") and shown.done == 2 and shown.closed
+        (text,) = shown.postfix
+        assert "standard error" in text and text.count("0.5") == 2  # the error and its target
+
+    def test_below_the_target_only_after_the_second_batch(self, monkeypatch):
+        # Target 0.3: after 2 examples SE = 0.5; after 4 (products 1, 3, 2, 2) the variance is 2/3 and
+        # SE = √(2/3/4)/2 ≈ 0.204.
+        bars = _record_bars(monkeypatch)
+        est = crude_sum_w(_scalars([1, 3, 2, 1, 5], [1, 1, 1, 2, 5]), n_samples=5, batch=2, se_target=0.3)
+        assert est.n_examples == 4 and est.details["stopped"] == "standard error"
+        assert est.details["standard_error"] == pytest.approx(np.sqrt(2 / 3 / 4) / 2, rel=1e-12)
+        (shown,) = bars
+        assert shown.args == (5, "phase 1", "ex") and shown.done == 4 and len(shown.postfix) == 2
+
+
+class TestCrudeSumOverflow:
+    def test_a_sum_that_overflows_stops_the_phase_without_a_warning(self):
+        # 1e200 · 1e200 is not a float64: the first batch's sum is inf, so nothing more is drawn.
+        source = _scalars([1e200, 1.0, 1.0], [1e200, 1.0, 1.0])
+        est = crude_sum_w(source, n_samples=3, batch=1)
+        assert est.n_examples == 1 and source.n_drawn == 1
+        assert est.details["stopped"] == "not finite" and np.isposinf(est.w_sum).all()
+
+    def test_squares_that_overflow_or_are_undefined_raise_no_warning(self):
+        # Products 2e154 and 0 (x = 0, y = 1e200): the mean 1e154 is finite, but the sum of squared norms
+        # overflows (2e154² > float64's maximum) and meets 0 · inf.
+        est = crude_sum_w(_scalars([2e77, 0.0], [1e77, 1e200]), n_samples=2, batch=2)
+        np.testing.assert_array_equal(est.w_sum, [[1e154]])
+        assert est.n_examples == 2 and est.details["stopped"] == "cap"
+
+    @pytest.mark.filterwarnings("ignore:overflow encountered in square:RuntimeWarning")
+    def test_batches_whose_sum_overflows_raise_no_warning_when_added(self):
+        # Two batches of one product 1e308 each: finite alone, inf together. (The first batch's standard error
+        # squares a mean of 1e308 on its own; only the adding of the batches is checked here.)
+        source = _scalars([1e154, 1e154, 1.0], [1e154, 1e154, 1.0])
+        est = crude_sum_w(source, n_samples=3, batch=1)
+        assert est.n_examples == 2 and est.details["stopped"] == "not finite" and np.isposinf(est.w_sum).all()
+
+
+class TestCrudeSumDefaultsAndPool:
+    def test_defaults_draw_400_000_examples_in_batches_of_100_000(self):
+        # Equal products have zero standard error: any target stops after the first batch.
+        ones = np.ones((400_000, 1, 1))
+        assert crude_sum_w(ArraySource(ones, ones)).n_examples == 400_000
+        assert crude_sum_w(ArraySource(ones, ones), se_target=0.1).n_examples == 100_000
+
+    def test_a_given_pool_computes_the_batches(self):
+        pool = Workers()
+        est = crude_sum_w(_scalars([1, 2, 3, 4, 5], [1, 1, 1, 1, 1]), n_samples=5, batch=2, workers=pool)
+        assert est.n_examples == 5 and est.w_sum[0, 0] == 3.0
+        stats = pool.stats["1_crude_sum"]
+        assert (stats["batches"], stats["examples"], stats["calls"]) == (3, 5, 1)

@@ -428,6 +428,9 @@ class TestLearnConfig:
                           "gap_min": 2.0}),
             ((3, 16, 3), {"refined_constraints": 6.0, "net_points_3d": 13, "max_examples": 1_000_000_000,
                           "gap_min": 3.0}),
+            # Past m = 5 the 3-d net is coarser again (7 points a side).
+            ((6, 16, 2), {"refined_constraints": 12.0, "net_points_3d": 7, "max_examples": 1_000_000_000,
+                          "gap_min": 2.0}),
         ],
         ids=str,
     )
