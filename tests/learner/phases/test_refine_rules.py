@@ -246,3 +246,162 @@ class TestRefineSumArguments:
         kwargs = {"n_samples": 8, "se_target": 0.5, "first": 2, name: value}
         with pytest.raises((TypeError, ValueError), match=name):
             refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), **kwargs)
+
+
+def _picked_case(n=41, k=3, d=2, seed=0):
+    """Examples whose labels are the value of one token per row (the one the planted Θ's pattern peaks on),
+    plus noise, so that every residual is distinct; a start ``w_sum`` unrelated to the projection, so that the
+    token nearest a label under it is often not the picked one."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, k, d))
+    theta, W, start = rng.standard_normal((3, d, d))
+    pick = np.einsum("nad,de,nje->naj", X, theta, X).argmax(axis=-1)  # row a's scores x_aᵀΘx_j over tokens j
+    Y = np.take_along_axis(X, pick[..., None], axis=1) @ W + 0.1 * rng.standard_normal((n, k, d))
+    return X, Y, W, theta, start, pick
+
+
+class TestRefineOnVertexRounds:
+    """One sample's vertex rounds against a by-hand reference: the token each row is given, the kept quantile
+    (inclusive), the fraction halved from the fourth round, the reported errors and the certified step's
+    arguments."""
+
+    def _run(self, X, Y, start, theta, *, rounds, keep, truth=None, **cert):
+        cert = {"cert_rounds": 2, "cert_keep": 0.5, "cert_pool": 0.5} | cert
+        return refine_module._refine_on(X, Y, start, theta, rounds=rounds, keep=keep, truth=truth, **cert)
+
+    def test_first_round_uses_the_planted_pattern_token_and_keeps_the_inclusive_quantile(self):
+        X, Y, W, theta, start, pick = _picked_case()
+        tokens = X[np.arange(len(X))[:, None], pick]  # (n, a, d): row a's picked token
+        res = (np.linalg.norm(Y - tokens @ start, axis=-1) / np.linalg.norm(Y, axis=-1)).ravel()
+        nearest = np.linalg.norm(Y[:, :, None] - (X @ start)[:, None], axis=-1) / np.linalg.norm(Y, axis=-1)[..., None]
+        assert (nearest.min(axis=-1).ravel() < res - 1e-9).sum() > 20  # the nearest token is often another one
+        # 123 rows: the 0.5 quantile's virtual index 0.5·122 = 61 is a data point, so `<=` keeps 62 rows.
+        cut = np.sort(res)[61]
+        truth = SimpleNamespace(ws=W[None])
+        _, details = self._run(X, Y, start, theta, rounds=1, keep=0.5, truth=truth)
+        (first,) = details["vertex_rounds"]
+        assert first["round"] == 0 and first["cut"] == pytest.approx(cut, rel=1e-12) and first["rows"] == 62
+        kept = res <= cut
+        rows = tokens.reshape(-1, 2)[kept]
+        est = np.linalg.lstsq(rows, Y.reshape(-1, 2)[kept], rcond=None)[0]
+        assert first["error"] == pytest.approx(np.linalg.norm(est - W) / np.linalg.norm(W), rel=1e-9)
+
+    def test_rounds_from_the_fourth_keep_half_the_fraction(self):
+        # Distinct residuals: the inclusive 0.5 quantile of 123 keeps 62 rows; 0.25 (index 30.5, between two
+        # data points) keeps 31.
+        X, Y, _, theta, start, _ = _picked_case(seed=1)
+        _, details = self._run(X, Y, start, theta, rounds=5, keep=0.5)
+        assert [h["rows"] for h in details["vertex_rounds"]] == [62, 62, 62, 31, 31]
+        assert [h["round"] for h in details["vertex_rounds"]] == list(range(5))
+        assert all(h["error"] is None for h in details["vertex_rounds"])  # no truth given
+
+    def test_a_zero_label_row_has_zero_residual_and_no_division_by_zero(self):
+        X, Y, _, theta, start, _ = _picked_case(seed=2)
+        Y[0, 0] = 0.0
+        _, details = self._run(X, Y, start, theta, rounds=1, keep=0.5)
+        assert details["vertex_rounds"][0]["rows"] == 62  # still 123 distinct residuals, one of them 0
+
+    def test_no_finite_residual_keeps_no_row_in_that_round(self):
+        # A start of nan: every residual is nan, the cut is inf and no row is at or below it. The next round
+        # starts from the empty regression's zero, where every residual is ‖y‖/‖y‖ = 1: all rows tie at the cut.
+        X, Y, _, theta, _, _ = _picked_case(seed=3)
+        _, details = self._run(X, Y, np.full((2, 2), np.nan), theta, rounds=2, keep=0.5)
+        first, second = details["vertex_rounds"]
+        assert first["cut"] == float("inf") and first["rows"] == 0
+        assert second["cut"] == 1.0 and second["rows"] == 123
+
+    def test_start_is_the_better_quality_and_the_certified_step_gets_the_arguments(self, monkeypatch):
+        seen = []
+
+        def certified(X, Y, est, **kwargs):
+            seen.append((est.copy(), kwargs))
+            return est, []
+
+        monkeypatch.setattr(refine_module, "certified_regression", certified)
+        X, Y, W, theta, start, _ = _picked_case(seed=4)
+        truth = SimpleNamespace(ws=W[None])
+        est, details = self._run(X, Y, start, theta, rounds=3, keep=0.5, truth=truth, cert_rounds=7,
+                                 cert_keep=0.125, cert_pool=0.25)
+        quality = details["start_quality"]
+        assert set(quality) == {"input", "vertex"} and details["start"] in quality
+        assert quality[details["start"]] == min(quality.values())
+        assert seen[0][1] == {"rounds": 7, "keep": 0.125, "pool": 0.25, "truth": truth}
+        assert np.array_equal(seen[0][0], start) == (details["start"] == "input")
+        monkeypatch.undo()
+        _, details = self._run(X, Y, W, theta, rounds=0, keep=0.5, truth=truth)
+        assert details["start"] in ("input", "vertex") and details["vertex_rounds"] == []
+
+
+class _Bar:
+    """Records what phase 3 gives its progress bar."""
+
+    def __init__(self, total, desc, unit):
+        self.args, self.done, self.postfix, self.closed = (total, desc, unit), 0, [], False
+
+    def update(self, n=1):
+        self.done += n
+
+    def set_postfix_str(self, s):
+        self.postfix.append(s)
+
+    def close(self):
+        self.closed = True
+
+
+class TestRefineSumWiring:
+    """What refine_sum_w hands one sample's estimate, and what it reads back: the planted pattern, the truth,
+    the standard error of the last certified round (inf where there is none), the stop at the target
+    inclusive, and the bar's total, label, unit, updates and postfix."""
+
+    def _bars(self, monkeypatch):
+        bars = []
+
+        def make(total, desc, unit):
+            bars.append(_Bar(total, desc, unit))
+            return bars[-1]
+
+        monkeypatch.setattr(refine_module, "bar", make)
+        return bars
+
+    def test_pattern_and_truth_reach_the_sample_and_the_stages(self, monkeypatch):
+        seen = []
+
+        def refine_on(X, Y, w_sum, theta_star, **kwargs):
+            seen.append((theta_star, kwargs["truth"]))
+            return w_sum * 2.0, {"certified_rounds": [{"standard_error": 0.5}]}
+
+        monkeypatch.setattr(refine_module, "_refine_on", refine_on)
+        ones = np.ones((4, 1, 1))
+        theta, truth = np.full((1, 1), 3.0), SimpleNamespace(ws=np.full((1, 1, 1), 1.0))
+        est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), theta, n_samples=4, truth=truth)
+        assert seen == [(theta, truth)]
+        # The estimate 2 against the planted sum 1: relative error 1, in the stage and in the result.
+        assert est.details["stages"] == [{"examples": 4, "standard_error": 0.5, "error": 1.0}] and est.error == 1.0
+
+    def test_no_certified_round_is_an_infinite_error_and_runs_to_the_cap(self, monkeypatch):
+        monkeypatch.setattr(refine_module, "_refine_on", lambda X, Y, w, t, **kw: (w, {"certified_rounds": []}))
+        ones = np.ones((4, 1, 1))
+        est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), n_samples=4, se_target=0.5, first=2)
+        assert [s["standard_error"] for s in est.details["stages"]] == [float("inf")] * 2
+        assert est.details["stopped"] == "cap" and est.n_examples == 4
+
+    def test_stops_at_a_standard_error_equal_to_the_target_and_shows_it(self, monkeypatch):
+        bars = self._bars(monkeypatch)
+        monkeypatch.setattr(refine_module, "_refine_on", _stub_refine([], lambda n: 1.0 / n))
+        ones = np.ones((8, 1, 1))
+        est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), n_samples=8, se_target=0.25, first=2,
+                           batch=3)
+        assert est.details["stopped"] == "standard error" and est.n_examples == 4  # 1/4 is the target itself
+        (shown,) = bars
+        assert shown.args == (8, "phase 3", "ex") and shown.done == 4 and shown.closed
+        assert len(shown.postfix) == 2 and all("standard error" in s and "0.25" in s for s in shown.postfix)
+
+
+class TestVertexResidualsZeroLabel:
+    def test_a_zero_label_row_is_zero_without_a_division_by_zero(self):
+        # Tokens e1, e2 and Ŵ = I: row 0's label is 0 (residual 0 by the ynorm = inf convention), row 1's label
+        # (3, 4) is nearest e2 = (0, 1), at distance √(9 + 9) = √18 over ‖y‖ = 5.
+        X, Y = _example((0.0, 0.0), (3.0, 4.0))
+        j, res = refine_module.vertex_residuals(X, Y, np.eye(2))
+        assert j[0, 1] == 1 and res[0, 0] == 0.0
+        assert res[0, 1] == pytest.approx(math.sqrt(18) / 5, rel=1e-12)
