@@ -13,6 +13,7 @@ import os
 # limits this process, whose BLAS may already be loaded (a plugin imported numpy).
 os.environ.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
 
+import pytest  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 _BLAS_LIMIT = threadpool_limits(1, user_api="blas")
@@ -58,3 +59,43 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+# mutmut maps each function to the tests that call it by clearing its record of calls at the end of every test.
+# A module- or class-scoped fixture is set up once, inside the first test that asks for it, so the functions it
+# calls are credited to that test alone; the other tests that read the fixture's result would never judge a
+# mutant of those functions, and a mutant they catch would be counted as a survivor. During mutmut's stats run
+# these two hooks credit a shared fixture's calls to every test that uses it.
+_SHARED_FIXTURE_CALLS = {}  # FixtureDef -> the functions mutmut recorded while it was set up
+
+
+def _mutmut_stats_state():
+    """mutmut's state while it collects which tests call which function; None otherwise."""
+    if os.environ.get("MUTANT_UNDER_TEST") != "stats":
+        return None
+    from mutmut.state import state
+
+    return state()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    recorder = _mutmut_stats_state()
+    if recorder is None or fixturedef.scope == "function":
+        return (yield)
+    outer, recorder._stats = recorder._stats, set()
+    try:
+        return (yield)
+    finally:
+        _SHARED_FIXTURE_CALLS[fixturedef] = set(recorder._stats)
+        recorder._stats = outer | recorder._stats
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem):
+    recorder = _mutmut_stats_state()
+    if recorder is None:
+        return
+    for defs in item._fixtureinfo.name2fixturedefs.values():
+        for fixturedef in defs:
+            recorder._stats |= _SHARED_FIXTURE_CALLS.get(fixturedef, set())

@@ -95,3 +95,60 @@ def test_every_module_names_a_declared_set():
     for entry in TABLE["module"]:
         assert (ROOT / entry["path"]).is_file(), entry["path"]
         assert entry.get("tests", "learner") in TABLE["test_sets"], entry["path"]
+
+
+def _conftest():
+    spec = importlib.util.spec_from_file_location("_conftest_for_fixtures", ROOT / "tests" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _FixtureDef:
+    """Stands in for pytest's FixtureDef: hashable, with a scope."""
+
+    def __init__(self, scope):
+        self.scope = scope
+
+
+def _set_up(module, fixturedef, called):
+    """Drive the fixture-setup wrapper around a fixture whose body calls the functions ``called``."""
+    setup = module.pytest_fixture_setup(fixturedef, request=None)
+    next(setup)
+    module._mutmut_stats_state()._stats.update(called)
+    with pytest.raises(StopIteration) as done:
+        setup.send("value")
+    return done.value.value
+
+
+class TestSharedFixtureCalls:
+    """During mutmut's stats run, the functions a module- or class-scoped fixture calls are credited to every test
+    that uses the fixture, not only to the test in which it was set up; function-scoped fixtures are left alone."""
+
+    def _recording(self, monkeypatch):
+        module = _conftest()
+        recorder = SimpleNamespace(_stats={"called before the fixture"})
+        monkeypatch.setattr(module, "_mutmut_stats_state", lambda: recorder)
+        return module, recorder
+
+    def test_a_later_test_using_a_shared_fixture_is_credited_with_its_calls(self, monkeypatch):
+        module, recorder = self._recording(monkeypatch)
+        shared, own = _FixtureDef("module"), _FixtureDef("function")
+        assert _set_up(module, shared, {"learner.learn.x_truth_errors"}) == "value"
+        assert recorder._stats == {"called before the fixture", "learner.learn.x_truth_errors"}
+        _set_up(module, own, {"learner.metrics.x_match_heads"})
+        recorder._stats = set()  # mutmut clears its record after each test; the next test reads the fixture
+        later = SimpleNamespace(_fixtureinfo=SimpleNamespace(name2fixturedefs={"run": (shared,), "own": (own,)}))
+        module.pytest_runtest_teardown(later, None)
+        assert recorder._stats == {"learner.learn.x_truth_errors"}  # not the function-scoped fixture's call
+
+    def test_outside_the_stats_run_nothing_is_recorded(self, monkeypatch):
+        module = _conftest()
+        monkeypatch.setenv("MUTANT_UNDER_TEST", "learner.learn.x_truth_errors__mutmut_1")
+        assert module._mutmut_stats_state() is None
+        setup = module.pytest_fixture_setup(_FixtureDef("module"), request=None)
+        next(setup)
+        with pytest.raises(StopIteration):
+            setup.send("value")
+        assert module._SHARED_FIXTURE_CALLS == {}
+        module.pytest_runtest_teardown(SimpleNamespace(), None)  # does not even look at the item

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from learner import AttentionLayer, LayerOracle, random_layer, relative_error
 from learner.phases import HullUndetermined, LearnConfig
 
 
@@ -572,3 +573,23 @@ class TestDropRedundantRules:
         run = self._run()
         assert _module()._drop_redundant(run, self._layer(t, w)) is None
         assert calls["refit"] == [] and run.diag == {}
+
+
+class TestTruthErrors:
+    """The errors against the truth are measured on fresh inputs of the source's own distribution (boolean where
+    the source names none), with the parameter error only where the numbers of heads agree."""
+
+    def test_fresh_inputs_follow_the_source(self):
+        truth = random_layer(2, 4, rng=0)
+        layer = AttentionLayer(truth.thetas * 1.1, truth.ws)
+        errors = _module().truth_errors(truth, layer, 3, LayerOracle(truth, 3, distribution="gaussian", rng=1),
+                                        rng=5)
+        gaussian = relative_error(truth, layer, 3, n_samples=8192, distribution="gaussian", rng=5)
+        boolean = relative_error(truth, layer, 3, n_samples=8192, distribution="boolean", rng=5)
+        assert errors["relative_error"] == gaussian != boolean
+        # A source with no distribution at all (not even the attribute) is on the cube.
+        bare = _module().truth_errors(truth, layer, 3, object(), rng=5)
+        assert bare["relative_error"] == boolean and bare["param_error"] == errors["param_error"] > 0
+        fewer = AttentionLayer(truth.thetas[:1], truth.ws[:1])
+        assert set(_module().truth_errors(truth, fewer, 3, object(), rng=5)) == {"relative_error"}
+        assert _module().truth_errors(None, layer, 3, object(), rng=5) == {}

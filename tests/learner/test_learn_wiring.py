@@ -21,6 +21,7 @@ from learner.oracle import LayerOracle
 from learner.parallel import Workers
 from learner.phases import FIXED_BUDGETS, LearnConfig
 from learner.phases.forecast import ADAPTIVE_CANDIDATES
+from learner.phases.noise import NOISE_MIN
 
 LEARN = sys.modules["learner.learn"]  # the module; `learner.learn` is also the function
 
@@ -152,6 +153,15 @@ class TestPhaseArguments:
         ((args6, kw6, _),) = _calls(run, "search_heads")
         last5 = spans[-1][2]
         assert args6[0] is run.oracle and args6[1] is last5.theta_star and args6[3] == M
+        assert args6[2] is last5.directions
+        assert kw6 == {"net_radius": cfg["net_radius"], "net_points": cfg["net_points"],
+                       "net_points_3d": cfg["net_points_3d"], "n_search": cfg["n_search"],
+                       "keep_tuples": cfg["keep_tuples"], "examples_per_param": cfg["refine_examples_per_param"],
+                       "max_nfev": cfg["max_nfev"], "search": cfg["search"], "max_tuples": cfg["max_tuples"],
+                       "search_memory": cfg["search_memory"], "swap_starts": cfg["swap_starts"],
+                       "vp_starts": cfg["vp_starts"], "seed": cfg["search_seed"], "refine": cfg["refine"],
+                       "truth": run.truth, "noise_tol": NOISE_MIN if cfg["noise_floor"] else None,
+                       "noise_z": cfg["noise_z"]}
 
 
 class TestRecords:
@@ -274,6 +284,7 @@ class TestInterrupted:
         assert f"interrupted by the user in phase {phase} after" in r.message
         assert r.errors == {}
         assert f"learn: interrupted in {phase}" in caplog.messages
+        assert str(exc.value) == r.message
 
     def test_one_head_pilot_has_no_free_dimensions(self):
         """The pilot's n is (m - 1)(k - 1): 0 for one head."""
@@ -438,3 +449,109 @@ def test_the_noise_floor_of_phase_6_is_reported():
 
     r = _run(LearnConfig(**SMALL), fakes={"search_heads": with_floor}).result
     assert r.success and (r.noise, r.expected_param_error) == (0.25, 0.125)
+
+
+class TestForecastMissWarning:
+    """Phase 4 warns where the examples the target needed leave [1/FORECAST_MISS, FORECAST_MISS] times the
+    pilot's forecast, bounds included, and only when the target was reached; a censored phase without an
+    over-budget forecast does not stop the run for its budget."""
+
+    @staticmethod
+    def _run_with(monkeypatch, caplog, *, at_target=None, stopped="target", miss=None):
+        seen = {}
+
+        def changed(real, rec, *args, **kw):
+            p4 = real(*args, **kw)
+            changes = {}
+            if at_target is not None:
+                changes["examples_at_target"] = at_target(p4.forecast.predicted_examples)
+            p4 = dataclasses.replace(p4, stopped=stopped, **changes)
+            seen["ratio"], seen["p4"] = p4.needed_ratio, p4
+            if miss is not None:
+                monkeypatch.setattr(LEARN, "FORECAST_MISS", miss(p4.needed_ratio))
+            return p4
+
+        with caplog.at_level(logging.WARNING, logger="learner.learn"):
+            result = _run(LearnConfig(**SMALL | {"outer_rounds": 1}), fakes={"refined_sculpt": changed}).result
+        warned = [r for r in caplog.records if "the forecast missed" in r.getMessage()]
+        return result, seen, warned
+
+    def test_a_miss_above_is_warned_with_the_round_examples_and_ratio(self, monkeypatch, caplog):
+        result, seen, warned = self._run_with(monkeypatch, caplog, at_target=lambda p: int(4 * p) + 1)
+        p4 = seen["p4"]
+        assert seen["ratio"] > 4
+        (record,) = warned
+        assert record.args == (1, f"{p4.examples_at_target:,}", seen["ratio"], p4.forecast.predicted_examples)
+
+    def test_a_miss_below_is_warned(self, monkeypatch, caplog):
+        _, seen, warned = self._run_with(monkeypatch, caplog, at_target=lambda p: max(int(p / 4) - 1, 1))
+        assert seen["ratio"] < 1 / 3 and len(warned) == 1
+
+    def test_a_ratio_inside_the_band_is_not_a_miss(self, monkeypatch, caplog):
+        _, seen, warned = self._run_with(monkeypatch, caplog, at_target=lambda p: int(p) + 1)
+        assert 1 / 3 <= seen["ratio"] <= 3 and warned == []
+
+    def test_the_upper_bound_itself_is_not_a_miss(self, monkeypatch, caplog):
+        _, seen, warned = self._run_with(monkeypatch, caplog, at_target=lambda p: int(2 * p), miss=lambda r: r)
+        assert seen["ratio"] > 1 and warned == []
+
+    def test_the_lower_bound_itself_is_not_a_miss(self, monkeypatch, caplog):
+        # FORECAST_MISS = 1/ratio, chosen where 1/(1/ratio) is ratio again in floating point.
+        def at_target(p):
+            n = int(p / 2)
+            while 1 / (1 / (n / p)) != n / p:
+                n -= 1
+            return n
+
+        _, seen, warned = self._run_with(monkeypatch, caplog, at_target=at_target, miss=lambda r: 1 / r)
+        assert seen["ratio"] < 1 and warned == []
+
+    def test_no_warning_when_the_target_was_not_reached(self, monkeypatch, caplog):
+        result, seen, warned = self._run_with(monkeypatch, caplog, at_target=lambda p: int(4 * p) + 1,
+                                              stopped="budget")
+        assert seen["ratio"] > 4 and warned == []
+        # Censored, but the pilot's forecast was within the budget: the run is not stopped for its budget.
+        assert not seen["p4"].forecast.over_budget and result.status != "budget"
+
+
+def test_an_over_budget_forecast_is_logged_with_its_time_estimate(caplog):
+    with caplog.at_level(logging.INFO, logger="learner.learn"):
+        r = _run(LearnConfig(**SMALL | {"max_examples": 2_000})).result
+    (line,) = [m for m in caplog.messages if m.startswith("phase 4: ")]
+    assert line == f"phase 4: {r.message}; {r.execution['phase4_time_estimate']}"
+
+
+def test_phases_5_and_6_are_logged_with_the_round_gap_ratios_and_search(caplog):
+    with caplog.at_level(logging.INFO, logger="learner.learn"):
+        run = _run(LearnConfig(**SMALL | {"outer_rounds": 1}))
+    ((_, _, p4),) = _calls(run, "refined_sculpt")
+    p5 = _calls(run, "estimate_span")[-1][2]
+    lines = caplog.messages
+    assert (f"phase 5 (round 1): {p4.count} constraints, m = {M}, gap ratios "
+            f"{np.array2string(p5.gap_ratios[:M], precision=3)}") in lines
+    assert f"phase 6: searching the hull (m = {M}, search={run.cfg['search']})" in lines
+    ((_, _, p6),) = _calls(run, "search_heads")
+    assert f"phase 6: {p6.search} search, held-out relative error {p6.heldout_error:.3g}" in lines
+
+
+def test_without_the_noise_floor_phase_6_tests_no_noise():
+    seen = {}
+
+    def stop(real, rec, *args, **kw):
+        seen.update(kw)
+        raise KeyboardInterrupt
+
+    with pytest.raises(LearnInterrupted):
+        _run(LearnConfig(**SMALL | {"noise_floor": False}), fakes={"search_heads": stop})
+    assert seen["noise_tol"] is None and seen["noise_z"] == LearnConfig().noise_z
+
+
+def test_an_interrupt_in_a_rounds_span_names_phase_5():
+    def second_call(real, rec, *args, **kw):
+        if len(rec.calls) > 1:  # the first call is the crude hull's, in phase 2
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    with pytest.raises(LearnInterrupted) as exc:
+        _run(LearnConfig(**SMALL), fakes={"estimate_span": second_call})
+    assert exc.value.result.diagnostics["interrupted"] == {"phase": "5_span"}
