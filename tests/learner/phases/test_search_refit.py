@@ -1,0 +1,574 @@
+"""Phase 6's refinement rules against hand-built cases: the variable-projection solve (its full-rank and
+rank-deficient designs), the normal equations in memory blocks, the Levenberg–Marquardt loop replayed step by
+step, refit's defaults, the trust-region refinement, the multi-start search's figures, the warm start's ties and
+the noise-floor refit's budget."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from learner import AttentionLayer, LayerOracle, random_layer
+from learner.layer import attention_patterns
+from learner.phases import search
+from learner.phases.noise import NOISE_Z, candidate_thetas, noise_floor
+from learner.phases.search import (
+    _features,
+    _fit_ws,
+    _levenberg_marquardt,
+    _noise_refit,
+    _normal_equations,
+    _refine,
+    _vp_search,
+    _vp_solve,
+    _warm_start,
+    layer_jacobian,
+    refit,
+)
+
+
+def _planted(m, d, k, n, *, seed, noise=0.0):
+    layer = random_layer(m, d, logit_scale=1.0, check=False, rng=seed)
+    X, Y = LayerOracle(layer, k, noise=noise, rng=seed + 1).draw(n)
+    return layer, X, Y
+
+
+def _design(thetas, X):
+    """``[P_1X, …, P_mX]`` with rows (n, a) and columns (i, c), one head's features at a time."""
+    n, k, d = X.shape
+    return np.concatenate([_features(t, X).reshape(n * k, d) for t in thetas], axis=1)
+
+
+def _rel(layer, X, Y):
+    return float(np.sum((layer(X) - Y) ** 2) / np.sum(Y**2))
+
+
+class TestVpSolve:
+    def test_distinct_heads_the_least_squares_ws_and_the_thin_qr(self):
+        layer, X, Y = _planted(2, 3, 2, 30, seed=1, noise=0.1)
+        ws, r, Q, patterns = _vp_solve(layer.thetas, X, Y)
+        D = _design(layer.thetas, X)
+        W = np.linalg.lstsq(D, Y.reshape(-1, 3))[0]
+        np.testing.assert_allclose(ws, W.reshape(2, 3, 3), rtol=0, atol=1e-10)
+        np.testing.assert_allclose(r, D @ W - Y.reshape(-1, 3), rtol=0, atol=1e-12)
+        # One thin QR of the design: Q is its orthonormal factor (not another basis of the same space).
+        np.testing.assert_allclose(Q, np.linalg.qr(D)[0], rtol=0, atol=1e-10)
+        np.testing.assert_array_equal(patterns, attention_patterns(layer.thetas, X))
+
+    def test_a_power_of_two_rescaling_changes_nothing_but_the_ws(self):
+        """X → cX and Θ → Θ/c² leave the patterns; with c = 2⁻²⁰ every product scales exactly, so Q is the same
+        matrix and W scales by 1/c — the full-rank test is relative to the design's own scale."""
+        layer, X, Y = _planted(2, 3, 2, 30, seed=1, noise=0.1)
+        c = 2.0**-20
+        ws, r, Q, _ = _vp_solve(layer.thetas, X, Y)
+        ws_c, r_c, Q_c, _ = _vp_solve(layer.thetas / c**2, c * X, Y)
+        np.testing.assert_allclose(Q_c, Q, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(ws_c * c, ws, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(r_c, r, rtol=0, atol=1e-12)
+
+    def test_equal_heads_take_the_min_norm_ws(self):
+        """Two heads with the same Θ: the design is [A, A], the min-norm fit splits A's least-squares W in halves
+        and the residual space is that of A alone (d columns)."""
+        layer, X, Y = _planted(1, 3, 2, 30, seed=2, noise=0.1)
+        thetas = np.stack([layer.thetas[0], layer.thetas[0]])
+        ws, r, Q, _ = _vp_solve(thetas, X, Y)
+        A = _design(layer.thetas, X)
+        W = np.linalg.lstsq(A, Y.reshape(-1, 3))[0]
+        np.testing.assert_allclose(ws, np.stack([W / 2, W / 2]), rtol=0, atol=1e-10)
+        np.testing.assert_allclose(r, A @ W - Y.reshape(-1, 3), rtol=0, atol=1e-10)
+        assert Q.shape == (60, 3)
+        np.testing.assert_allclose(Q.T @ Q, np.eye(3), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(Q @ Q.T, A @ np.linalg.pinv(A), rtol=0, atol=1e-10)
+
+    def test_one_token_dimension_and_equal_heads_have_one_direction(self):
+        X = np.random.default_rng(0).standard_normal((20, 3, 1))
+        Y = np.random.default_rng(1).standard_normal((20, 3, 1))
+        ws, r, Q, _ = _vp_solve(np.ones((2, 1, 1)), X, Y)
+        a = _features(np.ones((1, 1)), X).reshape(-1)
+        w = float(a @ Y.reshape(-1) / (a @ a))
+        np.testing.assert_allclose(ws.ravel(), [w / 2, w / 2], rtol=1e-10)
+        assert Q.shape == (60, 1)
+        np.testing.assert_allclose(np.abs(Q[:, 0]), np.abs(a) / np.linalg.norm(a), rtol=0, atol=1e-12)
+
+    def test_zero_inputs_have_zero_ws_and_no_directions(self):
+        Y = np.random.default_rng(1).standard_normal((5, 2, 3))
+        ws, r, Q, _ = _vp_solve(np.ones((2, 3, 3)), np.zeros((5, 2, 3)), Y)
+        np.testing.assert_array_equal(ws, np.zeros((2, 3, 3)))
+        np.testing.assert_array_equal(r, -Y.reshape(10, 3))
+        assert Q.shape == (10, 0)
+
+
+def _jacobian_calls(monkeypatch):
+    calls = []
+    original = search._vp_jacobian
+
+    def spy(thetas, ws, X, patterns, Q, basis=None):
+        J = original(thetas, ws, X, patterns, Q, basis)
+        calls.append((X.shape[0], Q is None, J.nbytes))
+        return J
+
+    monkeypatch.setattr(search, "_vp_jacobian", spy)
+    return calls
+
+
+class TestNormalEquationsInBlocks:
+    m, d, k, n = 2, 3, 2, 12
+    per = 8 * k * d * m * d * d  # bytes of one example's Jacobian rows
+
+    def _case(self, seed=3):
+        layer, X, Y = _planted(self.m, self.d, self.k, self.n, seed=seed)
+        thetas = layer.thetas + 0.05 * np.random.default_rng(seed).standard_normal(layer.thetas.shape)
+        ws, r, Q, patterns = _vp_solve(thetas, X, Y)
+        return thetas, ws, X, patterns, Q, r
+
+    def _reference(self, thetas, ws, X, patterns, Q, r, basis=None):
+        """Kaufman's Jacobian built by hand: the Θ-columns of the full one, projected off the design."""
+        n, k, d = X.shape
+        m = len(thetas)
+        full = layer_jacobian(thetas, ws, X)[:, : m * d * d].reshape(n * k, d * m * d * d)
+        J = (full - Q @ (Q.T @ full)).reshape(n * k * d, m * d * d)
+        if basis is not None:
+            J = J @ np.kron(np.eye(m), basis)
+        return J.T @ J, J.T @ r.ravel()
+
+    @pytest.mark.parametrize("budget", [1.0, 1.5, 2.0, 5.5, 11.9, 12.0], ids=str)
+    def test_every_block_fits_the_bytes(self, monkeypatch, budget):
+        """Whole (projected at once) when all n examples fit, else blocks of ``max_bytes // per`` examples (at
+        least one), each Jacobian within the bytes; the matrices are the same either way."""
+        args = self._case()
+        A_ref, g_ref = self._reference(*args)
+        calls = _jacobian_calls(monkeypatch)
+        max_bytes = int(budget * self.per)
+        A, g = _normal_equations(*args, max_bytes=max_bytes)
+        step = int(budget)
+        if step >= self.n:
+            assert calls == [(self.n, False, self.n * self.per)]
+        else:
+            sizes = [min(step, self.n - s) for s in range(0, self.n, step)]
+            assert calls == [(s, True, s * self.per) for s in sizes]
+        np.testing.assert_allclose(A, A_ref, rtol=0, atol=1e-10 * np.abs(A_ref).max())
+        np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-10 * np.abs(g_ref).max())
+
+    def test_fewer_bytes_than_one_example_still_go_one_at_a_time(self, monkeypatch):
+        args = self._case()
+        calls = _jacobian_calls(monkeypatch)
+        A, _ = _normal_equations(*args, max_bytes=100)
+        assert calls == [(1, True, self.per)] * self.n
+        np.testing.assert_allclose(A, self._reference(*args)[0], rtol=0, atol=1e-10 * np.abs(A).max())
+
+    @pytest.mark.parametrize("budget", [None, 1.0, 3.0], ids=str)
+    def test_hull_coordinates_in_blocks(self, monkeypatch, budget):
+        """With a basis (d², r) the Jacobian has m·r columns: one example's rows take 8·k·d·m·r bytes."""
+        args = self._case(seed=4)
+        basis = np.linalg.qr(np.random.default_rng(7).standard_normal((self.d * self.d, 2)))[0]
+        A_ref, g_ref = self._reference(*args, basis=basis)
+        per = 8 * self.k * self.d * self.m * 2
+        calls = _jacobian_calls(monkeypatch)
+        max_bytes = self.n * per if budget is None else int(budget * per)
+        A, g = _normal_equations(*args, basis=basis, max_bytes=max_bytes)
+        if budget is None:  # exactly the whole Jacobian's bytes: projected at once
+            assert calls == [(self.n, False, self.n * per)]
+        else:
+            assert all(q_none and nbytes <= max_bytes for _, q_none, nbytes in calls)
+        assert A.shape == (4, 4)
+        np.testing.assert_allclose(A, A_ref, rtol=0, atol=1e-10 * np.abs(A_ref).max())
+        np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-10 * np.abs(g_ref).max())
+
+
+class _Trace:
+    """The residual evaluations, normal equations, Cholesky factorisations and steps of one run, in order;
+    the Cholesky factorisations numbered in ``fail`` raise as a singular matrix would."""
+
+    def __init__(self, monkeypatch, fail=()):
+        self.events, self.fail, self.n_chol = [], set(fail), 0
+        solve, normal, factor, back = search._vp_solve, search._normal_equations, search.cho_factor, search.cho_solve
+
+        def spy_solve(thetas, X, Y):
+            out = solve(thetas, X, Y)
+            self.events.append(("solve", np.array(thetas, dtype=float).ravel(), float(np.sum(out[1] ** 2))))
+            return out
+
+        def spy_normal(*args, **kwargs):
+            A, g = normal(*args, **kwargs)
+            self.events.append(("normal", A.copy(), g.copy()))
+            return A, g
+
+        def spy_factor(M, *args, **kwargs):
+            self.events.append(("factor", M.copy()))
+            self.n_chol += 1
+            if self.n_chol - 1 in self.fail:
+                raise np.linalg.LinAlgError("injected")
+            return factor(M, *args, **kwargs)
+
+        def spy_back(*args, **kwargs):
+            x = back(*args, **kwargs)
+            self.events.append(("step", -x))
+            return x
+
+        for name, spy in [("_vp_solve", spy_solve), ("_normal_equations", spy_normal), ("cho_factor", spy_factor),
+                          ("cho_solve", spy_back)]:
+            monkeypatch.setattr(search, name, spy)
+
+    def replay(self, yy, *, max_iter, ftol):
+        """The documented loop on the recorded figures: damped normal equations ``(A + λ·diag) δ = −g`` from
+        λ = 1e-3, the diagonal floored at 1e-12 of its largest entry; a step kept only if it lowers the
+        residual (λ / 5, at least 1e-12), else λ × 4; a failed factorisation λ × 10 at no evaluation; stop at a
+        relative residual <= 1e-30, after a kept step that moves the parameters by <= 1e-15 relative or lowers
+        the residual by <= ftol relative, when λ reaches 1e16, or at max_iter evaluations."""
+        events = iter(self.events)
+
+        def take(kind):
+            event = next(events)
+            assert event[0] == kind, (event[0], kind)
+            return event[1:]
+
+        z, cost = take("solve")
+        evaluations, lam, n_chol = 1, 1e-3, 0
+        while evaluations < max_iter and cost > 1e-30 * yy:
+            A, g = take("normal")
+            scale = np.maximum(np.diagonal(A), 1e-12 * max(float(np.diagonal(A).max()), 1e-300))
+            improved = small = False
+            while evaluations < max_iter and lam < 1e16:
+                (M,) = take("factor")
+                np.testing.assert_allclose(M, A + lam * np.diag(scale), rtol=1e-13, atol=0)
+                n_chol += 1
+                if n_chol - 1 in self.fail:
+                    lam *= 10
+                    continue
+                (step,) = take("step")
+                z_new, cost_new = take("solve")
+                np.testing.assert_array_equal(z_new, z + step)
+                evaluations += 1
+                if cost_new < cost:
+                    small = (np.linalg.norm(step) <= 1e-15 * max(np.linalg.norm(z), 1e-300)
+                             or cost - cost_new <= ftol * cost)
+                    z, cost, lam, improved = z_new, cost_new, max(lam / 5, 1e-12), True
+                    break
+                lam *= 4
+            if not improved or small:
+                break
+        assert next(events, None) is None
+        return z, evaluations, cost / yy
+
+
+def _far_case():
+    """A two-head layer and a start far from it: the run rejects steps and takes many."""
+    layer, X, Y = _planted(2, 3, 2, 40, seed=8)
+    return layer, X, Y, 3 * np.random.default_rng(10).standard_normal((2, 3, 3))
+
+
+def _noisy_case():
+    layer, X, Y = _planted(2, 3, 2, 40, seed=5, noise=1e-2)
+    return layer, X, Y, layer.thetas + 0.1 * np.random.default_rng(1).standard_normal((2, 3, 3))
+
+
+class TestLevenbergMarquardtRules:
+    def _run(self, monkeypatch, theta0, X, Y, *, max_iter, ftol, fail=()):
+        trace = _Trace(monkeypatch, fail)
+        z, ws, evaluations, rel = _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol)
+        yy = max(float(np.sum(Y**2)), 1e-300)
+        z_ref, evaluations_ref, rel_ref = trace.replay(yy, max_iter=max_iter, ftol=ftol)
+        np.testing.assert_array_equal(z, z_ref)
+        assert evaluations == evaluations_ref <= max_iter
+        assert rel == rel_ref
+        if np.sum(Y**2) > 0:  # the relative residual of the layer returned
+            fitted = AttentionLayer(z.reshape(theta0.shape), ws)
+            assert rel == pytest.approx(_rel(fitted, X, Y), rel=1e-8, abs=1e-30)
+        return z, evaluations, rel
+
+    @pytest.mark.parametrize("max_iter", [1, 2, 6, 9, 40])
+    def test_far_start_up_to_the_cap(self, monkeypatch, max_iter):
+        """Evaluations 5–10 reject their steps: a cap there ends on a rejected step, with no evaluation more; a
+        cap of 1 is the start alone, with no normal equations built."""
+        _, X, Y, start = _far_case()
+        _, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=max_iter, ftol=1e-12)
+        assert evaluations == max_iter
+
+    @pytest.mark.parametrize("fail", [(0,), (0, 1, 4), (2, 3)], ids=str)
+    def test_failed_factorisations_raise_the_damping_at_no_evaluation(self, monkeypatch, fail):
+        _, X, Y, start = _far_case()
+        self._run(monkeypatch, start, X, Y, max_iter=30, ftol=1e-12, fail=fail)
+
+    def test_nineteen_failed_factorisations_end_the_run(self, monkeypatch):
+        """λ = 1e-3·10¹⁹ is 1e16 exactly: the damping has run out, the start is returned."""
+        _, X, Y, start = _far_case()
+        z, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=30, ftol=1e-12, fail=range(19))
+        assert evaluations == 1
+        np.testing.assert_array_equal(z, start.ravel())
+
+    def test_labels_below_one_are_relative_to_their_own_sum(self, monkeypatch):
+        _, X, Y, start = _far_case()
+        Y = Y * 2.0**-12
+        assert np.sum(Y**2) < 1e-4
+        self._run(monkeypatch, start, X, Y, max_iter=20, ftol=1e-12)
+
+    def test_the_planted_heads_stop_at_once(self, monkeypatch):
+        """Exact labels from the start itself: relative residual ~1e-31 <= 1e-30, no step (labels' sum ≫ 1)."""
+        layer, X, Y, _ = _far_case()
+        assert np.sum(Y**2) > 100
+        z, evaluations, rel = self._run(monkeypatch, layer.thetas, X, Y, max_iter=50, ftol=1e-12)
+        assert evaluations == 1 and rel <= 1e-30
+        np.testing.assert_array_equal(z, layer.thetas.ravel())
+
+    def test_zero_labels_are_fitted_at_once(self, monkeypatch):
+        _, X, Y, start = _far_case()
+        z, evaluations, rel = self._run(monkeypatch, start, X, np.zeros_like(Y), max_iter=50, ftol=1e-12)
+        assert evaluations == 1 and rel == 0.0
+
+    def test_no_gradient_rejects_until_the_damping_runs_out(self, monkeypatch):
+        """Every token of an example the same: the features do not depend on Θ, so the Jacobian is zero and
+        every step is zero; λ = 1e-3·4^j passes 1e16 at j = 32, so 32 rejected evaluations after the first."""
+        _, X, Y, start = _far_case()
+        X = np.repeat(X[:, :1], 2, axis=1)
+        z, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=100, ftol=1e-12)
+        assert evaluations == 33
+        np.testing.assert_array_equal(z, start.ravel())
+
+    def test_noisy_labels_stop_on_the_relative_decrease(self, monkeypatch):
+        _, X, Y, start = _noisy_case()
+        _, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=300, ftol=1e-4)
+        assert evaluations < 20
+
+    def test_a_decrease_of_exactly_ftol_stops(self, monkeypatch):
+        _, X, Y, start = _noisy_case()
+        trace = _Trace(monkeypatch)
+        _levenberg_marquardt(start, X, Y, max_iter=3, ftol=0.0)
+        costs = [e[2] for e in trace.events if e[0] == "solve"]
+        assert costs[1] < costs[0]  # the first step is kept
+        decrease = costs[0] - costs[1]
+        ftol = decrease / costs[0]
+        while ftol * costs[0] != decrease:
+            ftol = np.nextafter(ftol, np.inf if ftol * costs[0] < decrease else 0.0)
+        monkeypatch.undo()
+        _, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=50, ftol=float(ftol))
+        assert evaluations == 2
+
+    def test_small_parameters_stop_on_the_relative_step(self, monkeypatch):
+        """The noisy case with X × 2⁸ and Θ × 2⁻¹⁶ (the same patterns): ‖Θ‖ ~ 1e-5, and the step test is relative
+        to it."""
+        _, X, Y, start = _noisy_case()
+        self._run(monkeypatch, start * 2.0**-16, X * 2.0**8, Y, max_iter=300, ftol=0.0)
+
+
+class TestRefit:
+    def test_defaults_are_200_evaluations(self):
+        """A start whose run is still going at 200 evaluations: the default stops there."""
+        _, X, Y, _ = _far_case()
+        start = 3 * np.random.default_rng(11).standard_normal((2, 3, 3))  # its 201st evaluation keeps a step
+        layer = refit(start, X, Y)
+        capped = refit(start, X, Y, max_iter=200, ftol=1e-12)
+        longer = refit(start, X, Y, max_iter=201, ftol=1e-12)
+        np.testing.assert_array_equal(layer.thetas, capped.thetas)
+        np.testing.assert_array_equal(layer.ws, capped.ws)
+        assert not np.array_equal(capped.thetas, longer.thetas)
+
+    def test_ftol_ends_at_the_first_small_decrease(self):
+        """ftol = 1 stops after the first kept step: the layer of a run capped at two evaluations (the first
+        step is kept); the default ftol (1e-12) goes on, to a lower residual."""
+        _, X, Y, start = _noisy_case()
+        one_step = refit(start, X, Y, max_iter=2)
+        np.testing.assert_array_equal(refit(start, X, Y, ftol=1.0).thetas, one_step.thetas)
+        converged = refit(start, X, Y)
+        assert _rel(converged, X, Y) < _rel(one_step, X, Y)
+        np.testing.assert_array_equal(converged.thetas, refit(start, X, Y, ftol=1e-12).thetas)
+
+    def test_jacobians_stay_within_max_bytes(self, monkeypatch):
+        _, X, Y, start = _noisy_case()
+        per = 8 * 2 * 3 * 2 * 3 * 3
+        calls = _jacobian_calls(monkeypatch)
+        layer = refit(start, X, Y, max_iter=5, max_bytes=3 * per)
+        assert calls and all(n <= 3 and nbytes <= 3 * per for n, _, nbytes in calls)
+        assert layer.thetas.shape == (2, 3, 3) and layer.thetas.dtype == np.float64
+
+
+class TestTrustRegionRefinement:
+    def _case(self):
+        layer, X, Y = _planted(2, 3, 2, 48, seed=3)
+        warm = layer.thetas + 0.03 * np.random.default_rng(4).standard_normal(layer.thetas.shape)
+        return layer, X, Y, warm, _fit_ws([_features(t, X) for t in warm], Y)
+
+    def test_reaches_floating_point_accuracy_with_the_analytic_jacobian(self, monkeypatch):
+        """Exact labels: all 2md² parameters to the planted layer's F (relative residual ~1e-30, as the module
+        says), with :func:`layer_jacobian` as the Jacobian."""
+        layer, X, Y, warm, ws = self._case()
+        calls = []
+        original = search.layer_jacobian
+
+        def spy(thetas, w, X_):
+            calls.append(1)
+            return original(thetas, w, X_)
+
+        monkeypatch.setattr(search, "layer_jacobian", spy)
+        t, w, nfev = _refine(warm, ws, X, Y, 200)
+        assert calls and nfev <= 200
+        assert _rel(AttentionLayer(t, w), X, Y) < 1e-26
+
+    def test_the_planted_layer_is_stationary_at_once(self):
+        """Exact labels and the planted parameters: the gradient is zero, the first evaluation ends the run."""
+        layer, X, Y, _, _ = self._case()
+        t, w, nfev = _refine(layer.thetas, layer.ws, X, Y, 200)
+        assert nfev == 1
+        np.testing.assert_array_equal(t, layer.thetas)
+        np.testing.assert_array_equal(w, layer.ws)
+
+    @pytest.mark.parametrize(("noise", "warm_start"), [(1e-3, True), (0.1, False)])
+    def test_noisy_labels_end_at_a_stationary_point(self, noise, warm_start):
+        """Labels with noise: the run ends on its own tolerances (before a cap of 30 evaluations; measured 13
+        and 25) where the gradient Jᵀr of the cost vanishes to ~1e-14 (measured 8e-15 and 1e-8 at σ = 0.1)."""
+        layer, X, Y = _planted(2, 3, 2, 48, seed=3, noise=noise)
+        thetas, ws = layer.thetas, layer.ws
+        if warm_start:
+            thetas = layer.thetas + 0.03 * np.random.default_rng(4).standard_normal(layer.thetas.shape)
+            ws = _fit_ws([_features(t, X) for t in thetas], Y)
+        t, w, nfev = _refine(thetas, ws, X, Y, 30)
+        assert nfev < 30
+        gradient = layer_jacobian(t, w, X).T @ (AttentionLayer(t, w)(X) - Y).ravel()
+        assert np.abs(gradient).max() < (1e-12 if noise < 1e-2 else 1e-7)
+
+    @pytest.mark.parametrize("max_nfev", [1, 3])
+    def test_max_nfev_caps_the_evaluations(self, max_nfev):
+        layer, X, Y, warm, ws = self._case()
+        _, _, nfev = _refine(warm, ws, X, Y, max_nfev)
+        assert nfev == max_nfev
+
+
+class TestVpSearchFigures:
+    def test_starts_evaluations_and_residual_figures(self, monkeypatch):
+        layer, X, Y = _planted(3, 4, 2, 40, seed=8, noise=1e-2)
+        T = layer.thetas.reshape(3, -1)
+        star = layer.thetas.mean(axis=0)
+        Q = np.linalg.qr((T[1:] - T[0]).T)[0]
+        radius = 2.0
+        runs = []
+        original = search._levenberg_marquardt
+
+        def spy(theta0, X_, Y_, **kwargs):
+            out = original(theta0, X_, Y_, **kwargs)
+            runs.append((theta0.copy(), kwargs, out))
+            return out
+
+        monkeypatch.setattr(search, "_levenberg_marquardt", spy)
+        found, evaluations, details = _vp_search(star, Q, 3, X, Y, radius, 2, starts=4, max_iter=30,
+                                                 rng=np.random.default_rng(5), ftol=1e-3)
+        # The starts: uniform draws in [−radius, radius]^(m−1) per head, in the generator's order.
+        draws = np.random.default_rng(5).uniform(-radius, radius, size=(4, 3, 2))
+        np.testing.assert_array_equal(np.stack([r[0] for r in runs]), draws)
+        assert all(r[1]["ftol"] == 1e-3 and r[1]["max_iter"] == 30 for r in runs)
+        assert evaluations == sum(r[2][2] for r in runs)
+        rels = [r[2][3] for r in runs]
+        assert len(set(rels)) == 4
+        assert details["best_in_sample_residual"] == min(rels)
+        assert details["start_residuals_quartiles"] == [float(q) for q in np.quantile(rels, [0.25, 0.5, 0.75])]
+        order = np.argsort(rels)[:2]
+        for tuple_, i in zip(found, order, strict=True):
+            z = runs[i][2][0]
+            np.testing.assert_allclose(tuple_, star[None] + (z.reshape(3, 2) @ Q.T).reshape(3, 4, 4), rtol=1e-12)
+
+    def test_equal_residuals_keep_the_draw_order(self):
+        """Zero labels: every start fits exactly (residual 0), so the ranking is the order of the draws."""
+        layer, X, _ = _planted(2, 3, 2, 20, seed=1)
+        star = layer.thetas.mean(axis=0)
+        Q = np.linalg.qr((layer.thetas[1] - layer.thetas[0]).reshape(-1, 1))[0]
+        found, evaluations, details = _vp_search(star, Q, 2, X, np.zeros_like(X), 1.0, 3, starts=3, max_iter=10,
+                                                 rng=np.random.default_rng(0))
+        draws = np.random.default_rng(0).uniform(-1.0, 1.0, size=(3, 2, 1))
+        assert evaluations == 3 and details["best_in_sample_residual"] == 0.0
+        for tuple_, a in zip(found, draws, strict=True):
+            np.testing.assert_allclose(tuple_, star[None] + (a @ Q.T).reshape(2, 3, 3), rtol=0, atol=1e-15)
+
+
+class TestWarmStart:
+    def test_a_tie_goes_to_the_first_tuple(self):
+        """Two tuples with the same Θ's have the same held-out error: the search's first one is kept."""
+        layer, X, Y = _planted(2, 3, 2, 30, seed=1, noise=0.1)
+        Xh, Yh = LayerOracle(layer, 2, noise=0.1, rng=9).draw(30)
+        first, second = layer.thetas.copy(), layer.thetas.copy()
+        err, warm = _warm_start([first, second], X, Y, Xh, Yh)
+        ws = _fit_ws([_features(t, X) for t in first], Y)
+        assert err == pytest.approx(_rel(AttentionLayer(first, ws), Xh, Yh), rel=1e-12)
+        np.testing.assert_array_equal(warm.thetas, first)
+
+
+M, D, K = 2, 3, 2
+PER = 8 * K * D * 2 * M * D * D  # bytes of one example's rows of the full Jacobian (2md² columns)
+
+
+@pytest.fixture(scope="module")
+def noisy():
+    """A right two-head fit to 24 noisy examples (σ = 1e-3), 200 scoring and 300 held-out ones, the hull."""
+    truth = random_layer(M, D, check=False, rng=16)
+    oracle = LayerOracle(truth, K, noise=1e-3, rng=26)
+    Xs, Ys = oracle.draw(200)
+    Xh, Yh = oracle.draw(300)
+    Xr, Yr = Xs[:24], Ys[:24]
+    T = truth.thetas.reshape(M, -1)
+    hull = (truth.thetas.mean(axis=0), np.linalg.qr((T[1:] - T[0]).T)[0], 2.0)
+    return truth, refit(truth.thetas, Xr, Yr), (Xs, Ys, Xr, Yr, Xh, Yh), hull
+
+
+class TestNoiseRefit:
+    def test_refit_on_the_examples_a_quarter_of_the_memory_allows(self, noisy):
+        """A quarter of max_bytes holds the Jacobians of 40 examples (and 100 bytes): the test on the 24 refinement
+        examples with the hull's candidates, the refit on the first 40 scoring ones, its noise floor carrying the
+        test's verdict on the features."""
+        truth, refined, (Xs, Ys, Xr, Yr, Xh, Yh), hull = noisy
+        budget = 40 * PER + 100
+        found, nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=6.0, max_nfev=200, max_bytes=4 * budget,
+                                   hull=hull)
+        assert set(found) == {"noise_test", "noise", "refit_examples", "refit"}
+        test = found["noise_test"]
+        # uniform attention, 2 scales per head, self-attention, Θ* and 48 points of the box
+        assert test.structure_features == 1 + 2 * M + 1 + 1 + 48
+        assert test == noise_floor(refined, Xr, Yr, Xh, Yh, z=6.0, max_bytes=budget,
+                                   candidates=candidate_thetas(refined, hull))
+        assert test.consistent and test.z == 6.0 and 0 < test.structure_p < 1
+        assert found["refit_examples"] == 40
+        z, ws, evaluations, _ = _levenberg_marquardt(refined.thetas, Xs[:40], Ys[:40], max_iter=200, ftol=1e-12)
+        layer, heldout = found["refit"]
+        np.testing.assert_array_equal(layer.thetas, z.reshape(M, D, D))
+        np.testing.assert_array_equal(layer.ws, ws)
+        assert nfev == evaluations > 1
+        assert heldout == pytest.approx(_rel(layer, Xh, Yh), rel=1e-12)
+        # The refit's floor: its own figures on the 40 examples (held-out Jacobian on 40 of the 300), the
+        # features' verdict from the test.
+        own = noise_floor(layer, Xs[:40], Ys[:40], Xh, Yh, z=6.0, max_bytes=budget, candidates=([], []))
+        assert found["noise"] == dataclasses.replace(own, structure_p=test.structure_p,
+                                                     structure_features=test.structure_features,
+                                                     structure_worst=test.structure_worst)
+        assert found["noise"].structure_worst == test.structure_worst != ""
+        assert own.heldout_residuals == Yh.size
+
+    @pytest.mark.parametrize(("extra", "tested"), [(0, True), (3, True), (-1, False)])
+    def test_no_test_when_the_refinements_jacobian_exceeds_a_quarter(self, noisy, extra, tested):
+        """24 examples need 24·PER bytes: a quarter of 4·24·PER (+3) is enough, one byte less is not."""
+        _, refined, (Xs, Ys, Xr, Yr, Xh, Yh), hull = noisy
+        found, nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=6.0, max_nfev=200,
+                                   max_bytes=4 * 24 * PER + extra, hull=hull)
+        if tested:
+            assert found["refit_examples"] == 24 and nfev > 1
+        else:
+            assert found == {} and nfev == 0
+
+    def test_a_layer_missing_a_head_is_tested_not_refit(self, noisy):
+        truth, _, (Xs, Ys, Xr, Yr, Xh, Yh), _ = noisy
+        one = refit(truth.thetas[:1], Xr, Yr)
+        budget = 40 * PER
+        found, nfev = _noise_refit(one, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=None, max_nfev=200, max_bytes=4 * budget)
+        assert set(found) == {"noise_test"} and nfev == 0
+        test = found["noise_test"]
+        assert not test.consistent and test.z == NOISE_Z
+        assert test == noise_floor(one, Xr, Yr, Xh, Yh, max_bytes=budget, candidates=candidate_thetas(one))
+
+    def test_one_refinement_example_and_bytes_for_one(self):
+        """d = 1, k = 3: one example gives 3 residuals for the 2 parameters, and a quarter of the bytes holds one
+        example's Jacobian (not two): the refit stays on that one example."""
+        truth = AttentionLayer(np.array([[[1.5]]]), np.array([[[0.8]]]))
+        oracle = LayerOracle(truth, 3, noise=1e-2, rng=2)
+        Xs, Ys = oracle.draw(10)
+        Xh, Yh = oracle.draw(50)
+        refined = refit(truth.thetas, Xs[:1], Ys[:1])
+        per = 8 * 3 * 1 * 2 * 1
+        found, nfev = _noise_refit(refined, Xs, Ys, Xs[:1], Ys[:1], Xh, Yh, noise_z=None, max_nfev=50,
+                                   max_bytes=4 * (2 * per - 1))
+        assert found["noise_test"].consistent and found["noise_test"].z == NOISE_Z
+        assert found["refit_examples"] == 1 and found["noise"].residuals == 3
