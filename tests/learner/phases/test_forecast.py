@@ -288,3 +288,84 @@ class TestCostRule:
     def test_bad_rule(self):
         with pytest.raises(ValueError, match=r"`rule` must be one of \('affordable', 'cost'\); got rule='cheap'"):
             pilot_forecast(_residuals((40, 60, 100)), 100_000, target=1000, n=1, rule="cheap")
+
+
+class TestWindowLawInput:
+    @pytest.mark.parametrize(("call", "name"), [
+        (lambda: window_exponent(2.5, 3), "m"), (lambda: window_exponent(3, 2.5), "k"),
+        (lambda: window_scale(0.0, 0.03, 2), "tol"), (lambda: window_scale(0.015, -1.0, 2), "tol_ref"),
+        (lambda: window_scale(0.015, 0.03, 1.5), "n"), (lambda: window_scale(0.015, 0.03, -1), "n"),
+    ], ids=["m", "k", "tol", "tol_ref", "n-float", "n-negative"])
+    def test_errors_name_the_parameter(self, call, name):
+        with pytest.raises((TypeError, ValueError), match=f"`{name}`"):
+            call()
+
+    def test_exponent_zero_is_flat(self):
+        # n = 0 (m = 1 or k = 1): the window has no disagreements, the yield does not depend on tol: (t/T)^0 = 1.
+        assert window_scale(0.015, 0.03, 0) == 1.0 and window_scale(0.015, 0.03, 1) == 0.5
+
+
+class TestExponentInterval:
+    """The exponent's interval is the Clopper–Pearson interval [q_lo, q_hi] of R_lo / R_hi (R rows below 0.015 and
+    0.03), mapped by q -> -log(q) / log 2; the reference interval is scipy's exact binomial interval."""
+
+    @pytest.mark.parametrize("counts", [(40, 60, 100), (1, 3, 5), (0, 3, 5), (5, 5, 5), (0, 0, 1)], ids=str)
+    def test_clopper_pearson(self, counts):
+        from scipy.stats import binomtest
+
+        lo_rows, hi_rows = counts[0], counts[-1]
+        ci = binomtest(lo_rows, hi_rows).proportion_ci(confidence_level=0.95, method="exact")
+        expected = (-math.log(ci.high) / math.log(2), -math.log(ci.low) / math.log(2) if ci.low > 0 else math.inf)
+        fc = pilot_forecast(_residuals(counts), 100_000, target=1000, n=1)
+        np.testing.assert_allclose(fc.exponent_interval, expected, rtol=1e-9, atol=1e-12)
+        assert fc.exponent == (math.log(hi_rows / lo_rows) / math.log(2) if lo_rows else math.inf)
+
+    def test_no_rows(self):
+        # Documented: NaN and (0, inf) without rows at the loosest tolerance.
+        fc = pilot_forecast(np.empty(0), 100_000, target=1000, n=1)
+        assert math.isnan(fc.exponent) and fc.exponent_interval == (0.0, math.inf)
+
+
+class TestChoice:
+    def test_forecast_equal_to_the_threshold_is_affordable(self):
+        # 32 constraints in 2^17 examples: exactly 2^-12 per example, so 0.015 needs exactly 1000·2^12 examples.
+        res = _residuals((32, 48, 64))
+        threshold = 1000 * 2**12
+        fc = pilot_forecast(res, 2**17, target=1000, n=1, threshold=threshold)
+        assert fc.at(0.015).predicted_examples == threshold and fc.tol == 0.015
+        # Control: one example less of threshold and 0.015 no longer fits; 0.02 (2730667 examples) does.
+        assert pilot_forecast(res, 2**17, target=1000, n=1, threshold=threshold - 1).tol == 0.02
+
+    def test_equal_forecasts_go_to_the_loosest(self):
+        # Every constraint below the tightest tolerance: equal forecasts, none affordable; the loosest wins the tie.
+        fc = pilot_forecast(_residuals((50, 50, 50)), 100_000, target=1000, n=1, threshold=1.0)
+        assert len({r.predicted_examples for r in fc.table}) == 1 and fc.tol == 0.03
+
+    def test_cost_rule_at_tiny_tolerances(self):
+        # Only the ratio t / t_min matters: 10 constraints below 1e-100 and 100 below 2e-100 cost 10·1 against
+        # 1·4 (in units of target·N/100): the looser one. A cost in absolute t² (≈1e-400) would underflow to ties.
+        rng = np.random.default_rng(0)
+        res = np.concatenate([rng.uniform(0, 1e-100, 10), rng.uniform(1e-100, 2e-100, 90)])
+        fc = pilot_forecast(res, 100_000, target=1000, n=2, candidates=(1e-100, 2e-100), rule="cost")
+        assert [r.method for r in fc.table] == ["direct", "direct"] and fc.tol == 2e-100
+
+
+class TestTimes:
+    def test_seconds_for(self):
+        # 10^6 examples in 10 s on 2 workers: 10^5 examples/s, 5·10^4 per worker.
+        fc = pilot_forecast(_residuals((40, 60, 100)), 1_000_000, target=1000, n=1, seconds=10.0, workers=2)
+        assert fc.examples_per_second == 100_000
+        assert fc.seconds_for(1_000_000) == 10.0  # the pilot's own workers
+        assert fc.seconds_for(1_000_000, workers=4) == 5.0 and fc.seconds_for(1_000_000, workers=1) == 20.0
+        assert fc.seconds_for(math.inf) == math.inf
+        untimed = pilot_forecast(_residuals((40, 60, 100)), 1_000_000, target=1000, n=1)
+        assert untimed.seconds_for(1_000_000) is None and untimed.seconds_for(math.inf) is None
+
+    @pytest.mark.parametrize(("seconds", "text"), [
+        (None, "unknown time"), (math.inf, "forever"), (119.4, "119 s"), (120.0, "2 min"), (3000.0, "50 min"),
+        (7199.0, "120 min"), (7200.0, "2.0 h"), (3_600_000.0, "1000.0 h")], ids=str)
+    def test_duration(self, seconds, text):
+        from learner.phases.forecast import _duration
+
+        # Seconds below 2 minutes, minutes below 2 hours, then hours to a tenth.
+        assert _duration(seconds) == text

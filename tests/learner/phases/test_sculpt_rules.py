@@ -1,11 +1,15 @@
 """learner.phases.sculpt: the certification rules, on rows built to an exact, chosen fitted pattern."""
 
+import math
+import time
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from learner import random_layer, sample_inputs
-from learner.phases.sculpt import certification_premise, certify_rows
+from learner import LayerOracle, random_layer, sample_inputs
+from learner.phases import refined_sculpt
+from learner.phases.sculpt import certification_premise, certify_rows, hull_change
 from learner.study.bench import fit_patterns_solve
 
 D = 8
@@ -83,3 +87,191 @@ class TestCertificationPremiseCount:
         improper = int(np.sum(well_posed[:, None] & (res < tol) & (p_min <= -1e-3)))
         assert improper > loose / 10  # the case discriminates: many small-residual rows are improper
         assert result.rows == n * k and strict <= result.certified <= loose
+
+
+class TestHullChange:
+    @staticmethod
+    def _hull(theta, directions):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(theta_star=np.asarray(theta, dtype=float), directions=np.asarray(directions, float))
+
+    def test_largest_principal_angle(self):
+        """Old span (e1, e2); new directions e1, e2 turned towards e3, e4 by angles a < b: the principal angles are
+        a and b, and the change is sin b (the largest), not the root of sin²a + sin²b."""
+        a, b = 0.1, 0.3
+        e = np.eye(6)
+        old = self._hull(np.ones(6), e[:, :2])
+        new = self._hull(np.ones(6), np.stack([np.cos(a) * e[0] + np.sin(a) * e[3],
+                                               np.cos(b) * e[1] + np.sin(b) * e[4]], axis=1))
+        assert hull_change(old, new) == pytest.approx(np.sin(b), rel=1e-12)
+        assert hull_change(old, old) == 0.0
+
+    def test_zero_theta_star(self):
+        # The relative move of Θ* is undefined at ‖Θ*_new‖ = 0: infinite.
+        old = self._hull(np.ones(4), np.zeros((4, 0)))
+        assert hull_change(old, self._hull(np.zeros(4), np.zeros((4, 0)))) == float("inf")
+        assert hull_change(old, self._hull(np.zeros(4), np.eye(4)[:, :1])) == float("inf")
+
+
+class TestCertificationPremiseFields:
+    def test_defaults_and_echo(self):
+        layer = random_layer(2, D, rng=0)
+        result = certification_premise(layer, 2, tol=0.02, bound=0.2, quantile=0.9, rng=0)
+        # The default draws 200 000 examples of 2 rows each.
+        assert (result.tol, result.bound, result.quantile, result.rows) == (0.02, 0.2, 0.9, 400_000)
+
+    def test_nothing_certified_below_zero(self):
+        """A single head fits every row exactly (many residuals are exactly 0), yet ``residual < 0`` holds for
+        none: nothing certifies, the quantile is NaN and the premise does not hold."""
+        result = certification_premise(random_layer(1, D, rng=0), 2, tol=0.0, n_samples=2000, rng=0)
+        assert result.certified == 0 and np.isnan(result.certified_quantile) and not result.holds
+
+    def test_bound_is_inclusive(self):
+        layer = random_layer(2, D, rng=0)
+        first = certification_premise(layer, 2, n_samples=5000, rng=3)
+        assert first.certified > 0
+        # The premise holds when the quantile is at most the bound: equal counts.
+        again = certification_premise(layer, 2, bound=first.certified_quantile, n_samples=5000, rng=3)
+        assert again.holds and again.certified_quantile == first.certified_quantile
+
+
+def _record_bar(monkeypatch):
+    """Make the phases' progress bars record what they are given: (updates, postfix notes)."""
+    import learner.phases.sculpt as sculpt
+
+    updates, postfixes = [], []
+
+    class Bar:
+        def update(self, n=1):
+            updates.append(n)
+
+        def set_postfix_str(self, s):
+            postfixes.append(s)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(sculpt, "bar", lambda *a: Bar())
+    return updates, postfixes
+
+
+class _NoExamples:
+    """A source that runs dry before its first batch."""
+
+    k = 2
+
+    def batches(self, sizes):
+        return iter(())
+
+    def consume(self, n):
+        assert n == 0
+
+
+class TestRefinedSculptStream:
+    """Phase 4's stream with small batches (2000 examples of (3, 12, 2): some 7 constraints each at 0.015 and 26
+    rows at 0.03), so the pilot spans several batches; the reference is the batches certified one by one."""
+
+    SETTING, BATCH, MW = (3, 12, 2), 2000, 0.02
+
+    def _layer(self):
+        m, d, _ = self.SETTING
+        return random_layer(m, d, logit_scale=1.0, rng=0)
+
+    def _run(self, **kw):
+        layer = self._layer()
+        args = {"min_weight": self.MW, "max_examples": 2_000_000, "batch": self.BATCH} | kw
+        return refined_sculpt(LayerOracle(layer, self.SETTING[2], rng=1), layer.ws.sum(axis=0), **args)
+
+    def _per_batch(self, tol, n_batches):
+        """Constraints certified at ``tol`` in each of the stream's first batches, certified one at a time."""
+        layer = self._layer()
+        batches = LayerOracle(layer, self.SETTING[2], rng=1).batches([self.BATCH] * n_batches)
+        return [certify_rows(*b.examples(), layer.ws.sum(axis=0), tol=tol, min_weight=self.MW)[1].size
+                for b in batches]
+
+    def test_pilot_of_several_batches(self, monkeypatch, caplog):
+        import logging
+
+        updates, postfixes = _record_bar(monkeypatch)
+        target = 60
+        t0 = time.perf_counter()
+        with caplog.at_level(logging.INFO, logger="learner"):
+            piloted = self._run(target=target, tol=None, pilot=True, n=2, threshold=10**6)
+        wall = time.perf_counter() - t0
+        # The bar counts the constraints up to the target, and its notes are text.
+        assert sum(updates) == target and all(isinstance(s, str) for s in postfixes)
+        fc = piloted.forecast
+        assert fc.tol == 0.015 and fc.threshold == 10**6 and fc.workers == 1
+        assert 0 < fc.seconds <= wall
+        # The pilot's counts are those of its batches certified one at a time, and it ran until 100 rows.
+        pilot_batches = fc.n_examples // self.BATCH
+        assert fc.n_examples == pilot_batches * self.BATCH and pilot_batches > 1
+        at_loosest = self._per_batch(0.03, pilot_batches)
+        assert fc.at(0.03).constraints == sum(at_loosest) and sum(at_loosest[:-1]) < 100 <= sum(at_loosest)
+        direct = self._run(target=target, tol=0.015)
+        assert piloted.n_examples > fc.n_examples  # the pilot held fewer than the target: a continuation ran
+        for name in ("A", "b", "residual", "p_token", "p_ref"):
+            np.testing.assert_array_equal(getattr(piloted, name), getattr(direct, name), err_msg=name)
+        assert (piloted.n_examples, piloted.rows_seen, piloted.rows_certified, piloted.examples_at_target) == \
+               (direct.n_examples, direct.rows_seen, direct.rows_certified, direct.examples_at_target)
+        assert type(piloted.n_examples) is int and piloted.stopped == "target"
+        assert any(r.getMessage().startswith("phase 4: pilot of") for r in caplog.records)
+
+    def test_target_within_the_pilot(self, monkeypatch):
+        """The target is exactly the first batch's constraints: a direct run stops after that batch, and so must
+        the pilot's constraints (the later pilot batches are not kept)."""
+        first = self._per_batch(0.015, 1)[0]
+        assert first > 0
+        updates, _ = _record_bar(monkeypatch)
+        piloted = self._run(target=first, tol=0.015, pilot=True, n=2, rule="cost")
+        assert sum(updates) == first  # the bar reaches the target
+        direct = self._run(target=first, tol=0.015)
+        assert piloted.forecast.rule == "cost" and piloted.forecast.n_examples > self.BATCH
+        assert piloted.count == direct.count == first
+        np.testing.assert_array_equal(piloted.b, direct.b)
+        assert (piloted.n_examples, piloted.rows_seen, piloted.rows_certified, piloted.examples_at_target) == \
+               (direct.n_examples, direct.rows_seen, direct.rows_certified, direct.examples_at_target)
+        assert (direct.n_examples, direct.rows_seen) == (self.BATCH, 2 * self.BATCH)  # one batch of 2 rows each
+
+    def test_cap_finds_the_example_at_target(self):
+        """With the stability rule the target is a cap (below the first checkpoint, 1.25·d² = 180, no hull is
+        fitted): the constraints are cut at it, and the example that gave the last one is the same as a run
+        without the rule reports. The cap falls on the first constraint of the third batch."""
+        per = self._per_batch(0.015, 3)
+        assert min(per) > 0
+        target = per[0] + per[1] + 1
+        capped = self._run(target=target, tol=0.015, stability=0.01)
+        direct = self._run(target=target, tol=0.015)
+        assert capped.count == target < capped.constraints_certified and capped.stopped == "target"
+        np.testing.assert_array_equal(capped.b, direct.b[:target])
+        assert 2 * self.BATCH < capped.examples_at_target == direct.examples_at_target <= 3 * self.BATCH
+
+    def test_one_example(self):
+        t0 = time.perf_counter()
+        out = self._run(target=10, tol=None, pilot=True, n=2, max_examples=1)
+        wall = time.perf_counter() - t0
+        assert out.n_examples == out.forecast.n_examples == 1 and 0 < out.forecast.seconds <= wall
+
+    def test_source_without_examples(self):
+        from learner.parallel import Workers
+
+        layer = self._layer()
+        with Workers(2) as pool:  # two workers, though no batch is ever formed
+            out = refined_sculpt(_NoExamples(), layer.ws.sum(axis=0), min_weight=self.MW, target=10, tol=None,
+                                 pilot=True, n=2, workers=pool)
+        fc = out.forecast
+        assert out.count == 0 and out.n_examples == 0 and fc is not None and fc.workers == 2
+        assert all(r.constraints == 0 for r in fc.table) and math.isinf(fc.predicted_examples)
+
+    def test_pilot_keeps_residuals_strictly_below_the_tolerance(self):
+        """A tolerance equal to a pilot row's own residual: that row is not certified there (``residual < tol``),
+        neither by a direct run nor among the pilot's constraints kept for it."""
+        layer = self._layer()
+        batch = next(iter(LayerOracle(layer, self.SETTING[2], rng=1).batches([self.BATCH])))
+        res = np.unique(certify_rows(*batch.examples(), layer.ws.sum(axis=0), tol=0.03, min_weight=self.MW)[2])
+        tol = float(res[res.size // 2])  # a residual of the first batch, exactly
+        piloted = self._run(target=10, tol=tol, pilot=True, n=2, candidates=(tol, 0.03))
+        direct = self._run(target=10, tol=tol)
+        assert piloted.forecast.tol == tol and piloted.residual.max() < tol
+        np.testing.assert_array_equal(piloted.b, direct.b)
