@@ -547,11 +547,50 @@ def test_without_the_noise_floor_phase_6_tests_no_noise():
 
 
 def test_an_interrupt_in_a_rounds_span_names_phase_5():
-    def second_call(real, rec, *args, **kw):
-        if len(rec.calls) > 1:  # the first call is the crude hull's, in phase 2
-            raise KeyboardInterrupt
-        return real(*args, **kw)
-
     with pytest.raises(LearnInterrupted) as exc:
-        _run(LearnConfig(**SMALL), fakes={"estimate_span": second_call})
+        _run(LearnConfig(**SMALL), fakes={"estimate_span": _interrupt_after_first})
     assert exc.value.result.diagnostics["interrupted"] == {"phase": "5_span"}
+
+
+@pytest.mark.parametrize(("scale", "refused"), [(1.0, False), (1 - 1e-12, True)], ids=["at", "below"])
+def test_a_sum_estimate_below_sum_w_min_is_refused(scale, refused):
+    """Phase 1's ΣŴ counts as zero strictly below SUM_W_MIN (a norm equal to it goes on to phase 2)."""
+
+    def tiny(real, rec, *args, **kw):
+        p1 = real(*args, **kw)
+        w = np.zeros_like(p1.w_sum)
+        w[0, 0] = LEARN.SUM_W_MIN * scale  # a single entry: the Frobenius norm is its absolute value, exactly
+        return dataclasses.replace(p1, w_sum=w)
+
+    if refused:
+        r = _run(LearnConfig(**SMALL), fakes={"crude_sum_w": tiny}).result
+        assert r.status == "1_crude_sum" and "the estimate of ΣW_i is degenerate" in r.message
+    else:
+        with pytest.raises(LearnInterrupted) as exc:
+            _run(LearnConfig(**SMALL), fakes={"crude_sum_w": tiny, "crude_sculpt": _interrupt})
+        assert exc.value.result.diagnostics["interrupted"] == {"phase": "2_crude_sculpt"}
+
+
+@pytest.mark.parametrize(("count", "stops"), [(D * D, False), (D * D - 1, True)], ids=["d^2", "d^2-1"])
+def test_phase_4_needs_d_squared_constraints(count, stops):
+    """Phase 4's hull needs d² constraints: one fewer stops the run, naming phase 4, the count and d²."""
+
+    def cut(real, rec, *args, **kw):
+        p4 = real(*args, **kw)
+        assert p4.count > count
+        return _first(p4, count)
+
+    if stops:
+        r = _run(LearnConfig(**SMALL), fakes={"refined_sculpt": cut}).result
+        assert r.status == "4_refined_sculpt" and not r.success
+        assert r.message.startswith(f"only {count} constraints from ") and f"at least d²={D * D} " in r.message
+    else:
+        with pytest.raises(LearnInterrupted) as exc:
+            _run(LearnConfig(**SMALL), fakes={"refined_sculpt": cut, "estimate_span": _interrupt_after_first})
+        assert exc.value.result.diagnostics["interrupted"] == {"phase": "5_span"}
+
+
+def _interrupt_after_first(real, rec, *args, **kw):
+    if len(rec.calls) > 1:  # the first call is phase 2's crude hull
+        raise KeyboardInterrupt
+    return real(*args, **kw)

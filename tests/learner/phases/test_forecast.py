@@ -369,3 +369,89 @@ class TestTimes:
 
         # Seconds below 2 minutes, minutes below 2 hours, then hours to a tenth.
         assert _duration(seconds) == text
+
+
+class TestPilotForecastArguments:
+    @pytest.mark.parametrize(("kwargs", "name"), [
+        ({"workers": 1.5}, "workers"), ({"min_count": 1.5}, "min_count"), ({"seconds": -1.0}, "seconds"),
+        ({"failure_probability": -0.1}, "failure_probability"), ({"failure_probability": 1.0}, "failure_probability"),
+        ({"failure_probability": 1.5}, "failure_probability"), ({"tol": -0.01}, "tol"),
+        ({"candidates": (0.015, 1.0)}, "candidates"), ({"band": (1.0, 1.0)}, "band"),
+    ], ids=str)
+    def test_bad_argument_is_named(self, kwargs, name):
+        with pytest.raises((TypeError, ValueError), match=f"`{name}`"):
+            pilot_forecast(_residuals((40, 60, 100)), 100_000, target=1000, n=1, **kwargs)
+
+    def test_boundaries_that_are_allowed(self):
+        # No time yet (0 s) is a time; a band may start at 0.
+        fc = pilot_forecast(_residuals((40, 60, 100)), 100_000, target=1000, n=1, seconds=0.0, band=(0.0, 1.0))
+        assert fc.seconds == 0.0 and fc.band == (0.0, 1.0)
+        assert fc.workers == 1  # the pilot ran in this process unless told otherwise
+
+    def test_a_residual_at_the_loosest_tolerance_is_refused(self):
+        # The pilot certifies strictly below the loosest tolerance.
+        with pytest.raises(ValueError, match="`residuals` must lie in"):
+            pilot_forecast(np.array([0.01, 0.03]), 100_000, target=1000, n=1)
+
+
+class TestPilotForecastCounts:
+    def test_a_residual_equal_to_a_tolerance_is_not_below_it(self):
+        # Residuals 0.015 and 0.02 exactly: below 0.015 there is one (0.01), below 0.02 two, below 0.03 three.
+        fc = pilot_forecast(np.array([0.01, 0.015, 0.02]), 1000, target=10, n=1, min_count=1)
+        assert [(r.constraints, r.rows) for r in fc.table] == [(1, 1), (2, 2), (3, 3)]
+
+    def test_one_candidate_has_no_exponent(self):
+        fc = pilot_forecast(_residuals((40, 60, 100)), 100_000, target=1000, n=1, candidates=(0.03,))
+        assert math.isnan(fc.exponent) and fc.exponent_interval == (0.0, math.inf)
+
+    def test_constraints_per_row_scale_the_interval(self):
+        # Two rows of one constraint below 0.02 (none below 0.015), four rows of three constraints in [0.02, 0.03):
+        # at 0.02 a row holds 1 constraint, at 0.03 14/6, and at 0.015 (no row) the loosest's 14/6 is used. n = 0
+        # puts the exponent's interval outside the band, so no tolerance is extrapolated.
+        res = np.array([0.016, 0.017] + [r for r in (0.021, 0.022, 0.023, 0.024) for _ in range(3)])
+        a, N = 0.05, 1000
+        fc = pilot_forecast(res, N, target=10, n=0, min_count=1, failure_probability=a)
+        assert not fc.model_ok
+        for row, rows, per_row in zip(fc.table, (0, 2, 6), (14 / 6, 1.0, 14 / 6), strict=True):
+            lo, hi = poisson_interval(rows, a)
+            assert row.rows == rows
+            np.testing.assert_allclose(row.interval, (1000 * per_row * lo / N, 1000 * per_row * hi / N), rtol=1e-12)
+
+
+class TestPilotForecastBoundaries:
+    def test_the_band_is_inclusive_at_both_ends(self):
+        # n = 1: the band is compared with the exponent's interval itself; an interval end equal to a band end is in.
+        res = _residuals((40, 60, 100))
+        lo, hi = pilot_forecast(res, 100_000, target=1000, n=1).exponent_interval
+        assert 0 < lo < hi < math.inf
+        assert pilot_forecast(res, 100_000, target=1000, n=1, band=(hi, hi + 1)).model_ok
+        assert pilot_forecast(res, 100_000, target=1000, n=1, band=(0.0, lo)).model_ok
+        assert not pilot_forecast(res, 100_000, target=1000, n=1, band=(0.0, lo * (1 - 1e-9))).model_ok
+
+    def test_the_window_law_needs_min_direct_constraints_at_the_loosest(self):
+        # 10 constraints below 0.03 (MIN_DIRECT), 2 below 0.02 and 1 below 0.015: the tighter ones are extrapolated.
+        res = np.array([0.01, 0.016] + [0.021 + 0.0005 * i for i in range(8)])
+        fc = pilot_forecast(res, 1000, target=10, n=1, band=(0.0, 10.0))
+        assert fc.model_ok and [r.method for r in fc.table] == ["window law", "window law", "direct"]
+        # With one constraint fewer at the loosest, every count stays direct, flagged as few.
+        fc = pilot_forecast(res[:-1], 1000, target=10, n=1, band=(0.0, 10.0))
+        assert fc.model_ok and [r.method for r in fc.table] == ["direct, few"] * 3
+
+    def test_the_loosest_is_never_extrapolated(self):
+        fc = pilot_forecast(_residuals((40, 60, 100)), 100_000, target=1000, n=1, min_count=1000)
+        assert fc.model_ok and fc.table[-1].method == "direct, few" and fc.table[0].method == "window law"
+
+    def test_a_forecast_equal_to_the_budget_is_not_over_it(self):
+        # 32 constraints below 0.015 in 2^17 examples: 0.015 needs exactly 1000·2^12 examples.
+        res, need = _residuals((32, 48, 64)), 1000 * 2**12
+        assert not pilot_forecast(res, 2**17, target=1000, n=1, tol=0.015, budget=need).over_budget
+        assert pilot_forecast(res, 2**17, target=1000, n=1, tol=0.015, budget=need - 1).over_budget
+
+    def test_settled_at_pilot_rows_or_pilot_examples(self):
+        # A budget far above every forecast, few examples: settled only by PILOT_ROWS rows at the loosest.
+        budget = 10**12
+        assert pilot_forecast(_residuals((40, 60, 100)), 1000, target=10, n=1, budget=budget).settled
+        assert not pilot_forecast(_residuals((40, 60, 99)), 1000, target=10, n=1, budget=budget).settled
+        # Without a budget: settled from PILOT_EXAMPLES examples on, not before.
+        assert pilot_forecast(_residuals((4, 6, 9)), 1_000_000, target=10, n=1).settled
+        assert not pilot_forecast(_residuals((4, 6, 9)), 999_999, target=10, n=1).settled
