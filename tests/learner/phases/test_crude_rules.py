@@ -65,33 +65,6 @@ def _scalars(xs, ys):
     return ArraySource(np.asarray(xs, float).reshape(-1, 1, 1), np.asarray(ys, float).reshape(-1, 1, 1))
 
 
-class _Bar:
-    """Records what phase 1 gives its progress bar."""
-
-    def __init__(self, total, desc, unit):
-        self.args, self.done, self.postfix, self.closed = (total, desc, unit), 0, [], False
-
-    def update(self, n=1):
-        self.done += n
-
-    def set_postfix_str(self, s):
-        self.postfix.append(s)
-
-    def close(self):
-        self.closed = True
-
-
-def _record_bars(monkeypatch):
-    bars = []
-
-    def make(total, desc, unit):
-        bars.append(_Bar(total, desc, unit))
-        return bars[-1]
-
-    monkeypatch.setattr(crude_module, "bar", make)
-    return bars
-
-
 class TestCrudeSumByHand:
     def test_estimate_and_standard_error_against_direct_sums(self):
         # Ŵ = (1/k)·mean of X_nᵀ J Y_n, with J the all-ones k × k matrix; small entries keep the variance below 1.
@@ -107,10 +80,10 @@ class TestCrudeSumByHand:
         assert est.details["stopped"] == "cap" and est.details["se_target"] is None
         assert isinstance(est.seconds, float) and 0.0 <= est.seconds <= wall
 
-    def test_stops_when_the_standard_error_equals_the_target(self, monkeypatch):
+    def test_stops_when_the_standard_error_equals_the_target(self, monkeypatch, record_bars):
         # Products 1 and 3: mean 2, unbiased variance 2, SE = √(2/2)/2 = 0.5 exactly, so "at most 0.5" stops
         # after the first batch of 2; the next batch (products 2, 2) is never drawn.
-        bars = _record_bars(monkeypatch)
+        bars = record_bars(crude_module)
         source = _scalars([1, 3, 2, 1], [1, 1, 1, 2])
         est = crude_sum_w(source, n_samples=4, batch=2, se_target=0.5)
         assert est.n_examples == 2 and source.n_drawn == 2
@@ -121,10 +94,10 @@ class TestCrudeSumByHand:
         (text,) = shown.postfix
         assert "standard error" in text and text.count("0.5") == 2  # the error and its target
 
-    def test_below_the_target_only_after_the_second_batch(self, monkeypatch):
+    def test_below_the_target_only_after_the_second_batch(self, monkeypatch, record_bars):
         # Target 0.3: after 2 examples SE = 0.5; after 4 (products 1, 3, 2, 2) the variance is 2/3 and
         # SE = √(2/3/4)/2 ≈ 0.204.
-        bars = _record_bars(monkeypatch)
+        bars = record_bars(crude_module)
         est = crude_sum_w(_scalars([1, 3, 2, 1, 5], [1, 1, 1, 2, 5]), n_samples=5, batch=2, se_target=0.3)
         assert est.n_examples == 4 and est.details["stopped"] == "standard error"
         assert est.details["standard_error"] == pytest.approx(np.sqrt(2 / 3 / 4) / 2, rel=1e-12)

@@ -332,36 +332,10 @@ class TestRefineOnVertexRounds:
         assert details["start"] in ("input", "vertex") and details["vertex_rounds"] == []
 
 
-class _Bar:
-    """Records what phase 3 gives its progress bar."""
-
-    def __init__(self, total, desc, unit):
-        self.args, self.done, self.postfix, self.closed = (total, desc, unit), 0, [], False
-
-    def update(self, n=1):
-        self.done += n
-
-    def set_postfix_str(self, s):
-        self.postfix.append(s)
-
-    def close(self):
-        self.closed = True
-
-
 class TestRefineSumWiring:
     """What refine_sum_w hands one sample's estimate, and what it reads back: the planted pattern, the truth,
     the standard error of the last certified round (inf where there is none), the stop at the target
     inclusive, and the bar's total, label, unit, updates and postfix."""
-
-    def _bars(self, monkeypatch):
-        bars = []
-
-        def make(total, desc, unit):
-            bars.append(_Bar(total, desc, unit))
-            return bars[-1]
-
-        monkeypatch.setattr(refine_module, "bar", make)
-        return bars
 
     def test_pattern_and_truth_reach_the_sample_and_the_stages(self, monkeypatch):
         seen = []
@@ -385,8 +359,8 @@ class TestRefineSumWiring:
         assert [s["standard_error"] for s in est.details["stages"]] == [float("inf")] * 2
         assert est.details["stopped"] == "cap" and est.n_examples == 4
 
-    def test_stops_at_a_standard_error_equal_to_the_target_and_shows_it(self, monkeypatch):
-        bars = self._bars(monkeypatch)
+    def test_stops_at_a_standard_error_equal_to_the_target_and_shows_it(self, monkeypatch, record_bars):
+        bars = record_bars(refine_module)
         monkeypatch.setattr(refine_module, "_refine_on", _stub_refine([], lambda n: 1.0 / n))
         ones = np.ones((8, 1, 1))
         est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), n_samples=8, se_target=0.25, first=2,
