@@ -1,4 +1,5 @@
-"""Shared test configuration: one BLAS thread, deterministic hypothesis profiles.
+"""Shared test configuration: one BLAS thread, deterministic hypothesis profiles, and the hooks of a mutation run
+(its judging test sets, and the calls of shared fixtures credited to every test that uses them).
 
 ``HYPOTHESIS_PROFILE=ci`` (the default) runs a fixed, derandomised set of 40
 examples per property so CI is reproducible and fast; ``HYPOTHESIS_PROFILE=dev``

@@ -335,20 +335,26 @@ class _Spy:
         monkeypatch.setattr(search_module, name, spy)
 
 
+def _count_warm_start_candidates(monkeypatch):
+    """Wraps the search's warm start; returns the list of how many candidate tuples each call compared."""
+    compared = []
+    real = search_module._warm_start
+
+    def warm_start(tuples, *args):
+        tuples = list(tuples)  # may be an iterator: counted, then handed on
+        compared.append(len(tuples))
+        return real(tuples, *args)
+
+    monkeypatch.setattr(search_module, "_warm_start", warm_start)
+    return compared
+
+
 class TestSearchHeads:
     def test_heads_on_the_grid_are_the_warm_start(self, monkeypatch):
         """Heads at the ends of a 3-point grid around a Θ* of norm below 1 (radius 2‖Θ*‖): the exhaustive search's
         warm start is exactly the planted pair, heads in grid order."""
         layer, star, V = _planted_on_grid()
-        compared = []
-        real = search_module._warm_start
-
-        def warm_start(tuples, *args):
-            tuples = list(tuples)
-            compared.append(len(tuples))
-            return real(tuples, *args)
-
-        monkeypatch.setattr(search_module, "_warm_start", warm_start)
+        compared = _count_warm_start_candidates(monkeypatch)
         res = search_heads(_source(layer, 40), star, V, 2, net_points=3, net_points_3d=5, n_search=40,
                            keep_tuples=2, truth=layer)
         assert res.search == "exhaustive" and res.net_points == 3
@@ -446,15 +452,7 @@ class TestSearchHeadsDefaults:
         layer = random_layer(2, 3, logit_scale=1.0, rng=5)
         star, Q = _hull(layer)
         source = _source(layer, cfg.n_search)
-        compared = []
-        real = search_module._warm_start
-
-        def warm_start(tuples, *args):
-            tuples = list(tuples)
-            compared.append(len(tuples))
-            return real(tuples, *args)
-
-        monkeypatch.setattr(search_module, "_warm_start", warm_start)
+        compared = _count_warm_start_candidates(monkeypatch)
         lm = _Spy(monkeypatch, "_levenberg_marquardt")
         res = search_heads(source, star, Q, 2)
         assert res.search == "exhaustive" and res.net_points == cfg.net_points
