@@ -15,6 +15,8 @@ from learner.parallel import Workers
 from learner.phases import LearnConfig, refined_sculpt
 from learner.phases.forecast import (
     DEFAULT_CANDIDATES,
+    PILOT_EXAMPLES,
+    PILOT_MAX_FRACTION,
     Forecast,
     pilot_forecast,
     poisson_interval,
@@ -39,6 +41,15 @@ class TestPoissonInterval:
         # Reference: closed forms where the chi-square has 2 degrees of freedom (−ln of a tail), else
         # Garwood's table to 4 decimals; rtol 2e-4 covers the table's rounding.
         np.testing.assert_allclose(poisson_interval(count, 0.05), expected, rtol=2e-4, atol=1e-12)
+
+    @pytest.mark.parametrize(("count", "failure_probability", "name"), [
+        (-1, 0.05, "count"), (1.5, 0.05, "count"), (3, -0.1, "failure_probability"),
+        (3, 1.0, "failure_probability"), (3, 1.5, "failure_probability"),
+    ], ids=str)
+    def test_bad_input_is_named(self, count, failure_probability, name):
+        # A failure probability of 1 or more is no interval (1 − a/2 ≤ 1/2): refused, not computed.
+        with pytest.raises((TypeError, ValueError), match=f"`{name}`"):
+            poisson_interval(count, failure_probability)
 
 
 class TestWindowLaw:
@@ -446,6 +457,54 @@ class TestPilotForecastBoundaries:
         res, need = _residuals((32, 48, 64)), 1000 * 2**12
         assert not pilot_forecast(res, 2**17, target=1000, n=1, tol=0.015, budget=need).over_budget
         assert pilot_forecast(res, 2**17, target=1000, n=1, tol=0.015, budget=need - 1).over_budget
+
+    def test_settled_with_a_budget(self):
+        # Fewer than PILOT_ROWS rows (9) throughout; the chosen tolerance is 0.015 (4 rows, forecast ~1e6 examples).
+        res = _residuals((4, 6, 9))
+        assert pilot_forecast(res, PILOT_EXAMPLES, target=10, n=1, budget=10**9).settled  # enough examples, affordable
+        assert not pilot_forecast(res, PILOT_EXAMPLES - 1, target=10, n=1, budget=10**9).settled
+        # Enough examples but over the budget: not settled (target 1000: forecast 2.5e8, low end ~9.8e7 below 1e8,
+        # and 1e6 examples are under PILOT_MAX_FRACTION of it).
+        fc = pilot_forecast(res, PILOT_EXAMPLES, target=1000, n=1, budget=10**8)
+        assert fc.over_budget and fc.at(fc.tol).predicted_interval[0] < 10**8 and not fc.settled
+        # PILOT_MAX_FRACTION of the budget spent: 1000 examples of a 20,000 budget (0.05 · 20,000 = 1000 exactly).
+        assert PILOT_MAX_FRACTION * 20_000 == 1000
+        assert pilot_forecast(res, 1000, target=10, n=1, budget=20_000).settled
+        assert not pilot_forecast(res, 999, target=10, n=1, budget=20_000).settled
+
+    def test_settled_when_even_the_low_end_is_over_the_budget(self):
+        # target 1000 in 1000 examples: the forecast's interval at 0.015 is about (9.8e4, 9.2e5).
+        res = _residuals((4, 6, 9))
+        lo, hi = pilot_forecast(res, 1000, target=1000, n=1).at(0.015).predicted_interval
+        assert 9e4 < lo < 1e5 and 9e5 < hi < 1e6
+        assert pilot_forecast(res, 1000, target=1000, n=1, budget=90_000).settled
+        # A budget inside the interval: the pilot goes on (only the low end counts).
+        assert not pilot_forecast(res, 1000, target=1000, n=1, budget=200_000).settled
+
+    def test_a_budget_equal_to_the_low_end_is_not_exceeded(self, monkeypatch):
+        # Constructed interval: every count's Poisson interval is (4, 16), one constraint per row, 1024 examples, so
+        # the low end is 640 / (16/1024) = 40960 exactly (powers of two), for the fixed tolerance 0.03.
+        from learner.phases import forecast
+
+        monkeypatch.setattr(forecast, "poisson_interval", lambda count, a: (4.0, 16.0))
+        res = _residuals((4, 6, 9))
+        fc = pilot_forecast(res, 1024, target=640, n=1, tol=0.03, min_count=1, budget=40960)
+        assert fc.at(0.03).predicted_interval[0] == 40960 and not fc.settled
+        assert pilot_forecast(res, 1024, target=640, n=1, tol=0.03, min_count=1, budget=40959).settled
+
+    def test_an_underflowing_window_law_forecasts_no_end(self):
+        # n = 2000: (0.5)^2000 and (2/3)^2000 underflow to 0, so the window law's rate and both ends are 0 and the
+        # forecast is unbounded (∞), not a division error.
+        res = np.array([0.01, 0.016] + [0.021 + 0.0005 * i for i in range(8)])
+        fc = pilot_forecast(res, 1000, target=10, n=2000, band=(0.0, 10.0))
+        assert [r.method for r in fc.table] == ["window law", "window law", "direct"]
+        for row in fc.table[:2]:
+            assert row.per_1000 == 0.0 and row.predicted_examples == math.inf
+            assert row.predicted_interval == (math.inf, math.inf)
+
+    def test_the_forecast_records_its_inputs(self):
+        fc = pilot_forecast(_residuals((40, 60, 100)), 100_000, target=1000, n=3, failure_probability=0.1)
+        assert (fc.n_examples, fc.target, fc.n, fc.failure_probability) == (100_000, 1000, 3, 0.1)
 
     def test_settled_at_pilot_rows_or_pilot_examples(self):
         # A budget far above every forecast, few examples: settled only by PILOT_ROWS rows at the loosest.

@@ -275,3 +275,119 @@ class TestRefinedSculptStream:
         direct = self._run(target=10, tol=tol)
         assert piloted.forecast.tol == tol and piloted.residual.max() < tol
         np.testing.assert_array_equal(piloted.b, direct.b)
+
+
+class _Recorder:
+    """A source of fixed examples that records the batch sizes it is asked for (all of them, at once) and hands
+    out every example in one batch."""
+
+    def __init__(self, X, Y):
+        self.X, self.Y, self.k, self.sizes, self.consumed = X, Y, X.shape[1], None, []
+
+    def batches(self, sizes):
+        from learner.oracle import ExampleBatch
+
+        self.sizes = list(sizes)
+        yield ExampleBatch(self.X.shape[0], X=self.X, Y=self.Y, origin="test")
+
+    def consume(self, n):
+        self.consumed.append(n)
+
+
+class TestCrudeSculptDefaults:
+    """Phase 2 called with its defaults (tol 0.05, target 192, 2·10⁷ examples in batches of 10⁵) on 96 examples
+    whose 192 rows fit a proper pattern exactly, then 50 whose rows are off by a relative 0.12–0.47."""
+
+    def _examples(self):
+        X, Y, w_sum = _rows_with_pattern((0.8, 0.2), n=146, seed=3)
+        rng = np.random.default_rng(5)
+        Y = Y.copy()
+        Y[96:] += 0.3 * rng.standard_normal(Y[96:].shape) * np.linalg.norm(Y[96:], axis=-1, keepdims=True) / D**0.5
+        # The reference: the noisy rows certify at a tolerance of 0.5, none of them at 0.05.
+        assert certify_rows(X[96:], Y[96:], w_sum, tol=0.5, min_weight=MIN_WEIGHT)[1].size == 90
+        assert certify_rows(X[96:], Y[96:], w_sum, tol=0.05, min_weight=MIN_WEIGHT)[1].size == 0
+        return X, Y, w_sum
+
+    def test_defaults(self):
+        from learner.phases import crude_sculpt
+
+        X, Y, w_sum = self._examples()
+        source = _Recorder(X, Y)
+        out = crude_sculpt(source, w_sum)
+        # 0.05: only the exact rows; 192 of them reach the target at the 96th example.
+        assert out.tol == 0.05 and out.b.size == 192 and out.stopped == "target" and out.examples_at_target == 96
+        # 2·10⁷ examples in batches of 10⁵ (the budget and batch were all asked for at once).
+        assert source.sizes == [100_000] * 200 and source.consumed == [146]
+
+    def test_first_batch_grows_the_batches(self):
+        from learner.phases import crude_sculpt
+
+        X, Y, w_sum = self._examples()
+        source = _Recorder(X, Y)
+        crude_sculpt(source, w_sum, first_batch=10, batch=100, max_examples=400)
+        assert source.sizes == [10, 20, 40, 80, 100, 100, 50]
+
+    def test_pool_label_and_progress(self, record_bars):
+        from learner.parallel import Workers
+        from learner.phases import crude_sculpt, sculpt
+
+        class Spy(Workers):
+            labels = []
+
+            def ordered(self, label, fn, tasks):
+                self.labels.append(label)
+                return super().ordered(label, fn, tasks)
+
+        bars = record_bars(sculpt)
+        X, Y, w_sum = self._examples()
+        with Spy(None) as pool:
+            crude_sculpt(_Recorder(X, Y), w_sum, workers=pool)
+        assert Spy.labels == ["2_crude_sculpt"]
+        assert [b.args for b in bars] == [(192, "phase 2", "constraint")]
+
+    def test_w_sum_is_used_in_float64(self):
+        # A long-double ΣW gives the constraints of its float64 rounding, in float64.
+        from learner.phases import crude_sculpt
+
+        X, Y, w_sum = self._examples()
+        ref = crude_sculpt(_Recorder(X, Y), w_sum)
+        out = crude_sculpt(_Recorder(X, Y), w_sum.astype(np.longdouble))
+        for field in ("A", "b", "residual", "p_token", "p_ref"):
+            assert getattr(out, field).dtype == np.float64
+            np.testing.assert_array_equal(getattr(out, field), getattr(ref, field))
+
+    @pytest.mark.parametrize(("kwargs", "name"), [({"target": 1.5}, "target"), ({"first_batch": 0}, "first_batch")],
+                             ids=str)
+    def test_bad_argument_is_named(self, kwargs, name):
+        from learner.phases import crude_sculpt
+
+        X, Y, w_sum = self._examples()
+        with pytest.raises((TypeError, ValueError), match=f"`{name}`"):
+            crude_sculpt(_Recorder(X, Y), w_sum, **kwargs)
+
+
+class TestTwoTokenWellPosedness:
+    """The k = 2 fit's well-posedness from five dot products, against the documented rule computed from the Gram
+    matrix G = B Bᵀ of the two tokens' rows directly: det G > 1e-8 · (tr G / 2)²."""
+
+    def test_against_the_gram_matrix(self):
+        from learner.phases.sculpt import _row_fit
+
+        rng = np.random.default_rng(11)
+        n = 4000
+        b1 = rng.standard_normal((n, D))
+        # b2 = c·b1 + ε·u: det G / (tr G / 2)² spreads over [1e-11, 1e-5], across the threshold at 1e-8.
+        c = rng.uniform(-2.0, 3.0, n)
+        eps = 10 ** rng.uniform(-6.0, -2.0, n) * np.linalg.norm(b1, axis=1)
+        b2 = c[:, None] * b1 + eps[:, None] * rng.standard_normal((n, D))
+        X = np.stack([b1, b2], axis=1)  # ΣW = I, so B = X
+        _, well_posed, _ = _row_fit(X, X, np.eye(D))
+        G = np.einsum("nid,njd->nij", X, X)
+        ratio = np.linalg.det(G) / (np.trace(G, axis1=1, axis2=2) / 2) ** 2
+        # Both dets round off by ~1e-16·(tr G)², a relative ~1e-8 at the threshold: cases within 1e-3 of it are out.
+        clear = np.abs(ratio / 1e-8 - 1) > 1e-3
+        assert clear.sum() > 0.99 * n
+        np.testing.assert_array_equal(well_posed[clear], ratio[clear] > 1e-8)
+        # Both verdicts, and many within a factor 3 of the threshold (where a wrong scale flips them).
+        near = clear & (np.abs(np.log(ratio / 1e-8)) < np.log(3))
+        assert well_posed[clear].any() and not well_posed[clear].all() and near.sum() > 100
