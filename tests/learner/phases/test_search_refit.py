@@ -549,6 +549,21 @@ class TestNoiseRefit:
         else:
             assert found == {} and nfev == 0
 
+    def test_the_refit_gets_the_whole_memory_cap(self, noisy, monkeypatch):
+        """The refit runs after the test, alone: its Jacobians may use all of ``max_bytes``, not a quarter."""
+        _, refined, (Xs, Ys, Xr, Yr, Xh, Yh), hull = noisy
+        seen, original = [], search._levenberg_marquardt
+
+        def spy(*args, **kwargs):
+            seen.append(kwargs.get("max_bytes"))
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(search, "_levenberg_marquardt", spy)
+        budget = 40 * PER + 100
+        found, _ = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=6.0, max_nfev=200, max_bytes=4 * budget,
+                                hull=hull)
+        assert "refit" in found and seen == [4 * budget]
+
     def test_a_layer_missing_a_head_is_tested_not_refit(self, noisy):
         truth, _, (Xs, Ys, Xr, Yr, Xh, Yh), _ = noisy
         one = refit(truth.thetas[:1], Xr, Yr)

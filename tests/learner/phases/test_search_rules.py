@@ -365,6 +365,16 @@ class TestSearchHeads:
         assert res.search_details["memory_bytes"] == 8 * (3 * 3) ** 2 + 8 * 3 * 40 * 2 * 3
         assert compared == [2]  # keep_tuples candidates compared on held-out examples
 
+    def test_the_refinement_set_by_default(self, monkeypatch):
+        """By default 1.5 residuals per parameter: at (m, d, k) = (4, 9, 3) that is ⌈1.5·2md²/(kd)⌉ = 36 examples,
+        above the floor of 32 and the 2d²/(k(k−1)) = 27 each head's logit differences need."""
+        layer = random_layer(4, 9, logit_scale=1.0, rng=5)
+        star, Q = _hull(layer)
+        lm = _Spy(monkeypatch, "_levenberg_marquardt")
+        search_heads(_source(layer, 100, k=3), star, Q, 4, search="vp", vp_starts=1, n_search=100, max_nfev=5)
+        refinement = lm.calls[-1][0]  # the last call is the joint refinement (the vp search's come first)
+        assert refinement[1].shape[0] == math.ceil(1.5 * 2 * 4 * 81 / (3 * 9)) == 36
+
     def test_one_head_is_theta_star(self):
         layer = random_layer(1, 3, logit_scale=1.0, rng=1)
         res = search_heads(_source(layer, 40), layer.thetas[0], np.zeros((9, 0)), 1, n_search=40)
