@@ -100,3 +100,48 @@ def pytest_runtest_teardown(item, nextitem):
     for defs in item._fixtureinfo.name2fixturedefs.values():
         for fixturedef in defs:
             recorder._stats |= _SHARED_FIXTURE_CALLS.get(fixturedef, set())
+
+
+# A mutant can make a test loop: a phase that never certifies a row draws its whole example budget. mutmut stops a
+# mutant only when its tests together overrun their clean time (three times over; for a phase's mutant that is
+# minutes, during which a core judges nothing else). Under a mutant, one test that runs more than
+# MUTANT_TEST_FACTOR times its clean time plus MUTANT_TEST_SLACK seconds is stopped at once the way mutmut stops a
+# mutant, by SIGXCPU, so that mutmut records the same verdict: a timeout, which counts as caught.
+MUTANT_TEST_FACTOR = 10.0  # ours: a loaded machine runs a test 2-3 times slower; a loop runs it without end
+MUTANT_TEST_SLACK = 5.0  # ours, seconds: start-up of a test whose clean run is too short to scale (imports, a pool)
+
+
+def _mutmut_durations():
+    from mutmut.state import state
+
+    return state().duration_by_test
+
+
+def _clean_seconds(nodeid):
+    """The test's clean run time in mutmut's record, under a mutant; None otherwise (or when not recorded)."""
+    if "__mutmut_" not in os.environ.get("MUTANT_UNDER_TEST", ""):
+        return None
+    return _mutmut_durations().get(nodeid)
+
+
+def _stop_as_timeout():
+    import signal
+
+    signal.signal(signal.SIGXCPU, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGXCPU)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    clean = _clean_seconds(item.nodeid)
+    if clean is None:
+        return (yield)
+    import signal
+
+    old = signal.signal(signal.SIGALRM, lambda signum, frame: _stop_as_timeout())
+    signal.setitimer(signal.ITIMER_REAL, MUTANT_TEST_FACTOR * clean + MUTANT_TEST_SLACK)
+    try:
+        return (yield)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)

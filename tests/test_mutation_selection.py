@@ -152,3 +152,75 @@ class TestSharedFixtureCalls:
             setup.send("value")
         assert module._SHARED_FIXTURE_CALLS == {}
         module.pytest_runtest_teardown(SimpleNamespace(), None)  # does not even look at the item
+
+
+class TestOverrunUnderAMutant:
+    """Under a mutant, a test running past MUTANT_TEST_FACTOR × its clean time + MUTANT_TEST_SLACK is stopped as
+    mutmut stops a mutant (here the stop raises instead of sending SIGXCPU); otherwise no timer is set."""
+
+    NODEID = "tests/learner/phases/test_sculpt_rules.py::test_something"
+
+    class Stopped(Exception):
+        pass
+
+    def _module(self, monkeypatch, mutant, clean):
+        module = _conftest()
+        if mutant is None:
+            monkeypatch.delenv("MUTANT_UNDER_TEST", raising=False)
+        else:
+            monkeypatch.setenv("MUTANT_UNDER_TEST", mutant)
+        monkeypatch.setattr(module, "_mutmut_durations", lambda: {self.NODEID: clean})
+        monkeypatch.setattr(module, "MUTANT_TEST_SLACK", 0.05)
+
+        def stop():
+            raise self.Stopped
+
+        monkeypatch.setattr(module, "_stop_as_timeout", stop)
+        return module
+
+    def _run(self, module, seconds, nodeid=NODEID):
+        """Drive the hook around a test body that sleeps ``seconds``; the timer it set, and whether it stopped."""
+        import signal
+        import time
+
+        handler = signal.getsignal(signal.SIGALRM)
+        call = module.pytest_runtest_call(SimpleNamespace(nodeid=nodeid))
+        next(call)
+        timer = signal.getitimer(signal.ITIMER_REAL)[0]
+        try:
+            time.sleep(seconds)
+        except self.Stopped:
+            call.close()
+            stopped = True
+        else:
+            with pytest.raises(StopIteration):
+                call.send(None)
+            stopped = False
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and signal.getsignal(signal.SIGALRM) == handler
+        return timer, stopped
+
+    def test_an_overrun_is_stopped(self, monkeypatch):
+        module = self._module(monkeypatch, "learner.phases.sculpt.x__row_fit_two__mutmut_83", clean=0.01)
+        timer, stopped = self._run(module, 2.0)
+        assert timer == pytest.approx(10 * 0.01 + 0.05, abs=0.01) and stopped
+
+    def test_within_the_limit_nothing_happens(self, monkeypatch):
+        module = self._module(monkeypatch, "learner.phases.sculpt.x__row_fit_two__mutmut_83", clean=0.1)
+        assert self._run(module, 0.2) == (pytest.approx(1.05, abs=0.01), False)
+
+    def test_control_no_timer_outside_a_mutant_or_for_an_unrecorded_test(self, monkeypatch):
+        module = self._module(monkeypatch, None, clean=0.0)
+        assert self._run(module, 0.2) == (0.0, False)  # 0.05 s would have stopped it under a mutant
+        module = self._module(monkeypatch, "learner.phases.sculpt.x__row_fit_two__mutmut_83", clean=0.0)
+        assert self._run(module, 0.2, nodeid="tests/other.py::test_new") == (0.0, False)
+
+    def test_the_stop_is_mutmuts_timeout_signal(self):
+        # mutmut reads a child killed by SIGXCPU (exit code -24) as a timeout, which .ci/mutants counts as caught.
+        import signal
+        import subprocess
+        import sys
+
+        code = ("import importlib.util; s = importlib.util.spec_from_file_location('c', 'tests/conftest.py'); "
+                "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); m._stop_as_timeout()")
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=60)
+        assert done.returncode == -signal.SIGXCPU
