@@ -94,9 +94,20 @@ def _all_vectors(n):
     return np.array(list(product((0, 1), repeat=n)), dtype=np.int64)
 
 
+def _integer_vector(name, value):
+    """``value`` as int64 entries; an entry that is not an integer is refused (truncated, it would be another
+    secret)."""
+    arr = np.asarray(value)
+    whole = np.issubdtype(arr.dtype, np.integer) or (
+        np.issubdtype(arr.dtype, np.floating) and bool(np.all(np.isfinite(arr) & (arr == np.round(arr)))))
+    if arr.dtype == np.bool_ or not whole:
+        raise TypeError(f"`{name}` must hold integers; got {name}={value!r}.")
+    return arr.astype(np.int64)
+
+
 def equivalent_secrets(a, b, q):
     """Whether secrets ``a`` and ``b`` give the same rounded label on every ``b ∈ {0,1}^n`` (``n <= 16``)."""
-    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    a, b = _integer_vector("a", a), _integer_vector("b", b)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"secrets must be vectors of one length; got shapes {a.shape} and {b.shape}.")
     if a.shape[0] > MAX_CLASS_N:
@@ -276,6 +287,7 @@ def attention_attack(instance, *, method="provable", n_samples=2_000_000, n_test
     gradient_options : dict, optional
         Keyword arguments for :func:`learner.baselines.fit_gradient`.
     rng : seed or Generator, optional
+        Four streams are spawned from it (``rng.spawn(4)``: samples, reduction, learner, test).
 
     Returns
     -------

@@ -414,7 +414,8 @@ def _signed_sups(values, probs, alpha, beta, gauss):
     ``s − β`` (atom s enters) and ``s − α`` (it leaves); between two steps it is
     constant while ``G`` is unimodal, so the sups are attained (as limits) at
     the steps, at the mode of ``G`` or at ±∞. Returns the two sups and the t
-    where each is (approached).
+    where each is (approached): of several such t (sups equal in floating
+    point), the smallest; a zero sup of ``P − G`` is reported at ``+∞``.
     """
     t_star = gauss.mode
     g_star = float(gauss(t_star))
@@ -442,7 +443,7 @@ def _signed_sups(values, probs, alpha, beta, gauss):
     j = int(np.argmax(gp))
     sup_gp, t_gp = float(gp[j]), (t_star if gmax[j] == g_star else (u[j] if g_left[j] >= g_right[j] else u_right[j]))
     head = g_star if t_star < u[0] else float(g_left[0])  # interval (−∞, u[0]), P = 0
-    if head > sup_gp:
+    if head >= sup_gp:  # ties to the smaller t
         sup_gp, t_gp = head, min(t_star, float(u[0]))
     return sup_pg, t_pg, sup_gp, t_gp
 

@@ -61,6 +61,18 @@ class TestEquivalentSecrets:
         with pytest.raises(ValueError, match="one length"):
             equivalent_secrets((1, 2), (1, 2, 3), 7)
 
+    @pytest.mark.parametrize(("a", "b", "name"), [
+        ((0, 0, 1.5), (0, 0, 1), "a"), ((0, 0, 1), (0, 0, 1.5), "b"), ((0, 0, np.nan), (0, 0, 1), "a"),
+        ((True, False), (1, 0), "a"), ((1, 0), ("1", "0"), "b"),
+    ], ids=str)
+    def test_an_entry_that_is_not_an_integer_is_refused(self, a, b, name):
+        # Truncated, 1.5 would be compared as the secret 1 (equivalent to (0, 0, 1) whatever q is).
+        with pytest.raises(TypeError, match=f"`{name}` must hold integers"):
+            equivalent_secrets(a, b, 7)
+
+    def test_whole_floats_are_integers(self):
+        assert equivalent_secrets((0.0, 0.0, 1.0), (0, 0, 2), 7) and not equivalent_secrets((0, 0, 4.0), (0, 0, 2), 7)
+
 
 class TestLinearAlgebraAttack:
     @pytest.mark.parametrize(("n", "q"), [(4, 7), (16, 7), (64, 11), (96, 4), (128, 257)])
@@ -422,6 +434,15 @@ class TestAttentionOutcome:
 
         first = run(0)
         assert run(0) == first and run(1) != first
+
+    def test_a_generator_gives_four_streams(self):
+        # The attack's four streams (samples, reduction, learner, test) are spawned from the generator passed, which
+        # advances by those four only: the next attack from it draws from its fifth child on.
+        inst = named_lwr_instance("one-slab")
+        rng = np.random.default_rng(0)
+        attention_attack(inst, method="gradient", n_samples=3000, n_test=2000, gradient_options=GRADIENT_OPTIONS,
+                         rng=rng)
+        assert rng.bit_generator.seed_seq.n_children_spawned == 4
 
     def test_fields(self):
         inst = named_lwr_instance("one-slab")

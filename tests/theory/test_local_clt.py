@@ -12,6 +12,7 @@ import mpmath
 import numpy as np
 import pytest
 from hypothesis import given
+from scipy.special import ndtr
 from scipy.stats import norm
 
 from theory.local_clt import (
@@ -414,6 +415,18 @@ class TestSignedSups:
         assert _reached(values, probs, alpha, beta, gauss, t_pg, +1) >= sup_pg - tol
         assert _reached(values, probs, alpha, beta, gauss, t_gp, -1) >= sup_gp - tol
         assert math.isfinite(t_gp) and (math.isfinite(t_pg) or sup_pg == 0.0)
+
+    def test_ties_go_to_the_smaller_t(self):
+        # One atom at 0, window [t, t + 1), G of N(0, 1) with δ = 1 (mode −1/2): P = 1 on (−1, 0], 0 elsewhere, and
+        # G(−1) = Φ(0) − Φ(−1) = G(0) exactly (both branches of _Gauss compute ndtr(0) − ndtr(−1)). P − G is largest
+        # at both ends of (−1, 0), G − P both at −1 (from the left) and at 0 (from the right): −1 is returned.
+        values, probs, gauss = np.array([0.0]), np.array([1.0]), (0.0, 1.0, 1.0)
+        sup_pg, t_pg, sup_gp, t_gp = _signed_sups(values, probs, 0.0, 1.0, _Gauss(*gauss))
+        g = float(ndtr(0.0) - ndtr(-1.0))
+        assert (sup_pg, sup_gp) == (1.0 - g, g) and (t_pg, t_gp) == (-1.0, -1.0)
+        for t in (-1.0, 0.0):  # the tie, from the independent window errors
+            assert _reached(values, probs, 0.0, 1.0, gauss, t, +1) == pytest.approx(1.0 - g, abs=1e-9)
+            assert _reached(values, probs, 0.0, 1.0, gauss, t, -1) == pytest.approx(g, abs=1e-9)
 
     @pytest.mark.parametrize(("alpha", "beta"), [(0.2, 0.2), (0.3, 0.1)])
     def test_empty_window(self, alpha, beta):
