@@ -294,19 +294,24 @@ class _Recorder:
         self.consumed.append(n)
 
 
+def _exact_then_noisy(n_exact, n_noisy=50):
+    """``n_exact`` examples whose two rows fit the pattern (0.8, 0.2) exactly, then ``n_noisy`` whose rows are off by
+    a relative 0.12–0.47: they certify at a tolerance of 0.5 and not at 0.05 (checked here)."""
+    X, Y, w_sum = _rows_with_pattern((0.8, 0.2), n=n_exact + n_noisy, seed=3)
+    rng = np.random.default_rng(5)
+    Y, noisy = Y.copy(), slice(n_exact, None)
+    Y[noisy] += 0.3 * rng.standard_normal(Y[noisy].shape) * np.linalg.norm(Y[noisy], axis=-1, keepdims=True) / D**0.5
+    assert certify_rows(X[noisy], Y[noisy], w_sum, tol=0.5, min_weight=MIN_WEIGHT)[1].size > 0.8 * 2 * n_noisy
+    assert certify_rows(X[noisy], Y[noisy], w_sum, tol=0.05, min_weight=MIN_WEIGHT)[1].size == 0
+    return X, Y, w_sum
+
+
 class TestCrudeSculptDefaults:
     """Phase 2 called with its defaults (tol 0.05, target 192, 2·10⁷ examples in batches of 10⁵) on 96 examples
     whose 192 rows fit a proper pattern exactly, then 50 whose rows are off by a relative 0.12–0.47."""
 
     def _examples(self):
-        X, Y, w_sum = _rows_with_pattern((0.8, 0.2), n=146, seed=3)
-        rng = np.random.default_rng(5)
-        Y = Y.copy()
-        Y[96:] += 0.3 * rng.standard_normal(Y[96:].shape) * np.linalg.norm(Y[96:], axis=-1, keepdims=True) / D**0.5
-        # The reference: the noisy rows certify at a tolerance of 0.5, none of them at 0.05.
-        assert certify_rows(X[96:], Y[96:], w_sum, tol=0.5, min_weight=MIN_WEIGHT)[1].size == 90
-        assert certify_rows(X[96:], Y[96:], w_sum, tol=0.05, min_weight=MIN_WEIGHT)[1].size == 0
-        return X, Y, w_sum
+        return _exact_then_noisy(96)
 
     def test_defaults(self):
         from learner.phases import crude_sculpt
@@ -391,3 +396,84 @@ class TestTwoTokenWellPosedness:
         # Both verdicts, and many within a factor 3 of the threshold (where a wrong scale flips them).
         near = clear & (np.abs(np.log(ratio / 1e-8)) < np.log(3))
         assert well_posed[clear].any() and not well_posed[clear].all() and near.sum() > 100
+
+
+class _NeverDrawn:
+    """A source whose batches must not be formed: the arguments are refused before anything is drawn."""
+
+    k = 2
+
+    def batches(self, sizes):
+        raise AssertionError("a batch was formed")
+
+    def consume(self, n):
+        raise AssertionError("examples were consumed")
+
+
+class TestRefinedSculptDefaults:
+    """Phase 4 with its defaults (tol 0.015, target 384, 2·10⁷ examples in batches of 10⁵) on 192 exactly fitted
+    examples, then 50 whose rows are off by a relative 0.12–0.47; the stability rule's defaults; its arguments."""
+
+    def test_defaults(self):
+        from learner.phases import refined_sculpt
+
+        X, Y, w_sum = _exact_then_noisy(192)
+        source = _Recorder(X, Y)
+        out = refined_sculpt(source, w_sum)
+        assert out.tol == 0.015 and out.b.size == 384 and out.stopped == "target" and out.examples_at_target == 192
+        assert source.sizes == [100_000] * 200 and source.consumed == [242]
+
+    def test_first_batch_and_truth(self):
+        from learner.phases import refined_sculpt
+
+        X, Y, w_sum = _exact_then_noisy(192)
+        source = _Recorder(X, Y)
+        truth = random_layer(2, D, rng=0)
+        out = refined_sculpt(source, w_sum, first_batch=10, batch=100, max_examples=400, truth=truth)
+        assert source.sizes == [10, 20, 40, 80, 100, 100, 50]
+        # Each constraint's error against the truth: max over its heads of |A_l vec(Θ_i) − b_l|, computed here.
+        expected = np.abs(out.A @ truth.thetas.reshape(2, -1).T - out.b[:, None]).max(axis=1)
+        np.testing.assert_allclose(out.errors, expected, rtol=1e-12)
+
+    def test_w_sum_is_used_in_float64(self):
+        from learner.phases import refined_sculpt
+
+        X, Y, w_sum = _exact_then_noisy(192)
+        ref = refined_sculpt(_Recorder(X, Y), w_sum)
+        out = refined_sculpt(_Recorder(X, Y), w_sum.astype(np.longdouble))
+        for field in ("A", "b", "residual", "p_token", "p_ref"):
+            assert getattr(out, field).dtype == np.float64
+            np.testing.assert_array_equal(getattr(out, field), getattr(ref, field))
+
+    @pytest.mark.parametrize(("hull_m", "expected_m"), [(None, None), (2, 2)])
+    def test_the_stability_rule_gets_its_settings(self, monkeypatch, hull_m, expected_m):
+        # The hull at each checkpoint (1.25·d² = 80 constraints, then 100, 125, ...) is estimated with hull_m and the
+        # defaults gap_min 3 and max_m 6; here every estimate is undetermined, so the stream runs to its target.
+        from learner.phases import refined_sculpt, span
+
+        seen = []
+
+        def estimate(constraints, **kwargs):
+            seen.append((constraints.b.size, kwargs))
+            raise span.HullUndetermined("not estimated in this test")
+
+        monkeypatch.setattr(span, "estimate_span", estimate)
+        X, Y, w_sum = _exact_then_noisy(192)
+        out = refined_sculpt(_Recorder(X, Y), w_sum, stability=0.01, hull_m=hull_m)
+        assert [c for c, _ in seen] == [80, 100, 125, 157, 197, 247, 309]  # ×1.25 rounded up, up to the cap 384
+        assert all(kw == {"m": expected_m, "gap_min": 3.0, "max_m": 6, "weighting": "precision"} for _, kw in seen)
+        assert out.stopped == "target" and [c["m"] for c in out.checkpoints] == [None] * len(seen)
+
+    @pytest.mark.parametrize(("kwargs", "name"), [
+        ({"target": 1.5}, "target"), ({"pilot": True, "n": -1}, "n"), ({"pilot": True, "n": 1, "threshold": 0.0},
+                                                                        "threshold"),
+        ({"pilot": True, "n": 1, "candidates": (0.015, 1.5)}, "candidates"), ({"pilot": True, "n": 1, "rule": "cheap"},
+                                                                              "rule"),
+        ({"stability": 0.01, "hull_m": 0}, "hull_m"), ({"stability": 0.01, "gap_min": 0.0}, "gap_min"),
+        ({"stability": 0.01, "max_m": 0}, "max_m"), ({"pilot": True, "n": 1, "tol": 1.5}, "tol"),
+    ], ids=str)
+    def test_bad_argument_is_refused_before_drawing(self, kwargs, name):
+        from learner.phases import refined_sculpt
+
+        with pytest.raises((TypeError, ValueError), match=f"`{name}`"):
+            refined_sculpt(_NeverDrawn(), np.eye(D), **kwargs)
