@@ -132,3 +132,46 @@ class TestCertifyRowsScreen:
         X, Y, w_sum = _layer_examples(2, 8, 2, 10, "boolean", seed=0)
         with pytest.raises(TypeError, match="`screen` must be True or False; got screen="):
             certify_rows(X, Y, w_sum, tol=0.1, min_weight=MIN_WEIGHT, screen=screen)
+
+
+class TestScreenMarginsCoverTheDerivation:
+    """The margins cover each term of the first-order bound in ``_screen_margins``' docstring (u = 2⁻²⁴,
+    γ_n = nu/(1 − nu), K = _SCREEN_KAPPA = 64): the data's rounding, ``(2 + tol)u + 3.1γ_{d+3}`` per unit of
+    ``‖y‖ + Z`` (tol < 1), under η_a; the k dot products (γ_d each), the k − 1 subtractions (u each) and modified
+    Gram–Schmidt's loss of orthogonality (2(k − 1)d·K·u) under η_b. A larger margin only sends more examples to the
+    float64 fit, which alone decides (bit for bit, above); a smaller one could lose a row that certifies."""
+
+    @pytest.mark.parametrize(("k", "d"), [(2, 8), (3, 16), (4, 5), (5, 2), (2, 1)])
+    def test_each_term_is_covered(self, k, d):
+        u, K = 2.0**-24, sculpt._SCREEN_KAPPA
+
+        def gamma(n):
+            return n * u / (1 - n * u)
+
+        eta_a, eta_b = sculpt._screen_margins(k, d)
+        assert eta_a >= 3 * u + 3.1 * gamma(d + 3)
+        assert eta_b >= k * gamma(d) + (k - 1) * u + 2 * (k - 1) * d * K * u
+
+
+class TestScreenWeights:
+    """``(s·Ŵ, ‖1ᵀ|s·Ŵ|‖, s)``: s = 1 unless the largest |Ŵ| is outside (2⁻¹⁶, 2¹⁶); then the power of two that
+    brings it into [1/2, 1)."""
+
+    @pytest.mark.parametrize("big", [1.0, 2.0**-15.9, 2.0**15.9, 3.0])
+    def test_moderate_scales_are_kept(self, big):
+        w = np.array([[big, -0.5 * big], [0.25 * big, 0.0]])
+        w32, norm, s = screen_weights(w)
+        assert s == 1.0 and w32.dtype == np.float32 and np.array_equal(w32, w.astype(np.float32))
+        assert norm == np.float32(np.linalg.norm(np.abs(w).sum(axis=0)))
+
+    @pytest.mark.parametrize("big", [2.0**16, 2.0**20 * 3, 2.0**-16, 2.0**-30 * 1.5, 1e300])
+    def test_extreme_scales_get_a_power_of_two(self, big):
+        w = np.array([[big, -0.5 * big], [0.25 * big, 0.0]])
+        _, _, s = screen_weights(w)
+        exponent = np.log2(s)
+        assert exponent == round(exponent) and 0.5 <= big * s < 1.0
+
+    @pytest.mark.parametrize("w", [np.zeros((0, 0)), np.zeros((3, 3)), np.full((2, 2), np.inf)], ids=["empty", "zero",
+                                                                                                          "inf"])
+    def test_no_scale_without_a_finite_positive_largest_entry(self, w):
+        assert screen_weights(w)[2] == 1.0

@@ -477,3 +477,39 @@ class TestRefinedSculptDefaults:
 
         with pytest.raises((TypeError, ValueError), match=f"`{name}`"):
             refined_sculpt(_NeverDrawn(), np.eye(D), **kwargs)
+
+
+class TestCertifyRowsExactBoundaries:
+    """Rows whose fit is exact in floating point: ΣW = I, tokens b₁ = e₁ and b₂ = e₁ + e₂ (so D = e₂), and an
+    output y = b₁ + q·e₂: the residual y − b₁ = q·e₂ is exact, the fitted p₂ = q and p₁ = 1 − q, residual 0."""
+
+    @staticmethod
+    def _rows(q, n_rows=2):
+        X = np.array([[[1.0, 0.0], [1.0, 1.0]]])
+        Y = np.array([[[1.0, q], [1.0, q]]])
+        if n_rows == 1:  # the second row far from any pattern: y = −b₂ (p = (1, −1)), improper
+            Y[0, 1] = [-1.0, -1.0]
+        return X, Y, np.eye(2)
+
+    def test_a_weight_at_the_rounding_allowance_is_improper(self):
+        # p₂ = −1e-3 exactly: "no fitted weight below −1e-3" is not enough, the rule is p > −1e-3.
+        X, Y, w = self._rows(-1e-3)
+        *_, rows = certify_rows(X, Y, w, tol=TOL, min_weight=MIN_WEIGHT)
+        assert rows == 0
+        *_, rows = certify_rows(X, Y, w, tol=TOL, min_weight=MIN_WEIGHT, screen=False)
+        assert rows == 0
+        *_, rows = certify_rows(*self._rows(-0.999e-3), tol=TOL, min_weight=MIN_WEIGHT)
+        assert rows == 2
+
+    def test_a_weight_equal_to_min_weight_gives_a_constraint(self):
+        # p = (0.75, 0.25) exactly, min_weight 0.25: token 2 is used (p >= min_weight), against token 1.
+        X, Y, w = self._rows(0.25)
+        A, b, res, p_token, p_ref, rows = certify_rows(X, Y, w, tol=TOL, min_weight=0.25)
+        assert rows == 2 and b.size == 2 and np.all(p_token == 0.25) and np.all(p_ref == 0.75)
+        np.testing.assert_array_equal(b, np.full(2, np.log(0.25 / 0.75)))
+        assert certify_rows(X, Y, w, tol=TOL, min_weight=0.2500001)[1].size == 0
+
+    def test_one_certified_row(self):
+        X, Y, w = self._rows(0.25, n_rows=1)
+        A, b, res, p_token, p_ref, rows = certify_rows(X, Y, w, tol=TOL, min_weight=MIN_WEIGHT)
+        assert rows == 1 and b.size == 1 and res[0] == 0.0
