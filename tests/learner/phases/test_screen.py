@@ -157,14 +157,15 @@ class TestScreenWeights:
     """``(s·Ŵ, ‖1ᵀ|s·Ŵ|‖, s)``: s = 1 unless the largest |Ŵ| is outside (2⁻¹⁶, 2¹⁶); then the power of two that
     brings it into [1/2, 1)."""
 
-    @pytest.mark.parametrize("big", [1.0, 2.0**-15.9, 2.0**15.9, 3.0])
+    @pytest.mark.parametrize("big", [1.0, 2.0**-15.9, 2.0**15.9, 3.0, 100.0])
     def test_moderate_scales_are_kept(self, big):
         w = np.array([[big, -0.5 * big], [0.25 * big, 0.0]])
         w32, norm, s = screen_weights(w)
         assert s == 1.0 and w32.dtype == np.float32 and np.array_equal(w32, w.astype(np.float32))
         assert norm == np.float32(np.linalg.norm(np.abs(w).sum(axis=0)))
 
-    @pytest.mark.parametrize("big", [2.0**16, 2.0**20 * 3, 2.0**-16, 2.0**-30 * 1.5, 1e300])
+    @pytest.mark.parametrize("big", [2.0**16, 2.0**17, 2.0**20 * 3, 2.0**-16, 2.0**-16.5, 2.0**-20, 2.0**-30 * 1.5,
+                                     1e300])
     def test_extreme_scales_get_a_power_of_two(self, big):
         w = np.array([[big, -0.5 * big], [0.25 * big, 0.0]])
         _, _, s = screen_weights(w)

@@ -513,3 +513,50 @@ class TestCertifyRowsExactBoundaries:
         X, Y, w = self._rows(0.25, n_rows=1)
         A, b, res, p_token, p_ref, rows = certify_rows(X, Y, w, tol=TOL, min_weight=MIN_WEIGHT)
         assert rows == 1 and b.size == 1 and res[0] == 0.0
+
+
+class TestStreamBookkeeping:
+    """Phase 2 over fixed examples in batches of 20, target out of reach: the stream merges 12 batches and stops at
+    its budget of 240 examples."""
+
+    def _source(self):
+        from learner.oracle import ArraySource
+
+        X, Y, w_sum = _exact_then_noisy(192)
+        return ArraySource(X, Y), X, Y, w_sum
+
+    def test_rows_seen_and_certified_add_up_over_batches(self):
+        from learner.phases import crude_sculpt
+
+        source, X, Y, w_sum = self._source()
+        out = crude_sculpt(source, w_sum, target=10**6, batch=20, max_examples=240)
+        assert out.n_examples == 240 and out.rows_seen == 480
+        # The reference: the 240 examples certified at once.
+        *_, rows = certify_rows(X[:240], Y[:240], w_sum, tol=0.05, min_weight=MIN_WEIGHT)
+        assert out.rows_certified == rows == 384
+
+    @pytest.mark.parametrize(("step", "logged_at"), [(2.5, ["100", "200"]), (2.1, ["100", "200"])])
+    def test_progress_is_logged_every_ten_seconds(self, monkeypatch, caplog, step, logged_at):
+        # A clock that moves `step` seconds at each reading: the stream reads it twice when it starts and once per
+        # merged batch (twice when it logs). With 2.5 s the 4th merge is exactly 10 s after the start (not logged:
+        # more than 10 s), the 5th 12.5 s; with 2.1 s the 5th is 10.5 s after it (logged). Each log restarts the wait.
+        import logging
+        import re
+
+        from learner.phases import crude_sculpt, sculpt
+
+        class Clock:
+            calls = 0
+
+            @classmethod
+            def perf_counter(cls):
+                cls.calls += 1
+                return cls.calls * step
+
+        monkeypatch.setattr(sculpt, "time", Clock)
+        source, _, _, w_sum = self._source()
+        with caplog.at_level(logging.INFO, logger="learner"):
+            crude_sculpt(source, w_sum, target=10**6, batch=20, max_examples=240)
+        logged = [re.search(r"from (\S+) examples", r.getMessage()).group(1) for r in caplog.records
+                  if "constraints from" in r.getMessage()]
+        assert logged == logged_at
