@@ -176,3 +176,89 @@ class TestScreenWeights:
                                                                                                           "inf"])
     def test_no_scale_without_a_finite_positive_largest_entry(self, w):
         assert screen_weights(w)[2] == 1.0
+
+
+def _screen_reference(X, Y, w_sum, tol):
+    """The screen's documented rule, in float64: per example, False only where it is well conditioned
+    ((k − 1)·log Σ_j‖D_j‖² − log det(DDᵀ) <= 2 log K) and every row has ‖y‖ > 0 and a squared residual above
+    (tol‖y‖ + η_a(‖y‖ + Z))² + η_b‖y − b₁‖²; also how far each comparison is from its threshold."""
+    w32, wcol, s = screen_weights(w_sum)
+    n, k, d = X.shape
+    eta_a, eta_b = sculpt._screen_margins(k, d)
+    W = w_sum * s
+    B = X @ W
+    z = np.abs(X).max() * float(np.linalg.norm(np.abs(W).sum(axis=0)))
+    D = B[:, 1:] - B[:, :1]  # (n, k−1, d)
+    R = Y * s - B[:, :1]  # (n, k, d)
+    rr = np.einsum("nad,nad->na", R, R)
+    coef = np.linalg.lstsq  # per example below: the residual of R on span(D)
+    res2 = np.empty((n, k))
+    for i in range(n):
+        c = coef(D[i].T, R[i].T, rcond=None)[0]
+        res2[i] = np.sum((R[i].T - D[i].T @ c) ** 2, axis=0)
+    gram = np.einsum("njd,nld->njl", D, D)
+    lhs = (k - 1) * np.log(np.einsum("njd,njd->n", D, D)) - np.linalg.slogdet(gram)[1]
+    conditioned = lhs <= 2 * np.log(sculpt._SCREEN_KAPPA)
+    ynorm = np.linalg.norm(Y, axis=-1) * s
+    bound = (tol * ynorm + eta_a * (ynorm + z)) ** 2 + eta_b * rr
+    out = ~(((res2 > bound) & (ynorm > 0)).all(axis=1) & conditioned)
+    # float32 moves a squared residual by up to 13u‖R‖² (measured, see _screen_margins) and the bound by ~1e-7
+    # relative: 3e-6·‖R‖² + 1e-5·bound leaves four times that; the logs move by ~1e-3 at κ ~ 64.
+    clear = (np.abs(res2 - bound) > 3e-6 * rr + 1e-5 * bound).all(axis=1) & (np.abs(lhs - 2 * np.log(64)) > 1e-2)
+    return out, clear, res2 / bound, lhs - 2 * np.log(sculpt._SCREEN_KAPPA)
+
+
+def _planted_screen_case(k, scale, seed, n=600, d=8, tol=0.03):
+    """Examples with one row planted at residual² = ρ·bound, ρ log-spread over 1 ± [3e-3, 0.5], the other rows far
+    above it; a third of the examples with a near-repeated token (κ spread around K = 64); one token entry −40 (so
+    that Z is set by a negative entry)."""
+    rng = np.random.default_rng(seed)
+    w_sum = scale * rng.standard_normal((d, d)) / np.sqrt(d)
+    X = rng.standard_normal((n, k, d))
+    near = rng.random(n) < 1 / 3
+    X[near, -1] = X[near, 0] + 10 ** rng.uniform(-3.5, -0.5, (near.sum(), 1)) * rng.standard_normal((near.sum(), d))
+    X[0, 0, 0] = -40.0
+    eta_a, eta_b = sculpt._screen_margins(k, d)
+    z = np.abs(X).max() * float(np.linalg.norm(np.abs(w_sum).sum(axis=0)))
+    B = X @ w_sum
+    p = 0.1 + (1 - 0.1 * k) * rng.dirichlet(np.ones(k), size=n)
+    base = np.einsum("nj,njd->nd", p, B)
+    Q = np.linalg.qr(B.transpose(0, 2, 1))[0]
+    g = rng.standard_normal((n, d))
+    e = g - np.einsum("ndj,nj->nd", Q, np.einsum("ndj,nd->nj", Q, g))
+    e /= np.linalg.norm(e, axis=1, keepdims=True)
+    rho = 1 + rng.choice([-1, 1], n) * 10 ** rng.uniform(np.log10(3e-3), np.log10(0.5), n)
+    t = np.full(n, tol * np.linalg.norm(base, axis=1))
+    for _ in range(30):  # t² = ρ·bound(t): the bound grows slowly with t, so the iteration contracts
+        ynorm = np.sqrt(np.sum(base**2, axis=1) + t**2)
+        rr = np.sum((base - B[:, 0]) ** 2, axis=1) + t**2
+        t = np.sqrt(rho * ((tol * ynorm + eta_a * (ynorm + z)) ** 2 + eta_b * rr))
+    Y = B[:, ::-1] * 3.0  # the other rows: 3·b_{k−1−a}, far from the hull's fit (residual² ~ 9‖b‖²)
+    Y[:, 0] = base + t[:, None] * e
+    return X, Y, w_sum, tol
+
+
+class TestScreenCandidatesAgainstTheRule:
+    @pytest.mark.parametrize("k", [2, 3])
+    @pytest.mark.parametrize("scale", [1.0, 0.02], ids=["|y|~1-10", "|y|<1"])
+    def test_decisions_where_float32_cannot_flip_them(self, k, scale):
+        X, Y, w_sum, tol = _planted_screen_case(k, scale, seed=10 * k + int(scale == 1.0))
+        expected, clear, rho, cond = _screen_reference(X, Y, w_sum, tol)
+        got = screen_candidates(X, Y, screen_weights(w_sum), tol)
+        assert clear.mean() > 0.9
+        np.testing.assert_array_equal(got[clear], expected[clear])
+        # The cases reach both sides of both thresholds, and close to them: within 3 % of the bound, where Z's term
+        # (η_a(‖y‖ + Z), with Z set by the entry −40) is some 2 % of it.
+        rho0 = rho[:, 0]
+        assert np.sum(clear & (np.abs(rho0 - 1) < 0.03) & (cond < 0)) > 50
+        if k > 2:  # at k = 2 the bound on κ(D) is 1: every example is conditioned
+            assert np.sum(clear & (cond > 0) & (cond < 1)) > 5 and np.sum(clear & (cond < 0) & (cond > -1)) > 5
+        assert expected[clear].any() and not expected[clear].all()
+        if scale < 1:  # outputs of norm below 1 that are screened out
+            small = (np.linalg.norm(Y, axis=-1) < 1).all(axis=1)
+            assert np.sum(clear & small & ~expected) > 50
+
+    def test_an_empty_batch(self):
+        X, Y, w_sum, tol = _planted_screen_case(2, 1.0, seed=1, n=3)
+        got = screen_candidates(X[:0], Y[:0], screen_weights(w_sum), tol)
+        assert got.shape == (0,) and got.dtype == bool
