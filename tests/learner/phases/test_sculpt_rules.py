@@ -541,7 +541,6 @@ class TestStreamBookkeeping:
         # merged batch (twice when it logs). With 2.5 s the 4th merge is exactly 10 s after the start (not logged:
         # more than 10 s), the 5th 12.5 s; with 2.1 s the 5th is 10.5 s after it (logged). Each log restarts the wait.
         import logging
-        import re
 
         from learner.phases import crude_sculpt, sculpt
 
@@ -557,6 +556,58 @@ class TestStreamBookkeeping:
         source, _, _, w_sum = self._source()
         with caplog.at_level(logging.INFO, logger="learner"):
             crude_sculpt(source, w_sum, target=10**6, batch=20, max_examples=240)
-        logged = [re.search(r"from (\S+) examples", r.getMessage()).group(1) for r in caplog.records
-                  if "constraints from" in r.getMessage()]
-        assert logged == logged_at
+        logged = [r.getMessage() for r in caplog.records if "constraints from" in r.getMessage()]
+        # 2 constraints per exactly fitted example: 200 after 100 examples, 384 (all of them) after 200.
+        assert logged == [f"phase 2: {c} of 1000000 constraints from {n} examples (budget 240)"
+                          for c, n in zip((200, 384), logged_at, strict=True)]
+
+
+class TestStabilityCheckpoints:
+    """Phase 4's stability rule on exactly fitted examples, 40 per batch (80 constraints each), with the hull at each
+    checkpoint replaced by a recorded one: checkpoints at 80, 100, 125, ... constraints."""
+
+    def _run(self, monkeypatch, hulls, **kwargs):
+        from types import SimpleNamespace
+
+        from learner.oracle import ArraySource
+        from learner.phases import refined_sculpt, span
+
+        calls = []
+
+        def estimate(constraints, **kw):
+            calls.append(constraints.b.size)
+            theta = hulls[len(calls) - 1] if len(calls) <= len(hulls) else None
+            if theta is None:
+                raise span.HullUndetermined("not estimated in this test")
+            return SimpleNamespace(theta_star=np.asarray(theta, dtype=float), directions=np.zeros((4, 0)), m=1)
+
+        monkeypatch.setattr(span, "estimate_span", estimate)
+        X, Y, w_sum = _exact_then_noisy(192)
+        out = refined_sculpt(ArraySource(X, Y), w_sum, batch=40, **kwargs)
+        return out, calls
+
+    def test_a_change_equal_to_the_tolerance_is_stable(self, monkeypatch, caplog):
+        import logging
+
+        # Θ* = 3e₁ at 80 constraints, 4e₁ at 100: the change is ‖e₁‖/‖4e₁‖ = 1/4 exactly.
+        with caplog.at_level(logging.INFO, logger="learner"):
+            out, calls = self._run(monkeypatch, [[3, 0, 0, 0], [4, 0, 0, 0]], stability=0.25, target=1000)
+        assert calls == [80, 100] and out.stopped == "stable" and out.b.size == 100
+        assert [(c["constraints"], c["change"], c["m"]) for c in out.checkpoints] == [(80, None, 1), (100, 0.25, 1)]
+        assert ("phase 4: hull stable at 100 constraints (moved 0.25 <= 0.25 since the last checkpoint)"
+                in [r.getMessage() for r in caplog.records])
+
+    def test_an_undetermined_hull_restarts_the_comparison(self, monkeypatch):
+        # Undetermined at 80, then 3e₁ and 4e₁: the first determined hull has nothing to compare with.
+        out, calls = self._run(monkeypatch, [None, [3, 0, 0, 0], [4, 0, 0, 0]], stability=0.25, target=1000)
+        assert calls == [80, 100, 125] and out.b.size == 125 and out.stopped == "stable"
+        assert [c["change"] for c in out.checkpoints] == [None, None, 0.25]
+
+    def test_a_checkpoint_at_the_count_reached(self, monkeypatch):
+        # The budget ends with the first batch: 80 constraints, exactly the first checkpoint, which is taken.
+        out, calls = self._run(monkeypatch, [], stability=0.01, target=1000, max_examples=40)
+        assert calls == [80] and out.b.size == 80 and out.stopped == "budget"
+
+    def test_a_checkpoint_at_the_target(self, monkeypatch):
+        out, calls = self._run(monkeypatch, [], stability=0.01, target=80)
+        assert calls == [80] and out.b.size == 80 and out.stopped == "target"
