@@ -361,8 +361,11 @@ class TestCrudeSculptDefaults:
             assert getattr(out, field).dtype == np.float64
             np.testing.assert_array_equal(getattr(out, field), getattr(ref, field))
 
-    @pytest.mark.parametrize(("kwargs", "name"), [({"target": 1.5}, "target"), ({"first_batch": 0}, "first_batch")],
-                             ids=str)
+    @pytest.mark.parametrize(("kwargs", "name"), [
+        ({"target": 1.5}, "target"), ({"first_batch": 0}, "first_batch"), ({"tol": None}, "tol"),
+        ({"tol": -0.1}, "tol"), ({"tol": 1.0}, "tol"), ({"tol": 1.5}, "tol"), ({"min_weight": 0.0}, "min_weight"),
+        ({"max_examples": 0}, "max_examples"),
+    ], ids=str)
     def test_bad_argument_is_named(self, kwargs, name):
         from learner.phases import crude_sculpt
 
@@ -371,25 +374,26 @@ class TestCrudeSculptDefaults:
             crude_sculpt(_Recorder(X, Y), w_sum, **kwargs)
 
 
-class TestTwoTokenWellPosedness:
-    """The k = 2 fit's well-posedness from five dot products, against the documented rule computed from the Gram
-    matrix G = B Bᵀ of the two tokens' rows directly: det G > 1e-8 · (tr G / 2)²."""
+class TestWellPosedness:
+    """The fit's well-posedness (from five dot products at k = 2, Gram–Schmidt at k = 3), against the documented rule
+    computed from the Gram matrix G = B Bᵀ of the tokens' rows directly: det G > 1e-8 · (tr G / k)^k."""
 
-    def test_against_the_gram_matrix(self):
+    @pytest.mark.parametrize("k", [2, 3])
+    def test_against_the_gram_matrix(self, k):
         from learner.phases.sculpt import _row_fit
 
         rng = np.random.default_rng(11)
         n = 4000
-        b1 = rng.standard_normal((n, D))
-        # b2 = c·b1 + ε·u: det G / (tr G / 2)² spreads over [1e-11, 1e-5], across the threshold at 1e-8.
-        c = rng.uniform(-2.0, 3.0, n)
-        eps = 10 ** rng.uniform(-6.0, -2.0, n) * np.linalg.norm(b1, axis=1)
-        b2 = c[:, None] * b1 + eps[:, None] * rng.standard_normal((n, D))
-        X = np.stack([b1, b2], axis=1)  # ΣW = I, so B = X
+        b = rng.standard_normal((n, k - 1, D))
+        # The last row c·b₁ + ε·u: det G / (tr G / k)^k spreads over decades, across the threshold at 1e-8.
+        c = rng.uniform(-2.0, 3.0, (n, 1))
+        eps = 10 ** rng.uniform(-6.0, -2.0, (n, 1)) * np.linalg.norm(b[:, 0], axis=1, keepdims=True)
+        last = c * b[:, 0] + eps * rng.standard_normal((n, D))
+        X = np.concatenate([b, last[:, None]], axis=1)  # ΣW = I, so B = X
         _, well_posed, _ = _row_fit(X, X, np.eye(D))
         G = np.einsum("nid,njd->nij", X, X)
-        ratio = np.linalg.det(G) / (np.trace(G, axis1=1, axis2=2) / 2) ** 2
-        # Both dets round off by ~1e-16·(tr G)², a relative ~1e-8 at the threshold: cases within 1e-3 of it are out.
+        ratio = np.linalg.det(G) / (np.trace(G, axis1=1, axis2=2) / k) ** k
+        # Both dets round off by ~1e-16·(tr G)^k, a relative ~1e-8 at the threshold: cases within 1e-3 of it are out.
         clear = np.abs(ratio / 1e-8 - 1) > 1e-3
         assert clear.sum() > 0.99 * n
         np.testing.assert_array_equal(well_posed[clear], ratio[clear] > 1e-8)
