@@ -218,6 +218,41 @@ class TestRefinedSculptStream:
         assert type(piloted.n_examples) is int and piloted.stopped == "target"
         assert any(r.getMessage().startswith("phase 4: pilot of") for r in caplog.records)
 
+    def test_batches_computed_ahead_at_the_pilots_tolerances(self, monkeypatch):
+        """Batches formed while the pilot runs are certified at its tolerances; those that arrive after it settled
+        keep the rows below the chosen tolerance, so the result is the direct run's (here with workers that compute
+        four batches ahead, in this process)."""
+        from learner import parallel
+        from learner.phases import sculpt
+
+        class Ahead(parallel.Workers):
+            def __init__(self):
+                super().__init__(None)
+                self.backend, self.workers = "in-process, ahead", 2  # a window of 2 × AHEAD_PER_WORKER batches
+
+            def _ensure(self):
+                pass
+
+            def _submit(self, fn, args):
+                return parallel._Done(fn(*args))
+
+        filtered, real = [], sculpt._below
+
+        def below(block, tol):
+            filtered.append(tol)
+            return real(block, tol)
+
+        monkeypatch.setattr(sculpt, "_below", below)
+        with Ahead() as pool:
+            piloted = self._run(target=60, tol=None, pilot=True, n=2, threshold=10**6, workers=pool)
+        pilot_batches = piloted.forecast.n_examples // self.BATCH
+        assert len(filtered) > pilot_batches and set(filtered) == {0.015}  # settle's, then those computed ahead
+        direct = self._run(target=60, tol=0.015)
+        for name in ("A", "b", "residual", "p_token", "p_ref"):
+            np.testing.assert_array_equal(getattr(piloted, name), getattr(direct, name), err_msg=name)
+        assert (piloted.n_examples, piloted.rows_seen, piloted.rows_certified, piloted.examples_at_target) == \
+               (direct.n_examples, direct.rows_seen, direct.rows_certified, direct.examples_at_target)
+
     def test_target_within_the_pilot(self, monkeypatch):
         """The target is exactly the first batch's constraints: a direct run stops after that batch, and so must
         the pilot's constraints (the later pilot batches are not kept)."""
@@ -262,6 +297,7 @@ class TestRefinedSculptStream:
                                  pilot=True, n=2, workers=pool)
         fc = out.forecast
         assert out.count == 0 and out.n_examples == 0 and fc is not None and fc.workers == 2
+        assert out.A.shape == (0, 144) and out.b.shape == out.residual.shape == (0,)
         assert all(r.constraints == 0 for r in fc.table) and math.isinf(fc.predicted_examples)
 
     def test_pilot_keeps_residuals_strictly_below_the_tolerance(self):
