@@ -298,7 +298,21 @@ class TestRefinedSculptStream:
         fc = out.forecast
         assert out.count == 0 and out.n_examples == 0 and fc is not None and fc.workers == 2
         assert out.A.shape == (0, 144) and out.b.shape == out.residual.shape == (0,)
+        assert out.p_token.shape == out.p_ref.shape == (0,)
         assert all(r.constraints == 0 for r in fc.table) and math.isinf(fc.predicted_examples)
+
+    def test_over_budget_at_the_pilot(self):
+        # A fixed tolerance of 1e-4: the pilot certifies (almost) nothing there, so the forecast is far above the
+        # budget and the phase stops after the pilot, short of its target.
+        out = self._run(target=60, tol=1e-4, pilot=True, n=2, max_examples=200_000)
+        assert out.forecast.over_budget and out.count < 60 and out.stopped == "forecast"
+        assert out.n_examples < 200_000
+
+    def test_no_constraints_have_no_errors(self):
+        layer = self._layer()
+        out = refined_sculpt(_NoExamples(), layer.ws.sum(axis=0), min_weight=self.MW, target=10, tol=0.015,
+                             truth=layer)
+        assert out.errors.shape == (0,) and out.stopped == "budget"
 
     def test_pilot_keeps_residuals_strictly_below_the_tolerance(self):
         """A tolerance equal to a pilot row's own residual: that row is not certified there (``residual < tol``),
@@ -367,6 +381,8 @@ class TestCrudeSculptDefaults:
         source = _Recorder(X, Y)
         crude_sculpt(source, w_sum, first_batch=10, batch=100, max_examples=400)
         assert source.sizes == [10, 20, 40, 80, 100, 100, 50]
+        crude_sculpt(source, w_sum, first_batch=1, batch=4, max_examples=12)  # one example first is allowed
+        assert source.sizes == [1, 2, 4, 4, 1]
 
     def test_pool_label_and_progress(self, record_bars):
         from learner.parallel import Workers
@@ -570,7 +586,7 @@ class TestStreamBookkeeping:
 
         source, X, Y, w_sum = self._source()
         out = crude_sculpt(source, w_sum, target=10**6, batch=20, max_examples=240)
-        assert out.n_examples == 240 and out.rows_seen == 480
+        assert out.n_examples == 240 and out.rows_seen == 480 and (out.tol, out.min_weight) == (0.05, MIN_WEIGHT)
         # The reference: the 240 examples certified at once.
         *_, rows = certify_rows(X[:240], Y[:240], w_sum, tol=0.05, min_weight=MIN_WEIGHT)
         assert out.rows_certified == rows == 384
