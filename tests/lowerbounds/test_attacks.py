@@ -72,6 +72,13 @@ class TestEquivalentSecrets:
 
     def test_whole_floats_are_integers(self):
         assert equivalent_secrets((0.0, 0.0, 1.0), (0, 0, 2), 7) and not equivalent_secrets((0, 0, 4.0), (0, 0, 2), 7)
+        assert equivalent_secrets(np.array([0, 0, 1], dtype=np.float32), (0, 0, 2), 7)
+
+    def test_secrets_are_compared_as_exact_integers(self):
+        # 2⁵³ + 17 and its residue mod 7 are the same element of Z_7, so the two secrets are equivalent; in float64 it
+        # would round to 2⁵³ + 16, another residue, and its labels would differ.
+        a = 2**53 + 17
+        assert equivalent_secrets((a, 0), (a % 7, 0), 7)
 
 
 class TestLinearAlgebraAttack:
