@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._version import __version__
 from .layer import AttentionLayer
 from .validation import check_real_array
 
@@ -65,15 +66,11 @@ def versions():
 
     import scipy
 
-    from . import __version__
-
     return {"learner": __version__, "numpy": np.__version__, "scipy": scipy.__version__,
             "python": platform.python_version(), "machine": platform.machine()}
 
 
 def _version():
-    from . import __version__
-
     return f"learner {__version__}"
 
 
