@@ -18,7 +18,8 @@ import numpy as np
 from .inputs import check_inputs
 from .validation import check_int, check_real_array
 
-__all__ = ["AttentionLayer", "attention_patterns", "auto_batch", "softmax", "softmax_inplace"]
+__all__ = ["AttentionLayer", "attention_patterns", "auto_batch", "head_features", "layer_jacobian", "softmax",
+           "softmax_inplace"]
 
 #: Default chunk size: the largest of the per-chunk work arrays holds about this
 #: many floats (4 MiB), small enough to stay in cache and be reused, large
@@ -213,3 +214,30 @@ def attention_patterns(thetas, X):
     """
     thetas = np.asarray(thetas, dtype=np.float64)
     return AttentionLayer(thetas, np.zeros_like(thetas)).attention(X)
+
+
+def head_features(theta, X):
+    """Φ = softmax(XΘXᵀ) X, shape (n, k, d): the regressors of W for a head with this Θ."""
+    return attention_patterns(theta[None], X)[:, 0] @ X
+
+
+def layer_jacobian(thetas, ws, X):
+    """Residual Jacobian of ``F(X)`` w.r.t. (Θ_1..Θ_m, W_1..W_m), shape (n·k·d, 2md²).
+
+    ``∂F_a/∂W_i = (P_i X)_a ⊗ I`` and, with ``v_b = x_bᵀW_i`` and ``x̄ = Σ_b P_i[a,b] x_b``,
+    ``∂F_a[e]/∂Θ_i[c, c'] = x_a[c] Σ_b P_i[a,b](x_b[c'] − x̄[c']) v_b[e]``.
+    """
+    n, k, d = X.shape
+    m = len(thetas)
+    J = np.zeros((n, k, d, 2, m, d, d))
+    eye = np.eye(d)
+    patterns = attention_patterns(thetas, X)  # (n, m, k, k)
+    for i in range(m):
+        P = patterns[:, i]
+        Z = P @ X  # (n, a, c)
+        V = X @ ws[i]  # (n, b, e)
+        PV = P @ V  # (n, a, e)
+        C = np.einsum("nab,nbc,nbe->nace", P, X, V) - Z[:, :, :, None] * PV[:, :, None, :]
+        J[:, :, :, 0, i] = np.einsum("nac,nape->naecp", X, C)
+        J[:, :, :, 1, i] = Z[:, :, None, :, None] * eye[None, None, :, None, :]
+    return J.reshape(n * k * d, 2 * m * d * d)

@@ -1,9 +1,10 @@
-"""The import graph of the three packages: no arrow back up.
+"""The import graph of the three packages: no circle and no arrow back up.
 
 ``learner`` holds the layer and the learner; ``theory`` and ``lowerbounds`` build on it, never the reverse. Inside
 a package, a module does not import the package that contains it (its ``__init__`` imports the modules, so such an
 import runs back up, and works only by the order of imports). The graph is read from the sources (every import
-statement, also those inside functions), so it holds for imports that run late as well.
+statement, also those inside functions), so it holds for imports that run late as well. Two modules that need
+each other share a third that both import.
 """
 
 import ast
@@ -56,6 +57,27 @@ def arrows_up(edges):
     up = {(a, b) for a, b in edges if a.startswith(b + ".")}
     up |= {(a, b) for a, b in edges if a.split(".")[0] == "learner" and b.split(".")[0] in ("theory", "lowerbounds")}
     return sorted(up)
+
+
+def circles(edges):
+    """Every import circle between modules, as the list of its modules."""
+    import networkx as nx
+
+    return sorted(sorted(c) for c in nx.simple_cycles(nx.DiGraph(list(edges))))
+
+
+def test_no_circle():
+    assert circles(import_edges(ROOT)) == []
+
+
+def test_control_a_circle_through_a_late_import_is_found(tmp_path):
+    pkg = tmp_path / "learner"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "noise.py").write_text("def floor():\n    from .search import jacobian\n    return jacobian\n")
+    (pkg / "search.py").write_text("from .noise import floor\njacobian = 1\n")
+    (pkg / "layer.py").write_text("from .noise import floor\n")
+    assert circles(import_edges(tmp_path)) == [["learner.noise", "learner.search"]]
 
 
 def test_no_arrow_back_up():

@@ -3,7 +3,7 @@
 All of this is ours (the paper assumes exact labels). When the refined layer's held-out relative error is
 above :data:`NOISE_MIN` (far above float64's rounding), the labels may carry noise; the learner then asks
 whether the residual is what i.i.d. label noise of one level ``σ`` would leave behind, linearising the
-layer at the fit (``J`` is :func:`learner.phases.search.layer_jacobian` on the refinement's ``N``
+layer at the fit (``J`` is :func:`learner.layer.layer_jacobian` on the refinement's ``N``
 residuals, of rank ``p``):
 
 - **The estimate.** ``σ̂² = RSS / (N − p)``, the least-squares estimate with the ``p`` fitted directions
@@ -45,6 +45,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
+from ..layer import head_features, layer_jacobian
 
 __all__ = ["NOISE_MIN", "NOISE_Z", "STRUCTURE_ALPHA", "NoiseFloor", "candidate_thetas", "noise_floor"]
 
@@ -108,8 +110,6 @@ class NoiseFloor:
 
 def _jacobian_rows(layer, X, max_bytes):
     """The layer's full Jacobian on as many of the examples ``X`` as ``max_bytes`` allows (at least one)."""
-    from .search import layer_jacobian
-
     k, d = X.shape[1], X.shape[2]
     per_example = 8 * k * d * 2 * layer.m * d * d
     n = max(1, min(X.shape[0], int(max_bytes // per_example)))
@@ -147,14 +147,12 @@ def _structure(layer, X, r, basis, sigma2, candidates):
     under noise alone ``‖P r‖² / σ²`` is chi-square with the block's rank."""
     from scipy.stats import chi2
 
-    from .search import _features
-
     names, thetas = candidates
     n, k, d = X.shape
     rf = r.ravel()
     best_p, worst = 1.0, ""
     for name, theta in zip(names, thetas, strict=True):
-        phi = _features(theta, X).reshape(n * k, d)  # regressors of one output column
+        phi = head_features(theta, X).reshape(n * k, d)  # regressors of one output column
         # block columns (c, e): phi[:, c] on the rows of output e
         B = np.zeros((n * k, d, d * d))
         for e in range(d):

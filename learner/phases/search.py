@@ -53,11 +53,12 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.optimize import least_squares
 
-from ..layer import AttentionLayer, attention_patterns
+from ..layer import AttentionLayer, attention_patterns, layer_jacobian
+from ..layer import head_features as _features
 from ..metrics import match_heads, relative_error
 from ..oracle import draw_checked
 
-__all__ = ["REFINEMENTS", "SEARCHES", "SearchResult", "heldout_relative_error", "layer_jacobian", "refit",
+__all__ = ["REFINEMENTS", "SEARCHES", "SearchResult", "heldout_relative_error", "refit",
            "search_heads"]
 
 #: The tuple searches of :func:`search_heads`.
@@ -118,11 +119,6 @@ class SearchResult:
         return out
 
 
-def _features(theta, X):
-    """Φ = softmax(XΘXᵀ) X, shape (n, k, d): the regressors of W for a head with this Θ."""
-    return attention_patterns(theta[None], X)[:, 0] @ X
-
-
 def _grid(m, points_1d, points_nd):
     if m == 1:
         return np.zeros((1, 0))
@@ -151,28 +147,6 @@ def refit(thetas, X, Y, *, max_iter=200, ftol=1e-12, max_bytes=2**30):
     thetas = np.asarray(thetas, dtype=float)
     z, ws, _, _ = _levenberg_marquardt(thetas, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes)
     return AttentionLayer(z.reshape(thetas.shape), ws)
-
-
-def layer_jacobian(thetas, ws, X):
-    """Residual Jacobian of ``F(X)`` w.r.t. (Θ_1..Θ_m, W_1..W_m), shape (n·k·d, 2md²).
-
-    ``∂F_a/∂W_i = (P_i X)_a ⊗ I`` and, with ``v_b = x_bᵀW_i`` and ``x̄ = Σ_b P_i[a,b] x_b``,
-    ``∂F_a[e]/∂Θ_i[c, c'] = x_a[c] Σ_b P_i[a,b](x_b[c'] − x̄[c']) v_b[e]``.
-    """
-    n, k, d = X.shape
-    m = len(thetas)
-    J = np.zeros((n, k, d, 2, m, d, d))
-    eye = np.eye(d)
-    patterns = attention_patterns(thetas, X)  # (n, m, k, k)
-    for i in range(m):
-        P = patterns[:, i]
-        Z = P @ X  # (n, a, c)
-        V = X @ ws[i]  # (n, b, e)
-        PV = P @ V  # (n, a, e)
-        C = np.einsum("nab,nbc,nbe->nace", P, X, V) - Z[:, :, :, None] * PV[:, :, None, :]
-        J[:, :, :, 0, i] = np.einsum("nac,nape->naecp", X, C)
-        J[:, :, :, 1, i] = Z[:, :, None, :, None] * eye[None, None, :, None, :]
-    return J.reshape(n * k * d, 2 * m * d * d)
 
 
 def _refine(thetas, ws, X, Y, max_nfev):

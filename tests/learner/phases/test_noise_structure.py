@@ -7,8 +7,8 @@ from scipy.special import softmax
 from scipy.stats import chi2
 
 from learner import AttentionLayer, random_layer
+from learner.layer import layer_jacobian
 from learner.phases.noise import STRUCTURE_ALPHA, NoiseFloor, _jacobian_rows, _structure, candidate_thetas, noise_floor
-from learner.phases.search import layer_jacobian
 
 N, K, D = 30, 3, 4
 CANDIDATES = 4

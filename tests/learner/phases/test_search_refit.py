@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 
 from learner import AttentionLayer, LayerOracle, random_layer
-from learner.layer import attention_patterns
+from learner.layer import attention_patterns, head_features, layer_jacobian
 from learner.phases import search
 from learner.phases.noise import NOISE_Z, candidate_thetas, noise_floor
 from learner.phases.search import (
-    _features,
     _fit_ws,
     _levenberg_marquardt,
     _noise_refit,
@@ -22,7 +21,6 @@ from learner.phases.search import (
     _vp_search,
     _vp_solve,
     _warm_start,
-    layer_jacobian,
     refit,
 )
 
@@ -36,7 +34,7 @@ def _planted(m, d, k, n, *, seed, noise=0.0):
 def _design(thetas, X):
     """``[P_1X, …, P_mX]`` with rows (n, a) and columns (i, c), one head's features at a time."""
     n, k, d = X.shape
-    return np.concatenate([_features(t, X).reshape(n * k, d) for t in thetas], axis=1)
+    return np.concatenate([head_features(t, X).reshape(n * k, d) for t in thetas], axis=1)
 
 
 def _rel(layer, X, Y):
@@ -84,7 +82,7 @@ class TestVpSolve:
         X = np.random.default_rng(0).standard_normal((20, 3, 1))
         Y = np.random.default_rng(1).standard_normal((20, 3, 1))
         ws, r, Q, _ = _vp_solve(np.ones((2, 1, 1)), X, Y)
-        a = _features(np.ones((1, 1)), X).reshape(-1)
+        a = head_features(np.ones((1, 1)), X).reshape(-1)
         w = float(a @ Y.reshape(-1) / (a @ a))
         np.testing.assert_allclose(ws.ravel(), [w / 2, w / 2], rtol=1e-10)
         assert Q.shape == (60, 1)
@@ -385,7 +383,7 @@ class TestTrustRegionRefinement:
     def _case(self):
         layer, X, Y = _planted(2, 3, 2, 48, seed=3)
         warm = layer.thetas + 0.03 * np.random.default_rng(4).standard_normal(layer.thetas.shape)
-        return layer, X, Y, warm, _fit_ws([_features(t, X) for t in warm], Y)
+        return layer, X, Y, warm, _fit_ws([head_features(t, X) for t in warm], Y)
 
     def test_reaches_floating_point_accuracy_with_the_analytic_jacobian(self, monkeypatch):
         """Exact labels: all 2md² parameters to the planted layer's F (relative residual ~1e-30, as the module
@@ -419,7 +417,7 @@ class TestTrustRegionRefinement:
         thetas, ws = layer.thetas, layer.ws
         if warm_start:
             thetas = layer.thetas + 0.03 * np.random.default_rng(4).standard_normal(layer.thetas.shape)
-            ws = _fit_ws([_features(t, X) for t in thetas], Y)
+            ws = _fit_ws([head_features(t, X) for t in thetas], Y)
         t, w, nfev = _refine(thetas, ws, X, Y, 30)
         assert nfev < 30
         gradient = layer_jacobian(t, w, X).T @ (AttentionLayer(t, w)(X) - Y).ravel()
@@ -484,7 +482,7 @@ class TestWarmStart:
         Xh, Yh = LayerOracle(layer, 2, noise=0.1, rng=9).draw(30)
         first, second = layer.thetas.copy(), layer.thetas.copy()
         err, warm = _warm_start([first, second], X, Y, Xh, Yh)
-        ws = _fit_ws([_features(t, X) for t in first], Y)
+        ws = _fit_ws([head_features(t, X) for t in first], Y)
         assert err == pytest.approx(_rel(AttentionLayer(first, ws), Xh, Yh), rel=1e-12)
         np.testing.assert_array_equal(warm.thetas, first)
 
