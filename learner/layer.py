@@ -217,14 +217,16 @@ def attention_patterns(thetas, X):
 
 
 def head_features(theta, X):
-    """Φ = softmax(XΘXᵀ) X, shape (n, k, d): the regressors of W for a head with this Θ."""
+    """Φ = softmax(XΘXᵀ) X, shape (n, k, d): the regressors of W for a head with this Θ (``F`` is linear in W given
+    the patterns: head i contributes ``Φ_i W_i``)."""
     return attention_patterns(theta[None], X)[:, 0] @ X
 
 
 def layer_jacobian(thetas, ws, X):
-    """Residual Jacobian of ``F(X)`` w.r.t. (Θ_1..Θ_m, W_1..W_m), shape (n·k·d, 2md²).
+    """The Jacobian of ``F(X)`` with respect to (Θ_1..Θ_m, W_1..W_m), shape (n·k·d, 2md²).
 
-    ``∂F_a/∂W_i = (P_i X)_a ⊗ I`` and, with ``v_b = x_bᵀW_i`` and ``x̄ = Σ_b P_i[a,b] x_b``,
+    Ours, written out for phase 6's refinement and the noise floor: ``∂F_a/∂W_i = (P_i X)_a ⊗ I`` and, with
+    ``v_b = x_bᵀW_i`` and ``x̄ = Σ_b P_i[a,b] x_b``,
     ``∂F_a[e]/∂Θ_i[c, c'] = x_a[c] Σ_b P_i[a,b](x_b[c'] − x̄[c']) v_b[e]``.
     """
     n, k, d = X.shape
