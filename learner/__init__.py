@@ -21,16 +21,26 @@ arXiv:2402.04084 (STOC 2025).
 
 from ._version import __version__ as __version__
 from .assumptions import AssumptionReport, AssumptionRow, assumptions, check_setting, lattice_distance
+from .errors import (
+    ExamplesExhausted,
+    FileFormatError,
+    LearnInterrupted,
+    MissingExtra,
+    PlantingError,
+    SourceError,
+    TorchConversionError,
+)
 from .geometry import min_norm_point
 from .inputs import check_inputs, cube_expectation, enumerate_cube, sample_inputs
-from .instances import PlantingError, random_layer
-from .io import FileFormatError, load_examples, load_layer, read_metadata, save_examples, save_layer, write_json
+from .instances import random_layer
+from .io import load_examples, load_layer, read_metadata, save_examples, save_layer, write_json
 from .layer import AttentionLayer, softmax
-from .learn import LearnInterrupted, LearnResult, learn
+from .learn import learn
 from .metrics import AttentionStats, HeadMatch, attention_statistics, match_heads, relative_error
-from .oracle import ArraySource, ExamplesExhausted, LayerOracle, SourceError
+from .oracle import ArraySource, LayerOracle
 from .phases import LearnConfig
-from .torch_interop import TorchConversionError, from_torch, load_torch_layer, to_torch, to_torch_mha
+from .result import LearnResult
+from .torch_interop import from_torch, load_torch_layer, to_torch, to_torch_mha
 
 __all__ = [
     "ArraySource",
@@ -46,6 +56,7 @@ __all__ = [
     "LearnConfig",
     "LearnInterrupted",
     "LearnResult",
+    "MissingExtra",
     "PlantingError",
     "TorchConversionError",
     "assumptions",

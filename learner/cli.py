@@ -14,13 +14,20 @@ import time
 
 import numpy as np
 
-from .assumptions import assumptions
-from .inputs import sample_inputs
-from .instances import DEFAULT_LOGIT_SCALE, DEFAULT_W_SCALE, PlantingError, random_layer
-from .io import (
+from .argparsing import (
     OUTPUT_OPTIONS,
-    FileFormatError,
     check_output_options,
+    cli_positive_int_or,
+    cli_seed,
+    command_parser,
+    declare_options,
+    harden,
+)
+from .assumptions import assumptions
+from .errors import FileFormatError, LearnInterrupted, PlantingError
+from .inputs import sample_inputs
+from .instances import DEFAULT_LOGIT_SCALE, DEFAULT_W_SCALE, random_layer
+from .io import (
     load_layer,
     read_metadata,
     save_examples,
@@ -34,7 +41,6 @@ from .phases import CONFIG_RULES
 from .study import cli as study_cli
 from .study.records import command_record
 from .torch_interop import need_torch
-from .validation import cli_positive_int_or, cli_seed, command_parser, declare_options, harden
 
 __all__ = ["OUTPUT_OPTIONS", "build_parser", "check_output_options", "main"]
 
@@ -239,7 +245,7 @@ def _learn(args):
           + f"seed entropy {ss.entropy}"
           + (" (m not given to the learner)" if args.unknown_m else ""))
 
-    from .learn import ALLOW_UNSOUND_HINT, LearnInterrupted
+    from .learn import ALLOW_UNSOUND_HINT
 
     interrupt_on_sigterm()  # `kill` stops the run like Ctrl-C: workers ended
     try:

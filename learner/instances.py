@@ -7,10 +7,11 @@ import logging
 import numpy as np
 
 from .assumptions import assumptions
+from .errors import PlantingError
 from .layer import AttentionLayer
 from .validation import Boolean, Integer, Real, check_rng, declare
 
-__all__ = ["DEFAULT_LOGIT_SCALE", "DEFAULT_W_SCALE", "PlantingError", "random_layer"]
+__all__ = ["DEFAULT_LOGIT_SCALE", "DEFAULT_W_SCALE", "random_layer"]
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +25,6 @@ log = logging.getLogger(__name__)
 DEFAULT_LOGIT_SCALE = 3.0
 #: ``random_layer``'s per-entry output scale of each head unless told otherwise (ours: unit scale, a convention).
 DEFAULT_W_SCALE = 1.0
-
-
-class PlantingError(RuntimeError):
-    """No sampled layer satisfied the assumptions within ``max_tries``."""
 
 
 @declare(m=Integer(), d=Integer(), logit_scale=Real(allow_zero=True), w_scale=Real(), check=Boolean(),

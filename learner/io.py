@@ -15,7 +15,6 @@ raises :class:`FileFormatError` and nothing half-loaded is returned.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -26,15 +25,13 @@ from pathlib import Path
 import numpy as np
 
 from ._version import __version__
+from .errors import FileFormatError
 from .layer import AttentionLayer
 from .validation import check_real_array
 
 __all__ = [
-    "OUTPUT_OPTIONS",
     "SCHEMA_VERSION",
-    "FileFormatError",
     "atomic_write",
-    "check_output_options",
     "check_writable_dir",
     "check_writable_file",
     "json_safe",
@@ -54,10 +51,6 @@ SCHEMA_VERSION = 1
 _META = "__meta__"
 _LAYER = "attention-layer"
 _EXAMPLES = "attention-examples"
-
-
-class FileFormatError(ValueError):
-    """A file is damaged, of another kind, or of an unsupported schema version."""
 
 
 def versions():
@@ -126,33 +119,6 @@ def check_writable_file(name, path):
                          f"got {name}={str(value)!r}.")
     _probe(parent, name, str(value), "file")
     return path
-
-
-#: Options that name an output (a file, or a directory where their metavar is DIR); inputs are not listed.
-OUTPUT_OPTIONS = ("json", "out", "examples", "plot", "plot_dir")
-
-
-def check_output_options(parser, args):
-    """Check every output option of ``args`` before the command runs (a lost record costs the whole run).
-
-    A file's directory must exist and take files; a directory (metavar ``DIR``) is created and must
-    take files; a plot needs matplotlib. Raises ValueError naming the option. Shared by the
-    ``learner``, ``theory`` and ``lowerbounds`` command lines.
-    """
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    for action in sub.choices[args.command]._actions:
-        value = getattr(args, action.dest, None)
-        if action.dest not in OUTPUT_OPTIONS or value is None:
-            continue
-        option = action.option_strings[-1] if action.option_strings else action.dest
-        if action.dest.startswith("plot"):
-            import importlib.util
-
-            if importlib.util.find_spec("matplotlib") is None:
-                raise ValueError(f"{option} needs matplotlib (the `plot` extra: pip install -e '.[plot]'); "
-                                 f"got {option} {value!r} without it.")
-        check = check_writable_dir if action.metavar == "DIR" else check_writable_file
-        check(option, value)
 
 
 def special_kind(path):

@@ -13,15 +13,14 @@ import dataclasses
 import logging
 import os
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import progress as _bars
 from .assumptions import assumptions, check_setting
-from .layer import AttentionLayer
-from .metrics import match_heads, relative_error
-from .oracle import ExamplesExhausted, SourceError, as_source, name_source
+from .errors import ExamplesExhausted, LearnInterrupted, SourceError
+from .metrics import truth_errors
+from .oracle import as_source, name_source
 from .parallel import Workers, blas_threads
 from .phases import (
     NOISE_MIN,
@@ -37,9 +36,10 @@ from .phases import (
     search_heads,
 )
 from .phases.forecast import ADAPTIVE_CANDIDATES
+from .result import LearnResult
 from .validation import Integer, Real, check_rng, declare
 
-__all__ = ["LearnInterrupted", "LearnResult", "learn"]
+__all__ = [ "LearnResult", "learn"]
 
 log = logging.getLogger(__name__)
 
@@ -61,103 +61,6 @@ FORECAST_MISS = 3
 #: With m given too large, the smaller layer is kept when its held-out error is at most this many times the
 #: given m's (or within success_tol) (ours, not tuned: a margin for the scatter of two held-out errors).
 REDUNDANT_SLACK = 2
-
-
-@dataclass(frozen=True)
-class LearnResult:
-    """Outcome of :func:`learn`.
-
-    ``layer`` is the learned layer (``None`` when the run failed before phase
-    6); ``success`` is whether its held-out relative error is at most
-    ``config.success_tol``; ``status`` names the phase that decided the
-    outcome and ``message`` says why. ``phases`` maps phase names to their
-    result objects; ``diagnostics`` is the JSON-ready summary of each.
-    """
-
-    layer: AttentionLayer | None
-    success: bool
-    status: str
-    message: str
-    m: int | None
-    m_estimated: bool
-    examples_drawn: int
-    timings: dict
-    phases: dict = field(repr=False)
-    diagnostics: dict = field(repr=False)
-    errors: dict = field(default_factory=dict)
-    #: Where the batches ran (backend, workers) and per phase the batches and examples merged, examples
-    #: computed ahead and discarded, seconds and examples/s. Not part of the result: it never changes
-    #: the layer or the diagnostics.
-    execution: dict = field(default_factory=dict, repr=False, compare=False)
-    #: The label noise σ̂ estimated from phase 6's residuals (:mod:`learner.phases.noise`; ~1e-16 relative
-    #: to the labels on exact ones), and the parameters' expected relative error at that noise (from
-    #: the refinement's Jacobian; None when the fit was exact to float64's rounding, or failed earlier).
-    noise: float | None = None
-    expected_param_error: float | None = None
-
-    def to_dict(self):
-        """JSON-ready record (the learned layer's parameters included as nested lists)."""
-        from .io import json_safe
-
-        return json_safe({
-            "success": self.success, "status": self.status, "message": self.message, "m": self.m,
-            "m_estimated": self.m_estimated, "examples_drawn": self.examples_drawn, "timings": self.timings,
-            "noise": self.noise, "expected_param_error": self.expected_param_error,
-            "diagnostics": self.diagnostics, "errors": self.errors, "execution": self.execution,
-            "layer": None if self.layer is None else {"thetas": self.layer.thetas, "ws": self.layer.ws},
-        })
-
-    def report(self):
-        """A phase-by-phase text report."""
-        lines = [f"success: {self.success} ({self.status}): {self.message}"
-                 + (f" Time: {self.execution['phase4_time_estimate']}." if "phase4_time_estimate" in self.execution
-                    else ""),
-                 f"m = {self.m}{' (estimated)' if self.m_estimated else ''}; examples drawn {self.examples_drawn:,}"
-                 + (f"; label noise σ̂ = {self.noise:.3g}" if self.noise is not None else "")
-                 + (f", expected parameter error {self.expected_param_error:.3g}"
-                    if self.expected_param_error is not None else "")]
-        for name, diag in self.diagnostics.items():
-            secs = self.timings.get(name)
-            header = f"[{name}]" + (f" {secs:.2f} s" if secs is not None else "")
-            if diag.get("round", 0) > 0:  # phases 3–5 repeat: time summed, figures of the last round
-                header += f" over {diag['round'] + 1} rounds; the figures below are the last round's"
-            lines.append(header)
-            for key, value in diag.items():
-                if isinstance(value, dict):
-                    value = ", ".join(f"{k}={v}" for k, v in value.items())
-                elif isinstance(value, float):
-                    value = f"{value:.4g}"
-                elif isinstance(value, list) and value and isinstance(value[0], float):
-                    value = "[" + ", ".join(f"{v:.3g}" for v in value) + "]"
-                lines.append(f"    {key}: {value}")
-        if self.errors:
-            lines.append("errors against the truth:")
-            for key, value in self.errors.items():
-                lines.append(f"    {key}: {value:.3g}" if isinstance(value, float) else f"    {key}: {value}")
-        return "\n".join(lines)
-
-
-class LearnInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGINT) during :func:`learn`: the workers are stopped and ``result`` holds the
-    diagnostics of the phases that finished (``status="interrupted"``, ``layer=None``)."""
-
-    def __init__(self, result):
-        super().__init__(result.message)
-        self.result = result
-
-
-def truth_errors(truth, layer, k, source, rng):
-    """Errors of a learned ``layer`` against the planted ``truth``: relative error of F on 8192 fresh
-    inputs of the source's distribution, and the parameter error after matching heads (equal m only)."""
-    errors = {}
-    if truth is not None and layer is not None:
-        # 8192 = 2^13 fresh inputs (ours, not tuned; relative_error's default)
-        errors["relative_error"] = relative_error(truth, layer, k, n_samples=8192,
-                                                  distribution=getattr(source, "distribution", None) or "boolean",
-                                                  rng=rng)
-        if truth.m == layer.m:
-            errors["param_error"] = match_heads(truth, layer).max_error
-    return errors
 
 
 def _sum_diag(est):
@@ -269,7 +172,7 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
     ------
     ValueError
         If ``k >= d`` (certification needs ``k < d``) or the arguments are invalid.
-    learner.oracle.SourceError
+    learner.errors.SourceError
         If the source hands out inputs or labels that are not finite (a ``ValueError`` naming the source).
     LearnInterrupted
         On Ctrl-C: the workers are stopped first; the exception carries the partial result.

@@ -11,7 +11,7 @@ from .inputs import sample_inputs
 from .layer import AttentionLayer
 from .validation import DISTRIBUTIONS, Choice, Integer, check_rng, declare
 
-__all__ = ["AttentionStats", "HeadMatch", "attention_statistics", "match_heads", "relative_error"]
+__all__ = ["AttentionStats", "HeadMatch", "attention_statistics", "match_heads", "relative_error", "truth_errors"]
 
 
 def _check_layer(name, layer):
@@ -251,3 +251,17 @@ def attention_statistics(layer, k, *, n_samples=20000, distribution="boolean", b
         agree_tv05=agree05 / rows,
         agree_tv01=agree01 / rows,
     )
+
+
+def truth_errors(truth, layer, k, source, rng):
+    """Errors of a learned ``layer`` against the planted ``truth``: relative error of F on 8192 fresh
+    inputs of the source's distribution, and the parameter error after matching heads (equal m only)."""
+    errors = {}
+    if truth is not None and layer is not None:
+        # 8192 = 2^13 fresh inputs (ours, not tuned; relative_error's default)
+        errors["relative_error"] = relative_error(truth, layer, k, n_samples=8192,
+                                                  distribution=getattr(source, "distribution", None) or "boolean",
+                                                  rng=rng)
+        if truth.m == layer.m:
+            errors["param_error"] = match_heads(truth, layer).max_error
+    return errors

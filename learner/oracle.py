@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import ExamplesExhausted, SourceError
 from .inputs import check_inputs, sample_inputs
 from .layer import AttentionLayer
 from .validation import DISTRIBUTIONS, Choice, Integer, Real, check_int, check_real_array, check_rng, declare
 
-__all__ = ["NOISE_RULE", "ArraySource", "ExampleBatch", "ExamplesExhausted", "LayerOracle", "SourceError", "as_source",
+__all__ = ["NOISE_RULE", "ArraySource", "ExampleBatch", "LayerOracle", "as_source",
            "batch_sizes", "checked_examples", "draw_checked", "growing_sizes", "name_source", "noisy_labels"]
 
 #: The rule of every ``noise`` (the label noise's standard deviation): a finite number, 0 allowed.
@@ -21,15 +22,6 @@ NOISE_RULE = Real(allow_zero=True)
 
 #: First element of the spawn key of a streamed batch (distinguishes it from ``SeedSequence.spawn`` children).
 STREAM_TAG = 0x5354  # ours: ASCII "ST", an arbitrary fixed tag (changing it changes every stream)
-
-
-class ExamplesExhausted(RuntimeError):
-    """A fixed set of examples has no more examples to hand out."""
-
-
-class SourceError(ValueError):
-    """The example source handed out examples no learner can use (inputs or labels that are not finite):
-    the source's fault, named as such, not a failure of the learner's phases."""
 
 
 def checked_examples(X, Y, origin=None):

@@ -23,9 +23,10 @@ import contextlib
 import os
 import time
 
+from .errors import MissingExtra
 from .validation import check_int
 
-__all__ = ["DEFAULT_POOL", "SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "MissingExtra", "Workers", "as_workers",
+__all__ = ["DEFAULT_POOL", "SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "as_workers",
            "available_cores", "pool_size",
            "blas_threads", "connect_client", "dask_client_class", "interrupt_on_sigterm", "kill_pool", "sigint_ignored",
            "worker_env"]
@@ -262,10 +263,6 @@ def kill_pool(pool):
                 break
 
 
-class MissingExtra(ImportError, ValueError):
-    """An optional extra that a requested feature needs is not installed (a ValueError too: a bad request)."""
-
-
 def dask_client_class():
     """``dask.distributed.Client``, or :class:`MissingExtra` saying how to install it."""
     try:
@@ -407,7 +404,7 @@ class Workers:
 
         ``tasks`` is an iterator of argument tuples with the batch's number of
         examples (for the statistics); it may raise
-        :class:`~learner.oracle.ExamplesExhausted`, which is raised when the
+        :class:`~learner.errors.ExamplesExhausted`, which is raised when the
         merge reaches that batch. Stop early by closing the generator
         (``contextlib.closing``): batches in flight are cancelled and counted
         as computed ahead, not as merged.

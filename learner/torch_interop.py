@@ -41,12 +41,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .errors import TorchConversionError
 from .layer import AttentionLayer
 from .validation import check_positive_float
 
 __all__ = [
     "AttentionModule",  # noqa: F822 — built on first access by the module __getattr__ (imports torch)
-    "TorchConversionError",
     "from_torch",
     "describe_heads",
     "load_torch_layer",
@@ -64,10 +64,6 @@ DTYPES = ("float64", "float32")
 #: float64 rounding of a product of factors (~1e-16 relative), far below the smallest singular value of a random
 #: full-rank d × d matrix at the toolkit's sizes (~1e-3 relative).
 RANK_RTOL = 1e-9
-
-
-class TorchConversionError(ValueError):
-    """A torch layer (or a layer for torch) that does not fit the other side's form; the message says what."""
 
 
 def require_torch():

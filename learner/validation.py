@@ -2,12 +2,12 @@
 
 Each parameter's type and range is declared once, as a *rule* (:class:`Integer`, :class:`Real`,
 :class:`Seed`, :class:`Choice`), next to the function that takes it: ``@declare(d=Integer(1), lr=Real())``
-checks the arguments of every call, and :func:`declare_options` gives the command-line options that are
-passed to that function the same rule as their argparse type (our design, in the spirit of
+checks the arguments of every call, and :func:`learner.argparsing.declare_options` gives the command-line
+options that are passed to that function the same rule as their argparse type (our design, in the spirit of
 scikit-learn's ``validate_params``). Messages name the parameter as the caller wrote it: ``lr`` in Python
 (``TypeError``/``ValueError``), ``--adam-lr`` on the command line (one line, exit status 2).
-:func:`harden` gives every remaining numeric option a finite, bounded type. ``learner``, ``theory`` and
-``lowerbounds`` all use these; ``check_*`` remain for checks that are not one parameter's range.
+:func:`learner.argparsing.harden` gives every remaining numeric option a finite, bounded type. ``learner``,
+``theory`` and ``lowerbounds`` all use these; ``check_*`` remain for checks that are not one parameter's range.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
-    "CLI_INT_MAX",
     "DISTRIBUTIONS",
+    "SEED_MAX_DIGITS",
     "Boolean",
     "Choice",
     "Each",
-    "OrWord",
     "Integer",
+    "OrWord",
     "Real",
     "Seed",
     "check_bool",
@@ -32,14 +32,8 @@ __all__ = [
     "check_positive_float",
     "check_real_array",
     "check_rng",
-    "command_parser",
     "declare",
-    "declare_options",
-    "harden",
-    "rules_of",
-    "cli_positive_int_or",
-    "cli_seed",
-    "cli_type", "SEED_MAX_DIGITS"]
+]
 
 DISTRIBUTIONS = ("boolean", "gaussian")
 #: The largest integer the checks pass on (ours to impose: numpy's sizes and counts are int64).
@@ -101,37 +95,6 @@ def check_real_array(name, value, *, ndim=None):
 def _ndim_words(ndim):
     options = [f"{n} dimensions" for n in np.atleast_1d(ndim)]
     return " or ".join(options)
-
-
-def cli_seed(text):
-    """argparse type of ``--seed``: the :class:`Seed` rule, named ``--seed`` in the error."""
-    return cli_type("--seed", Seed())(text)
-
-
-def cli_positive_int_or(flag, word, meaning):
-    """An argparse type: a positive integer, or ``word`` (which stands for ``meaning``); errors name ``flag``."""
-    import argparse
-
-    def parse(text):
-        if text == word:
-            return meaning
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer or {word}; got {text!r}")
-        if value > CLI_INT_MAX:
-            raise argparse.ArgumentTypeError(f"{flag} must be at most {CLI_INT_MAX:,} or {word}; got {text!r}")
-        return value
-
-    return parse
-
-
-#: The largest integer a command-line option takes (ours): 2³¹ − 1. No count, size or seed index beyond it is
-#: feasible on the machines this toolkit targets (an array of that many float64 numbers is 16 GiB), and numpy
-#: refuses some dimensions past it with a message that names no option. Seeds (``--seed``) are not capped.
-CLI_INT_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -325,118 +288,6 @@ def declare(**rules):
     return decorate
 
 
-def _declared_by(funcs, rename):
-    """``{dest: (function, rule)}`` of the rules ``funcs`` declare (a class's are its ``__init__``'s); the first
-    function to declare a name wins; ``rename`` maps a parameter's name to the option's ``dest``."""
-    rename = rename or {}
-    merged = {}
-    for func in funcs:
-        target = func.__init__ if isinstance(func, type) else func
-        for name, rule in getattr(target, "rules", {}).items():
-            merged.setdefault(rename.get(name, name), (func, rule))
-    return merged
-
-
-def rules_of(*funcs, rename=None):
-    """The declared rules of ``funcs`` by parameter name (the first function to declare a name wins);
-    ``rename`` maps a parameter's name to the option's ``dest`` (``{"n": "n_samples"}``)."""
-    return {dest: rule for dest, (_, rule) in _declared_by(funcs, rename).items()}
-
-
-def declare_options(parser, *funcs, rename=None, rules=None):
-    """Give each option of ``parser`` that is passed to one of ``funcs`` the function's declared rule as
-    its argparse type (named by the option's flag), so the command line and the function check alike.
-    ``rules`` adds rules for options that are not one function's parameter. Returns ``parser``."""
-    # Each option's rule and the function that declared it (None for ``rules``): the tests check the very rule.
-    table = _declared_by(funcs, rename) | {dest: (None, rule) for dest, rule in (rules or {}).items()}
-    for action in parser._actions:
-        owner, rule = table.get(action.dest, (None, None))
-        if rule is None or not action.option_strings or action.nargs == 0 or isinstance(rule, Boolean):
-            continue
-        if isinstance(rule, Choice):
-            action.choices = rule.values
-            continue
-        flag = action.option_strings[-1]
-        action.type = cli_type(flag, rule.rule if isinstance(rule, Each) else rule)
-        action.declared = (owner, rule)
-        if isinstance(rule, Each) and action.nargs in ("+", "*"):
-            action.whole_rule = (flag, rule)  # the list as a whole, after parsing (command_parser)
-    return parser
-
-
-def harden(parser):
-    """Give every ``type=int`` / ``type=float`` option of ``parser`` and its sub-commands the validation layer's
-    type: an integer of size at most :data:`CLI_INT_MAX`, a finite number; the message names the option.
-    Ranges stay with the functions the options are passed to (their messages name the parameter)."""
-    import argparse
-
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                harden(sub)
-        elif action.option_strings and action.type in (int, float):
-            flag = action.option_strings[-1]
-            action.type = cli_type(flag, Integer(minimum=None) if action.type is int else Real(sign=False))
-    return parser
-
-
-def command_parser(**kwargs):
-    """The ``argparse.ArgumentParser`` of the toolkit's command lines: a usage error is one line on standard
-    error, ``PROG: error: argument --flag: …``, and exit status 2 (argparse's own prints the usage first).
-    Its sub-command parsers are of the same class."""
-    import argparse
-
-    class CommandParser(argparse.ArgumentParser):
-        def error(self, message):
-            self.exit(2, f"{self.prog}: error: {message}\n")
-
-        def parse_known_args(self, args=None, namespace=None):
-            namespace, extras = super().parse_known_args(args, namespace)
-            for action in self._actions:  # lists declared by a rule (declare_options): distinct, non-empty
-                flag, rule = getattr(action, "whole_rule", (None, None))
-                value = getattr(namespace, action.dest, None)
-                if rule is not None and isinstance(value, list):
-                    try:
-                        setattr(namespace, action.dest, rule.check(flag, value))
-                    except (TypeError, ValueError) as exc:
-                        self.error(f"argument {flag}: {str(exc).rstrip('.')}")
-            return namespace, extras
-
-    return CommandParser(**kwargs)
-
-
-def _kind(rule):
-    """What a rule's values are called in a parse error: "an integer", "a number", …"""
-    if isinstance(rule, OrWord):
-        return f"{_kind(rule.rule)} or the word {rule.word!r}"
-    return {Integer: "an integer", Seed: "a non-negative integer (seed entropy)"}.get(type(rule), "a number")
-
-
-def cli_type(flag, rule):
-    """The argparse type of option ``flag`` from a validation ``rule``: the same check as the library's,
-    with the message naming ``flag`` (argparse prints it as ``argument --flag: …`` and exits 2)."""
-    import argparse
-
-    def parse(text):
-        try:
-            value = rule.parse(text)
-        except ValueError as exc:
-            kind = _kind(rule) + (f" of at most {SEED_MAX_DIGITS} digits" if "digits" in str(exc) else "")
-            raise argparse.ArgumentTypeError(f"`{flag}` must be {kind}; got {flag} {text[:40]!r}"
-                                             + ("…" if len(text) > 40 else "")) from None
-        inner = rule.rule if isinstance(rule, OrWord) else rule
-        if isinstance(inner, Integer) and isinstance(value, int) and abs(value) > CLI_INT_MAX:
-            raise argparse.ArgumentTypeError(f"`{flag}` must be at most {CLI_INT_MAX:,} in size; got {flag} {text}")
-        try:
-            return rule.check(flag, value)
-        except (TypeError, ValueError) as exc:
-            raise argparse.ArgumentTypeError(str(exc).rstrip(".")) from None
-
-    parse.__name__ = flag.lstrip("-").replace("-", "_")  # argparse names the type in some messages
-    parse.rule = rule
-    return parse
-
-
 def check_rng(rng, name="rng"):
     """``np.random.default_rng(rng)`` for the accepted seeds, else an error naming ``name`` and the value.
 
@@ -453,24 +304,3 @@ def check_rng(rng, name="rng"):
     return np.random.default_rng(int(rng))
 
 
-def flag_message(parser, command, text):
-    """``text`` (a library error) with each parameter of sub-command ``command`` that is one of its options
-    named by the option's flag: "`d` must be at least 1; got d=0" becomes "`--d` must …; got --d=0".
-
-    For the checks that run inside a function because they relate several parameters (``--d`` against
-    ``--m``, ``--fit-tol`` against the runs' tolerances), this names what the user typed. Only exact parameter names are
-    replaced (in backquotes, or before ``=`` after a space or bracket)."""
-    import argparse
-    import re
-
-    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-    p = sub.choices.get(command) if sub is not None else None
-    if p is None:
-        return text
-    for action in p._actions:
-        if not action.option_strings or not action.option_strings[-1].startswith("--"):
-            continue
-        flag, dest = action.option_strings[-1], action.dest
-        text = re.sub(rf"`{re.escape(dest)}`", f"`{flag}`", text)
-        text = re.sub(rf"(?<![\w.\-]){re.escape(dest)}(?==)", flag, text)
-    return text

@@ -10,9 +10,18 @@ import sys
 import numpy as np
 
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
-from learner.io import check_output_options, save_figure
-from learner.study.cli import print_study
-from learner.validation import Integer, cli_seed, cli_type, command_parser, declare_options, flag_message, harden
+from learner.argparsing import (
+    check_output_options,
+    cli_seed,
+    cli_type,
+    command_parser,
+    declare_options,
+    flag_message,
+    harden,
+)
+from learner.io import save_figure
+from learner.study.records import print_study
+from learner.validation import Integer
 
 from .attacks import time_attacks
 from .family import HardFamily
@@ -383,8 +392,8 @@ def _check_backend_options(args):
 
 def _learn_hard(args):
 
+    from learner.errors import SweepInterrupted, SweepLocked
     from learner.parallel import interrupt_on_sigterm
-    from learner.study.sweep import SweepInterrupted, SweepLocked
 
     from .learnhard import DEFAULTS, QUICK, learn_hard_study
 

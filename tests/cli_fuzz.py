@@ -86,7 +86,7 @@ def _parser(package):
 
 def _values(action):
     """The bad values of one option, by what it takes."""
-    from learner.io import OUTPUT_OPTIONS
+    from learner.argparsing import OUTPUT_OPTIONS
 
     if action.choices is not None and not isinstance(action, argparse._SubParsersAction):
         return CHOICE_VALUES

@@ -246,7 +246,7 @@ class TestHouse:
         assert _roof_imports("from learner.cli import check_output_options\n", "theory.cli")
         assert _roof_imports("import learner.__main__\n", "lowerbounds.cli")
         assert _roof_imports("from learner import cli\n", "theory.cli")
-        assert _roof_imports("from learner.io import check_output_options\n", "theory.cli") == []
+        assert _roof_imports("from learner.argparsing import check_output_options\n", "theory.cli") == []
 
     @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
     def test_no_long_function(self, path):

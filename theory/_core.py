@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from learner.parallel import MissingExtra
+from learner.errors import MissingExtra
 
 __all__ = ["CheckResult", "MissingMatplotlib", "Timer", "chebyshev_radius", "finish", "require_matplotlib",
            "seeded"]
@@ -203,14 +203,14 @@ def seeded(rng):
 
 class MissingMatplotlib(MissingExtra):
     """A plot was asked for without matplotlib (the ``plot`` extra); like every
-    :class:`learner.parallel.MissingExtra`, a ValueError too: the command line reports it as one line."""
+    :class:`learner.errors.MissingExtra`, a ValueError too: the command line reports it as one line."""
 
 
 def require_matplotlib(what):
     """The ``matplotlib`` module, or :class:`MissingMatplotlib` naming ``what`` needs it and how to install it.
 
     Plot functions call it first, so that a missing extra is said before any computation (the command
-    lines check ``--plot`` earlier still, in :func:`learner.io.check_output_options`).
+    lines check ``--plot`` earlier still, in :func:`learner.argparsing.check_output_options`).
     """
     try:
         import matplotlib

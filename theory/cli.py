@@ -9,8 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from learner.io import check_output_options, write_json
-from learner.validation import Real, cli_seed, command_parser, declare_options, flag_message, harden
+from learner.argparsing import check_output_options, cli_seed, command_parser, declare_options, flag_message, harden
+from learner.io import write_json
+from learner.validation import Real
 
 from .registry import CHECKS, get, run_case
 from .yield_study import DEFAULT_MAX_SECONDS, yield_study

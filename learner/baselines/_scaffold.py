@@ -14,9 +14,11 @@ import time
 
 import numpy as np
 
+from ..errors import ExamplesExhausted
 from ..layer import AttentionLayer
-from ..learn import LearnResult, truth_errors
-from ..oracle import ExamplesExhausted, draw_checked
+from ..metrics import truth_errors
+from ..oracle import draw_checked
+from ..result import LearnResult
 from ..validation import Integer, Real, check_int, check_positive_float
 
 __all__ = ["GradientFit", "check_milestones", "milestone_key", "validation_error"]
@@ -69,7 +71,7 @@ def validation_error(layer, Xv, Yv):
 
 
 class GradientFit:
-    """One call of a gradient baseline, from its checks to its :class:`~learner.learn.LearnResult`.
+    """One call of a gradient baseline, from its checks to its :class:`~learner.result.LearnResult`.
 
     Checks ``k`` and ``truth`` against the examples; :meth:`split` draws ``n_train + n_val`` examples once;
     :meth:`clock` times the first validation loss below each milestone; :meth:`restarts` trains restart

@@ -2,7 +2,7 @@
 
 This is the method the paper's learner is compared against, not the paper's
 method: it has no guarantee (the loss is non-convex in the ``Θ_i``) and is
-reported through the same :class:`~learner.learn.LearnResult` as :func:`learner.learn`.
+reported through the same :class:`~learner.result.LearnResult` as :func:`learner.learn`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The study commands of ``python -m learner``: ``bench``, ``scaling`` and ``peers`` (ours).
 
 :func:`add_commands` adds them to the command line's sub-parsers (``learner.cli`` builds the rest);
-each sets ``handler``, the function that runs it. :func:`print_study` prints a sweep's result the same
-way for every study (``lowerbounds``' ``learn-hard`` too), and :func:`run_study` turns a sweep that is
-locked or interrupted into the command's exit status.
+each sets ``handler``, the function that runs it. They print a sweep's result with
+:func:`learner.study.records.print_study` (as ``lowerbounds``' ``learn-hard`` does), and :func:`run_study` turns a
+sweep that is locked or interrupted into the command's exit status.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import signal
 import sys
 from pathlib import Path
 
+from ..argparsing import cli_seed, declare_options
 from ..baselines import OPTION_RULES, fit_torch
 from ..io import write_json
 from ..parallel import DEFAULT_POOL, interrupt_on_sigterm
 from ..phases import CONFIG_RULES
 from ..torch_interop import need_torch
-from ..validation import Integer, cli_seed, declare_options
+from ..validation import Integer
 from .bench import (
     DEFAULT_CASES,
     PARALLEL_BENCH_WORKERS,
@@ -30,11 +31,11 @@ from .bench import (
 )
 from .frontier import DEFAULT_GRID
 from .peers import QUICK_PEER_OPTIONS, peer_study, race_study
-from .records import command_record
+from .records import command_record, print_study
 from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE
 from .scaling import scaling_study
 
-__all__ = ["add_commands", "print_study", "run_study"]
+__all__ = ["add_commands", "run_study"]
 
 #: ``--workers`` of the studies: the local pool's processes (default: every core this process may run on).
 #: torch Adam's budgets in ``peers``: fit_torch's own defaults, and those of --quick.
@@ -342,7 +343,7 @@ def run_study(run, *, sigterm=True):
     are kept). A batch scheduler or ``kill`` stops a sweep with SIGTERM: with ``sigterm`` it is treated as
     Ctrl-C (workers stopped, finished runs kept) rather than ending the process and leaving the pool's
     processes behind."""
-    from .sweep import SweepInterrupted, SweepLocked
+    from ..errors import SweepInterrupted, SweepLocked
 
     if sigterm:
         interrupt_on_sigterm()
@@ -389,15 +390,6 @@ def _scaling(args):
         return result
     print_study(result, args.out)
     return 0
-
-
-def print_study(result, out):
-    """A sweep's table, then how many runs ran now or were kept and where the records and summaries are
-    (the studies of ``learner`` and ``lowerbounds`` print the same way)."""
-    print(result.table())
-    print()
-    print(f"runs: {result.stats['ran']} run now, {result.stats['skipped']} kept from earlier; records in "
-          f"{out}/runs/; " + ", ".join(f"{k} {v}" for k, v in result.files.items()))
 
 
 def _peers(args):

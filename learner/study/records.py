@@ -27,16 +27,17 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import RecordError
 from ..io import atomic_write, write_json
 
 __all__ = [
     "FIELD_CHECKS",
     "KINDS",
     "MAX_SECONDS",
-    "RecordError",
     "StudyResult",
     "command_record",
     "is_seconds",
+    "print_study",
     "read_record",
     "read_run_record",
     "record_problem",
@@ -58,10 +59,6 @@ KINDS = {
     "yield-study": (1, (1,)),
     "command-record": (1, (0, 1)),
 }
-
-
-class RecordError(ValueError):
-    """A file that is not a record this version reads: unreadable, of an unknown kind or schema; names the file."""
 
 
 def schema_of(kind):
@@ -227,3 +224,12 @@ class StudyResult:
     def table(self):
         """The summary as Markdown (each study's own)."""
         raise NotImplementedError(f"{type(self).__name__} has no table")
+
+
+def print_study(result, out):
+    """A sweep's table, then how many runs ran now or were kept and where the records and summaries are
+    (the studies of ``learner`` and ``lowerbounds`` print the same way)."""
+    print(result.table())
+    print()
+    print(f"runs: {result.stats['ran']} run now, {result.stats['skipped']} kept from earlier; records in "
+          f"{out}/runs/; " + ", ".join(f"{k} {v}" for k, v in result.files.items()))

@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import SweepInterrupted, SweepLocked
 from ..parallel import kill_pool as _kill_pool
 from ..parallel import pool_size, sigint_ignored
 from ..validation import check_int
@@ -61,8 +62,6 @@ __all__ = [
     "LOCK_NAME",
     "STUDY_FILE",
     "claim_study",
-    "SweepInterrupted",
-    "SweepLocked",
     "comparable",
     "fit_growth",
     "median",
@@ -91,8 +90,6 @@ def comparable(record):
     if isinstance(record, list):
         return [comparable(value) for value in record]
     return record
-
-
 
 
 class _Runner:
@@ -174,23 +171,6 @@ class _Runner:
         if self._client is not None:
             client, self._client = self._client, None
             client.close()
-
-
-class SweepInterrupted(KeyboardInterrupt):
-    """A sweep stopped by Ctrl-C (SIGINT): every run that finished is recorded; rerun to resume.
-
-    Attributes ``recorded`` (records in ``out/runs`` of this sweep), ``total`` (runs
-    of the sweep) and ``out``.
-    """
-
-    def __init__(self, recorded, total, out):
-        self.recorded, self.total, self.out = recorded, total, Path(out)
-        super().__init__(f"interrupted: {recorded} of {total} runs are recorded in {self.out / 'runs'}; run the "
-                         "same command again to resume (recorded runs are skipped).")
-
-
-class SweepLocked(RuntimeError):
-    """Another process is writing the same sweep directory."""
 
 
 #: Name of the lock file a writing sweep keeps in its directory.
@@ -519,8 +499,6 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn
     return [done[i] for i in ids], {"ran": len(todo), "skipped": len(specs) - len(todo)}
 
 
-
-
 def fit_growth(ms, values):
     """Least-squares fits of ``log value`` against ``log m`` (a power ``m^p``) and against ``m`` (``base^m``).
 
@@ -556,8 +534,6 @@ def fit_growth(ms, values):
 def median(values):
     values = [v for v in values if v is not None]
     return float(np.median(values)) if values else None
-
-
 
 
 def _execute(spec, learn_workers=None):

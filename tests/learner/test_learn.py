@@ -8,10 +8,11 @@ import pytest
 
 from learner import AttentionLayer, random_layer
 from learner.cli import main
-from learner.learn import LearnResult, learn
+from learner.learn import learn
 from learner.metrics import match_heads
 from learner.oracle import LayerOracle
 from learner.phases import FIXED_BUDGETS, LearnConfig
+from learner.result import LearnResult
 
 # Acceptance (issue): relative error of F below 1e-8 and parameter error after
 # matching below 1e-5. In the realizable case the joint refinement reaches ~1e-30.

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from learner import AttentionLayer, LayerOracle, random_layer, relative_error
+from learner.metrics import truth_errors
 from learner.phases import HullUndetermined, LearnConfig
 
 
@@ -582,14 +583,14 @@ class TestTruthErrors:
     def test_fresh_inputs_follow_the_source(self):
         truth = random_layer(2, 4, rng=0)
         layer = AttentionLayer(truth.thetas * 1.1, truth.ws)
-        errors = _module().truth_errors(truth, layer, 3, LayerOracle(truth, 3, distribution="gaussian", rng=1),
+        errors = truth_errors(truth, layer, 3, LayerOracle(truth, 3, distribution="gaussian", rng=1),
                                         rng=5)
         gaussian = relative_error(truth, layer, 3, n_samples=8192, distribution="gaussian", rng=5)
         boolean = relative_error(truth, layer, 3, n_samples=8192, distribution="boolean", rng=5)
         assert errors["relative_error"] == gaussian != boolean
         # A source with no distribution at all (not even the attribute) is on the cube.
-        bare = _module().truth_errors(truth, layer, 3, object(), rng=5)
+        bare = truth_errors(truth, layer, 3, object(), rng=5)
         assert bare["relative_error"] == boolean and bare["param_error"] == errors["param_error"] > 0
         fewer = AttentionLayer(truth.thetas[:1], truth.ws[:1])
-        assert set(_module().truth_errors(truth, fewer, 3, object(), rng=5)) == {"relative_error"}
-        assert _module().truth_errors(None, layer, 3, object(), rng=5) == {}
+        assert set(truth_errors(truth, fewer, 3, object(), rng=5)) == {"relative_error"}
+        assert truth_errors(None, layer, 3, object(), rng=5) == {}

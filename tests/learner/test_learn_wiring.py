@@ -15,8 +15,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from learner import random_layer
-from learner.learn import LearnInterrupted, learn
+from learner import random_layer, relative_error
+from learner.errors import LearnInterrupted
+from learner.learn import learn
 from learner.oracle import LayerOracle
 from learner.parallel import Workers
 from learner.phases import FIXED_BUDGETS, LearnConfig
@@ -187,7 +188,7 @@ class TestRecords:
         assert r.errors == errors and errors["relative_error"] < 1e-20
         assert rng.bit_generator.state["bit_generator"] == "PCG64"
         again = np.random.default_rng(0)
-        _ = LEARN.relative_error(run.truth, p6.layer, K, n_samples=8192, distribution="boolean", rng=again)
+        _ = relative_error(run.truth, p6.layer, K, n_samples=8192, distribution="boolean", rng=again)
         assert rng.bit_generator.state == again.bit_generator.state  # the same draws as rng=0's
 
     def test_execution(self, adaptive):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from learner import LayerOracle, LearnConfig, learn, parallel, random_layer
-from learner.learn import LearnInterrupted
+from learner.errors import LearnInterrupted
 from learner.oracle import ArraySource, ExamplesExhausted, batch_sizes
 from learner.parallel import Workers, _Done
 from learner.phases import crude_sculpt, crude_sum_w, refined_sculpt

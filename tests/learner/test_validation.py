@@ -192,8 +192,8 @@ class TestDeclaredRules:
     def test_library_and_cli_give_the_same_verdict_and_name_their_own_spelling(self):
         import argparse
 
+        from learner.argparsing import cli_type
         from learner.baselines import OPTION_RULES
-        from learner.validation import cli_type
 
         rule = OPTION_RULES["lr"]
         with pytest.raises(ValueError, match=r"`lr` must be finite and positive; got lr=0.0"):
@@ -207,7 +207,8 @@ class TestDeclaredRules:
     def test_integer_rule_refuses_what_is_not_a_positive_integer(self, text):
         import argparse
 
-        from learner.validation import Integer, cli_type
+        from learner.argparsing import cli_type
+        from learner.validation import Integer
 
         with pytest.raises(argparse.ArgumentTypeError, match="`--epochs` must be"):
             cli_type("--epochs", Integer())(text)
@@ -356,7 +357,7 @@ def test_every_numeric_option_is_declared():
 
 def test_flag_message_names_the_flags_of_the_command():
     """theory/lowerbounds (not yet declared): a library message on their command line names the flags typed."""
-    from learner.validation import flag_message
+    from learner.argparsing import flag_message
     from lowerbounds.cli import build_parser
 
     parser = build_parser()

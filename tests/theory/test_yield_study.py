@@ -209,7 +209,7 @@ def test_cli_bad_numeric_option_is_one_line_before_any_prediction(sweep, argv, w
 
 
 def test_cli_plot_without_matplotlib_is_refused_before_any_prediction(sweep, tmp_path, capsys, monkeypatch):
-    """Covered by learner.io.check_output_options (called by theory's main): no second check here."""
+    """Covered by learner.argparsing.check_output_options (called by theory's main): no second check here."""
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` fails, find_spec says None
     monkeypatch.setattr("theory.yield_study.predicted_yield", _never)
     assert main(["yield-study", str(sweep), "--plot", str(tmp_path / "y.png")]) == 2

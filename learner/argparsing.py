@@ -1,0 +1,255 @@
+"""The command lines' argparse layer, shared by ``learner``, ``theory`` and ``lowerbounds``.
+
+:class:`CommandParser` is the parser of every command line: one-line usage errors, and the options and
+sub-commands it was built from kept through argparse's public API. :func:`declare_options` gives the options
+passed to a function the rule that function declares (:mod:`learner.validation`), so that the command line and
+the library check alike and name what the user typed; :func:`harden` bounds every other numeric option;
+:func:`flag_message` renames a library error's parameters to their flags; :func:`check_output_options` checks
+every output option before a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .io import check_writable_dir, check_writable_file
+from .validation import SEED_MAX_DIGITS, Boolean, Choice, Each, Integer, OrWord, Real, Seed
+
+__all__ = [
+    "CLI_INT_MAX",
+    "OUTPUT_OPTIONS",
+    "CommandParser",
+    "check_output_options",
+    "cli_positive_int_or",
+    "cli_seed",
+    "cli_type",
+    "command_parser",
+    "declare_options",
+    "flag_message",
+    "harden",
+    "rules_of",
+]
+
+
+def cli_seed(text):
+    """argparse type of ``--seed``: the :class:`Seed` rule, named ``--seed`` in the error."""
+    return cli_type("--seed", Seed())(text)
+
+
+def cli_positive_int_or(flag, word, meaning):
+    """An argparse type: a positive integer, or ``word`` (which stands for ``meaning``); errors name ``flag``."""
+    def parse(text):
+        if text == word:
+            return meaning
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer or {word}; got {text!r}")
+        if value > CLI_INT_MAX:
+            raise argparse.ArgumentTypeError(f"{flag} must be at most {CLI_INT_MAX:,} or {word}; got {text!r}")
+        return value
+
+    return parse
+
+
+#: The largest integer a command-line option takes (ours): 2³¹ − 1. No count, size or seed index beyond it is
+#: feasible on the machines this toolkit targets (an array of that many float64 numbers is 16 GiB), and numpy
+#: refuses some dimensions past it with a message that names no option. Seeds (``--seed``) are not capped.
+CLI_INT_MAX = 2**31 - 1
+
+
+def _declared_by(funcs, rename):
+    """``{dest: (function, rule)}`` of the rules ``funcs`` declare (a class's are its ``__init__``'s); the first
+    function to declare a name wins; ``rename`` maps a parameter's name to the option's ``dest``."""
+    rename = rename or {}
+    merged = {}
+    for func in funcs:
+        target = func.__init__ if isinstance(func, type) else func
+        for name, rule in getattr(target, "rules", {}).items():
+            merged.setdefault(rename.get(name, name), (func, rule))
+    return merged
+
+
+def rules_of(*funcs, rename=None):
+    """The declared rules of ``funcs`` by parameter name (the first function to declare a name wins);
+    ``rename`` maps a parameter's name to the option's ``dest`` (``{"n": "n_samples"}``)."""
+    return {dest: rule for dest, (_, rule) in _declared_by(funcs, rename).items()}
+
+
+def declare_options(parser, *funcs, rename=None, rules=None):
+    """Give each option of ``parser`` that is passed to one of ``funcs`` the function's declared rule as
+    its argparse type (named by the option's flag), so the command line and the function check alike.
+    ``rules`` adds rules for options that are not one function's parameter. Returns ``parser``."""
+    # Each option's rule and the function that declared it (None for ``rules``): the tests check the very rule.
+    table = _declared_by(funcs, rename) | {dest: (None, rule) for dest, rule in (rules or {}).items()}
+    for action in parser.options:
+        owner, rule = table.get(action.dest, (None, None))
+        if rule is None or not action.option_strings or action.nargs == 0 or isinstance(rule, Boolean):
+            continue
+        if isinstance(rule, Choice):
+            action.choices = rule.values
+            continue
+        flag = action.option_strings[-1]
+        action.type = cli_type(flag, rule.rule if isinstance(rule, Each) else rule)
+        action.declared = (owner, rule)
+        if isinstance(rule, Each) and action.nargs in ("+", "*"):
+            action.whole_rule = (flag, rule)  # the list as a whole, after parsing (command_parser)
+    return parser
+
+
+def harden(parser):
+    """Give every ``type=int`` / ``type=float`` option of ``parser`` and its sub-commands the validation layer's
+    type: an integer of size at most :data:`CLI_INT_MAX`, a finite number; the message names the option.
+    Ranges stay with the functions the options are passed to (their messages name the parameter)."""
+    for sub in (parser.commands.choices.values() if parser.commands is not None else ()):
+        harden(sub)
+    for action in parser.options:
+        if action.option_strings and action.type in (int, float):
+            flag = action.option_strings[-1]
+            action.type = cli_type(flag, Integer(minimum=None) if action.type is int else Real(sign=False))
+    return parser
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The ``argparse.ArgumentParser`` of the toolkit's command lines.
+
+    A usage error is one line on standard error, ``PROG: error: argument --flag: …``, and exit status 2
+    (argparse's own prints the usage first). It keeps what it is built from through argparse's public
+    API: :attr:`options`, the actions :meth:`add_argument` returned (also those added to a group), and
+    :attr:`commands`, the sub-parsers' action :meth:`add_subparsers` returned (``None`` without sub-commands).
+    Its sub-command parsers are of the same class.
+    """
+
+    def __init__(self, *args, **kwargs):
+        self.options = []
+        self.commands = None
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs):
+        action = super().add_argument(*args, **kwargs)
+        self.options.append(action)
+        return action
+
+    def _recording(self, group):
+        add = group.add_argument
+
+        def add_argument(*args, **kwargs):
+            action = add(*args, **kwargs)
+            self.options.append(action)
+            return action
+
+        group.add_argument = add_argument
+        return group
+
+    def add_argument_group(self, *args, **kwargs):
+        return self._recording(super().add_argument_group(*args, **kwargs))
+
+    def add_mutually_exclusive_group(self, **kwargs):
+        return self._recording(super().add_mutually_exclusive_group(**kwargs))
+
+    def add_subparsers(self, **kwargs):
+        self.commands = super().add_subparsers(**kwargs)
+        return self.commands
+
+    def command(self, name):
+        """The parser of sub-command ``name`` (``None`` when there is no such sub-command)."""
+        return None if self.commands is None else self.commands.choices.get(name)
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        for action in self.options:  # lists declared by a rule (declare_options): distinct, non-empty
+            flag, rule = getattr(action, "whole_rule", (None, None))
+            value = getattr(namespace, action.dest, None)
+            if rule is not None and isinstance(value, list):
+                try:
+                    setattr(namespace, action.dest, rule.check(flag, value))
+                except (TypeError, ValueError) as exc:
+                    self.error(f"argument {flag}: {str(exc).rstrip('.')}")
+        return namespace, extras
+
+
+def command_parser(**kwargs):
+    """A :class:`CommandParser` (``kwargs`` are ``argparse.ArgumentParser``'s)."""
+    return CommandParser(**kwargs)
+
+
+def _kind(rule):
+    """What a rule's values are called in a parse error: "an integer", "a number", …"""
+    if isinstance(rule, OrWord):
+        return f"{_kind(rule.rule)} or the word {rule.word!r}"
+    return {Integer: "an integer", Seed: "a non-negative integer (seed entropy)"}.get(type(rule), "a number")
+
+
+def cli_type(flag, rule):
+    """The argparse type of option ``flag`` from a validation ``rule``: the same check as the library's,
+    with the message naming ``flag`` (argparse prints it as ``argument --flag: …`` and exits 2)."""
+    def parse(text):
+        try:
+            value = rule.parse(text)
+        except ValueError as exc:
+            kind = _kind(rule) + (f" of at most {SEED_MAX_DIGITS} digits" if "digits" in str(exc) else "")
+            raise argparse.ArgumentTypeError(f"`{flag}` must be {kind}; got {flag} {text[:40]!r}"
+                                             + ("…" if len(text) > 40 else "")) from None
+        inner = rule.rule if isinstance(rule, OrWord) else rule
+        if isinstance(inner, Integer) and isinstance(value, int) and abs(value) > CLI_INT_MAX:
+            raise argparse.ArgumentTypeError(f"`{flag}` must be at most {CLI_INT_MAX:,} in size; got {flag} {text}")
+        try:
+            return rule.check(flag, value)
+        except (TypeError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(str(exc).rstrip(".")) from None
+
+    parse.__name__ = flag.lstrip("-").replace("-", "_")  # argparse names the type in some messages
+    parse.rule = rule
+    return parse
+
+
+def flag_message(parser, command, text):
+    """``text`` (a library error) with each parameter of sub-command ``command`` that is one of its options
+    named by the option's flag: "`d` must be at least 1; got d=0" becomes "`--d` must …; got --d=0".
+
+    For the checks that run inside a function because they relate several parameters (``--d`` against
+    ``--m``, ``--fit-tol`` against the runs' tolerances), this names what the user typed. Only exact parameter names are
+    replaced (in backquotes, or before ``=`` after a space or bracket)."""
+    import re
+
+    p = parser.command(command)
+    if p is None:
+        return text
+    for action in p.options:
+        if not action.option_strings or not action.option_strings[-1].startswith("--"):
+            continue
+        flag, dest = action.option_strings[-1], action.dest
+        text = re.sub(rf"`{re.escape(dest)}`", f"`{flag}`", text)
+        text = re.sub(rf"(?<![\w.\-]){re.escape(dest)}(?==)", flag, text)
+    return text
+
+
+#: Options that name an output (a file, or a directory where their metavar is DIR); inputs are not listed.
+OUTPUT_OPTIONS = ("json", "out", "examples", "plot", "plot_dir")
+
+
+def check_output_options(parser, args):
+    """Check every output option of ``args`` before the command runs (a lost record costs the whole run).
+
+    A file's directory must exist and take files; a directory (metavar ``DIR``) is created and must
+    take files; a plot needs matplotlib. Raises ValueError naming the option. Shared by the
+    ``learner``, ``theory`` and ``lowerbounds`` command lines.
+    """
+    for action in parser.command(args.command).options:
+        value = getattr(args, action.dest, None)
+        if action.dest not in OUTPUT_OPTIONS or value is None:
+            continue
+        option = action.option_strings[-1] if action.option_strings else action.dest
+        if action.dest.startswith("plot"):
+            import importlib.util
+
+            if importlib.util.find_spec("matplotlib") is None:
+                raise ValueError(f"{option} needs matplotlib (the `plot` extra: pip install -e '.[plot]'); "
+                                 f"got {option} {value!r} without it.")
+        check = check_writable_dir if action.metavar == "DIR" else check_writable_file
+        check(option, value)

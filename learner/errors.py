@@ -1,0 +1,80 @@
+"""The errors and interruptions the toolkit raises to its users, in one place.
+
+Every exception a caller of ``learner``, ``theory`` or ``lowerbounds`` may want to catch by type is defined
+here (the modules that raise them import them from here; the package root re-exports the common ones).
+Bad arguments are plain ``TypeError``/``ValueError`` naming the parameter (:mod:`learner.validation`); the
+classes below say what else went wrong. This module imports nothing from the toolkit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ExamplesExhausted",
+    "FileFormatError",
+    "LearnInterrupted",
+    "MissingExtra",
+    "PlantingError",
+    "RecordError",
+    "SourceError",
+    "SweepInterrupted",
+    "SweepLocked",
+    "TorchConversionError",
+]
+
+
+class MissingExtra(ImportError, ValueError):
+    """An optional extra that a requested feature needs is not installed (a ValueError too: a bad request)."""
+
+
+class PlantingError(RuntimeError):
+    """No sampled layer satisfied the assumptions within ``max_tries``."""
+
+
+class ExamplesExhausted(RuntimeError):
+    """A fixed set of examples has no more examples to hand out."""
+
+
+class SourceError(ValueError):
+    """The example source handed out examples no learner can use (inputs or labels that are not finite):
+    the source's fault, named as such, not a failure of the learner's phases."""
+
+
+class FileFormatError(ValueError):
+    """A file is damaged, of another kind, or of an unsupported schema version."""
+
+
+class RecordError(ValueError):
+    """A file that is not a record this version reads: unreadable, of an unknown kind or schema; names the file."""
+
+
+class TorchConversionError(ValueError):
+    """A torch layer (or a layer for torch) that does not fit the other side's form; the message says what."""
+
+
+class SweepLocked(RuntimeError):
+    """Another process is writing the same sweep directory."""
+
+
+class LearnInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGINT) during :func:`learner.learn`: the workers are stopped and ``result`` holds the
+    diagnostics of the phases that finished (``status="interrupted"``, ``layer=None``)."""
+
+    def __init__(self, result: Any) -> None:  # a learner.result.LearnResult (not imported: this module is the floor)
+        super().__init__(result.message)
+        self.result = result
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C (SIGINT): every run that finished is recorded; rerun to resume.
+
+    Attributes ``recorded`` (records in ``out/runs`` of this sweep), ``total`` (runs
+    of the sweep) and ``out``.
+    """
+
+    def __init__(self, recorded: int, total: int, out: str | Path) -> None:
+        self.recorded, self.total, self.out = recorded, total, Path(out)
+        super().__init__(f"interrupted: {recorded} of {total} runs are recorded in {self.out / 'runs'}; run the "
+                         "same command again to resume (recorded runs are skipped).")

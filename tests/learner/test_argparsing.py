@@ -1,0 +1,65 @@
+"""The command lines' parser keeps what it is built from through argparse's public API: every option (also those
+of a group) in ``options``, the sub-commands in ``commands``. Checked against argparse's own list of actions, the
+independent reference, on the three real command lines and on constructed parsers."""
+
+import argparse
+import importlib
+
+import pytest
+
+from learner.argparsing import CommandParser, command_parser, declare_options, flag_message, harden
+from learner.validation import Integer, declare
+
+
+def _commands(parser):
+    return parser.commands.choices.items()
+
+
+@pytest.mark.parametrize("package", ["learner", "theory", "lowerbounds"])
+def test_every_option_of_the_three_command_lines_is_kept(package):
+    parser = importlib.import_module(f"{package}.cli").build_parser()
+    assert isinstance(parser, CommandParser)
+    # argparse's private list is the reference here: the parser must keep every action it holds, in its order
+    # (the sub-commands' action apart, in ``commands``).
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert subs == [parser.commands] and parser.options == [a for a in parser._actions if a not in subs]
+    for name, sub in _commands(parser):
+        assert isinstance(sub, CommandParser), name
+        assert sub.options == sub._actions and len(sub.options) >= 1, name
+        assert parser.command(name) is sub
+    assert parser.command("no-such-command") is None
+
+
+def test_control_groups_and_exclusive_groups_are_kept_and_a_side_door_is_seen():
+    parser = command_parser(prog="toy")
+    parser.add_argument("--a", type=int)
+    parser.add_argument_group("budgets").add_argument("--b", type=float)
+    parser.add_mutually_exclusive_group().add_argument("--c", type=int)
+    assert [a.dest for a in parser.options] == ["help", "a", "b", "c"]
+    assert parser.options == parser._actions and parser.commands is None and parser.command("x") is None
+    # An action added behind the public API (argparse's private container method) is missed: the control that the
+    # comparison above can fail.
+    parser._add_action(argparse._StoreAction(["--d"], "d"))
+    assert parser.options != parser._actions
+
+
+def test_rules_hardening_and_flag_names_reach_options_in_groups_and_sub_commands():
+    @declare(n=Integer(minimum=2))
+    def run(n=2):
+        return n
+
+    parser = command_parser(prog="toy")
+    sub = parser.add_subparsers(dest="command")
+    p = sub.add_parser("go")
+    p.add_argument_group("sizes").add_argument("--n", type=int)
+    p.add_argument("--x", type=float)
+    declare_options(p, run)
+    harden(parser)
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["go", "--n", "1"])
+    assert exc.value.code == 2
+    assert parser.parse_args(["go", "--n", "3", "--x", "0.5"]).n == 3
+    with pytest.raises(SystemExit):
+        parser.parse_args(["go", "--x", "nan"])  # hardened: a finite number
+    assert flag_message(parser, "go", "`n` must be at least 2; got n=1") == "`--n` must be at least 2; got --n=1"
+    assert flag_message(parser, "stop", "`n` must be at least 2") == "`n` must be at least 2"
