@@ -24,7 +24,6 @@ from .oracle import as_source, name_source
 from .parallel import Workers, blas_threads
 from .phases import (
     NOISE_MIN,
-    STRUCTURE_ALPHA,
     HullUndetermined,
     LearnConfig,
     crude_sculpt,
@@ -36,6 +35,7 @@ from .phases import (
     search_heads,
 )
 from .phases.forecast import ADAPTIVE_CANDIDATES
+from .phases.select import drop_redundant, probe_more_heads, reaches_floor, select_m
 from .result import LearnResult
 from .validation import Integer, Real, check_rng, declare
 
@@ -46,10 +46,6 @@ log = logging.getLogger(__name__)
 #: The end of an unsound setting's message; the command line names its own option instead.
 ALLOW_UNSOUND_HINT = "Pass LearnConfig(allow_unsound=True) to run anyway."
 
-#: Unknown m: phase 6 also tries every m whose singular-value ratio is at least this (ours: ratios off the
-#: true m stayed at most 1.45 in every run at m <= 4; LearnConfig.gap_min).
-CANDIDATE_GAP = 1.5
-
 #: Below this Frobenius norm the phase-1 estimate of ΣW counts as zero (ours: planted
 #: layers have ‖ΣW‖_F of order 1; an exact cancellation estimates to ~1e-17).
 SUM_W_MIN = 1e-9
@@ -57,10 +53,6 @@ SUM_W_MIN = 1e-9
 #: Phase 4's forecast missed when the examples the target needed leave [1/FORECAST_MISS, FORECAST_MISS] times the
 #: forecast (ours: the same 3× band as the yield study's MISS_FACTOR; a convention for a warning, not tuned).
 FORECAST_MISS = 3
-
-#: With m given too large, the smaller layer is kept when its held-out error is at most this many times the
-#: given m's (or within success_tol) (ours, not tuned: a margin for the scatter of two held-out errors).
-REDUNDANT_SLACK = 2
 
 
 def _sum_diag(est):
@@ -546,104 +538,45 @@ def _gap_note(run, p5):
             f"< gap_min={run.cfg.gap_min}): the heads may not be distinct, or the constraints too noisy")
 
 
-#: Redundant heads (m given too large, ours): two heads are one when their Θ's are this close (relative
-#: Frobenius distance), a head is empty when its ‖W‖_F is this small against the largest.
-DUPLICATE_TOL, EMPTY_TOL = 1e-3, 1e-6
-
-
-def _drop_redundant(run, layer):
-    """With m given too large: the layer without its redundant heads, refitted — ``(layer, held-out error,
-    note)`` — or None when no head is redundant or the smaller layer does not fit as well.
-
-    A head whose ``W`` is negligible is dropped; heads whose ``Θ``'s coincide are merged (the mean ``Θ``, the
-    summed ``W``: the same function). The smaller layer is refitted by variable projection on fresh examples
-    and kept if its held-out error is within ``success_tol`` (or twice the given-m fit's, at a noise floor)
-    and it meets the paper's conditions.
-    """
-    from .oracle import draw_checked
-    from .phases.search import heldout_relative_error, refit
-
-    thetas, ws = layer.thetas, layer.ws
-    w_norms = np.linalg.norm(ws.reshape(layer.m, -1), axis=1)
-    notes, keep = [], []
-    for i in range(layer.m):
-        if w_norms[i] <= EMPTY_TOL * w_norms.max():
-            notes.append(f"head {i} is empty (‖W‖_F = {w_norms[i]:.2g})")
-            continue
-        twin = next((j for j in keep if np.linalg.norm(thetas[i] - thetas[j[0]])
-                     <= DUPLICATE_TOL * max(np.linalg.norm(thetas[i]), 1e-300)), None)
-        if twin is not None:
-            twin.append(i)
-            notes.append(f"head {i} duplicates head {twin[0]} (‖ΔΘ‖/‖Θ‖ = "
-                         f"{np.linalg.norm(thetas[i] - thetas[twin[0]]) / np.linalg.norm(thetas[i]):.2g}; merged)")
-        else:
-            keep.append([i])
-    if len(keep) == layer.m or not keep:
-        return None
-    start = np.stack([thetas[g].mean(axis=0) for g in keep])
-    n = run.cfg.n_search
-    X, Y = draw_checked(run.source, n)
-    Xh, Yh = draw_checked(run.source, n)
-    reduced = refit(start, X, Y, max_iter=run.cfg.max_nfev, max_bytes=run.cfg.search_memory)
-    heldout = heldout_relative_error(reduced, Xh, Yh)
-    full = heldout_relative_error(layer, Xh, Yh)
-    run.diag["redundant_heads"] = {"notes": notes, "heads_kept": len(keep), "heldout_relative_error": heldout,
-                                   "given_m_heldout_relative_error": full}
-    if not (heldout <= run.cfg.success_tol or heldout <= REDUNDANT_SLACK * full) or not assumptions(reduced).ok:
-        return None
-    return reduced, heldout, "; ".join(notes)
-
-
 def _fits(run, p6):
-    """Whether phase 6's layer reached the planted one: held-out error within ``success_tol`` or at the noise
-    floor (:mod:`learner.phases.noise`)."""
-    return bool(p6.heldout_error <= run.cfg.success_tol or p6.noise is not None)
+    """:func:`~learner.phases.select.reaches_floor` at the run's ``success_tol``."""
+    return reaches_floor(p6, run.cfg.success_tol)
 
 
 def _select_m(run, p5):
-    """Unknown m (ours): phase 6 for each m the gap allows, smallest first; the first whose layer reaches the
-    floor and meets the paper's conditions is kept.
-
-    The candidates are 1, the gap rule's m, and every m whose singular-value ratio is at least
-    :data:`CANDIDATE_GAP`. The gap rule alone misreads some one-head layers at (d, k) = (8, 4) as two heads
-    (a weakly determined direction gives a ratio of 3.23): the data then decide, since a one-head fit of a
-    one-head layer reaches the floor and is smaller. Returns ``(p5, p6)`` of the kept m (the gap rule's when
-    none is kept); ``diagnostics["5_span"]["model_selection"]`` lists every m tried.
-    """
-    p4 = run.phases["4_refined_sculpt"]
-    ratios = list(p5.gap_ratios)
-    candidates = sorted({1, p5.m} | {c for c in range(2, run.plan_m + 1)
-                                     if len(ratios) >= c - 1 and ratios[c - 2] >= CANDIDATE_GAP})
-    tried, results = [], {}
-    for c in candidates:
-        if c == p5.m:
-            span = p5
-        else:
-            try:
-                span = estimate_span(p4, m=c, gap_min=run.cfg.gap_min, max_m=run.plan_m,
-                                     weighting=run.cfg.hull_weighting, truth=run.truth)
-            except HullUndetermined as exc:
-                tried.append({"m": c, "verdict": f"hull undetermined: {exc}"})
-                continue
-        p6 = _search_phase(run, span)
-        results[c] = (span, p6)
-        reached = _fits(run, p6)
-        report = assumptions(p6.layer) if reached else None
-        verdict = ("kept" if reached and report.ok else "reaches the floor but violates the conditions "
-                   f"({', '.join(report.failed)})" if reached else "does not reach the floor")
-        tried.append({"m": c, "heldout_relative_error": p6.heldout_error, "verdict": verdict})
-        log.info("unknown m: m = %d, held-out relative error %.3g: %s", c, p6.heldout_error, verdict)
-        if verdict == "kept":
-            break
-    kept = next((row["m"] for row in tried if row.get("verdict") == "kept"), p5.m if p5.m in results else None)
-    if kept is None:
-        kept = min(results, key=lambda c: results[c][1].heldout_error)
-    span, p6 = results[kept]
+    """Unknown m: :func:`~learner.phases.select.select_m` on this run's hulls with its phase 6; the kept m's hull
+    and fit become the run's phases 5 and 6, and ``diagnostics["5_span"]["model_selection"]`` lists every m tried."""
+    span, p6, tried = select_m(run.phases["4_refined_sculpt"], p5, lambda hull: _search_phase(run, hull),
+                               plan_m=run.plan_m, success_tol=run.cfg.success_tol, gap_min=run.cfg.gap_min,
+                               weighting=run.cfg.hull_weighting, truth=run.truth)
     run.phases["5_span"], run.phases["6_search"] = span, p6
     run.diag["5_span"] = span.summary() | {"round": run.diag["5_span"].get("round", 0), "gap_m": p5.m,
                                           "model_selection": tried}
     run.diag["6_search"] = p6.summary()
     return span, p6
+
+
+def _more_heads(run, p6):
+    """:func:`~learner.phases.select.probe_more_heads` with this run's phase 6 (a probe: not recorded as the run's
+    phase 6); the probe goes to ``diagnostics["6_search"]["more_heads_probe"]``. The clause, or ""."""
+    probe, clause = probe_more_heads(run.phases.get("4_refined_sculpt"), p6,
+                                     lambda hull: _search_phase(run, hull, record=False), m=run.m,
+                                     max_m=run.cfg.max_m, success_tol=run.cfg.success_tol, gap_min=run.cfg.gap_min,
+                                     weighting=run.cfg.hull_weighting)
+    if probe is not None:
+        run.diag["6_search"]["more_heads_probe"] = probe
+    return clause
+
+
+def _drop_redundant(run, layer):
+    """:func:`~learner.phases.select.drop_redundant` with this run's source and budgets; its record goes to
+    ``diagnostics["redundant_heads"]``. ``(layer, held-out error, note)`` or None."""
+    cfg = run.cfg
+    kept, record = drop_redundant(layer, run.source, n_search=cfg.n_search, max_nfev=cfg.max_nfev,
+                                  search_memory=cfg.search_memory, success_tol=cfg.success_tol)
+    if record is not None:
+        run.diag["redundant_heads"] = record
+    return kept
 
 
 def _search_phase(run, p5, record=True):
@@ -665,26 +598,6 @@ def _search_phase(run, p5, record=True):
         run.phases["6_search"], run.diag["6_search"] = p6, p6.summary()
     run.add_time("6_search", p6.seconds)
     return p6
-
-
-def _more_heads(run, p6):
-    """With m given and a residual that is not noise: whether m + 1 heads reach the floor (a probe of phase 6
-    on phase 4's constraints); the clause the failure message adds, or ""."""
-    test = p6.noise_test
-    if run.m is None or test is None or test.structure_p >= STRUCTURE_ALPHA or run.m + 1 > run.cfg.max_m:
-        return ""
-    try:
-        span = estimate_span(run.phases["4_refined_sculpt"], m=run.m + 1, gap_min=run.cfg.gap_min,
-                             max_m=run.m + 1, weighting=run.cfg.hull_weighting)
-    except HullUndetermined:
-        return ""
-    probe = _search_phase(run, span, record=False)
-    run.diag["6_search"]["more_heads_probe"] = {"m": run.m + 1, "heldout_relative_error": probe.heldout_error,
-                                                "reaches_floor": _fits(run, probe)}
-    if not _fits(run, probe):
-        return ""
-    return (f"; the residual shows more heads: with m = {run.m + 1} phase 6 reaches held-out relative error "
-            f"{probe.heldout_error:.3g} on the same constraints (give m = {run.m + 1}, or no m)")
 
 
 def _verdict(run, p5, p6, unresolved):

@@ -12,6 +12,9 @@ testable on its own by feeding it the true values of the earlier phases
 6. :func:`search_heads` — ε-net over the hull, least squares for the ``W_i``,
    then joint refinement; on noisy labels, :func:`noise_floor` tests whether the
    residual is label noise alone (ours).
+
+After phase 6, :mod:`learner.phases.select` decides how many heads the layer has when m is unknown or given
+too large (ours: the paper is given m).
 """
 
 from ._config import CONFIG_RULES, FIXED_BUDGETS, LearnConfig, resolve_config

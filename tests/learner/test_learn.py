@@ -274,7 +274,8 @@ class TestGapNote:
     def _run(m):
         from types import SimpleNamespace
 
-        return SimpleNamespace(m=m, cfg=SimpleNamespace(gap_min=3.0, success_tol=1e-10), diag={"5_span": {}})
+        return SimpleNamespace(m=m, cfg=SimpleNamespace(gap_min=3.0, success_tol=1e-10, max_m=8, hull_weighting="irls"),
+                               phases={}, diag={"5_span": {}})
 
     @staticmethod
     def _p5(ratios):

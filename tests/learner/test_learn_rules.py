@@ -1,9 +1,9 @@
 """learn: the deciding rules of the run, each on a constructed case whose answer is known by hand.
 
-Phase 0's refusals and budget choices (``_plan``), the verdict (``_verdict``, ``_fits``), the choice of m when it is
-unknown (``_select_m``), the probe for more heads (``_more_heads``), the gap clause (``_gap_note``), the merge of
-redundant heads (``_drop_redundant``), the retry's note (``_tight_retry``) and the data-driven switches
-(``_adaptive``). The phases themselves are replaced by recorders, so that each rule is tested on constructed inputs.
+Phase 0's refusals and budget choices (``_plan``), the verdict (``_verdict``), the gap clause (``_gap_note``), the
+retry's note (``_tight_retry``), the data-driven switches (``_adaptive``) and how the run calls the decisions after
+phase 6 (``_select_m``, ``_more_heads``, ``_drop_redundant``; their rules are in tests/learner/phases/test_select.py).
+The phases themselves are replaced by recorders, so that each rule is tested on constructed inputs.
 """
 
 import sys
@@ -14,7 +14,7 @@ import pytest
 
 from learner import AttentionLayer, LayerOracle, random_layer, relative_error
 from learner.metrics import truth_errors
-from learner.phases import HullUndetermined, LearnConfig
+from learner.phases import LearnConfig
 
 
 def _module():
@@ -150,17 +150,6 @@ class TestAdaptive:
         values = {"crude_se": 0.03, "first_batch": 700, "refine_se": 0.01, "hull_stability": 0.07}
         assert _module()._adaptive(LearnConfig(adaptive=True, **values)) == values
         assert _module()._adaptive(LearnConfig(adaptive=False, **values)) == dict.fromkeys(values)
-
-
-class TestFits:
-    """``_fits``: held-out error at most success_tol, or a noise floor was found."""
-
-    @pytest.mark.parametrize(("error", "noise", "fits"), [(1e-10, None, True), (2e-10, None, False),
-                                                          (2e-10, "floor", True), (0.5, "floor", True)],
-                             ids=["at tol", "above", "floor", "floor far above"])
-    def test_rule(self, error, noise, fits):
-        run = SimpleNamespace(cfg=SimpleNamespace(success_tol=1e-10))
-        assert _module()._fits(run, SimpleNamespace(heldout_error=error, noise=noise)) is fits
 
 
 class TestGapNoteRules:
@@ -334,248 +323,6 @@ class TestVerdict:
         assert calls["more_calls"] == []
 
 
-class TestMoreHeads:
-    """``_more_heads``: with m given and a residual that shows structure (p < STRUCTURE_ALPHA), phase 6 is probed
-    with m + 1 heads (at most max_m) on phase 4's constraints."""
-
-    @pytest.fixture
-    def calls(self, monkeypatch):
-        module = _module()
-        calls = {"span": [], "search": [], "probe_error": 1e-11, "undetermined": False}
-
-        def estimate_span(*args, **kw):
-            calls["span"].append((args, kw))
-            if calls["undetermined"]:
-                raise HullUndetermined("rank 3")
-            return "span"
-
-        def search_phase(run, p5, record=True):
-            calls["search"].append((run, p5, record))
-            return SimpleNamespace(heldout_error=calls["probe_error"], noise=None)
-
-        monkeypatch.setattr(module, "estimate_span", estimate_span)
-        monkeypatch.setattr(module, "_search_phase", search_phase)
-        return calls
-
-    @staticmethod
-    def _run(m=2, max_m=3):
-        cfg = SimpleNamespace(max_m=max_m, gap_min=3.0, hull_weighting="precision", success_tol=1e-10)
-        return SimpleNamespace(m=m, cfg=cfg, phases={"4_refined_sculpt": "p4"}, diag={"6_search": {}})
-
-    @staticmethod
-    def _p6(p):
-        return SimpleNamespace(noise_test=SimpleNamespace(structure_p=p))
-
-    def test_a_probe_that_reaches_the_floor_is_named(self, calls):
-        run = self._run()  # m + 1 = 3 = max_m: allowed
-        note = _module()._more_heads(run, self._p6(0.0))
-        assert note == ("; the residual shows more heads: with m = 3 phase 6 reaches held-out relative error 1e-11 "
-                        "on the same constraints (give m = 3, or no m)")
-        assert calls["span"] == [(("p4",), {"m": 3, "gap_min": 3.0, "max_m": 3, "weighting": "precision"})]
-        assert calls["search"] == [(run, "span", False)]
-        assert run.diag["6_search"]["more_heads_probe"] == {"m": 3, "heldout_relative_error": 1e-11,
-                                                           "reaches_floor": True}
-
-    def test_a_probe_that_misses_adds_nothing(self, calls):
-        calls["probe_error"] = 0.5
-        run = self._run()
-        assert _module()._more_heads(run, self._p6(0.0)) == ""
-        assert run.diag["6_search"]["more_heads_probe"] == {"m": 3, "heldout_relative_error": 0.5,
-                                                           "reaches_floor": False}
-
-    def test_an_undetermined_hull_adds_nothing(self, calls):
-        calls["undetermined"] = True
-        run = self._run()
-        assert _module()._more_heads(run, self._p6(0.0)) == ""
-        assert calls["search"] == [] and run.diag["6_search"] == {}
-
-    @pytest.mark.parametrize(("m", "max_m", "p"), [(None, 3, 0.0), (2, 3, "no test"), (2, 3, "alpha"), (3, 3, 0.0)],
-                             ids=["m unknown", "no noise test", "p at alpha", "m + 1 above max_m"])
-    def test_no_probe(self, calls, m, max_m, p):
-        from learner.phases import STRUCTURE_ALPHA
-
-        p6 = (SimpleNamespace(noise_test=None) if p == "no test"
-              else self._p6(STRUCTURE_ALPHA if p == "alpha" else p))
-        run = self._run(m, max_m)
-        assert _module()._more_heads(run, p6) == ""
-        assert calls["span"] == [] and calls["search"] == [] and run.diag["6_search"] == {}
-
-
-class TestSelectM:
-    """``_select_m``: the candidates (1, the gap rule's m, every m <= plan_m whose ratio is at least
-    CANDIDATE_GAP = 1.5), tried smallest first until one is kept; else the gap rule's m."""
-
-    @pytest.fixture
-    def world(self, monkeypatch):
-        """Phase 6 stand-in: the held-out error of each m in ``world["errors"]`` (an m in ``world["floor"]`` has a
-        noise floor); the conditions fail for the m's in ``world["violates"]``; the hull of the m's in
-        ``world["undetermined"]`` is undetermined."""
-        module = _module()
-        world = {"errors": {}, "floor": set(), "violates": set(), "undetermined": set(), "span": [], "search": []}
-
-        def estimate_span(p4, **kw):
-            world["span"].append((p4, kw))
-            if kw.get("m") in world["undetermined"]:
-                raise HullUndetermined("rank 3")
-            m = kw.get("m")
-            return SimpleNamespace(m=m, summary=lambda: {"span": m})
-
-        def search_phase(run, span, record=True):
-            world["search"].append(span)
-            m = span.m
-            return SimpleNamespace(heldout_error=world["errors"][m], noise="floor" if m in world["floor"] else None,
-                                   layer=f"layer{m}", summary=lambda: {"p6": m})
-
-        def assumptions(layer):
-            bad = int(layer[5:]) in world["violates"]
-            return SimpleNamespace(ok=not bad, failed=("theta_incoherence", "w_incoherence") if bad else ())
-
-        monkeypatch.setattr(module, "estimate_span", estimate_span)
-        monkeypatch.setattr(module, "_search_phase", search_phase)
-        monkeypatch.setattr(module, "assumptions", assumptions)
-        return world
-
-    @staticmethod
-    def _run(plan_m, diag5):
-        cfg = SimpleNamespace(gap_min=3.0, hull_weighting="precision", success_tol=1e-10)
-        return SimpleNamespace(plan_m=plan_m, cfg=cfg, truth="T", phases={"4_refined_sculpt": "p4"},
-                               diag={"5_span": diag5})
-
-    @staticmethod
-    def _p5(m, ratios):
-        return SimpleNamespace(m=m, gap_ratios=np.array(ratios), summary=lambda: {"span": "gap rule"})
-
-    @staticmethod
-    def _missed(m, error):
-        return {"m": m, "heldout_relative_error": error, "verdict": "does not reach the floor"}
-
-    def test_none_kept_leaves_the_gap_rules_m(self, world, caplog):
-        # Ratios 1.5 (m = 2: at CANDIDATE_GAP), 1.0 (m = 3: below), 2.0 (m = 4), 1.6 (m = 5, beyond plan_m = 4):
-        # the candidates are 1, 2 and 4. None reaches the floor: the gap rule's m = 1 is kept, though m = 2 missed
-        # by less.
-        world["errors"] = {1: 0.3, 2: 0.1, 4: 0.2}
-        run, p5 = self._run(4, {"round": 2}), self._p5(1, [1.5, 1.0, 2.0, 1.6, 1.0])
-        with caplog.at_level("INFO", logger="learner.learn"):
-            span, p6 = _module()._select_m(run, p5)
-        tried = [self._missed(1, 0.3), self._missed(2, 0.1), self._missed(4, 0.2)]
-        assert span is p5 and p6.layer == "layer1"
-        assert run.phases["5_span"] is p5 and run.phases["6_search"] is p6
-        assert run.diag["5_span"] == {"span": "gap rule", "round": 2, "gap_m": 1, "model_selection": tried}
-        assert run.diag["6_search"] == {"p6": 1}
-        # The gap rule's m uses phase 5's own hull; the others are spanned from phase 4's constraints.
-        kw = {"gap_min": 3.0, "max_m": 4, "weighting": "precision", "truth": "T"}
-        assert world["span"] == [("p4", {"m": 2, **kw}), ("p4", {"m": 4, **kw})]
-        assert world["search"][0] is p5 and [s.m for s in world["search"]] == [1, 2, 4]
-        assert caplog.messages == ["unknown m: m = 1, held-out relative error 0.3: does not reach the floor",
-                                   "unknown m: m = 2, held-out relative error 0.1: does not reach the floor",
-                                   "unknown m: m = 4, held-out relative error 0.2: does not reach the floor"]
-
-    def test_a_ratio_past_the_last_is_not_read(self, world):
-        # Two ratios: m = 3 reads the second (2.0, a candidate); m = 4 would need a third. No round recorded: 0.
-        world["errors"] = {1: 0.3, 3: 0.2}
-        run = self._run(4, {})
-        _module()._select_m(run, self._p5(1, [1.0, 2.0]))
-        assert run.diag["5_span"]["model_selection"] == [self._missed(1, 0.3), self._missed(3, 0.2)]
-        assert run.diag["5_span"]["round"] == 0
-
-    def test_the_first_kept_m_ends_the_search(self, world):
-        # Candidates 1..5 (ratios 1.5, 1.6, 2.0 for m = 2, 3, 4; the gap rule says 5): m = 1 misses, m = 2's hull is
-        # undetermined, m = 3 reaches the floor but violates the conditions, m = 4 reaches the noise floor and is
-        # kept; m = 5 is never tried.
-        world["errors"] = {1: 0.2, 3: 1e-12, 4: 1e-3, 5: 1e-13}
-        world["floor"], world["violates"], world["undetermined"] = {4}, {3}, {2}
-        run = self._run(5, {"round": 1})
-        span, p6 = _module()._select_m(run, self._p5(5, [1.5, 1.6, 2.0, 1.0]))
-        assert span.m == 4 and p6.layer == "layer4"
-        assert run.diag["5_span"]["model_selection"] == [
-            self._missed(1, 0.2),
-            {"m": 2, "verdict": "hull undetermined: rank 3"},
-            {"m": 3, "heldout_relative_error": 1e-12,
-             "verdict": "reaches the floor but violates the conditions (theta_incoherence, w_incoherence)"},
-            {"m": 4, "heldout_relative_error": 1e-3, "verdict": "kept"}]
-        assert run.diag["5_span"]["gap_m"] == 5 and run.diag["5_span"]["span"] == 4
-        assert run.diag["6_search"] == {"p6": 4}
-        assert [s.m for s in world["search"]] == [1, 3, 4]
-
-
-class TestDropRedundantRules:
-    """``_drop_redundant``'s thresholds on constructed heads: a head is empty at ‖W‖_F <= 1e-6 of the largest, two
-    heads are one at ‖ΔΘ‖_F <= 1e-3 ‖Θ‖_F (the norm floored at 1e-300 only); the merge is kept at held-out error
-    <= success_tol or <= 2× the given fit's. The refit, the draws and the scores are stand-ins."""
-
-    @pytest.fixture
-    def calls(self, monkeypatch):
-        import learner.oracle as oracle
-        import learner.phases.search as search
-
-        calls = {"draws": [], "refit": [], "errors": (1e-12, 1e-12)}
-        reduced = SimpleNamespace(m=None, name="reduced")
-
-        def draw_checked(source, n):
-            calls["draws"].append((source, n))
-            return f"X{len(calls['draws'])}", f"Y{len(calls['draws'])}"
-
-        def refit(start, X, Y, **kw):
-            calls["refit"].append((np.array(start), X, Y, kw))
-            return reduced
-
-        def heldout(layer, X, Y):
-            assert (X, Y) == ("X2", "Y2")  # scored on the second, fresh draw
-            return calls["errors"][0] if layer is reduced else calls["errors"][1]
-
-        monkeypatch.setattr(oracle, "draw_checked", draw_checked)
-        monkeypatch.setattr(search, "refit", refit)
-        monkeypatch.setattr(search, "heldout_relative_error", heldout)
-        monkeypatch.setattr(_module(), "assumptions", lambda layer: SimpleNamespace(ok=True))
-        calls["reduced"] = reduced
-        return calls
-
-    @staticmethod
-    def _run():
-        cfg = SimpleNamespace(n_search=50, max_nfev=17, search_memory=12345, success_tol=1e-10)
-        return SimpleNamespace(cfg=cfg, source="source", diag={})
-
-    @staticmethod
-    def _layer(thetas, ws):
-        thetas, ws = np.array(thetas, dtype=float), np.array(ws, dtype=float)
-        return SimpleNamespace(thetas=thetas, ws=ws, m=len(thetas))
-
-    def test_an_empty_head_at_the_threshold_is_dropped(self, calls):
-        # ‖W‖_F = 2, 2e-6 (exactly 1e-6 of the largest), 1: head 1 is empty; heads 0 and 2 are refitted. The
-        # merge's error equals success_tol exactly and the given fit's is 0: kept by the success_tol rule.
-        t = [[[1.0, 0.0], [0.0, 0.0]], [[0.0, 1.0], [0.0, 0.0]], [[0.0, 0.0], [1.0, 0.0]]]
-        w = [[[2.0, 0.0], [0.0, 0.0]], [[2e-6, 0.0], [0.0, 0.0]], [[0.0, 1.0], [0.0, 0.0]]]
-        calls["errors"] = (1e-10, 0.0)
-        run = self._run()
-        out = _module()._drop_redundant(run, self._layer(t, w))
-        assert out == (calls["reduced"], 1e-10, "head 1 is empty (‖W‖_F = 2e-06)")
-        assert calls["draws"] == [("source", 50), ("source", 50)]
-        (start, X, Y, kw), = calls["refit"]
-        np.testing.assert_array_equal(start, np.array([t[0], t[2]]))
-        assert (X, Y, kw) == ("X1", "Y1", {"max_iter": 17, "max_bytes": 12345})
-        assert run.diag["redundant_heads"] == {"notes": ["head 1 is empty (‖W‖_F = 2e-06)"], "heads_kept": 2,
-                                               "heldout_relative_error": 1e-10,
-                                               "given_m_heldout_relative_error": 0.0}
-
-    def test_heads_at_the_duplicate_threshold_are_merged(self, calls):
-        # ‖Θ_1‖_F = 1000 and ‖Θ_1 − Θ_0‖_F = 1 = 1e-3·1000: one head, the mean Θ. The merge's error is exactly
-        # twice the given fit's (both above success_tol): kept.
-        t = [[[1000.0, 1.0], [0.0, 0.0]], [[1000.0, 0.0], [0.0, 0.0]]]
-        w = [[[1.0, 0.0], [0.0, 0.0]], [[0.0, 1.0], [0.0, 0.0]]]
-        calls["errors"] = (2 * 3e-6, 3e-6)
-        out = _module()._drop_redundant(self._run(), self._layer(t, w))
-        assert out == (calls["reduced"], 6e-6, "head 1 duplicates head 0 (‖ΔΘ‖/‖Θ‖ = 0.001; merged)")
-        np.testing.assert_array_equal(calls["refit"][0][0], [[[1000.0, 0.5], [0.0, 0.0]]])
-
-    def test_small_distinct_heads_are_not_merged(self, calls):
-        # ‖Θ‖_F ≈ 0.01 and ‖ΔΘ‖_F = 5e-4: 5 % apart, not duplicates (the relative tolerance is not floored at 1).
-        t = [[[0.01, 0.0], [0.0, 0.0]], [[0.01, 5e-4], [0.0, 0.0]]]
-        w = [[[1.0, 0.0], [0.0, 0.0]], [[0.0, 1.0], [0.0, 0.0]]]
-        run = self._run()
-        assert _module()._drop_redundant(run, self._layer(t, w)) is None
-        assert calls["refit"] == [] and run.diag == {}
-
-
 class TestTruthErrors:
     """The errors against the truth are measured on fresh inputs of the source's own distribution (boolean where
     the source names none), with the parameter error only where the numbers of heads agree."""
@@ -594,3 +341,70 @@ class TestTruthErrors:
         fewer = AttentionLayer(truth.thetas[:1], truth.ws[:1])
         assert set(truth_errors(truth, fewer, 3, object(), rng=5)) == {"relative_error"}
         assert truth_errors(None, layer, 3, object(), rng=5) == {}
+
+
+class TestSelectionWiring:
+    """The run's use of :mod:`learner.phases.select` (its rules are tested in tests/learner/phases/test_select.py):
+    what each call is given from the run, and where its result and record go."""
+
+    def test_select_m_gets_the_runs_hulls_and_phase_6_and_records_the_kept_m(self, monkeypatch):
+        module, seen = _module(), {}
+        span, p6 = SimpleNamespace(summary=lambda: {"span": 3}), SimpleNamespace(summary=lambda: {"p6": 3})
+
+        def select_m(p4, p5, search, **kw):
+            seen.update(p4=p4, p5=p5, kw=kw, probe=search("hull"))
+            return span, p6, ["tried"]
+
+        monkeypatch.setattr(module, "select_m", select_m)
+        monkeypatch.setattr(module, "_search_phase", lambda run_, hull, record=True: (run_, hull, record))
+        cfg = SimpleNamespace(success_tol=1e-10, gap_min=3.0, hull_weighting="irls")
+        run = SimpleNamespace(plan_m=4, cfg=cfg, truth="T", phases={"4_refined_sculpt": "p4"},
+                              diag={"5_span": {"round": 2}})
+        p5 = SimpleNamespace(m=2)
+        assert module._select_m(run, p5) == (span, p6)
+        assert seen == {"p4": "p4", "p5": p5, "probe": (run, "hull", True),
+                        "kw": {"plan_m": 4, "success_tol": 1e-10, "gap_min": 3.0, "weighting": "irls", "truth": "T"}}
+        assert run.phases == {"4_refined_sculpt": "p4", "5_span": span, "6_search": p6}
+        assert run.diag == {"5_span": {"span": 3, "round": 2, "gap_m": 2, "model_selection": ["tried"]},
+                            "6_search": {"p6": 3}}
+        run.diag = {"5_span": {}}
+        module._select_m(run, p5)
+        assert run.diag["5_span"]["round"] == 0
+
+    @pytest.mark.parametrize("probe", [None, {"m": 3}], ids=["no probe", "probe"])
+    def test_more_heads_probes_without_recording_phase_6(self, monkeypatch, probe):
+        module, seen = _module(), {}
+
+        def probe_more_heads(p4, p6, search, **kw):
+            seen.update(p4=p4, p6=p6, kw=kw, search=search("hull"))
+            return probe, "clause"
+
+        monkeypatch.setattr(module, "probe_more_heads", probe_more_heads)
+        monkeypatch.setattr(module, "_search_phase", lambda run_, hull, record=True: (hull, record))
+        cfg = SimpleNamespace(max_m=5, gap_min=3.0, hull_weighting="none", success_tol=1e-9)
+        run = SimpleNamespace(m=2, cfg=cfg, phases={"4_refined_sculpt": "p4"}, diag={"6_search": {}})
+        assert module._more_heads(run, "p6") == "clause"
+        assert seen == {"p4": "p4", "p6": "p6", "search": ("hull", False),
+                        "kw": {"m": 2, "max_m": 5, "success_tol": 1e-9, "gap_min": 3.0, "weighting": "none"}}
+        assert run.diag["6_search"] == ({} if probe is None else {"more_heads_probe": probe})
+
+    @pytest.mark.parametrize("record", [None, {"heads_kept": 1}], ids=["nothing redundant", "record"])
+    def test_drop_redundant_gets_the_runs_budgets_and_records(self, monkeypatch, record):
+        module, seen = _module(), {}
+
+        def drop_redundant(layer, source, **kw):
+            seen.update(layer=layer, source=source, kw=kw)
+            return "kept", record
+
+        monkeypatch.setattr(module, "drop_redundant", drop_redundant)
+        cfg = SimpleNamespace(n_search=50, max_nfev=17, search_memory=12345, success_tol=1e-10)
+        run = SimpleNamespace(cfg=cfg, source="source", diag={})
+        assert module._drop_redundant(run, "layer") == "kept"
+        assert seen == {"layer": "layer", "source": "source",
+                        "kw": {"n_search": 50, "max_nfev": 17, "search_memory": 12345, "success_tol": 1e-10}}
+        assert run.diag == ({} if record is None else {"redundant_heads": record})
+
+    def test_fits_is_the_floor_rule_at_the_runs_tolerance(self):
+        run = SimpleNamespace(cfg=SimpleNamespace(success_tol=1e-10))
+        assert _module()._fits(run, SimpleNamespace(heldout_error=1e-10, noise=None)) is True
+        assert _module()._fits(run, SimpleNamespace(heldout_error=2e-10, noise=None)) is False

@@ -1,0 +1,172 @@
+"""After phase 6: how many heads (ours, not the paper's: the paper is given m).
+
+Three decisions on top of phase 6's fit, each a function of phase 4's constraints, phase 5's hull and a
+phase-6 callable (``search(span) -> SearchResult``), so that they are tested on constructed hulls and fits:
+
+- :func:`select_m` — m unknown: phase 6 for each m the singular-value gap allows, smallest first; the first
+  layer that reaches the floor and meets the paper's conditions is kept.
+- :func:`probe_more_heads` — m given, and a residual that is not label noise: whether m + 1 heads reach the
+  floor on the same constraints (a clause for the failure message).
+- :func:`drop_redundant` — m given too large: empty heads dropped, coinciding heads merged, the smaller
+  layer refitted on fresh examples and kept when it fits as well and meets the conditions.
+
+:func:`reaches_floor` is the rule all three use: a fit reached the planted layer when its held-out error is
+within ``success_tol``, or its residual is label noise alone (:mod:`learner.phases.noise`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..assumptions import assumptions
+from ..oracle import draw_checked
+from .noise import STRUCTURE_ALPHA
+from .search import heldout_relative_error, refit
+from .span import HullUndetermined, estimate_span
+
+__all__ = ["CANDIDATE_GAP", "DUPLICATE_TOL", "EMPTY_TOL", "REDUNDANT_SLACK", "candidate_ms", "drop_redundant",
+           "probe_more_heads", "reaches_floor", "redundant_heads", "select_m"]
+
+log = logging.getLogger(__name__)
+
+#: Unknown m: phase 6 also tries every m whose singular-value ratio is at least this (ours: ratios off the
+#: true m stayed at most 1.45 in every run at m <= 4; LearnConfig.gap_min).
+CANDIDATE_GAP = 1.5
+
+#: With m given too large, the smaller layer is kept when its held-out error is at most this many times the
+#: given m's (or within success_tol) (ours, not tuned: a margin for the scatter of two held-out errors).
+REDUNDANT_SLACK = 2
+
+#: Redundant heads (m given too large, ours): two heads are one when their Θ's are this close (relative
+#: Frobenius distance), a head is empty when its ‖W‖_F is this small against the largest.
+DUPLICATE_TOL, EMPTY_TOL = 1e-3, 1e-6
+
+#: Phase 6 as the decisions call it: a hull (phase 5's result) in, phase 6's result out.
+Search = Callable[[Any], Any]
+
+
+def reaches_floor(p6: Any, success_tol: float) -> bool:
+    """Whether phase 6's layer reached the planted one: held-out error within ``success_tol`` or at the noise
+    floor (:mod:`learner.phases.noise`)."""
+    return bool(p6.heldout_error <= success_tol or p6.noise is not None)
+
+
+def candidate_ms(gap_ratios: Any, gap_m: int, plan_m: int) -> list[int]:
+    """The m's :func:`select_m` tries, smallest first: 1, the gap rule's ``gap_m``, and every m <= ``plan_m`` whose
+    singular-value ratio (``gap_ratios[m − 2]``) is at least :data:`CANDIDATE_GAP`."""
+    ratios = list(gap_ratios)
+    return sorted({1, gap_m} | {c for c in range(2, plan_m + 1)
+                                if len(ratios) >= c - 1 and ratios[c - 2] >= CANDIDATE_GAP})
+
+
+def select_m(p4: Any, p5: Any, search: Search, *, plan_m: int, success_tol: float, gap_min: float,
+             weighting: str, truth: Any = None) -> tuple[Any, Any, list[dict]]:
+    """Unknown m: phase 6 for each m the gap allows, smallest first; the first whose layer reaches the
+    floor and meets the paper's conditions is kept.
+
+    The candidates are :func:`candidate_ms`. The gap rule alone misreads some one-head layers at (d, k) = (8, 4)
+    as two heads (a weakly determined direction gives a ratio of 3.23): the data then decide, since a one-head
+    fit of a one-head layer reaches the floor and is smaller. The gap rule's m uses phase 5's own hull
+    ``p5``; the others are spanned from phase 4's constraints ``p4``. Returns ``(span, p6, tried)`` of the kept
+    m (the gap rule's when none is kept and it was searched, else the smallest held-out error); ``tried`` lists
+    every m tried and its verdict.
+    """
+    tried, results = [], {}
+    for c in candidate_ms(p5.gap_ratios, p5.m, plan_m):
+        if c == p5.m:
+            span = p5
+        else:
+            try:
+                span = estimate_span(p4, m=c, gap_min=gap_min, max_m=plan_m, weighting=weighting, truth=truth)
+            except HullUndetermined as exc:
+                tried.append({"m": c, "verdict": f"hull undetermined: {exc}"})
+                continue
+        p6 = search(span)
+        results[c] = (span, p6)
+        reached = reaches_floor(p6, success_tol)
+        report = assumptions(p6.layer) if reached else None
+        verdict = ("kept" if reached and report.ok else "reaches the floor but violates the conditions "
+                   f"({', '.join(report.failed)})" if reached else "does not reach the floor")
+        tried.append({"m": c, "heldout_relative_error": p6.heldout_error, "verdict": verdict})
+        log.info("unknown m: m = %d, held-out relative error %.3g: %s", c, p6.heldout_error, verdict)
+        if verdict == "kept":
+            break
+    kept = next((row["m"] for row in tried if row.get("verdict") == "kept"), p5.m if p5.m in results else None)
+    if kept is None:
+        kept = min(results, key=lambda c: results[c][1].heldout_error)
+    span, p6 = results[kept]
+    return span, p6, tried
+
+
+def probe_more_heads(p4: Any, p6: Any, search: Search, *, m: int | None, max_m: int, success_tol: float,
+                     gap_min: float, weighting: str) -> tuple[dict | None, str]:
+    """With m given and a residual that is not noise (structure p-value below
+    :data:`~learner.phases.noise.STRUCTURE_ALPHA`): whether m + 1 heads (at most ``max_m``) reach the floor, by
+    phase 6 on phase 4's constraints. Returns ``(probe, clause)``: the probe's record (None when no probe ran)
+    and the clause the failure message adds ("" unless the probe reaches the floor)."""
+    test = p6.noise_test
+    if m is None or test is None or test.structure_p >= STRUCTURE_ALPHA or m + 1 > max_m:
+        return None, ""
+    try:
+        span = estimate_span(p4, m=m + 1, gap_min=gap_min, max_m=m + 1, weighting=weighting)
+    except HullUndetermined:
+        return None, ""
+    probe = search(span)
+    reached = reaches_floor(probe, success_tol)
+    record = {"m": m + 1, "heldout_relative_error": probe.heldout_error, "reaches_floor": reached}
+    if not reached:
+        return record, ""
+    return record, (f"; the residual shows more heads: with m = {m + 1} phase 6 reaches held-out relative error "
+                    f"{probe.heldout_error:.3g} on the same constraints (give m = {m + 1}, or no m)")
+
+
+def redundant_heads(thetas: np.ndarray, ws: np.ndarray) -> tuple[list[list[int]], list[str]]:
+    """The heads of a layer grouped into distinct ones: ``(groups, notes)``. A head whose ‖W‖_F is at most
+    :data:`EMPTY_TOL` of the largest is left out (empty); a head whose Θ is within :data:`DUPLICATE_TOL`
+    (relative Frobenius distance) of a kept group's first head joins that group. ``notes`` says why, per head."""
+    m = len(thetas)
+    w_norms = np.linalg.norm(ws.reshape(m, -1), axis=1)
+    notes, keep = [], []
+    for i in range(m):
+        if w_norms[i] <= EMPTY_TOL * w_norms.max():
+            notes.append(f"head {i} is empty (‖W‖_F = {w_norms[i]:.2g})")
+            continue
+        twin = next((j for j in keep if np.linalg.norm(thetas[i] - thetas[j[0]])
+                     <= DUPLICATE_TOL * max(np.linalg.norm(thetas[i]), 1e-300)), None)
+        if twin is not None:
+            twin.append(i)
+            notes.append(f"head {i} duplicates head {twin[0]} (‖ΔΘ‖/‖Θ‖ = "
+                         f"{np.linalg.norm(thetas[i] - thetas[twin[0]]) / np.linalg.norm(thetas[i]):.2g}; merged)")
+        else:
+            keep.append([i])
+    return keep, notes
+
+
+def drop_redundant(layer: Any, source: Any, *, n_search: int, max_nfev: int | None, search_memory: int,
+                   success_tol: float) -> tuple[tuple[Any, float, str] | None, dict | None]:
+    """With m given too large: the layer without its redundant heads (:func:`redundant_heads`; merged heads take
+    the mean Θ, the refit gives their W), refitted by variable projection on ``n_search`` fresh examples and
+    scored on as many more. Returns ``(kept, record)``: ``kept`` is ``(layer, held-out error, note)`` when the
+    smaller layer's held-out error is within ``success_tol`` or :data:`REDUNDANT_SLACK` times the given layer's,
+    and it meets the paper's conditions, else None; ``record`` (None when no head is redundant) holds the notes,
+    the heads kept and both held-out errors.
+    """
+    thetas = layer.thetas
+    keep, notes = redundant_heads(thetas, layer.ws)
+    if len(keep) == layer.m or not keep:
+        return None, None
+    start = np.stack([thetas[g].mean(axis=0) for g in keep])
+    X, Y = draw_checked(source, n_search)
+    Xh, Yh = draw_checked(source, n_search)
+    reduced = refit(start, X, Y, max_iter=max_nfev, max_bytes=search_memory)
+    heldout = heldout_relative_error(reduced, Xh, Yh)
+    full = heldout_relative_error(layer, Xh, Yh)
+    record = {"notes": notes, "heads_kept": len(keep), "heldout_relative_error": heldout,
+              "given_m_heldout_relative_error": full}
+    if not (heldout <= success_tol or heldout <= REDUNDANT_SLACK * full) or not assumptions(reduced).ok:
+        return None, record
+    return (reduced, heldout, "; ".join(notes)), record
