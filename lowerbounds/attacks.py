@@ -28,14 +28,22 @@ the same labels on all ``2^n`` public vectors (checked by enumeration for
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from learner import LearnConfig
+from learner._typing import SeedLike
 from learner.validation import Each, Integer, check_int, check_rng, declare
 
 from .lwr import LWRInstance, LWRParams, PublicSamples, attention_samples, lwr_predictor, predictor_accuracy, sample_lwr
+
+if TYPE_CHECKING:
+    from .lattice import LatticeOutcome
 
 __all__ = [
     "AttackOutcome",
@@ -77,13 +85,13 @@ class AttackOutcome:
     message: str
     extra: dict = field(default_factory=dict)
 
-    def recovered(self, secret):
+    def recovered(self, secret: ArrayLike) -> bool:
         """Whether the outcome's secret is equivalent to ``secret`` (same labels on every public vector)."""
         if self.secret is None:
             return False
         return equivalent_secrets(self.secret, secret, self.q)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"attack": self.attack, "n": self.n, "q": self.q, "success": self.success,
                 "secret": None if self.secret is None else list(self.secret), "candidates": self.candidates,
                 "samples": self.samples, "seconds": self.seconds, "cost": self.cost, "message": self.message,
@@ -94,7 +102,7 @@ def _all_vectors(n):
     return np.array(list(product((0, 1), repeat=n)), dtype=np.int64)
 
 
-def _integer_vector(name, value):
+def _integer_vector(name: str, value: ArrayLike) -> np.ndarray:
     """``value`` as int64 entries; an entry that is not an integer is refused (truncated, it would be another
     secret)."""
     arr = np.asarray(value)
@@ -105,7 +113,7 @@ def _integer_vector(name, value):
     return arr.astype(np.int64)
 
 
-def equivalent_secrets(a, b, q):
+def equivalent_secrets(a: ArrayLike, b: ArrayLike, q: int) -> bool:
     """Whether secrets ``a`` and ``b`` give the same rounded label on every ``b ∈ {0,1}^n`` (``n <= 16``)."""
     a, b = _integer_vector("a", a), _integer_vector("b", b)
     if a.shape != b.shape or a.ndim != 1:
@@ -138,7 +146,8 @@ def _classes(survivors, params):
 MAX_SECRETS = 10**9
 
 
-def exhaustive_search(samples, *, batch=1 << 16, max_kept=1000, max_secrets=MAX_SECRETS):
+def exhaustive_search(samples: PublicSamples, *, batch: int = 1 << 16, max_kept: int = 1000,
+                      max_secrets: int = MAX_SECRETS) -> AttackOutcome:
     """Try every secret in ``Z_q^n``; keep those that reproduce every label.
 
     Parameters
@@ -180,6 +189,7 @@ def exhaustive_search(samples, *, batch=1 << 16, max_kept=1000, max_secrets=MAX_
                          f"{max_secrets:.3g}; pass a larger max_secrets to run it anyway.")
     first = samples.take(min(FILTER_SAMPLES, len(samples)))
     radix = q ** np.arange(n - 1, -1, -1, dtype=np.int64)
+    kept: list[tuple[int, ...]]
     kept, count = [], 0
     for start in range(0, total, batch):
         idx = np.arange(start, min(start + batch, total), dtype=np.int64)
@@ -222,7 +232,7 @@ def _solve_mod(A, y, q):
     return tuple(int(v) for v in M[:cols, -1]), order[:cols]
 
 
-def linear_algebra_attack(samples):
+def linear_algebra_attack(samples: PublicSamples) -> AttackOutcome:
     """Gaussian elimination mod ``q`` on ``⟨w, b⟩ ≡ y``; the candidate is checked against every label.
 
     Unrounded samples give ``y`` exactly; rounded ones are given their interval's
@@ -264,8 +274,9 @@ def linear_algebra_attack(samples):
                          float(n * n * len(samples)), msg, {"rounded": params.rounded})
 
 
-def attention_attack(instance, *, method="provable", n_samples=2_000_000, n_test=20_000, config=None,
-                     gradient_options=None, rng=None):
+def attention_attack(instance: LWRInstance, *, method: str = "provable", n_samples: int = 2_000_000,
+                     n_test: int = 20_000, config: LearnConfig | None = None,
+                     gradient_options: Mapping[str, Any] | None = None, rng: SeedLike = None) -> AttackOutcome:
     """Learn the member from the reduction's attention samples, then predict LWR labels.
 
     The attacker draws ``n_samples`` LWR samples of ``instance``'s secret (only the
@@ -332,7 +343,7 @@ def attention_attack(instance, *, method="provable", n_samples=2_000_000, n_test
                           "optimiser_steps": int(sum(result.diagnostics.get("fit", {}).get("iterations", [])))})
 
 
-def fit_growth(ns, seconds, *, floor=2e-3):
+def fit_growth(ns: ArrayLike, seconds: ArrayLike, *, floor: float = 2e-3) -> tuple[float, int]:
     """Least-squares fit ``seconds ≈ a · base^n`` over the points above ``floor``.
 
     Timings below ``floor`` seconds measure overhead, not the attack (ours:
@@ -362,7 +373,8 @@ def _samples_for(n, q):
 
 
 @declare(ns=Each(Integer(), distinct=False), q=Integer(3), repeats=Integer())
-def time_attacks(ns, q, *, attacks=("exhaustive", "linear"), repeats=3, rng=None):
+def time_attacks(ns: Sequence[int], q: int, *, attacks: Sequence[str] = ("exhaustive", "linear"), repeats: int = 3,
+                 rng: SeedLike = None) -> dict[str, Any]:
     """Run attacks at each ``n``; median time over ``repeats`` fresh secrets.
 
     ``"exhaustive"`` and ``"lattice"`` run on rounded samples; ``"linear"`` runs on
@@ -381,6 +393,7 @@ def time_attacks(ns, q, *, attacks=("exhaustive", "linear"), repeats=3, rng=None
         if a not in known:
             raise ValueError(f"`attacks` entries must be in {known}; got {a!r}.")
     rows = []
+    out: AttackOutcome | LatticeOutcome
     for attack in attacks:
         for n in ns:
             outs, control = [], []
@@ -398,6 +411,7 @@ def time_attacks(ns, q, *, attacks=("exhaustive", "linear"), repeats=3, rng=None
                     out = linear_algebra_attack(unrounded.public)
                     control.append(linear_algebra_attack(draw.public).success)
                 outs.append((out, out.recovered(draw.secret)))
+            row: dict[str, Any]
             row = {"attack": attack, "n": n, "q": q, "m_typical": len(switch_points(q, n * (q - 1) // 2)),
                    "median_seconds": float(np.median([o.seconds for o, _ in outs])),
                    "successes": sum(bool(o.success and ok) for o, ok in outs), "repeats": repeats,

@@ -6,11 +6,13 @@ Library functions never parse ``argv``; this module does, calls them, and prints
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 import numpy as np
 
 from learner import FileFormatError, enumerate_cube, save_layer, write_json
 from learner.argparsing import (
+    CommandParser,
     check_output_options,
     cli_seed,
     cli_type,
@@ -44,7 +46,7 @@ from .sq import sq_hard_instance
 __all__ = ["build_parser", "main"]
 
 
-def build_parser():
+def build_parser() -> CommandParser:
     parser = command_parser(prog="python -m lowerbounds",
                                      description="Hard instances behind the lower bounds (constructions ours).")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -422,7 +424,7 @@ def _learn_hard(args):
     return 0
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -31,16 +31,22 @@ label and the same count holds for general SQ.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import combinations
 from math import comb
+from typing import TYPE_CHECKING, Any
 
 import mpmath
 import numpy as np
 
 from learner import enumerate_cube
+from learner._typing import SeedLike
 from learner.validation import Integer, Real, check_int, check_positive_float, check_rng, declare
 
-from .sq import MP_DPS, VARIANTS, default_offset, sq_hard_instance
+from .sq import MP_DPS, VARIANTS, ParityInstance, default_offset, sq_hard_instance
+
+if TYPE_CHECKING:
+    import networkx
 
 __all__ = ["HardFamily"]
 
@@ -70,11 +76,12 @@ class HardFamily:
     """
 
     @declare(d=Integer(3), m=Integer(2))  # sq_hard_instance's ranges
-    def __init__(self, d, m, *, variant="interpolation", t=0, o=0, offset=None, steepness=40.0):
+    def __init__(self, d: int, m: int, *, variant: str = "interpolation", t: int = 0, o: int = 0,
+                 offset: int | None = None, steepness: float = 40.0) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"`variant` must be one of {VARIANTS}; got variant={variant!r}.")
         # A template member validates t, o, offset and fixes the shared numbers.
-        kwargs = {"variant": variant, "t": t, "o": o}
+        kwargs: dict[str, Any] = {"variant": variant, "t": t, "o": o}
         if variant == "steps":
             offset = default_offset(d, t) if offset is None else offset
             kwargs.update(offset=offset, steepness=steepness)
@@ -96,22 +103,22 @@ class HardFamily:
 
     # -- members -------------------------------------------------------------
     @property
-    def size(self):
+    def size(self) -> int:
         """``N = C(n, m − 1)``."""
         return comb(self.n, self.r)
 
-    def members(self):
+    def members(self) -> list[tuple[int, ...]]:
         """All hidden subsets, in lexicographic order (at most ``MAX_MEMBERS``)."""
         if self.size > MAX_MEMBERS:
             raise ValueError(f"the family has {self.size} members (> {MAX_MEMBERS}); use the closed forms.")
         return [tuple(S) for S in combinations(self.free, self.r)]
 
-    def instance(self, subset):
+    def instance(self, subset: Iterable[int]) -> ParityInstance:
         """The member with hidden ``subset``."""
         return sq_hard_instance(self.d, self.m, subset, **self._kwargs)
 
     # -- closed forms --------------------------------------------------------
-    def inner(self, overlap):
+    def inner(self, overlap: int) -> mpmath.mpf:
         """``E[dev_S dev_{S'}]`` for ``|S ∩ S'| = overlap`` (closed form, mpmath)."""
         j = check_int("overlap", overlap, minimum=0)
         if j > self.r:
@@ -120,38 +127,38 @@ class HardFamily:
             return 2 * sum((comb(j, ell) * (self._A[ell] ** 2 + self._B[ell] ** 2) for ell in range(1, j + 1)),
                            mpmath.mpf(0))
 
-    def overlap_correlation(self, overlap):
+    def overlap_correlation(self, overlap: int) -> float:
         """Normalised correlation ``ρ(j) = E[dev_S dev_{S'}] / E[dev_S²]`` for overlap ``j`` (float)."""
         return float(self.inner(overlap) / self.inner(self.r))
 
-    def correlation(self, S1, S2):
+    def correlation(self, S1: Iterable[int], S2: Iterable[int]) -> float:
         """``ρ`` between two members given by their subsets."""
         a, b = self._subset(S1), self._subset(S2)
         return self.overlap_correlation(len(set(a) & set(b)))
 
-    def neighbours(self, overlap):
+    def neighbours(self, overlap: int) -> int:
         """How many other members meet a given one in exactly ``overlap`` coordinates."""
         j = check_int("overlap", overlap, minimum=0)
         count = comb(self.r, j) * comb(self.n - self.r, self.r - j)
         return count - 1 if j == self.r else count
 
-    def row_sum(self):
+    def row_sum(self) -> float:
         """``R = Σ_{S' ≠ S} |ρ(S, S')|`` (the same for every ``S``)."""
         return float(sum(self.neighbours(j) * abs(self.overlap_correlation(j)) for j in range(self.r)))
 
-    def statistical_dimension(self, avg_correlation):
+    def statistical_dimension(self, avg_correlation: float) -> int:
         """Lower bound ``⌊N γ̄ / (1 + R)⌋`` on SD at average correlation ``γ̄`` (exact when ``R = 0``)."""
         gamma = check_positive_float("avg_correlation", avg_correlation)
         return int(np.floor(self.size * gamma / (1.0 + self.row_sum()) + 1e-12))
 
     @declare(tolerance=Real())
-    def query_lower_bound(self, tolerance):
+    def query_lower_bound(self, tolerance: float) -> float:
         """Queries needed to identify ``S`` at tolerance ``τ`` (see the module docstring)."""
         lam = float(self.inner(self.r)) * (1.0 + self.row_sum())
         return (self.size - 1) * (self.template.label_bound * tolerance) ** 2 / lam
 
     # -- graph view (families whose correlations are not exactly zero) -------
-    def correlation_graph(self, threshold):
+    def correlation_graph(self, threshold: float) -> networkx.Graph:
         """networkx graph on the members, an edge where ``|ρ| > threshold``."""
         import networkx as nx
 
@@ -167,7 +174,7 @@ class HardFamily:
                     graph.add_edge(members[i], members[j])
         return graph
 
-    def nearly_orthogonal_subfamily(self, threshold, *, rng=None):
+    def nearly_orthogonal_subfamily(self, threshold: float, *, rng: SeedLike = None) -> dict[str, Any]:
         """Bounds on the largest subfamily with pairwise ``|ρ| <= threshold``.
 
         Returns a dict: ``members`` (a maximal independent set of
@@ -188,7 +195,8 @@ class HardFamily:
                 "edges": graph.number_of_edges()}
 
     # -- exact enumeration ---------------------------------------------------
-    def exact_correlations(self, subsets=None):
+    def exact_correlations(self, subsets: Iterable[Iterable[int]] | None = None
+                           ) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray]:
         """Normalised Gram matrix of the deviations by enumerating all ``4^d`` inputs (``d <= 8``).
 
         Returns ``(subsets, gram, signal_gram)``: ``gram`` from the layers
@@ -218,13 +226,13 @@ class HardFamily:
         sgram /= total
         return subsets, gram / np.mean(np.diag(gram)), sgram / np.mean(np.diag(sgram))
 
-    def _subset(self, S):
+    def _subset(self, S: Iterable[int]) -> tuple[int, ...]:
         S = tuple(sorted(int(s) for s in S))
         if len(S) != self.r or not set(S) <= set(self.free) or len(set(S)) != len(S):
             raise ValueError(f"not a member: {list(S)} must be {self.r} distinct coordinates from {list(self.free)}.")
         return S
 
-    def summary(self, tolerance=None, avg_correlation=None):
+    def summary(self, tolerance: float | None = None, avg_correlation: float | None = None) -> dict[str, Any]:
         """JSON-ready description (size, correlations by overlap, bounds)."""
         out = {
             "d": self.d, "m": self.m, "variant": self.variant, "members": self.size,

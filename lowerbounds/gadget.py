@@ -24,7 +24,10 @@ that ``g`` is a parity or a rounding function.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from learner import AttentionLayer
 from learner.validation import check_int, check_real_array
@@ -42,7 +45,7 @@ def _sigmoid(u):
     return np.where(u >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-def check_coordinates(d, **coords):
+def check_coordinates(d: int, **coords: int) -> tuple[int, ...]:
     """Each keyword as an int coordinate in ``[0, d)``, in order; errors name the keyword and value."""
     out = []
     for name, value in coords.items():
@@ -53,7 +56,7 @@ def check_coordinates(d, **coords):
     return tuple(out)
 
 
-def check_coordinate_set(name, values):
+def check_coordinate_set(name: str, values: Iterable[int]) -> tuple[int, ...]:
     """``values`` as a sorted tuple of int coordinates ``>= 0`` (repeats kept for the caller to judge).
 
     Floats are not truncated (``2.9`` is refused, not read as 2): a coordinate is an index.
@@ -72,7 +75,7 @@ def check_coordinate_set(name, values):
     return tuple(sorted(out))
 
 
-def _check_pair_inputs(X, d=None):
+def _check_pair_inputs(X: ArrayLike, d: int | None = None) -> np.ndarray:
     X = check_real_array("X", X)
     if X.ndim == 2:
         X = X[None]
@@ -85,7 +88,7 @@ def _check_pair_inputs(X, d=None):
     return X
 
 
-def gadget_weight(theta, X):
+def gadget_weight(theta: ArrayLike, X: ArrayLike) -> np.ndarray:
     """Row 1's attention weight on token 1 for ``Θ = diag(theta)``: ``σ(2⟨θ, b⟩)``.
 
     Computed from the gadget's closed form, not from the layer; tests compare
@@ -113,7 +116,7 @@ def gadget_weight(theta, X):
     return _sigmoid(2.0 * b @ theta)
 
 
-def head_weights(thetas, X):
+def head_weights(thetas: ArrayLike, X: ArrayLike) -> np.ndarray:
     """``σ(2⟨θ_i, b⟩)`` for every head ``i``: shape (n, m)."""
     thetas = check_real_array("thetas", thetas, ndim=2)
     X = _check_pair_inputs(X, thetas.shape[1])
@@ -121,7 +124,7 @@ def head_weights(thetas, X):
     return _sigmoid(2.0 * b @ thetas.T)
 
 
-def gadget_layer(thetas, coefficients, *, t, o):
+def gadget_layer(thetas: ArrayLike, coefficients: ArrayLike, *, t: int, o: int) -> AttentionLayer:
     """The layer with heads ``Θ_i = diag(θ_i)``, ``W_i = c_i e_t e_oᵀ``.
 
     Parameters
@@ -155,7 +158,7 @@ def gadget_layer(thetas, coefficients, *, t, o):
     return AttentionLayer(big_thetas, ws)
 
 
-def gadget_outputs(X, g, *, t, o, total):
+def gadget_outputs(X: ArrayLike, g: ArrayLike, *, t: int, o: int, total: float) -> np.ndarray:
     """The gadget layer's full output given its hidden factor ``g`` per input: shape (n, 2, d).
 
     ``Y_{1o} = C x_{2t} + (x_{1t} − x_{2t}) g`` and ``Y_{2o} = C x_{1t} − (x_{1t} − x_{2t}) g``

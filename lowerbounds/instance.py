@@ -29,8 +29,9 @@ from functools import cached_property
 
 import mpmath
 import numpy as np
+from numpy.typing import ArrayLike
 
-from learner import AttentionLayer, assumptions
+from learner import AssumptionReport, AttentionLayer, assumptions
 
 from .gadget import _check_pair_inputs, _sigmoid, gadget_outputs
 
@@ -48,12 +49,12 @@ MP_TERM_SECONDS = 4e-5
 log = logging.getLogger(__name__)
 
 
-def g_evaluations(m, max_sum):
+def g_evaluations(m: int, max_sum: int) -> int:
     """Head-terms in one row ``a`` of the exact table: ``m (Σv + 1)``."""
     return m * (max_sum + 1)
 
 
-def check_g_cost(m, max_sum, max_evaluations, *, what="the instance"):
+def check_g_cost(m: int, max_sum: int, max_evaluations: int | None, *, what: str = "the instance") -> int:
     """Refuse (ValueError) an exact table beyond ``max_evaluations`` head-terms; ``None`` means no limit.
 
     Logs the estimated time at INFO when it exceeds a few seconds.
@@ -102,28 +103,28 @@ class HardInstance:
     metadata: dict = field(repr=False)
 
     # -- what a family defines ---------------------------------------------
-    def target(self, h):
+    def target(self, h: ArrayLike) -> np.ndarray:
         """The family's target ``τ(h)`` on hidden sums ``h`` (array of ints)."""
         raise NotImplementedError
 
     # -- derived numbers -----------------------------------------------------
     @property
-    def total(self):
+    def total(self) -> float:
         """``C = Σ c_i``, the coefficient of the reference part ``C x_{2t}``."""
         return float(sum(self.coefficients))
 
     @property
-    def max_sum(self):
+    def max_sum(self) -> int:
         """``Σ v``: the hidden sum ranges over ``0..max_sum``."""
         return int(sum(self.pattern))
 
     @property
-    def label_bound(self):
+    def label_bound(self) -> float:
         """``max |F(X)_{1o}|`` over Boolean inputs, ``|C| + 2 max_{a,h} |G_a(h)|``: scales queries into [−1, 1]."""
         return abs(self.total) + 2 * max(float(abs(v)) for row in self.g_table() for v in row)
 
     @cached_property
-    def reachable_sums(self):
+    def reachable_sums(self) -> tuple[int, ...]:
         """The hidden sums ``⟨v, b⟩`` that some ``b ∈ {0,1}^d`` reaches (subset sums of ``v``), sorted."""
         reach = np.zeros(self.max_sum + 1, dtype=bool)
         reach[0] = True
@@ -133,7 +134,7 @@ class HardInstance:
         return tuple(int(h) for h in np.flatnonzero(reach))
 
     @cached_property
-    def sharpness_error(self):
+    def sharpness_error(self) -> float:
         """``max |F(X)_{1o} − formula(X)|`` over the Boolean inputs where the formula is claimed.
 
         Equal to ``2 max |G_a(h) − τ(h)|`` (``|x_{1t} − x_{2t}| = 2`` where it
@@ -148,23 +149,23 @@ class HardInstance:
         return 2.0 * float(max(abs(row[h] - int(v)) for h, v in zip(hs, tau, strict=True)))
 
     # -- the stated formula ------------------------------------------------
-    def hidden_sum(self, X):
+    def hidden_sum(self, X: ArrayLike) -> np.ndarray:
         """``h = ⟨v, b⟩`` per input, ``b = (1 − x_1 ⊙ x_2)/2``: integer array of shape (n,)."""
         X = _check_pair_inputs(X, self.d)
         b = (X[:, 0] != X[:, 1]).astype(np.int64)
         return b @ np.asarray(self.pattern, dtype=np.int64)
 
-    def signal(self, X):
+    def signal(self, X: ArrayLike) -> np.ndarray:
         """``(x_{1t} − x_{2t}) τ(h)``, straight from the definition: shape (n,)."""
         X = _check_pair_inputs(X, self.d)
         return (X[:, 0, self.t] - X[:, 1, self.t]) * self.target(self.hidden_sum(X))
 
-    def formula(self, X):
+    def formula(self, X: ArrayLike) -> np.ndarray:
         """The stated value of ``F(X)_{1o}``: ``C x_{2t} + signal(X)`` (valid on :meth:`on_signal_half`)."""
         X = _check_pair_inputs(X, self.d)
         return self.total * X[:, 1, self.t] + self.signal(X)
 
-    def on_signal_half(self, X):
+    def on_signal_half(self, X: ArrayLike) -> np.ndarray:
         """Where the formula is claimed: every input without an offset, ``x_{1p} ≠ x_{2p}`` with one."""
         X = _check_pair_inputs(X, self.d)
         if self.offset_coord is None:
@@ -172,7 +173,7 @@ class HardInstance:
         return X[:, 0, self.offset_coord] != X[:, 1, self.offset_coord]
 
     # -- the exact function computed by the layer ---------------------------
-    def g_table(self):
+    def g_table(self) -> tuple[tuple[mpmath.mpf, ...], tuple[mpmath.mpf, ...]]:
         """``G_a(h)`` for ``a ∈ {0, 1}`` (the value of ``b_p``) and ``h = 0..Σv``, in mpmath.
 
         The layer's entry ``(1, o)`` is exactly ``C x_{2t} + (x_{1t} − x_{2t}) G_{b_p}(h)``
@@ -193,7 +194,7 @@ class HardInstance:
                                  for h in range(self.max_sum + 1))
         return cache[a]
 
-    def g_values(self, X):
+    def g_values(self, X: ArrayLike) -> np.ndarray:
         """``G_{b_p}(h)`` per input in float64 (the layer's hidden factor)."""
         X = _check_pair_inputs(X, self.d)
         h = self.hidden_sum(X)
@@ -203,11 +204,11 @@ class HardInstance:
         mu = np.asarray(self.offsets)
         return _sigmoid(2.0 * (h[:, None] * lam - bp[:, None] * mu)) @ np.asarray(self.coefficients)
 
-    def outputs_given_g(self, X, g):
+    def outputs_given_g(self, X: ArrayLike, g: ArrayLike) -> np.ndarray:
         """Full ``(n, 2, d)`` output with the factor ``g`` per input (the gadget identity)."""
         X = _check_pair_inputs(X, self.d)
         return gadget_outputs(X, g, t=self.t, o=self.o, total=self.total)
 
-    def assumption_report(self):
+    def assumption_report(self) -> AssumptionReport:
         """``learner.assumptions`` on the layer (k = 2): which of the paper's conditions it violates."""
         return assumptions(self.layer, k=2)

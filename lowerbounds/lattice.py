@@ -40,11 +40,14 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from learner._typing import SeedLike
 from learner.validation import Each, Integer, check_int, check_positive_float, check_rng, declare
 
 from .lwr import switch_points
@@ -195,7 +198,7 @@ class CostRow:
     at_floor: bool
 
 
-def root_hermite_factor(beta):
+def root_hermite_factor(beta: int) -> float:
     """Root-Hermite factor δ(β) reached by BKZ with block size β.
 
     .. math:: \\delta(\\beta) = \\Big( (\\pi\\beta)^{1/\\beta} \\frac{\\beta}{2\\pi e} \\Big)^{1/(2(\\beta - 1))}
@@ -232,7 +235,7 @@ def _delta_formula(beta):
     return ((math.pi * beta) ** (1.0 / beta) * beta / (2 * math.pi * math.e)) ** (1.0 / (2 * (beta - 1)))
 
 
-def primal_usvp_cost(n, q, sigma_s, sigma_e, *, m=None):
+def primal_usvp_cost(n: int, q: int, sigma_s: float, sigma_e: float, *, m: int | None = None) -> UsvpCost:
     """Primal uSVP estimate (GSA + ADPS16 success condition) for LWE.
 
     LWE samples ``A s + e mod q`` with ``s ∈ Z_q^n`` (standard deviation
@@ -355,7 +358,7 @@ def _usvp_search(n, q, sigma_s, sigma_e, m, *, delta=root_hermite_factor, with_v
                     log2_quantum=None, at_floor=False, message=f"no block size succeeds within {limit}.", **common)
 
 
-def lwr_error_stddev(q):
+def lwr_error_stddev(q: int) -> float:
     """Root-mean-square rounding error of 1-bit LWR with integer interval centres.
 
     The label says ``y mod q ∈ I_ℓ``; the attack takes ``c_ℓ``, a middle
@@ -393,7 +396,7 @@ def lwr_error_stddev(q):
     return math.sqrt(total)
 
 
-def lwr_cost(n, q, *, m=None):
+def lwr_cost(n: int, q: int, *, m: int | None = None) -> UsvpCost:
     """The primal-uSVP model (:func:`primal_usvp_cost`) for 1-bit LWR mod ``q``.
 
     LWR is read as LWE with a uniform secret, ``σ_s = √((q² − 1)/12)``, and the
@@ -436,7 +439,7 @@ def lwr_cost(n, q, *, m=None):
 
 
 @declare(ns=Each(Integer(), distinct=False), q=Integer(3))
-def cost_table(ns, q, *, m=None):
+def cost_table(ns: Iterable[int], q: int, *, m: int | None = None) -> tuple[CostRow, ...]:
     """Rows ``(n, q, heads, β, dimension, log2 core-SVP, log2 exhaustive)`` for 1-bit LWR.
 
     Parameters
@@ -487,7 +490,7 @@ _MAX_LOOPS = 4
 _INSTALL_HINT = 'lattice_attack needs fpylll (and cysignals); install the `lattice` extra: pip install -e ".[lattice]"'
 
 
-def fpylll_available():
+def fpylll_available() -> bool:
     """Whether fpylll (and cysignals) import here: the lattice attack's optional extra."""
     try:
         _require_fpylll()
@@ -504,7 +507,7 @@ def _require_fpylll():
     return fpylll
 
 
-def _check_binary(name, value, ndim):
+def _check_binary(name: str, value: ArrayLike, ndim: int) -> np.ndarray:
     arr = np.asarray(value)
     if arr.ndim != ndim:
         raise ValueError(f"`{name}` must have {ndim} dimension{'s' if ndim > 1 else ''}; got shape {arr.shape}.")
@@ -517,7 +520,7 @@ def _check_binary(name, value, ndim):
     return arr.astype(np.int64)
 
 
-def _check_samples(B, labels, q):
+def _check_samples(B: ArrayLike, labels: ArrayLike, q: int) -> tuple[np.ndarray, np.ndarray, int]:
     q = check_int("q", q, minimum=3)
     B = _check_binary("B", B, 2)
     labels = _check_binary("labels", labels, 1)
@@ -590,7 +593,9 @@ def _unit_pivot_rows(B, q, order):
     return np.array(chosen), aug[:, n:]
 
 
-def lattice_attack(B, labels, q, *, n_samples=None, block_size=None, secret=None, rng=None):
+def lattice_attack(B: ArrayLike, labels: ArrayLike, q: int, *, n_samples: int | None = None,
+                   block_size: int | None = None, secret: ArrayLike | None = None,
+                   rng: SeedLike = None) -> LatticeOutcome:
     """Recover a 1-bit LWR secret from binary samples by lattice reduction (fpylll).
 
     Each label fixes ``y_i = ⟨w, b_i⟩ mod q`` to an interval with integer

@@ -45,15 +45,23 @@ import os
 import socket
 import time
 import traceback
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from learner._typing import PathLike
 from learner.io import check_writable_dir, versions
+from learner.study.methods import example_stream
 from learner.study.records import StudyResult, schema_of, write_summary
-from learner.study.sweep import EXAMPLE_STREAM, claim_study, fit_growth, median, run_sweep, sweep_lock
+from learner.study.sweep import claim_study, fit_growth, median, run_sweep, sweep_lock
 from learner.validation import Each, Integer, Real, Seed, check_int, declare
+
+if TYPE_CHECKING:
+    from .lwr import LWRInstance
+    from .sq import ParityInstance
 
 __all__ = [
     "FAMILIES",
@@ -99,6 +107,7 @@ PROVABLE_OPTIONS = {"n_crude": 200_000, "crude_max_examples": 500_000, "n_refine
                     "outer_rounds": 1}
 #: LWR samples the learner is given (it draws from them as from any fixed set; ours, not tuned).
 PROVABLE_LWR_SAMPLES = 2_000_000
+DEFAULTS: dict[str, Any]
 DEFAULTS = {"ds": (8, 12, 16, 24), "ms": (2, 3, 4), "subsets": 5, "lwr_ns": (2, 3, 4, 5, 6, 7, 8), "q": 7,
             "lwr_secrets": 1,
             "start": 1000, "max_examples": 32_000, "max_seconds": 40.0, "target": 1e-3, "provable_seeds": 1}
@@ -134,33 +143,34 @@ class HardSpec:
     RECORD_SCHEMA = RECORD_SCHEMA
 
     @property
-    def spawn_key(self):
+    def spawn_key(self) -> tuple[int, ...]:
         return (_FAMILY_CODE[self.family], self.m, self.d, self.n, self.q, self.seed_index)
 
     @property
-    def run_id(self):
+    def run_id(self) -> str:
         where = f"n{self.n}-q{self.q}" if self.family == "lwr" else f"m{self.m}-d{self.d}"
         return f"{self.method}-{self.family}-{where}-s{self.seed_index}"
 
     @property
-    def example_stream(self):
-        return EXAMPLE_STREAM.get(self.method, 1)
+    def example_stream(self) -> int:
+        return example_stream(self.method)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"family": self.family, "method": self.method, "m": self.m, "d": self.d, "n": self.n, "q": self.q,
                 "seed_index": self.seed_index, "entropy": self.entropy, "spawn_key": list(self.spawn_key),
                 "budget": dict(self.budget), "options": dict(self.options)}
 
     @classmethod
-    def from_dict(cls, rec):
+    def from_dict(cls, rec: Mapping[str, Any]) -> HardSpec:
         return cls(rec["family"], rec["method"], rec["m"], rec["d"], rec["seed_index"], rec["entropy"], n=rec["n"],
                    q=rec["q"], budget=tuple(sorted(rec["budget"].items())),
                    options=tuple(sorted(rec["options"].items())))
 
-    def run(self, learn_workers=None):
+    def run(self, learn_workers: int | None = None) -> dict[str, Any]:
         return run_hard(self, learn_workers)
 
-    def failure_record(self, message, tb, timings, where):
+    def failure_record(self, message: str, tb: str, timings: Mapping[str, float],
+                       where: Mapping[str, Any]) -> dict[str, Any]:
         return _head(self) | {"outcome": "error", "success": False, "status": "error", "message": message,
                               "traceback": tb, "timings": timings, "where": where, "attempts": []}
 
@@ -170,7 +180,8 @@ def _head(spec):
             "spec": spec.to_dict(), "example_stream": spec.example_stream, "versions": versions()}
 
 
-def planted_member(spec):
+def planted_member(spec: HardSpec
+                   ) -> tuple[ParityInstance | LWRInstance, np.random.SeedSequence, np.random.SeedSequence]:
     """The member of a run and the seeds of its examples and its method.
 
     ``SeedSequence(entropy, spawn_key=spec.spawn_key).spawn(3)`` seeds, in order,
@@ -182,6 +193,7 @@ def planted_member(spec):
     from .sq import sparse_linear_instance, sq_hard_instance
 
     member_seed, data_seed, method_seed = np.random.SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)
+    inst: ParityInstance | LWRInstance
     if spec.family == "sq":
         inst = sq_hard_instance(spec.d, spec.m, cell_subset(spec.m, spec.d, spec.seed_index, entropy=spec.entropy))
     elif spec.family == "control":
@@ -193,7 +205,7 @@ def planted_member(spec):
     return inst, data_seed, method_seed
 
 
-def cell_subset(m, d, index, *, entropy):
+def cell_subset(m: int, d: int, index: int, *, entropy: int) -> tuple[int, ...]:
     """The hidden subset of seed ``index`` in the SQ cell ``(m, d)``; the seeds of a cell never share one (ours).
 
     The subsets of a cell are a uniformly random sequence without repetition of
@@ -239,6 +251,7 @@ def cell_subset(m, d, index, *, entropy):
     if count <= _ENUMERATE_SUBSETS:
         every = list(itertools.combinations(range(1, d), m - 1))
         return every[int(gen.permutation(count)[index])]
+    order: list[tuple[int, ...]]
     seen, order = set(), []
     while len(order) <= index:
         S = tuple(sorted(int(j) for j in gen.choice(np.arange(1, d), size=m - 1, replace=False)))
@@ -248,7 +261,7 @@ def cell_subset(m, d, index, *, entropy):
     return order[index]
 
 
-def run_hard(spec, learn_workers=None):
+def run_hard(spec: HardSpec | dict[str, Any], learn_workers: int | None = None) -> dict[str, Any]:
     """Run one specification (a :class:`HardSpec` or its dict) and return its JSON-ready record.
 
     A failure of the run itself (an exception) becomes a record with
@@ -270,11 +283,11 @@ def run_hard(spec, learn_workers=None):
         log.warning("run %s failed: %s: %s", spec.run_id, type(exc).__name__, exc)
         return spec.failure_record(f"{type(exc).__name__}: {exc}", traceback.format_exc(),
                                    {"total": time.perf_counter() - t0}, where)
-    member = {"m": inst.m, "d": inst.d}
+    member: dict[str, Any] = {"m": inst.m, "d": inst.d}
     if spec.family == "lwr":
-        member |= {"secret": list(inst.secret), "q": inst.q}
+        member |= {"secret": list(inst.secret), "q": inst.q}  # type: ignore[union-attr]  # an LWRInstance here
     else:
-        member |= {"subset": list(inst.subset)}
+        member |= {"subset": list(inst.subset)}  # type: ignore[union-attr]  # a ParityInstance here
     return _head(spec) | {"outcome": "finished", "member": member, "where": where} | body | {
         "timings": {"total": time.perf_counter() - t0}}
 
@@ -402,8 +415,9 @@ def _check_list(name, values, check):
     return out
 
 
-def check_study(*, ds, ms, subsets, lwr_ns, q, families, methods, start, max_examples, max_seconds, target,
-                provable_seeds, lwr_secrets=1):
+def check_study(*, ds: Sequence[int], ms: Sequence[int], subsets: int, lwr_ns: Sequence[int], q: int,
+                families: Iterable[str], methods: Iterable[str], start: int, max_examples: int, max_seconds: float,
+                target: float, provable_seeds: int, lwr_secrets: int = 1) -> dict[str, Any]:
     """Check the study's parameters together before anything runs; errors name the parameter and the value.
 
     Each parameter's own type and range is :func:`learn_hard_study`'s declared rule (checked at its call);
@@ -422,7 +436,7 @@ def check_study(*, ds, ms, subsets, lwr_ns, q, families, methods, start, max_exa
     if methods == ["exhaustive"] and families != ["lwr"]:
         raise ValueError("method 'exhaustive' applies to the lwr family only; add 'adam' or 'provable', or "
                          "families=['lwr'].")
-    out = {"families": families, "methods": methods}
+    out: dict[str, Any] = {"families": families, "methods": methods}
     if {"sq", "control"} & set(families):
         for m in ms:
             if m > MAX_M:
@@ -454,7 +468,9 @@ def check_study(*, ds, ms, subsets, lwr_ns, q, families, methods, start, max_exa
     return out
 
 
-def plan_hard_runs(checked, *, entropy, adam_options=None, provable_options=None, provable_lwr_samples=None):
+def plan_hard_runs(checked: Mapping[str, Any], *, entropy: int, adam_options: dict[str, Any] | None = None,
+                   provable_options: dict[str, Any] | None = None,
+                   provable_lwr_samples: int | None = None) -> list[HardSpec]:
     """Specifications for a checked study (:func:`check_study`), seed-major so that a stopped sweep has every cell."""
     budget = tuple(sorted(checked["budget"].items()))
     opts = {"adam": tuple(sorted((ADAM_OPTIONS | (adam_options or {})).items())),
@@ -484,7 +500,7 @@ def plan_hard_runs(checked, *, entropy, adam_options=None, provable_options=None
 # --------------------------------------------------------------------------- summary, table, figure
 
 
-def summarise_hard(records):
+def summarise_hard(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Rows per cell and method, fitted growth in d per (family, m), and the LWR rows (JSON-ready).
 
     Medians are over the finished runs of a cell, successful or not (what a
@@ -494,7 +510,7 @@ def summarise_hard(records):
     ``secrets_q_n`` (``q^n``; ``None`` beyond float64's range) and
     ``log2_secrets_q_n`` (``n log2 q``, always finite).
     """
-    groups = {}
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for rec in records:
         sp = rec["spec"]
         key = (sp["family"], sp["method"], sp["m"], sp["d"], sp["n"], sp["q"])
@@ -536,7 +552,7 @@ def summarise_hard(records):
                                                     [r["median_seconds"] for r in learned])["power"],
                 "censored": any(r["budget_out"] for r in mine),
                 "all_learned": all(r["successes"] == r["runs"] for r in every)}  # a raised run did not learn
-    lwr = {}
+    lwr: dict[int, dict[str, Any]] = {}
     for r in rows:
         if r["family"] == "lwr":
             lwr.setdefault(r["n"], {k: r[k] for k in ("n", "q", "secrets_q_n", "log2_secrets_q_n")})[r["method"]] = {
@@ -586,7 +602,7 @@ def _fmt(x, spec=".3g"):
 class HardStudyResult(StudyResult):
     """What :func:`learn_hard_study` measured (:class:`learner.study.records.StudyResult`)."""
 
-    def table(self):
+    def table(self) -> str:
         """The summary as Markdown: SQ family and control, the growth fits, the LWR rows."""
         s = self.summary
         lines = [("| family | method | m | d | runs | learned | budget out | median examples | median s "
@@ -638,7 +654,7 @@ def _say_nothing_finished(ax, where, rows):
     log.warning("%s: %s", where, note.replace("\n", " "))
 
 
-def plot_hard(summary, path):
+def plot_hard(summary: Mapping[str, Any], path: PathLike) -> Path:
     """Examples against d (log-log) per m, hard family and control; LWR: Adam's time and the exhaustive search's."""
     import matplotlib
 
@@ -649,7 +665,7 @@ def plot_hard(summary, path):
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     ax = axes[0]
-    colours = {}
+    colours: dict[int, str] = {}
     sq_rows = [r for r in summary["rows"] if r["family"] in ("sq", "control") and r["method"] == "adam"]
     for r_family, style in (("sq", "-"), ("control", "--")):
         for g in summary["growth"].values():
@@ -709,13 +725,16 @@ def plot_hard(summary, path):
 @declare(ds=Each(Integer(3)), ms=Each(Integer(2)), subsets=Integer(), lwr_ns=Each(Integer()), q=Integer(3),
          lwr_secrets=Integer(), start=Integer(), max_examples=Integer(), max_seconds=Real(),
          target=Real(below=1), provable_seeds=Integer(), seed=Seed())
-def learn_hard_study(out, *, ds=DEFAULTS["ds"], ms=DEFAULTS["ms"], subsets=DEFAULTS["subsets"],
-                     lwr_ns=DEFAULTS["lwr_ns"], q=DEFAULTS["q"], lwr_secrets=DEFAULTS["lwr_secrets"],
-                     families=FAMILIES, methods=METHODS, start=DEFAULTS["start"],
-                     max_examples=DEFAULTS["max_examples"], max_seconds=DEFAULTS["max_seconds"],
-                     target=DEFAULTS["target"], provable_seeds=DEFAULTS["provable_seeds"], adam_options=None,
-                     provable_options=None, provable_lwr_samples=None, seed=0, backend="local", workers=None,
-                     scheduler=None, progress=False, plot=True):
+def learn_hard_study(out: PathLike, *, ds: Sequence[int] = DEFAULTS["ds"], ms: Sequence[int] = DEFAULTS["ms"],
+                     subsets: int = DEFAULTS["subsets"], lwr_ns: Sequence[int] = DEFAULTS["lwr_ns"],
+                     q: int = DEFAULTS["q"], lwr_secrets: int = DEFAULTS["lwr_secrets"],
+                     families: Sequence[str] = FAMILIES, methods: Sequence[str] = METHODS,
+                     start: int = DEFAULTS["start"], max_examples: int = DEFAULTS["max_examples"],
+                     max_seconds: float = DEFAULTS["max_seconds"], target: float = DEFAULTS["target"],
+                     provable_seeds: int = DEFAULTS["provable_seeds"], adam_options: dict[str, Any] | None = None,
+                     provable_options: dict[str, Any] | None = None, provable_lwr_samples: int | None = None,
+                     seed: int = 0, backend: str = "local", workers: int | None = None, scheduler: str | None = None,
+                     progress: bool = False, plot: bool = True) -> HardStudyResult:
     """Run the study, write ``out/runs/*.json``, ``summary.json``, ``summary.md`` and ``learn_hard.png``.
 
     Every parameter is checked before anything runs (its declared rule, then :func:`check_study`).
@@ -741,7 +760,7 @@ def learn_hard_study(out, *, ds=DEFAULTS["ds"], ms=DEFAULTS["ms"], subsets=DEFAU
         records, stats = run_sweep(specs, out, backend=backend, workers=workers, scheduler=scheduler,
                                    progress=progress)
         summary = summarise_hard(records) | {"parameters": parameters, "versions": versions()}
-        files = {}
+        files: dict[str, str] = {}
         result = HardStudyResult(records, summary, stats, files)
         files |= write_summary(out, summary, result.table() + "\n")
         if plot:

@@ -50,10 +50,14 @@ carved by two heads (up at 1.5, down at 2.5, ``C = 0``). Every secret with
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from learner._typing import SeedLike
 from learner.validation import Boolean, Integer, Real, check_int, check_rng, declare
 
 from .gadget import _check_pair_inputs, gadget_layer, gadget_outputs
@@ -80,7 +84,7 @@ __all__ = [
 DEFAULT_SHARPNESS = 15.0
 
 #: Named members (ours). ``"one-slab"`` is the smallest: two heads, one slab.
-NAMED_LWR = {
+NAMED_LWR: dict[str, dict[str, Any]] = {
     "one-slab": {"secret": (1, 2), "q": 3,
                  "about": "n = 2, q = 3, w = (1, 2): label 1 only on y = 2; two heads (up at 1.5, down at 2.5)"},
 }
@@ -106,24 +110,26 @@ class LWRParams:
     q: int
     rounded: bool = True
 
-    def label(self, y):
+    def label(self, y: ArrayLike) -> np.ndarray:
         """Labels of integer sums ``y``: ``1[y mod q >= q/2]`` (rounded) or ``y mod q``."""
         y = np.asarray(y, dtype=np.int64) % self.q
         return (2 * y >= self.q).astype(np.int64) if self.rounded else y
 
-    def check_secret(self, secret):
+    def check_secret(self, secret: Sequence[int]) -> tuple[int, ...]:
         """``secret`` as a tuple of ints in ``[0, q)`` of length ``n``; errors name the bad entry."""
         return _check_secret(secret, self.q, n=self.n)
 
-    def draw_secret(self, *, rng=None):
+    def draw_secret(self, *, rng: SeedLike = None) -> tuple[int, ...]:
         """A uniform secret in ``Z_q^n``."""
         rng = check_rng(rng)
         return tuple(int(v) for v in rng.integers(0, self.q, self.n))
 
 
 # The fields' rules, declared once on the constructor (also dataclasses.replace's): q >= 3, since q = 2 makes the
-# label a parity.
-LWRParams.__init__ = declare(n=Integer(), q=Integer(3), rounded=Boolean())(LWRParams.__init__)
+# label a parity. Replacing the generated __init__ is intended (it keeps its signature), so mypy's method-assign
+# is silenced.
+LWRParams.__init__ = declare(  # type: ignore[method-assign]
+    n=Integer(), q=Integer(3), rounded=Boolean())(LWRParams.__init__)
 
 
 def _check_secret(secret, q, *, n=None):
@@ -172,14 +178,14 @@ class PublicSamples:
     def __len__(self):
         return self.B.shape[0]
 
-    def take(self, n_samples):
+    def take(self, n_samples: int) -> PublicSamples:
         """The first ``n_samples`` samples."""
         n_samples = check_int("n_samples", n_samples, minimum=0)
         if n_samples > len(self):
             raise ValueError(f"`n_samples` must be at most the {len(self)} available; got n_samples={n_samples}.")
         return PublicSamples(self.params, self.B[:n_samples], self.labels[:n_samples])
 
-    def consistent(self, secret):
+    def consistent(self, secret: Sequence[int]) -> bool:
         """Whether ``secret`` reproduces every label (rounding is deterministic)."""
         w = np.asarray(_check_secret(secret, self.params.q, n=self.params.n), dtype=np.int64)
         return bool(np.array_equal(self.params.label(self.B @ w), self.labels))
@@ -193,7 +199,8 @@ class LWRSamples:
     secret: tuple
 
 
-def sample_lwr(params, n_samples, *, secret=None, rng=None):
+def sample_lwr(params: LWRParams, n_samples: int, *, secret: Sequence[int] | None = None,
+               rng: SeedLike = None) -> LWRSamples:
     """Draw LWR samples ``(b, round_1(⟨w, b⟩ mod q))`` with ``b`` uniform in ``{0,1}^n``.
 
     Parameters
@@ -225,7 +232,7 @@ def sample_lwr(params, n_samples, *, secret=None, rng=None):
     return LWRSamples(PublicSamples(params, B, labels), secret)
 
 
-def switch_points(q, y_max):
+def switch_points(q: int, y_max: int) -> list[tuple[int, int]]:
     """The switches of ``y ↦ round_1(y mod q)`` in ``1..y_max``: list of ``(y*, ±1)`` (up = +1)."""
     q = check_int("q", q, minimum=3)
     y_max = check_int("y_max", y_max, minimum=0)
@@ -264,39 +271,41 @@ class LWRInstance(HardInstance):
     ``coords``); ``layout`` is the public part.
     """
 
+    offset_coord: int  # narrowed: a member always has its offset p = n + 1 (the field keeps its place)
     secret: tuple
     q: int
     coords: tuple
     sharpness: float
 
-    def target(self, h):
+    def target(self, h: ArrayLike) -> np.ndarray:
         """``round_1(h mod q) = 1[h mod q >= q/2]``."""
         return (2 * (np.asarray(h) % self.q) >= self.q).astype(np.int64)
 
     @property
-    def n(self):
+    def n(self) -> int:
         return len(self.secret)
 
     @property
-    def layout(self):
+    def layout(self) -> LWRLayout:
         """The public :class:`LWRLayout` (no secret)."""
         return LWRLayout(n=self.n, q=self.q, d=self.d, t=self.t, o=self.o, p=self.offset_coord,
                          coords=self.coords, m=self.m, total=self.total, sharpness=self.sharpness,
                          thresholds=tuple(mu / lam for mu, lam in zip(self.offsets, self.lambdas, strict=True)))
 
     @property
-    def params(self):
+    def params(self) -> LWRParams:
         """The :class:`LWRParams` of this member (rounded)."""
         return LWRParams(self.n, self.q)
 
-    def public_vectors(self, X):
+    def public_vectors(self, X: ArrayLike) -> np.ndarray:
         """``b`` on the secret's coordinates, ``(n_inputs, n)`` in {0, 1}."""
         X = _check_pair_inputs(X, self.d)
         return (X[:, 0, list(self.coords)] != X[:, 1, list(self.coords)]).astype(np.int64)
 
 
 @declare(q=Integer(3), sharpness=Real(), d=Integer(none=True), o=Integer(0), max_evaluations=Integer(none=True))
-def lwr_hard_instance(secret, q, *, sharpness=DEFAULT_SHARPNESS, d=None, o=0, max_evaluations=MAX_G_EVALUATIONS):
+def lwr_hard_instance(secret: Sequence[int], q: int, *, sharpness: float = DEFAULT_SHARPNESS, d: int | None = None,
+                      o: int = 0, max_evaluations: int | None = MAX_G_EVALUATIONS) -> LWRInstance:
     """The LWE-style member with secret ``w``: one head per switch of the square wave.
 
     Parameters
@@ -380,7 +389,7 @@ def lwr_hard_instance(secret, q, *, sharpness=DEFAULT_SHARPNESS, d=None, o=0, ma
     return inst
 
 
-def named_lwr_instance(name, *, sharpness=DEFAULT_SHARPNESS):
+def named_lwr_instance(name: str, *, sharpness: float = DEFAULT_SHARPNESS) -> LWRInstance:
     """A member from :data:`NAMED_LWR` (``"one-slab"``: the smallest, two heads)."""
     if name not in NAMED_LWR:
         raise ValueError(f"`name` must be one of {sorted(NAMED_LWR)}; got name={name!r}.")
@@ -411,7 +420,8 @@ def _inputs_for(B, layout, rng, *, reader_differs):
     return np.stack([x1, x1 * z], axis=1)
 
 
-def attention_samples(samples, layout, *, half="signal", rng=None):
+def attention_samples(samples: PublicSamples, layout: LWRLayout, *, half: str = "signal",
+                      rng: SeedLike = None) -> tuple[np.ndarray, np.ndarray]:
     """LWR samples → samples ``(X, Y)`` of the member's ``F`` (no secret used).
 
     Each ``(b, ℓ)`` becomes an input pair with ``x_1`` uniform, ``x_1 ⊙ x_2 =
@@ -467,7 +477,8 @@ def attention_samples(samples, layout, *, half="signal", rng=None):
     return X, gadget_outputs(X, g, t=layout.t, o=layout.o, total=0.0)
 
 
-def lwr_predictor(predict, layout, *, votes=1, rng=None):
+def lwr_predictor(predict: Callable[[np.ndarray], ArrayLike], layout: LWRLayout, *, votes: int = 1,
+                  rng: SeedLike = None) -> Callable[[ArrayLike], np.ndarray]:
     """A predictor of ``F`` → a predictor of LWR labels.
 
     For each public vector ``b`` build ``X`` on the signal half with
@@ -508,7 +519,7 @@ def lwr_predictor(predict, layout, *, votes=1, rng=None):
     return predictor
 
 
-def predictor_accuracy(predictor, samples):
+def predictor_accuracy(predictor: Callable[[np.ndarray], ArrayLike], samples: PublicSamples) -> float:
     """Fraction of ``samples`` (PublicSamples) whose label ``predictor(B)`` gets right."""
     if not isinstance(samples, PublicSamples):
         raise TypeError(f"`samples` must be PublicSamples; got {type(samples).__name__}.")

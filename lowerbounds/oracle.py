@@ -20,12 +20,15 @@ error ``<= τ/10``; then the answer is not exact and the result says so).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from math import comb
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from learner import enumerate_cube, sample_inputs
+from learner._typing import SeedLike
 from learner.validation import check_int, check_positive_float, check_rng
 
 from .gadget import _check_pair_inputs, check_coordinate_set
@@ -47,10 +50,10 @@ class CharacterQuery:
 
     subset: frozenset
 
-    def __init__(self, subset):
+    def __init__(self, subset: Iterable[int]) -> None:
         object.__setattr__(self, "subset", frozenset(check_coordinate_set("subset", subset)))
 
-    def evaluate(self, X, Y, *, t, o, bound):
+    def evaluate(self, X: ArrayLike, Y: ArrayLike, *, t: int, o: int, bound: float) -> np.ndarray:
         """Values of ``φ`` on inputs ``X`` with labels ``Y`` (for checks against enumeration)."""
         X = _check_pair_inputs(X)
         z = X[:, 0] * X[:, 1]
@@ -67,7 +70,7 @@ class SparseLinearTarget:
     coordinate. Only :class:`CharacterQuery` queries are supported.
     """
 
-    def __init__(self, d, subset, *, t=0, o=0):
+    def __init__(self, d: int, subset: Iterable[int], *, t: int = 0, o: int = 0) -> None:
         self.d = check_int("d", d, minimum=2)
         self.t, self.o = check_int("t", t, minimum=0), check_int("o", o, minimum=0)
         S = check_coordinate_set("subset", subset)
@@ -78,11 +81,11 @@ class SparseLinearTarget:
         self.total = 2.0
         self.label_bound = 2.0 + 2.0 * np.sqrt(len(S))
 
-    def fourier(self, U):
+    def fourier(self, U: Iterable[int]) -> float:
         U = frozenset(U)
         return 1.0 / np.sqrt(len(self.subset)) if len(U) == 1 and next(iter(U)) in self.subset else 0.0
 
-    def reference_fourier(self, U):
+    def reference_fourier(self, U: Iterable[int]) -> float:
         return 0.0
 
 
@@ -110,7 +113,8 @@ class SQOracle:
     2
     """
 
-    def __init__(self, target, *, tolerance, adversary="reference", rng=None):
+    def __init__(self, target: ParityInstance | SparseLinearTarget, *, tolerance: float, adversary: str = "reference",
+                 rng: SeedLike = None) -> None:
         if not isinstance(target, (ParityInstance, SparseLinearTarget)):
             raise TypeError("`target` must be a ParityInstance (sq_hard_instance) or SparseLinearTarget; "
                             f"got {type(target).__name__}.")
@@ -143,12 +147,12 @@ class SQOracle:
                     ref[U] = rc
         return coef, ref
 
-    def reset(self):
+    def reset(self) -> None:
         """Zero the query count and restart the random stream."""
         self.queries = 0
         self.rng = np.random.default_rng(self._seed)
 
-    def exact_value(self, query):
+    def exact_value(self, query: CharacterQuery | Callable[[np.ndarray, np.ndarray], ArrayLike]) -> tuple[float, float]:
         """``(truth, reference)`` for ``query`` (exact where the module docstring says so)."""
         if isinstance(query, CharacterQuery):
             t, d = self.target.t, self.target.d
@@ -204,7 +208,7 @@ class SQOracle:
             raise ValueError("a query φ(X, Y) must return one finite value in [−1, 1] per input.")
         return values
 
-    def query(self, query):
+    def query(self, query: CharacterQuery | Callable[[np.ndarray, np.ndarray], ArrayLike]) -> float:
         """One statistical query; returns the adversary's answer (within ``τ`` of the truth)."""
         truth, ref = self.exact_value(query)
         self.queries += 1

@@ -18,12 +18,16 @@ degree-1 candidates: slope about 1 for every m.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from math import comb
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from learner._typing import SeedLike
 from learner.validation import Each, Integer, Real, check_int, check_rng, declare
 
 from .oracle import CharacterQuery, SparseLinearTarget, SQOracle
@@ -44,13 +48,16 @@ class SearchOutcome:
     complete: bool
 
 
-def correlational_search(oracle, *, max_degree, rng=None, max_queries=MAX_QUERIES):
+def correlational_search(oracle: SQOracle, *, max_degree: int, rng: SeedLike = None,
+                         max_queries: int = MAX_QUERIES) -> SearchOutcome:
     """Run the degree-ascending correlational search against ``oracle``; see the module docstring."""
     max_degree = check_int("max_degree", max_degree)
     target = oracle.target
     coords = [j for j in range(target.d) if j != target.t]
     gen = check_rng(rng)
     tau, B = oracle.tolerance, oracle.label_bound
+    found: list[tuple[int, ...]]
+    coefs: list[float]
     found, coefs, mass = [], [], 0.0
     start = oracle.queries
     for degree in range(1, max_degree + 1):
@@ -70,7 +77,7 @@ def correlational_search(oracle, *, max_degree, rng=None, max_queries=MAX_QUERIE
     return SearchOutcome(tuple(found), tuple(coefs), oracle.queries - start, False)
 
 
-def fit_slope(ds, counts):
+def fit_slope(ds: ArrayLike, counts: ArrayLike) -> float:
     """Least-squares slope of ``log(count)`` against ``log(d)``."""
     ds = np.asarray(ds, dtype=float)
     counts = np.asarray(counts, dtype=float)
@@ -82,7 +89,8 @@ def fit_slope(ds, counts):
 # ds and ms need not be distinct: a repeated value is measured again.
 @declare(ds=Each(Integer(3), distinct=False), ms=Each(Integer(2), distinct=False), tolerance=Real(),
          trials=Integer())
-def simulate_queries(ds, ms, *, tolerance=0.05, adversary="reference", trials=25, family="hard", rng=None):
+def simulate_queries(ds: Sequence[int], ms: Sequence[int], *, tolerance: float = 0.05, adversary: str = "reference",
+                     trials: int = 25, family: str = "hard", rng: int | None = None) -> dict[str, Any]:
     """Queries the search needs, per ``(m, d)``, over ``trials`` random hidden subsets.
 
     Parameters

@@ -30,13 +30,16 @@ says which conditions fail; :meth:`HardInstance.assumption_report`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from math import comb
 
 import mpmath
 import numpy as np
+from numpy.typing import ArrayLike
 
+from learner._typing import SeedLike
 from learner.validation import Integer, Real, check_rng, declare
 
 from .gadget import check_coordinate_set, check_coordinates, gadget_layer
@@ -52,7 +55,7 @@ VARIANTS = ("interpolation", "steps")
 FORMULA_ACCURACY = 1e-9
 
 
-def default_lambdas(m):
+def default_lambdas(m: int) -> tuple[float, ...]:
     """``λ_i = i − m/2 + 1/4`` (i = 0..m−1): distinct, non-zero, no ``±λ`` pairs.
 
     Ours, chosen for conditioning: ``σ(−u) = 1 − σ(u)`` makes a ``±λ`` pair
@@ -63,12 +66,13 @@ def default_lambdas(m):
     return tuple(float(i - m / 2 + 0.25) for i in range(m))
 
 
-def default_offset(d, t):
+def default_offset(d: int, t: int) -> int:
     """The steps variant's offset coordinate when none is given: ``d − 1`` (``d − 2`` if that is ``t``)."""
     return d - 1 if d - 1 != t else d - 2
 
 
-def interpolation_coefficients(lambdas, targets=None):
+def interpolation_coefficients(lambdas: Iterable[float], targets: Sequence[float | mpmath.mpf] | None = None
+                               ) -> tuple[np.ndarray, float]:
     """Solve ``Σ_i c_i σ(2 λ_i h) = τ(h)`` (``h = 0..m−1``) in 50-digit arithmetic; ``τ(h) = (−1)^h`` by default.
 
     ``targets`` gives other values ``τ(0..m−1)`` (numbers or mpmath values; the
@@ -103,7 +107,7 @@ def interpolation_coefficients(lambdas, targets=None):
         return np.array([float(x) for x in c]), float(cond)
 
 
-def symmetric_fourier(values):
+def symmetric_fourier(values: Sequence[float | mpmath.mpf]) -> list[mpmath.mpf]:
     """Fourier coefficients of a symmetric function of ``r`` signs.
 
     ``values[h]`` is the function where exactly ``h`` of the ``r`` signs are −1.
@@ -147,12 +151,12 @@ class ParityInstance(HardInstance):
     subset: tuple
     condition: float | None
 
-    def target(self, h):
+    def target(self, h: ArrayLike) -> np.ndarray:
         """The parity ``(−1)^h``."""
         return 1 - 2 * (np.asarray(h) % 2)
 
     @cached_property
-    def fourier_by_degree(self):
+    def fourier_by_degree(self) -> tuple[list[mpmath.mpf], list[mpmath.mpf]]:
         """``(A, B)``: the Fourier coefficients of ``½(G_0 + G_1)`` and ``½(G_0 − G_1)`` by degree ``0..r``.
 
         ``g = ½(G_0 + G_1) + ½ z_p (G_0 − G_1)`` (``B = 0`` without an offset), and
@@ -169,7 +173,7 @@ class ParityInstance(HardInstance):
                 B = [mpmath.mpf(0)] * len(f0)
         return A, B
 
-    def fourier(self, U):
+    def fourier(self, U: Iterable[int]) -> mpmath.mpf:
         """Exact Fourier coefficient at ``χ_U(z)`` of the layer's factor ``g(z) = G_{b_p}(h_S(z))`` (mpmath)."""
         U = frozenset(int(u) for u in U)
         S = frozenset(self.subset)
@@ -181,7 +185,7 @@ class ParityInstance(HardInstance):
             return B[len(U) - 1]
         return mpmath.mpf(0)
 
-    def reference_fourier(self, U):
+    def reference_fourier(self, U: Iterable[int]) -> mpmath.mpf:
         """Coefficients of the ``S``-independent part of ``g`` (characters ``U ⊆ {p}``), zero elsewhere."""
         U = frozenset(int(u) for u in U)
         if U <= ({self.offset_coord} if self.offset_coord is not None else set()):
@@ -208,8 +212,9 @@ def _check_subset(subset, d, t, offset):
 
 # d >= 3: the reader, the offset and one hidden coordinate; m >= 2: one head per parity degree plus one.
 @declare(d=Integer(3), m=Integer(2), offset=Integer(0, none=True), steepness=Real())
-def sq_hard_instance(d, m, subset=None, *, variant="interpolation", t=0, o=0, offset=None, lambdas=None,
-                     steepness=40.0, rng=None):
+def sq_hard_instance(d: int, m: int, subset: Iterable[int] | None = None, *, variant: str = "interpolation",
+                     t: int = 0, o: int = 0, offset: int | None = None, lambdas: Iterable[float] | None = None,
+                     steepness: float = 40.0, rng: SeedLike = None) -> ParityInstance:
     """A member of the SQ-hard family on two tokens.
 
     Parameters
@@ -328,12 +333,12 @@ class SparseLinearInstance(ParityInstance):
     coordinate; for ``m = 2`` (``r = 1``) it equals the parity member. Ours.
     """
 
-    def target(self, h):
+    def target(self, h: ArrayLike) -> np.ndarray:
         """``1 − 2h/r`` (float)."""
         return 1.0 - 2.0 * np.asarray(h, dtype=float) / len(self.subset)
 
     @cached_property
-    def sharpness_error(self):
+    def sharpness_error(self) -> float:
         """``max |F(X)_{1o} − formula(X)|`` over the Boolean inputs, exact (mpmath): ``2 max_h |G(h) − (1 − 2h/r)|``."""
         row = self._g_row(0)
         r = len(self.subset)
@@ -341,7 +346,8 @@ class SparseLinearInstance(ParityInstance):
             return 2.0 * float(max(abs(row[h] - (1 - mpmath.mpf(2 * h) / r)) for h in self.reachable_sums))
 
 
-def sparse_linear_instance(d, m, subset=None, *, t=0, o=0, lambdas=None, rng=None):
+def sparse_linear_instance(d: int, m: int, subset: Iterable[int] | None = None, *, t: int = 0, o: int = 0,
+                           lambdas: Iterable[float] | None = None, rng: SeedLike = None) -> SparseLinearInstance:
     """The control member for :func:`sq_hard_instance` (same arguments, interpolation variant).
 
     The hidden subset is drawn exactly as :func:`sq_hard_instance` draws it

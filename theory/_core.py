@@ -13,6 +13,7 @@ import math
 import operator
 import time
 from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -22,6 +23,10 @@ __all__ = ["CheckResult", "MissingMatplotlib", "Timer", "chebyshev_radius", "fin
            "seeded"]
 
 _RELATIONS = {"<=": operator.le, ">=": operator.ge}
+
+#: What :func:`seeded` (and every check that records its seed entropy) takes: ``learner._typing.SeedLike`` but a
+#: BitGenerator, which ``np.random.SeedSequence`` refuses.
+SeedOrGenerator: TypeAlias = int | np.random.SeedSequence | np.random.Generator | None
 
 
 @dataclass(frozen=True)
@@ -186,7 +191,7 @@ def chebyshev_radius(trace_cov, n_samples, failure_probability):
     return float(np.sqrt(max(trace_cov, 0.0) / (n_samples * failure_probability)))
 
 
-def seeded(rng):
+def seeded(rng: SeedOrGenerator) -> tuple[np.random.Generator, Any]:  # entropy: int, or a SeedSequence's own
     """``(Generator, entropy)`` from ``rng`` (None, int, SeedSequence or Generator).
 
     The entropy is what a result records so the run can be replayed:

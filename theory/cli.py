@@ -7,12 +7,22 @@ import ast
 import logging
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from learner.argparsing import check_output_options, cli_seed, command_parser, declare_options, flag_message, harden
+from learner.argparsing import (
+    CommandParser,
+    check_output_options,
+    cli_seed,
+    command_parser,
+    declare_options,
+    flag_message,
+    harden,
+)
 from learner.io import write_json
 from learner.validation import Real
 
+from ._core import CheckResult
 from .registry import CHECKS, get, run_case
 from .yield_study import DEFAULT_MAX_SECONDS, yield_study
 
@@ -29,7 +39,7 @@ def _param(text):
         return key, value
 
 
-def build_parser():
+def build_parser() -> CommandParser:
     """The argparse parser."""
     parser = command_parser(
         prog="python -m theory",
@@ -74,7 +84,7 @@ def build_parser():
     return harden(parser)
 
 
-def verdict_table(rows):
+def verdict_table(rows: Iterable[tuple[CheckResult, bool]]) -> str:
     """Markdown table of (result, expected_to_hold) pairs."""
     lines = [
         "| check | case | claim | measured | bound | holds | expected | time (s) |",
@@ -162,7 +172,7 @@ def _yield_study(args):
     return 0
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (1 when a verdict is not the expected one)."""
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -22,13 +22,15 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from learner import AttentionLayer, sample_inputs
+from learner._typing import PathLike, SeedLike
 from learner.io import save_figure
 from learner.layer import auto_batch
 from learner.validation import Integer, Real, check_real_array, check_rng, declare
 
-from ._core import Timer, chebyshev_radius, finish, require_matplotlib, seeded
+from ._core import CheckResult, SeedOrGenerator, Timer, chebyshev_radius, finish, require_matplotlib, seeded
 
 __all__ = [
     "ExpectationVsSample",
@@ -64,7 +66,7 @@ PLOT_K = 16  # ours, not tuned: the picture's tokens
 # --------------------------------------------------------------------------- validation
 
 
-def _check_theta(theta):
+def _check_theta(theta: ArrayLike) -> np.ndarray:
     theta = check_real_array("theta", theta, ndim=2)
     if theta.shape[0] != theta.shape[1] or theta.shape[0] < 1:
         raise ValueError(f"`theta` must be a square d×d matrix with d >= 1; got shape {theta.shape}.")
@@ -248,16 +250,16 @@ def _slice_statistics(layer, k, positions, classes, prob, counts, avg, orbit_siz
 @declare(k=Integer(), n_samples=Integer(2), bound=Real(allow_zero=True, none=True),
          failure_probability=Real(below=1), batch=Integer(none=True))
 def check_softmax_concentration(
-    theta,
-    k,
+    theta: ArrayLike,
+    k: int,
     *,
-    substring,
-    n_samples=DEFAULT_N_SAMPLES,
-    bound=None,
-    failure_probability=0.05,
-    batch=None,
-    rng=None,
-):
+    substring: ArrayLike,
+    n_samples: int = DEFAULT_N_SAMPLES,
+    bound: float | None = None,
+    failure_probability: float = 0.05,
+    batch: int | None = None,
+    rng: SeedOrGenerator = None,
+) -> CheckResult:
     """Check that ``E[softmax(XΘXᵀ) | w]`` stays near ``E[softmax(XΘXᵀ)]`` over substring weights ``w``.
 
     .. math::
@@ -540,7 +542,8 @@ class ExpectationVsSample:
 
 
 @declare(k=Integer(), n_samples=Integer(2), batch=Integer(none=True))
-def expectation_vs_sample(theta, k, *, n_samples=PLOT_N_SAMPLES, batch=None, rng=None):
+def expectation_vs_sample(theta: ArrayLike, k: int, *, n_samples: int = PLOT_N_SAMPLES, batch: int | None = None,
+                          rng: SeedLike = None) -> ExpectationVsSample:
     """Estimate ``E[softmax(XΘXᵀ)]`` and draw one pattern ``softmax(XΘXᵀ)`` to set beside it.
 
     .. math:: \\bar P = \\mathbb{E}_{X \\sim \\{\\pm 1\\}^{k \\times d}}
@@ -609,11 +612,11 @@ def expectation_vs_sample(theta, k, *, n_samples=PLOT_N_SAMPLES, batch=None, rng
     spread = math.sqrt(max(sq_sum / n_samples - float(np.sum(expected**2)), 0.0))
     return ExpectationVsSample(
         expected=expected,
-        sample=sample,
+        sample=sample,  # type: ignore[arg-type]  # set by the first batch (n_samples >= 2)
         diagonal_mass=alpha,
         diagonal_radius=chebyshev_radius(var, n_samples, 0.05),
-        sample_row_max=float(sample.max(axis=1).mean()),
-        distance=float(np.linalg.norm(sample - expected)),
+        sample_row_max=float(sample.max(axis=1).mean()),  # type: ignore[union-attr]
+        distance=float(np.linalg.norm(sample - expected)),  # type: ignore[operator]
         spread=spread,
         n_samples=n_samples,
     )
@@ -625,7 +628,8 @@ def _talk_theta(d, rng):
 
 
 @declare(d=Integer(), k=Integer())
-def plot_expectation_vs_sample(path, *, d=TALK_D, k=PLOT_K, n_samples=PLOT_N_SAMPLES, rng=None):
+def plot_expectation_vs_sample(path: PathLike, *, d: int = TALK_D, k: int = PLOT_K, n_samples: int = PLOT_N_SAMPLES,
+                               rng: SeedLike = None) -> ExpectationVsSample:
     """Write the talk's "expectation vs reality" picture: ``E[P]`` and one ``P`` side by side (PNG).
 
     Θ has i.i.d. N(0, 0.01) entries (the talk's example, ``d = 200``); the pattern is
@@ -695,7 +699,8 @@ def _default_substring():
 
 
 @declare(d=Integer(DEFAULT_SUBSTRING_LENGTH))
-def default_softmax_concentration(*, k=DEFAULT_K, d=TALK_D, n_samples=DEFAULT_N_SAMPLES, rng=None):
+def default_softmax_concentration(*, k: int = DEFAULT_K, d: int = TALK_D, n_samples: int = DEFAULT_N_SAMPLES,
+                                  rng: SeedLike = None) -> CheckResult:
     """Positive case: the talk's Θ ~ N(0, 0.01)^{200×200}, substring = first 4 coordinates of the first token.
 
     The pattern is nearly one-hot in every row (unconditional spread ≈ ``sqrt(k − 1)``),
@@ -733,8 +738,9 @@ def default_softmax_concentration(*, k=DEFAULT_K, d=TALK_D, n_samples=DEFAULT_N_
 
 @declare(d=Integer(DEFAULT_SUBSTRING_LENGTH), block=Real())
 def control_softmax_concentration(
-    *, k=DEFAULT_K, d=TALK_D, n_samples=DEFAULT_N_SAMPLES, block=CONTROL_BLOCK, rng=None
-):
+    *, k: int = DEFAULT_K, d: int = TALK_D, n_samples: int = DEFAULT_N_SAMPLES, block: float = CONTROL_BLOCK,
+    rng: SeedLike = None
+) -> CheckResult:
     """Negative control: the default's Θ plus a heavy block ``block · 1_C 1_Cᵀ`` on the substring's coordinates.
 
     With ``C`` the substring's coordinates and ``m_a = Σ_{c∈C} x_{ac}``, the block adds

@@ -21,16 +21,19 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import ndtr
 
+from learner._typing import PathLike
 from learner.assumptions import lattice_distance
 from learner.io import save_figure
 from learner.validation import Choice, Each, Integer, Real, check_real_array, declare
 
-from ._core import Timer, finish, require_matplotlib, seeded
+from ._core import CheckResult, SeedOrGenerator, Timer, finish, require_matplotlib, seeded
 
 __all__ = [
     "DEFAULT_BOUND",
@@ -83,7 +86,7 @@ _EPS = float(np.finfo(np.float64).eps)
 # --------------------------------------------------------------------------- #
 
 
-def _check_a(a):
+def _check_a(a: ArrayLike) -> np.ndarray:
     arr = check_real_array("a", a, ndim=1)
     if arr.size == 0:
         raise ValueError("`a` must hold at least one coefficient; got an empty array.")
@@ -104,7 +107,7 @@ def _check_weight(weight, n):
 # --------------------------------------------------------------------------- #
 
 
-def slice_moments(a, weight):
+def slice_moments(a: ArrayLike, weight: int) -> tuple[float, float]:
     """Mean and variance of ``S = ⟨a, x⟩`` for ``x`` uniform on a slice of the cube.
 
     .. math:: \\mathbb{E} S = \\mu \\sum_j a_j, \\qquad
@@ -183,12 +186,12 @@ class SliceDistribution:
     variance: float
 
     @property
-    def exact(self):
+    def exact(self) -> bool:
         """True when ``S_q = S`` on the whole slice (``error_bound == 0``)."""
         return self.error_bound == 0.0
 
     @declare(delta=Real())
-    def window_bounds(self, t, delta):
+    def window_bounds(self, t: ArrayLike, delta: float) -> tuple[np.ndarray | float, np.ndarray | float]:
         """Bracket ``P(S ∈ [t, t + δ))`` using the quantisation bound ``e``.
 
         Returns ``(lower, upper) = (P(S_q ∈ [t+e, t+δ−e)), P(S_q ∈ [t−e, t+δ+e)))``;
@@ -273,7 +276,7 @@ def _subset_sums(k, weight):
 
 
 @declare(quantum=Real(none=True))
-def slice_distribution(a, weight, *, quantum=None):
+def slice_distribution(a: ArrayLike, weight: int, *, quantum: float | None = None) -> SliceDistribution:
     """Exact distribution of ``S = ⟨a, x⟩``, ``x`` uniform on a slice, by dynamic programming.
 
     .. math:: S = \\sum_{j=1}^n a_j x_j, \\qquad
@@ -353,7 +356,7 @@ def slice_distribution(a, weight, *, quantum=None):
     )
 
 
-def brute_force_distribution(a, weight):
+def brute_force_distribution(a: ArrayLike, weight: int) -> SliceDistribution:
     """Distribution of ``S = ⟨a, x⟩`` on a slice by enumerating all ``C(n, w)`` points (``n <= 16``).
 
     The reference for :func:`slice_distribution` in the tests. Equal sums
@@ -481,7 +484,8 @@ def _auto_quantum(a, weight, delta):
 
 
 @declare(delta=Real(), bound=Real(), quantum=Real(none=True))
-def check_local_clt(a, weight, *, delta, bound=DEFAULT_BOUND, quantum=None):
+def check_local_clt(a: ArrayLike, weight: int, *, delta: float, bound: float = DEFAULT_BOUND,
+                    quantum: float | None = None) -> CheckResult:
     """Check the local CLT at scale δ: ``sup_t |P(S ∈ [t, t+δ)) − G([t, t+δ))| / (δ φ_max) <= bound``.
 
     .. math:: \\varepsilon_{loc} = \\frac{1}{\\delta\\,\\varphi_{max}}
@@ -683,7 +687,8 @@ def _case(kind, n, delta_factor, bound, rng):
 
 
 @declare(n=_N, delta_factor=_DELTA_FACTOR)
-def default_local_clt(*, n=64, delta_factor=DEFAULT_DELTA_FACTOR, rng=None):
+def default_local_clt(*, n: int = 64, delta_factor: float = DEFAULT_DELTA_FACTOR,
+                      rng: SeedOrGenerator = None) -> CheckResult:
     """Positive case: Gaussian (non-arithmetic) ``a`` scaled to σ = 1, weight ``n/2``, δ = σ/(4√n).
 
     Examples
@@ -695,7 +700,8 @@ def default_local_clt(*, n=64, delta_factor=DEFAULT_DELTA_FACTOR, rng=None):
 
 
 @declare(n=_N, delta_factor=_DELTA_FACTOR)
-def control_local_clt(*, n=64, delta_factor=DEFAULT_DELTA_FACTOR, rng=None):
+def control_local_clt(*, n: int = 64, delta_factor: float = DEFAULT_DELTA_FACTOR,
+                      rng: SeedOrGenerator = None) -> CheckResult:
     """Negative control: ``a`` uniform on {1, 2, 3}·s (σ = 1), same n, weight and δ; must fail.
 
     On the slice ``S`` lives on a lattice of spacing ``2s·gcd(a_i − a_j) ≈ 2.4/√n``,
@@ -748,7 +754,8 @@ class LocalCLTSweep:
 
 
 @declare(ns=Each(_N, distinct=False), kind=Choice(_KINDS), delta_factor=_DELTA_FACTOR)
-def local_clt_sweep(*, ns=(16, 32, 64), kind="nonarithmetic", delta_factor=DEFAULT_DELTA_FACTOR, rng=None):
+def local_clt_sweep(*, ns: Iterable[int] = (16, 32, 64), kind: str = "nonarithmetic",
+                    delta_factor: float = DEFAULT_DELTA_FACTOR, rng: SeedOrGenerator = None) -> LocalCLTSweep:
     """The relative local error and the Kolmogorov error against ``n`` for one kind of coefficients.
 
     Each ``n`` draws fresh coefficients, scaled so that σ = 1, and runs
@@ -786,7 +793,8 @@ def local_clt_sweep(*, ns=(16, 32, 64), kind="nonarithmetic", delta_factor=DEFAU
     )
 
 
-def plot_local_clt(path, *, ns=(16, 32, 64), rng=None):
+def plot_local_clt(path: PathLike, *, ns: Sequence[int] = (16, 32, 64),
+                   rng: SeedOrGenerator = None) -> tuple[LocalCLTSweep, ...]:
     """Write a log-log PNG: relative local error against n for each kind, Kolmogorov errors beside.
 
     Returns the :class:`LocalCLTSweep` results ``(nonarithmetic, arithmetic, skewed)``. Needs matplotlib

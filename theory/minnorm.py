@@ -5,11 +5,13 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from learner import min_norm_point
+from learner._typing import SeedLike
 from learner.validation import check_real_array
 
-from ._core import Timer, finish
+from ._core import CheckResult, Timer, finish
 
 __all__ = ["check_min_norm_orthogonality", "control_min_norm_orthogonality", "default_min_norm_orthogonality"]
 
@@ -28,7 +30,8 @@ def _inner_products_exact(thetas, star):
     return out
 
 
-def check_min_norm_orthogonality(thetas, *, point=None, exact=True, tol=FLOAT_TOL):
+def check_min_norm_orthogonality(thetas: ArrayLike, *, point: ArrayLike | None = None, exact: bool = True,
+                                 tol: float = FLOAT_TOL) -> CheckResult:
     """Check ``⟨Θ_i − Θ*, Θ*⟩ = 0`` for every head, ``Θ*`` the min-norm point of ``aff{Θ_i}``.
 
     .. math:: \\Theta^* = \\operatorname{argmin}_{\\Theta \\in \\operatorname{aff}\\{\\Theta_1..\\Theta_m\\}}
@@ -102,14 +105,14 @@ def check_min_norm_orthogonality(thetas, *, point=None, exact=True, tol=FLOAT_TO
     )
 
 
-def default_min_norm_orthogonality(*, m=3, d=8, rng=None):
+def default_min_norm_orthogonality(*, m: int = 3, d: int = 8, rng: SeedLike = None) -> CheckResult:
     """Positive case: a planted layer's Θ's, exact rational arithmetic."""
     from learner import random_layer
 
     return check_min_norm_orthogonality(random_layer(m, d, rng=rng).thetas)
 
 
-def control_min_norm_orthogonality(*, m=3, d=8, rng=None):
+def control_min_norm_orthogonality(*, m: int = 3, d: int = 8, rng: SeedLike = None) -> CheckResult:
     """Negative control: the centroid of the Θ's is in the hull but is not the min-norm point."""
     from learner import random_layer
 

@@ -24,16 +24,23 @@ import itertools
 import logging
 import math
 import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from learner import AttentionLayer, cube_expectation, sample_inputs
+from learner._typing import PathLike, SeedLike
 from learner.io import save_figure
 from learner.validation import DISTRIBUTIONS, Choice, Each, Integer, Real, check_rng, declare
 
-from ._core import CheckResult, Timer, chebyshev_radius, finish, require_matplotlib, seeded
+from ._core import CheckResult, SeedOrGenerator, Timer, chebyshev_radius, finish, require_matplotlib, seeded
+
+if TYPE_CHECKING:
+    import sympy
 
 log = logging.getLogger(__name__)
 
@@ -95,11 +102,11 @@ class OneStepResult(CheckResult):
     estimate and target as nested lists too, and :meth:`to_dict` adds ``M``.
     """
 
-    estimate: np.ndarray = field(default=None, repr=False)
-    target: np.ndarray = field(default=None, repr=False)
-    M: np.ndarray = field(default=None, repr=False)
+    estimate: np.ndarray | None = field(default=None, repr=False)
+    target: np.ndarray | None = field(default=None, repr=False)
+    M: np.ndarray | None = field(default=None, repr=False)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary: the base record plus ``"M"`` as nested lists."""
         out = super().to_dict()
         out["M"] = None if self.M is None else np.asarray(self.M).tolist()
@@ -192,7 +199,7 @@ class StableRankSweep:
     seed_entropy: int | None
     seconds: float
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary (non-finite floats as None)."""
         from learner.io import json_safe
 
@@ -280,18 +287,18 @@ def _mc_moments(layer, k, n_samples, distribution, control_variate, batch, failu
 @declare(k=Integer(), method=Choice(METHODS), distribution=Choice(DISTRIBUTIONS), n_samples=Integer(2),
          bound=Real(allow_zero=True), failure_probability=Real(below=1), batch=Integer(none=True))
 def check_one_step(
-    layer,
-    k,
+    layer: AttentionLayer,
+    k: int,
     *,
-    method="exact",
-    distribution="boolean",
-    n_samples=200_000,
-    bound=0.5,
-    failure_probability=0.05,
-    control_variate=False,
-    batch=None,
-    rng=None,
-):
+    method: str = "exact",
+    distribution: str = "boolean",
+    n_samples: int = 200_000,
+    bound: float = 0.5,
+    failure_probability: float = 0.05,
+    control_variate: bool = False,
+    batch: int | None = None,
+    rng: SeedOrGenerator = None,
+) -> OneStepResult:
     """Check that one gradient step from ``W = 0`` estimates ``ΣW_i`` (the lemma "Estimating ΣW").
 
     .. math::
@@ -499,10 +506,10 @@ def _stable_rank(theta):
 
 #: Positive case (ours): two planted heads with ‖Θ_i‖_F = 1, k = 3, d = 6 (2^18
 #: inputs, exact). Measured error 0.17–0.30 over seeds 0–19; bound 0.5.
-DEFAULT_CASE = {"m": 2, "d": 6, "k": 3, "logit_scale": 1.0}
+DEFAULT_CASE: dict[str, Any] = {"m": 2, "d": 6, "k": 3, "logit_scale": 1.0}
 
 
-def default_one_step(*, rng=None):
+def default_one_step(*, rng: SeedLike = None) -> OneStepResult:
     """Positive case: a planted two-head layer, exact over the Boolean cube; the check holds.
 
     ``random_layer(2, 6, logit_scale=1.0)`` (Gaussian ``Θ_i``, ``W_i``; stable
@@ -525,10 +532,10 @@ def default_one_step(*, rng=None):
 
 #: Negative control (ours): one head, Θ = −λ u uᵀ of rank one with λ = ‖Θ‖_F = 8,
 #: u = (±1, …, ±1)/√d, W = √d u uᵀ, k = d = 4 (exact). Error 0.727 for every sign pattern.
-CONTROL_CASE = {"d": 4, "k": 4, "scale": 8.0}
+CONTROL_CASE: dict[str, Any] = {"d": 4, "k": 4, "scale": 8.0}
 
 
-def control_one_step(*, rng=None):
+def control_one_step(*, rng: SeedLike = None) -> OneStepResult:
     """Negative control: a rank-one, large-norm ``Θ`` with ``W`` in its range; the check must fail.
 
     One head with ``Θ = −λ u uᵀ``, ``λ = 8``, ``u = D 1/√d`` for a random sign
@@ -582,7 +589,8 @@ def _as_rational(name, value):
 
 
 @declare(k=Integer(), d=Integer())
-def one_step_gradient_symbolic(k, d, *, step_size=1, loss_factor=0.5):
+def one_step_gradient_symbolic(k: int, d: int, *, step_size: float | Fraction | sympy.Basic = 1,
+                               loss_factor: float | Fraction | sympy.Basic = 0.5) -> SymbolicOneStep:
     """Verify the one-step formula ``W_1 = (1/k) Xᵀ J Y`` exactly with sympy.
 
     Model: a single head with ``Θ = 0``, ``f_W(X) = softmax(0) X W = (1/k) J X W``.
@@ -708,7 +716,7 @@ def _haar_orthogonal(d, rng):
 
 
 @declare(d=Integer(), r=Integer(), frobenius=Real())
-def theta_of_stable_rank(d, r, frobenius, *, rng=None):
+def theta_of_stable_rank(d: int, r: int, frobenius: float, *, rng: SeedLike = None) -> np.ndarray:
     """``Θ = (frobenius/√r) Σ_{j<r} u_j v_jᵀ`` with Haar-random orthonormal ``u``, ``v``.
 
     All ``r`` nonzero singular values equal ``frobenius/√r``, so the stable
@@ -748,17 +756,17 @@ def _loglog_fit(ranks, values):
          method=Choice(METHODS))
 def stable_rank_sweep(
     *,
-    d=16,
-    k=4,
-    ranks=(1, 2, 4, 8, 16),
-    frobenius=3.0,
-    n_layers=2,
-    method="monte_carlo",
-    n_samples=1_000_000,
-    failure_probability=0.05,
-    batch=None,
-    rng=None,
-):
+    d: int = 16,
+    k: int = 4,
+    ranks: Iterable[int] = (1, 2, 4, 8, 16),
+    frobenius: float = 3.0,
+    n_layers: int = 2,
+    method: str = "monte_carlo",
+    n_samples: int = 1_000_000,
+    failure_probability: float = 0.05,
+    batch: int | None = None,
+    rng: SeedOrGenerator = None,
+) -> StableRankSweep:
     """One-step error against the stable rank ``r`` of ``Θ``, at fixed ``‖Θ‖_F``.
 
     For each ``r`` in ``ranks`` and each of ``n_layers`` random draws, one
@@ -889,7 +897,7 @@ def stable_rank_sweep(
     )
 
 
-def plot_stable_rank_sweep(result, path):
+def plot_stable_rank_sweep(result: StableRankSweep, path: PathLike) -> Path:
     """Write a log-log plot of the sweep's errors against ``r``, with the fitted lines, to ``path`` (PNG).
 
     Needs matplotlib (the ``plot`` extra). Returns the path.
@@ -931,7 +939,7 @@ def plot_stable_rank_sweep(result, path):
     return Path(path)
 
 
-def plot_one_step(path, *, rng=None):
+def plot_one_step(path: PathLike, *, rng: SeedOrGenerator = None) -> Path:
     """The registry's figure: :func:`stable_rank_sweep` at default sizes, plotted to ``path``.
 
     Needs matplotlib (the ``plot`` extra); without it, a ValueError saying so before the sweep runs.

@@ -11,10 +11,10 @@ from theory.testing import assert_check_fails, assert_check_holds
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
-def test_check_holds_at_default_sizes(name):
+def test_check_holds_at_default_sizes(name: str) -> None:
     assert_check_holds(run_case(name, "default", rng=0))
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
-def test_negative_control_fails(name):
+def test_negative_control_fails(name: str) -> None:
     assert_check_fails(run_case(name, "control", rng=0))

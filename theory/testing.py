@@ -21,6 +21,8 @@ from hypothesis.extra import numpy as hnp
 
 from learner import AttentionLayer
 
+from ._core import CheckResult
+
 __all__ = ["assert_check_fails", "assert_check_holds", "boolean_inputs", "layers", "slices"]
 
 
@@ -31,13 +33,13 @@ def _describe(result):
     return "\n".join(lines)
 
 
-def assert_check_holds(result):
+def assert_check_holds(result: CheckResult) -> None:
     """Assert ``result.holds``; on failure the message gives the claim, the measured value and the bound."""
     if not result.holds:
         raise AssertionError("lemma check failed:\n" + _describe(result))
 
 
-def assert_check_fails(result):
+def assert_check_fails(result: CheckResult) -> None:
     """Assert ``not result.holds`` (for negative controls), with the same message."""
     if result.holds:
         raise AssertionError("negative control unexpectedly held:\n" + _describe(result))
@@ -48,7 +50,8 @@ def _finite(bound):
 
 
 @st.composite
-def layers(draw, *, min_m=1, max_m=3, min_d=2, max_d=5, theta_bound=2.0, w_bound=2.0):
+def layers(draw: st.DrawFn, *, min_m: int = 1, max_m: int = 3, min_d: int = 2, max_d: int = 5,
+           theta_bound: float = 2.0, w_bound: float = 2.0) -> AttentionLayer:
     """Small :class:`learner.AttentionLayer` instances with bounded entries."""
     m = draw(st.integers(min_m, max_m))
     d = draw(st.integers(min_d, max_d))
@@ -57,7 +60,7 @@ def layers(draw, *, min_m=1, max_m=3, min_d=2, max_d=5, theta_bound=2.0, w_bound
     return AttentionLayer(thetas, ws)
 
 
-def boolean_inputs(k, d, *, max_n=4):
+def boolean_inputs(k: int, d: int, *, max_n: int = 4) -> st.SearchStrategy[np.ndarray]:
     """Batches of Boolean inputs, shape (n, k, d) with 1 <= n <= max_n and entries ±1."""
     return st.integers(1, max_n).flatmap(
         lambda n: hnp.arrays(np.float64, (n, k, d), elements=st.sampled_from([-1.0, 1.0]))
@@ -65,7 +68,8 @@ def boolean_inputs(k, d, *, max_n=4):
 
 
 @st.composite
-def slices(draw, *, min_n=1, max_n=12, integer=False, bound=3.0):
+def slices(draw: st.DrawFn, *, min_n: int = 1, max_n: int = 12, integer: bool = False,
+           bound: float = 3.0) -> tuple[np.ndarray, int]:
     """``(a, weight)``: a coefficient vector of length n and a Hamming weight in [0, n].
 
     ``integer=True`` draws integer coefficients (arithmetic vectors, for

@@ -50,8 +50,11 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import gammaln, ndtri
 
+from learner._typing import SeedLike
+from learner.layer import AttentionLayer
 from learner.phases.forecast import pilot_forecast, window_exponent
 from learner.phases.forecast import poisson_interval as _poisson_interval
 from learner.validation import (
@@ -65,7 +68,7 @@ from learner.validation import (
     declare,
 )
 
-from ._core import Timer, finish
+from ._core import CheckResult, Timer, finish
 from .one_step import _check_layer
 
 __all__ = [
@@ -156,7 +159,8 @@ def _entropy(rng):
 
 
 @declare(row=Integer(0), distribution=_DISTRIBUTION)
-def disagreement_moments(thetas, k, *, row=0, distribution="boolean"):
+def disagreement_moments(thetas: ArrayLike, k: int, *, row: int = 0,
+                         distribution: str = "boolean") -> tuple[np.ndarray, np.ndarray]:
     """Exact mean and covariance of the ``n = (m−1)(k−1)`` logit disagreements of one row.
 
     .. math:: D_{i,j} = x_a^\\top \\Delta_i (x_j - x_a), \\quad \\Delta_i = \\Theta_i - \\Theta_1,
@@ -383,8 +387,9 @@ class YieldPrediction:
 
 @declare(tol=Real(), min_weight=_FRACTION, distribution=_DISTRIBUTION, geometry=Choice(GEOMETRIES),
          n_geometry=Integer(2), batch=Integer(none=True))
-def predicted_yield(layer, k, *, tol, min_weight, distribution="boolean", geometry="conditional", n_geometry=20_000,
-                    batch=None, rng=None):
+def predicted_yield(layer: AttentionLayer, k: int, *, tol: float, min_weight: float, distribution: str = "boolean",
+                    geometry: str = "conditional", n_geometry: int = 20_000, batch: int | None = None,
+                    rng: SeedLike = None) -> YieldPrediction:
     """Predict the constraints per 1000 examples that sculpting certifies, from the density of ``D`` at 0.
 
     .. math:: \\frac{\\text{constraints}}{\\text{example}} \\approx k\\, \\varphi_{\\mu,\\Sigma}(0)\\,
@@ -586,8 +591,9 @@ class YieldMeasurement:
 
 @declare(tol=Real(), min_weight=_FRACTION, n_examples=Integer(), distribution=_DISTRIBUTION,
          failure_probability=_FRACTION, batch=Integer(none=True))
-def measured_yield(layer, k, *, tol, min_weight, n_examples, distribution="boolean", failure_probability=0.05,
-                   batch=None, rng=None):
+def measured_yield(layer: AttentionLayer, k: int, *, tol: float, min_weight: float, n_examples: int,
+                   distribution: str = "boolean", failure_probability: float = 0.05, batch: int | None = None,
+                   rng: SeedLike = None) -> YieldMeasurement:
     """Measure the constraints per 1000 examples that :func:`learner.phases.sculpt.certify_rows` gives.
 
     Draws ``n_examples`` fresh examples from a :class:`learner.LayerOracle` of
@@ -673,9 +679,10 @@ def measured_yield(layer, k, *, tol, min_weight, n_examples, distribution="boole
 
 
 @declare(factor=Real(), failure_probability=_FRACTION)
-def check_yield_prediction(layer, k, *, tol=0.015, min_weight=0.02, n_examples=200_000, n_geometry=20_000,
-                           factor=DEFAULT_FACTOR, distribution="boolean", geometry="conditional",
-                           failure_probability=0.05, rng=None):
+def check_yield_prediction(layer: AttentionLayer, k: int, *, tol: float = 0.015, min_weight: float = 0.02,
+                           n_examples: int = 200_000, n_geometry: int = 20_000, factor: float = DEFAULT_FACTOR,
+                           distribution: str = "boolean", geometry: str = "conditional",
+                           failure_probability: float = 0.05, rng: SeedLike = None) -> CheckResult:
     """Check that the measured sculpting yield is within a factor ``factor`` of the Gaussian-density prediction.
 
     .. math:: \\Big|\\log \\frac{\\text{measured}}{\\text{predicted}}\\Big| \\le \\log(\\text{factor})
@@ -809,7 +816,7 @@ def check_yield_prediction(layer, k, *, tol=0.015, min_weight=0.02, n_examples=2
 
 
 @declare(m=Integer(), d=Integer(), nonzeros=Integer(), w_scale=Real())
-def integer_layer(m, d, *, nonzeros=2, w_scale=1.0, rng=None):
+def integer_layer(m: int, d: int, *, nonzeros: int = 2, w_scale: float = 1.0, rng: SeedLike = None) -> AttentionLayer:
     """A layer whose ``Θ_i`` have ``nonzeros`` entries ``±1`` (else 0) and Gaussian ``W_i`` (for controls).
 
     Every ``D_{i,j}`` is then an even integer on the Boolean cube, so
@@ -846,8 +853,8 @@ def _case(make_layer, k, geometry, n_examples, n_geometry, rng):
     return replace(result, seed_entropy=entropy)
 
 
-def default_yield_prediction(*, m=2, d=12, k=2, geometry="conditional", n_examples=100_000, n_geometry=20_000,
-                             rng=None):
+def default_yield_prediction(*, m: int = 2, d: int = 12, k: int = 2, geometry: str = "conditional",
+                             n_examples: int = 100_000, n_geometry: int = 20_000, rng: SeedLike = None) -> CheckResult:
     """Positive case: ``learner.random_layer(m, d, logit_scale=1.0)`` at the learner's phase-4 thresholds.
 
     At (m, d, k) = (2, 12, 2) the measured yield is 0.74–0.84 of the prediction
@@ -863,8 +870,8 @@ def default_yield_prediction(*, m=2, d=12, k=2, geometry="conditional", n_exampl
     return _case(lambda r: random_layer(m, d, logit_scale=1.0, rng=r), k, geometry, n_examples, n_geometry, rng)
 
 
-def control_yield_prediction(*, m=2, d=12, k=2, nonzeros=2, geometry="conditional", n_examples=20_000,
-                             n_geometry=20_000, rng=None):
+def control_yield_prediction(*, m: int = 2, d: int = 12, k: int = 2, nonzeros: int = 2, geometry: str = "conditional",
+                             n_examples: int = 20_000, n_geometry: int = 20_000, rng: SeedLike = None) -> CheckResult:
     """Negative control: integer ``Θ_i`` (:func:`integer_layer`), where the local CLT fails; must fail.
 
     ``D`` lives on ``2ℤ``: exact agreement is an atom of probability about
@@ -890,9 +897,10 @@ def control_yield_prediction(*, m=2, d=12, k=2, nonzeros=2, geometry="conditiona
 
 @declare(pilot_tol=Real(), tol=Real(), min_weight=_FRACTION, n_pilot=Integer(), factor=Real(),
          distribution=_DISTRIBUTION, failure_probability=_FRACTION)
-def check_pilot_forecast(layer, k, *, pilot_tol=0.03, tol=0.015, min_weight=0.02, n_pilot=100_000,
-                         n_examples=100_000, factor=DEFAULT_FACTOR, distribution="boolean", failure_probability=0.05,
-                         rng=None):
+def check_pilot_forecast(layer: AttentionLayer, k: int, *, pilot_tol: float = 0.03, tol: float = 0.015,
+                         min_weight: float = 0.02, n_pilot: int = 100_000, n_examples: int = 100_000,
+                         factor: float = DEFAULT_FACTOR, distribution: str = "boolean",
+                         failure_probability: float = 0.05, rng: SeedLike = None) -> CheckResult:
     """Check the learner's pilot forecast: the window law from ``pilot_tol`` predicts the yield at ``tol``.
 
     .. math:: \\Big|\\log \\frac{\\hat\\lambda_{\\mathrm{tol}}}{\\lambda_{\\mathrm{tol}}}\\Big|
@@ -1005,7 +1013,8 @@ def _pilot_case(make_layer, k, n_pilot, n_examples, rng):
     return replace(result, seed_entropy=entropy)
 
 
-def default_pilot_forecast(*, m=3, d=12, k=2, n_pilot=100_000, n_examples=100_000, rng=None):
+def default_pilot_forecast(*, m: int = 3, d: int = 12, k: int = 2, n_pilot: int = 100_000, n_examples: int = 100_000,
+                           rng: SeedLike = None) -> CheckResult:
     """Positive case: ``learner.random_layer(m, d, logit_scale=1.0)``, pilot at 0.03, forecast at 0.015.
 
     At (3, 12, 2) the pilot's exponent is 1.9–2.1 (n = 2) and the forecast within 10 % of the
@@ -1021,7 +1030,8 @@ def default_pilot_forecast(*, m=3, d=12, k=2, n_pilot=100_000, n_examples=100_00
     return _pilot_case(lambda r: random_layer(m, d, logit_scale=1.0, rng=r), k, n_pilot, n_examples, rng)
 
 
-def control_pilot_forecast(*, m=3, d=12, k=2, nonzeros=2, n_pilot=20_000, n_examples=20_000, rng=None):
+def control_pilot_forecast(*, m: int = 3, d: int = 12, k: int = 2, nonzeros: int = 2, n_pilot: int = 20_000,
+                           n_examples: int = 20_000, rng: SeedLike = None) -> CheckResult:
     """Negative control: integer ``Θ_i`` (:func:`integer_layer`); the atom at ``D = 0`` makes the yield
     nearly independent of tol (exponent ~0), the pilot rejects the window law, and the check fails.
 

@@ -29,11 +29,15 @@ import logging
 import math
 import numbers
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from learner._typing import PathLike, SeedLike
 from learner.progress import bar, showing
 from learner.study.records import schema_of, timings_problem
 from learner.study.runs import RunSpec, planted_instance, yield_of
@@ -251,7 +255,7 @@ def _load(dirs):
     return sorted(records, key=lambda r: r["run_id"]), skipped, unmeasured
 
 
-def load_learner_records(dirs):
+def load_learner_records(dirs: str | Path | Iterable[PathLike]) -> list[dict[str, Any]]:
     """Finished learner runs (``role="eval"``) of the sweeps in ``dirs`` that reached phase 4, sorted by run id.
 
     Every record is checked on load against what the study reads (the fields of ``_FIELDS``: types,
@@ -270,7 +274,7 @@ def load_learner_records(dirs):
     return _load(dirs)[0]
 
 
-def fit_log_yield(n, yields):
+def fit_log_yield(n: ArrayLike, yields: ArrayLike) -> dict[str, float]:
     """Least squares ``log y = a + b·n``; returns ``slope`` (b), ``delta`` (e^b), ``intercept``, ``rms`` (natural log)
     and ``points``. Zero yields are excluded (their log is −∞) and counted in ``zeros``."""
     n = np.asarray(n, dtype=float)
@@ -298,7 +302,7 @@ class YieldStudy:
     #: ``{"file", "reason"}`` of every record skipped as unreadable or invalid (:func:`load_learner_records`).
     skipped: list = field(default_factory=list)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"schema_version": schema_of("yield-study"), "kind": "yield-study", "runs": self.runs,
                 "settings": self.settings,
                 "fit_tol": self.fit_tol, "fit_measured": self.fit_measured, "fit_predicted": self.fit_predicted,
@@ -309,7 +313,7 @@ class YieldStudy:
                         "(theory.yield_model.measured_yield) where it certified at least 100 rows, else "
                         "theory.yield_model.predicted_yield (the window model); both per run. Model ours."}
 
-    def table(self):
+    def table(self) -> str:
         header = ("| m | d | k | n = (m−1)(k−1) | tol | runs | measured /1000 (median) | predicted /1000 (median) "
                   "| measured / predicted | within 3× | phase-4 examples: measured / predicted (median) "
                   "| time per run: measured / predicted (median) | predicted by |")
@@ -367,8 +371,9 @@ SIMULATE_EXAMPLES, SIMULATE_MIN_ROWS = 100_000, 100
 # n_geometry: predicted_yield's minimum, checked up front; fit_tol: in (0, 1), as phase 4's tolerance is.
 @declare(geometry=Choice(GEOMETRIES), n_geometry=Integer(2), fit_tol=Real(none=True, below=1), n_simulate=Integer(0),
          max_seconds=Real(none=True))
-def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None, rng=None, progress=False,
-                max_seconds=DEFAULT_MAX_SECONDS, n_simulate=SIMULATE_EXAMPLES):
+def yield_study(dirs: str | Path | Iterable[PathLike], *, geometry: str = "conditional", n_geometry: int = 20_000,
+                fit_tol: float | None = None, rng: SeedLike = None, progress: bool = False,
+                max_seconds: float | None = DEFAULT_MAX_SECONDS, n_simulate: int = SIMULATE_EXAMPLES) -> YieldStudy:
     """Measured against predicted yield for every learner run of the sweeps in ``dirs``, and the fits in ``n``.
 
     Parameters
@@ -435,7 +440,7 @@ def yield_study(dirs, *, geometry="conditional", n_geometry=20_000, fit_tol=None
                              f"{_duration(estimate)} (estimated from one prediction of {CALIBRATION_EXAMPLES} "
                              f"examples on the largest run's layer), over max_seconds={max_seconds:g}; lower "
                              "n_geometry, or raise max_seconds (None for no limit).")
-    seeds = rng.bit_generator.seed_seq.spawn(len(records))
+    seeds = rng.bit_generator.seed_seq.spawn(len(records))  # type: ignore[attr-defined]  # stubs: ISeedSequence
     runs = []
     with showing(bool(progress)):  # the phases' bar helper shows only inside `showing`
         progress_bar = bar(len(records), "yield predictions", "run")
@@ -544,7 +549,7 @@ def _settings_rows(runs, unmeasured):
     return settings
 
 
-def plot_yield(study, path):
+def plot_yield(study: YieldStudy, path: PathLike) -> Path:
     """``log`` yield against ``n``: every run's measurement (filled) and prediction (hollow), the fitted lines.
 
     Needs matplotlib (the ``plot`` extra); without it, a ValueError saying so before anything is drawn.
