@@ -30,7 +30,9 @@ from .bench import (
     run_span_benchmark,
 )
 from .frontier import DEFAULT_GRID
-from .peers import QUICK_PEER_OPTIONS, peer_study, race_study
+from .methods import get as get_method
+from .methods import method_names, quick_options
+from .peers import peer_study, race_study
 from .records import command_record, print_study
 from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE
 from .scaling import scaling_study
@@ -40,7 +42,7 @@ __all__ = ["add_commands", "run_study"]
 #: ``--workers`` of the studies: the local pool's processes (default: every core this process may run on).
 #: torch Adam's budgets in ``peers``: fit_torch's own defaults, and those of --quick.
 TORCH_DEFAULTS = {name: inspect.signature(fit_torch).parameters[name].default for name in ("epochs", "batch")}
-QUICK_TORCH = QUICK_PEER_OPTIONS["torch-adam"]
+QUICK_TORCH = get_method("torch-adam").quick
 #: The local pool's options: a number of processes.
 POOL_RULES = {"workers": Integer(), "learn_workers": Integer()}
 WORKERS_HELP = f"processes of the local pool (default {DEFAULT_POOL}: every core this process may run on)"
@@ -253,8 +255,9 @@ def _add_race(sub):
     p.add_argument("--seeds", type=int, default=3, help="planted layers per cell (default 3)")
     p.add_argument("--lrs", type=float, nargs="+", default=[1e-2, 3e-2],
                    help="learning rates each Adam is tuned over, per cell (default 0.01 0.03)")
-    p.add_argument("--search-methods", nargs="+", default=["provable", "adam", "torch-adam"],
-                   choices=["provable", "adam", "torch-adam"], help="the methods searched (default all three)")
+    p.add_argument("--search-methods", nargs="+", default=list(method_names()), choices=list(method_names()),
+                   help="the methods searched (default every registered study method: "
+                        f"{' '.join(method_names())})")
     p.add_argument("--search-rounds", type=int, default=0,
                    help="search each method's fewest examples per cell: at most this many sizes of a fixed set, "
                         "bisecting the ladder of halvings (default 0: no search; 4 settled the frontier's cells)")
@@ -274,7 +277,7 @@ def _torch_study_checks(args, command):
 
 def _race(args):
     _torch_study_checks(args, "race")
-    quick = QUICK_PEER_OPTIONS if args.quick else {}
+    quick = quick_options() if args.quick else {}
 
     def study():
         try:
@@ -394,7 +397,7 @@ def _scaling(args):
 
 def _peers(args):
     _torch_study_checks(args, "peers")
-    quick = QUICK_PEER_OPTIONS if args.quick else {}
+    quick = quick_options() if args.quick else {}
     # --quick sets small budgets; options given explicitly apply on top of them.
     explicit = {name: getattr(args, name) for name in ("epochs", "batch") if getattr(args, name) is not None}
     result = run_study(lambda: peer_study(

@@ -18,23 +18,44 @@ from dataclasses import dataclass
 
 from ..baselines import check_milestones, milestone_key
 from ..io import versions
-from ..validation import Choice, Each, Integer, OrWord, Real, Seed, check_int, declare
+from ..validation import Each, Integer, OrWord, Real, Seed, check_int, declare
+from .methods import METHODS, check_methods, get, method_names
 from .records import StudyResult, write_summary
-from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_runs, sound_d
+from .runs import STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_runs, sound_d
 from .sweep import claim_study, median, run_sweep, sweep_lock
 
-__all__ = ["GRADIENT_METHODS", "PEER_METHODS", "PeerResult", "RaceResult", "peer_rows", "peer_study", "peer_table",
-           "plot_race", "race_study", "race_table", "search_ladder", "search_options", "search_rows"]
+__all__ = ["PeerResult", "RaceResult", "peer_rows", "peer_study", "peer_table", "plot_race", "race_study", "race_table",
+           "search_ladder", "search_options", "search_rows"]
 
-PEER_METHODS = ("provable", "adam", "torch-adam")
 #: Relative errors whose first crossing is timed (ours: a coarse fit and near-exact recovery; not tuned).
 MILESTONES = (1e-3, 1e-8)
-#: Every method computes with one thread (ours; numpy's BLAS in the sweep's workers, torch's intra-op threads),
-#: two runs at a time on two cores: like with like.
-TORCH_THREADS = 1
-#: ``--quick``: a smoke test in seconds (the learner runs out of examples, the baselines of iterations).
-QUICK_PEER_OPTIONS = QUICK_OPTIONS | {
-    "torch-adam": {"epochs": 3, "batch": 64, "n_train": 300, "n_val": 100, "restarts": 1}}
+
+
+def _order(method):
+    """A method's place in the tables: its place in the registry (:mod:`learner.study.methods`)."""
+    return list(METHODS).index(method)
+
+
+def _study_options(methods, options, named):
+    """Each method's options in a comparison: its registry entry's ``study_options`` (the one-thread rule), then
+    ``options[method]``, then the shorthand keyword given for it (``named``: method -> dict or None)."""
+    given = {name: dict(value or {}) for name, value in (options or {}).items()}
+    for name, value in named.items():
+        if value is not None:
+            given[name] = given.get(name, {}) | dict(value)
+    unknown = sorted(set(given) - set(methods))
+    if unknown:
+        raise ValueError(f"`options` name methods that do not run: {unknown}; the methods are {list(methods)}.")
+    out = {name: dict(get(name).study_options) | given.get(name, {}) for name in methods}
+    for name in methods:
+        get(name).check_options(out[name])  # every option checked before the first run
+    return out
+
+
+def _require_extras(methods):
+    """Each method's optional extra is installed, or one line saying how to install it, before anything runs."""
+    for name in methods:
+        get(name).require()
 
 
 def _seconds_to(rec, threshold):
@@ -46,7 +67,7 @@ def _seconds_to(rec, threshold):
     """
     if rec.get("outcome") != "finished":
         return None
-    if rec["spec"]["method"] == "provable":
+    if get(rec["spec"]["method"]).role == "learner":
         err = rec["errors"].get("relative_error")
         return rec["timings"]["total"] if err is not None and err <= threshold else None
     return ((rec.get("diagnostics") or {}).get("fit") or {}).get("seconds_to", {}).get(milestone_key(threshold))
@@ -59,11 +80,11 @@ def peer_rows(records, *, milestones=MILESTONES):
     groups = {}
     for rec in records:
         s = rec["spec"]
-        groups.setdefault((s["m"], s["d"], s["k"], PEER_METHODS.index(s["method"])), []).append(rec)
+        groups.setdefault((s["m"], s["d"], s["k"], _order(s["method"])), []).append(rec)
     rows = []
     for (m, d, k, mi), recs in sorted(groups.items()):
         finished = [r for r in recs if r["outcome"] == "finished"]
-        row = {"method": PEER_METHODS[mi], "m": m, "d": d, "k": k, "runs": len(recs),
+        row = {"method": list(METHODS)[mi], "m": m, "d": d, "k": k, "runs": len(recs),
                "errors_raised": len(recs) - len(finished),
                "median_seconds": median([r["timings"].get("total") for r in finished]),
                "median_examples": median([r["examples_drawn"] for r in finished]),
@@ -107,11 +128,19 @@ def _previous(path):
         return {}
 
 
-def _torch_version(records):
-    found = {((r.get("diagnostics") or {}).get("fit") or {}).get("torch_version") for r in records
-             if r["spec"]["method"] == "torch-adam" and r.get("outcome") == "finished"}
-    found.discard(None)
-    return ", ".join(sorted(found)) or None
+def _extra_versions(records, methods):
+    """Per optional extra of ``methods``: the versions of it the finished runs recorded (``diagnostics.fit``'s
+    ``<extra>_version``), joined, or None."""
+    out = {}
+    for name in methods:
+        extra = get(name).extra
+        if extra is None:
+            continue
+        found = {((r.get("diagnostics") or {}).get("fit") or {}).get(f"{extra}_version") for r in records
+                 if r["spec"]["method"] == name and r.get("outcome") == "finished"}
+        found.discard(None)
+        out[extra] = ", ".join(sorted(found)) or None
+    return out
 
 
 @dataclass(frozen=True)
@@ -128,8 +157,8 @@ class PeerResult(StudyResult):
 
 @declare(ms=Each(Integer()), k=Integer(2), d=OrWord("auto", Integer()), seeds=Integer(), logit_scale=Real(),
          seed=Seed())
-def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=STUDY_LOGIT_SCALE, adam_options=None,
-               torch_options=None, provable_options=None, seed=0, backend="local",
+def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=STUDY_LOGIT_SCALE, methods=None,
+               options=None, adam_options=None, torch_options=None, provable_options=None, seed=0, backend="local",
                workers=None, scheduler=None, progress=False, run=True):
     """Run the learner, numpy Adam and torch Adam on the same planted layers; the side-by-side summary.
 
@@ -148,9 +177,15 @@ def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=STUD
         Planted layers per m; every method meets the same layers and oracle seeds.
     logit_scale : float
         Of the planted layers (the scaling study's 1).
+    methods : sequence of str, optional
+        The registered study methods to run (:mod:`learner.study.methods`; default every one, in registry order).
+    options : dict, optional
+        Per method, its keyword arguments (on top of its registry entry's ``study_options``: ``threads=1`` for
+        torch Adam).
     adam_options, torch_options, provable_options : dict, optional
-        Keyword arguments of :func:`~learner.baselines.fit_gradient` / :func:`~learner.baselines.torch_adam.fit_torch`
-        (default ``threads=1``) / fields of :class:`~learner.phases.LearnConfig`.
+        Shorthands for ``options["adam"]`` (:func:`~learner.baselines.fit_gradient`), ``options["torch-adam"]``
+        (:func:`~learner.baselines.torch_adam.fit_torch`) and ``options["provable"]``
+        (:class:`~learner.phases.LearnConfig` fields).
     seed : int
         Entropy of every run's seed.
     backend, workers, scheduler, progress, run
@@ -163,21 +198,17 @@ def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=STUD
     from pathlib import Path
 
     from ..io import check_writable_dir
-    from ..phases import LearnConfig
 
     if d == "auto":
         dims = {m: sound_d(m, k) for m in ms}
     else:
         dims = dict.fromkeys(ms, check_int("d", d, minimum=k + 1))
-    provable_options = dict(provable_options or {})
-    LearnConfig(**provable_options)  # checked before any run
+    methods = check_methods("methods", method_names() if methods is None else methods)
     # The baselines time MILESTONES, their default `milestones`.
-    options = {"provable": provable_options, "adam": dict(adam_options or {}),
-               "torch-adam": {"threads": TORCH_THREADS} | dict(torch_options or {})}
+    options = _study_options(methods, options, {"provable": provable_options, "adam": adam_options,
+                                                "torch-adam": torch_options})
     if run:
-        from ..torch_interop import require_torch
-
-        require_torch()  # the extra is there before anything runs, or one line saying how to install it
+        _require_extras(methods)
     out = Path(check_writable_dir("out", out))
     # Where the runs went is not part of the study (a resume may use another backend); the summary says it.
     concurrency = ("one run at a time" if backend == "serial" else
@@ -185,9 +216,9 @@ def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=STUD
                    "one run per core" if backend == "local" else "runs on a Dask cluster")
     parameters = {"ms": ms, "k": k, "d": {str(m): dd for m, dd in dims.items()}, "seeds": seeds,
                   "logit_scale": logit_scale, "options": options, "milestones": list(MILESTONES), "seed": seed}
-    specs = [s for m in ms for s in plan_runs(ms=[m], d=dims[m], k=k, seeds=seeds, methods=PEER_METHODS,
+    specs = [s for m in ms for s in plan_runs(ms=[m], d=dims[m], k=k, seeds=seeds, methods=methods,
                                               entropy=seed, options=options, logit_scale=logit_scale)]
-    specs.sort(key=lambda s: (s.seed_index, s.m, PEER_METHODS.index(s.method)))
+    specs.sort(key=lambda s: (s.seed_index, s.m, _order(s.method)))
     with sweep_lock(out):
         claim_study(out, "peer-study", RunSpec.RECORD_KIND, parameters)
         records, stats = run_sweep(specs, out, backend=backend, workers=workers, scheduler=scheduler,
@@ -195,7 +226,7 @@ def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=STUD
         if not run:  # re-summarising: the concurrency of the sitting that ran them, as its summary said
             concurrency = _previous(out / "summary.json").get("concurrency", "as recorded by the runs' sitting")
         summary = {"rows": peer_rows(records), "parameters": parameters, "concurrency": concurrency,
-                   "versions": versions() | {"torch": _torch_version(records)},
+                   "versions": versions() | _extra_versions(records, methods),
                    "note": "comparison design ours (instances: learner.random_layer); the paper reports no "
                            "experiments. time to e: first relative error <= e, median over the runs that reached it."}
         files = {}
@@ -207,10 +238,6 @@ def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=STUD
 # --------------------------------------------------------------------------------------------------------- #
 # The race (issue 38): the peers on the frontier's cells, both Adams' learning rates tuned per cell
 # --------------------------------------------------------------------------------------------------------- #
-
-#: The Adams of the race, whose learning rates are tuned per cell.
-GRADIENT_METHODS = ("adam", "torch-adam")
-
 
 def _race_rows(records):
     """:func:`peer_rows` with, per milestone, the median examples of the runs that reached it."""
@@ -234,7 +261,7 @@ def race_table(rows):
     def fmt(x, spec):
         return "–" if x is None else format(x, spec)
 
-    for r in sorted(rows, key=lambda r: (r["m"], r["k"], r["d"], PEER_METHODS.index(r["method"]))):
+    for r in sorted(rows, key=lambda r: (r["m"], r["k"], r["d"], _order(r["method"]))):
         ms = r["milestones"]
         cells = [f"{ms[key]['reached']}/{r['runs']}, {fmt(ms[key]['median_seconds'], '.2g')} s, "
                  f"{fmt(ms[key]['median_examples'], ',.0f')}" for key in keys]
@@ -264,10 +291,10 @@ def plot_race(rows, path, search=None):
                              sharex=True)
     for panel, (ax, what) in enumerate(zip(axes, panels, strict=True)):
         drawn = False
-        for i, method in enumerate(PEER_METHODS):
+        for i, method in enumerate(METHODS):
             if what == "fewest":
                 found = {(r["m"], r["d"], r["k"]): r for r in search if r["method"] == method}
-                for label, pick, marker in ((f"{method}: fewest examples", lambda r: r["min_examples"], "os^"[i]),
+                for label, pick, marker in ((f"{method}: fewest examples", lambda r: r["min_examples"], "os^vD"[i % 5]),
                                             (f"{method}: no size learned (at the largest tried)",
                                              lambda r: max(t["examples"] for t in r["tried"])
                                              if r["min_examples"] is None else None, "x")):
@@ -285,7 +312,7 @@ def plot_race(rows, path, search=None):
                     if value:
                         xs.append(j + 0.2 * (i - 1))
                         ys.append(value)
-                ax.scatter(xs, ys, marker="os^"[i], s=36, color=f"C{i}", facecolors=f"C{i}" if fill else "none",
+                ax.scatter(xs, ys, marker="os^vD"[i % 5], s=36, color=f"C{i}", facecolors=f"C{i}" if fill else "none",
                            label=f"{method}, to {key}" if panel == 0 else None)
                 drawn = drawn or bool(ys)
         if drawn:
@@ -331,27 +358,13 @@ class RaceResult(StudyResult):
 SEARCH_TOL = 1e-8
 
 
-def _fit_defaults(method):
-    """The keyword defaults of a baseline's fit function (``n_train``, ``n_val``, ``epochs``, ``batch``, ...)."""
-    import inspect
-
-    from ..baselines.numpy_adam import fit_gradient
-
-    if method == "torch-adam":
-        from ..baselines.torch_adam import fit_torch as fit
-    else:
-        fit = fit_gradient
-    return {name: p.default for name, p in inspect.signature(fit).parameters.items()
-            if p.default is not inspect.Parameter.empty}
-
-
 def _search_start(method, eval_records, options=None):
     """Where a method's search starts: a baseline's own ``n_train + n_val`` (its options', 25,000 by default: what
     its measured runs drew); for the learner, which draws what it needs, twice its most examples over its measured
     runs of the cell (a fixed set is not the oracle's streams, so its rules may stop elsewhere), rounded up to a
     thousand."""
-    if method != "provable":
-        given = _fit_defaults(method) | dict(options or {})
+    if get(method).role == "baseline":
+        given = get(method).defaults() | dict(options or {})
         return int(given["n_train"]) + int(given["n_val"])
     drawn = [r["examples_drawn"] for r in eval_records if r.get("examples_drawn")]
     return int(-(-2 * max(drawn) // 1000) * 1000) if drawn else None
@@ -361,24 +374,13 @@ def search_options(method, options, size):
     """A method's options on a fixed set of ``size`` examples in the search (ours).
 
     The baselines train on the first 4/5 of the set and validate on the rest (:func:`learner.study.runs.run_one`).
-    numpy Adam is full-batch: its steps per restart (``max_iter``) are the same at every size. torch Adam's budget is
-    counted in epochs, so a smaller set would also mean fewer steps; its ``epochs`` are raised so that its steps per
-    restart, ``epochs · ⌊n_train / batch⌋`` (the cosine schedule's length), are at least those of its measured runs,
-    and it validates every as many steps as they did (``eval_every``: their epoch, 78 steps by default), not every
-    one of its shorter epochs. The search then asks how few examples a method needs, not how few steps.
+    A method whose budget does not depend on the set's size keeps its options (numpy Adam is full-batch: its steps
+    per restart, ``max_iter``, are the same at every size); one whose budget is counted in passes over the set has
+    a rule in its registry entry (:meth:`learner.study.methods.StudyMethod.on_fixed_set`: torch Adam's ``epochs``
+    are raised so that its steps per restart are at least those of its measured runs). The search then asks how
+    few examples a method needs, not how few steps.
     """
-    options = dict(options) | {"examples": int(size)}
-    if method != "torch-adam":
-        return options
-    given = _fit_defaults(method) | options
-    batch, epochs, measured_train = int(given["batch"]), int(given["epochs"]), int(given["n_train"])
-    measured_per_epoch = measured_train // min(batch, measured_train)
-    n_train = size - max(1, size // 5)
-    if n_train < 1:
-        return options
-    per_epoch = n_train // min(batch, n_train)
-    return options | {"epochs": max(epochs, -(-epochs * measured_per_epoch // per_epoch)),
-                      "eval_every": int(given.get("eval_every") or measured_per_epoch)}
+    return get(method).on_fixed_set(dict(options) | {"examples": int(size)}, size)
 
 
 def _reached(rec, tol=SEARCH_TOL):
@@ -391,7 +393,7 @@ def search_rows(search):
     those run), and the fewest examples with which every layer did ("open" where the rounds ran out first)."""
     lines = ["| (m, d, k) | method | examples tried: layers reaching 1e-8 | fewest examples, every layer |",
              "|---|---|---|---|"]
-    for row in sorted(search, key=lambda r: (r["m"], r["k"], r["d"], PEER_METHODS.index(r["method"]))):
+    for row in sorted(search, key=lambda r: (r["m"], r["k"], r["d"], _order(r["method"]))):
         tried = ", ".join(f"{t['examples']:,}: {t['reached']}/{t['runs']}"
                           for t in sorted(row["tried"], key=lambda t: -t["examples"])) or "–"
         best = ("open (more rounds)" if row.get("open") else "–" if row["min_examples"] is None
@@ -430,7 +432,7 @@ def _search(cells, methods, options, evals, out, ex, common, rounds):
                                              "min_examples": None}
             ladder = search_ladder(start, m, d, k) if start else []
             lo, hi = -1, len(ladder)  # rungs known to succeed (every layer) / to fail; hi = len: below the limit
-            if ladder and method != "provable":  # the measured runs are the first rung
+            if ladder and get(method).role == "baseline":  # the measured runs are the first rung
                 row["tried"].append({"examples": start, "runs": len(mine), "reached": sum(map(_reached, mine))})
                 if mine and row["tried"][-1]["reached"] == len(mine):
                     lo, row["min_examples"] = 0, start
@@ -470,11 +472,10 @@ def _search(cells, methods, options, evals, out, ex, common, rounds):
     return list(rows.values()), records, stats
 
 
-@declare(seeds=Integer(), lrs=Each(Real()), tune_seeds=Integer(), seed=Seed(), search_rounds=Integer(0),
-         search_methods=Each(Choice(PEER_METHODS)))
-def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_options=None, torch_options=None,
-               provable_options=None, seed=0, backend="local", workers=None, scheduler=None, progress=False,
-               plot=True, run=True, search_rounds=0, search_methods=PEER_METHODS):
+@declare(seeds=Integer(), lrs=Each(Real()), tune_seeds=Integer(), seed=Seed(), search_rounds=Integer(0))
+def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, options=None, adam_options=None,
+               torch_options=None, provable_options=None, seed=0, backend="local", workers=None, scheduler=None,
+               progress=False, plot=True, run=True, search_rounds=0, search_methods=None):
     """The learner, numpy Adam and torch Adam on the frontier's cells, each Adam's learning rate tuned per cell.
 
     The runs are those of :func:`peer_study` (the same planted layers and oracle seeds for every method) on the
@@ -502,23 +503,21 @@ def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_
     from pathlib import Path
 
     from ..io import check_writable_dir
-    from ..phases import LearnConfig
     from .frontier import DEFAULT_GRID, parse_grid
     from .scaling import _choose_lr, _setting_label
 
     cells = parse_grid(list(grid or DEFAULT_GRID), seeds=seeds, sound_d=sound_d)
     lrs = [float(x) for x in lrs]
-    provable_options = dict(provable_options or {})
-    LearnConfig(**provable_options)
-    base = {"provable": provable_options, "adam": dict(adam_options or {}),
-            "torch-adam": {"threads": TORCH_THREADS} | dict(torch_options or {})}
-    for method in GRADIENT_METHODS:
+    methods = method_names()
+    search_methods = check_methods("search_methods", methods if search_methods is None else search_methods)
+    base = _study_options(methods, options, {"provable": provable_options, "adam": adam_options,
+                                             "torch-adam": torch_options})
+    tuned = method_names(tuned_lr=True)
+    for method in tuned:
         if "lr" in base[method]:
             raise ValueError(f"the {method} options must not set 'lr'; give the grid as `lrs`.")
     if run:
-        from ..torch_interop import require_torch
-
-        require_torch()
+        _require_extras(methods)
     out = Path(check_writable_dir("out", out))
     ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress, "run": run}
     parameters = {"grid": list(grid or DEFAULT_GRID), "cells": [list(c) for c in cells], "lrs": lrs,
@@ -526,16 +525,17 @@ def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_
     common = {"entropy": seed, "logit_scale": STUDY_LOGIT_SCALE}
     with sweep_lock(out):
         claim_study(out, "race-study", RunSpec.RECORD_KIND, parameters)
-        tune = [s for method in GRADIENT_METHODS for lr in lrs for m, d, k, _ in cells
+        tune = [s for method in tuned for lr in lrs for m, d, k, _ in cells
                 for s in plan_runs(ms=[m], d=d, k=k, seeds=tune_seeds, methods=[method], role="tune",
                                    options={method: base[method] | {"lr": lr}}, **common)]
         learner = [s for m, d, k, n in cells
-                   for s in plan_runs(ms=[m], d=d, k=k, seeds=n, methods=["provable"], options=base, **common)]
+                   for s in plan_runs(ms=[m], d=d, k=k, seeds=n, methods=[mt for mt in methods if mt not in tuned],
+                                      options=base, **common)]
         tuning_records, stats = run_sweep(learner + tune, out, **ex)
         by_id = {r["run_id"]: r for r in tuning_records}
         chosen = {method: _choose_lr([by_id[s.run_id] for s in tune if s.method == method], lrs)
-                  for method in GRADIENT_METHODS}
-        measured = [s for method in GRADIENT_METHODS for m, d, k, n in cells
+                  for method in tuned}
+        measured = [s for method in tuned for m, d, k, n in cells
                     for s in plan_runs(ms=[m], d=d, k=k, seeds=n, methods=[method], options={
                         method: base[method] | {"lr": chosen[method][_setting_label(m, d, k)]["lr"]}}, **common)]
         got, more = run_sweep(measured, out, **ex)
@@ -545,15 +545,15 @@ def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_
         rows = _race_rows(records)
         search, search_records = [], []
         if search_rounds:
-            lr = {method: chosen[method] for method in GRADIENT_METHODS}
+            lr = {method: chosen[method] for method in tuned}
 
             def opts(key, lr=lr):
                 method = key[3]
-                extra = {} if method == "provable" else {"lr": lr[method][_setting_label(*key[:3])]["lr"]}
+                extra = {"lr": lr[method][_setting_label(*key[:3])]["lr"]} if method in tuned else {}
                 return base[method] | extra
 
-            methods = [mt for mt in PEER_METHODS if mt in search_methods]
-            search, search_records, more = _search(cells, methods, dict.fromkeys(methods, opts), records, out, ex,
+            searched = [mt for mt in methods if mt in search_methods]
+            search, search_records, more = _search(cells, searched, dict.fromkeys(searched, opts), records, out, ex,
                                                    common, search_rounds)
             stats = {key: stats[key] + more.get(key, 0) for key in stats}  # the search's runs counted too
         concurrency = ("one run at a time" if backend == "serial" else
@@ -563,7 +563,7 @@ def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, adam_
             concurrency = _previous(out / "summary.json").get("concurrency", "as recorded by the runs' sitting")
         summary = {"rows": rows, "parameters": parameters, "tuning": chosen, "concurrency": concurrency,
                    "search": search, "search_tol": SEARCH_TOL,
-                   "versions": versions() | {"torch": _torch_version(records)},
+                   "versions": versions() | _extra_versions(records, methods),
                    "note": "comparison design ours; the paper reports no experiments. to e: the runs whose relative "
                            "error reached e (Adam: validation error at its checks; the learner: its one layer's error "
                            "against the planted layer at the end of the run), their median seconds from the run's "

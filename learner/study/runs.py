@@ -31,14 +31,13 @@ import numpy as np
 
 from ..io import versions
 from ..validation import check_int
+from .methods import example_stream, get, method_names
 from .records import schema_of
-from .sweep import EXAMPLE_STREAM
 
 __all__ = [
     "STUDY_LOGIT_SCALE",
     "METHODS",
     "QUICK_OPTIONS",
-    "RUN_METHODS",
     "RunSpec",
     "param_limit",
     "plan_runs",
@@ -52,9 +51,8 @@ log = logging.getLogger(__name__)
 
 RECORD_KIND = "scaling-run"
 RECORD_SCHEMA = schema_of(RECORD_KIND)  # 2: the planted layer's logit scale is part of the specification
-METHODS = ("provable", "adam")
-#: What one run can be: the study's methods and the peer baseline of :mod:`learner.study.peers` (needs torch).
-RUN_METHODS = METHODS + ("torch-adam",)
+#: The scaling study's methods: the registered ones that need no optional extra (:mod:`learner.study.methods`).
+METHODS = method_names(needs_extra=False)
 #: Roles of a run: measured, learning-rate tuning, and the race's minimum-examples search ("min", on the measured
 #: runs' layers and oracles: the same key as "eval").
 ROLES = {"eval": 0, "tune": 1, "min": 0}
@@ -67,12 +65,8 @@ STUDY_LOGIT_SCALE = 1.0
 #: phase 3 is unreliable; see sound_d).
 SOUND_D_START, SOUND_D_STEP = 12, 4
 #: ``--quick``: budgets small enough for a smoke test in seconds (not a measurement: the learner runs out
-#: of examples and Adam of iterations).
-QUICK_OPTIONS = {
-    "provable": {"n_crude": 5000, "crude_max_examples": 20000, "max_examples": 20000, "n_refine": 5000,
-                 "n_search": 500, "max_nfev": 20},
-    "adam": {"max_iter": 30, "n_train": 300, "n_val": 100, "restarts": 1},
-}
+#: of examples and Adam of iterations); each method's from its registry entry.
+QUICK_OPTIONS = {name: get(name).quick for name in METHODS}
 
 
 def param_limit(m, d, k):
@@ -92,9 +86,9 @@ def param_limit(m, d, k):
 class RunSpec:
     """Everything that determines one run (and nothing that does not).
 
-    ``options`` are keyword arguments of the method: :class:`~learner.phases.LearnConfig`
-    fields for ``"provable"``, :func:`~learner.baselines.numpy_adam.fit_gradient` arguments for ``"adam"``,
-    :func:`~learner.baselines.torch_adam.fit_torch` arguments for ``"torch-adam"``.
+    ``method`` is a registered study method (:mod:`learner.study.methods`); ``options`` are its keyword
+    arguments (:meth:`~learner.study.methods.StudyMethod.options_callable`: :class:`~learner.phases.LearnConfig`
+    fields for ``"provable"``, :func:`~learner.baselines.numpy_adam.fit_gradient` arguments for ``"adam"``).
     """
 
     method: str
@@ -143,7 +137,7 @@ class RunSpec:
 
     @property
     def example_stream(self):
-        return EXAMPLE_STREAM.get(self.method, 1)
+        return example_stream(self.method)
 
     def run(self, learn_workers=None):
         return run_one(self, learn_workers)
@@ -193,14 +187,11 @@ def run_one(spec, learn_workers=None):
     """
     if isinstance(spec, dict):
         spec = RunSpec.from_dict(spec)
-    from ..baselines.numpy_adam import fit_gradient
-    from ..learn import learn
-    from ..phases import LearnConfig
-
     t0 = time.perf_counter()
     limit = param_limit(spec.m, spec.d, spec.k)
     where = {"host": socket.gethostname(), "pid": os.getpid()}
     try:
+        method = get(spec.method)
         truth, oracle, method_seed = planted_instance(spec)
         options = dict(spec.options)
         fixed = options.pop("examples", None)
@@ -210,21 +201,10 @@ def run_one(spec, learn_workers=None):
 
             X, Y = oracle.draw(check_int("examples", fixed))
             oracle = ArraySource(X, Y, distribution=spec.distribution)
-            if spec.method != "provable":  # the baselines train on the first 4/5 and validate on the rest
+            if method.role == "baseline":  # the baselines train on the first 4/5 and validate on the rest
                 options |= {"n_val": max(1, fixed // 5), "n_train": fixed - max(1, fixed // 5)}
-        if spec.method == "provable":
-            result = learn(oracle, m=spec.m, config=LearnConfig(**options), truth=truth, rng=method_seed,
-                           logit_scale=spec.logit_scale,
-                           progress=False,  # workers share the terminal with the sweep's own bar
-                           workers=learn_workers)
-        elif spec.method == "adam":
-            result = fit_gradient(oracle, m=spec.m, optimizer="adam", truth=truth, rng=method_seed, **options)
-        elif spec.method == "torch-adam":
-            from ..baselines.torch_adam import fit_torch
-
-            result = fit_torch(oracle, m=spec.m, truth=truth, rng=method_seed, **options)
-        else:
-            raise ValueError(f"`method` must be one of {RUN_METHODS}; got method={spec.method!r}.")
+        result = method.run(oracle, m=spec.m, truth=truth, rng=method_seed, logit_scale=spec.logit_scale,
+                            learn_workers=learn_workers, options=options)
     except Exception as exc:  # noqa: BLE001 — a failed run is recorded, the sweep goes on
         log.warning("run %s failed: %s: %s", spec.run_id, type(exc).__name__, exc)
         return _failure_record(spec, f"{type(exc).__name__}: {exc}", traceback.format_exc(),

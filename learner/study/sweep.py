@@ -8,7 +8,8 @@ returning the JSON-ready record (never raising for a failure of the run
 itself), ``failure_record(message, traceback, timings, where)`` (the record of a
 run whose worker died), the class attributes ``RECORD_KIND`` and
 ``RECORD_SCHEMA``, and ``example_stream`` (which stream of examples its record
-was drawn from; records of another stream are run again on resume).
+was drawn from; records of another stream are run again on resume; a study method's is in its registry
+entry, :mod:`learner.study.methods`).
 :class:`learner.study.runs.RunSpec` (the run time against m) and
 :class:`lowerbounds.learnhard.HardSpec` (learners on the hard instances) are
 the two users.
@@ -58,7 +59,6 @@ from .records import read_run_record, record_problem, schema_of
 
 __all__ = [
     "BACKENDS",
-    "EXAMPLE_STREAM",
     "LOCK_NAME",
     "STUDY_FILE",
     "claim_study",
@@ -75,11 +75,6 @@ BACKENDS = ("serial", "local", "dask")
 #: Keys that hold wall-clock times or the place a run happened (and any key ending in
 #: ``_seconds``); :func:`comparable` drops them.
 VOLATILE_KEYS = frozenset({"timings", "seconds", "seconds_to", "where", "execution"})
-#: The example stream each method's records were drawn from. The learner's phases 1–4 draw
-#: per-batch seeded streams since version 2 (learner.parallel); its records of stream 1
-#: (sequential draws) no longer reproduce and are re-run on resume. Adam draws
-#: sequentially as before.
-EXAMPLE_STREAM = {"provable": 2, "adam": 1, "torch-adam": 1}
 
 
 def comparable(record):

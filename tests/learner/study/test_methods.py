@@ -1,0 +1,122 @@
+"""The registry of study methods: its entries, its checks, and that a new method is one entry.
+
+The toy method at the end is registered by this test alone (nothing else in the toolkit names it): the peers study,
+a run specification, the sweep's example stream and the race's command-line choices pick it up from the registry."""
+
+import dataclasses
+
+import pytest
+
+from learner.result import LearnResult
+from learner.study import methods
+from learner.study.methods import METHODS, StudyMethod, check_methods, get, method_names, register
+
+
+@pytest.fixture
+def registry():
+    """The registry as it was, restored after the test (a toy method must not leak into other tests)."""
+    saved = dict(METHODS)
+    yield METHODS
+    METHODS.clear()
+    METHODS.update(saved)
+
+
+class TestEntries:
+    def test_the_registered_methods_and_their_roles(self):
+        assert method_names() == ("provable", "adam", "torch-adam")
+        assert method_names(role="learner") == ("provable",)
+        assert method_names(tuned_lr=True) == ("adam", "torch-adam")
+        assert method_names(needs_extra=False) == ("provable", "adam")
+        assert [get(n).example_stream for n in METHODS] == [2, 1, 1]
+        assert methods.example_stream("exhaustive") == 1 and methods.example_stream("exhaustive", 7) == 7
+
+    def test_options_are_declared_by_the_functions_that_take_them(self):
+        from learner.baselines import fit_gradient
+        from learner.phases import LearnConfig
+
+        assert get("adam").options_callable() is fit_gradient and get("provable").options_callable() is LearnConfig
+        assert get("adam").defaults()["n_train"] == 20_000 and "lr" in get("adam").rules()
+        assert get("provable").defaults()["batch"] == LearnConfig().batch
+        with pytest.raises(ValueError, match="refined_tol"):
+            get("provable").check_options({"refined_tol": -1.0})
+        get("adam").check_options({"lr": -1.0})  # no check of its own: the fit function checks when it runs
+
+    def test_unknown_and_duplicate_names(self, registry):
+        with pytest.raises(ValueError, match=r"`method` must be one of \('provable', 'adam', 'torch-adam'\); "
+                                             r"got method='sgd'"):
+            get("sgd")
+        with pytest.raises(ValueError, match="registered already"):
+            register(dataclasses.replace(get("adam")))
+        with pytest.raises(TypeError, match="must be a StudyMethod"):
+            register("adam")
+        with pytest.raises(ValueError, match="`role` must be one of"):
+            StudyMethod("x", "", lambda *a, **k: None, "m:f", role="oracle")
+        with pytest.raises(ValueError, match="'module:name'"):
+            StudyMethod("x", "", lambda *a, **k: None, "module.f", role="baseline")
+
+    @pytest.mark.parametrize(("values", "why"), [(["adam", "sgd"], "unknown 'sgd'"), ([], "none given"),
+                                                 (["adam", "adam"], "a method repeated")])
+    def test_check_methods_names_the_parameter(self, values, why):
+        with pytest.raises(ValueError, match=rf"`search_methods` must be .*\({why}\)"):
+            check_methods("search_methods", values)
+        with pytest.raises(TypeError, match="`methods` must be a sequence"):
+            check_methods("methods", "adam")
+        assert check_methods("methods", ("torch-adam", "provable")) == ["torch-adam", "provable"]
+
+    def test_torch_adam_on_a_fixed_set_keeps_its_steps(self):
+        # Measured runs: 20,000 training examples in batches of 256 are 78 steps per epoch; on a set of 1,000
+        # (800 for training: 3 steps per epoch) the epochs are raised by 78/3 = 26 times (rounded up).
+        torch = get("torch-adam")
+        d = torch.defaults()
+        assert (d["n_train"], d["batch"]) == (20_000, 256)
+        out = torch.on_fixed_set({"examples": 1000}, 1000)
+        assert out == {"examples": 1000, "epochs": -(-d["epochs"] * 78 // 3), "eval_every": 78}
+        assert get("adam").on_fixed_set({"examples": 1000}, 1000) == {"examples": 1000}
+
+
+def _toy_runner(oracle, *, m, truth, rng, logit_scale, learn_workers, options):
+    """A toy method that returns the planted layer itself after drawing ``options["draw"]`` examples."""
+    oracle.draw(options.get("draw", 10))
+    return LearnResult(layer=truth, success=True, status="toy", message="the planted layer, read off", m=m,
+                       m_estimated=False, examples_drawn=oracle.n_drawn, timings={"total": 0.5}, phases={},
+                       diagnostics={}, errors={"relative_error": 0.0})
+
+
+def test_a_toy_method_is_one_registry_entry(registry, tmp_path):
+    from learner.study.peers import peer_study
+    from learner.study.runs import RunSpec, run_one
+
+    register(StudyMethod("toy", "reads the planted layer", _toy_runner, "learner.study.methods:quick_options",
+                         role="learner", example_stream=3, quick={"draw": 5}))
+    assert method_names()[-1] == "toy" and methods.quick_options()["toy"] == {"draw": 5}
+    # One run: the specification, the record, the example stream the sweep checks.
+    spec = RunSpec("toy", 1, 6, 2, 0, 7, options=(("draw", 12),))
+    rec = run_one(spec)
+    assert (rec["outcome"], rec["status"], rec["examples_drawn"], rec["example_stream"]) == ("finished", "toy", 12, 3)
+    # The peers study runs it beside the learner and puts it in its table.
+    result = peer_study(tmp_path / "peers", ms=[1], seeds=2, methods=["toy", "adam"], backend="serial",
+                        options={"toy": {"draw": 20}, "adam": {"max_iter": 5, "n_train": 50, "n_val": 20,
+                                                               "restarts": 1}})
+    rows = {r["method"]: r for r in result.summary["rows"]}
+    assert set(rows) == {"toy", "adam"} and rows["toy"]["runs"] == 2 and rows["toy"]["median_examples"] == 20
+    assert rows["toy"]["milestones"]["1e-08"]["reached"] == 2  # a learner-role method: its error at the end
+    # Its rows in the table, in registry order (adam registered first).
+    assert [line.split("|")[4].strip() for line in result.table().splitlines()[2:4]] == ["adam", "toy"]
+    assert result.summary["parameters"]["options"] == {"toy": {"draw": 20}, "adam": {"max_iter": 5, "n_train": 50,
+                                                                                      "n_val": 20, "restarts": 1}}
+    # The command line's method choices come from the registry.
+    from learner.cli import build_parser
+
+    race = build_parser().command("race")
+    (search,) = [a for a in race.options if a.dest == "search_methods"]
+    assert "toy" in search.choices and search.default[-1] == "toy"
+
+
+def test_control_an_unregistered_method_is_refused(tmp_path):
+    from learner.study.peers import peer_study
+    from learner.study.runs import RunSpec, run_one
+
+    rec = run_one(RunSpec("toy", 1, 6, 2, 0, 7))
+    assert rec["outcome"] == "error" and "`method` must be one of" in rec["message"]
+    with pytest.raises(ValueError, match="unknown 'toy'"):
+        peer_study(tmp_path / "peers", ms=[1], seeds=1, methods=["toy"], backend="serial")
