@@ -11,9 +11,11 @@ every output option before a command runs.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NoReturn
 
 from .io import check_writable_dir, check_writable_file
-from .validation import SEED_MAX_DIGITS, Boolean, Choice, Each, Integer, OrWord, Real, Seed
+from .validation import SEED_MAX_DIGITS, Boolean, Choice, Each, Integer, OrWord, Real, Rule, Seed
 
 __all__ = [
     "CLI_INT_MAX",
@@ -31,12 +33,12 @@ __all__ = [
 ]
 
 
-def cli_seed(text):
+def cli_seed(text: str) -> int:
     """argparse type of ``--seed``: the :class:`Seed` rule, named ``--seed`` in the error."""
     return cli_type("--seed", Seed())(text)
 
 
-def cli_positive_int_or(flag, word, meaning):
+def cli_positive_int_or(flag: str, word: str, meaning: object) -> Callable[[str], Any]:
     """An argparse type: a positive integer, or ``word`` (which stands for ``meaning``); errors name ``flag``."""
     def parse(text):
         if text == word:
@@ -72,13 +74,14 @@ def _declared_by(funcs, rename):
     return merged
 
 
-def rules_of(*funcs, rename=None):
+def rules_of(*funcs: Callable[..., Any], rename: Mapping[str, str] | None = None) -> dict[str, Rule]:
     """The declared rules of ``funcs`` by parameter name (the first function to declare a name wins);
     ``rename`` maps a parameter's name to the option's ``dest`` (``{"n": "n_samples"}``)."""
     return {dest: rule for dest, (_, rule) in _declared_by(funcs, rename).items()}
 
 
-def declare_options(parser, *funcs, rename=None, rules=None):
+def declare_options(parser: CommandParser, *funcs: Callable[..., Any], rename: Mapping[str, str] | None = None,
+                    rules: Mapping[str, Rule] | None = None) -> CommandParser:
     """Give each option of ``parser`` that is passed to one of ``funcs`` the function's declared rule as
     its argparse type (named by the option's flag), so the command line and the function check alike.
     ``rules`` adds rules for options that are not one function's parameter. Returns ``parser``."""
@@ -93,13 +96,13 @@ def declare_options(parser, *funcs, rename=None, rules=None):
             continue
         flag = action.option_strings[-1]
         action.type = cli_type(flag, rule.rule if isinstance(rule, Each) else rule)
-        action.declared = (owner, rule)
+        action.declared = (owner, rule)  # type: ignore[attr-defined]
         if isinstance(rule, Each) and action.nargs in ("+", "*"):
-            action.whole_rule = (flag, rule)  # the list as a whole, after parsing (command_parser)
+            action.whole_rule = (flag, rule)  # type: ignore[attr-defined]  # whole list: after parsing (command_parser)
     return parser
 
 
-def harden(parser):
+def harden(parser: CommandParser) -> CommandParser:
     """Give every ``type=int`` / ``type=float`` option of ``parser`` and its sub-commands the validation layer's
     type: an integer of size at most :data:`CLI_INT_MAX`, a finite number; the message names the option.
     Ranges stay with the functions the options are passed to (their messages name the parameter)."""
@@ -122,12 +125,12 @@ class CommandParser(argparse.ArgumentParser):
     Its sub-command parsers are of the same class.
     """
 
-    def __init__(self, *args, **kwargs):
-        self.options = []
-        self.commands = None
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.options: list[argparse.Action] = []
+        self.commands: argparse._SubParsersAction[CommandParser] | None = None
         super().__init__(*args, **kwargs)
 
-    def add_argument(self, *args, **kwargs):
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         action = super().add_argument(*args, **kwargs)
         self.options.append(action)
         return action
@@ -143,24 +146,24 @@ class CommandParser(argparse.ArgumentParser):
         group.add_argument = add_argument
         return group
 
-    def add_argument_group(self, *args, **kwargs):
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> argparse._ArgumentGroup:
         return self._recording(super().add_argument_group(*args, **kwargs))
 
-    def add_mutually_exclusive_group(self, **kwargs):
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> argparse._MutuallyExclusiveGroup:
         return self._recording(super().add_mutually_exclusive_group(**kwargs))
 
-    def add_subparsers(self, **kwargs):
+    def add_subparsers(self, **kwargs: Any) -> argparse._SubParsersAction[Any]:
         self.commands = super().add_subparsers(**kwargs)
         return self.commands
 
-    def command(self, name):
+    def command(self, name: str) -> CommandParser | None:
         """The parser of sub-command ``name`` (``None`` when there is no such sub-command)."""
         return None if self.commands is None else self.commands.choices.get(name)
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
 
-    def parse_known_args(self, args=None, namespace=None):
+    def parse_known_args(self, args: Iterable[str] | None = None, namespace: Any = None) -> tuple[Any, list[str]]:
         namespace, extras = super().parse_known_args(args, namespace)
         for action in self.options:  # lists declared by a rule (declare_options): distinct, non-empty
             flag, rule = getattr(action, "whole_rule", (None, None))
@@ -173,7 +176,7 @@ class CommandParser(argparse.ArgumentParser):
         return namespace, extras
 
 
-def command_parser(**kwargs):
+def command_parser(**kwargs: Any) -> CommandParser:
     """A :class:`CommandParser` (``kwargs`` are ``argparse.ArgumentParser``'s)."""
     return CommandParser(**kwargs)
 
@@ -185,7 +188,7 @@ def _kind(rule):
     return {Integer: "an integer", Seed: "a non-negative integer (seed entropy)"}.get(type(rule), "a number")
 
 
-def cli_type(flag, rule):
+def cli_type(flag: str, rule: Rule) -> Callable[[str], Any]:
     """The argparse type of option ``flag`` from a validation ``rule``: the same check as the library's,
     with the message naming ``flag`` (argparse prints it as ``argument --flag: …`` and exits 2)."""
     def parse(text):
@@ -204,11 +207,11 @@ def cli_type(flag, rule):
             raise argparse.ArgumentTypeError(str(exc).rstrip(".")) from None
 
     parse.__name__ = flag.lstrip("-").replace("-", "_")  # argparse names the type in some messages
-    parse.rule = rule
+    parse.rule = rule  # type: ignore[attr-defined]
     return parse
 
 
-def flag_message(parser, command, text):
+def flag_message(parser: CommandParser, command: str, text: str) -> str:
     """``text`` (a library error) with each parameter of sub-command ``command`` that is one of its options
     named by the option's flag: "`d` must be at least 1; got d=0" becomes "`--d` must …; got --d=0".
 
@@ -233,14 +236,14 @@ def flag_message(parser, command, text):
 OUTPUT_OPTIONS = ("json", "out", "examples", "plot", "plot_dir")
 
 
-def check_output_options(parser, args):
+def check_output_options(parser: CommandParser, args: argparse.Namespace) -> None:
     """Check every output option of ``args`` before the command runs (a lost record costs the whole run).
 
     A file's directory must exist and take files; a directory (metavar ``DIR``) is created and must
     take files; a plot needs matplotlib. Raises ValueError naming the option. Shared by the
     ``learner``, ``theory`` and ``lowerbounds`` command lines.
     """
-    for action in parser.command(args.command).options:
+    for action in parser.command(args.command).options:  # type: ignore[union-attr]
         value = getattr(args, action.dest, None)
         if action.dest not in OUTPUT_OPTIONS or value is None:
             continue

@@ -21,10 +21,15 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .validation import DISTRIBUTIONS, Choice, Integer, Real, check_int, declare
+
+if TYPE_CHECKING:
+    from .layer import AttentionLayer
 
 __all__ = [
     "AssumptionReport",
@@ -116,12 +121,12 @@ class AssumptionReport:
     rows: tuple[AssumptionRow, ...]
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         """True when every checked condition holds."""
         return all(row.ok is not False for row in self.rows)
 
     @property
-    def failed(self):
+    def failed(self) -> tuple[str, ...]:
         """Names of the conditions that do not hold."""
         return tuple(row.name for row in self.rows if row.ok is False)
 
@@ -131,7 +136,7 @@ class AssumptionReport:
                 return row
         raise KeyError(f"no condition named {name!r}; have {[r.name for r in self.rows]}")
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
         return {
             "m": self.m,
@@ -164,7 +169,7 @@ class AssumptionReport:
         return "\n".join([title, *text, verdict])
 
 
-def lattice_distance(values, *, q_max=LATTICE_Q):
+def lattice_distance(values: ArrayLike, *, q_max: int = LATTICE_Q) -> float:
     """How far the non-zero entries of ``values`` are from the nearest lattice ``hℤ``.
 
     .. math:: \\min_{q=1..q_{max}} \\Big( \\operatorname{mean}_j \\,
@@ -226,7 +231,7 @@ def _argworst(values, pick):
     return float(values[i]), f"head {i}"
 
 
-def cube_constraint_count(m, d, k, *, window=CUBE_WINDOW):
+def cube_constraint_count(m: int, d: int, k: int, *, window: float = CUBE_WINDOW) -> float:
     """Expected number of *distinct* constraints that certification can find on the Boolean cube.
 
     .. math:: N(m, d, k) = \\frac{k(k-1)\\, 2^{kd}}{2\\, k!}\\; w^{(m-1)(k-1)}
@@ -244,7 +249,8 @@ def cube_constraint_count(m, d, k, *, window=CUBE_WINDOW):
 
 
 @declare(m=Integer(), d=Integer(), k=Integer(), distribution=Choice(DISTRIBUTIONS), logit_scale=Real(none=True))
-def setting_conditions(m, d, k, *, distribution="boolean", logit_scale=None):
+def setting_conditions(m: int, d: int, k: int, *, distribution: str = "boolean",
+                       logit_scale: float | None = None) -> tuple[AssumptionRow, ...]:
     """The conditions under which certification is sound for ``m`` heads, ``k`` tokens, dimension ``d``.
 
     Rows (all ours; the talk states only ``k <= d``):
@@ -299,7 +305,8 @@ def setting_conditions(m, d, k, *, distribution="boolean", logit_scale=None):
     return tuple(rows)
 
 
-def max_sound_m(d, k, *, distribution="boolean", limit=64, logit_scale=None):
+def max_sound_m(d: int, k: int, *, distribution: str = "boolean", limit: int = 64,
+                logit_scale: float | None = None) -> int:
     """The largest ``m <= limit`` for which every :func:`setting_conditions` row holds (0 if none)."""
     best = 0
     for m in range(1, check_int("limit", limit) + 1):
@@ -322,14 +329,14 @@ class SettingReport:
     max_m: int
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return all(row.ok for row in self.rows)
 
     @property
-    def failed(self):
+    def failed(self) -> tuple[str, ...]:
         return tuple(row.name for row in self.rows if not row.ok)
 
-    def message(self):
+    def message(self) -> str:
         """One sentence per failed condition (or that none failed), and the largest m the setting allows."""
         parts = [f"{r.name}: {r.quantity} = {r.value:.4g}, needs {r.relation} {r.threshold:.4g} ({r.source})"
                  for r in self.rows if not r.ok]
@@ -341,13 +348,14 @@ class SettingReport:
                 else "is not sound for certification")
         return f"{setting} {what}: " + "; ".join(parts) + f"; {tail}."
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"m": self.m, "d": self.d, "k": self.k, "distribution": self.distribution, "ok": self.ok,
                 "failed": list(self.failed), "max_m": self.max_m,
                 "rows": [dict(r.__dict__) for r in self.rows]}
 
 
-def check_setting(m, d, k, *, distribution="boolean", logit_scale=None):
+def check_setting(m: int, d: int, k: int, *, distribution: str = "boolean",
+                  logit_scale: float | None = None) -> SettingReport:
     """:class:`SettingReport` of ``(m, d, k)`` (and of the layer's logit scale, when given)."""
     return SettingReport(m, d, k, distribution,
                          setting_conditions(m, d, k, distribution=distribution, logit_scale=logit_scale),
@@ -355,7 +363,7 @@ def check_setting(m, d, k, *, distribution="boolean", logit_scale=None):
 
 
 @declare(k=Integer(none=True), distribution=Choice(DISTRIBUTIONS))
-def assumptions(layer, *, k=None, distribution="boolean"):
+def assumptions(layer: AttentionLayer, *, k: int | None = None, distribution: str = "boolean") -> AssumptionReport:
     """Measure every non-degeneracy condition of the paper on ``layer``.
 
     Parameters

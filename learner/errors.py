@@ -32,6 +32,9 @@ class MissingExtra(ImportError, ValueError):
 class PlantingError(RuntimeError):
     """No sampled layer satisfied the assumptions within ``max_tries``."""
 
+    #: What was asked (m, d, logit_scale, max_tries) and the conditions that failed, set where it is raised.
+    setting: dict[str, Any]
+
 
 class ExamplesExhausted(RuntimeError):
     """A fixed set of examples has no more examples to hand out."""

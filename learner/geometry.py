@@ -9,15 +9,17 @@ the origin onto the hull, so it is orthogonal to every direction in it.
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .validation import check_real_array
 
 __all__ = ["min_norm_point"]
 
 
-def min_norm_point(points, *, exact=False):
+def min_norm_point(points: ArrayLike, *, exact: bool = False) -> np.ndarray | list[Any]:
     """Minimum-norm point of the affine hull of ``points``.
 
     .. math::

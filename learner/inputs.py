@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterator
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from ._typing import SeedLike
 from .validation import (
     DISTRIBUTIONS,
     Choice,
@@ -36,7 +39,7 @@ DEFAULT_MAX_BITS = 26
 
 
 @declare(n_samples=Integer(), k=Integer(), d=Integer(), distribution=Choice(DISTRIBUTIONS))
-def sample_inputs(n_samples, k, d, *, distribution="boolean", rng=None):
+def sample_inputs(n_samples: int, k: int, d: int, *, distribution: str = "boolean", rng: SeedLike = None) -> np.ndarray:
     """Draw ``n_samples`` random input sequences of ``k`` tokens in dimension ``d``.
 
     Parameters
@@ -72,7 +75,7 @@ def sample_inputs(n_samples, k, d, *, distribution="boolean", rng=None):
     return X
 
 
-def check_inputs(X, *, k=None, d=None, boolean=False):
+def check_inputs(X: ArrayLike, *, k: int | None = None, d: int | None = None, boolean: bool = False) -> np.ndarray:
     """Validate a batch of input sequences and return it as float64, shape (n, k, d).
 
     Parameters
@@ -115,7 +118,7 @@ def _check_cube(k, d, batch):
     return k, d, batch
 
 
-def enumerate_cube(k, d, *, batch=65536):
+def enumerate_cube(k: int, d: int, *, batch: int = 65536) -> Iterator[np.ndarray]:
     """Iterate over all ``2^{kd}`` Boolean inputs ``X ∈ {±1}^{k×d}`` in batches.
 
     Input number ``i`` has entry ``X[a, c] = 1 - 2·bit_{a·d + c}(i)``, so the
@@ -159,7 +162,8 @@ def _pairwise_sum(values):
     return values[0]
 
 
-def cube_expectation(fn, k, d, *, batch=65536, max_bits=None):
+def cube_expectation(fn: Callable[[np.ndarray], ArrayLike], k: int, d: int, *, batch: int = 65536,
+                     max_bits: int | None = None) -> float | np.ndarray:
     """Exact expectation of ``fn(X)`` over ``X`` uniform on ``{±1}^{k×d}``.
 
     .. math:: \\mathbb{E}[f(X)] = 2^{-kd} \\sum_{X \\in \\{\\pm 1\\}^{k \\times d}} f(X)
@@ -241,5 +245,5 @@ def cube_expectation(fn, k, d, *, batch=65536, max_bits=None):
         # Neumaier: keep the low-order bits lost in ``total + part``.
         comp += np.where(np.abs(total) >= np.abs(part), (total - new) + part, (part - new) + total)
         total = new
-    result = total + comp
+    result = total + comp  # type: ignore[operator]  # the cube has at least one batch
     return float(result) if result.ndim == 0 else result

@@ -6,6 +6,7 @@ import logging
 
 import numpy as np
 
+from ._typing import SeedLike
 from .assumptions import assumptions
 from .errors import PlantingError
 from .layer import AttentionLayer
@@ -29,8 +30,8 @@ DEFAULT_W_SCALE = 1.0
 
 @declare(m=Integer(), d=Integer(), logit_scale=Real(allow_zero=True), w_scale=Real(), check=Boolean(),
          max_tries=Integer())
-def random_layer(m, d, *, logit_scale=DEFAULT_LOGIT_SCALE, w_scale=DEFAULT_W_SCALE, check=True, max_tries=100,
-                 rng=None):
+def random_layer(m: int, d: int, *, logit_scale: float = DEFAULT_LOGIT_SCALE, w_scale: float = DEFAULT_W_SCALE,
+                 check: bool = True, max_tries: int = 100, rng: SeedLike = None) -> AttentionLayer:
     """Sample a planted layer with Gaussian directions and fixed norms.
 
     Each ``Θ_i`` is a standard Gaussian ``d×d`` matrix rescaled to Frobenius norm
@@ -89,11 +90,11 @@ def random_layer(m, d, *, logit_scale=DEFAULT_LOGIT_SCALE, w_scale=DEFAULT_W_SCA
             return layer
     error = PlantingError(
         f"no layer with m={m}, d={d}, logit_scale={logit_scale} satisfied the assumptions in "
-        f"max_tries={max_tries} samples; last failures: {', '.join(report.failed)}. "
+        f"max_tries={max_tries} samples; last failures: {', '.join(report.failed)}. "  # type: ignore[union-attr]
         "Use a larger d, or check=False to accept any sample."
     )
     error.setting = {"m": m, "d": d, "logit_scale": logit_scale, "max_tries": max_tries,
-                     "failed": list(report.failed)}  # for a command line to name its own flags
+                     "failed": list(report.failed)}  # type: ignore[union-attr]  # for a command line to name its flags
     raise error
 
 

@@ -20,14 +20,21 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from ._typing import PathLike
 from ._version import __version__
 from .errors import FileFormatError
 from .layer import AttentionLayer
 from .validation import check_real_array
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -53,7 +60,7 @@ _LAYER = "attention-layer"
 _EXAMPLES = "attention-examples"
 
 
-def versions():
+def versions() -> dict[str, str]:
     """The versions a record is written with: learner, numpy, scipy, Python and the machine's architecture."""
     import platform
 
@@ -77,7 +84,7 @@ def _probe(directory, name, value, what):
                          f"({exc.strerror or exc}); got {name}={value!r}.") from None
 
 
-def check_writable_dir(name, path):
+def check_writable_dir(name: str, path: PathLike) -> Path:
     """``path`` as a Path to a directory that takes files, or can be created where files can be; else ValueError.
 
     For the outputs of a long command: checked before it starts, so a bad path costs nothing.
@@ -101,7 +108,7 @@ def check_writable_dir(name, path):
     return path
 
 
-def check_writable_file(name, path):
+def check_writable_file(name: str, path: PathLike) -> Path:
     """``path`` as a Path whose directory exists and takes files (the file itself is written later, atomically)."""
     value = path
     if path is None or not str(path).strip():
@@ -121,7 +128,7 @@ def check_writable_file(name, path):
     return path
 
 
-def special_kind(path):
+def special_kind(path: PathLike) -> str | None:
     """What ``path`` is when it exists and is neither a regular file nor a directory ("a FIFO", "a character
     device", …, following symlinks); None otherwise. Outputs never replace such a file: it is not ours."""
     try:
@@ -135,7 +142,7 @@ def special_kind(path):
     return next((kind for test, kind in kinds if test(mode)), "not a regular file")
 
 
-def atomic_write(path, write):
+def atomic_write(path: PathLike, write: Callable[[BinaryIO], object]) -> None:
     """Call ``write(fh)`` on a temporary file beside ``path``, fsync it, and rename it over ``path``.
 
     Refuses (ValueError, before writing anything) a ``path`` that exists and is not a regular file: a
@@ -163,7 +170,7 @@ def atomic_write(path, write):
         raise
 
 
-def save_figure(fig, path, **kwargs):
+def save_figure(fig: Figure, path: PathLike, **kwargs: Any) -> Path:
     """Save a matplotlib figure to ``path`` atomically (format from the suffix, png without one); returns the Path."""
     path = Path(path)
     fmt = path.suffix[1:].lower() or "png"
@@ -171,14 +178,14 @@ def save_figure(fig, path, **kwargs):
     return path
 
 
-def write_json(path, record):
+def write_json(path: PathLike, record: object) -> Path:
     """Write a JSON-serialisable ``record`` to ``path`` atomically (NaN and inf become null)."""
     blob = json.dumps(json_safe(record), indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
     atomic_write(path, lambda fh: fh.write(blob))
     return Path(path)
 
 
-def json_safe(value):
+def json_safe(value: object) -> Any:
     """Replace non-finite floats by None and numpy scalars/arrays by Python values."""
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
@@ -276,7 +283,7 @@ def _read(path, kinds):
     return arrays, meta
 
 
-def save_layer(path, layer, *, metadata=None):
+def save_layer(path: PathLike, layer: AttentionLayer, *, metadata: dict[str, Any] | None = None) -> Path:
     """Write ``layer`` (and a JSON-serialisable ``metadata`` dict) to ``path`` atomically.
 
     Examples
@@ -294,7 +301,7 @@ def save_layer(path, layer, *, metadata=None):
     return _write_record(path, _LAYER, {"thetas": layer.thetas, "ws": layer.ws}, metadata)
 
 
-def load_layer(path):
+def load_layer(path: PathLike) -> AttentionLayer:
     """Read a layer written by :func:`save_layer`.
 
     Raises
@@ -313,7 +320,7 @@ def load_layer(path):
         raise FileFormatError(f"{str(path)!r} does not hold a valid layer: {exc}") from exc
 
 
-def save_examples(path, X, Y, *, metadata=None):
+def save_examples(path: PathLike, X: ArrayLike, Y: ArrayLike, *, metadata: dict[str, Any] | None = None) -> Path:
     """Write labelled examples ``X`` (n, k, d) and ``Y = F(X)`` (n, k, d) to ``path`` atomically."""
     X = check_real_array("X", X, ndim=3)
     Y = check_real_array("Y", Y, ndim=3)
@@ -322,7 +329,7 @@ def save_examples(path, X, Y, *, metadata=None):
     return _write_record(path, _EXAMPLES, {"X": X, "Y": Y}, metadata)
 
 
-def load_examples(path):
+def load_examples(path: PathLike) -> tuple[np.ndarray, np.ndarray]:
     """Read ``(X, Y)`` written by :func:`save_examples`; raises :class:`FileFormatError` if damaged."""
     arrays, _ = _read(path, (_EXAMPLES,))
     if set(arrays) != {"X", "Y"}:
@@ -333,6 +340,6 @@ def load_examples(path):
     return X, Y
 
 
-def read_metadata(path):
+def read_metadata(path: PathLike) -> dict[str, Any]:
     """The JSON header of a toolkit file (format, schema version, arrays, user metadata)."""
     return _read(path, (_LAYER, _EXAMPLES))[1]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .inputs import check_inputs
 from .validation import check_int, check_real_array
@@ -29,12 +30,12 @@ WORK_FLOATS = 1 << 19
 MAX_AUTO_BATCH = 512
 
 
-def auto_batch(k, d, m):
+def auto_batch(k: int, d: int, m: int) -> int:
     """Examples per chunk so that the (chunk, k, m·max(d, k)) work arrays hold ~``WORK_FLOATS``."""
     return int(max(16, min(MAX_AUTO_BATCH, WORK_FLOATS // (k * m * max(d, k)))))
 
 
-def softmax_inplace(z, axis, work):
+def softmax_inplace(z: np.ndarray, axis: int, work: np.ndarray) -> np.ndarray:
     """Stable softmax of ``z`` along ``axis``, in place; ``work`` holds the reduced shape.
 
     Subtracting the maximum makes every exponent ``<= 0`` (no overflow) and puts
@@ -52,7 +53,7 @@ def softmax_inplace(z, axis, work):
     return z
 
 
-def softmax(z, *, axis=-1):
+def softmax(z: ArrayLike, *, axis: int = -1) -> np.ndarray:
     """Numerically stable softmax of ``z`` along ``axis``.
 
     .. math:: \\operatorname{softmax}(z)_j = e^{z_j - \\max z} / \\sum_l e^{z_l - \\max z}
@@ -122,19 +123,19 @@ class AttentionLayer:
             object.__setattr__(self, name, arr)
 
     @property
-    def m(self):
+    def m(self) -> int:
         """Number of heads."""
         return self.thetas.shape[0]
 
     @property
-    def d(self):
+    def d(self) -> int:
         """Token dimension."""
         return self.thetas.shape[1]
 
     def __repr__(self):
         return f"AttentionLayer(m={self.m}, d={self.d})"
 
-    def _prepare(self, X, batch):
+    def _prepare(self, X: ArrayLike, batch: int | None) -> tuple[np.ndarray, bool, int]:
         single = np.ndim(X) == 2
         X = check_inputs(X, d=self.d)
         if batch is None:
@@ -168,7 +169,7 @@ class AttentionLayer:
                 )
             yield slice(start, start + nb), x, p
 
-    def __call__(self, X, *, batch=None):
+    def __call__(self, X: ArrayLike, *, batch: int | None = None) -> np.ndarray:
         """Evaluate ``F(X)``; ``X`` has shape (k, d) or (n, k, d), the result the same shape.
 
         ``batch`` is the number of examples per chunk (default: :func:`auto_batch`).
@@ -191,7 +192,7 @@ class AttentionLayer:
             )
         return out[0] if single else out
 
-    def attention(self, X, *, batch=None):
+    def attention(self, X: ArrayLike, *, batch: int | None = None) -> np.ndarray:
         """Attention patterns ``softmax(X Θ_i Xᵀ)``, shape (n, m, k, k) (or (m, k, k) for one X).
 
         Entry ``[n, i, a, j]`` is the weight that token ``a`` puts on token ``j``
@@ -206,7 +207,7 @@ class AttentionLayer:
         return out[0] if single else out
 
 
-def attention_patterns(thetas, X):
+def attention_patterns(thetas: ArrayLike, X: ArrayLike) -> np.ndarray:
     """Patterns ``softmax(X Θ_i Xᵀ)`` for attention matrices alone, shape (n, m, k, k).
 
     The same stable, chunked computation as :meth:`AttentionLayer.attention`
@@ -216,13 +217,13 @@ def attention_patterns(thetas, X):
     return AttentionLayer(thetas, np.zeros_like(thetas)).attention(X)
 
 
-def head_features(theta, X):
+def head_features(theta: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Φ = softmax(XΘXᵀ) X, shape (n, k, d): the regressors of W for a head with this Θ (``F`` is linear in W given
     the patterns: head i contributes ``Φ_i W_i``)."""
     return attention_patterns(theta[None], X)[:, 0] @ X
 
 
-def layer_jacobian(thetas, ws, X):
+def layer_jacobian(thetas: np.ndarray, ws: np.ndarray, X: np.ndarray) -> np.ndarray:
     """The Jacobian of ``F(X)`` with respect to (Θ_1..Θ_m, W_1..W_m), shape (n·k·d, 2md²).
 
     Ours, written out for phase 6's refinement and the noise floor: ``∂F_a/∂W_i = (P_i X)_a ⊗ I`` and, with

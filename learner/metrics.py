@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from ._typing import SeedLike
 from .inputs import sample_inputs
 from .layer import AttentionLayer
 from .validation import DISTRIBUTIONS, Choice, Integer, check_rng, declare
@@ -23,7 +24,8 @@ def _check_layer(name, layer):
 # n_samples=8192 (2^13) and batch=4096 are ours, not tuned: a fixed count of fresh inputs, so that errors compare;
 # learn's and the baselines' truth errors use the same count.
 @declare(k=Integer(), n_samples=Integer(), batch=Integer(), distribution=Choice(DISTRIBUTIONS))
-def relative_error(f, g, k, *, n_samples=8192, distribution="boolean", batch=4096, rng=None):
+def relative_error(f: AttentionLayer, g: AttentionLayer, k: int, *, n_samples: int = 8192,
+                   distribution: str = "boolean", batch: int = 4096, rng: SeedLike = None) -> float:
     """Relative mean squared error of layer ``g`` against reference layer ``f``.
 
     .. math:: \\frac{\\mathbb{E}_X \\|F(X) - G(X)\\|_F^2}{\\mathbb{E}_X \\|F(X)\\|_F^2}
@@ -102,7 +104,7 @@ class HeadMatch:
     w_errors: tuple[float, ...]
 
     @property
-    def max_error(self):
+    def max_error(self) -> float:
         """Largest parameter error over heads and both matrices."""
         return max(self.theta_errors + self.w_errors)
 
@@ -111,7 +113,7 @@ def _relative(diff_norms, ref_norms):
     return np.where(ref_norms > 0, diff_norms / np.where(ref_norms > 0, ref_norms, 1.0), diff_norms)
 
 
-def match_heads(reference, estimate):
+def match_heads(reference: AttentionLayer, estimate: AttentionLayer) -> HeadMatch:
     """Match heads of ``estimate`` to ``reference`` (heads are identifiable only up to order).
 
     The permutation minimises ``Σ_i (e_Θ(i)² + e_W(i)²)``, the summed squared
@@ -189,7 +191,8 @@ class AttentionStats:
 
 
 @declare(k=Integer(), n_samples=Integer(), batch=Integer(), distribution=Choice(DISTRIBUTIONS))
-def attention_statistics(layer, k, *, n_samples=20000, distribution="boolean", batch=4096, rng=None):
+def attention_statistics(layer: AttentionLayer, k: int, *, n_samples: int = 20000, distribution: str = "boolean",
+                         batch: int = 4096, rng: SeedLike = None) -> AttentionStats:
     """Summarise how peaked, how diverse and how learnable a layer's attention is.
 
     Parameters
@@ -253,7 +256,8 @@ def attention_statistics(layer, k, *, n_samples=20000, distribution="boolean", b
     )
 
 
-def truth_errors(truth, layer, k, source, rng):
+def truth_errors(truth: AttentionLayer | None, layer: AttentionLayer | None, k: int, source: object,
+                 rng: SeedLike) -> dict[str, float]:
     """Errors of a learned ``layer`` against the planted ``truth``: relative error of F on 8192 fresh
     inputs of the source's distribution, and the parameter error after matching heads (equal m only)."""
     errors = {}

@@ -7,7 +7,10 @@ The PAC model hands the learner i.i.d. labelled examples ``(X, F(X))``; an
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .errors import ExamplesExhausted, SourceError
 from .inputs import check_inputs, sample_inputs
@@ -24,7 +27,7 @@ NOISE_RULE = Real(allow_zero=True)
 STREAM_TAG = 0x5354  # ours: ASCII "ST", an arbitrary fixed tag (changing it changes every stream)
 
 
-def checked_examples(X, Y, origin=None):
+def checked_examples(X: np.ndarray, Y: np.ndarray, origin: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(X, Y)`` if every entry is finite, else :class:`SourceError` naming the source (``origin``) and how
     many examples are bad. Every batch and draw the learner and the baselines use passes here, so a NaN
     from a user's oracle stops the run where it enters instead of surfacing as a phase's failure."""
@@ -41,7 +44,7 @@ def checked_examples(X, Y, origin=None):
     return X, Y
 
 
-def name_source(exc, source):
+def name_source(exc: SourceError, source: object) -> SourceError:
     """``exc`` (a :class:`SourceError`) with the source's class named, when the batch could not name it."""
     text = str(exc)
     if text.startswith("the example source handed"):
@@ -49,18 +52,18 @@ def name_source(exc, source):
     return SourceError(text)
 
 
-def draw_checked(source, n_samples):
+def draw_checked(source: LayerOracle | ArraySource, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     """``source.draw(n_samples)``, checked by :func:`checked_examples` (names the source's class)."""
     X, Y = source.draw(n_samples)
     return checked_examples(np.asarray(X), np.asarray(Y), type(source).__name__)
 
 
-def batch_sizes(total, batch):
+def batch_sizes(total: int, batch: int) -> list[int]:
     """Sizes of the batches that cover ``total`` examples ``batch`` at a time (the last one may be short)."""
     return [min(batch, total - start) for start in range(0, total, batch)]
 
 
-def growing_sizes(total, batch, first=None):
+def growing_sizes(total: int, batch: int, first: int | None = None) -> Iterator[int]:
     """Sizes of batches that cover at most ``total`` examples: ``first``, then doubling up to ``batch``, then
     ``batch`` at a time (the last one may be short). Lazy, so a stream that stops early forms no more.
 
@@ -85,8 +88,10 @@ class ExampleBatch:
 
     __slots__ = ("X", "Y", "distribution", "k", "layer", "n", "noise", "origin", "seed")
 
-    def __init__(self, n, *, layer=None, k=None, distribution=None, seed=None, X=None, Y=None, origin=None,
-                 noise=0.0):
+    def __init__(self, n: int, *, layer: AttentionLayer | None = None, k: int | None = None,
+                 distribution: str | None = None, seed: np.random.SeedSequence | None = None,
+                 X: np.ndarray | None = None, Y: np.ndarray | None = None, origin: str | None = None,
+                 noise: float = 0.0) -> None:
         self.n, self.layer, self.k, self.distribution, self.seed, self.X, self.Y = n, layer, k, distribution, seed, X, Y
         self.origin = origin  # the source's class name, for SourceError
         self.noise = noise
@@ -97,16 +102,17 @@ class ExampleBatch:
         for name, value in state.items():
             setattr(self, name, value)
 
-    def examples(self):
+    def examples(self) -> tuple[np.ndarray, np.ndarray]:
         """``(X, Y)``, checked finite (:func:`checked_examples`)."""
         if self.X is not None:
             return checked_examples(np.asarray(self.X), np.asarray(self.Y), self.origin)
         rng = np.random.default_rng(self.seed)
-        X = sample_inputs(self.n, self.k, self.layer.d, distribution=self.distribution, rng=rng)
-        return checked_examples(X, noisy_labels(self.layer(X), self.noise, rng), self.origin)
+        X = sample_inputs(self.n, self.k, self.layer.d,  # type: ignore[arg-type, union-attr]
+                          distribution=self.distribution, rng=rng)  # type: ignore[arg-type]
+        return checked_examples(X, noisy_labels(self.layer(X), self.noise, rng), self.origin)  # type: ignore[misc]
 
 
-def noisy_labels(Y, noise, rng):
+def noisy_labels(Y: np.ndarray, noise: float, rng: np.random.Generator) -> np.ndarray:
     """``Y`` plus i.i.d. ``N(0, noise²)`` in every entry, drawn from ``rng`` after the inputs; ``Y`` itself (and
     nothing drawn) when ``noise`` is 0, so a noiseless oracle's streams are those of the toolkit before noise."""
     if not noise:
@@ -149,7 +155,8 @@ class LayerOracle:
     """
 
     @declare(k=Integer(), distribution=Choice(DISTRIBUTIONS), noise=NOISE_RULE)
-    def __init__(self, layer, k, *, distribution="boolean", noise=0.0, rng=None):
+    def __init__(self, layer: AttentionLayer, k: int, *, distribution: str = "boolean", noise: float = 0.0,
+                 rng: int | np.random.SeedSequence | np.random.Generator | None = None) -> None:
         if not isinstance(layer, AttentionLayer):
             raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
         self.layer = layer
@@ -165,17 +172,17 @@ class LayerOracle:
         self.reset()
 
     @property
-    def seed_entropy(self):
+    def seed_entropy(self) -> int | Sequence[int] | None:
         """Entropy of the oracle's SeedSequence (replays its examples)."""
         return self._seed.entropy
 
-    def reset(self):
+    def reset(self) -> None:
         """Restart the example stream, the numbering of batch streams and the count."""
         self._rng = np.random.default_rng(self._seed)
         self._streams = 0
         self.n_drawn = 0
 
-    def batches(self, sizes):
+    def batches(self, sizes: Iterable[int]) -> Iterator[ExampleBatch]:
         """A new stream: an :class:`ExampleBatch` per size in ``sizes`` (an iterable, possibly lazy).
 
         Nothing is counted as drawn until :meth:`consume`; batches formed and
@@ -190,11 +197,11 @@ class LayerOracle:
             yield ExampleBatch(int(n), layer=self.layer, k=self.k, distribution=self.distribution, seed=seed,
                                origin=type(self).__name__, noise=self.noise)
 
-    def consume(self, n_samples):
+    def consume(self, n_samples: int) -> None:
         """Count ``n_samples`` examples of a stream as drawn."""
         self.n_drawn += n_samples
 
-    def draw(self, n_samples):
+    def draw(self, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
         """``n_samples`` fresh examples ``(X, Y)``, each of shape (n_samples, k, d)."""
         n_samples = check_int("n_samples", n_samples)
         X = sample_inputs(n_samples, self.k, self.d, distribution=self.distribution, rng=self._rng)
@@ -205,7 +212,7 @@ class LayerOracle:
 class ArraySource:
     """A fixed set of labelled examples, handed out in order without replacement."""
 
-    def __init__(self, X, Y, *, distribution=None):
+    def __init__(self, X: ArrayLike, Y: ArrayLike, *, distribution: str | None = None) -> None:
         X = check_inputs(X, boolean=distribution == "boolean")
         Y = check_real_array("Y", Y, ndim=3)
         if X.shape != Y.shape:
@@ -216,13 +223,13 @@ class ArraySource:
         self.n_drawn = 0
 
     @property
-    def remaining(self):
+    def remaining(self) -> int:
         return self.X.shape[0] - self.n_drawn
 
-    def reset(self):
+    def reset(self) -> None:
         self.n_drawn = 0
 
-    def batches(self, sizes):
+    def batches(self, sizes: Iterable[int]) -> Iterator[ExampleBatch]:
         """The examples from the current position on, cut into batches of the given sizes (the arrays'
         slices themselves). A batch that does not fit raises :class:`ExamplesExhausted` when it is formed;
         nothing is handed out until :meth:`consume`."""
@@ -235,14 +242,14 @@ class ArraySource:
             yield ExampleBatch(int(n), X=self.X[start:start + n], Y=self.Y[start:start + n], origin=type(self).__name__)
             start += n
 
-    def consume(self, n_samples):
+    def consume(self, n_samples: int) -> None:
         """Hand out the next ``n_samples`` examples (after :meth:`batches` formed them)."""
         if self.remaining < n_samples:
             raise ExamplesExhausted(f"asked for {n_samples} examples; only {self.remaining} of {self.X.shape[0]} "
                                     "remain.")
         self.n_drawn += n_samples
 
-    def draw(self, n_samples):
+    def draw(self, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
         n_samples = check_int("n_samples", n_samples)
         if self.remaining < n_samples:
             raise ExamplesExhausted(
@@ -254,7 +261,7 @@ class ArraySource:
         return self.X[sl], self.Y[sl]
 
 
-def as_source(source):
+def as_source(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike]) -> LayerOracle | ArraySource:
     """A LayerOracle/ArraySource as given, or an ArraySource from a pair ``(X, Y)``."""
     if isinstance(source, (LayerOracle, ArraySource)):
         return source

@@ -22,6 +22,9 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor
+from typing import Any
 
 from .errors import MissingExtra
 from .validation import check_int
@@ -65,7 +68,7 @@ def _openblas_thread_calls():
 
 
 @contextlib.contextmanager
-def blas_threads(n):
+def blas_threads(n: int) -> Iterator[str]:
     """Limit the BLAS to ``n`` threads inside the block, best effort; yields what was set, for the output.
 
     Uses threadpoolctl when installed, else OpenBLAS's own calls on every OpenBLAS loaded
@@ -107,7 +110,7 @@ def blas_threads(n):
 DEFAULT_POOL = "auto"
 
 
-def pool_size(workers=DEFAULT_POOL):
+def pool_size(workers: int | str | None = DEFAULT_POOL) -> int:
     """The number of local processes ``workers`` asks for: ``None`` or ``"auto"`` is :func:`available_cores`;
     otherwise a positive integer (a named error for anything else)."""
     if workers is None or workers == "auto":
@@ -115,7 +118,7 @@ def pool_size(workers=DEFAULT_POOL):
     return check_int("workers", workers)
 
 
-def available_cores():
+def available_cores() -> int:
     """Cores this process may run on (its CPU affinity where the OS reports it)."""
     with contextlib.suppress(AttributeError):
         return len(os.sched_getaffinity(0))
@@ -123,7 +126,7 @@ def available_cores():
 
 
 @contextlib.contextmanager
-def worker_env():
+def worker_env() -> Iterator[None]:
     """Set :data:`WORKER_ENV` while processes are spawned (they inherit it), then restore."""
     saved = {key: os.environ.get(key) for key in WORKER_ENV}
     os.environ.update(WORKER_ENV)
@@ -137,7 +140,7 @@ def worker_env():
                 os.environ[key] = value
 
 
-def ignore_sigint():
+def ignore_sigint() -> None:
     """Initializer of local-pool workers: Ctrl-C at a terminal reaches the whole process group, and
     only the parent should act on it (it stops the workers itself)."""
     import signal
@@ -157,7 +160,7 @@ def _exit_with_parent(parent_pid):
             os._exit(0)
 
 
-def init_worker(parent_pid):
+def init_worker(parent_pid: int) -> None:
     """Initializer of local-pool workers: Ctrl-C ignored (:func:`ignore_sigint`), and the worker ends
     itself within :data:`PARENT_CHECK_SECONDS` of its parent's death — a parent killed outright
     (SIGKILL, the OOM killer) cannot stop its workers, and loky's idle workers would otherwise
@@ -172,7 +175,7 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def interrupt_on_sigterm():
+def interrupt_on_sigterm() -> None:
     """Make SIGTERM raise KeyboardInterrupt in the main thread, as Ctrl-C does.
 
     A batch scheduler or ``kill`` then stops a command's workers and keeps its finished runs, rather than
@@ -184,7 +187,7 @@ def interrupt_on_sigterm():
 
 
 @contextlib.contextmanager
-def sigint_ignored():
+def sigint_ignored() -> Iterator[None]:
     """Ignore SIGINT while processes are started: they inherit the disposition, and Python keeps an ignored
     SIGINT ignored, so a Ctrl-C while a worker is still importing cannot print its traceback (the
     initializer alone comes too late for that). Only the main thread may change signal handlers."""
@@ -201,7 +204,7 @@ def sigint_ignored():
         signal.signal(signal.SIGINT, saved)
 
 
-def local_pool(workers):
+def local_pool(workers: int) -> Executor:
     """A process pool of ``workers`` processes that ignore Ctrl-C, one BLAS thread each (loky's executor).
 
     loky (the executor joblib uses) starts its workers by fork + exec without re-running the
@@ -224,12 +227,12 @@ def _noop():
     return None
 
 
-def pool_pids(pool):
+def pool_pids(pool: Executor) -> list[int]:
     """Process ids of a local pool's workers (for tests and diagnostics)."""
     return sorted(proc.pid for proc in (getattr(pool, "_processes", None) or {}).values())
 
 
-def kill_pool(pool):
+def kill_pool(pool: Any) -> None:
     """End a local pool now: its processes are killed and reaped, pending work cancelled (a worker may be
     minutes into a task). ``_processes`` is the executor's own table (``shutdown`` clears it, so it is read
     first). loky's executor kills its workers itself (``shutdown(kill_workers=True)``); for the standard
@@ -263,7 +266,7 @@ def kill_pool(pool):
                 break
 
 
-def dask_client_class():
+def dask_client_class() -> Any:
     """``dask.distributed.Client``, or :class:`MissingExtra` saying how to install it."""
     try:
         from dask.distributed import Client
@@ -273,7 +276,7 @@ def dask_client_class():
     return Client
 
 
-def connect_client(scheduler):
+def connect_client(scheduler: str) -> Any:
     """A ``dask.distributed.Client`` for the scheduler at address ``scheduler``, or a ConnectionError naming it."""
     Client = dask_client_class()
     try:
@@ -322,7 +325,7 @@ class Workers:
     merged, examples computed ahead and discarded, and seconds.
     """
 
-    def __init__(self, workers=None, scheduler=None):
+    def __init__(self, workers: int | str | None = None, scheduler: Any = None) -> None:
         if workers is not None:
             workers = pool_size(workers)
         if scheduler is not None and workers is not None:
@@ -339,7 +342,7 @@ class Workers:
         self.workers = workers or 1
         self._pool = self._client = None
         self._own_client = False
-        self.stats = {}
+        self.stats: dict[str, dict[str, Any]] = {}
 
     # -- lifetime ---------------------------------------------------------------------------------
 
@@ -363,11 +366,11 @@ class Workers:
                 self._client = self.scheduler
             self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
 
-    def pids(self):
+    def pids(self) -> list[int]:
         """Process ids of the local pool's workers (empty before the first batch and after close)."""
         return pool_pids(self._pool) if self._pool is not None else []
 
-    def close(self):
+    def close(self) -> None:
         """Release the backend after a normal end (nothing is in flight then)."""
         if self._pool is not None:
             pool, self._pool = self._pool, None
@@ -377,7 +380,7 @@ class Workers:
             if self._own_client:
                 client.close()
 
-    def kill(self):
+    def kill(self) -> None:
         """End the workers now (idempotent): local processes are killed, Dask futures cancelled."""
         if self._pool is not None:
             pool, self._pool = self._pool, None
@@ -388,7 +391,7 @@ class Workers:
                 client.close()
 
     @property
-    def info(self):
+    def info(self) -> dict[str, Any]:
         """JSON-ready description: backend, workers, and per-phase figures (examples/s)."""
         phases = {}
         for label, s in self.stats.items():
@@ -399,7 +402,8 @@ class Workers:
 
     # -- the ordered map -------------------------------------------------------------------------
 
-    def ordered(self, label, fn, tasks):
+    def ordered(self, label: str, fn: Callable[..., Any],
+                tasks: Iterable[tuple[tuple[Any, ...], int]]) -> Iterator[Any]:
         """Yield ``fn(*args)`` for ``(args, size)`` in ``tasks``, in order, computing up to a few batches ahead.
 
         ``tasks`` is an iterator of argument tuples with the batch's number of
@@ -416,7 +420,7 @@ class Workers:
         tasks = iter(tasks)
         self._ensure()
         window = 1 if self.backend == "serial" else AHEAD_PER_WORKER * self.workers
-        inflight = []  # (future-like, size)
+        inflight: list[tuple[Any, int]] = []  # (future-like, size)
         finished = False
         try:
             while True:
@@ -468,7 +472,7 @@ class Workers:
 
 
 @contextlib.contextmanager
-def as_workers(workers):
+def as_workers(workers: Workers | int | str | None) -> Iterator[Workers]:
     """The :class:`Workers` a phase called on its own computes on.
 
     ``workers`` is a :class:`Workers` (used as it is and left open: :func:`learner.learn` shares

@@ -13,6 +13,8 @@ import contextlib
 import contextvars
 import os
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 _ENABLED = contextvars.ContextVar("learner_progress", default=False)
 
@@ -20,17 +22,17 @@ _ENABLED = contextvars.ContextVar("learner_progress", default=False)
 class NoBar:
     """The bar used when progress is off: every method does nothing."""
 
-    def update(self, n=1):
+    def update(self, n: float = 1) -> None:
         pass
 
-    def set_postfix_str(self, s):
+    def set_postfix_str(self, s: str) -> None:
         pass
 
-    def close(self):
+    def close(self) -> None:
         pass
 
 
-def resolve(progress):
+def resolve(progress: bool | None) -> bool:
     """``True``/``False`` as given; ``None`` means "standard error is a terminal"."""
     if progress is None:
         isatty = getattr(sys.stderr, "isatty", None)
@@ -41,7 +43,7 @@ def resolve(progress):
 
 
 @contextlib.contextmanager
-def showing(flag):
+def showing(flag: bool) -> Iterator[None]:
     """Show bars (or not) within the block."""
     token = _ENABLED.set(bool(flag))
     try:
@@ -50,7 +52,7 @@ def showing(flag):
         _ENABLED.reset(token)
 
 
-def bar(total, desc, unit):
+def bar(total: float, desc: str, unit: str) -> Any:
     """A tqdm bar on standard error when progress is on, else a :class:`NoBar`."""
     if not _ENABLED.get():
         return NoBar()

@@ -4,6 +4,7 @@ gradient baselines (:mod:`learner.baselines`), with its JSON record and its text
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .layer import AttentionLayer
 
@@ -42,7 +43,7 @@ class LearnResult:
     noise: float | None = None
     expected_param_error: float | None = None
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready record (the learned layer's parameters included as nested lists)."""
         from .io import json_safe
 
@@ -54,7 +55,7 @@ class LearnResult:
             "layer": None if self.layer is None else {"thetas": self.layer.thetas, "ws": self.layer.ws},
         })
 
-    def report(self):
+    def report(self) -> str:
         """A phase-by-phase text report."""
         lines = [f"success: {self.success} ({self.status}): {self.message}"
                  + (f" Time: {self.execution['phase4_time_estimate']}." if "phase4_time_estimate" in self.execution

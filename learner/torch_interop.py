@@ -38,12 +38,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import TorchConversionError
 from .layer import AttentionLayer
 from .validation import check_positive_float
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ._typing import PathLike
 
 __all__ = [
     "AttentionModule",  # noqa: F822 — built on first access by the module __getattr__ (imports torch)
@@ -66,7 +72,7 @@ DTYPES = ("float64", "float32")
 RANK_RTOL = 1e-9
 
 
-def require_torch():
+def require_torch() -> Any:
     """The ``torch`` module, or an ImportError saying how to install the optional ``torch`` extra."""
     try:
         import torch
@@ -75,7 +81,7 @@ def require_torch():
     return torch
 
 
-def need_torch(option):
+def need_torch(option: str) -> None:
     """Check that torch is installed before a command runs, or raise a ValueError (one line on a command line)
     that names ``option`` and says how to install the extra."""
     try:
@@ -84,7 +90,7 @@ def need_torch(option):
         raise ValueError(f"{option}: {exc}") from None
 
 
-def torch_dtype(dtype):
+def torch_dtype(dtype: str) -> Any:
     """The torch dtype named ``dtype`` (one of :data:`DTYPES`), or a ValueError naming it."""
     if dtype not in DTYPES:
         raise ValueError(f"`dtype` must be one of {DTYPES}; got dtype={dtype!r}.")
@@ -196,7 +202,7 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def to_torch(layer, *, dtype="float64"):
+def to_torch(layer: AttentionLayer, *, dtype: str = "float64") -> Any:
     """The layer as a torch module that computes ``F`` exactly, with ``Θ_i`` and ``W_i`` as parameters.
 
     Parameters
@@ -251,7 +257,8 @@ def _factor(mat, width, rtol):
     return A, B
 
 
-def to_torch_mha(layer, *, dtype="float64", batch_first=False, rank_rtol=RANK_RTOL):
+def to_torch_mha(layer: AttentionLayer, *, dtype: str = "float64", batch_first: bool = False,
+                 rank_rtol: float = RANK_RTOL) -> Any:
     """An ``nn.MultiheadAttention(d, m, bias=False)`` computing the layer, where every head has rank ≤ d/m.
 
     Each ``√d_h·Θ_i`` and ``W_i`` is factored by its SVD, ``U S Vᵀ = (U√S)(√S Vᵀ)``: the query rows
@@ -372,7 +379,8 @@ def _from_state(state, num_heads):
     return AttentionLayer(thetas, ws)
 
 
-def from_torch(mha, *, num_heads=None, attn_mask=None, key_padding_mask=None, is_causal=False):
+def from_torch(mha: Any, *, num_heads: int | None = None, attn_mask: Any = None, key_padding_mask: Any = None,
+               is_causal: bool = False) -> AttentionLayer:
     """The paper's layer computed by a torch attention layer.
 
     Parameters
@@ -443,7 +451,7 @@ TORCH_FILE_FORMAT = "attention-torch-layer"
 TORCH_FILE_SCHEMA = 1  # ours: the first layout; a new layout gets a new number
 
 
-def save_torch_layer(mha, path):
+def save_torch_layer(mha: Any, path: PathLike) -> Path:
     """Save an ``nn.MultiheadAttention`` with what its state dict does not record: ``num_heads``,
     ``add_zero_attn``, ``batch_first`` (read back by :func:`load_torch_layer` without asking for them).
 
@@ -483,7 +491,7 @@ def _read_recorded(state, path, num_heads):
     return dict(state["state_dict"]), recorded
 
 
-def load_torch_layer(path, *, num_heads=None):
+def load_torch_layer(path: PathLike, *, num_heads: int | None = None) -> AttentionLayer:
     """The layer of a saved ``nn.MultiheadAttention``: a :func:`save_torch_layer` file, or a bare state dict
     saved with ``torch.save(mha.state_dict(), path)``.
 
@@ -528,7 +536,7 @@ def load_torch_layer(path, *, num_heads=None):
     return from_torch(state, num_heads=num_heads)
 
 
-def describe_heads(layer):
+def describe_heads(layer: AttentionLayer) -> str:
     """One line on what a head count implies for a converted layer: the head dimension and each head's ranks.
 
     With ``m`` heads of ``d``, torch's head dimension is ``d/m`` and every ``Θ_i``, ``W_i`` has rank at most

@@ -13,9 +13,14 @@ scikit-learn's ``validate_params``). Messages name the parameter as the caller w
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, NoReturn, TypeAlias, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+from ._typing import SeedLike
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -40,7 +45,7 @@ DISTRIBUTIONS = ("boolean", "gaussian")
 INT64_MAX = 2**63 - 1
 
 
-def check_int(name, value, *, minimum=1):
+def check_int(name: str, value: object, *, minimum: int = 1) -> int:
     """Return ``value`` as an ``int`` if it is an integer ``>= minimum``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"`{name}` must be an integer; got {name}={value!r}.")
@@ -52,14 +57,14 @@ def check_int(name, value, *, minimum=1):
     return value
 
 
-def check_bool(name, value):
+def check_bool(name: str, value: object) -> bool:
     """Return ``value`` as a ``bool`` if it is one (numpy's included): a string such as "no" is not."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"`{name}` must be True or False; got {name}={value!r}.")
     return bool(value)
 
 
-def check_positive_float(name, value, *, allow_zero=False):
+def check_positive_float(name: str, value: object, *, allow_zero: bool = False) -> float:
     """Return ``value`` as a finite float that is positive (or zero if allowed)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {name}={value!r}.")
@@ -71,7 +76,7 @@ def check_positive_float(name, value, *, allow_zero=False):
     return value
 
 
-def check_real_array(name, value, *, ndim=None):
+def check_real_array(name: str, value: ArrayLike, *, ndim: int | Sequence[int] | None = None) -> np.ndarray:
     """Return ``value`` as a float64 array, rejecting complex, object and non-finite data."""
     try:
         arr = np.asarray(value)
@@ -109,7 +114,7 @@ class Integer:
     minimum: int | None = 1
     none: bool = False  # None is accepted (it stands for a default the function chooses)
 
-    def check(self, name, value):
+    def check(self, name: str, value: object) -> int | None:
         if value is None and self.none:
             return None
         if self.minimum is None:  # any integer: the range is the library's to check
@@ -118,7 +123,7 @@ class Integer:
             return int(value)
         return check_int(name, value, minimum=self.minimum)
 
-    def parse(self, text):
+    def parse(self, text: str) -> int:
         return int(text)
 
 
@@ -132,13 +137,13 @@ class Real:
     none: bool = False
     below: float | None = None  # an exclusive upper bound (a fraction or a tolerance: below 1)
 
-    def check(self, name, value):
+    def check(self, name: str, value: object) -> float | None:
         if value is None and self.none:
             return None
         if not self.sign:
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
                 raise TypeError(f"`{name}` must be a real number; got {name}={value!r}.")
-            if not np.isfinite(value):
+            if not np.isfinite(value):  # type: ignore[call-overload]
                 raise ValueError(f"`{name}` must be finite; got {name}={float(value)!r}.")
             value = float(value)
         else:
@@ -147,7 +152,7 @@ class Real:
             raise ValueError(f"`{name}` must be below {self.below:g}; got {name}={value!r}.")
         return value
 
-    def parse(self, text):
+    def parse(self, text: str) -> float:
         return float(text)
 
 
@@ -163,7 +168,7 @@ class Seed:
 
     none: bool = False
 
-    def check(self, name, value):
+    def check(self, name: str, value: object) -> int | None:
         if value is None and self.none:
             return None
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
@@ -172,7 +177,7 @@ class Seed:
             raise ValueError(f"`{name}` must be a non-negative integer (seed entropy); got {name}={int(value)}.")
         return int(value)
 
-    def parse(self, text):
+    def parse(self, text: str) -> int:
         digits = str(text).strip()
         if len(digits) > SEED_MAX_DIGITS and digits.isdigit():
             raise ValueError(f"at most {SEED_MAX_DIGITS} digits")
@@ -186,10 +191,10 @@ class Seed:
 class Boolean:
     """True or False (numpy's included; a string such as ``"no"`` is not): a rule of the validation layer."""
 
-    def check(self, name, value):
+    def check(self, name: str, value: object) -> bool:
         return check_bool(name, value)
 
-    def parse(self, text):  # command lines spell a flag as its presence (store_true), never as a value
+    def parse(self, text: str) -> NoReturn:  # command lines spell a flag as its presence (store_true), never as a value
         raise ValueError(text)
 
 
@@ -200,12 +205,12 @@ class Choice:
 
     values: tuple
 
-    def check(self, name, value):
+    def check(self, name: str, value: object) -> str:
         if not isinstance(value, str) or value not in self.values:
             raise ValueError(f"`{name}` must be one of {self.values}; got {name}={value!r}.")
         return value
 
-    def parse(self, text):
+    def parse(self, text: str) -> str:
         return text
 
 
@@ -215,12 +220,12 @@ class Each:
     is taken as itself when ``scalar``: a rule of the validation layer. On the command line the option takes
     several values (``nargs``), each parsed by ``rule``, and the whole list is checked after parsing."""
 
-    rule: object
+    rule: Rule
     distinct: bool = True
     scalar: bool = False
     none: bool = False
 
-    def check(self, name, value):
+    def check(self, name: str, value: object) -> Any:
         if value is None and self.none:
             return None
         if self.scalar and isinstance(value, (numbers.Number, str)):
@@ -234,7 +239,7 @@ class Each:
             raise ValueError(f"`{name}` must hold distinct values; got {name}={values}.")
         return values
 
-    def parse(self, text):
+    def parse(self, text: str) -> Any:
         return self.rule.parse(text)
 
 
@@ -243,9 +248,9 @@ class OrWord:
     """The word ``word`` (``"auto"``) or a value of ``rule``: a rule of the validation layer."""
 
     word: str
-    rule: object
+    rule: Rule
 
-    def check(self, name, value):
+    def check(self, name: str, value: object) -> Any:
         if isinstance(value, str) and value == self.word:
             return value
         try:
@@ -254,11 +259,18 @@ class OrWord:
             head, sep, tail = str(exc).partition("; got ")
             raise type(exc)(f"{head} (or the word {self.word!r}){sep}{tail}") from None
 
-    def parse(self, text):
+    def parse(self, text: str) -> Any:
         return text if text == self.word else self.rule.parse(text)
 
 
-def declare(**rules):
+#: A rule of the validation layer (what :func:`declare` takes and :func:`learner.argparsing.cli_type` turns into an
+#: argparse type).
+Rule: TypeAlias = "Integer | Real | Seed | Boolean | Choice | Each | OrWord"
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def declare(**rules: Rule) -> Callable[[_F], _F]:
     """Declare the rules of a function's parameters; every call checks them (a decorator).
 
     ``@declare(m=Integer(1), lr=Real())`` binds each call's arguments to the signature and passes every
@@ -288,7 +300,7 @@ def declare(**rules):
     return decorate
 
 
-def check_rng(rng, name="rng"):
+def check_rng(rng: SeedLike, name: str = "rng") -> np.random.Generator:
     """``np.random.default_rng(rng)`` for the accepted seeds, else an error naming ``name`` and the value.
 
     Accepted: None (fresh entropy), a non-negative integer, a ``SeedSequence``, a

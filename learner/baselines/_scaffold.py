@@ -11,15 +11,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import ExamplesExhausted
 from ..layer import AttentionLayer
 from ..metrics import truth_errors
-from ..oracle import draw_checked
+from ..oracle import ArraySource, LayerOracle, draw_checked
 from ..result import LearnResult
-from ..validation import Integer, Real, check_int, check_positive_float
+from ..validation import Integer, Real, Rule, check_int, check_positive_float
 
 __all__ = ["GradientFit", "check_milestones", "milestone_key", "validation_error"]
 
@@ -27,7 +29,7 @@ log = logging.getLogger(__name__)
 
 #: The options of the two gradient fits, declared once (the validation layer's rules): the functions check
 #: their arguments with these, and the study commands (``--adam-lr``, ``--epochs``, …) parse with them.
-OPTION_RULES = {
+OPTION_RULES: dict[str, Integer | Real] = {
     "lr": Real(), "max_iter": Integer(), "epochs": Integer(), "batch": Integer(), "restarts": Integer(),
     "n_train": Integer(), "n_val": Integer(), "patience": Integer(), "eval_every": Integer(),
     "threads": Integer(), "tol": Real(allow_zero=True), "clip": Real(), "init_scale": Real(),
@@ -35,7 +37,7 @@ OPTION_RULES = {
 }
 
 
-def option_rules(*names, optional=()):
+def option_rules(*names: str, optional: Iterable[str] = ()) -> dict[str, Rule]:
     """The rules of ``names`` from :data:`OPTION_RULES` (for :func:`~learner.validation.declare`); the names in
     ``optional`` also take None (elsewhere None is refused like any other non-number)."""
     return {name: dataclasses.replace(OPTION_RULES[name], none=name in optional) for name in names}
@@ -46,7 +48,7 @@ def option_rules(*names, optional=()):
 DEFAULT_MILESTONES = (1e-3, 1e-8)
 
 
-def check_milestones(milestones):
+def check_milestones(milestones: Iterable[float]) -> tuple[float, ...]:
     """``milestones`` as a sorted tuple of distinct relative errors in (0, 1), descending (named errors otherwise)."""
     try:
         values = tuple(milestones)
@@ -58,12 +60,12 @@ def check_milestones(milestones):
     return tuple(sorted(values, reverse=True))
 
 
-def milestone_key(threshold):
+def milestone_key(threshold: float) -> str:
     """The JSON key of a milestone: ``"1e-03"``, ``"1e-08"`` (one spelling, so records compare)."""
     return f"{threshold:.0e}"
 
 
-def validation_error(layer, Xv, Yv):
+def validation_error(layer: AttentionLayer, Xv: np.ndarray, Yv: np.ndarray) -> float:
     """``Σ‖F(X) − Y‖² / Σ‖Y‖²`` over the validation examples (0 for an exact fit of zero labels)."""
     y_sq = float(np.sum(Yv**2))
     residual = float(np.sum((layer(Xv) - Yv) ** 2))
@@ -79,7 +81,11 @@ class GradientFit:
     restart of lowest validation loss and gives the verdict.
     """
 
-    def __init__(self, source, *, name, m, k, truth, rng, t_start):
+    timings: dict[str, float]
+    diag: dict[str, Any]
+
+    def __init__(self, source: LayerOracle | ArraySource, *, name: str, m: int, k: int | None,
+                 truth: AttentionLayer | None, rng: np.random.Generator, t_start: float) -> None:
         if k is not None and check_int("k", k) != source.k:
             raise ValueError(f"`k` must match the examples' {source.k} tokens; got k={k}.")
         if truth is not None:
@@ -90,13 +96,14 @@ class GradientFit:
         self.source, self.name, self.m, self.truth, self.rng, self.t_start = source, name, m, truth, rng, t_start
         self.timings, self.diag, self.drawn0 = {}, {}, source.n_drawn
 
-    def done(self, status, message, layer=None, success=False):
+    def done(self, status: str, message: str, layer: AttentionLayer | None = None,
+             success: bool = False) -> LearnResult:
         errors = truth_errors(self.truth, layer, self.source.k, self.source, self.rng)
         self.timings["total"] = time.perf_counter() - self.t_start
         return LearnResult(layer, success, status, message, self.m, False, self.source.n_drawn - self.drawn0,
                            dict(self.timings), {}, self.diag, errors)
 
-    def split(self, n_train, n_val):
+    def split(self, n_train: int, n_val: int) -> tuple[Any, Any]:
         """``((X, Y), (Xv, Yv))``, or ``(None, result)`` when the source has too few examples."""
         t0 = time.perf_counter()
         try:
@@ -107,7 +114,8 @@ class GradientFit:
         self.timings["draw"] = time.perf_counter() - t0
         return (X_all[:n_train], Y_all[:n_train]), (X_all[n_train:], Y_all[n_train:])
 
-    def clock(self, milestones, Yv):
+    def clock(self, milestones: Sequence[float],
+              Yv: np.ndarray) -> tuple[dict[float, float | None], Callable[[float], None]]:
         """``(seconds_to, mark)``: ``mark(val_loss)`` times the first validation loss below each milestone."""
         seconds_to = dict.fromkeys(milestones)
         y_val = float(np.sum(Yv**2)) / Yv.shape[0]  # validation loss / y_val = validation relative error
@@ -119,7 +127,9 @@ class GradientFit:
 
         return seconds_to, mark
 
-    def restarts(self, restarts, init_scale, train):
+    def restarts(
+        self, restarts: int, init_scale: float, train: Callable[[int, np.random.Generator, np.ndarray], dict[str, Any]],
+    ) -> tuple[list[dict[str, Any]], list[np.random.Generator]]:
         """Run ``train(j, gen, params)`` for each restart until one stops at ``"tol"``.
 
         ``params`` (shape (2, m, d, d): the ``Θ_i`` then the ``W_i``) starts with every entry
@@ -139,7 +149,10 @@ class GradientFit:
         self.timings["fit"] = time.perf_counter() - t0
         return runs, gens[: len(runs)]
 
-    def finish(self, runs, gens, *, settings, keys, seconds_to, validation, success_tol, where, hint):
+    def finish(self, runs: Sequence[dict[str, Any]], gens: Sequence[np.random.Generator], *,
+               settings: dict[str, Any], keys: Iterable[str], seconds_to: dict[float, float | None],
+               validation: tuple[np.ndarray, np.ndarray], success_tol: float,
+               where: Callable[[int, dict[str, Any]], str], hint: str) -> LearnResult:
         """The result of the restart with the lowest validation loss.
 
         ``diagnostics["fit"]`` is ``settings`` with the kept restart, the restarts run, the milestones'
@@ -155,7 +168,7 @@ class GradientFit:
             "restarts_run": len(runs),
             "seconds_to": {milestone_key(t): s for t, s in seconds_to.items()},
         } | {key: [r[key] for r in runs] for key in keys} | {
-            "spawn_keys": [list(g.bit_generator.seed_seq.spawn_key) for g in gens]}
+            "spawn_keys": [list(g.bit_generator.seed_seq.spawn_key) for g in gens]}  # type: ignore[attr-defined]
         Xv, Yv = validation
         rel = self.diag["fit"]["val_relative_error"] = validation_error(layer, Xv, Yv)
         place = where(best_j, best)

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ..layer import auto_batch, softmax_inplace
-from ..oracle import as_source
+from .._typing import SeedLike
+from ..layer import AttentionLayer, auto_batch, softmax_inplace
+from ..oracle import ArraySource, LayerOracle, as_source
+from ..result import LearnResult
 from ..validation import Choice, Integer, check_rng, declare
 from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones, option_rules
 
@@ -162,9 +166,12 @@ def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patienc
 @declare(m=Integer(), optimizer=Choice(OPTIMIZERS), **option_rules(
     "lr", "max_iter", "restarts", "batch", "n_train", "n_val", "tol", "patience", "init_scale", "success_tol",
     optional=("batch",)))
-def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000, restarts=3, batch=None,
-                 n_train=20000, n_val=5000, tol=1e-8, patience=200, init_scale=0.5, success_tol=1e-3,
-                 milestones=DEFAULT_MILESTONES, truth=None, rng=None):
+def fit_gradient(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *, m: int, k: int | None = None,
+                 optimizer: str = "adam", lr: float = 1e-2, max_iter: int = 2000, restarts: int = 3,
+                 batch: int | None = None, n_train: int = 20000, n_val: int = 5000, tol: float = 1e-8,
+                 patience: int = 200, init_scale: float = 0.5, success_tol: float = 1e-3,
+                 milestones: Iterable[float] = DEFAULT_MILESTONES, truth: AttentionLayer | None = None,
+                 rng: SeedLike = None) -> LearnResult:
     """Fit an ``m``-head attention layer to examples by gradient descent on the squared loss (a baseline).
 
     Minimises
@@ -296,7 +303,7 @@ def fit_gradient(source, *, m, k=None, optimizer="adam", lr=1e-2, max_iter=2000,
         "optimizer": optimizer, "lr": lr, "max_iter": max_iter, "restarts": restarts, "batch": batch,
         "n_train": n_train, "n_val": n_val, "tol": tol, "patience": patience, "init_scale": init_scale,
         "success_tol": success_tol, "loss": "mean over examples of ||F(X) - Y||_F^2",
-        "seed_entropy": rng.bit_generator.seed_seq.entropy,
+        "seed_entropy": rng.bit_generator.seed_seq.entropy,  # type: ignore[attr-defined]
     }
     train, validation = fit.split(n_train, n_val)
     if train is None:

@@ -13,11 +13,16 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Iterable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import torch_interop
-from ..oracle import as_source
+from .._typing import SeedLike
+from ..layer import AttentionLayer
+from ..oracle import ArraySource, LayerOracle, as_source
+from ..result import LearnResult
 from ..validation import Integer, check_rng, declare
 from ._scaffold import DEFAULT_MILESTONES, GradientFit, check_milestones, option_rules
 
@@ -29,9 +34,12 @@ log = logging.getLogger(__name__)
 @declare(m=Integer(), **option_rules("lr", "epochs", "batch", "n_train", "n_val", "restarts", "tol", "clip",
                                      "init_scale", "success_tol", "eval_every", "threads",
                                      optional=("eval_every", "threads")))
-def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=20000, n_val=5000, restarts=3,
-              tol=1e-8, clip=1.0, init_scale=0.5, success_tol=1e-3, milestones=DEFAULT_MILESTONES, eval_every=None,
-              dtype="float64", threads=None, truth=None, rng=None):
+def fit_torch(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *, m: int, k: int | None = None,
+              lr: float = 1e-2, epochs: int = 200, batch: int = 256, n_train: int = 20000, n_val: int = 5000,
+              restarts: int = 3, tol: float = 1e-8, clip: float = 1.0, init_scale: float = 0.5,
+              success_tol: float = 1e-3, milestones: Iterable[float] = DEFAULT_MILESTONES,
+              eval_every: int | None = None, dtype: str = "float64", threads: int | None = None,
+              truth: AttentionLayer | None = None, rng: SeedLike = None) -> LearnResult:
     """Fit an ``m``-head layer with ``torch.optim.Adam``: mini-batches, cosine schedule, gradient clipping.
 
     Minimises the loss of :func:`learner.baselines.fit_gradient`,
@@ -123,7 +131,8 @@ def fit_torch(source, *, m, k=None, lr=1e-2, epochs=200, batch=256, n_train=2000
         "restarts": restarts, "tol": tol, "clip": clip, "init_scale": init_scale, "success_tol": success_tol,
         "schedule": f"cosine over {total_steps} steps", "eval_every": eval_every, "dtype": dtype,
         "threads": threads, "torch_version": torch.__version__, "milestones": list(milestones),
-        "loss": "mean over examples of ||F(X) - Y||_F^2", "seed_entropy": rng.bit_generator.seed_seq.entropy,
+        "loss": "mean over examples of ||F(X) - Y||_F^2",
+        "seed_entropy": rng.bit_generator.seed_seq.entropy,  # type: ignore[attr-defined]
     }
     train, validation = fit.split(n_train, n_val)
     if train is None:

@@ -32,9 +32,12 @@ fit exactly: their exponent is near 0 (see :data:`EXPONENT_BAND`).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..validation import check_int, check_positive_float, check_real_array
 
@@ -90,7 +93,7 @@ PILOT_ROWS = 100
 PILOT_MAX_FRACTION = 0.05
 
 
-def poisson_interval(count, failure_probability):
+def poisson_interval(count: int, failure_probability: float) -> tuple[float, float]:
     """Garwood's exact two-sided interval for a Poisson mean from one observed ``count``.
 
     .. math:: \\Big[\\tfrac12 \\chi^2_{2c}(\\alpha/2),\\ \\tfrac12 \\chi^2_{2c+2}(1-\\alpha/2)\\Big]
@@ -128,7 +131,7 @@ def poisson_interval(count, failure_probability):
     return lo, hi
 
 
-def window_exponent(m, k):
+def window_exponent(m: int, k: int) -> int:
     """``n = (m−1)(k−1)``: the logit disagreements a certified row must have near 0.
 
     Examples
@@ -139,7 +142,7 @@ def window_exponent(m, k):
     return (check_int("m", m) - 1) * (check_int("k", k) - 1)
 
 
-def window_scale(tol, tol_ref, n):
+def window_scale(tol: float, tol_ref: float, n: int) -> float:
     """The window law: yield at ``tol`` over yield at ``tol_ref``, ``(tol / tol_ref)^n``.
 
     The acceptance window of the ``n`` disagreements is ``{‖M_X D‖ <= tol}``, a volume
@@ -187,11 +190,11 @@ class Forecast:
     n_examples: int
     target: int
     n: int
-    table: tuple[ToleranceForecast, ...]
+    table: Sequence[ToleranceForecast]
     exponent: float
     exponent_interval: tuple[float, float]
     model_ok: bool
-    band: tuple[float, float]
+    band: tuple[float, ...]
     tol: float
     fixed: bool
     threshold: float
@@ -203,7 +206,7 @@ class Forecast:
     failure_probability: float
     rule: str = "affordable"
 
-    def at(self, tol):
+    def at(self, tol: float) -> ToleranceForecast:
         """The :class:`ToleranceForecast` at ``tol`` (one of the table's tolerances)."""
         for row in self.table:
             if row.tol == tol:
@@ -211,28 +214,28 @@ class Forecast:
         raise KeyError(f"no forecast at tol={tol!r}; have {[row.tol for row in self.table]}")
 
     @property
-    def chosen(self):
+    def chosen(self) -> ToleranceForecast:
         """The forecast at the tolerance chosen (or fixed)."""
         return self.at(self.tol)
 
     @property
-    def predicted_examples(self):
+    def predicted_examples(self) -> float:
         """Examples phase 4 is forecast to draw at the chosen tolerance (the pilot's included)."""
         return self.chosen.predicted_examples
 
     @property
-    def examples_per_second(self):
+    def examples_per_second(self) -> float | None:
         """The pilot's measured rate (None without its time)."""
         return self.n_examples / self.seconds if self.seconds else None
 
-    def seconds_for(self, examples, workers=None):
+    def seconds_for(self, examples: float, workers: int | None = None) -> float | None:
         """Seconds for ``examples`` more examples at the pilot's rate, scaled per worker to ``workers``."""
         rate = self.examples_per_second
         if rate is None or not math.isfinite(examples):
             return math.inf if rate is not None else None
         return examples / (rate / self.workers * (workers or self.workers))
 
-    def summary(self):
+    def summary(self) -> str:
         """One line for the log: the prediction at every tolerance and the choice."""
         def ex(v):
             return "∞" if not math.isfinite(v) else f"{v:.2g}"
@@ -247,7 +250,7 @@ class Forecast:
         return (f"pilot of {self.n_examples:,} examples: " + "; ".join(parts) + f"; {law}; "
                 + ("fixed" if self.fixed else "chosen") + f" tol {self.tol:g}" + eta)
 
-    def budget_message(self):
+    def budget_message(self) -> str:
         """Why phase 4 stops before drawing the rest, and what would make it fit.
 
         Deterministic given the examples (no rate, no workers), so a run's record is the same
@@ -275,7 +278,7 @@ class Forecast:
             text += f"; tol {c.tol:g} already has the smallest forecast of the candidates"
         return text + "."
 
-    def time_message(self):
+    def time_message(self) -> str:
         """The time the rest of phase 4 would take at the pilot's rate, here and with more workers."""
         rate = self.examples_per_second
         c = self.chosen
@@ -293,7 +296,7 @@ class Forecast:
             text += f", or about an hour with {hour} workers at that per-worker rate"
         return text
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary (infinite values become None) of what does not depend on where the pilot ran.
 
         ``seconds`` is wall time (records drop it when they compare runs); the workers and the rate are
@@ -361,9 +364,11 @@ def _choose(table, cands, threshold, rule):
     return fits[0].tol if fits else min(rows, key=lambda r: (r.predicted_examples, -r.tol)).tol
 
 
-def pilot_forecast(residuals, n_examples, *, target, n, candidates=DEFAULT_CANDIDATES, tol=None,
-                   threshold=AFFORDABLE_EXAMPLES, budget=None, seconds=None, workers=1, min_count=MIN_DIRECT,
-                   band=EXPONENT_BAND, failure_probability=0.05, rule="affordable"):
+def pilot_forecast(residuals: ArrayLike, n_examples: int, *, target: int, n: int,
+                   candidates: Iterable[float] = DEFAULT_CANDIDATES, tol: float | None = None,
+                   threshold: float = AFFORDABLE_EXAMPLES, budget: int | None = None, seconds: float | None = None,
+                   workers: int = 1, min_count: int = MIN_DIRECT, band: Sequence[float] = EXPONENT_BAND,
+                   failure_probability: float = 0.05, rule: str = "affordable") -> Forecast:
     """Forecast the examples phase 4 needs at each candidate tolerance from a pilot, and choose one.
 
     With ``C_t`` the pilot's constraints with residual ``< t`` among ``N`` examples, the
@@ -509,7 +514,7 @@ def pilot_forecast(residuals, n_examples, *, target, n, candidates=DEFAULT_CANDI
             tol=t, constraints=count[t], rows=rcount[t], per_1000=1000 * lam, interval=(1000 * lo, 1000 * hi),
             method=method, predicted_examples=target / lam if lam > 0 else math.inf,
             predicted_interval=(target / hi if hi > 0 else math.inf, target / lo if lo > 0 else math.inf)))
-    table = tuple(table)
+    table = tuple(table)  # type: ignore[assignment]
     chosen = tol if tol is not None else _choose(table, cands, threshold, rule)
     row = next(r for r in table if r.tol == chosen)
     over = budget is not None and row.predicted_examples > budget

@@ -42,11 +42,14 @@ of the larger count, and reports ``σ̂`` and the expectation from that refit's 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
-from ..layer import head_features, layer_jacobian
+from .._typing import SeedLike
+from ..layer import AttentionLayer, head_features, layer_jacobian
 
 __all__ = ["NOISE_MIN", "NOISE_Z", "STRUCTURE_ALPHA", "NoiseFloor", "candidate_thetas", "noise_floor"]
 
@@ -83,16 +86,16 @@ class NoiseFloor:
     structure_worst: str = ""
 
     @property
-    def consistent(self):
+    def consistent(self) -> bool:
         """Whether the residual is the one noise of level ``sigma`` leaves: the held-out mean square within
         ``|ρ − 1| <= z·sd`` and no candidate feature explaining more of it than chance (``structure_p >=``
         :data:`STRUCTURE_ALPHA`)."""
         return bool(abs(self.rho - 1.0) <= self.z * self.sd and self.structure_p >= STRUCTURE_ALPHA)
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         return asdict(self) | {"consistent": self.consistent}
 
-    def test_clause(self):
+    def test_clause(self) -> str:
         """The test in words: the held-out mean square against the noise's prediction, and the features."""
         within = abs(self.rho - 1.0) <= self.z * self.sd
         return (f"held-out mean square {self.heldout_mse:.3g} against σ̂²(1 + h) with h = {self.leverage:.3g}: ratio "
@@ -102,7 +105,7 @@ class NoiseFloor:
                    f"more of the residual than noise would let them (the best, {self.structure_worst}, at "
                    f"p = {self.structure_p:.2g} after Bonferroni, below {STRUCTURE_ALPHA:g})"))
 
-    def describe(self):
+    def describe(self) -> str:
         """One sentence: the estimate, the test and the expectation."""
         return (f"σ̂ = {self.sigma:.3g} from {self.residuals:,} residuals ({self.rank} fitted directions); "
                 f"{self.test_clause()}; expected parameter error {self.expected_param_error:.3g}")
@@ -116,7 +119,8 @@ def _jacobian_rows(layer, X, max_bytes):
     return layer_jacobian(layer.thetas, layer.ws, X[:n]), n
 
 
-def candidate_thetas(layer, hull=None, *, points=48, rng=0):
+def candidate_thetas(layer: AttentionLayer, hull: tuple[np.ndarray, np.ndarray, float] | None = None, *,
+                     points: int = 48, rng: SeedLike = 0) -> tuple[list[str], list[np.ndarray]]:
     """The attention patterns whose features the structure test tries: uniform attention (``Θ = 0``), each
     fitted head at half and twice its scale, attention to the token itself (``4·I``), and — given the hull
     ``(Θ*, directions, radius)`` of phase 5 — ``Θ*`` and up to ``points`` random points of the search box.
@@ -170,7 +174,9 @@ def _structure(layer, X, r, basis, sigma2, candidates):
     return min(1.0, best_p * max(len(thetas), 1)), worst
 
 
-def noise_floor(layer, X, Y, Xh, Yh, *, z=NOISE_Z, max_bytes=2**28, candidates=None):
+def noise_floor(layer: AttentionLayer, X: np.ndarray, Y: np.ndarray, Xh: np.ndarray, Yh: np.ndarray, *,
+                z: float = NOISE_Z, max_bytes: int = 2**28,
+                candidates: tuple[Sequence[str], Sequence[np.ndarray]] | None = None) -> NoiseFloor:
     """The :class:`NoiseFloor` of ``layer`` fitted to ``(X, Y)`` and scored on held-out ``(Xh, Yh)``.
 
     ``X`` must be the examples the layer was fitted to (its residual is then orthogonal to the fitted

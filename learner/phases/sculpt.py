@@ -26,15 +26,25 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from .._typing import SeedLike
 from ..oracle import growing_sizes
 from ..parallel import as_workers
 from ..progress import bar
 from ..validation import check_int, check_positive_float, check_rng
-from .forecast import AFFORDABLE_EXAMPLES, DEFAULT_CANDIDATES, pilot_forecast
+from .forecast import AFFORDABLE_EXAMPLES, DEFAULT_CANDIDATES, Forecast, pilot_forecast
+
+if TYPE_CHECKING:
+    from ..layer import AttentionLayer
+    from ..oracle import ArraySource, ExampleBatch, LayerOracle
+    from ..parallel import Workers
+    from .span import SpanEstimate
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +89,7 @@ class Constraints:
     errors: np.ndarray | None = None
     p_token: np.ndarray | None = None
     p_ref: np.ndarray | None = None
-    forecast: object | None = None
+    forecast: Forecast | None = None
     #: The examples drawn up to and including the one whose constraint reached the target (ours; None when
     #: the target was not reached): what the phase needed, where ``n_examples`` is rounded up to whole batches.
     examples_at_target: int | None = None
@@ -92,7 +102,7 @@ class Constraints:
     checkpoints: tuple = ()
 
     @property
-    def forecast_ratio(self):
+    def forecast_ratio(self) -> float | None:
         """Examples drawn over the examples the pilot forecast (None without a forecast; ``inf`` when the
         forecast was 0 constraints). Below 1 also when the phase stopped at its budget."""
         if self.forecast is None:
@@ -101,7 +111,7 @@ class Constraints:
         return self.n_examples / predicted if predicted > 0 else float("inf")
 
     @property
-    def needed_ratio(self):
+    def needed_ratio(self) -> float | None:
         """Examples needed for the target (:attr:`examples_at_target`) over the pilot's forecast: the
         forecast's own error, which ``forecast_ratio`` hides where one batch held the target (None without a
         forecast or when the target was not reached)."""
@@ -111,12 +121,12 @@ class Constraints:
         return self.examples_at_target / predicted if predicted > 0 else float("inf")
 
     @property
-    def count(self):
+    def count(self) -> int:
         return int(self.b.shape[0])
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         """Diagnostics as a JSON-ready dict."""
-        out = {
+        out: dict[str, Any] = {
             "examples": self.n_examples,
             "rows_seen": self.rows_seen,
             "rows_certified": self.rows_certified,
@@ -284,7 +294,7 @@ def _screen_margins(k, d):
     return _SCREEN_MARGIN * eta_a, _SCREEN_MARGIN * eta_b
 
 
-def screen_weights(w_sum):
+def screen_weights(w_sum: np.ndarray) -> tuple[np.ndarray, np.float32, float]:
     """``(s·Ŵ, ‖1ᵀ|s·Ŵ|‖, s)``, the first two in float32; ``s = 1`` unless ``Ŵ``'s scale is extreme.
 
     ``s`` is a power of two (so ``s·Ŵ`` and ``s·Y`` are exact and every relative residual is
@@ -296,7 +306,8 @@ def screen_weights(w_sum):
     return w.astype(np.float32), np.float32(np.linalg.norm(np.abs(w).sum(axis=0))), s
 
 
-def screen_candidates(X, Y, screen_w, tol):
+def screen_candidates(X: np.ndarray, Y: np.ndarray, screen_w: tuple[np.ndarray, np.float32, float],
+                      tol: float) -> np.ndarray:
     """Per example, whether a row might certify, from the fit of every row in float32.
 
     ``screen_w`` is :func:`screen_weights` of ``Ŵ``. ``False`` only where the example is well
@@ -319,7 +330,7 @@ def screen_candidates(X, Y, screen_w, tol):
         res2 = rr.copy()
         f2 = np.zeros(n, np.float32)
         logdet = np.zeros(n, np.float32)
-        V = []
+        V: list[tuple[np.ndarray, np.ndarray]] = []
         for j in range(1, k):  # modified Gram–Schmidt on D_j = b_j − b_1, unnormalised: ‖v‖⁻² kept
             v = B[:, j] - b1
             f2 += _dot(v, v)
@@ -339,7 +350,7 @@ def screen_candidates(X, Y, screen_w, tol):
         return ~(((res2 > bound) & (ynorm > 0)).all(axis=1) & conditioned)
 
 
-def fit_patterns(X, Y, w_sum):
+def fit_patterns(X: np.ndarray, Y: np.ndarray, w_sum: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per row, the ``p`` with ``Σp = 1`` minimising ``‖y_a − pᵀXŴ‖``.
 
     Returns ``(P, residual, well_posed)``: ``P[n, a, j]``, the relative residual
@@ -364,7 +375,8 @@ def fit_patterns(X, Y, w_sum):
     return tuple(np.concatenate(col) for col in zip(*parts, strict=True))
 
 
-def certify_rows(X, Y, w_sum, *, tol, min_weight, screen=True, with_example=False):
+def certify_rows(X: np.ndarray, Y: np.ndarray, w_sum: np.ndarray, *, tol: float, min_weight: float, screen: bool = True,
+                 with_example: bool = False) -> tuple[Any, ...]:
     """Certify rows of a batch and turn them into constraints.
 
     Returns ``(A, b, residual, p_token, p_ref, rows_certified)``: one constraint
@@ -402,7 +414,7 @@ def certify_rows(X, Y, w_sum, *, tol, min_weight, screen=True, with_example=Fals
             screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, tol)
             for s in range(0, max(n, 1), SCREEN_CHUNK)]))
         # Each example's float64 fit does not depend on the others in its block: a subset gives the same bits.
-        blocks = [keep[s:s + FIT_CHUNK] for s in range(0, max(keep.size, 1), FIT_CHUNK)]
+        blocks: list[np.ndarray | slice] = [keep[s:s + FIT_CHUNK] for s in range(0, max(keep.size, 1), FIT_CHUNK)]
     else:
         blocks = [slice(s, s + FIT_CHUNK) for s in range(0, max(n, 1), FIT_CHUNK)]
     parts = []
@@ -431,7 +443,8 @@ def certify_rows(X, Y, w_sum, *, tol, min_weight, screen=True, with_example=Fals
     return rows, rhs_b, resid, p[use], p_ref, *example, int(ii.size)
 
 
-def certify_batch(batch, w_sum, tol, min_weight):
+def certify_batch(batch: ExampleBatch, w_sum: np.ndarray, tol: float,
+                  min_weight: float) -> tuple[list[np.ndarray], int, int]:
     """A worker's reduction of phases 2 and 4: the constraint block of one batch's certified rows,
     the number of rows certified, and the rows seen (never the examples)."""
     X, Y = batch.examples()
@@ -439,7 +452,8 @@ def certify_batch(batch, w_sum, tol, min_weight):
     return block, certified, X.shape[0] * X.shape[1]
 
 
-def pilot_batch(batch, w_sum, tols, min_weight):
+def pilot_batch(batch: ExampleBatch, w_sum: np.ndarray, tols: Sequence[float],
+                min_weight: float) -> tuple[list[np.ndarray], tuple[int, ...], int]:
     """The pilot's reduction of a batch (phase 4, ours): the constraint block certified at ``max(tols)`` and
     the rows certified at every tolerance of ``tols``, and the rows seen.
 
@@ -496,7 +510,7 @@ def _sculpt_on(source, w_sum, *, tol, min_weight, target, max_examples, batch, t
 CHECKPOINT_FIRST, CHECKPOINT_GROWTH = 1.25, 1.25
 
 
-def hull_change(old, new):
+def hull_change(old: SpanEstimate, new: SpanEstimate) -> float:
     """How far apart two hulls are: the larger of ``‖Θ*_new − Θ*_old‖_F/‖Θ*_new‖_F`` and the sine of the largest
     principal angle between their direction spaces (``inf`` when their dimensions differ)."""
     if old.directions.shape != new.directions.shape:
@@ -715,8 +729,10 @@ class _Stream:
                            certified, tuple(self.checkpoints))
 
 
-def crude_sculpt(source, w_sum, *, tol=0.05, min_weight=0.1, target=192, max_examples=20_000_000,
-                 batch=100_000, truth=None, workers=None, first_batch=None):
+def crude_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, *, tol: float = 0.05, min_weight: float = 0.1,
+                 target: int = 192, max_examples: int = 20_000_000, batch: int = 100_000,
+                 truth: AttentionLayer | None = None, workers: Workers | int | str | None = None,
+                 first_batch: int | None = None) -> Constraints:
     """Phase 2: constraints from rows certified against the crude ``ΣW`` estimate.
 
     Draws batches from ``source`` until ``target`` constraints or
@@ -737,10 +753,13 @@ def _first(first_batch):
     return None if first_batch is None else check_int("first_batch", first_batch, minimum=1)
 
 
-def refined_sculpt(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_examples=20_000_000,
-                   batch=100_000, truth=None, workers=None, pilot=False, n=None, candidates=DEFAULT_CANDIDATES,
-                   threshold=AFFORDABLE_EXAMPLES, first_batch=None, stability=None, hull_m=None, gap_min=3.0,
-                   max_m=6, weighting="precision", rule="affordable"):
+def refined_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, *, tol: float | None = 0.015,
+                   min_weight: float = 0.1, target: int = 384, max_examples: int = 20_000_000, batch: int = 100_000,
+                   truth: AttentionLayer | None = None, workers: Workers | int | str | None = None,
+                   pilot: bool = False, n: int | None = None, candidates: Iterable[float] = DEFAULT_CANDIDATES,
+                   threshold: float = AFFORDABLE_EXAMPLES, first_batch: int | None = None,
+                   stability: float | None = None, hull_m: int | None = None, gap_min: float = 3.0, max_m: int = 6,
+                   weighting: str = "precision", rule: str = "affordable") -> Constraints:
     """Phase 4: the same sculpting with the refined ``ΣW`` and a tighter tolerance.
 
     With ``pilot=True`` (ours) the first batches are a *pilot*: they are certified at the
@@ -789,7 +808,7 @@ def refined_sculpt(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_
     """
     if not isinstance(pilot, bool):
         raise TypeError(f"`pilot` must be True or False; got pilot={pilot!r}.")
-    spec = None
+    spec: dict[str, Any] | None = None
     if pilot:
         if n is None:
             raise ValueError("`n` must be given with pilot=True (the window law's exponent (m−1)(k−1)); got n=None.")
@@ -834,7 +853,9 @@ class CertificationPremise:
     holds: bool
 
 
-def certification_premise(layer, k, *, tol=0.01, bound=0.1, quantile=0.95, n_samples=200_000, rng=None):
+def certification_premise(layer: AttentionLayer, k: int, *, tol: float = 0.01, bound: float = 0.1,
+                          quantile: float = 0.95, n_samples: int = 200_000,
+                          rng: SeedLike = None) -> CertificationPremise:
     """Check the premise of sculpting: rows that pass the residual test have nearly equal patterns.
 
     With the *true* ``ΣW``, fit every row as phase 2 does and compare the fitted

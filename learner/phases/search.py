@@ -48,8 +48,10 @@ import itertools
 import math
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.optimize import least_squares
 
@@ -57,6 +59,11 @@ from ..layer import AttentionLayer, attention_patterns, layer_jacobian
 from ..layer import head_features as _features
 from ..metrics import match_heads, relative_error
 from ..oracle import draw_checked
+
+if TYPE_CHECKING:
+    from .._typing import SeedLike
+    from ..oracle import ArraySource, LayerOracle
+    from .noise import NoiseFloor
 
 __all__ = ["REFINEMENTS", "SEARCHES", "SearchResult", "heldout_relative_error", "refit",
            "search_heads"]
@@ -88,13 +95,13 @@ class SearchResult:
     warm_start_param_error: float | None = None
     #: With a held-out error above ``noise_tol``: the noise-floor test on the refinement set
     #: (:mod:`learner.phases.noise`), and when it passed, the noise floor of the refit on more examples.
-    noise_test: object = None
-    noise: object = None
+    noise_test: NoiseFloor | None = None
+    noise: NoiseFloor | None = None
     refit_examples: int = 0
     #: ``sqrt(RSS / (N − 2md²))`` of the refinement's residuals: the noise estimate without the Jacobian.
     residual_sigma: float | None = None
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         out = {
             "search": self.search,
             "tuples_scored": self.tuples_scored,
@@ -136,12 +143,13 @@ def _fit_ws(Phis, Y):
     return W.reshape(len(Phis), d, d)
 
 
-def heldout_relative_error(layer, X, Y):
+def heldout_relative_error(layer: AttentionLayer, X: np.ndarray, Y: np.ndarray) -> float:
     """``‖F(X) − Y‖² / ‖Y‖²``: the relative error of ``layer`` on labelled examples (phase 6's score)."""
     return float(np.sum((layer(X) - Y) ** 2) / np.sum(Y**2))
 
 
-def refit(thetas, X, Y, *, max_iter=200, ftol=1e-12, max_bytes=2**30):
+def refit(thetas: ArrayLike, X: np.ndarray, Y: np.ndarray, *, max_iter: int = 200, ftol: float = 1e-12,
+          max_bytes: int = 2**30) -> AttentionLayer:
     """The layer of ``len(thetas)`` heads fitted to ``(X, Y)`` by variable projection (Levenberg–Marquardt on the
     ``Θ``'s from ``thetas``, the ``W``'s solved exactly at every step; phase 6's refinement)."""
     thetas = np.asarray(thetas, dtype=float)
@@ -441,10 +449,12 @@ def _swap_search(Phi, Ys, m, keep, *, starts, rng):
     return np.array(ranked[:keep]), scorer.evaluations, details
 
 
-def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_points=41, net_points_3d=13,
-                 n_search=2000, keep_tuples=20, examples_per_param=1.5, max_nfev=200, search="auto",
-                 max_tuples=100_000, search_memory=2**30, swap_starts=8, vp_starts=8, seed=0, refine="vp",
-                 truth=None, k=None, noise_tol=None, noise_z=None):
+def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, directions: np.ndarray, m: int, *,
+                 net_radius: float = 2.0, net_points: int = 41, net_points_3d: int = 13, n_search: int = 2000,
+                 keep_tuples: int = 20, examples_per_param: float = 1.5, max_nfev: int = 200, search: str = "auto",
+                 max_tuples: int = 100_000, search_memory: int = 2**30, swap_starts: int = 8, vp_starts: int = 8,
+                 seed: SeedLike = 0, refine: str = "vp", truth: AttentionLayer | None = None, k: int | None = None,
+                 noise_tol: float | None = None, noise_z: float | None = None) -> SearchResult:
     """Phase 6: the best m-tuple on an ε-net of the hull, then joint least-squares refinement.
 
     Parameters
@@ -530,7 +540,7 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
     refined = AttentionLayer(thetas, ws)
     heldout = heldout_relative_error(refined, Xh, Yh)
     rss = float(np.sum((refined(Xr) - Yr) ** 2))
-    noise = {"residual_sigma": float(np.sqrt(rss / max(Yr.size - 2 * m * d * d, 1)))}
+    noise: dict[str, Any] = {"residual_sigma": float(np.sqrt(rss / max(Yr.size - 2 * m * d * d, 1)))}
     if noise_tol is not None and refine == "vp" and heldout > noise_tol:
         found, extra_nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=noise_z, max_nfev=max_nfev,
                                          max_bytes=search_memory, hull=(theta_star, directions, radius))
@@ -539,7 +549,7 @@ def search_heads(source, theta_star, directions, m, *, net_radius=2.0, net_point
         noise |= found
         nfev += extra_nfev
     refine_seconds = time.perf_counter() - t1
-    extra = {}
+    extra: dict[str, Any] = {}
     if truth is not None:
         extra["warm_start_error"] = relative_error(truth, warm, k, n_samples=4096, rng=0)
         extra["warm_start_param_error"] = match_heads(truth, warm).max_error if truth.m == m else None

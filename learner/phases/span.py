@@ -40,10 +40,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..geometry import min_norm_point
+from ..layer import AttentionLayer
 
 __all__ = ["SOLVERS", "WEIGHTINGS", "HullUndetermined", "SpanEstimate", "estimate_span", "hull_solve",
            "precision_weights", "token_distances"]
@@ -72,7 +75,7 @@ class SpanEstimate:
     principal_cosines: np.ndarray | None = None
     hull_distance: float | None = None
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         out = {
             "m": self.m,
             "m_estimated": self.m_estimated,
@@ -96,7 +99,7 @@ def _gap_m(S, max_m, gap_min):
     return (best + 1 if ratios.size and ratios[best] >= gap_min else 0) + 1, ratios
 
 
-def token_distances(constraints):
+def token_distances(constraints: Any) -> np.ndarray:  # a sculpt.Constraints (sculpt imports this module)
     """``‖x_j − x_{j0}‖`` per constraint, from the constraint itself.
 
     ``A_l = x_a (x_j − x_{j0})ᵀ``, so ``‖A_l‖_F = ‖x_a‖·‖x_j − x_{j0}‖``; with Boolean
@@ -107,7 +110,7 @@ def token_distances(constraints):
     return np.linalg.norm(constraints.A, axis=1) / np.sqrt(d)
 
 
-def precision_weights(constraints, *, floor=0.05, power=1.5):
+def precision_weights(constraints: Any, *, floor: float = 0.05, power: float = 1.5) -> np.ndarray:  # a Constraints
     """Expected precision of each constraint, at most 1:
     ``(‖x_j − x_{j0}‖/(max(r_l, floor·tol)·(1/p_j + 1/p_{j0})))^power``.
 
@@ -169,7 +172,8 @@ def _min_norm_solution(A, b, w, r, solver="qr"):
     return Vt[:r].T @ (c[:r] / S[:r]), S, Vt
 
 
-def hull_solve(A, b, m, *, weights=None, irls_rounds=3, directions_from="irls", solver="qr"):
+def hull_solve(A: np.ndarray, b: np.ndarray, m: int, *, weights: ArrayLike | None = None, irls_rounds: int = 3,
+               directions_from: str = "irls", solver: str = "qr") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(Θ*, V, S)``: min-norm point, hull directions and singular values (ascending).
 
     ``weights`` (default all ones) multiply every row. With
@@ -202,7 +206,9 @@ def hull_solve(A, b, m, *, weights=None, irls_rounds=3, directions_from="irls", 
     return theta, Vt[r:].T, S[::-1]
 
 
-def estimate_span(constraints, *, m=None, gap_min=3.0, max_m=6, irls_rounds=3, weighting="precision", truth=None):
+def estimate_span(constraints: Any, *, m: int | None = None, gap_min: float = 3.0, max_m: int = 6,
+                  irls_rounds: int = 3, weighting: str = "precision",
+                  truth: AttentionLayer | None = None) -> SpanEstimate:  # constraints: a sculpt.Constraints
     """Phase 5: the hull ``Θ* + span V`` from :class:`Constraints` (``m`` estimated if None).
 
     ``weighting`` is one of :data:`WEIGHTINGS` (see the module docstring).
@@ -223,12 +229,12 @@ def estimate_span(constraints, *, m=None, gap_min=3.0, max_m=6, irls_rounds=3, w
         )
     if weighting not in WEIGHTINGS:
         raise ValueError(f"`weighting` must be one of {WEIGHTINGS}; got {weighting!r}.")
-    opts = {"irls_rounds": irls_rounds}
+    opts: dict[str, Any] = {"irls_rounds": irls_rounds}
     if weighting == "precision":
         opts |= {"weights": precision_weights(constraints), "directions_from": "weights"}
     elif weighting == "none":
         opts["irls_rounds"] = 0
-    m_est = m
+    m_est: int = m  # type: ignore[assignment]  # set below when m is None
     theta, V, S = hull_solve(A, b, m if m is not None else 1, **opts)
     m_gap, ratios = _gap_m(S, max_m, gap_min)
     if m is None:
@@ -251,7 +257,7 @@ def estimate_span(constraints, *, m=None, gap_min=3.0, max_m=6, irls_rounds=3, w
         "weighting": weighting,
     }
     if truth is not None:
-        star = min_norm_point(truth.thetas).ravel()
+        star = min_norm_point(truth.thetas).ravel()  # type: ignore[union-attr]  # exact=False: an array
         out["theta_star_error"] = float(np.linalg.norm(theta - star) / np.linalg.norm(star))
         T = truth.thetas.reshape(truth.m, -1)
         if truth.m > 1 and V.shape[1] > 0:
