@@ -314,5 +314,3 @@ def check_rng(rng: SeedLike, name: str = "rng") -> np.random.Generator:
     if rng < 0:
         raise ValueError(f"`{name}` must be a non-negative integer seed; got {name}={int(rng)}.")
     return np.random.default_rng(int(rng))
-
-

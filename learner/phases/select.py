@@ -75,7 +75,8 @@ def select_m(p4: Any, p5: Any, search: Search, *, plan_m: int, success_tol: floa
     m (the gap rule's when none is kept and it was searched, else the smallest held-out error); ``tried`` lists
     every m tried and its verdict.
     """
-    tried, results = [], {}
+    tried: list[dict[str, Any]] = []
+    results: dict[int, tuple[Any, Any]] = {}
     for c in candidate_ms(p5.gap_ratios, p5.m, plan_m):
         if c == p5.m:
             span = p5
@@ -87,15 +88,18 @@ def select_m(p4: Any, p5: Any, search: Search, *, plan_m: int, success_tol: floa
                 continue
         p6 = search(span)
         results[c] = (span, p6)
-        reached = reaches_floor(p6, success_tol)
-        report = assumptions(p6.layer) if reached else None
-        verdict = ("kept" if reached and report.ok else "reaches the floor but violates the conditions "
-                   f"({', '.join(report.failed)})" if reached else "does not reach the floor")
+        if not reaches_floor(p6, success_tol):
+            verdict = "does not reach the floor"
+        else:
+            report = assumptions(p6.layer)
+            verdict = ("kept" if report.ok else
+                       f"reaches the floor but violates the conditions ({', '.join(report.failed)})")
         tried.append({"m": c, "heldout_relative_error": p6.heldout_error, "verdict": verdict})
         log.info("unknown m: m = %d, held-out relative error %.3g: %s", c, p6.heldout_error, verdict)
         if verdict == "kept":
             break
-    kept = next((row["m"] for row in tried if row.get("verdict") == "kept"), p5.m if p5.m in results else None)
+    kept: int | None = next((row["m"] for row in tried if row.get("verdict") == "kept"),
+                            p5.m if p5.m in results else None)
     if kept is None:
         kept = min(results, key=lambda c: results[c][1].heldout_error)
     span, p6 = results[kept]
@@ -130,13 +134,15 @@ def redundant_heads(thetas: np.ndarray, ws: np.ndarray) -> tuple[list[list[int]]
     (relative Frobenius distance) of a kept group's first head joins that group. ``notes`` says why, per head."""
     m = len(thetas)
     w_norms = np.linalg.norm(ws.reshape(m, -1), axis=1)
-    notes, keep = [], []
+    notes: list[str] = []
+    keep: list[list[int]] = []
+    largest = float(w_norms.max())
     for i in range(m):
-        if w_norms[i] <= EMPTY_TOL * w_norms.max():
+        if w_norms[i] <= EMPTY_TOL * largest:
             notes.append(f"head {i} is empty (‖W‖_F = {w_norms[i]:.2g})")
             continue
         twin = next((j for j in keep if np.linalg.norm(thetas[i] - thetas[j[0]])
-                     <= DUPLICATE_TOL * max(np.linalg.norm(thetas[i]), 1e-300)), None)
+                     <= DUPLICATE_TOL * max(float(np.linalg.norm(thetas[i])), 1e-300)), None)
         if twin is not None:
             twin.append(i)
             notes.append(f"head {i} duplicates head {twin[0]} (‖ΔΘ‖/‖Θ‖ = "
@@ -146,7 +152,7 @@ def redundant_heads(thetas: np.ndarray, ws: np.ndarray) -> tuple[list[list[int]]
     return keep, notes
 
 
-def drop_redundant(layer: Any, source: Any, *, n_search: int, max_nfev: int | None, search_memory: int,
+def drop_redundant(layer: Any, source: Any, *, n_search: int, max_nfev: int, search_memory: int,
                    success_tol: float) -> tuple[tuple[Any, float, str] | None, dict | None]:
     """With m given too large: the layer without its redundant heads (:func:`redundant_heads`; merged heads take
     the mean Θ, the refit gives their W), refitted by variable projection on ``n_search`` fresh examples and

@@ -85,7 +85,8 @@ class StudyMethod:
     def rules(self) -> dict[str, Any]:
         """The declared validation rules of this method's options, by option name."""
         target = self.options_callable()
-        return dict(getattr(target.__init__ if isinstance(target, type) else target, "rules", {}))
+        declared = getattr(target, "__init__") if isinstance(target, type) else target  # a class: its __init__'s
+        return dict(getattr(declared, "rules", {}))
 
     def check_options(self, options: Mapping[str, Any]) -> None:
         """Check ``options`` before anything runs (the ``check`` rule; nothing when it has none)."""
