@@ -10,9 +10,15 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from learner._typing import PathLike
+
+from ._core import CheckResult
 
 __all__ = ["CHECKS", "CheckSpec", "get", "run_case"]
 
@@ -34,17 +40,17 @@ class CheckSpec:
         return getattr(importlib.import_module(f"theory.{self.module}"), attr)
 
     @property
-    def check_function(self):
+    def check_function(self) -> Callable[..., CheckResult]:
         """The public check function (for its docstring and parameters)."""
         return self._attr(self.check)
 
-    def case(self, which):
+    def case(self, which: str) -> Callable[..., CheckResult]:
         """The callable building the ``"default"`` case or the ``"control"``."""
         if which not in ("default", "control"):
             raise ValueError(f"`which` must be 'default' or 'control'; got which={which!r}.")
         return self._attr(self.default if which == "default" else self.control)
 
-    def make_plot(self, path, *, rng=None):
+    def make_plot(self, path: PathLike, *, rng: Any = None) -> Any:
         """Write this check's figure to ``path`` (PNG); needs the ``plot`` extra (matplotlib)."""
         if self.plot is None:
             raise ValueError(f"check {self.name!r} has no plot.")
@@ -85,11 +91,23 @@ CHECKS = {
             "yield_model", "check_yield_prediction", "default_yield_prediction", "control_yield_prediction",
             None, "",
         ),
+        CheckSpec(
+            "certification_premise",
+            "rows that pass phase 2's residual test with the true ΣW have nearly equal patterns (TV <= 0.1 for 95 %)",
+            "certification", "check_certification_premise", "default_certification_premise",
+            "control_certification_premise", None, "",
+        ),
+        CheckSpec(
+            "pilot_forecast",
+            "the learner's pilot at tol 0.03, extrapolated by the window law tol^((m−1)(k−1)), forecasts the yield "
+            "at 0.015 within a factor 3",
+            "yield_model", "check_pilot_forecast", "default_pilot_forecast", "control_pilot_forecast", None, "",
+        ),
     )
 }
 
 
-def get(name):
+def get(name: str) -> CheckSpec:
     """The :class:`CheckSpec` called ``name``."""
     try:
         return CHECKS[name]
@@ -97,7 +115,8 @@ def get(name):
         raise ValueError(f"unknown check {name!r}; known: {', '.join(CHECKS)}.") from None
 
 
-def run_case(name, which="default", *, rng=None, **params):
+def run_case(name: str, which: str = "default", *, rng: int | np.random.SeedSequence | None = None,
+             **params: Any) -> CheckResult:
     """Run a registered case and record the seed entropy in its result.
 
     ``rng`` may be None, an int or a SeedSequence; ``params`` go to the case
@@ -113,5 +132,6 @@ def run_case(name, which="default", *, rng=None, **params):
                          f"it takes {', '.join(accepted) or 'none'}.")
     result = builder(rng=seq, **params)
     if result.seed_entropy is None:
-        result = dataclasses.replace(result, seed_entropy=seq.entropy)
+        # an int here: run_case builds the SeedSequence from an int or None (numpy types entropy wider)
+        result = dataclasses.replace(result, seed_entropy=seq.entropy)  # type: ignore[arg-type]
     return result

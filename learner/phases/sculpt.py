@@ -33,11 +33,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._typing import SeedLike
 from ..oracle import growing_sizes
 from ..parallel import as_workers
 from ..progress import bar
-from ..validation import check_int, check_positive_float, check_rng
+from ..validation import check_int, check_positive_float
 from .forecast import AFFORDABLE_EXAMPLES, DEFAULT_CANDIDATES, Forecast, pilot_forecast
 
 if TYPE_CHECKING:
@@ -49,9 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "CertificationPremise",
     "Constraints",
-    "certification_premise",
     "certify_rows",
     "crude_sculpt",
     "fit_patterns",
@@ -831,56 +828,3 @@ def refined_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, *, tol: 
     return _sculpt(source, np.asarray(w_sum, dtype=float), tol=tol, min_weight=min_weight,
                    target=check_int("target", target), max_examples=max_examples, batch=batch, truth=truth,
                    label="phase 4", workers=workers, pilot=spec, first_batch=_first(first_batch), stability=stable)
-
-
-@dataclass(frozen=True)
-class CertificationPremise:
-    """How well the residual test certifies agreement, measured against the true patterns.
-
-    ``disagreement`` is, per row, ``max_i ½‖p_i − p̂‖_1`` (total variation between
-    each head's true pattern and the fitted one). ``certified_quantile`` is its
-    ``quantile`` over certified rows; ``holds`` is whether that is at most
-    ``bound``.
-    """
-
-    tol: float
-    bound: float
-    quantile: float
-    rows: int
-    certified: int
-    certified_quantile: float
-    uncertified_median: float
-    holds: bool
-
-
-def certification_premise(layer: AttentionLayer, k: int, *, tol: float = 0.01, bound: float = 0.1,
-                          quantile: float = 0.95, n_samples: int = 200_000,
-                          rng: SeedLike = None) -> CertificationPremise:
-    """Check the premise of sculpting: rows that pass the residual test have nearly equal patterns.
-
-    With the *true* ``ΣW``, fit every row as phase 2 does and compare the fitted
-    pattern with each head's true pattern. Statement (ours, measured on planted
-    layers): with residual ``< tol = 0.01``, 95 % of certified rows have every
-    head within total variation ``0.1`` of the fit. It needs ``W``'s that tell
-    the heads apart: with ``W_1 = W_2`` every row fits exactly (``y_a = p̄ᵀXΣW``)
-    and the test certifies rows whose patterns disagree (the negative control).
-    """
-    from ..inputs import sample_inputs
-    from ..layer import AttentionLayer
-
-    if not isinstance(layer, AttentionLayer):
-        raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
-    rng = check_rng(rng)
-    X = sample_inputs(n_samples, k, layer.d, rng=rng)
-    Y = layer(X)
-    w_sum = layer.ws.sum(axis=0)
-    P_fit, res, well_posed = fit_patterns(X, Y, w_sum)
-    P_true = layer.attention(X)  # (n, m, a, j)
-    tv = 0.5 * np.abs(P_true - P_fit[:, None]).sum(axis=3).max(axis=1)  # (n, a)
-    cert = well_posed[:, None] & (res < tol) & (P_fit.min(axis=2) > -1e-3)
-    cq = float(np.quantile(tv[cert], quantile)) if cert.any() else float("nan")
-    return CertificationPremise(
-        tol=tol, bound=bound, quantile=quantile, rows=int(res.size), certified=int(cert.sum()),
-        certified_quantile=cq, uncertified_median=float(np.median(tv[~cert])),
-        holds=bool(cert.any() and cq <= bound),
-    )

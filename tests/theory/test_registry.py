@@ -7,7 +7,8 @@ import theory.minnorm as minnorm
 from learner import random_layer
 from theory.registry import CHECKS, get, run_case
 
-NAMES = ["local_clt", "min_norm_orthogonality", "one_step", "softmax_concentration", "yield_prediction"]
+NAMES = ["certification_premise", "local_clt", "min_norm_orthogonality", "one_step", "pilot_forecast",
+         "softmax_concentration", "yield_prediction"]
 
 
 class TestGet:
@@ -55,7 +56,8 @@ class TestRunCase:
         assert first.details["inner_products"] == again.details["inner_products"]
 
     def test_no_seed_records_fresh_entropy(self):
-        result = run_case("min_norm_orthogonality", rng=None, m=2, d=3)
+        # d = 6: a planted layer at fresh entropy (at d = 3 one in a few hundred plantings fails its conditions)
+        result = run_case("min_norm_orthogonality", rng=None, m=2, d=6)
         assert isinstance(result.seed_entropy, int)
 
     def test_unknown_parameter_names_what_the_case_takes(self):
@@ -84,3 +86,46 @@ class TestRunCase:
         monkeypatch.setattr(minnorm, "default_min_norm_orthogonality", loose)
         run_case("min_norm_orthogonality", anything=1)
         assert seen == {"anything": 1}
+
+
+def unregistered_checks(modules, registered):
+    """``module.name`` of every public ``check_*`` function of ``modules`` (imported modules) that no registry entry
+    names as its check: a lemma check that ``python -m theory all`` would not run."""
+    found = []
+    for module in modules:
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if name.startswith("check_") and callable(obj) and getattr(obj, "__module__", None) == module.__name__:
+                if (module.__name__.removeprefix("theory."), name) not in registered:
+                    found.append(f"{module.__name__}.{name}")
+    return sorted(found)
+
+
+def _theory_modules():
+    import importlib
+    import pkgutil
+
+    import theory
+
+    return [importlib.import_module(f"theory.{info.name}") for info in pkgutil.iter_modules(theory.__path__)
+            if not info.name.startswith("_") and info.name not in ("cli", "test_lemmas")]
+
+
+class TestEveryCheckIsRegistered:
+    """Every lemma check of ``theory`` is a registry entry, so ``python -m theory all`` runs it with its control."""
+
+    def test_no_check_is_left_out(self):
+        registered = {(spec.module, spec.check) for spec in CHECKS.values()}
+        modules = _theory_modules()
+        assert {m.__name__ for m in modules} >= {"theory.yield_model", "theory.minnorm", "theory.certification"}
+        assert unregistered_checks(modules, registered) == []
+
+    def test_control_an_unregistered_check_is_found(self):
+        import types
+
+        fake = types.ModuleType("theory.fake")
+        exec("def check_new(x):\n    return x\ndef helper():\n    pass\n__all__ = ['check_new', 'helper']",
+             fake.__dict__)
+        fake.check_new.__module__ = "theory.fake"
+        assert unregistered_checks([fake], set()) == ["theory.fake.check_new"]
+        assert unregistered_checks([fake], {("fake", "check_new")}) == []

@@ -18,7 +18,7 @@ from learner.phases import (
 )
 from learner.phases import refine_sum as refine_module
 from learner.phases.refine_sum import vertex_residuals
-from learner.phases.sculpt import Constraints, certification_premise, certify_rows, fit_patterns
+from learner.phases.sculpt import Constraints, certify_rows, fit_patterns
 from learner.phases.search import (
     _exhaustive,
     _features,
@@ -132,21 +132,6 @@ class TestFitPatterns:
         layer = random_layer(1, 6, rng=0)
         _, _, ok = fit_patterns(X, layer(X), layer.ws[0])
         assert not ok.any()
-
-
-class TestCertificationPremise:
-    @pytest.mark.parametrize("seed", [0, 1, 2])
-    def test_certified_rows_agree(self, seed):
-        """Rows with residual < 0.01 have every head within TV 0.1 of the fit (95 % of them)."""
-        result = certification_premise(random_layer(2, 8, rng=seed), 4, n_samples=100_000, rng=seed)
-        assert result.holds and result.certified > 100
-        assert result.uncertified_median > 0.3  # the test does separate agreeing rows
-
-    def test_negative_control_equal_ws(self, planted):
-        """W_1 = W_2: every row fits exactly, so disagreeing rows are certified and the premise fails."""
-        twin = AttentionLayer(planted.thetas, np.stack([planted.ws[0]] * 2))
-        result = certification_premise(twin, 4, n_samples=50_000, rng=0)
-        assert not result.holds and result.certified_quantile > 0.3
 
 
 class TestRefineSumW:

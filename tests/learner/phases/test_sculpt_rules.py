@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from learner import LayerOracle, random_layer, sample_inputs
+from learner import LayerOracle, random_layer
 from learner.phases import refined_sculpt
-from learner.phases.sculpt import certification_premise, certify_rows, hull_change
-from learner.study.bench import fit_patterns_solve
+from learner.phases.sculpt import certify_rows, hull_change
 
 D = 8
 TOL, MIN_WEIGHT = 0.01, 0.1
@@ -67,28 +66,6 @@ class TestCertifyRowsProperPattern:
         assert p_token.size == b.size
 
 
-class TestCertificationPremiseCount:
-    def test_counts_only_proper_rows(self):
-        """certification_premise certifies the rows that the reference fit (a batched k × k solve) finds well
-        posed, below tol and proper (no weight below -1e-3). At (2, 8, 4) many rows below tol are improper,
-        so a count that ignored the sign would be far above the reference's."""
-        layer, k, tol, n = random_layer(2, D, rng=0), 4, 0.01, 20_000
-        result = certification_premise(layer, k, tol=tol, n_samples=n, rng=5)
-        X = sample_inputs(n, k, D, rng=np.random.default_rng(5))  # the inputs it draws: the first draw of seed 5
-        P, res, well_posed = fit_patterns_solve(X, layer(X), layer.ws.sum(axis=0))
-        p_min = P.min(axis=2)
-
-        def count(margin):
-            """Rows certified with every threshold moved by ``margin`` (the reference's 1e-9 ridge moves p and
-            the residual by about that much, so rows that close to a threshold may go either way)."""
-            return int(np.sum(well_posed[:, None] & (res < tol + margin) & (p_min > -1e-3 - margin)))
-
-        strict, loose = count(-1e-6), count(1e-6)
-        improper = int(np.sum(well_posed[:, None] & (res < tol) & (p_min <= -1e-3)))
-        assert improper > loose / 10  # the case discriminates: many small-residual rows are improper
-        assert result.rows == n * k and strict <= result.certified <= loose
-
-
 class TestHullChange:
     @staticmethod
     def _hull(theta, directions):
@@ -112,28 +89,6 @@ class TestHullChange:
         old = self._hull(np.ones(4), np.zeros((4, 0)))
         assert hull_change(old, self._hull(np.zeros(4), np.zeros((4, 0)))) == float("inf")
         assert hull_change(old, self._hull(np.zeros(4), np.eye(4)[:, :1])) == float("inf")
-
-
-class TestCertificationPremiseFields:
-    def test_defaults_and_echo(self):
-        layer = random_layer(2, D, rng=0)
-        result = certification_premise(layer, 2, tol=0.02, bound=0.2, quantile=0.9, rng=0)
-        # The default draws 200 000 examples of 2 rows each.
-        assert (result.tol, result.bound, result.quantile, result.rows) == (0.02, 0.2, 0.9, 400_000)
-
-    def test_nothing_certified_below_zero(self):
-        """A single head fits every row exactly (many residuals are exactly 0), yet ``residual < 0`` holds for
-        none: nothing certifies, the quantile is NaN and the premise does not hold."""
-        result = certification_premise(random_layer(1, D, rng=0), 2, tol=0.0, n_samples=2000, rng=0)
-        assert result.certified == 0 and np.isnan(result.certified_quantile) and not result.holds
-
-    def test_bound_is_inclusive(self):
-        layer = random_layer(2, D, rng=0)
-        first = certification_premise(layer, 2, n_samples=5000, rng=3)
-        assert first.certified > 0
-        # The premise holds when the quantile is at most the bound: equal counts.
-        again = certification_premise(layer, 2, bound=first.certified_quantile, n_samples=5000, rng=3)
-        assert again.holds and again.certified_quantile == first.certified_quantile
 
 
 def _record_bar(monkeypatch):

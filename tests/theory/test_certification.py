@@ -1,0 +1,96 @@
+"""theory.certification: the premise of sculpting, against an independent reference fit and on constructed
+cases (a single head, an inclusive bound, equal W's)."""
+
+import numpy as np
+import pytest
+
+from learner import AttentionLayer, random_layer, sample_inputs
+from learner.study.bench import fit_patterns_solve
+from theory.certification import (
+    check_certification_premise,
+    control_certification_premise,
+    default_certification_premise,
+)
+from theory.registry import run_case
+from theory.testing import assert_check_fails, assert_check_holds
+
+D = 8
+
+
+class TestCertificationPremiseCount:
+    def test_counts_only_proper_rows(self):
+        """certification_premise certifies the rows that the reference fit (a batched k × k solve) finds well
+        posed, below tol and proper (no weight below -1e-3). At (2, 8, 4) many rows below tol are improper,
+        so a count that ignored the sign would be far above the reference's."""
+        layer, k, tol, n = random_layer(2, D, rng=0), 4, 0.01, 20_000
+        result = check_certification_premise(layer, k, tol=tol, n_samples=n, rng=5)
+        X = sample_inputs(n, k, D, rng=np.random.default_rng(5))  # the inputs it draws: the first draw of seed 5
+        P, res, well_posed = fit_patterns_solve(X, layer(X), layer.ws.sum(axis=0))
+        p_min = P.min(axis=2)
+
+        def count(margin):
+            """Rows certified with every threshold moved by ``margin`` (the reference's 1e-9 ridge moves p and
+            the residual by about that much, so rows that close to a threshold may go either way)."""
+            return int(np.sum(well_posed[:, None] & (res < tol + margin) & (p_min > -1e-3 - margin)))
+
+        strict, loose = count(-1e-6), count(1e-6)
+        improper = int(np.sum(well_posed[:, None] & (res < tol) & (p_min <= -1e-3)))
+        assert improper > loose / 10  # the case discriminates: many small-residual rows are improper
+        assert result.details["rows"] == n * k and strict <= result.details["certified"] <= loose
+
+
+
+class TestCertificationPremiseFields:
+    def test_defaults_and_echo(self):
+        layer = random_layer(2, D, rng=0)
+        result = check_certification_premise(layer, 2, tol=0.02, bound=0.2, quantile=0.9, rng=0)
+        # The default draws 200 000 examples of 2 rows each.
+        assert (result.parameters["tol"], result.bound, result.parameters["quantile"], result.details["rows"]) == (
+            0.02, 0.2, 0.9, 400_000)
+
+    def test_nothing_certified_below_zero(self):
+        """A single head fits every row exactly (many residuals are exactly 0), yet ``residual < 0`` holds for
+        none: nothing certifies, the quantile is NaN and the premise does not hold."""
+        result = check_certification_premise(random_layer(1, D, rng=0), 2, tol=0.0, n_samples=2000, rng=0)
+        assert result.details["certified"] == 0 and np.isnan(result.measured) and not result.holds
+
+    def test_bound_is_inclusive(self):
+        layer = random_layer(2, D, rng=0)
+        first = check_certification_premise(layer, 2, n_samples=5000, rng=3)
+        assert first.details["certified"] > 0
+        # The premise holds when the quantile is at most the bound: equal counts.
+        again = check_certification_premise(layer, 2, bound=first.measured, n_samples=5000, rng=3)
+        assert again.holds and again.measured == first.measured
+
+
+
+class TestCertificationPremise:
+    @pytest.mark.parametrize("seed", [0, 1, 2])
+    def test_certified_rows_agree(self, seed):
+        """Rows with residual < 0.01 have every head within TV 0.1 of the fit (95 % of them)."""
+        result = check_certification_premise(random_layer(2, 8, rng=seed), 4, n_samples=100_000, rng=seed)
+        assert result.holds and result.details["certified"] > 100
+        assert result.details["uncertified_median"] > 0.3  # the test does separate agreeing rows
+
+    def test_negative_control_equal_ws(self):
+        """W_1 = W_2: every row fits exactly, so disagreeing rows are certified and the premise fails."""
+        planted = random_layer(2, 8, rng=0)
+        twin = AttentionLayer(planted.thetas, np.stack([planted.ws[0]] * 2))
+        result = check_certification_premise(twin, 4, n_samples=50_000, rng=0)
+        assert not result.holds and result.measured > 0.3
+
+
+class TestCases:
+    def test_default_holds_and_control_fails(self):
+        assert_check_holds(default_certification_premise(n_samples=30_000, rng=1))
+        result = control_certification_premise(n_samples=20_000, rng=1)
+        assert_check_fails(result)
+        assert result.measured > 0.3 and result.details["certified"] > 0.5 * result.details["rows"]
+
+    def test_registered(self):
+        result = run_case("certification_premise", "default", rng=2, n_samples=20_000)
+        assert result.name == "certification_premise" and result.relation == "<=" and result.seed_entropy == 2
+
+    def test_not_a_layer(self):
+        with pytest.raises(TypeError, match="`layer` must be an AttentionLayer; got ndarray"):
+            check_certification_premise(np.zeros((2, 8, 8)), 4)
