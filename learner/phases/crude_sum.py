@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,12 @@ from ..oracle import growing_sizes
 from ..parallel import as_workers
 from ..progress import bar
 from ..validation import check_int, check_positive_float
+from .stopping import sample_until_precise
+
+if TYPE_CHECKING:
+    from ..layer import AttentionLayer
+    from ..oracle import ArraySource, ExampleBatch, LayerOracle
+    from ..parallel import Workers
 
 __all__ = ["SumEstimate", "crude_sum_w", "partial_sum", "relative_standard_error"]
 
@@ -40,7 +47,7 @@ def _sum_error(w_sum, truth):
     return float(np.linalg.norm(w_sum - target) / np.linalg.norm(target))
 
 
-def partial_sum(batch):
+def partial_sum(batch: ExampleBatch) -> tuple[np.ndarray, float, int]:
     """A worker's reduction of phase 1: ``Σ_n X_nᵀ J Y_n`` over one batch (a d × d matrix),
     ``Σ_n ‖X_nᵀ J Y_n‖_F²`` (for the standard error of the running mean) and the batch's size."""
     X, Y = batch.examples()
@@ -51,7 +58,7 @@ def partial_sum(batch):
         return np.einsum("nc,ne->ce", a, b), sq, X.shape[0]
 
 
-def relative_standard_error(total, total_sq, n):
+def relative_standard_error(total: np.ndarray, total_sq: float, n: int) -> float:
     """``SE_F/‖mean‖_F`` of the mean of ``n`` i.i.d. matrices with sum ``total`` and ``Σ‖·‖_F² = total_sq``
     (``inf`` below two examples or at a zero mean)."""
     mean = total / n
@@ -62,8 +69,9 @@ def relative_standard_error(total, total_sq, n):
     return float(np.sqrt(var / n / norm2))
 
 
-def crude_sum_w(source, *, n_samples=400_000, batch=100_000, truth=None, workers=None, se_target=None,
-                first_batch=None):
+def crude_sum_w(source: LayerOracle | ArraySource, *, n_samples: int = 400_000, batch: int = 100_000,
+                truth: AttentionLayer | None = None, workers: Workers | int | str | None = None,
+                se_target: float | None = None, first_batch: int | None = None) -> SumEstimate:
     """Phase 1: ``Ŵ = (1/k) Ê[Xᵀ J Y]`` over up to ``n_samples`` examples drawn from ``source``.
 
     ``workers`` computes the batches' partial sums: a :class:`learner.parallel.Workers`,
@@ -73,9 +81,10 @@ def crude_sum_w(source, *, n_samples=400_000, batch=100_000, truth=None, workers
     With ``se_target`` (ours; :func:`learner.learn` passes ``LearnConfig.crude_se``) the phase is
     sequential: after each batch it computes the running mean's relative standard error
     (:func:`relative_standard_error`, from the batches' sums of squares) and stops as soon as it is at
-    most ``se_target``; ``n_samples`` is then a cap. The batches start at ``first_batch`` examples and
-    double up to ``batch`` (:func:`learner.oracle.growing_sizes`). Without it every one of the
-    ``n_samples`` examples is drawn, as the paper's phase does with its fixed count.
+    most ``se_target``; ``n_samples`` is then a cap (:func:`learner.phases.stopping.sample_until_precise`).
+    The batches start at ``first_batch`` examples and double up to ``batch``
+    (:func:`learner.oracle.growing_sizes`). Without it every one of the ``n_samples`` examples is drawn, as
+    the paper's phase does with its fixed count.
 
     Returns
     -------
@@ -99,27 +108,28 @@ def crude_sum_w(source, *, n_samples=400_000, batch=100_000, truth=None, workers
 
 
 def _crude_sum_on(source, n_samples, sizes, truth, workers, t0, se_target):
-    acc, acc_sq, n, se = 0.0, 0.0, 0, float("inf")
-    stopped = "cap"
+    acc, acc_sq = 0.0, 0.0
     progress = bar(n_samples, "phase 1", "ex")
+
+    def absorb(reduced):
+        nonlocal acc, acc_sq
+        part, sq, size = reduced
+        with np.errstate(over="ignore", invalid="ignore"):
+            acc, acc_sq = acc + part, acc_sq + sq
+        progress.update(size)
+        return size
+
+    def estimate(n):
+        if not np.isfinite(acc).all():  # overflowed: more examples cannot help (learn() says why)
+            return None
+        return relative_standard_error(acc, acc_sq, n)
+
     tasks = (((eb,), eb.n) for eb in source.batches(sizes))
     with contextlib.closing(workers.ordered("1_crude_sum", partial_sum, tasks)) as parts:
-        for part, sq, size in parts:
-            with np.errstate(over="ignore", invalid="ignore"):
-                acc, acc_sq, n = acc + part, acc_sq + sq, n + size
-            progress.update(size)
-            if not np.isfinite(acc).all():  # overflowed: more examples cannot help (learn() says why)
-                stopped = "not finite"
-                break
-            se = relative_standard_error(acc, acc_sq, n)
-            if se_target is not None:
-                progress.set_postfix_str(f"standard error {se:.3g} (target {se_target:g})")
-                if se <= se_target:
-                    stopped = "standard error"
-                    break
-    progress.close()
+        run = sample_until_precise(parts, absorb, estimate, se_target=se_target, progress=progress)
+    n = run.examples
     source.consume(n)
     with np.errstate(over="ignore", invalid="ignore"):
         w_sum = acc / (source.k * n)
-    details = {"standard_error": se, "se_target": se_target, "stopped": stopped}
+    details = {"standard_error": run.standard_error, "se_target": se_target, "stopped": run.stopped}
     return SumEstimate(w_sum, n, time.perf_counter() - t0, _sum_error(w_sum, truth), details)

@@ -18,7 +18,9 @@ one-hot — until ``Ŵ`` stops moving.
 
 from __future__ import annotations
 
+import itertools
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,11 +30,18 @@ from ..progress import bar
 from ..validation import check_int, check_positive_float
 from .crude_sum import SumEstimate, _sum_error
 from .sculpt import _dot, fit_patterns
+from .stopping import sample_until_precise
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..layer import AttentionLayer
+    from ..oracle import ArraySource, LayerOracle
 
 __all__ = ["certified_regression", "refine_sum_w", "regression_se"]
 
 
-def regression_se(Z, y, coef):
+def regression_se(Z: np.ndarray, y: np.ndarray, coef: np.ndarray) -> float:
     """Relative standard error ``SE_F(Ŵ)/‖Ŵ‖_F`` of the least-squares fit ``y ≈ Z Ŵ`` (ours).
 
     Every column of ``Ŵ`` has covariance ``σ_c² (ZᵀZ)⁻¹`` with ``σ_c²`` its residuals' variance
@@ -55,7 +64,9 @@ def regression_se(Z, y, coef):
     return float(np.sqrt(np.sum(resid**2) / (n - p) * trace) / norm)
 
 
-def certified_regression(X, Y, w_sum, *, rounds=60, keep=0.003, pool=0.05, rtol=1e-4, truth=None):
+def certified_regression(X: np.ndarray, Y: np.ndarray, w_sum: ArrayLike, *, rounds: int = 60, keep: float = 0.003,
+                         pool: float = 0.05, rtol: float = 1e-4,
+                         truth: AttentionLayer | None = None) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """Rounds of: fit patterns with the current ``Ŵ``, keep the best-fitting rows, regress ``y_a`` on ``pᵀX``.
 
     The iteration contracts linearly (measured ratio ~0.9 per round), so every
@@ -96,7 +107,7 @@ def certified_regression(X, Y, w_sum, *, rounds=60, keep=0.003, pool=0.05, rtol=
         step = new - est
         extrapolated = False
         if prev_step is not None and r % 4 == 3:
-            rho = float(np.linalg.norm(step) / max(np.linalg.norm(prev_step), 1e-300))
+            rho = float(np.linalg.norm(step) / max(float(np.linalg.norm(prev_step)), 1e-300))
             if 0.5 < rho < 0.99:
                 new = new + step * rho / (1.0 - rho)
                 extrapolated = True
@@ -115,7 +126,8 @@ def certified_regression(X, Y, w_sum, *, rounds=60, keep=0.003, pool=0.05, rtol=
 VERTEX_CHUNK = 8192
 
 
-def vertex_residuals(X, Y, w_sum, *, pick=None, yy=None, ynorm=None):
+def vertex_residuals(X: np.ndarray, Y: np.ndarray, w_sum: np.ndarray, *, pick: np.ndarray | None = None,
+                     yy: np.ndarray | None = None, ynorm: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per row, the token ``j`` whose ``b_j = x_jᵀŴ`` is nearest ``y_a``, and ``‖y_a − b_j‖ / ‖y_a‖``.
 
     With ``pick`` (``(n, k)`` token indices) the token is given and only its
@@ -162,8 +174,11 @@ def _fit_quantile(X, Y, w_sum, q):
     return float(np.quantile(res, q, method="inverted_cdf"))
 
 
-def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8, keep=0.02, batch=100_000,
-                 cert_rounds=60, cert_keep=0.003, cert_pool=0.05, truth=None, se_target=None, first=None):
+def refine_sum_w(source: LayerOracle | ArraySource, w_sum: ArrayLike, theta_star: np.ndarray | None = None, *,
+                 n_samples: int = 400_000, rounds: int = 8, keep: float = 0.02, batch: int = 100_000,
+                 cert_rounds: int = 60, cert_keep: float = 0.003, cert_pool: float = 0.05,
+                 truth: AttentionLayer | None = None, se_target: float | None = None,
+                 first: int | None = None) -> SumEstimate:
     """Phase 3: trimmed regression of ``y_a`` on the dominant token's ``x_{j*}``.
 
     Parameters
@@ -188,7 +203,8 @@ def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8,
         ``refine_first``): draw ``first`` examples, estimate, and while the certified regression's
         relative standard error (:func:`regression_se`) is above ``se_target``, draw as many again
         (the sample doubles, up to ``n_samples``) and estimate afresh from ``w_sum`` on the whole
-        sample. Without ``se_target`` all ``n_samples`` examples are drawn at once.
+        sample (:func:`learner.phases.stopping.sample_until_precise`). Without ``se_target`` all
+        ``n_samples`` examples are drawn at once.
 
     Returns
     -------
@@ -206,32 +222,36 @@ def refine_sum_w(source, w_sum, theta_star=None, *, n_samples=400_000, rounds=8,
         while stages_n[-1] < n_samples:
             stages_n.append(min(2 * stages_n[-1], n_samples))
     progress = bar(stages_n[-1], "phase 3", "ex")
-    parts, drawn, stages = [], 0, []
-    stopped = "fixed" if se_target is None else "cap"
-    for total in stages_n:
+    parts = []
+
+    def absorb(more):
         # The regression works on the whole sample (a quantile over every row each round), so the examples
         # are drawn here, batch by batch from the stream's seeds, not on workers.
-        for eb in source.batches(batch_sizes(total - drawn, batch)):
+        for eb in source.batches(batch_sizes(more, batch)):
             parts.append(eb.examples())
             progress.update(eb.n)
-        source.consume(total - drawn)
-        drawn = total
+        source.consume(more)
         X = np.concatenate([p[0] for p in parts])
         Y = np.concatenate([p[1] for p in parts])
-        parts = [(X, Y)]
+        parts[:] = [(X, Y)]
+        return more
+
+    def estimate(n):
+        nonlocal est, details
+        X, Y = parts[0]
         est, details = _refine_on(X, Y, w_sum, theta_star, rounds=rounds, keep=keep, cert_rounds=cert_rounds,
                                   cert_keep=cert_keep, cert_pool=cert_pool, truth=truth)
         cert = details["certified_rounds"]
-        se = cert[-1]["standard_error"] if cert else float("inf")
-        stages.append({"examples": total, "standard_error": se, "error": _sum_error(est, truth)})
-        if se_target is not None:
-            progress.set_postfix_str(f"standard error {se:.3g} (target {se_target:g})")
-            if se <= se_target:
-                stopped = "standard error"
-                break
-    progress.close()
-    details |= {"stages": stages, "stopped": stopped, "standard_error": se, "se_target": se_target}
-    return SumEstimate(est, drawn, time.perf_counter() - t0, _sum_error(est, truth), details)
+        return cert[-1]["standard_error"] if cert else float("inf")
+
+    est = w_sum  # the last stage's estimate and details (estimate() sets them)
+    details: dict[str, Any] = {}
+    increments = [total - drawn for drawn, total in itertools.pairwise([0, *stages_n])]  # what each stage adds
+    run = sample_until_precise(increments, absorb, estimate, se_target=se_target, progress=progress,
+                               record=lambda: {"error": _sum_error(est, truth)}, without_target="fixed")
+    details |= {"stages": run.stages, "stopped": run.stopped, "standard_error": run.standard_error,
+                "se_target": se_target}
+    return SumEstimate(est, run.examples, time.perf_counter() - t0, _sum_error(est, truth), details)
 
 
 def _refine_on(X, Y, w_sum, theta_star, *, rounds, keep, cert_rounds, cert_keep, cert_pool, truth):
