@@ -23,6 +23,7 @@ from learner.argparsing import (
 )
 from learner.io import save_figure
 from learner.study.records import print_study
+from learner.tables import fmt
 from learner.validation import Integer
 
 from .attacks import time_attacks
@@ -186,7 +187,7 @@ def _sq(args):
 
 def _slope_text(slope, width=5):
     """A fitted slope, or a dash where there is none (a slope needs at least two values of d)."""
-    return f"{slope:{width}.2f}" if slope is not None else "—".center(width)
+    return fmt(slope, f"{width}.2f", missing="—".center(width))
 
 
 def _simulate(args):
@@ -295,8 +296,8 @@ def _lwe_attack(args):
     print(f"{'n':>5} {'heads(max)':>10} {'beta':>6} {'dim':>6} {'log2 core-SVP':>14} {'log2 q^n':>9}")
     for r in rows:
         beta = "-" if r.beta is None else f"{r.beta}{'*' if r.at_floor else ''}"
-        core = "-" if r.log2_core_svp is None else f"{r.log2_core_svp:.1f}"
-        print(f"{r.n:>5} {r.heads:>10} {beta:>6} {r.dimension or '-':>6} {core:>14} {r.log2_exhaustive:>9.1f}")
+        dim, core = fmt(r.dimension, missing="-"), fmt(r.log2_core_svp, ".1f", missing="-")
+        print(f"{r.n:>5} {r.heads:>10} {beta:>6} {dim:>6} {core:>14} {r.log2_exhaustive:>9.1f}")
     print("  (* = at the model's smallest block size; heads(max) = switches up to n(q − 1))")
     checks = []
     for name, ref in REFERENCE_ESTIMATES.items():

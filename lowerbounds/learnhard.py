@@ -57,6 +57,7 @@ from learner.io import check_writable_dir, versions
 from learner.study.methods import example_stream
 from learner.study.records import StudyResult, schema_of, write_summary
 from learner.study.sweep import claim_study, fit_growth, median, run_sweep, sweep_lock
+from learner.tables import fmt, markdown_table
 from learner.validation import Each, Integer, Real, Seed, check_int, declare
 
 if TYPE_CHECKING:
@@ -592,10 +593,13 @@ def _fmt_count(count, log2):
     return f"{mantissa:.2f}e{k}"
 
 
+#: A missing value in the study's tables (an em dash, where :data:`learner.tables.MISSING` is an en dash).
+_DASH = "—"
+
+
 def _fmt(x, spec=".3g"):
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    return format(x, spec)
+    """:func:`learner.tables.fmt` with NaN missing too (a median or slope of nothing)."""
+    return fmt(None if isinstance(x, float) and math.isnan(x) else x, spec, missing=_DASH)
 
 
 @dataclass(frozen=True)
@@ -605,42 +609,38 @@ class HardStudyResult(StudyResult):
     def table(self) -> str:
         """The summary as Markdown: SQ family and control, the growth fits, the LWR rows."""
         s = self.summary
-        lines = [("| family | method | m | d | runs | learned | budget out | median examples | median s "
-                 "| median steps | median final error | statuses |"), "|" + "---|" * 12]
-        for r in s["rows"]:
-            if r["family"] == "lwr":
-                continue
-            lines.append(f"| {r['family']} | {r['method']} | {r['m']} | {r['d']} | {r['runs']} | {r['successes']} "
-                         f"| {r['budget_out']} | {_fmt(r['median_examples'], ',.0f')} "
-                         f"| {_fmt(r['median_seconds'], '.1f')} "
-                         f"| {_fmt(r['median_steps'], ',.0f')} | {_fmt(r['median_final_error'])} "
-                         f"| {', '.join(f'{k}: {v}' for k, v in r['statuses'].items())} |")
+        lines = [markdown_table(
+            ["family", "method", "m", "d", "runs", "learned", "budget out", "median examples", "median s",
+             "median steps", "median final error", "statuses"],
+            [[r["family"], r["method"], r["m"], r["d"], r["runs"], r["successes"], r["budget_out"],
+              _fmt(r["median_examples"], ",.0f"), _fmt(r["median_seconds"], ".1f"), _fmt(r["median_steps"], ",.0f"),
+              _fmt(r["median_final_error"]), ", ".join(f"{k}: {v}" for k, v in r["statuses"].items())]
+             for r in s["rows"] if r["family"] != "lwr"])]
         lines += ["", ("Fitted growth in d: slopes on log-log axes of the cell medians, over every d and over the d "
                        "whose median run learned (SQ prediction m − 1 for the hard family). Censored = some run "
                        "stopped by its budget: its cell median is a lower bound, and so is a slope through it."), "",
-                  ("| family | m | examples slope (all d) | time slope (all d) | d where most learned "
-                   "| examples slope there | time slope there | SQ prediction | censored |"),
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for g in s["growth"].values():
-            lines.append(f"| {g['family']} | {g['m']} | {_fmt(g['examples_slope'], '.2f')} "
-                         f"| {_fmt(g['seconds_slope'], '.2f')} | {', '.join(map(str, g['ds_learned'])) or 'none'} "
-                         f"| {_fmt(g['examples_slope_learned'], '.2f')} | {_fmt(g['seconds_slope_learned'], '.2f')} "
-                         f"| {g['sq_prediction'] if g['family'] == 'sq' else '—'} "
-                         f"| {'yes' if g['censored'] else 'no'} |")
+                  markdown_table(
+                      ["family", "m", "examples slope (all d)", "time slope (all d)", "d where most learned",
+                       "examples slope there", "time slope there", "SQ prediction", "censored"],
+                      [[g["family"], g["m"], _fmt(g["examples_slope"], ".2f"), _fmt(g["seconds_slope"], ".2f"),
+                        ", ".join(map(str, g["ds_learned"])) or "none", _fmt(g["examples_slope_learned"], ".2f"),
+                        _fmt(g["seconds_slope_learned"], ".2f"), g["sq_prediction"] if g["family"] == "sq" else _DASH,
+                        "yes" if g["censored"] else "no"]
+                       for g in s["growth"].values()])]
         if s["lwr"]:
-            lines += ["", ("| n | q^n secrets | m (median) | Adam learned | Adam examples | Adam s | Adam steps "
-                      "| exhaustive s | exhaustive recovered | learner status |"), "|" + "---|" * 10]
+            rows = []
             for row in s["lwr"]:
                 a, e, p = row.get("adam", {}), row.get("exhaustive", {}), row.get("provable", {})
                 m = next((x["m"] for x in (a, e, p) if x), None)
-                frac_a = f"{a['successes']}/{a['runs']}" if a else "—"
-                frac_e = f"{e['successes']}/{e['runs']}" if e else "—"
-                lines.append(
-                    f"| {row['n']} | {_fmt_count(row['secrets_q_n'], row['log2_secrets_q_n'])} "
-                    f"| {_fmt(m, '.0f')} | {frac_a} "
-                    f"| {_fmt(a.get('median_examples'), ',.0f')} | {_fmt(a.get('median_seconds'), '.1f')} "
-                    f"| {_fmt(a.get('median_steps'), ',.0f')} | {_fmt(e.get('median_seconds'), '.3f')} | {frac_e} "
-                    f"| {', '.join(p.get('statuses', {})) or '—'} |")
+                frac_a = f"{a['successes']}/{a['runs']}" if a else _DASH
+                frac_e = f"{e['successes']}/{e['runs']}" if e else _DASH
+                rows.append([row["n"], _fmt_count(row["secrets_q_n"], row["log2_secrets_q_n"]), _fmt(m, ".0f"), frac_a,
+                             _fmt(a.get("median_examples"), ",.0f"), _fmt(a.get("median_seconds"), ".1f"),
+                             _fmt(a.get("median_steps"), ",.0f"), _fmt(e.get("median_seconds"), ".3f"), frac_e,
+                             ", ".join(p.get("statuses", {})) or _DASH])
+            lines += ["", markdown_table(["n", "q^n secrets", "m (median)", "Adam learned", "Adam examples", "Adam s",
+                                          "Adam steps", "exhaustive s", "exhaustive recovered", "learner status"],
+                                         rows)]
         return "\n".join(lines)
 
 

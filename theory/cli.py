@@ -20,6 +20,7 @@ from learner.argparsing import (
     harden,
 )
 from learner.io import write_json
+from learner.tables import markdown_table
 from learner.validation import Real
 
 from ._core import CheckResult
@@ -86,21 +87,16 @@ def build_parser() -> CommandParser:
 
 def verdict_table(rows: Iterable[tuple[CheckResult, bool]]) -> str:
     """Markdown table of (result, expected_to_hold) pairs."""
-    lines = [
-        "| check | case | claim | measured | bound | holds | expected | time (s) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    cells = []
     for result, expected in rows:
         lo, hi = result.interval
         measured = f"{result.measured:.3g}" if lo == hi else f"{result.measured:.3g} [{lo:.3g}, {hi:.3g}]"
         case = "default" if expected else "negative control"
         ok = "yes" if result.holds else "no"
         exp = ("holds" if expected else "fails") + ("" if result.holds == expected else " — UNEXPECTED")
-        lines.append(
-            f"| {result.name} | {case} | {result.claim} | {measured} | {result.relation} {result.bound:.3g} "
-            f"| {ok} | {exp} | {result.seconds:.1f} |"
-        )
-    return "\n".join(lines)
+        cells.append([result.name, case, result.claim, measured, f"{result.relation} {result.bound:.3g}", ok, exp,
+                      f"{result.seconds:.1f}"])
+    return markdown_table(["check", "case", "claim", "measured", "bound", "holds", "expected", "time (s)"], cells)
 
 
 def _check(args):

@@ -41,6 +41,7 @@ from learner._typing import PathLike, SeedLike
 from learner.progress import bar, showing
 from learner.study.records import schema_of, timings_problem
 from learner.study.runs import RunSpec, planted_instance, yield_of
+from learner.tables import MISSING, fmt, markdown_table
 from learner.validation import DISTRIBUTIONS, Choice, Integer, Real, check_rng, declare
 
 from ._core import require_matplotlib
@@ -314,28 +315,24 @@ class YieldStudy:
                         "theory.yield_model.predicted_yield (the window model); both per run. Model ours."}
 
     def table(self) -> str:
-        header = ("| m | d | k | n = (m−1)(k−1) | tol | runs | measured /1000 (median) | predicted /1000 (median) "
-                  "| measured / predicted | within 3× | phase-4 examples: measured / predicted (median) "
-                  "| time per run: measured / predicted (median) | predicted by |")
-        lines = [header, "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-
-        def fmt(x, spec):
-            return "–" if x is None else format(x, spec)
-
+        header = ["m", "d", "k", "n = (m−1)(k−1)", "tol", "runs", "measured /1000 (median)", "predicted /1000 (median)",
+                  "measured / predicted", "within 3×", "phase-4 examples: measured / predicted (median)",
+                  "time per run: measured / predicted (median)", "predicted by"]
+        rows = []
         for s in sorted(self.settings, key=lambda s: (s["m"], s["k"], s["d"], s["tol"] or 0)):
             if s["tol"] is None:
                 why = ", ".join(f"{k} {v}" for k, v in s["statuses"].items())
-                lines.append(f"| {s['m']} | {s['d']} | {s['k']} | {s['n']} | – | 0 | no run reached phase 4 ({why}) "
-                             "| – | – | – | – | – | – |")
+                rows.append([s["m"], s["d"], s["k"], s["n"], MISSING, 0, f"no run reached phase 4 ({why})",
+                             *[MISSING] * 6])
                 continue
             ratio = s["ratio_median"]
-            lines.append(f"| {s['m']} | {s['d']} | {s['k']} | {s['n']} | {s['tol']:g} | {s['runs']} | "
-                         f"{s['measured_median']:.3g} | {s['predicted_median']:.3g} | {ratio:.2f} | "
-                         f"{'yes' if s['within'] else 'NO'} | {fmt(s.get('examples_measured_median'), '.3g')} / "
-                         f"{fmt(s.get('examples_predicted_median'), '.3g')} | "
-                         f"{fmt(s.get('seconds_median'), '.0f')} s / "
-                         f"{fmt(s.get('seconds_predicted_median'), '.0f')} s | "
-                         + ", ".join(f"{k} {v}" for k, v in (s.get("predicted_by") or {}).items()) + " |")
+            rows.append([s["m"], s["d"], s["k"], s["n"], f"{s['tol']:g}", s["runs"], f"{s['measured_median']:.3g}",
+                         f"{s['predicted_median']:.3g}", f"{ratio:.2f}", "yes" if s["within"] else "NO",
+                         f"{fmt(s.get('examples_measured_median'), '.3g')} / "
+                         f"{fmt(s.get('examples_predicted_median'), '.3g')}",
+                         f"{fmt(s.get('seconds_median'), '.0f')} s / {fmt(s.get('seconds_predicted_median'), '.0f')} s",
+                         ", ".join(f"{k} {v}" for k, v in (s.get("predicted_by") or {}).items())])
+        lines = [markdown_table(header, rows)]
         for label, fit in (("measured", self.fit_measured), ("predicted", self.fit_predicted)):
             lines.append(f"\nlog(yield) against n at tol = {self.fit_tol:g}, {label}: slope {fit['slope']:.3f} "
                          f"(δ = e^slope = {fit['delta']:.3g}), rms residual {fit['rms']:.2f} in natural log, "
