@@ -24,15 +24,21 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._typing import SeedLike
 from ..inputs import cube_expectation, sample_inputs
 from ..instances import random_layer
 from ..parallel import available_cores, blas_threads
 from ..validation import Integer, Real, check_rng, declare
 from .runs import STUDY_LOGIT_SCALE
+
+if TYPE_CHECKING:
+    from ..layer import AttentionLayer
 
 __all__ = [
     "DEFAULT_CASES",
@@ -76,7 +82,7 @@ DEFAULT_CASES = (
 )
 
 
-def forward_flops(n, k, d, m):
+def forward_flops(n: int, k: int, d: int, m: int) -> int:
     """Multiply-adds (×2) of one forward pass: XΘ, logits, PX and the W product.
 
     ``2nk·d·md + 2nmk²d + 2nmk²d + 2nk·md·d = 4nmkd² + 4nmk²d``; the softmax's
@@ -85,7 +91,7 @@ def forward_flops(n, k, d, m):
     return 4 * n * m * k * d * d + 4 * n * m * k * k * d
 
 
-def einsum_forward(layer, X):
+def einsum_forward(layer: AttentionLayer, X: np.ndarray) -> np.ndarray:
     """The straightforward implementation: one einsum per head and product (the reference)."""
     out = np.zeros_like(X)
     for theta, w in zip(layer.thetas, layer.ws, strict=True):
@@ -140,7 +146,7 @@ def _interleaved_medians(fns, repeat):
     return [float(np.median(t)) for t in times]
 
 
-def gemm_rate(*, size=1500, repeat=5, rng=None):
+def gemm_rate(*, size: int = 1500, repeat: int = 5, rng: SeedLike = None) -> float:
     """The machine's float64 matrix-multiply rate in GFLOP/s (median of ``repeat``)."""
     rng = check_rng(rng)
     a = rng.standard_normal((size, size))
@@ -178,7 +184,7 @@ class BenchResult:
     torch_version: str | None
     numpy_version: str = field(default=np.__version__)
 
-    def table(self):
+    def table(self) -> str:
         """The figures as a printable table."""
         lines = [
             (
@@ -214,7 +220,8 @@ class BenchResult:
 
 
 @declare(repeat=Integer())
-def run_benchmark(cases=DEFAULT_CASES, *, repeat=5, cube=(4, 5, 2), rng=None):
+def run_benchmark(cases: Iterable[BenchCase] = DEFAULT_CASES, *, repeat: int = 5,
+                  cube: tuple[int, int, int] | None = (4, 5, 2), rng: SeedLike = None) -> BenchResult:
     """Time the forward pass on ``cases`` and one exact cube expectation.
 
     Parameters
@@ -277,7 +284,7 @@ def run_benchmark(cases=DEFAULT_CASES, *, repeat=5, cube=(4, 5, 2), rng=None):
     )
 
 
-def fit_patterns_solve(X, Y, w_sum):
+def fit_patterns_solve(X: np.ndarray, Y: np.ndarray, w_sum: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The reference row fit: a batched ``k × k`` solve of the equality-constrained least squares.
 
     The learner's earlier implementation, kept as the reference that
@@ -334,20 +341,20 @@ class CertificationBench:
     blas: str
 
     @property
-    def pipeline_ratio(self):
+    def pipeline_ratio(self) -> float:
         """Pipeline examples/s over forward-pass examples/s (the target is at least 0.5)."""
         return self.pipeline_per_s / self.forward_per_s
 
     @property
-    def fit_speedup(self):
+    def fit_speedup(self) -> float:
         return self.fit_per_s / self.fit_solve_per_s
 
     @property
-    def screen_speedup(self):
+    def screen_speedup(self) -> float:
         """Screened certification examples/s over the float64 path's."""
         return self.screened_per_s / self.certify64_per_s
 
-    def table(self):
+    def table(self) -> str:
         return "\n".join([
             (f"certification pipeline at (m, d, k) = ({self.m}, {self.d}, {self.k}), tol {self.tol:g}, "
              f"min_weight {self.min_weight:g}, batches of {self.batch:,}, medians of {self.repeat} interleaved runs, "
@@ -368,15 +375,16 @@ class CertificationBench:
              f"closed form {self.fit_speedup:.2f}x faster; same certified rows: {self.same_rows}"),
         ])
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__) | {"pipeline_ratio": self.pipeline_ratio, "fit_speedup": self.fit_speedup,
                                       "screen_speedup": self.screen_speedup}
 
 
 @declare(m=Integer(), d=Integer(), k=Integer(), batch=Integer(), repeat=Integer(), threads=Integer(), tol=Real(),
          min_weight=Real())
-def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logit_scale=STUDY_LOGIT_SCALE, tol=0.015,
-                                min_weight=0.02, threads=1, rng=None):
+def run_certification_benchmark(m: int = 3, d: int = 12, k: int = 2, *, batch: int = 100_000, repeat: int = 5,
+                                logit_scale: float = STUDY_LOGIT_SCALE, tol: float = 0.015, min_weight: float = 0.02,
+                                threads: int = 1, rng: SeedLike = None) -> CertificationBench:
     """Time phase 4's certification and streaming pipeline against the plain forward pass, in one process.
 
     The pipeline is what :func:`learner.phases.refined_sculpt` does per batch:
@@ -405,7 +413,7 @@ def run_certification_benchmark(m=3, d=12, k=2, *, batch=100_000, repeat=5, logi
     sampler = np.random.default_rng(sample_seed)
     X = sample_inputs(batch, k, d, rng=input_seed)
     Y = layer(X)
-    kw = {"tol": tol, "min_weight": min_weight}
+    kw: dict[str, Any] = {"tol": tol, "min_weight": min_weight}
     with blas_threads(threads) as blas:
         # Interleaved, so that a change of load on a shared machine hits every figure alike.
         (t_sample, t_forward, t_cert64, t_screened, t_pipeline64, t_pipeline, t_fit,
@@ -450,10 +458,10 @@ class SpanBench:
     blas: str
 
     @property
-    def speedup(self):
+    def speedup(self) -> float:
         return self.svd_seconds / self.qr_seconds
 
-    def table(self):
+    def table(self) -> str:
         return "\n".join([
             (f"phase 5's hull solve on {self.rows:,} constraints × d² = {self.d * self.d} unknowns, m = {self.m}, "
              f"medians of {self.repeat} interleaved runs, {self.blas}:"),
@@ -463,12 +471,13 @@ class SpanBench:
              f"{self.singular_value_difference:.1e} (relative to the largest)"),
         ])
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__) | {"speedup": self.speedup}
 
 
 @declare(rows=Integer(), d=Integer(), m=Integer(), repeat=Integer(), threads=Integer())
-def run_span_benchmark(rows=200_000, d=12, m=1, *, repeat=3, threads=1, rng=None):
+def run_span_benchmark(rows: int = 200_000, d: int = 12, m: int = 1, *, repeat: int = 3, threads: int = 1,
+                       rng: SeedLike = None) -> SpanBench:
     """Time :func:`~learner.phases.span.hull_solve` with both solvers on one random constraint matrix.
 
     ``rows`` constraints on ``d²`` unknowns: the shape of phase 5 at m = 1, (d, k) = (12, 2), where every row
@@ -485,7 +494,7 @@ def run_span_benchmark(rows=200_000, d=12, m=1, *, repeat=3, threads=1, rng=None
     A = rng.standard_normal((rows, d * d))
     b = A @ rng.standard_normal(d * d) + 1e-3 * rng.standard_normal(rows)
     w = rng.uniform(0.1, 1.0, rows)
-    kw = {"weights": w, "directions_from": "weights"}
+    kw: dict[str, Any] = {"weights": w, "directions_from": "weights"}
     with blas_threads(threads) as blas:
         t_svd, t_qr = _interleaved_medians([lambda: hull_solve(A, b, m, solver="svd", **kw),
                                             lambda: hull_solve(A, b, m, solver="qr", **kw)], repeat)
@@ -513,15 +522,15 @@ class ParallelBench:
     blas: str = ""
 
     @property
-    def speedup(self):
+    def speedup(self) -> float:
         """Median serial time over median time with ``workers`` local processes (the target is >= 1.6 at 2)."""
         return self.serial_seconds / self.parallel_seconds
 
     @property
-    def per_worker_per_s(self):
+    def per_worker_per_s(self) -> float:
         return self.examples / self.parallel_seconds / self.workers
 
-    def table(self):
+    def table(self) -> str:
         return "\n".join([
             (f"certification (phase 4) at (m, d, k) = ({self.m}, {self.d}, {self.k}): {self.examples:,} examples in "
              f"batches of {self.batch:,}, medians of {self.repeat} interleaved runs on {available_cores()} cores:"),
@@ -536,14 +545,16 @@ class ParallelBench:
             f"  compared: {self.blas}",
         ])
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__) | {"speedup": self.speedup, "per_worker_per_s": self.per_worker_per_s}
 
 
 @declare(m=Integer(), d=Integer(), k=Integer(), workers=Integer(2), batch=Integer(), batches=Integer(),
          repeat=Integer())
-def run_parallel_benchmark(m=4, d=12, k=2, *, workers=PARALLEL_BENCH_WORKERS, batch=100_000, batches=16, repeat=3,
-                           logit_scale=STUDY_LOGIT_SCALE, tol=0.015, min_weight=0.02, rng=None):
+def run_parallel_benchmark(m: int = 4, d: int = 12, k: int = 2, *, workers: int = PARALLEL_BENCH_WORKERS,
+                           batch: int = 100_000, batches: int = 16, repeat: int = 3,
+                           logit_scale: float = STUDY_LOGIT_SCALE, tol: float = 0.015, min_weight: float = 0.02,
+                           rng: SeedLike = None) -> ParallelBench:
     """Time :func:`learner.phases.refined_sculpt` in this process and with ``workers`` local processes.
 
     Both runs certify the same stream (``batches`` batches, a target no run
@@ -559,11 +570,11 @@ def run_parallel_benchmark(m=4, d=12, k=2, *, workers=PARALLEL_BENCH_WORKERS, ba
     from ..phases import refined_sculpt
 
     rng = check_rng(rng)
-    layer_seed, oracle_seed = rng.spawn(2)
+    layer_seed, oracle_gen = rng.spawn(2)
     layer = random_layer(m, d, logit_scale=logit_scale, rng=layer_seed)
     w_sum = layer.ws.sum(axis=0)
     examples = batch * batches
-    oracle_seed = int(oracle_seed.integers(2**63))  # a fixed seed: every run below sees the same stream
+    oracle_seed = int(oracle_gen.integers(2**63))  # a fixed seed: every run below sees the same stream
 
     def phase(pool):
         oracle = LayerOracle(layer, k, rng=oracle_seed)  # the same stream every time

@@ -8,10 +8,13 @@ sweep that is locked or interrupted into the command's exit status.
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from ..argparsing import cli_seed, declare_options
 from ..baselines import OPTION_RULES, fit_torch
@@ -46,9 +49,10 @@ QUICK_TORCH = get_method("torch-adam").quick
 #: The local pool's options: a number of processes.
 POOL_RULES = {"workers": Integer(), "learn_workers": Integer()}
 WORKERS_HELP = f"processes of the local pool (default {DEFAULT_POOL}: every core this process may run on)"
+_T = TypeVar("_T")
 
 
-def add_commands(sub):
+def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
     """Add ``bench``, ``scaling``, ``peers``, ``race`` and the grids to the sub-parsers ``sub`` of
     ``python -m learner``."""
     _add_bench(sub)
@@ -340,7 +344,7 @@ def _bench(args):
     return 0
 
 
-def run_study(run, *, sigterm=True):
+def run_study(run: Callable[[], _T], *, sigterm: bool = True) -> _T | int:
     """Run ``run()`` (a study), returning its result, or the exit status when its directory is locked by another
     sweep (2, the lock's owner named) or it was interrupted (130, the shell's status for SIGINT; finished runs
     are kept). A batch scheduler or ``kill`` stops a sweep with SIGTERM: with ``sigterm`` it is treated as

@@ -22,10 +22,14 @@ from __future__ import annotations
 import io
 import math
 import re
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 
+from .._typing import PathLike
+from ..tables import MISSING, fmt, markdown_table
 from .sweep import median as _median
 
 __all__ = ["AUTO_FIRST", "AUTO_FULL", "AUTO_SECONDS", "DEFAULT_GRID", "SHAPES", "failure_reason", "fit_shapes",
@@ -88,7 +92,7 @@ def _parse_block(block, d, seeds):
     return [(m, k, d, seeds) for m in ms for k in ks]
 
 
-def check_seeds(seeds, name="seeds"):
+def check_seeds(seeds: object, name: str = "seeds") -> int | str:
     """``seeds`` as a positive int or the word ``"auto"``, else a ValueError naming ``name``."""
     if isinstance(seeds, str) and seeds == "auto":
         return seeds
@@ -97,7 +101,8 @@ def check_seeds(seeds, name="seeds"):
     return int(seeds)
 
 
-def parse_grid(blocks, *, d="auto", seeds="auto", sound_d=None):
+def parse_grid(blocks: Iterable[str], *, d: int | str = "auto", seeds: int | str = "auto",
+               sound_d: Callable[[int, int], int] | None = None) -> list[tuple[int, int, int, int | str]]:
     """The cells of ``blocks`` as sorted ``(m, d, k, seeds)``; ValueError naming the block and field.
 
     ``d`` and ``seeds`` are the defaults of cells whose block gives none; ``sound_d(m, k)`` resolves
@@ -119,7 +124,8 @@ def parse_grid(blocks, *, d="auto", seeds="auto", sound_d=None):
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
             raise ValueError(f"`d` must be an integer >= 2 or 'auto'; got d={d!r}.")
     seeds = check_seeds(seeds)
-    cells, where = {}, {}
+    cells: dict[tuple[int, int], tuple[int, int | str]] = {}
+    where: dict[tuple[int, int], str] = {}
     for block in blocks:
         for m, k, dd, ss in _parse_block(block, d, seeds):
             if dd == "auto":
@@ -140,7 +146,7 @@ def parse_grid(blocks, *, d="auto", seeds="auto", sound_d=None):
     return [(m, dd, k, ss) for (m, k), (dd, ss) in sorted(cells.items())]
 
 
-def seeds_for(rule, first_times):
+def seeds_for(rule: int | Literal["auto"], first_times: Iterable[float | None]) -> int:
     """Layers to run for one method and cell: ``rule`` itself, or for ``"auto"`` AUTO_FULL when the median of
     ``first_times`` (the finished first runs' seconds) is under AUTO_SECONDS, else AUTO_FIRST.
 
@@ -155,7 +161,7 @@ def seeds_for(rule, first_times):
     return AUTO_FULL if times and float(np.median(times)) < AUTO_SECONDS else AUTO_FIRST
 
 
-def failure_reason(record, success_tol):
+def failure_reason(record: Mapping[str, Any], success_tol: float) -> str | None:
     """Why a run is not a success under the common criterion, in one word; None for a success.
 
     ``budget`` (the learner's forecast exceeded its budget, or Adam's time or examples ran out),
@@ -189,7 +195,8 @@ def _phase_split(record):
     return early, late
 
 
-def frontier_cells(records, *, success_tol, seed_rules=None):
+def frontier_cells(records: Iterable[Mapping[str, Any]], *, success_tol: float,
+                   seed_rules: Mapping[tuple[int, int, int], int | str] | None = None) -> list[dict[str, Any]]:
     """Per (method, m, k): what the frontier figure and table show, from measured (``role="eval"``) records.
 
     ``seed_rules`` maps ``(m, d, k)`` to the cell's seed rule (int or ``"auto"``), reported with the count
@@ -197,7 +204,7 @@ def frontier_cells(records, *, success_tol, seed_rules=None):
     medians over finished runs that drew past the pilot (a run stopped for budget draws only its pilot:
     its forecast is reported instead, ``predicted_examples``).
     """
-    groups = {}
+    groups: dict[tuple[str, int, int, int], list[Mapping[str, Any]]] = {}
     for rec in records:
         spec = rec["spec"]
         if spec["role"] == "eval":
@@ -207,7 +214,7 @@ def frontier_cells(records, *, success_tol, seed_rules=None):
         finished = [r for r in recs if r.get("outcome") == "finished"]
         reasons = [failure_reason(r, success_tol) for r in recs]
         ok = [r for r, why in zip(recs, reasons, strict=True) if why is None]
-        counts = {}
+        counts: dict[str, int] = {}
         for why in reasons:
             if why is not None:
                 counts[why] = counts.get(why, 0) + 1
@@ -249,7 +256,7 @@ def _lstsq(x, y):
     return coef
 
 
-def fit_shapes(points):
+def fit_shapes(points: Iterable[tuple[int, int, int, float | None]]) -> list[dict[str, Any]]:
     """Least squares of ``log(value)`` on each shape of :data:`SHAPES`, over ``points`` = ``[(m, k, d, value)]``.
 
     Returns one dict per shape: ``coefficients`` (a, b[, c]), ``rms`` (residual, natural log), ``max_abs``,
@@ -276,11 +283,11 @@ def fit_shapes(points):
                     "max_abs": float(np.max(np.abs(res))),
                     "residuals": [{"m": m, "k": k, "d": d, "residual": float(r)}
                                   for (m, k, d, _), r in zip(pts, res, strict=True)]}
-            loo = []
+            loo: list[float] = []
             for i in range(len(pts)):
                 keep = np.arange(len(pts)) != i
-                if np.linalg.matrix_rank(x[keep]) < p:
-                    loo = None
+                if np.linalg.matrix_rank(x[keep]) < p:  # a fold of lower rank: no leave-one-out error
+                    loo = []
                     break
                 loo.append(float(y[i] - x[i] @ _lstsq(x[keep], y[keep])))
             if loo and len(pts) > p:
@@ -289,7 +296,7 @@ def fit_shapes(points):
     return out
 
 
-def fits_of(cells):
+def fits_of(cells: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """The fits of the learner's (and Adam's) medians: ``{method: {"seconds": [...], "examples": [...]}}``.
 
     Over the cells with at least one success, on the medians over the successful runs (a failed run's
@@ -312,20 +319,20 @@ def fits_of(cells):
 
 def _fmt_seconds(s):
     if s is None:
-        return "–"
+        return MISSING
     return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
 
 
 def _fmt_count(x):
     if x is None:
-        return "–"
+        return MISSING
     for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if x >= scale:
             return f"{x / scale:.3g} {unit}"
     return f"{x:.0f}"
 
 
-def cell_label(cell):
+def cell_label(cell: Mapping[str, Any]) -> str:
     """The text of one heatmap cell: median time and successes, or the forecast of a run beyond the budget."""
     if cell["beyond_budget"]:
         forecast = _fmt_count(cell["predicted_examples"])
@@ -333,24 +340,25 @@ def cell_label(cell):
     return f"{_fmt_seconds(cell['median_seconds'])}\n{cell['successes']}/{cell['runs']}"
 
 
-def frontier_table(cells, method):
+def frontier_table(cells: Iterable[Mapping[str, Any]], method: str) -> str:
     """A Markdown grid, m down and k across: median time and successes per cell (``–`` where no cell)."""
     mine = {(c["m"], c["k"]): c for c in cells if c["method"] == method}
     if not mine:
         return f"(no {method} runs)"
     ms = sorted({m for m, _ in mine})
     ks = sorted({k for _, k in mine})
-    lines = ["| m \\ k | " + " | ".join(str(k) for k in ks) + " |", "|---|" + "---|" * len(ks)]
+    rows = []
     for m in ms:
-        row = []
+        row = [f"**{m}**"]
         for k in ks:
             c = mine.get((m, k))
             row.append("" if c is None else cell_label(c).replace("\n", ", "))
-        lines.append(f"| **{m}** | " + " | ".join(row) + " |")
-    return "\n".join(lines)
+        rows.append(row)
+    return markdown_table(["m \\ k", *ks], rows)
 
 
-def side_by_side(groups, *, methods=("provable", "adam")):
+def side_by_side(groups: Mapping[str, Iterable[Mapping[str, Any]]], *,
+                 methods: Collection[str] = ("provable", "adam")) -> str:
     """A Markdown table comparing frontiers cell by cell: per (m, d, k) present in every group and each method,
     successes, median time and median examples under each group's name (``groups``: ``{name: cells}``, cells of
     :func:`frontier_cells`), then the ratio of the second group's median time to the first's."""
@@ -358,24 +366,25 @@ def side_by_side(groups, *, methods=("provable", "adam")):
     index = {name: {(c["method"], c["m"], c["d"], c["k"]): c for c in cells} for name, cells in groups.items()}
     keys = sorted(set.intersection(*(set(idx) for idx in index.values())), key=lambda t: (t[1], t[3], t[2], t[0]))
     keys = [t for t in keys if t[0] in methods]
-    head = "| (m, d, k) | method | " + " | ".join(f"{n}: successes, median time, examples" for n in names)
-    lines = [head + (f" | time {names[1]} / {names[0]} |" if len(names) == 2 else " |"),
-             "|---|---|" + "---|" * (len(names) + (len(names) == 2))]
+    header = ["(m, d, k)", "method", *(f"{n}: successes, median time, examples" for n in names)]
+    if len(names) == 2:
+        header.append(f"time {names[1]} / {names[0]}")
+    rows = []
     for method, m, d, k in keys:
-        parts = []
+        row = [f"({m}, {d}, {k})", method]
         for n in names:
             c = index[n][(method, m, d, k)]
-            parts.append(f"{c['successes']}/{c['runs']}, {_fmt_seconds(c['median_seconds'])}, "
-                         f"{_fmt_count(c['median_examples'])}")
-        row = f"| ({m}, {d}, {k}) | {method} | " + " | ".join(parts)
+            row.append(f"{c['successes']}/{c['runs']}, {_fmt_seconds(c['median_seconds'])}, "
+                       f"{_fmt_count(c['median_examples'])}")
         if len(names) == 2:
             a, b = (index[n][(method, m, d, k)]["median_seconds"] for n in names)
-            row += f" | {b / a:.2g}" if a and b else " | –"
-        lines.append(row + " |")
-    return "\n".join(lines)
+            row.append(fmt(b / a if a and b else None, ".2g"))
+        rows.append(row)
+    return markdown_table(header, rows)
 
 
-def budgets_table(fixed, adaptive, *, baseline="adam"):
+def budgets_table(fixed: Sequence[Mapping[str, Any]], adaptive: Sequence[Mapping[str, Any]], *,
+                  baseline: str = "adam") -> str:
     """A Markdown table of the learner's cells under two configurations (ours, issue 38): per (m, d, k) in both,
     successes, median examples and median seconds of each, the ratio of the medians of examples (fixed over
     adaptive), and ``baseline``'s median seconds from ``adaptive``'s cells with the learner's time over it.
@@ -384,9 +393,9 @@ def budgets_table(fixed, adaptive, *, baseline="adam"):
         return {(c["m"], c["d"], c["k"]): c for c in cells if c["method"] == method}
 
     old, new, base = index(fixed, "provable"), index(adaptive, "provable"), index(adaptive, baseline)
-    lines = ["| (m, d, k) | fixed budgets: successes, examples, time | data-driven: successes, examples, time "
-             f"| examples, fixed / data-driven | {baseline}: median time | time, learner / {baseline} |",
-             "|---|---|---|---|---|---|"]
+    header = ["(m, d, k)", "fixed budgets: successes, examples, time", "data-driven: successes, examples, time",
+              "examples, fixed / data-driven", f"{baseline}: median time", f"time, learner / {baseline}"]
+    rows = []
     for key in sorted(set(old) & set(new), key=lambda t: (t[0], t[2], t[1])):
         a, b = old[key], new[key]
         ratio = (a["median_examples"] / b["median_examples"]
@@ -394,34 +403,29 @@ def budgets_table(fixed, adaptive, *, baseline="adam"):
         c = base.get(key)
         speed = (b["median_seconds"] / c["median_seconds"]
                  if c and c["median_seconds"] and b["median_seconds"] else None)
-        lines.append(f"| {key} | {a['successes']}/{a['runs']}, {_fmt_count(a['median_examples'])}, "
-                     f"{_fmt_seconds(a['median_seconds'])} | {b['successes']}/{b['runs']}, "
-                     f"{_fmt_count(b['median_examples'])}, {_fmt_seconds(b['median_seconds'])} | "
-                     f"{'–' if ratio is None else f'{ratio:.3g}'} | "
-                     f"{'–' if c is None else _fmt_seconds(c['median_seconds'])} | "
-                     f"{'–' if speed is None else f'{speed:.2g}'} |")
-    return "\n".join(lines)
+        rows.append([f"{key}", f"{a['successes']}/{a['runs']}, {_fmt_count(a['median_examples'])}, "
+                     f"{_fmt_seconds(a['median_seconds'])}", f"{b['successes']}/{b['runs']}, "
+                     f"{_fmt_count(b['median_examples'])}, {_fmt_seconds(b['median_seconds'])}", fmt(ratio, ".3g"),
+                     MISSING if c is None else _fmt_seconds(c["median_seconds"]), fmt(speed, ".2g")])
+    return markdown_table(header, rows)
 
 
-def fits_table(fits):
+def fits_table(fits: Mapping[str, Mapping[str, Any]]) -> str:
     """The fits as Markdown: one row per (method, quantity, shape)."""
-    lines = ["| method | log of median | shape | coefficients | rms residual | largest residual | leave-one-out rms "
-             "| cells |",
-             "|---|---|---|---|---|---|---|---|"]
+    header = ["method", "log of median", "shape", "coefficients", "rms residual", "largest residual",
+              "leave-one-out rms", "cells"]
+    rows = []
     for method, entry in fits.items():
         for what in ("seconds", "examples"):
             for f in entry.get(what, []):
-                coef = "–" if f["coefficients"] is None else ", ".join(f"{c:.3g}" for c in f["coefficients"])
-
-                def g(x):
-                    return "–" if x is None else f"{x:.2f}"
-
-                lines.append(f"| {method} | {what} | {f['shape']} | {coef} | {g(f['rms'])} | {g(f['max_abs'])} | "
-                             f"{g(f['loo_rms'])} | {f['points']} |")
-    return "\n".join(lines)
+                coef = MISSING if f["coefficients"] is None else ", ".join(f"{c:.3g}" for c in f["coefficients"])
+                rows.append([method, what, f["shape"], coef, fmt(f["rms"], ".2f"), fmt(f["max_abs"], ".2f"),
+                             fmt(f["loo_rms"], ".2f"), f["points"]])
+    return markdown_table(header, rows)
 
 
-def plot_frontier(cells, path, *, methods=("provable", "adam")):
+def plot_frontier(cells: Sequence[Mapping[str, Any]], path: PathLike, *,
+                  methods: Iterable[str] = ("provable", "adam")) -> tuple[Path, list[tuple[str, int, int, str, str]]]:
     """The frontier figure: per method a heatmap of log10 median time (m down, k across) with each cell's
     text (:func:`cell_label`); cells without a success are hatched, cells beyond the budget hatched and
     labelled with the forecast; then the examples and time per run against (m−1)(k−1).
@@ -499,19 +503,17 @@ def plot_frontier(cells, path, *, methods=("provable", "adam")):
     return path, drawn
 
 
-def cells_table(cells):
+def cells_table(cells: Iterable[Mapping[str, Any]]) -> str:
     """Every cell as a Markdown row: seeds (and the rule), successes, failures by reason, medians, phase split."""
-    lines = ["| method | m | d | k | n | layers (rule) | successes | failures | median time | phases 1–4 / 5–6 "
-             "| median examples | forecast (runs beyond budget) | median rel. err |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    header = ["method", "m", "d", "k", "n", "layers (rule)", "successes", "failures", "median time",
+              "phases 1–4 / 5–6", "median examples", "forecast (runs beyond budget)", "median rel. err"]
+    rows = []
     for c in sorted(cells, key=lambda c: (c["method"] != "provable", c["m"], c["k"])):
-        rule = c["seed_rule"]
-        why = ", ".join(f"{k} {v}" for k, v in sorted(c["failures"].items())) or "–"
-        split = "–" if c["median_seconds_phases_1_4"] is None else (
+        why = ", ".join(f"{k} {v}" for k, v in sorted(c["failures"].items())) or MISSING
+        split = MISSING if c["median_seconds_phases_1_4"] is None else (
             f"{_fmt_seconds(c['median_seconds_phases_1_4'])} / {_fmt_seconds(c['median_seconds_phases_5_6'])}")
-        err = "–" if c["median_relative_error"] is None else f"{c['median_relative_error']:.1g}"
-        lines.append(f"| {c['method']} | {c['m']} | {c['d']} | {c['k']} | {c['n']} | {c['runs']} "
-                     f"({'–' if rule is None else rule}) | {c['successes']}/{c['runs']} | {why} | "
-                     f"{_fmt_seconds(c['median_seconds'])} | {split} | {_fmt_count(c['median_examples'])} | "
-                     f"{_fmt_count(c['predicted_examples'])} | {err} |")
-    return "\n".join(lines)
+        rows.append([c["method"], c["m"], c["d"], c["k"], c["n"], f"{c['runs']} ({fmt(c['seed_rule'])})",
+                     f"{c['successes']}/{c['runs']}", why, _fmt_seconds(c["median_seconds"]), split,
+                     _fmt_count(c["median_examples"]), _fmt_count(c["predicted_examples"]),
+                     fmt(c["median_relative_error"], ".1g")])
+    return markdown_table(header, rows)

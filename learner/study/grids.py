@@ -14,12 +14,16 @@ layers (for noise: the same inputs and the same noise draws, scaled). The grid's
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from .._typing import PathLike
 from ..io import atomic_write, save_figure, write_json
 from ..oracle import NOISE_RULE
+from ..tables import fmt, markdown_table
 from ..validation import Each, Integer, Real, Seed, declare
 from .records import read_record
 from .runs import STUDY_LOGIT_SCALE
@@ -43,7 +47,7 @@ def _point_dirs(out, prefix):
     return sorted(p for p in Path(out).glob(f"{prefix}*") if (p / "runs").is_dir())
 
 
-def grid_rows(out, prefix):
+def grid_rows(out: PathLike, prefix: str) -> list[dict[str, Any]]:
     """One row per finished evaluation run in the grid's folders ``out/<prefix>*``: the run's spec, its
     outcome and errors, and the learner's noise estimate when it made one."""
     rows = []
@@ -67,10 +71,6 @@ def grid_rows(out, prefix):
 def _median(values):
     values = [v for v in values if v is not None and np.isfinite(v)]
     return float(np.median(values)) if values else None
-
-
-def _fmt(x):
-    return "–" if x is None else f"{x:.2g}"
 
 
 def _quick(quick):
@@ -110,8 +110,10 @@ def _run_points(points, common, run):
 
 
 @declare(sigmas=Each(NOISE_RULE), seeds=Integer(), logit_scale=Real(), adam_lr=Real(), seed=Seed())
-def noise_study(out, *, sigmas=NOISE_SIGMAS, cells=NOISE_CELLS, seeds=2, logit_scale=STUDY_LOGIT_SCALE,
-                adam_lr=1e-2, seed=0, backend="local", workers=None, progress=False, run=True, quick=False):
+def noise_study(out: PathLike, *, sigmas: Iterable[float] = NOISE_SIGMAS, cells: str | Sequence[str] = NOISE_CELLS,
+                seeds: int = 2, logit_scale: float = STUDY_LOGIT_SCALE, adam_lr: float = 1e-2, seed: int = 0,
+                backend: str = "local", workers: int | str | None = None, progress: bool = False, run: bool = True,
+                quick: bool = False) -> dict[str, Any]:
     """Run the noise study into ``out`` (one scaling study per σ in ``out/sigma-<σ>``) and summarise it.
 
     Both methods see the same layers and examples at every σ. Adam's learning rate is fixed (``adam_lr``, no
@@ -143,7 +145,7 @@ def _slope(points):
     return float(np.polyfit(xs, ys, 1)[0])
 
 
-def noise_summary(out, plot=True):
+def noise_summary(out: PathLike, plot: bool = True) -> dict[str, Any]:
     """The noise study's table (per method, cell and σ: successes, median parameter and relative error, the
     learner's σ̂ and expected parameter error), the slopes of ``log param error`` against ``log σ`` over
     σ > 0, and the first σ at which each method stops succeeding by its own criterion; written to
@@ -151,11 +153,11 @@ def noise_summary(out, plot=True):
     return _summarise(out, noise_tables, plot_noise if plot else None, "noise.png")
 
 
-def noise_tables(out):
+def noise_tables(out: PathLike) -> tuple[dict[str, Any], list[str]]:
     """:func:`noise_summary` without writing anything: ``(summary, markdown lines)`` from the records in
     ``out``."""
     rows = grid_rows(out, "sigma-")
-    groups = {}
+    groups: dict[tuple[str, int, int, int, float], list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["method"], r["m"], r["d"], r["k"], r["noise"]), []).append(r)
     table = []
@@ -175,25 +177,25 @@ def noise_tables(out):
                      "slope_param_error": _slope([(t["sigma"], t["param_error"]) for t in mine]),
                      "slope_relative_error": _slope([(t["sigma"], t["relative_error"]) for t in mine]),
                      "first_failure_sigma": min(broken) if broken else None})
-    lines = ["| method | m | d | k | σ | runs | own success | median param error | median rel. error | σ̂ (learner) "
-             "| expected param error | statuses |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for t in table:
-        lines.append(f"| {t['method']} | {t['m']} | {t['d']} | {t['k']} | {t['sigma']:g} | {t['runs']} | "
-                     f"{t['successes']}/{t['runs']} | {_fmt(t['param_error'])} | {_fmt(t['relative_error'])} | "
-                     f"{_fmt(t['noise_estimate'])} | {_fmt(t['expected_param_error'])} | {', '.join(t['statuses'])} |")
-    lines += ["", "| method | m | d | k | slope of log param error vs log σ | slope of log rel. error | "
-              "first σ with a failure |", "|---|---|---|---|---|---|---|"]
-    for f in fits:
-        lines.append(f"| {f['method']} | {f['m']} | {f['d']} | {f['k']} | {_fmt(f['slope_param_error'])} | "
-                     f"{_fmt(f['slope_relative_error'])} | "
-                     f"{'none' if f['first_failure_sigma'] is None else format(f['first_failure_sigma'], 'g')} |")
+    errors = markdown_table(
+        ["method", "m", "d", "k", "σ", "runs", "own success", "median param error", "median rel. error",
+         "σ̂ (learner)", "expected param error", "statuses"],
+        [[t["method"], t["m"], t["d"], t["k"], f"{t['sigma']:g}", t["runs"], f"{t['successes']}/{t['runs']}",
+          fmt(t["param_error"], ".2g"), fmt(t["relative_error"], ".2g"), fmt(t["noise_estimate"], ".2g"),
+          fmt(t["expected_param_error"], ".2g"), ", ".join(t["statuses"])] for t in table])
+    slopes = markdown_table(
+        ["method", "m", "d", "k", "slope of log param error vs log σ", "slope of log rel. error",
+         "first σ with a failure"],
+        [[f["method"], f["m"], f["d"], f["k"], fmt(f["slope_param_error"], ".2g"),
+          fmt(f["slope_relative_error"], ".2g"), fmt(f["first_failure_sigma"], "g", missing="none")] for f in fits])
+    lines = [*errors.split("\n"), "", *slopes.split("\n")]
     summary = {"kind": "noise-study-summary", "schema_version": 1, "rows": table, "fits": fits,
                "note": "study design ours (issue 37); slopes over σ > 0 of the medians; success is each method's "
                        "own criterion (the learner: exact or at the noise floor; Adam: its validation error)"}
     return summary, lines
 
 
-def plot_noise(table, path):
+def plot_noise(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
     """The noise study's figure: median parameter error against σ per (m, d, k) cell, both methods (``table``:
     the ``rows`` of :func:`noise_tables`' summary)."""
     import matplotlib
@@ -228,8 +230,10 @@ def plot_noise(table, path):
 
 @declare(scales=Each(Real()), ds=Each(Integer(3)), ks=Each(Integer(2)), m=Integer(), seeds=Integer(),
          adam_seeds=Integer(0), adam_lr=Real(), seed=Seed())
-def sharpness_study(out, *, scales=SHARPNESS_SCALES, ds=SHARPNESS_D, ks=SHARPNESS_K, m=2, seeds=6, adam_seeds=1,
-                    adam_lr=1e-2, seed=0, backend="local", workers=None, progress=False, run=True, quick=False):
+def sharpness_study(out: PathLike, *, scales: Iterable[float] = SHARPNESS_SCALES, ds: Sequence[int] = SHARPNESS_D,
+                    ks: Sequence[int] = SHARPNESS_K, m: int = 2, seeds: int = 6, adam_seeds: int = 1,
+                    adam_lr: float = 1e-2, seed: int = 0, backend: str = "local", workers: int | str | None = None,
+                    progress: bool = False, run: bool = True, quick: bool = False) -> dict[str, Any]:
     """Run the sharpness map into ``out`` and summarise it (:func:`sharpness_summary`).
 
     Per logit scale and d, two scaling studies over k in ``ks``: the learner on ``seeds`` planted layers per cell
@@ -258,17 +262,17 @@ def sharpness_study(out, *, scales=SHARPNESS_SCALES, ds=SHARPNESS_D, ks=SHARPNES
     return sharpness_summary(out)
 
 
-def sharpness_summary(out, plot=True):
+def sharpness_summary(out: PathLike, plot: bool = True) -> dict[str, Any]:
     """The sharpness map: per method, (d, k) and logit scale the successes, and the statuses of the failures;
     written to ``out/summary.md`` and ``out/summary.json`` (and ``out/sharpness.png`` with ``plot``)."""
     return _summarise(out, sharpness_tables, plot_sharpness if plot else None, "sharpness.png")
 
 
-def sharpness_tables(out):
+def sharpness_tables(out: PathLike) -> tuple[dict[str, Any], list[str]]:
     """:func:`sharpness_summary` without writing anything: ``(summary, markdown lines)`` from the records in
     ``out``."""
     rows = grid_rows(out, "ls-")
-    cells = {}
+    cells: dict[tuple[str, int, int, float], list[dict[str, Any]]] = {}
     for r in rows:
         cells.setdefault((r["method"], r["d"], r["k"], r["logit_scale"]), []).append(r)
     table = [{"method": method, "d": d, "k": k, "logit_scale": s, "runs": len(runs),
@@ -280,8 +284,7 @@ def sharpness_tables(out):
     scales = sorted({t["logit_scale"] for t in table})
     lines = []
     for method in sorted({t["method"] for t in table}, reverse=True):
-        lines += [f"**{method}** — successes per logit scale (failures by status)", "",
-                  "| d | k | " + " | ".join(f"{s:g}" for s in scales) + " |", "|---|---|" + "---|" * len(scales)]
+        body = []
         for d, k in sorted({(t["d"], t["k"]) for t in table if t["method"] == method}):
             by = {t["logit_scale"]: t for t in table if (t["method"], t["d"], t["k"]) == (method, d, k)}
             cells_md = []
@@ -293,15 +296,16 @@ def sharpness_tables(out):
                 counts = {f: t["failures"].count(f) for f in sorted(set(t["failures"]))}
                 fail = f" ({', '.join(f'{f} {n}' for f, n in counts.items())})" if counts else ""
                 cells_md.append(f"{t['successes']}/{t['runs']}{fail}")
-            lines.append(f"| {d} | {k} | " + " | ".join(cells_md) + " |")
-        lines.append("")
+            body.append([d, k, *cells_md])
+        lines += [f"**{method}** — successes per logit scale (failures by status)", "",
+                  *markdown_table(["d", "k", *(f"{s:g}" for s in scales)], body).split("\n"), ""]
     summary = {"kind": "sharpness-study-summary", "schema_version": 1, "rows": table,
                "note": "study design ours (issue 37): m = 2, random_layer at each logit scale; success is each "
                        "method's own criterion"}
     return summary, lines
 
 
-def plot_sharpness(table, path):
+def plot_sharpness(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
     """The sharpness map's figure: the fraction of layers learned against logit scale, one panel per method, one
     line per (d, k) (``table``: the ``rows`` of :func:`sharpness_tables`' summary)."""
     import matplotlib
@@ -363,7 +367,8 @@ def _failure_words(runs):
     return ", ".join(parts)
 
 
-def reach_boundaries(out, *, method="provable", distribution="boolean"):
+def reach_boundaries(out: PathLike, *, method: str = "provable",
+                     distribution: str = "boolean") -> dict[tuple[int, int], tuple[float, str]]:
     """The learner's reach in logit scale per (d, k) from the records of a sharpness grid in ``out``
     (folders ``ls-*``; m = 2): the smallest measured scale from which on, at every larger measured scale too,
     at least half of the layers failed — ``{(d, k): (scale, words)}``, ``words`` saying what was measured
@@ -372,7 +377,7 @@ def reach_boundaries(out, *, method="provable", distribution="boolean"):
     rows = [r for r in grid_rows(out, "ls-") if r["method"] == method and r["outcome"] == "finished"]
     out_table = {}
     for d, k in sorted({(r["d"], r["k"]) for r in rows}):
-        by_scale = {}
+        by_scale: dict[float, list[dict[str, Any]]] = {}
         for r in rows:
             if (r["d"], r["k"]) == (d, k):
                 by_scale.setdefault(r["logit_scale"], []).append(r)

@@ -84,8 +84,9 @@ class StudyMethod:
 
     def rules(self) -> dict[str, Any]:
         """The declared validation rules of this method's options, by option name."""
-        target = self.options_callable()
-        declared = getattr(target, "__init__") if isinstance(target, type) else target  # a class: its __init__'s
+        declared: Any = self.options_callable()
+        if isinstance(declared, type):  # a class: the rules its __init__ declares
+            declared = declared.__init__
         return dict(getattr(declared, "rules", {}))
 
     def check_options(self, options: Mapping[str, Any]) -> None:

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from .._typing import PathLike
 from ..baselines import check_milestones, milestone_key
 from ..io import versions
+from ..tables import MISSING, fmt, markdown_table
 from ..validation import Each, Integer, OrWord, Real, Seed, check_int, declare
 from .methods import METHODS, check_methods, get, method_names
 from .records import StudyResult, write_summary
@@ -73,24 +77,25 @@ def _seconds_to(rec, threshold):
     return ((rec.get("diagnostics") or {}).get("fit") or {}).get("seconds_to", {}).get(milestone_key(threshold))
 
 
-def peer_rows(records, *, milestones=MILESTONES):
+def peer_rows(records: Iterable[Mapping[str, Any]], *,
+              milestones: Iterable[float] = MILESTONES) -> list[dict[str, Any]]:
     """Per (m, d, k, method): runs, how many reached each milestone and the median seconds of those that did,
     median total seconds, median examples (and per parameter-counting limit), median final relative error."""
     milestones = check_milestones(milestones)
-    groups = {}
+    groups: dict[tuple[int, int, int, int], list[Mapping[str, Any]]] = {}
     for rec in records:
         s = rec["spec"]
         groups.setdefault((s["m"], s["d"], s["k"], _order(s["method"])), []).append(rec)
     rows = []
     for (m, d, k, mi), recs in sorted(groups.items()):
         finished = [r for r in recs if r["outcome"] == "finished"]
-        row = {"method": list(METHODS)[mi], "m": m, "d": d, "k": k, "runs": len(recs),
-               "errors_raised": len(recs) - len(finished),
-               "median_seconds": median([r["timings"].get("total") for r in finished]),
-               "median_examples": median([r["examples_drawn"] for r in finished]),
-               "param_limit": param_limit(m, d, k),
-               "median_relative_error": median([r["errors"].get("relative_error") for r in finished]),
-               "milestones": {}}
+        row: dict[str, Any] = {"method": list(METHODS)[mi], "m": m, "d": d, "k": k, "runs": len(recs),
+                               "errors_raised": len(recs) - len(finished),
+                               "median_seconds": median([r["timings"].get("total") for r in finished]),
+                               "median_examples": median([r["examples_drawn"] for r in finished]),
+                               "param_limit": param_limit(m, d, k),
+                               "median_relative_error": median([r["errors"].get("relative_error") for r in finished]),
+                               "milestones": {}}
         for t in milestones:
             times = [_seconds_to(r, t) for r in recs]
             got = [x for x in times if x is not None]
@@ -99,16 +104,12 @@ def peer_rows(records, *, milestones=MILESTONES):
     return rows
 
 
-def peer_table(rows):
+def peer_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """The side-by-side Markdown table: one row per (m, method)."""
     keys = list(rows[0]["milestones"]) if rows else []
     head = ("| m | d | k | method | runs | " + " | ".join(f"time to {key} (reached)" for key in keys)
             + " | median s | median examples (/ limit) | median rel. err |")
     lines = [head, "|" + "---|" * (8 + len(keys))]
-
-    def fmt(x, spec):
-        return "–" if x is None else format(x, spec)
-
     for r in rows:
         cells = [f"{fmt(r['milestones'][key]['median_seconds'], '.1f')} s "
                  f"({r['milestones'][key]['reached']}/{r['runs']})" for key in keys]
@@ -147,7 +148,7 @@ def _extra_versions(records, methods):
 class PeerResult(StudyResult):
     """What :func:`peer_study` measured (:class:`learner.study.records.StudyResult`)."""
 
-    def table(self):
+    def table(self) -> str:
         s = self.summary
         return (peer_table(s["rows"]) + "\n\n" + "time to e: seconds from the run's start to its first relative "
                 "error ≤ e (Adam: validation error, checked after every update for numpy, every epoch for torch; "
@@ -157,9 +158,13 @@ class PeerResult(StudyResult):
 
 @declare(ms=Each(Integer()), k=Integer(2), d=OrWord("auto", Integer()), seeds=Integer(), logit_scale=Real(),
          seed=Seed())
-def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=STUDY_LOGIT_SCALE, methods=None,
-               options=None, adam_options=None, torch_options=None, provable_options=None, seed=0, backend="local",
-               workers=None, scheduler=None, progress=False, run=True):
+def peer_study(out: PathLike, *, ms: Sequence[int] = (1, 2, 3, 4), k: int = 2, d: int | str = "auto", seeds: int = 3,
+               logit_scale: float = STUDY_LOGIT_SCALE, methods: Iterable[str] | None = None,
+               options: Mapping[str, Mapping[str, Any] | None] | None = None,
+               adam_options: Mapping[str, Any] | None = None, torch_options: Mapping[str, Any] | None = None,
+               provable_options: Mapping[str, Any] | None = None, seed: int = 0, backend: str = "local",
+               workers: int | str | None = None, scheduler: str | None = None, progress: bool = False,
+               run: bool = True) -> PeerResult:
     """Run the learner, numpy Adam and torch Adam on the same planted layers; the side-by-side summary.
 
     Parameters
@@ -229,7 +234,7 @@ def peer_study(out, *, ms=(1, 2, 3, 4), k=2, d="auto", seeds=3, logit_scale=STUD
                    "versions": versions() | _extra_versions(records, methods),
                    "note": "comparison design ours (instances: learner.random_layer); the paper reports no "
                            "experiments. time to e: first relative error <= e, median over the runs that reached it."}
-        files = {}
+        files: dict[str, str] = {}
         result = PeerResult(records, summary, stats, files)
         files |= write_summary(out, summary, result.table() + "\n")
     return result
@@ -251,16 +256,12 @@ def _race_rows(records):
     return rows
 
 
-def race_table(rows):
+def race_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """The race's Markdown table: per cell and method, time and examples to each milestone, and the best error."""
     keys = list(rows[0]["milestones"]) if rows else []
     head = ("| (m, d, k) | method | runs | " + " | ".join(f"to {key}: reached, time, examples" for key in keys)
             + " | best rel. err (median) |")
     lines = [head, "|" + "---|" * (4 + len(keys))]
-
-    def fmt(x, spec):
-        return "–" if x is None else format(x, spec)
-
     for r in sorted(rows, key=lambda r: (r["m"], r["k"], r["d"], _order(r["method"]))):
         ms = r["milestones"]
         cells = [f"{ms[key]['reached']}/{r['runs']}, {fmt(ms[key]['median_seconds'], '.2g')} s, "
@@ -270,7 +271,8 @@ def race_table(rows):
     return "\n".join(lines)
 
 
-def plot_race(rows, path, search=None):
+def plot_race(rows: Sequence[Mapping[str, Any]], path: PathLike,
+              search: Iterable[Mapping[str, Any]] | None = None) -> str:
     """Time and examples to a relative error of 1e-8 (filled) and 1e-3 (open) per cell and method (log scales);
     with ``search`` (``summary["search"]`` of :func:`race_study`) a third panel: each method's fewest examples with
     which every layer reached 1e-8, and a cross at the largest size tried where no size learned every layer."""
@@ -341,7 +343,7 @@ def plot_race(rows, path, search=None):
 class RaceResult(StudyResult):
     """What :func:`race_study` measured (:class:`learner.study.records.StudyResult`)."""
 
-    def table(self):
+    def table(self) -> str:
         s = self.summary
         out = race_table(s["rows"]) + "\n\n" + s["note"] + " One thread per method, " + s["concurrency"] + "."
         if s.get("search"):
@@ -370,7 +372,7 @@ def _search_start(method, eval_records, options=None):
     return int(-(-2 * max(drawn) // 1000) * 1000) if drawn else None
 
 
-def search_options(method, options, size):
+def search_options(method: str, options: Mapping[str, Any], size: int) -> dict[str, Any]:
     """A method's options on a fixed set of ``size`` examples in the search (ours).
 
     The baselines train on the first 4/5 of the set and validate on the rest (:func:`learner.study.runs.run_one`).
@@ -388,26 +390,26 @@ def _reached(rec, tol=SEARCH_TOL):
     return rec.get("outcome") == "finished" and err is not None and err <= tol
 
 
-def search_rows(search):
+def search_rows(search: Iterable[Mapping[str, Any]]) -> str:
     """The search's Markdown table: per cell and method, the sizes tried, largest first (layers that reached 1e-8 of
     those run), and the fewest examples with which every layer did ("open" where the rounds ran out first)."""
-    lines = ["| (m, d, k) | method | examples tried: layers reaching 1e-8 | fewest examples, every layer |",
-             "|---|---|---|---|"]
+    body = []
     for row in sorted(search, key=lambda r: (r["m"], r["k"], r["d"], _order(r["method"]))):
         tried = ", ".join(f"{t['examples']:,}: {t['reached']}/{t['runs']}"
-                          for t in sorted(row["tried"], key=lambda t: -t["examples"])) or "–"
-        best = ("open (more rounds)" if row.get("open") else "–" if row["min_examples"] is None
+                          for t in sorted(row["tried"], key=lambda t: -t["examples"])) or MISSING
+        best = ("open (more rounds)" if row.get("open") else MISSING if row["min_examples"] is None
                 else f"{row['min_examples']:,}" + (" (the counting limit's rung)" if row.get("at_limit") else ""))
-        lines.append(f"| ({row['m']}, {row['d']}, {row['k']}) | {row['method']} | {tried} | {best} |")
-    return "\n".join(lines)
+        body.append([f"({row['m']}, {row['d']}, {row['k']})", row["method"], tried, best])
+    return markdown_table(
+        ["(m, d, k)", "method", "examples tried: layers reaching 1e-8", "fewest examples, every layer"], body)
 
 
-def search_ladder(start, m, d, k):
+def search_ladder(start: int, m: int, d: int, k: int) -> list[int]:
     """The sizes the search may try: ``start // 2**j`` for ``j = 0, 1, …`` while at least the parameter-counting
     limit :func:`~learner.study.runs.param_limit` (and 2, a training and a validation example); below it no method
     can identify the layer (generically), so the search counts that as a failure without running it."""
     floor = max(2, math.ceil(param_limit(m, d, k)))
-    sizes = []
+    sizes: list[int] = []
     while start >= floor and (not sizes or start < sizes[-1]):
         sizes.append(int(start))
         start //= 2
@@ -473,9 +475,14 @@ def _search(cells, methods, options, evals, out, ex, common, rounds):
 
 
 @declare(seeds=Integer(), lrs=Each(Real()), tune_seeds=Integer(), seed=Seed(), search_rounds=Integer(0))
-def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, options=None, adam_options=None,
-               torch_options=None, provable_options=None, seed=0, backend="local", workers=None, scheduler=None,
-               progress=False, plot=True, run=True, search_rounds=0, search_methods=None):
+def race_study(out: PathLike, *, grid: Sequence[str] | None = None, seeds: int = 3,
+               lrs: Iterable[float] = (1e-2, 3e-2), tune_seeds: int = 1,
+               options: Mapping[str, Mapping[str, Any] | None] | None = None,
+               adam_options: Mapping[str, Any] | None = None, torch_options: Mapping[str, Any] | None = None,
+               provable_options: Mapping[str, Any] | None = None, seed: int = 0, backend: str = "local",
+               workers: int | str | None = None, scheduler: str | None = None, progress: bool = False,
+               plot: bool = True, run: bool = True, search_rounds: int = 0,
+               search_methods: Iterable[str] | None = None) -> RaceResult:
     """The learner, numpy Adam and torch Adam on the frontier's cells, each Adam's learning rate tuned per cell.
 
     The runs are those of :func:`peer_study` (the same planted layers and oracle seeds for every method) on the
@@ -519,24 +526,27 @@ def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, optio
     if run:
         _require_extras(methods)
     out = Path(check_writable_dir("out", out))
-    ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress, "run": run}
+    ex: dict[str, Any] = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress,
+                          "run": run}
     parameters = {"grid": list(grid or DEFAULT_GRID), "cells": [list(c) for c in cells], "lrs": lrs,
                   "tune_seeds": tune_seeds, "options": base, "milestones": list(MILESTONES), "seed": seed}
-    common = {"entropy": seed, "logit_scale": STUDY_LOGIT_SCALE}
+    common: dict[str, Any] = {"entropy": seed, "logit_scale": STUDY_LOGIT_SCALE}
     with sweep_lock(out):
         claim_study(out, "race-study", RunSpec.RECORD_KIND, parameters)
         tune = [s for method in tuned for lr in lrs for m, d, k, _ in cells
                 for s in plan_runs(ms=[m], d=d, k=k, seeds=tune_seeds, methods=[method], role="tune",
                                    options={method: base[method] | {"lr": lr}}, **common)]
+        # n is a cell's number of layers; a block's seeds=auto (parse_grid's "auto") is not supported here.
         learner = [s for m, d, k, n in cells
-                   for s in plan_runs(ms=[m], d=d, k=k, seeds=n, methods=[mt for mt in methods if mt not in tuned],
+                   for s in plan_runs(ms=[m], d=d, k=k, seeds=n,  # type: ignore[arg-type]
+                                      methods=[mt for mt in methods if mt not in tuned],
                                       options=base, **common)]
         tuning_records, stats = run_sweep(learner + tune, out, **ex)
         by_id = {r["run_id"]: r for r in tuning_records}
         chosen = {method: _choose_lr([by_id[s.run_id] for s in tune if s.method == method], lrs)
                   for method in tuned}
         measured = [s for method in tuned for m, d, k, n in cells
-                    for s in plan_runs(ms=[m], d=d, k=k, seeds=n, methods=[method], options={
+                    for s in plan_runs(ms=[m], d=d, k=k, seeds=n, methods=[method], options={  # type: ignore[arg-type]
                         method: base[method] | {"lr": chosen[method][_setting_label(m, d, k)]["lr"]}}, **common)]
         got, more = run_sweep(measured, out, **ex)
         stats = {key: stats[key] + more[key] for key in stats}
@@ -568,7 +578,7 @@ def race_study(out, *, grid=None, seeds=3, lrs=(1e-2, 3e-2), tune_seeds=1, optio
                            "error reached e (Adam: validation error at its checks; the learner: its one layer's error "
                            "against the planted layer at the end of the run), their median seconds from the run's "
                            "start and median examples drawn."}
-        files = {}
+        files: dict[str, str] = {}
         result = RaceResult(records + search_records, summary, stats, files)
         files |= write_summary(out, summary, result.table() + "\n")
         if plot:

@@ -24,9 +24,12 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from .._typing import PathLike
 from ..errors import RecordError
 from ..io import atomic_write, write_json
 
@@ -61,7 +64,7 @@ KINDS = {
 }
 
 
-def schema_of(kind):
+def schema_of(kind: str) -> int:
     """The schema version this version writes for ``kind`` (a KeyError names the known kinds)."""
     try:
         return KINDS[kind][0]
@@ -69,7 +72,7 @@ def schema_of(kind):
         raise KeyError(f"unknown record kind {kind!r}; known: {sorted(KINDS)}") from None
 
 
-def read_record(path, *, kind=None):
+def read_record(path: PathLike, *, kind: str | None = None) -> dict[str, Any]:
     """The record in ``path`` (a dict), after checking that its kind and schema are ones this version reads.
 
     ``kind`` (optional) is the kind the caller expects. A command's record written before records had a kind
@@ -103,7 +106,7 @@ def read_record(path, *, kind=None):
     return rec
 
 
-def read_run_record(path, kind, schema):
+def read_run_record(path: PathLike, kind: str, schema: int) -> dict[str, Any] | None:
     """A sweep's record of one run, to resume with: None (with a warning) if unreadable — its run is repeated;
     a ValueError if it is of another kind (``out`` is not this sweep's directory) or another schema."""
     try:
@@ -132,12 +135,12 @@ def _is_nonneg(v):
 MAX_SECONDS = 1e8
 
 
-def is_seconds(v):
+def is_seconds(v: Any) -> bool:
     """Whether ``v`` is a duration a record can hold: a finite number in [0, :data:`MAX_SECONDS`]."""
     return _is_nonneg(v) and v <= MAX_SECONDS
 
 
-def timings_problem(timings, name="timings"):
+def timings_problem(timings: Any, name: str = "timings") -> str | None:
     """The first entry of a ``timings`` object that is not a duration (``"`timings.5_span` must be …"``), or None."""
     if not isinstance(timings, dict):
         return f"`{name}` must be an object of durations; got {timings!r:.60}"
@@ -161,12 +164,13 @@ FIELD_CHECKS = {
 }
 
 
-def record_problem(rec, rules):
+def record_problem(rec: Mapping[str, Any], rules: Mapping[str, str]) -> str | None:
     """The first field of ``rec`` that breaks ``rules`` (``{"a.b": check}``, checks of :data:`FIELD_CHECKS`), or None.
 
     A dotted name reads nested objects; a missing field is a problem unless the check allows null.
     Returns ``"field: must be …; got …"`` for the message naming the file (ours).
     """
+    value: Any  # the record, then each nested value the dotted name reaches
     for name, check in rules.items():
         value, here = rec, True
         for part in name.split("."):
@@ -188,7 +192,7 @@ def record_problem(rec, rules):
     return None
 
 
-def command_record(command, **fields):
+def command_record(command: str, **fields: Any) -> dict[str, Any]:
     """The JSON record of a command's ``--json`` option: its kind and schema, the command, the versions, and
     ``fields``."""
     from ..io import versions
@@ -197,7 +201,7 @@ def command_record(command, **fields):
             "versions": versions()} | fields
 
 
-def write_summary(out, summary, table):
+def write_summary(out: PathLike, summary: Mapping[str, Any], table: str) -> dict[str, str]:
     """Write a study's ``summary.json`` (``summary``) and ``summary.md`` (``table``, Markdown) into ``out``,
     each atomically; returns ``{"summary_json": path, "summary_md": path}`` as strings."""
     out = Path(out)
@@ -221,12 +225,12 @@ class StudyResult:
     stats: dict
     files: dict
 
-    def table(self):
+    def table(self) -> str:
         """The summary as Markdown (each study's own)."""
         raise NotImplementedError(f"{type(self).__name__} has no table")
 
 
-def print_study(result, out):
+def print_study(result: StudyResult, out: PathLike) -> None:
     """A sweep's table, then how many runs ran now or were kept and where the records and summaries are
     (the studies of ``learner`` and ``lowerbounds`` print the same way)."""
     print(result.table())

@@ -25,7 +25,9 @@ import os
 import socket
 import time
 import traceback
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +35,10 @@ from ..io import versions
 from ..validation import check_int
 from .methods import example_stream, get, method_names
 from .records import schema_of
+
+if TYPE_CHECKING:
+    from ..layer import AttentionLayer
+    from ..oracle import ArraySource, LayerOracle
 
 __all__ = [
     "STUDY_LOGIT_SCALE",
@@ -69,7 +75,7 @@ SOUND_D_START, SOUND_D_STEP = 12, 4
 QUICK_OPTIONS = {name: get(name).quick for name in METHODS}
 
 
-def param_limit(m, d, k):
+def param_limit(m: int, d: int, k: int) -> float:
     """The parameter-counting limit ``2md²/(kd)``: examples needed to match the number of unknowns.
 
     A layer has ``2md²`` parameters (``Θ_i`` and ``W_i``); an example gives ``k·d``
@@ -106,11 +112,11 @@ class RunSpec:
     noise: float = 0.0
 
     @property
-    def spawn_key(self):
+    def spawn_key(self) -> tuple[int, int, int, int, int]:
         return (ROLES[self.role], self.m, self.d, self.k, self.seed_index)
 
     @property
-    def run_id(self):
+    def run_id(self) -> str:
         """File-name-safe identifier, unique within a sweep."""
         lr = dict(self.options).get("lr")
         tag = (f"-lr{lr:g}" if self.role == "tune" else f"-n{dict(self.options).get('examples')}" if self.role == "min"
@@ -119,14 +125,14 @@ class RunSpec:
         return (f"{self.method}-{self.role}{tag}-m{self.m}-d{self.d}-k{self.k}-ls{self.logit_scale:g}"
                 f"-{self.distribution}{noise}-s{self.seed_index}")
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "role": self.role, "m": self.m, "d": self.d, "k": self.k,
                 "distribution": self.distribution, "seed_index": self.seed_index, "entropy": self.entropy,
                 "spawn_key": list(self.spawn_key), "options": dict(self.options), "logit_scale": self.logit_scale,
                 **({"noise": self.noise} if self.noise else {})}
 
     @classmethod
-    def from_dict(cls, rec):
+    def from_dict(cls, rec: Mapping[str, Any]) -> RunSpec:
         return cls(rec["method"], rec["m"], rec["d"], rec["k"], rec["seed_index"], rec["entropy"],
                    role=rec["role"], distribution=rec["distribution"], options=tuple(sorted(rec["options"].items())),
                    logit_scale=float(rec["logit_scale"]), noise=float(rec.get("noise", 0.0)))
@@ -136,17 +142,18 @@ class RunSpec:
     RECORD_SCHEMA = RECORD_SCHEMA
 
     @property
-    def example_stream(self):
+    def example_stream(self) -> int:
         return example_stream(self.method)
 
-    def run(self, learn_workers=None):
+    def run(self, learn_workers: int | None = None) -> dict[str, Any]:
         return run_one(self, learn_workers)
 
-    def failure_record(self, message, tb, timings, where):
+    def failure_record(self, message: str, tb: str, timings: Mapping[str, float],
+                       where: Mapping[str, Any]) -> dict[str, Any]:
         return _failure_record(self, message, tb, timings, where)
 
     @staticmethod
-    def record_rules(rec):
+    def record_rules(rec: Any) -> dict[str, str]:
         """What the summaries read of a record (:func:`learner.study.records.record_problem`); a failing record is
         re-run."""
         rules = {"spec": "dict", "outcome": "str", "success": "bool", "status": "str", "message": "str",
@@ -157,7 +164,7 @@ class RunSpec:
         return rules
 
 
-def planted_instance(spec):
+def planted_instance(spec: RunSpec) -> tuple[AttentionLayer, LayerOracle, np.random.SeedSequence]:
     """The planted layer, the oracle of its examples and the method's seed of a run.
 
     ``SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)`` seeds, in
@@ -175,7 +182,7 @@ def planted_instance(spec):
                               rng=oracle_seed), method_seed
 
 
-def run_one(spec, learn_workers=None):
+def run_one(spec: RunSpec | dict[str, Any], learn_workers: int | None = None) -> dict[str, Any]:
     """Run one specification (a :class:`RunSpec` or its dict) and return its JSON-ready record.
 
     ``learn_workers`` is the learner's own local pool (:func:`learner.learn`'s
@@ -192,6 +199,7 @@ def run_one(spec, learn_workers=None):
     where = {"host": socket.gethostname(), "pid": os.getpid()}
     try:
         method = get(spec.method)
+        oracle: LayerOracle | ArraySource  # the planted layer's oracle, or a fixed set of its first examples
         truth, oracle, method_seed = planted_instance(spec)
         options = dict(spec.options)
         fixed = options.pop("examples", None)
@@ -234,8 +242,10 @@ def _failure_record(spec, message, tb, timings, where):
         "where": where}
 
 
-def plan_runs(*, ms, d, k, seeds, methods, entropy, role="eval", distribution="boolean", options=None,
-              logit_scale=STUDY_LOGIT_SCALE, noise=0.0):
+def plan_runs(*, ms: Sequence[int], d: int, k: int, seeds: int, methods: Iterable[str], entropy: int,
+              role: str = "eval", distribution: str = "boolean",
+              options: Mapping[str, Mapping[str, Any] | None] | None = None, logit_scale: float = STUDY_LOGIT_SCALE,
+              noise: float = 0.0) -> list[RunSpec]:
     """The specifications of ``methods × ms × seeds`` (``options[method]`` are the method's keyword arguments)."""
     options = options or {}
     return [RunSpec(method, m, d, k, s, entropy, role=role, distribution=distribution,
@@ -244,7 +254,8 @@ def plan_runs(*, ms, d, k, seeds, methods, entropy, role="eval", distribution="b
             for method in methods for m in ms for s in range(seeds)]
 
 
-def sound_d(m, k, *, distribution="boolean", start=SOUND_D_START, step=SOUND_D_STEP, limit=64):
+def sound_d(m: int, k: int, *, distribution: str = "boolean", start: int = SOUND_D_START, step: int = SOUND_D_STEP,
+            limit: int = 64) -> int:
     """The study's token dimension for ``(m, k)``: the smallest ``d`` in ``start, start + step, …`` that
     :func:`learner.assumptions.check_setting` calls sound (ours: 12 for m <= 4 at k = 2, 16 for m = 5).
 
@@ -260,7 +271,7 @@ def sound_d(m, k, *, distribution="boolean", start=SOUND_D_START, step=SOUND_D_S
     raise ValueError(f"no sound d <= {limit} for m={m}, k={k} ({distribution} inputs); give `d` explicitly.")
 
 
-def yield_of(record):
+def yield_of(record: Mapping[str, Any]) -> float | None:
     """The certification yield of a learner run: phase 4's constraints per 1000 examples (its last round).
 
     Every constraint the examples drawn certified counts (``certified_per_1000_examples``): with the data-driven

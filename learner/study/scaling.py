@@ -23,14 +23,18 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from .._typing import PathLike
 from ..baselines import OPTION_RULES
 from ..io import versions as _versions
 from ..oracle import NOISE_RULE
+from ..tables import fmt, markdown_table
 from ..validation import DISTRIBUTIONS, Choice, Each, Integer, OrWord, Real, Seed, declare
 from .records import StudyResult, write_summary
 from .runs import (
@@ -52,7 +56,7 @@ log = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- the study
 
 
-def summarise(records, *, success_tol=1e-3):
+def summarise(records: Iterable[Mapping[str, Any]], *, success_tol: float = 1e-3) -> dict[str, Any]:
     """Rows per (method, m, d, k) and fitted growth in m per method, from measured (``role="eval"``) records.
 
     ``success`` in the table is the common criterion: relative error of ``F``
@@ -64,13 +68,13 @@ def summarise(records, *, success_tol=1e-3):
     medians. The median relative error is over the runs that returned a layer
     (``layers_returned`` of them).
     """
-    groups = {}
+    groups: dict[tuple[str, int, int, int], list[Mapping[str, Any]]] = {}
     for rec in records:
         spec = rec["spec"]
         if spec["role"] != "eval":
             continue
         groups.setdefault((spec["method"], spec["m"], spec["d"], spec["k"]), []).append(rec)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (method, m, d, k), recs in sorted(groups.items()):
         finished = [r for r in recs if r["outcome"] == "finished"]
         rel = [r["errors"].get("relative_error") for r in finished]
@@ -131,27 +135,18 @@ class SweepResult(StudyResult):
 
     tuning_records: list = field(default_factory=list, repr=False)
 
-    def table(self):
+    def table(self) -> str:
         """The summary as a Markdown table, followed by the fitted growth and the tuning choice."""
         s = self.summary
-        lines = [(f"| method | m | d | k | runs | success (rel. err ≤ {s['success_tol']:g}) | own criterion "
-                  "| median s | median examples | limit 2md²/(kd) | examples / limit | yield /1000 ex. "
-                  "| median rel. err (layers returned) | statuses |"),
-                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-
-        def fmt(x, spec):
-            return "–" if x is None else format(x, spec)
-
-        for r in s["rows"]:
-            statuses = ", ".join(f"{k} {v}" for k, v in r["statuses"].items())
-            lines.append(f"| {r['method']} | {r['m']} | {r['d']} | {r['k']} | {r['runs']} | {r['success_rate']:.0%} | "
-                         f"{r['own_success_rate']:.0%} | {fmt(r['median_seconds'], '.1f')} | "
-                         f"{fmt(r['median_examples'], ',.0f')} | {r['param_limit']:g} | "
-                         f"{fmt(r['median_examples_ratio'], '.3g')} | {fmt(r.get('median_yield'), '.3g')} | "
-                         f"{fmt(r['median_relative_error'], '.2g')} "
-                         f"({r['layers_returned']}/{r['runs']}) | "
-                         f"{statuses} |")
-        lines.append("")
+        header = ["method", "m", "d", "k", "runs", f"success (rel. err ≤ {s['success_tol']:g})", "own criterion",
+                  "median s", "median examples", "limit 2md²/(kd)", "examples / limit", "yield /1000 ex.",
+                  "median rel. err (layers returned)", "statuses"]
+        rows = [[r["method"], r["m"], r["d"], r["k"], r["runs"], f"{r['success_rate']:.0%}",
+                 f"{r['own_success_rate']:.0%}", fmt(r["median_seconds"], ".1f"), fmt(r["median_examples"], ",.0f"),
+                 f"{r['param_limit']:g}", fmt(r["median_examples_ratio"], ".3g"), fmt(r.get("median_yield"), ".3g"),
+                 f"{fmt(r['median_relative_error'], '.2g')} ({r['layers_returned']}/{r['runs']})",
+                 ", ".join(f"{k} {v}" for k, v in r["statuses"].items())] for r in s["rows"]]
+        lines = [markdown_table(header, rows), ""]
         for method, g in s["growth"].items():
             if len(g["ms"]) < 2:  # one m at this k (a grid's column): no growth in m to fit
                 continue
@@ -186,10 +181,15 @@ class SweepResult(StudyResult):
          logit_scale=Real(), seeds=OrWord("auto", Integer()), distribution=Choice(DISTRIBUTIONS),
          methods=Each(Choice(METHODS)), adam_lrs=Each(OPTION_RULES["lr"]), tune_seeds=Integer(), success_tol=Real(),
          seed=Seed(), noise=NOISE_RULE)
-def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUDY_LOGIT_SCALE, noise=0.0, seeds=10,
-                  methods=METHODS, distribution="boolean", adam_lrs=(1e-2, 3e-2), tune_seeds=1,
-                  adam_options=None, provable_options=None, success_tol=1e-3, seed=0, backend="local", workers=None,
-                  scheduler=None, progress=False, plot=True, learn_workers=None, run=True):
+def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | str = "auto",
+                  k: int | Sequence[int] | None = None, grid: Sequence[str] | None = None,
+                  logit_scale: float = STUDY_LOGIT_SCALE, noise: float = 0.0, seeds: int | str = 10,
+                  methods: Sequence[str] = METHODS, distribution: str = "boolean",
+                  adam_lrs: Sequence[float] = (1e-2, 3e-2), tune_seeds: int = 1,
+                  adam_options: Mapping[str, Any] | None = None, provable_options: Mapping[str, Any] | None = None,
+                  success_tol: float = 1e-3, seed: int = 0, backend: str = "local", workers: int | str | None = None,
+                  scheduler: str | None = None, progress: bool = False, plot: bool = True,
+                  learn_workers: int | None = None, run: bool = True) -> SweepResult:
     """Run the study: tune Adam's learning rate, run every method on every ``(m, seed)``, summarise, plot.
 
     Parameters
@@ -281,7 +281,7 @@ def scaling_study(out, *, ms=None, d="auto", k=None, grid=None, logit_scale=STUD
 
             cells = frontier_cells(records, success_tol=success_tol, seed_rules=seed_rules)
             summary |= {"frontier": cells, "fits": fits_of(cells)}
-        files = {}
+        files: dict[str, str] = {}
         result = SweepResult(records, summary, stats, files, tuning_records=tuning_records)
         files |= write_summary(out, summary, result.table() + "\n")
         if plot:
@@ -418,7 +418,7 @@ def _plots(records, summary, out, success_tol):
     return files
 
 
-def plot_scaling(records, path, *, success_tol=1e-3):
+def plot_scaling(records: Sequence[Mapping[str, Any]], path: PathLike, *, success_tol: float = 1e-3) -> Path:
     """Two panels, log scale: seconds and examples drawn against m, every run a point, medians joined.
 
     Successful runs (relative error at most ``success_tol``) are filled, failed ones hollow.
@@ -454,7 +454,7 @@ def plot_scaling(records, path, *, success_tol=1e-3):
             ax.plot(ms, meds, style, color=colors.get(method, "k"), label=f"{name} (median)")
     if evals:
         ms = sorted({r["spec"]["m"] for r in evals})
-        dk = {}
+        dk: dict[int, tuple[int, int]] = {}
         for r in evals:
             dk.setdefault(r["spec"]["m"], (r["spec"]["d"], r["spec"]["k"]))
         axes[1].plot(ms, [param_limit(m, *dk[m]) for m in ms], "k:", label="limit 2md²/(kd)")

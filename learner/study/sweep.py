@@ -47,10 +47,14 @@ import os
 import socket
 import time
 import traceback
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from .._typing import PathLike
 from ..errors import SweepInterrupted, SweepLocked
 from ..parallel import kill_pool as _kill_pool
 from ..parallel import pool_size, sigint_ignored
@@ -77,7 +81,7 @@ BACKENDS = ("serial", "local", "dask")
 VOLATILE_KEYS = frozenset({"timings", "seconds", "seconds_to", "where", "execution"})
 
 
-def comparable(record):
+def comparable(record: Any) -> Any:
     """The record without wall-clock times and the place it ran: what must agree across backends."""
     if isinstance(record, dict):
         return {key: comparable(value) for key, value in record.items()
@@ -170,7 +174,7 @@ class _Runner:
 
 #: Name of the lock file a writing sweep keeps in its directory.
 LOCK_NAME = "sweep.lock"
-_HELD_LOCKS = {}
+_HELD_LOCKS: dict[Path, int] = {}
 
 
 def _pid_alive(pid):
@@ -184,7 +188,7 @@ def _pid_alive(pid):
 
 
 @contextlib.contextmanager
-def sweep_lock(out):
+def sweep_lock(out: PathLike) -> Iterator[Path]:
     """Hold ``out/sweep.lock`` (owner's pid, host and start time) while a sweep writes ``out``.
 
     A second writer — another process, here or on another host sharing the
@@ -276,7 +280,7 @@ def _differences(mine, theirs):
             if mine.get(key) != theirs.get(key)]
 
 
-def claim_study(out, kind, record_kind, parameters):
+def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[str, Any]) -> Path:
     """Make ``out`` the directory of one study, or raise ValueError saying whose it is (ours).
 
     ``kind`` names the study (e.g. ``"scaling-study"``), ``record_kind`` its runs' records and
@@ -370,8 +374,9 @@ def _recorded(specs, runs, ids):
     return [done[i] for i in ids], {"ran": 0, "skipped": len(specs)}
 
 
-def run_sweep(specs, out, *, backend="local", workers=None, scheduler=None, progress=False, learn_workers=None,
-              run=True):
+def run_sweep(specs: Sequence[Any], out: PathLike, *, backend: str = "local", workers: int | str | None = None,
+              scheduler: str | None = None, progress: bool = False, learn_workers: int | None = None,
+              run: bool = True) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Run the specifications not yet finished in ``out/runs/`` and return every record, in ``specs`` order.
 
     With ``run=False`` nothing runs: the records found are returned as they are (those of an
@@ -494,7 +499,7 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn
     return [done[i] for i in ids], {"ran": len(todo), "skipped": len(specs) - len(todo)}
 
 
-def fit_growth(ms, values):
+def fit_growth(ms: ArrayLike, values: ArrayLike) -> dict[str, float]:
     """Least-squares fits of ``log value`` against ``log m`` (a power ``m^p``) and against ``m`` (``base^m``).
 
     Returns a dict with ``power``, ``base``, the root-mean-square residual in
@@ -526,9 +531,9 @@ def fit_growth(ms, values):
     return out
 
 
-def median(values):
-    values = [v for v in values if v is not None]
-    return float(np.median(values)) if values else None
+def median(values: Iterable[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return float(np.median(kept)) if kept else None
 
 
 def _execute(spec, learn_workers=None):

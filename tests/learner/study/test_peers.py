@@ -26,7 +26,8 @@ def study(tmp_path_factory):
 class TestPeerStudy:
     def test_every_method_on_the_same_layers(self, study):
         out, summary = study
-        assert [(r["m"], r["method"]) for r in summary["rows"]] == [(m, mt) for m in (1, 2) for mt in ("provable", "adam", "torch-adam")]
+        methods = ("provable", "adam", "torch-adam")
+        assert [(r["m"], r["method"]) for r in summary["rows"]] == [(m, mt) for m in (1, 2) for mt in methods]
         records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "runs").glob("*.json"))]
         assert len(records) == 6
         by_m = {}
