@@ -11,11 +11,13 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
 from .argparsing import (
     OUTPUT_OPTIONS,
+    CommandParser,
     check_output_options,
     cli_positive_int_or,
     cli_seed,
@@ -76,7 +78,7 @@ def _layer_args(p, *, unset=False, seed=None):
     declare_options(p, random_layer)
 
 
-def build_parser():
+def build_parser() -> CommandParser:
     """The argparse parser (exposed for tests and documentation)."""
     parser = command_parser(
         prog="python -m learner",
@@ -114,7 +116,7 @@ def _add_learn(sub):
                    help="standard deviation of Gaussian noise added to every label entry (default 0: exact labels)")
     p.add_argument("--unknown-m", action="store_true", help="do not tell the learner m (it estimates it)")
     p.add_argument("--max-examples", type=int, default=None,
-                   help="example budget of each refined sculpting round (default: chosen from m, d, k)")
+                   help="example budget of each refined sculpting round (default: chosen from m)")
     p.add_argument("--allow-unsound", action="store_true",
                    help="run even where the setting's soundness conditions fail (learner.assumptions)")
     p.add_argument("--no-progress", action="store_true",
@@ -327,7 +329,7 @@ _workers = cli_positive_int_or("--workers", "auto", "auto")
 _blas_threads = cli_positive_int_or("--blas-threads", "default", None)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)

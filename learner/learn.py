@@ -13,12 +13,16 @@ import dataclasses
 import logging
 import os
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from . import progress as _bars
+from ._typing import SeedLike
 from .assumptions import assumptions, check_setting
 from .errors import ExamplesExhausted, LearnInterrupted, SourceError
+from .layer import AttentionLayer
 from .metrics import truth_errors
 from .oracle import as_source, name_source
 from .parallel import Workers, blas_threads
@@ -75,8 +79,10 @@ def _distribution(source):
 
 
 @declare(m=Integer(none=True), k=Integer(none=True), blas_threads=Integer(none=True), logit_scale=Real(none=True))
-def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress=None, workers=None,
-          scheduler=None, blas_threads=1, logit_scale=None):
+def learn(source: Any, *, m: int | None = None, k: int | None = None,
+          config: LearnConfig | Mapping[str, Any] | None = None, truth: AttentionLayer | None = None,
+          rng: SeedLike = None, progress: bool | None = None, workers: int | str | Any | None = None,
+          scheduler: Any = None, blas_threads: int | None = 1, logit_scale: float | None = None) -> LearnResult:
     """Learn a multi-head attention layer from examples with the paper's six phases.
 
     Before drawing any example, the setting ``(m, d, k)`` and the input
@@ -86,7 +92,7 @@ def learn(source, *, m=None, k=None, config=None, truth=None, rng=None, progress
     condition and the largest m the setting allows. ``LearnConfig(allow_unsound=True)``
     runs anyway. When ``m`` is not given, the estimate is capped at that largest m.
     Budgets, thresholds and grid sizes left at ``None`` in the config are chosen
-    from ``(m, d, k)`` (:func:`learner.phases.resolve_config`); every value used,
+    from ``m`` (:func:`learner.phases.resolve_config`; phase 4's tolerance by its pilot); every value used,
     and which were chosen, is in ``diagnostics["0_setting"]``.
 
     With ``LearnConfig.adaptive`` (the default; ours) the example budgets are set by the data: phases 1 and 3
@@ -233,7 +239,7 @@ def _learn(source, *, m, k, config, truth, rng, pool, blas, logit_scale=None):
                                     "phases that finished")) from None
 
 
-def physical_memory():
+def physical_memory() -> int | None:
     """Bytes of RAM on this machine, or None where the OS does not say (POSIX ``sysconf``)."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -241,9 +247,9 @@ def physical_memory():
         return None
 
 
-def phase5_bytes(cfg, d):
+def phase5_bytes(cfg: LearnConfig, d: int) -> int:
     """A lower bound on phase 5's memory: three ``(constraints × d²)`` float64 arrays at the target count."""
-    return 3 * 8 * int(cfg.refined_constraints * d * d) * d * d
+    return 3 * 8 * int(cfg.refined_constraints * d * d) * d * d  # type: ignore[operator]  # resolved: not None
 
 
 class _Stop(Exception):
@@ -317,7 +323,7 @@ def _plan(run):
     distribution = _distribution(run.source)
     setting = check_setting(m if m is not None else 1, d, k, distribution=distribution, logit_scale=run.logit_scale)
     plan_m = m if m is not None else min(cfg.max_m, setting.max_m if not cfg.allow_unsound else cfg.max_m)
-    cfg, chosen = resolve_config(cfg, max(plan_m, 1), d, k)
+    cfg, chosen = resolve_config(cfg, max(plan_m, 1))
     run.cfg, run.plan_m = cfg, plan_m
     run.diag["0_setting"] = {"distribution": distribution, "logit_scale": run.logit_scale,
                              "sound": setting.ok, "failed": list(setting.failed),

@@ -89,13 +89,20 @@ def _module_constants(body):
                 yield from _module_constants(handler.body)
 
 
+def _default(value):
+    """A field's default: ``value`` itself, or the ``default=`` of a ``field(...)`` call (None without one)."""
+    if isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", None)) == "field":
+        return next((kw.value for kw in value.keywords if kw.arg == "default"), None)
+    return value
+
+
 def _config_fields(tree):
     """``(name, statement)`` pairs of the numeric-default fields of ``LearnConfig``, if the module defines it."""
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef) and stmt.name == CONFIG_CLASS:
             for field in stmt.body:
                 if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
-                        and field.value is not None and _numeric(field.value)):
+                        and (default := _default(field.value)) is not None and _numeric(default)):
                     yield f"{CONFIG_CLASS}.{field.target.id}", field
 
 
@@ -154,6 +161,8 @@ class TestControls:
         "X = 1  # ours: a batch size, not tuned\nALPHA = (0.5, 1.0)\n",  # its neighbour's comment is not its own
         "if True:\n    _ALPHA = 3 * 0.5  # our tolerance for the fit\n",  # "our" is not a label
         "class LearnConfig:\n    #: ours: a batch size, not tuned\n    batch: int = 100\n    n: int = 4\n",
+        "class LearnConfig:\n    #: ours: a batch size, not tuned\n    batch: int = field(default=100)\n"
+        "    n: int = dataclasses.field(default=4, metadata={'whose': 'ours'})\n",
     ])
     def test_an_unlabelled_constant_is_reported(self, source):
         found = unlabelled(source)

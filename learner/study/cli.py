@@ -112,25 +112,20 @@ def _add_scaling(sub):
     p.add_argument("--adam-lr", type=float, nargs="+", default=[1e-2, 3e-2],
                    help="Adam's learning-rate grid; tuned per setting on separate layers (default 0.01 0.03)")
     p.add_argument("--max-examples", type=int, default=None,
-                   help="the learner's phase-4 example budget (default: chosen from m, d, k)")
+                   help="the learner's phase-4 example budget (default: chosen from m)")
     p.add_argument("--refined-tol", type=float, default=None,
-                   help="the learner's phase-4 tolerance (default: chosen from m, d, k); fix it to compare yields")
+                   help="the learner's phase-4 tolerance (default: its pilot's choice); fix it to compare yields")
     p.add_argument("--tune-seeds", type=int, default=1,
                    help="tuning layers per setting and learning rate (default 1)")
     p.add_argument("--success-tol", type=float, default=1e-3,
                    help="common success criterion: relative error of F against the planted layer (default 1e-3)")
-    p.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
     p.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler (extra `distributed`)")
-    p.add_argument("--serial", action="store_true", help="run in this process (debugging)")
     p.add_argument("--learn-workers", type=int, default=None,
                    help="with --serial: each learner run spreads its batches over this many local processes")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
-    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
-    p.add_argument("--summarise-only", action="store_true",
-                   help="run nothing: re-summarise the records in --out (all must be there, e.g. docs/sweeps/main)")
-    p.add_argument("--out", metavar="DIR", required=True,
-                   help="directory of the sweep; an interrupted sweep resumes from the records in it")
+    _add_study_options(p, serial_help="run in this process (debugging)",
+                       summarise_help="run nothing: re-summarise the records in --out (all must be there, e.g. "
+                                      "docs/sweeps/main)",
+                       out_help="directory of the sweep; an interrupted sweep resumes from the records in it")
     declare_options(p, scaling_study, rename={"ms": "m", "adam_lrs": "adam_lr"},
                     rules={name: CONFIG_RULES[name] for name in ("max_examples", "refined_tol")} | POOL_RULES)
     p.set_defaults(handler=_scaling)
@@ -157,15 +152,8 @@ def _add_grids(sub):
     for parser, func, seeds in ((p, noise_study, 2), (q, sharpness_study, 6)):
         parser.add_argument("--seeds", type=int, default=seeds,
                             help=f"planted layers per cell and point (default {seeds})")
-        parser.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
-        parser.add_argument("--serial", action="store_true", help="run in this process (debugging)")
-        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-        parser.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
-        parser.add_argument("--summarise-only", action="store_true",
-                            help="run nothing: re-summarise the records in --out")
-        parser.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
-        parser.add_argument("--out", metavar="DIR", required=True,
-                            help="the study's folder: one scaling study per point, then summary.md/json")
+        _add_study_options(parser, serial_help="run in this process (debugging)",
+                           out_help="the study's folder: one scaling study per point, then summary.md/json")
         declare_options(parser, func, rename={"sigmas": "sigma", "scales": "logit_scale", "ds": "d"},
                         rules=POOL_RULES)
     p.set_defaults(handler=_noise_study)
@@ -238,16 +226,19 @@ def _add_peers(sub):
     p.set_defaults(handler=_peers)
 
 
-def _add_study_options(p):
-    """The options ``peers`` and ``race`` share: where the runs go, the smoke budgets, the seed and the folder."""
+def _add_study_options(p, *, serial_help="one run at a time, in this process",
+                       summarise_help="run nothing: re-summarise the records in --out",
+                       out_help="directory of the study; an interrupted study resumes from the records in it"):
+    """The options every study shares, declared here once: where the runs go (``--workers``, ``--serial``), the
+    progress bar, the smoke budgets, the seed, re-summarising, and the folder. A study words the help of
+    ``--serial``, ``--summarise-only`` and ``--out`` for itself."""
     p.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
-    p.add_argument("--serial", action="store_true", help="one run at a time, in this process")
+    p.add_argument("--serial", action="store_true", help=serial_help)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
     p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
-    p.add_argument("--summarise-only", action="store_true", help="run nothing: re-summarise the records in --out")
-    p.add_argument("--out", metavar="DIR", required=True,
-                   help="directory of the study; an interrupted study resumes from the records in it")
+    p.add_argument("--summarise-only", action="store_true", help=summarise_help)
+    p.add_argument("--out", metavar="DIR", required=True, help=out_help)
 
 
 def _add_race(sub):

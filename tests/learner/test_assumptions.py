@@ -476,7 +476,7 @@ class TestSettingConditions:
         then find fewer than CUBE_MARGIN·d² distinct constraints, and m = 2 (the control, which
         the model calls sound) must find more. Layers at logit scale 1 (the k = 2 family).
         """
-        cfg, _ = resolve_config(LearnConfig(), m, D, 2)
+        cfg, _ = resolve_config(LearnConfig(), m)
         # Phase 4's pilot picks the smallest candidate, 0.015, where examples are cheap as here (k = 2).
         cfg = dataclasses.replace(cfg, refined_tol=min(DEFAULT_CANDIDATES))
         X = np.concatenate(list(enumerate_cube(2, D)))

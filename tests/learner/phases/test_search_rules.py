@@ -475,7 +475,7 @@ class TestSearchHeadsDefaults:
         layer = random_layer(3, 3, logit_scale=1.0, check=False, rng=5)
         star, Q = _hull(layer)
         res = search_heads(_source(layer, 40), star, Q, 3, n_search=40, search="vp", vp_starts=1, max_nfev=1)
-        assert res.net_points == resolve_config(LearnConfig(), 3, 3, 2)[0].net_points_3d ** 2
+        assert res.net_points == resolve_config(LearnConfig(), 3)[0].net_points_3d ** 2
 
 
 class TestSearchHeadsRepeats:
