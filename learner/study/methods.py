@@ -86,7 +86,7 @@ class StudyMethod:
         """The declared validation rules of this method's options, by option name."""
         declared: Any = self.options_callable()
         if isinstance(declared, type):  # a class: the rules its __init__ declares
-            declared = declared.__init__
+            declared = declared.__init__  # type: ignore[misc]  # the class's own, not an instance's
         return dict(getattr(declared, "rules", {}))
 
     def check_options(self, options: Mapping[str, Any]) -> None:
