@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._typing import SeedLike
+from .hints import SeedLike
 from .validation import (
     DISTRIBUTIONS,
     Choice,

@@ -6,9 +6,9 @@ import logging
 
 import numpy as np
 
-from ._typing import SeedLike
 from .assumptions import assumptions
 from .errors import PlantingError
+from .hints import SeedLike
 from .layer import AttentionLayer
 from .validation import Boolean, Integer, Real, check_rng, declare
 

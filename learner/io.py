@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._typing import PathLike
 from ._version import __version__
 from .errors import FileFormatError
+from .hints import PathLike
 from .layer import AttentionLayer
 from .validation import check_real_array
 

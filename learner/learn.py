@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from . import progress as _bars
-from ._typing import SeedLike
 from .assumptions import assumptions, check_setting
 from .errors import ExamplesExhausted, LearnInterrupted, SourceError
+from .hints import SeedLike
 from .layer import AttentionLayer
 from .metrics import truth_errors
 from .oracle import as_source, name_source

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from ._typing import SeedLike
+from .hints import SeedLike
 from .inputs import sample_inputs
 from .layer import AttentionLayer
 from .validation import DISTRIBUTIONS, Choice, Integer, check_rng, declare

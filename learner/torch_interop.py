@@ -49,7 +49,7 @@ from .validation import check_positive_float
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ._typing import PathLike
+    from .hints import PathLike
 
 __all__ = [
     "AttentionModule",  # noqa: F822 — built on first access by the module __getattr__ (imports torch)

@@ -20,7 +20,7 @@ from typing import Any, NoReturn, TypeAlias, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._typing import SeedLike
+from .hints import SeedLike
 
 __all__ = [
     "DISTRIBUTIONS",

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from learner import LearnConfig
-from learner._typing import SeedLike
+from learner.hints import SeedLike
 from learner.validation import Each, Integer, check_int, check_rng, declare
 
 from .lwr import LWRInstance, LWRParams, PublicSamples, attention_samples, lwr_predictor, predictor_accuracy, sample_lwr

@@ -40,7 +40,7 @@ import mpmath
 import numpy as np
 
 from learner import enumerate_cube
-from learner._typing import SeedLike
+from learner.hints import SeedLike
 from learner.validation import Integer, Real, check_int, check_positive_float, check_rng, declare
 
 from .sq import MP_DPS, VARIANTS, ParityInstance, default_offset, sq_hard_instance

@@ -47,7 +47,7 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import ArrayLike
 
-from learner._typing import SeedLike
+from learner.hints import SeedLike
 from learner.validation import Each, Integer, check_int, check_positive_float, check_rng, declare
 
 from .lwr import switch_points

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from learner._typing import PathLike
+from learner.hints import PathLike
 from learner.io import check_writable_dir, versions
 from learner.study.methods import example_stream
 from learner.study.records import StudyResult, schema_of, write_summary

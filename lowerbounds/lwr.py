@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from learner._typing import SeedLike
+from learner.hints import SeedLike
 from learner.validation import Boolean, Integer, Real, check_int, check_rng, declare
 
 from .gadget import _check_pair_inputs, gadget_layer, gadget_outputs

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from learner import enumerate_cube, sample_inputs
-from learner._typing import SeedLike
+from learner.hints import SeedLike
 from learner.validation import check_int, check_positive_float, check_rng
 
 from .gadget import _check_pair_inputs, check_coordinate_set

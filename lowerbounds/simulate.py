@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from learner._typing import SeedLike
+from learner.hints import SeedLike
 from learner.validation import Each, Integer, Real, check_int, check_rng, declare
 
 from .oracle import CharacterQuery, SparseLinearTarget, SQOracle

@@ -39,7 +39,7 @@ import mpmath
 import numpy as np
 from numpy.typing import ArrayLike
 
-from learner._typing import SeedLike
+from learner.hints import SeedLike
 from learner.validation import Integer, Real, check_rng, declare
 
 from .gadget import check_coordinate_set, check_coordinates, gadget_layer

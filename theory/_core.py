@@ -24,7 +24,7 @@ __all__ = ["CheckResult", "MissingMatplotlib", "Timer", "chebyshev_radius", "fin
 
 _RELATIONS = {"<=": operator.le, ">=": operator.ge}
 
-#: What :func:`seeded` (and every check that records its seed entropy) takes: ``learner._typing.SeedLike`` but a
+#: What :func:`seeded` (and every check that records its seed entropy) takes: ``learner.hints.SeedLike`` but a
 #: BitGenerator, which ``np.random.SeedSequence`` refuses.
 SeedOrGenerator: TypeAlias = int | np.random.SeedSequence | np.random.Generator | None
 

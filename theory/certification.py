@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from learner import AttentionLayer, random_layer, sample_inputs
-from learner._typing import SeedLike
+from learner.hints import SeedLike
 from learner.phases.sculpt import fit_patterns
 from learner.validation import check_rng
 

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from learner import AttentionLayer, sample_inputs
-from learner._typing import PathLike, SeedLike
+from learner.hints import PathLike, SeedLike
 from learner.io import save_figure
 from learner.layer import auto_batch
 from learner.validation import Integer, Real, check_real_array, check_rng, declare

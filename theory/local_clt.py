@@ -28,8 +28,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtr
 
-from learner._typing import PathLike
 from learner.assumptions import lattice_distance
+from learner.hints import PathLike
 from learner.io import save_figure
 from learner.validation import Choice, Each, Integer, Real, check_real_array, declare
 

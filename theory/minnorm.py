@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from learner import min_norm_point
-from learner._typing import SeedLike
+from learner.hints import SeedLike
 from learner.validation import check_real_array
 
 from ._core import CheckResult, Timer, finish

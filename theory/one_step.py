@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from learner import AttentionLayer, cube_expectation, sample_inputs
-from learner._typing import PathLike, SeedLike
+from learner.hints import PathLike, SeedLike
 from learner.io import save_figure
 from learner.validation import DISTRIBUTIONS, Choice, Each, Integer, Real, check_rng, declare
 

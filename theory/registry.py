@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from learner._typing import PathLike
+from learner.hints import PathLike
 
 from ._core import CheckResult
 

@@ -53,7 +53,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import gammaln, ndtri
 
-from learner._typing import SeedLike
+from learner.hints import SeedLike
 from learner.layer import AttentionLayer
 from learner.phases.forecast import pilot_forecast, window_exponent
 from learner.phases.forecast import poisson_interval as _poisson_interval

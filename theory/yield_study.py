@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from learner._typing import PathLike, SeedLike
+from learner.hints import PathLike, SeedLike
 from learner.progress import bar, showing
 from learner.study.records import schema_of, timings_problem
 from learner.study.runs import RunSpec, planted_instance, yield_of

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._typing import SeedLike
+from ..hints import SeedLike
 from ..layer import AttentionLayer, auto_batch, softmax_inplace
 from ..oracle import ArraySource, LayerOracle, as_source
 from ..result import LearnResult

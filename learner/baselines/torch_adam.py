@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import torch_interop
-from .._typing import SeedLike
+from ..hints import SeedLike
 from ..layer import AttentionLayer
 from ..oracle import ArraySource, LayerOracle, as_source
 from ..result import LearnResult

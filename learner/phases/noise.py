@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from .._typing import SeedLike
+from ..hints import SeedLike
 from ..layer import AttentionLayer, head_features, layer_jacobian
 
 __all__ = ["NOISE_MIN", "NOISE_Z", "STRUCTURE_ALPHA", "NoiseFloor", "candidate_thetas", "noise_floor"]

@@ -61,7 +61,7 @@ from ..metrics import match_heads, relative_error
 from ..oracle import draw_checked
 
 if TYPE_CHECKING:
-    from .._typing import SeedLike
+    from ..hints import SeedLike
     from ..oracle import ArraySource, LayerOracle
     from .noise import NoiseFloor
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._typing import SeedLike
+from ..hints import SeedLike
 from ..inputs import cube_expectation, sample_inputs
 from ..instances import random_layer
 from ..parallel import available_cores, blas_threads

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._typing import PathLike
+from ..hints import PathLike
 from ..tables import MISSING, fmt, markdown_table
 from .sweep import median as _median
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .._typing import PathLike
+from ..hints import PathLike
 from ..io import atomic_write, save_figure, write_json
 from ..oracle import NOISE_RULE
 from ..tables import fmt, markdown_table

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._typing import PathLike
 from ..baselines import check_milestones, milestone_key
+from ..hints import PathLike
 from ..io import versions
 from ..tables import MISSING, fmt, markdown_table
 from ..validation import Each, Integer, OrWord, Real, Seed, check_int, declare

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._typing import PathLike
 from ..errors import RecordError
+from ..hints import PathLike
 from ..io import atomic_write, write_json
 
 __all__ = [

@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from .._typing import PathLike
 from ..baselines import OPTION_RULES
+from ..hints import PathLike
 from ..io import versions as _versions
 from ..oracle import NOISE_RULE
 from ..tables import fmt, markdown_table

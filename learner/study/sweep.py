@@ -54,8 +54,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._typing import PathLike
 from ..errors import SweepInterrupted, SweepLocked
+from ..hints import PathLike
 from ..parallel import kill_pool as _kill_pool
 from ..parallel import pool_size, sigint_ignored
 from ..validation import check_int

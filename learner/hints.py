@@ -1,4 +1,4 @@
-"""Type aliases of the toolkit's annotations (for mypy and readers; nothing here runs any check)."""
+"""Type aliases of the toolkit's annotations, for mypy and readers (nothing here runs any check)."""
 
 from __future__ import annotations
 
