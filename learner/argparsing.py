@@ -131,6 +131,7 @@ class CommandParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """argparse's ``add_argument``; the action it returns is kept in :attr:`options`."""
         action = super().add_argument(*args, **kwargs)
         self.options.append(action)
         return action
@@ -147,12 +148,15 @@ class CommandParser(argparse.ArgumentParser):
         return group
 
     def add_argument_group(self, *args: Any, **kwargs: Any) -> argparse._ArgumentGroup:
+        """argparse's ``add_argument_group``; the options added to the group are kept in :attr:`options`."""
         return self._recording(super().add_argument_group(*args, **kwargs))
 
     def add_mutually_exclusive_group(self, **kwargs: Any) -> argparse._MutuallyExclusiveGroup:
+        """argparse's ``add_mutually_exclusive_group``; its options are kept in :attr:`options`."""
         return self._recording(super().add_mutually_exclusive_group(**kwargs))
 
     def add_subparsers(self, **kwargs: Any) -> argparse._SubParsersAction[Any]:
+        """argparse's ``add_subparsers``; the action it returns is :attr:`commands`."""
         self.commands = super().add_subparsers(**kwargs)
         return self.commands
 
@@ -161,9 +165,12 @@ class CommandParser(argparse.ArgumentParser):
         return None if self.commands is None else self.commands.choices.get(name)
 
     def error(self, message: str) -> NoReturn:
+        """Exit with status 2 after one line on standard error, ``PROG: error: MESSAGE`` (no usage)."""
         self.exit(2, f"{self.prog}: error: {message}\n")
 
     def parse_known_args(self, args: Iterable[str] | None = None, namespace: Any = None) -> tuple[Any, list[str]]:
+        """argparse's ``parse_known_args``, then the whole-list rules of :func:`declare_options` (distinct,
+        non-empty lists), each failure a usage error naming the flag."""
         namespace, extras = super().parse_known_args(args, namespace)
         for action in self.options:  # lists declared by a rule (declare_options): distinct, non-empty
             flag, rule = getattr(action, "whole_rule", (None, None))
