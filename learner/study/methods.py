@@ -5,15 +5,8 @@ options are declared (the function whose keyword arguments and declared rules th
 (the paper's learner, or a baseline), the example stream its records are drawn from, its ``--quick`` budgets, the
 optional extra it needs, and whether the studies tune its learning rate. The studies (:mod:`learner.study.runs`,
 :mod:`learner.study.peers`, the race), the sweep engine and the command lines' choices read this registry, so a new
-method is one entry here (:func:`register` adds one at run time, as the tests do with a toy method).
-
-The registered methods:
-
-- ``provable`` — the paper's six-phase learner, :func:`learner.learn`; options are
-  :class:`~learner.phases.LearnConfig` fields.
-- ``adam`` — our numpy Adam on the same squared loss, :func:`learner.baselines.fit_gradient`.
-- ``torch-adam`` — PyTorch's Adam, mini-batches and a cosine schedule, :func:`learner.baselines.fit_torch` (the
-  ``torch`` extra).
+method is one entry here (:func:`register` adds one at run time, as the tests do with a toy method). The list
+below is written from the registry when the module loads.
 """
 
 from __future__ import annotations
@@ -238,8 +231,17 @@ register(StudyMethod(
     quick={"max_iter": 30, "n_train": 300, "n_val": 100, "restarts": 1},
 ))
 register(StudyMethod(
-    "torch-adam", "PyTorch Adam, mini-batches, cosine schedule (learner.baselines.fit_torch; extra `torch`)",
+    "torch-adam", "PyTorch Adam, mini-batches, cosine schedule (learner.baselines.fit_torch)",
     _run_torch_adam, "learner.baselines.torch_adam:fit_torch", role="baseline", tuned_lr=True, extra="torch",
     quick={"epochs": 3, "batch": 64, "n_train": 300, "n_val": 100, "restarts": 1},
     study_options={"threads": TORCH_THREADS}, fixed_set=_torch_fixed_set, requires=_require_torch,
 ))
+
+
+def _listing() -> str:
+    """The registered methods as a reStructuredText list (the end of this module's docstring)."""
+    return "\n".join(f"- ``{mt.name}`` ({mt.role}{'; extra ``' + mt.extra + '``' if mt.extra else ''}) — {mt.summary}"
+                     for mt in METHODS.values())
+
+
+__doc__ = f"{__doc__}\nThe registered methods:\n\n{_listing()}\n"

@@ -89,6 +89,7 @@ def test_a_toy_method_is_one_registry_entry(registry, tmp_path):
     register(StudyMethod("toy", "reads the planted layer", _toy_runner, "learner.study.methods:quick_options",
                          role="learner", example_stream=3, quick={"draw": 5}))
     assert method_names()[-1] == "toy" and methods.quick_options()["toy"] == {"draw": 5}
+    assert methods._listing().splitlines()[-1] == "- ``toy`` (learner) — reads the planted layer"  # the docs' list
     # One run: the specification, the record, the example stream the sweep checks.
     spec = RunSpec("toy", 1, 6, 2, 0, 7, options=(("draw", 12),))
     rec = run_one(spec)
