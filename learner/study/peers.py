@@ -107,17 +107,17 @@ def peer_rows(records: Iterable[Mapping[str, Any]], *,
 def peer_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """The side-by-side Markdown table: one row per (m, method)."""
     keys = list(rows[0]["milestones"]) if rows else []
-    head = ("| m | d | k | method | runs | " + " | ".join(f"time to {key} (reached)" for key in keys)
-            + " | median s | median examples (/ limit) | median rel. err |")
-    lines = [head, "|" + "---|" * (8 + len(keys))]
+    header = ["m", "d", "k", "method", "runs", *(f"time to {key} (reached)" for key in keys), "median s",
+              "median examples (/ limit)", "median rel. err"]
+    body = []
     for r in rows:
-        cells = [f"{fmt(r['milestones'][key]['median_seconds'], '.1f')} s "
-                 f"({r['milestones'][key]['reached']}/{r['runs']})" for key in keys]
         ratio = "" if r["median_examples"] is None else f" ({r['median_examples'] / r['param_limit']:.0f}×)"
-        lines.append(f"| {r['m']} | {r['d']} | {r['k']} | {r['method']} | {r['runs']} | " + " | ".join(cells)
-                     + f" | {fmt(r['median_seconds'], '.1f')} | {fmt(r['median_examples'], ',.0f')}{ratio} | "
-                     f"{fmt(r['median_relative_error'], '.2g')} |")
-    return "\n".join(lines)
+        body.append([r["m"], r["d"], r["k"], r["method"], r["runs"],
+                     *(f"{fmt(r['milestones'][key]['median_seconds'], '.1f')} s "
+                       f"({r['milestones'][key]['reached']}/{r['runs']})" for key in keys),
+                     fmt(r["median_seconds"], ".1f"), f"{fmt(r['median_examples'], ',.0f')}{ratio}",
+                     fmt(r["median_relative_error"], ".2g")])
+    return markdown_table(header, body)
 
 
 def _previous(path):
@@ -259,16 +259,16 @@ def _race_rows(records):
 def race_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """The race's Markdown table: per cell and method, time and examples to each milestone, and the best error."""
     keys = list(rows[0]["milestones"]) if rows else []
-    head = ("| (m, d, k) | method | runs | " + " | ".join(f"to {key}: reached, time, examples" for key in keys)
-            + " | best rel. err (median) |")
-    lines = [head, "|" + "---|" * (4 + len(keys))]
+    header = ["(m, d, k)", "method", "runs", *(f"to {key}: reached, time, examples" for key in keys),
+              "best rel. err (median)"]
+    body = []
     for r in sorted(rows, key=lambda r: (r["m"], r["k"], r["d"], _order(r["method"]))):
         ms = r["milestones"]
-        cells = [f"{ms[key]['reached']}/{r['runs']}, {fmt(ms[key]['median_seconds'], '.2g')} s, "
-                 f"{fmt(ms[key]['median_examples'], ',.0f')}" for key in keys]
-        lines.append(f"| ({r['m']}, {r['d']}, {r['k']}) | {r['method']} | {r['runs']} | " + " | ".join(cells)
-                     + f" | {fmt(r['median_relative_error'], '.2g')} |")
-    return "\n".join(lines)
+        body.append([f"({r['m']}, {r['d']}, {r['k']})", r["method"], r["runs"],
+                     *(f"{ms[key]['reached']}/{r['runs']}, {fmt(ms[key]['median_seconds'], '.2g')} s, "
+                       f"{fmt(ms[key]['median_examples'], ',.0f')}" for key in keys),
+                     fmt(r["median_relative_error"], ".2g")])
+    return markdown_table(header, body)
 
 
 def plot_race(rows: Sequence[Mapping[str, Any]], path: PathLike,
