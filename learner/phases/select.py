@@ -72,8 +72,7 @@ def select_m(p4: Any, p5: Any, search: Search, *, plan_m: int, success_tol: floa
     as two heads (a weakly determined direction gives a ratio of 3.23): the data then decide, since a one-head
     fit of a one-head layer reaches the floor and is smaller. The gap rule's m uses phase 5's own hull
     ``p5``; the others are spanned from phase 4's constraints ``p4``. Returns ``(span, p6, tried)`` of the kept
-    m (the gap rule's when none is kept and it was searched, else the smallest held-out error); ``tried`` lists
-    every m tried and its verdict.
+    m (the gap rule's when none is kept); ``tried`` lists every m tried and its verdict.
     """
     tried: list[dict[str, Any]] = []
     results: dict[int, tuple[Any, Any]] = {}
@@ -98,10 +97,8 @@ def select_m(p4: Any, p5: Any, search: Search, *, plan_m: int, success_tol: floa
         log.info("unknown m: m = %d, held-out relative error %.3g: %s", c, p6.heldout_error, verdict)
         if verdict == "kept":
             break
-    kept: int | None = next((row["m"] for row in tried if row.get("verdict") == "kept"),
-                            p5.m if p5.m in results else None)
-    if kept is None:
-        kept = min(results, key=lambda c: results[c][1].heldout_error)
+    # The gap rule's m is always searched (it is a candidate, and its hull is phase 5's own): the fallback.
+    kept = next((row["m"] for row in tried if row.get("verdict") == "kept"), p5.m)
     span, p6 = results[kept]
     return span, p6, tried
 

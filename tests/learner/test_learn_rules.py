@@ -380,11 +380,11 @@ class TestSelectionWiring:
             return probe, "clause"
 
         monkeypatch.setattr(module, "probe_more_heads", probe_more_heads)
-        monkeypatch.setattr(module, "_search_phase", lambda run_, hull, record=True: (hull, record))
+        monkeypatch.setattr(module, "_search_phase", lambda run_, hull, record=True: (run_, hull, record))
         cfg = SimpleNamespace(max_m=5, gap_min=3.0, hull_weighting="none", success_tol=1e-9)
         run = SimpleNamespace(m=2, cfg=cfg, phases={"4_refined_sculpt": "p4"}, diag={"6_search": {}})
         assert module._more_heads(run, "p6") == "clause"
-        assert seen == {"p4": "p4", "p6": "p6", "search": ("hull", False),
+        assert seen == {"p4": "p4", "p6": "p6", "search": (run, "hull", False),
                         "kw": {"m": 2, "max_m": 5, "success_tol": 1e-9, "gap_min": 3.0, "weighting": "none"}}
         assert run.diag["6_search"] == ({} if probe is None else {"more_heads_probe": probe})
 

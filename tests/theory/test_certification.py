@@ -94,3 +94,51 @@ class TestCases:
     def test_not_a_layer(self):
         with pytest.raises(TypeError, match="`layer` must be an AttentionLayer; got ndarray"):
             check_certification_premise(np.zeros((2, 8, 8)), 4)
+
+
+class TestConstructedFits:
+    """The certification rule on constructed fits (the phase-2 fit replaced by a stand-in returning chosen patterns
+    and residuals), where the certified rows are known by hand."""
+
+    @staticmethod
+    def _run(monkeypatch, edit=None, residual=0.0, n=50):
+        import theory.certification as cert
+
+        layer = random_layer(1, 4, rng=0)
+
+        def fit_patterns(X, Y, w_sum):
+            P = layer.attention(X)[:, 0].copy()  # the one head's true pattern: every row fits it exactly
+            if edit is not None:
+                edit(P)
+            return P, np.full(P.shape[:2], residual), np.ones(len(X), dtype=bool)
+
+        monkeypatch.setattr(cert, "fit_patterns", fit_patterns)
+        return check_certification_premise(layer, 2, n_samples=n, rng=0)
+
+    def test_every_row_certified_leaves_no_uncertified_median(self, monkeypatch):
+        result = self._run(monkeypatch)
+        assert result.details["certified"] == result.details["rows"] == 100
+        assert result.measured == 0.0 and result.holds and np.isnan(result.details["uncertified_median"])
+
+    def test_a_weight_of_exactly_minus_1e_3_is_not_proper(self, monkeypatch):
+        def edit(P):
+            P[0, 0, 0] = -1e-3  # row (0, 0): one weight at the threshold; the filter is strict
+
+        def edit_inside(P):
+            P[0, 0, 0] = -0.999e-3
+
+        assert self._run(monkeypatch, edit).details["certified"] == 99
+        assert self._run(monkeypatch, edit_inside).details["certified"] == 100
+
+    def test_nothing_certified_has_a_median_of_every_row(self, monkeypatch):
+        result = self._run(monkeypatch, residual=1.0)  # residual above tol: no row certifies
+        assert result.details["certified"] == 0 and np.isnan(result.measured) and not result.holds
+        assert result.details["uncertified_median"] == 0.0  # every row's pattern is the fit's
+
+    def test_claim_source_and_time(self):
+        result = check_certification_premise(random_layer(2, D, rng=0), 2, tol=0.02, bound=0.2, quantile=0.9,
+                                             n_samples=2000, rng=0)
+        assert result.claim == ("rows whose fit with the true ΣW has residual < 0.02 have every head within total "
+                                "variation 0.2 of the fitted pattern (90% of them)")
+        assert result.source.startswith("ours: ") and result.seconds > 0
+        assert result.parameters == {"m": 2, "d": D, "k": 2, "tol": 0.02, "quantile": 0.9, "n_samples": 2000}
