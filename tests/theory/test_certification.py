@@ -142,3 +142,31 @@ class TestConstructedFits:
                                 "variation 0.2 of the fitted pattern (90% of them)")
         assert result.source.startswith("ours: ") and result.seconds > 0
         assert result.parameters == {"m": 2, "d": D, "k": 2, "tol": 0.02, "quantile": 0.9, "n_samples": 2000}
+
+
+class TestCaseBuilders:
+    """The default and control cases against their construction written out here: one generator plants the layer
+    and then draws the examples."""
+
+    def test_default_is_a_planted_layer_then_its_examples(self):
+        gen = np.random.default_rng(5)
+        expected = check_certification_premise(random_layer(2, 8, rng=gen), 4, n_samples=20_000, rng=gen)
+        got = default_certification_premise(n_samples=20_000, rng=5)
+        assert (got.measured, got.details) == (expected.measured, expected.details)
+
+    def test_control_gives_every_head_the_first_heads_w(self):
+        gen = np.random.default_rng(5)
+        planted = random_layer(2, 8, rng=gen)
+        twin = AttentionLayer(planted.thetas, np.stack([planted.ws[0]] * 2))
+        expected = check_certification_premise(twin, 4, n_samples=20_000, rng=gen)
+        got = control_certification_premise(n_samples=20_000, rng=5)
+        assert (got.measured, got.details) == (expected.measured, expected.details)
+
+    def test_default_sizes(self):
+        import inspect
+
+        for builder, n in ((default_certification_premise, 100_000), (control_certification_premise, 50_000)):
+            defaults = {name: p.default for name, p in inspect.signature(builder).parameters.items()}
+            assert defaults == {"m": 2, "d": 8, "k": 4, "n_samples": n, "rng": None}
+        result = control_certification_premise(rng=0)  # the control's own size (50,000 examples of 4 rows)
+        assert result.details["rows"] == 200_000 and result.parameters["m"] == 2
