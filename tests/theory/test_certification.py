@@ -170,3 +170,5 @@ class TestCaseBuilders:
             assert defaults == {"m": 2, "d": 8, "k": 4, "n_samples": n, "rng": None}
         result = control_certification_premise(rng=0)  # the control's own size (50,000 examples of 4 rows)
         assert result.details["rows"] == 200_000 and result.parameters["m"] == 2
+        result = default_certification_premise(rng=0)  # the default's own size (100,000 examples of 4 rows)
+        assert result.details["rows"] == 400_000 and result.parameters["m"] == 2 and result.holds

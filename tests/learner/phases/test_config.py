@@ -178,3 +178,25 @@ class TestResolveConfig:
     def test_keeps_what_is_given(self):
         given = LearnConfig(max_examples=123, net_points_3d=5, refined_constraints=2.0, gap_min=4.0)
         assert resolve_config(given, 5) == (given, [])
+
+
+class TestFieldMetadata:
+    """``_meta``, the metadata every field is declared with, refuses what a field's documentation must not be."""
+
+    @pytest.mark.parametrize(("kwargs", "ok"), [
+        ({}, True),
+        ({"group": "parallel"}, False),  # not one of the groups
+        ({"whose": "the reviewer's"}, False),
+        ({"unit": ""}, False),
+        ({"doc": ""}, False),
+        ({"doc": "two\nlines"}, False),
+    ])
+    def test_rules(self, kwargs, ok):
+        from learner.phases import _config
+
+        given = {"group": "budgets", "unit": "examples", "whose": "ours, measured", "doc": "one line"} | kwargs
+        if ok:
+            assert _config._meta(**given) == given
+        else:
+            with pytest.raises(ValueError, match="bad field metadata"):
+                _config._meta(**given)
