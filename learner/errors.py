@@ -1,9 +1,11 @@
 """The errors and interruptions the toolkit raises to its users, in one place.
 
-Every exception a caller of ``learner``, ``theory`` or ``lowerbounds`` may want to catch by type is defined
-here (the modules that raise them import them from here; the package root re-exports the common ones).
-Bad arguments are plain ``TypeError``/``ValueError`` naming the parameter (:mod:`learner.validation`); the
-classes below say what else went wrong. This module imports nothing from the toolkit.
+The exceptions of the learner, its files, its sources and its studies are defined here (the modules that raise
+them import them from here; the package root re-exports the common ones). Two stay beside what they are about:
+phase 5's ``HullUndetermined`` (:mod:`learner.phases.span`), and ``theory``'s ``MissingMatplotlib``, a
+:class:`MissingExtra`. Bad arguments are plain ``TypeError``/``ValueError`` naming the parameter
+(:mod:`learner.validation`); the classes below say what else went wrong. This module imports nothing from the
+toolkit.
 """
 
 from __future__ import annotations
