@@ -139,8 +139,8 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
         ``None`` (default) shows them when standard error is a terminal. They
         never change the result; phase starts and figures are logged at INFO either way.
     workers : int, "auto" or None
-        Local processes for the example-streaming phases (1, 2 and 4); ``None``
-        or 1 computes everything in this process, ``"auto"`` uses every core.
+        Local processes for the example-streaming phases (1, 2 and 4) and the starts of phase 6's search;
+        ``None`` or 1 computes everything in this process, ``"auto"`` uses every core.
         Batch ``b`` of each stream has its own seed and the batches' reductions
         are merged in order (:mod:`learner.parallel`), so the result is the
         same whatever the number of workers. The pool lives for this call only.
@@ -158,7 +158,9 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
         order); the default 1 is also what every sweep run and every worker uses,
         and was the fastest measured on two cores, quiet or beside other work
         (README, "BLAS threads"; two threads took 3× as long beside two
-        CPU-bound processes at (5, 16, 2)).
+        CPU-bound processes at (5, 16, 2)). Phase 6's refinement forms its normal equations with as many
+        threads as there are local workers when they are more (the workers are idle then); those products
+        were measured bit-identical at one and two threads, its factorisations keep this setting.
         ``execution["blas_threads"]`` records what was set.
 
     Returns
@@ -192,6 +194,14 @@ def _threads(n, pool, alone):
     return blas_threads(n if alone or pool.backend == "serial" else 1)
 
 
+def _products_threads(n, pool):
+    """BLAS threads of phase 6's refinement products: ``n``, or every local worker's core when there are more —
+    the workers are idle while this process refines. None leaves the process's setting."""
+    if n is None:
+        return None
+    return max(n, pool.workers) if pool.backend == "local" else n
+
+
 def _learn(source, *, m, k, config, truth, rng, pool, blas, logit_scale=None):
     t_start = time.perf_counter()
     rng = check_rng(rng)
@@ -216,7 +226,8 @@ def _learn(source, *, m, k, config, truth, rng, pool, blas, logit_scale=None):
         timings["total"] = time.perf_counter() - t_start
         execution = pool.info
         execution["blas_threads"] = (
-            {"alone": blas, "while_workers_stream": blas if pool.backend == "serial" else 1, "workers": 1}
+            {"alone": blas, "while_workers_stream": blas if pool.backend == "serial" else 1, "workers": 1,
+             "phase6_products": _products_threads(blas, pool)}
             if blas is not None else "not set: the process's own setting (numpy's default or the environment)")
         if state.get("forecast_time"):
             execution["phase4_time_estimate"] = state["forecast_time"]
@@ -598,7 +609,7 @@ def _search_phase(run, p5, record=True):
                       search_memory=cfg.search_memory, swap_starts=cfg.swap_starts, vp_starts=cfg.vp_starts,
                       seed=cfg.search_seed, refine=cfg.refine,
                       truth=run.truth, noise_tol=NOISE_MIN if cfg.noise_floor else None,
-                      noise_z=cfg.noise_z)
+                      noise_z=cfg.noise_z, workers=run.pool, threads=_products_threads(run.blas, run.pool))
     log.info("phase 6: %s search, held-out relative error %.3g", p6.search, p6.heldout_error)
     if record:
         run.phases["6_search"], run.diag["6_search"] = p6, p6.summary()

@@ -43,6 +43,7 @@ at (m, d, k) = (5, 16, 2) the first took 5 s where the second took ~166 s.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import math
@@ -59,6 +60,7 @@ from ..layer import AttentionLayer, attention_patterns, layer_jacobian
 from ..layer import head_features as _features
 from ..metrics import match_heads, relative_error
 from ..oracle import draw_checked
+from ..parallel import Workers, as_workers, blas_threads
 
 if TYPE_CHECKING:
     from ..hints import SeedLike
@@ -70,6 +72,14 @@ __all__ = ["REFINEMENTS", "SEARCHES", "SearchResult", "heldout_relative_error", 
 
 #: The tuple searches of :func:`search_heads`.
 SEARCHES = ("auto", "exhaustive", "swap", "vp")
+#: Below this relative residual (far below any success tolerance) a kept step of Levenberg–Marquardt that
+#: gains less than :data:`FLOOR_GAIN` times ends the run: on a zero-residual fit its steps gain orders of
+#: magnitude each (Gauss–Newton converges quadratically), so a small gain there is float64's rounding of
+#: ``F`` and ``Y``, not the model (ours). Measured at (m, d, k) = (8, 24, 2): 4e-3, 4e-5, 2e-8, 2e-14, 8e-22,
+#: 6e-30, 1.3e-30, then twenty evaluations between 1.3e-30 and 1.1e-30 — the floor there lies above 1e-30.
+FLOOR_ZONE = 1e-20
+#: See :data:`FLOOR_ZONE`.
+FLOOR_GAIN = 10.0
 #: The joint refinements of :func:`search_heads`: variable projection (Levenberg–Marquardt on the
 #: Θ's, W's eliminated) or the earlier trust-region refinement of all parameters.
 REFINEMENTS = ("vp", "trf")
@@ -208,30 +218,43 @@ def _vp_solve(thetas, X, Y):
     return ws, D @ W - Yf, Q, patterns
 
 
-def _vp_jacobian(thetas, ws, X, patterns, Q, basis=None):
-    """Kaufman's Jacobian of the projected residual w.r.t. the ``Θ``'s (or their coordinates in ``basis``).
+def _head_gradients(thetas, ws, X, patterns):
+    """``G_i[a, c', e] = Σ_b P_i[a,b] (x_b[c'] − x̄_i[a,c']) v_i[b,e]`` for every head, shape (n·k, m·d, d).
 
-    ``∂F_a[e]/∂Θ_i[c, c'] = x_a[c] G_i[a, c', e]`` with
-    ``G_i[a, c', e] = Σ_b P_i[a,b] (x_b[c'] − x̄_i[a,c']) v_i[b,e]`` (see :func:`layer_jacobian`);
-    the columns are then projected onto the residual space of the ``W`` least squares (Kaufman's
-    approximation of the variable-projection Jacobian, Golub & Pereyra 2003). ``basis`` (d², r),
-    when given, gives the Jacobian w.r.t. ``α_i`` with ``Θ_i = Θ_0 + reshape(basis @ α_i)``.
-    Returns shape (n·k·d, m·d²) or (n·k·d, m·r); rows ``(n, a, e)``.
+    Rows ``(n, a)``, then ``(i, c')`` and ``e``: ``∂F_a[e]/∂Θ_i[c, c'] = x_a[c] G_i[a, c', e]`` (see
+    :func:`layer_jacobian`), so the Θ-Jacobian is the Kronecker-like product of each row's input with its ``G``.
     """
     n, k, d = X.shape
     m = len(thetas)
     V = X @ ws[:, None]  # (m, n, k, d): v_i[b] = x_bᵀ W_i
-    cols = []
+    G = np.empty((n, k, m, d, d))
     for i in range(m):
         P = patterns[:, i]
         Z = P @ X  # (n, a, c')
-        G = np.einsum("nab,nbc,nbe->nace", P, X, V[i]) - Z[..., None] * (P @ V[i])[:, :, None, :]
+        G[:, :, i] = np.einsum("nab,nbc,nbe->nace", P, X, V[i]) - Z[..., None] * (P @ V[i])[:, :, None, :]
+    return G.reshape(n * k, m * d, d)
+
+
+def _vp_jacobian(thetas, ws, X, patterns, Q, basis=None):
+    """Kaufman's Jacobian of the projected residual w.r.t. the ``Θ``'s (or their coordinates in ``basis``).
+
+    ``∂F_a[e]/∂Θ_i[c, c'] = x_a[c] G_i[a, c', e]`` (:func:`_head_gradients`); the columns are then
+    projected onto the residual space of the ``W`` least squares (Kaufman's approximation of the
+    variable-projection Jacobian, Golub & Pereyra 2003). ``basis`` (d², r), when given, gives the
+    Jacobian w.r.t. ``α_i`` with ``Θ_i = Θ_0 + reshape(basis @ α_i)``.
+    Returns shape (n·k·d, m·d²) or (n·k·d, m·r); rows ``(n, a, e)``.
+    """
+    n, k, d = X.shape
+    m = len(thetas)
+    G = _head_gradients(thetas, ws, X, patterns).reshape(n, k, m, d, d)
+    cols = []
+    for i in range(m):
         if basis is None:
-            cols.append(np.einsum("nac,nape->naecp", X, G).reshape(n * k, d, d * d))
+            cols.append(np.einsum("nac,nape->naecp", X, G[:, :, i]).reshape(n * k, d, d * d))
         else:
             B = basis.reshape(d, d, -1)  # (c, c', r)
             XB = np.einsum("nac,cpr->napr", X, B)
-            cols.append(np.einsum("napr,nape->naer", XB, G))
+            cols.append(np.einsum("napr,nape->naer", XB, G[:, :, i]))
     J = np.concatenate([c.reshape(n * k, d, -1) for c in cols], axis=2)  # (n·k, e, cols)
     if Q is not None:
         J -= np.einsum("Nq,qec->Nec", Q, np.einsum("Nq,Nec->qec", Q, J))
@@ -243,12 +266,15 @@ def _normal_equations(thetas, ws, X, patterns, Q, r, basis=None, max_bytes=2**30
 
     ``J = P⊥ J_Θ`` with ``P⊥ = I − QQᵀ`` acting on the rows ``(n, a)`` of every output column, so
     ``JᵀJ = Σ_blocks J_bᵀJ_b − Σ_e K_eᵀK_e`` with ``K = Σ_blocks Q_bᵀ J_b``, and ``Jᵀr = J_Θᵀ r``
-    because the residual ``r`` is already orthogonal to ``Q``. When the whole Jacobian fits the budget
-    it is projected and multiplied at once (no subtraction of two large terms).
+    because the residual ``r`` is already orthogonal to ``Q``. In the ``Θ``'s themselves (no ``basis``)
+    the Jacobian is never formed (:func:`_structured_normal_equations`). In hull coordinates, when the
+    whole Jacobian fits the budget it is projected and multiplied at once (no subtraction of two large terms).
     """
+    if basis is None:
+        return _structured_normal_equations(thetas, ws, X, patterns, Q, r, max_bytes)
     n, k, d = X.shape
     rf = r.ravel()
-    cols = len(thetas) * (d * d if basis is None else basis.shape[1])
+    cols = len(thetas) * basis.shape[1]
     per_example = 8 * k * d * cols
     if n * per_example <= max_bytes:
         J = _vp_jacobian(thetas, ws, X, patterns, Q, basis)
@@ -266,7 +292,46 @@ def _normal_equations(thetas, ws, X, patterns, Q, r, basis=None, max_bytes=2**30
     return A - np.einsum("qec,qef->cf", K, K), g
 
 
-def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, origin=None, max_bytes=2**30):
+def _structured_normal_equations(thetas, ws, X, patterns, Q, r, max_bytes=2**30):
+    """``(JᵀJ, Jᵀr)`` in the ``Θ``'s from the Jacobian's structure, without forming it (ours).
+
+    A row ``N = (n, a)`` of ``J_Θ`` for output ``e`` is ``x_N ⊗ G_N[:, e]`` (:func:`_head_gradients`), so
+    ``J_ΘᵀJ_Θ = Σ_N (x_N x_Nᵀ) ⊗ (G_N G_Nᵀ)`` — one product of an ``(N, d²)`` and an ``(N, (md)²)`` matrix,
+    ``2·N·m²d⁴`` flops instead of the dense ``2·N·d·(md²)²`` — and the projection's part is
+    ``Σ_e K_eᵀK_e`` with ``K[q, e] = Σ_N Q[N, q] x_N ⊗ G_N[:, e]``. At (m, d, k) = (8, 24, 2) on the
+    refinement's 576 examples that is about 2·10¹¹ flops against 1.3·10¹²; the two agree to ~1e-15
+    relative. The per-example arrays go in blocks of examples within ``max_bytes``.
+    """
+    n, k, d = X.shape
+    m = len(thetas)
+    q = Q.shape[1]
+    md, cols = m * d, m * d * d
+    per_example = 8 * k * (2 * md * d + md * md + d * d + q * d)
+    step = max(1, max_bytes // per_example)
+    rr = r.reshape(n * k, d)
+    A = np.zeros((d * d, md * md))
+    R = np.zeros((q * d, md * d))
+    g = np.zeros((m, d, d))
+    for s in range(0, n, step):
+        rows = slice(s * k, min(s + step, n) * k)
+        G = _head_gradients(thetas, ws, X[s : s + step], patterns[s : s + step])  # (N, md, d)
+        x = X[s : s + step].reshape(-1, d)
+        H = G @ G.transpose(0, 2, 1)  # (N, md, md)
+        A += (x[:, :, None] * x[:, None, :]).reshape(-1, d * d).T @ H.reshape(-1, md * md)
+        g += np.einsum("Nc,Nip->icp", x, np.einsum("Npe,Ne->Np", G, rr[rows]).reshape(-1, m, d))
+        if q:
+            R += (Q[rows, :, None] * x[:, None, :]).reshape(-1, q * d).T @ G.reshape(-1, md * d)
+    # A[(c, b), (i, c', j, b')] → JᵀJ[(i, c, c'), (j, b, b')]
+    A = A.reshape(d, d, m, d, m, d).transpose(2, 0, 3, 4, 1, 5).reshape(cols, cols)
+    if q:
+        K = R.reshape(q, d, m, d, d).transpose(0, 4, 2, 1, 3).reshape(q * d, cols)  # rows (q, e), cols (i, c, c')
+        del R
+        A -= K.T @ K
+    return A, g.ravel()
+
+
+def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, origin=None, max_bytes=2**30,
+                         threads=None):
     """Levenberg–Marquardt on the ``Θ``'s (or hull coordinates) with the ``W``'s solved exactly at every step.
 
     Ours: variable projection (Golub & Pereyra 1973; Kaufman's Jacobian) on the layer, which is
@@ -274,8 +339,12 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     Cholesky, built within ``max_bytes`` (:func:`_normal_equations`); a step is kept only if it lowers
     the residual. Stops at a relative residual below
     1e-30 (float64's floor for ``‖F − Y‖²/‖Y‖²`` is ~1e-32), a kept step that lowers the residual
-    by less than ``ftol`` relative or moves the parameters by less than 1e-15 relative, or after
-    ``max_iter`` residual evaluations. Returns ``(params, ws, evaluations, relative residual)``.
+    by less than ``ftol`` relative or moves the parameters by less than 1e-15 relative, at the rounding
+    floor (a kept step below :data:`FLOOR_ZONE` relative that gains less than :data:`FLOOR_GAIN` times), or
+    after ``max_iter`` residual evaluations. ``threads`` (None: the process's setting) are the BLAS threads
+    of the normal equations' products; the factorisations keep the process's setting, whose result a
+    multithreaded LAPACK may change in the last bits (the products' were measured bit-identical at 1 and 2
+    threads). Returns ``(params, ws, evaluations, relative residual)``.
     """
     m = theta0.shape[0]
     d = X.shape[2]
@@ -289,7 +358,8 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     cost = float(np.sum(r**2))
     evaluations, lam = 1, 1e-3
     while evaluations < max_iter and cost > 1e-30 * yy:
-        A, g = _normal_equations(thetas_of(z), ws, X, patterns, Q, r, basis, max_bytes)
+        with blas_threads(threads) if threads is not None else contextlib.nullcontext():
+            A, g = _normal_equations(thetas_of(z), ws, X, patterns, Q, r, basis, max_bytes)
         scale = np.maximum(np.diagonal(A), 1e-12 * max(float(np.diagonal(A).max()), 1e-300))
         improved = False
         while evaluations < max_iter and lam < 1e16:
@@ -304,7 +374,8 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
             cost_new = float(np.sum(r_new**2))
             if cost_new < cost:
                 small = (np.linalg.norm(step) <= 1e-15 * max(np.linalg.norm(z), 1e-300)
-                         or cost - cost_new <= ftol * cost)
+                         or cost - cost_new <= ftol * cost
+                         or (cost_new <= FLOOR_ZONE * yy and cost_new * FLOOR_GAIN > cost))
                 z, ws, r, Q, patterns, cost = z_new, ws_new, r_new, Q_new, p_new, cost_new
                 lam = max(lam / 5, 1e-12)
                 improved = True
@@ -315,24 +386,33 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     return z, ws, evaluations, cost / yy
 
 
-def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_iter, rng, ftol=1e-8):
+def _vp_start(alpha0, X, Y, max_iter, ftol, directions, theta_star):
+    """One start of :func:`_vp_search` (a task for the run's workers): ``(relative residual, evaluations, α)``."""
+    z, _, evaluations, rel = _levenberg_marquardt(alpha0, X, Y, max_iter=max_iter, ftol=ftol, basis=directions,
+                                                  origin=theta_star)
+    return rel, evaluations, z
+
+
+def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_iter, rng, ftol=1e-8, workers=None):
     """Multi-start variable projection in the hull's ``m(m − 1)`` coordinates (ours).
 
     Each start puts the ``m`` heads at uniform random points of the grid's box
     ``[−radius, radius]^(m−1)`` around ``Θ*`` and runs :func:`_levenberg_marquardt` on the
     coordinates ``α_i`` (``Θ_i = Θ* + V α_i``) with the ``W``'s eliminated. Returns
     ``(best parameter tuples, residual evaluations, details)``, the tuples as ``(m, d, d)`` arrays
-    ranked by in-sample residual.
+    ranked by in-sample residual. The starts are independent: they are drawn first, in order, and run on
+    ``workers`` (a :class:`~learner.parallel.Workers`; None: here, one after another), each worker with one
+    BLAS thread, so the result does not depend on where they ran.
     """
     d = theta_star.shape[0]
     found = []
     evaluations = 0
-    for _ in range(starts):
-        alpha0 = rng.uniform(-radius, radius, size=(m, m - 1))
-        z, _, ev, rel = _levenberg_marquardt(alpha0, X, Y, max_iter=max_iter, ftol=ftol, basis=directions,
-                                             origin=theta_star)
-        evaluations += ev
-        found.append((rel, theta_star[None] + (z.reshape(m, m - 1) @ directions.T).reshape(m, d, d)))
+    alphas = [rng.uniform(-radius, radius, size=(m, m - 1)) for _ in range(starts)]
+    tasks = (((alpha0, X, Y, max_iter, ftol, directions, theta_star), 0) for alpha0 in alphas)
+    with as_workers(workers) as pool, contextlib.closing(pool.ordered("6_search", _vp_start, tasks)) as results:
+        for rel, ev, z in results:
+            evaluations += ev
+            found.append((rel, theta_star[None] + (z.reshape(m, m - 1) @ directions.T).reshape(m, d, d)))
     found.sort(key=lambda f: f[0])
     details = {"vp_starts": starts, "best_in_sample_residual": float(found[0][0]),
                "start_residuals_quartiles": [float(q) for q in np.quantile([f[0] for f in found], [0.25, 0.5, 0.75])]}
@@ -454,7 +534,8 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
                  keep_tuples: int = 20, examples_per_param: float = 1.5, max_nfev: int = 200, search: str = "auto",
                  max_tuples: int = 100_000, search_memory: int = 2**30, swap_starts: int = 8, vp_starts: int = 8,
                  seed: SeedLike = 0, refine: str = "vp", truth: AttentionLayer | None = None, k: int | None = None,
-                 noise_tol: float | None = None, noise_z: float | None = None) -> SearchResult:
+                 noise_tol: float | None = None, noise_z: float | None = None,
+                 workers: Workers | int | str | None = None, threads: int | None = None) -> SearchResult:
     """Phase 6: the best m-tuple on an ε-net of the hull, then joint least-squares refinement.
 
     Parameters
@@ -495,6 +576,12 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
         residual is label noise (:func:`learner.phases.noise.noise_floor`, width ``noise_z`` sd) and,
         if so, refit on every scoring example the memory budget allows (``noise_test``, ``noise``,
         ``refit_examples`` of the result). None: no test.
+    workers : Workers, int, "auto" or None
+        Where the variable-projection search's starts run (:func:`learner.learn` passes its pool); the result
+        is the same wherever they run. None: here, one after another.
+    threads : int, optional
+        BLAS threads of the refinement's normal-equation products (:func:`learner.learn` passes every core
+        its run has: the workers are idle then). None: the process's setting.
 
     Returns
     -------
@@ -521,7 +608,7 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     tuples, scored, details = _search_tuples(
         chosen, theta_star, directions, m, Xs, Ys, n_search=n_search, radius=radius, p=p, net_points=net_points,
         net_points_3d=net_points_3d, keep_tuples=keep_tuples, max_nfev=max_nfev, search_memory=search_memory,
-        swap_starts=swap_starts, vp_starts=vp_starts, seed=seed)
+        swap_starts=swap_starts, vp_starts=vp_starts, seed=seed, workers=workers)
     warm_err, warm = _warm_start(tuples, Xs, Ys, Xh, Yh)
     # Residuals = examples_per_param × parameters: enough to pin the parameters in the
     # realizable case, few enough for the dense normal equations (or trust-region steps) to stay cheap.
@@ -533,7 +620,8 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     Xr, Yr = Xs[:n_ref], Ys[:n_ref]
     t1 = time.perf_counter()
     if refine == "vp":
-        z, ws, nfev, _ = _levenberg_marquardt(warm.thetas, Xr, Yr, max_iter=max_nfev, max_bytes=search_memory)
+        z, ws, nfev, _ = _levenberg_marquardt(warm.thetas, Xr, Yr, max_iter=max_nfev, max_bytes=search_memory,
+                                              threads=threads)
         thetas = z.reshape(m, d, d)
     else:
         thetas, ws, nfev = _refine(warm.thetas, warm.ws, Xr, Yr, max_nfev)
@@ -543,7 +631,8 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     noise: dict[str, Any] = {"residual_sigma": float(np.sqrt(rss / max(Yr.size - 2 * m * d * d, 1)))}
     if noise_tol is not None and refine == "vp" and heldout > noise_tol:
         found, extra_nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=noise_z, max_nfev=max_nfev,
-                                         max_bytes=search_memory, hull=(theta_star, directions, radius))
+                                         max_bytes=search_memory, hull=(theta_star, directions, radius),
+                                         threads=threads)
         if "refit" in found:
             refined, heldout = found.pop("refit")
         noise |= found
@@ -571,7 +660,7 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     )
 
 
-def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_bytes, hull=None):
+def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_bytes, hull=None, threads=None):
     """The noise-floor test of the refined layer; when it passes, the refit on more scoring examples.
 
     Returns ``(SearchResult fields, residual evaluations)``: the test, and when it passed the noise floor of
@@ -590,7 +679,7 @@ def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_byte
         return {"noise_test": test}, 0
     n_fit = int(min(Xs.shape[0], max(Xr.shape[0], budget // (8 * k * d * 2 * m * d * d))))
     z_fit, ws, nfev, _ = _levenberg_marquardt(refined.thetas, Xs[:n_fit], Ys[:n_fit], max_iter=max_nfev, ftol=1e-12,
-                                              max_bytes=max_bytes)
+                                              max_bytes=max_bytes, threads=threads)
     refit = AttentionLayer(z_fit.reshape(m, d, d), ws)
     # The features were tried on the refinement set (a few residuals per parameter, a small design); the
     # refit's own test is the held-out ratio, and it carries the features' verdict.
@@ -619,7 +708,7 @@ def _choose_search(search, m, p, d, *, max_tuples, search_memory):
 
 
 def _search_tuples(chosen, theta_star, directions, m, Xs, Ys, *, n_search, radius, p, net_points, net_points_3d,
-                   keep_tuples, max_nfev, search_memory, swap_starts, vp_starts, seed):
+                   keep_tuples, max_nfev, search_memory, swap_starts, vp_starts, seed, workers=None):
     """Run the ``chosen`` tuple search; its best tuples of Θ's (best first), the tuples scored, its figures."""
     d = theta_star.shape[0]
     k = Xs.shape[1]
@@ -628,7 +717,8 @@ def _search_tuples(chosen, theta_star, directions, m, Xs, Ys, *, n_search, radiu
         # Residuals n·k·d at least twice the unknowns of the W least squares and the coordinates.
         n_fit = min(n_search, max(32, int(np.ceil(2 * (m * d * d + m * (m - 1)) / (k * d)))))
         found, scored, sd = _vp_search(theta_star, directions, m, Xs[:n_fit], Ys[:n_fit], radius, keep_tuples,
-                                       starts=vp_starts, max_iter=max_nfev, rng=np.random.default_rng(seed))
+                                       starts=vp_starts, max_iter=max_nfev, rng=np.random.default_rng(seed),
+                                       workers=workers)
         return found, scored, details | sd | {"scoring_examples": int(n_fit)}
     alphas = _grid(m, net_points, net_points_3d) * radius
     points = theta_star[None] + (alphas @ directions.T).reshape(-1, d, d) if m > 1 else theta_star[None]

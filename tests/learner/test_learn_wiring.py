@@ -155,6 +155,8 @@ class TestPhaseArguments:
         last5 = spans[-1][2]
         assert args6[0] is run.oracle and args6[1] is last5.theta_star and args6[3] == M
         assert args6[2] is last5.directions
+        assert isinstance(kw6.pop("workers"), Workers)
+        assert kw6.pop("threads") == 1  # no local workers: the products keep blas_threads
         assert kw6 == {"net_radius": cfg["net_radius"], "net_points": cfg["net_points"],
                        "net_points_3d": cfg["net_points_3d"], "n_search": cfg["n_search"],
                        "keep_tuples": cfg["keep_tuples"], "examples_per_param": cfg["refine_examples_per_param"],
@@ -195,7 +197,7 @@ class TestRecords:
         run = adaptive
         ex = run.result.execution
         assert ex["backend"] == "serial"
-        assert ex["blas_threads"] == {"alone": 1, "while_workers_stream": 1, "workers": 1}
+        assert ex["blas_threads"] == {"alone": 1, "while_workers_stream": 1, "workers": 1, "phase6_products": 1}
         assert "phase4_time_estimate" not in ex
 
     @pytest.mark.parametrize("which", ["adaptive", "fixed"])
@@ -302,7 +304,8 @@ class TestInterrupted:
                 learn(LayerOracle(truth, 3, rng=1), m=1, config=LearnConfig(**SMALL), progress=False)
         assert seen["n"] == 0 and seen["hull_m"] == 1 and seen["max_m"] == 1
 
-    @pytest.mark.parametrize(("blas", "recorded"), [(2, {"alone": 2, "while_workers_stream": 2, "workers": 1}),
+    @pytest.mark.parametrize(("blas", "recorded"), [(2, {"alone": 2, "while_workers_stream": 2, "workers": 1,
+                                                         "phase6_products": 2}),
                                                     (None, None)])
     def test_no_config_is_the_default_config(self, blas, recorded):
         """No config is the default config; without workers the streaming phases keep ``blas_threads`` too."""
@@ -427,7 +430,7 @@ def test_blas_threads_with_workers_are_one_while_they_stream():
     assert seen == {"alone": {2}, "streaming": {1}}
     ex = exc.value.result.execution
     assert ex["backend"] == "local"
-    assert ex["blas_threads"] == {"alone": 2, "while_workers_stream": 1, "workers": 1}
+    assert ex["blas_threads"] == {"alone": 2, "while_workers_stream": 1, "workers": 1, "phase6_products": 2}
 
 
 def test_forecast_over_budget_records_the_time_estimate():

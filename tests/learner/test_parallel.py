@@ -96,6 +96,18 @@ class TestIdenticalResults:
         assert serial_result.execution["phases"]["2_crude_sculpt"]["examples_ahead"] == 0
         assert _no_children(before) == []
 
+    def test_phase_6_on_two_workers_gives_the_serial_result(self):
+        """The variable-projection search's starts on the pool and the refinement's products on two BLAS threads
+        (the serial run: one) give the serial run's layer, bit for bit."""
+        config = dataclasses.replace(CONFIG, search="vp", vp_starts=4)
+        serial, parallel = _learn(config=config), _learn(config=config, workers=2)
+        _assert_same(serial, parallel)
+        assert parallel.diagnostics["6_search"]["search"] == "vp"
+        assert parallel.execution["phases"]["6_search"]["batches"] == 4  # the starts ran on the pool
+        assert parallel.execution["backend"] == "local" and serial.execution["backend"] == "serial"
+        assert serial.execution["blas_threads"]["phase6_products"] == 1
+        assert parallel.execution["blas_threads"]["phase6_products"] == 2
+
     def test_the_comparison_sees_a_different_stream(self):
         """Negative control: batches of another size are another stream of examples, and the check notices."""
         a = _learn(config=SHORT)

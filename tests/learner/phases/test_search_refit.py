@@ -8,8 +8,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from learner import AttentionLayer, LayerOracle, random_layer
+from learner import AttentionLayer, LayerOracle, min_norm_point, random_layer
 from learner.layer import attention_patterns, head_features, layer_jacobian
+from learner.oracle import ArraySource
 from learner.phases import search
 from learner.phases.noise import NOISE_Z, candidate_thetas, noise_floor
 from learner.phases.search import (
@@ -22,6 +23,7 @@ from learner.phases.search import (
     _vp_solve,
     _warm_start,
     refit,
+    search_heads,
 )
 
 
@@ -109,9 +111,23 @@ def _jacobian_calls(monkeypatch):
     return calls
 
 
+def _gradient_calls(monkeypatch):
+    calls = []
+    original = search._head_gradients
+
+    def spy(thetas, ws, X, patterns):
+        calls.append(X.shape[0])
+        return original(thetas, ws, X, patterns)
+
+    monkeypatch.setattr(search, "_head_gradients", spy)
+    return calls
+
+
 class TestNormalEquationsInBlocks:
     m, d, k, n = 2, 3, 2, 12
-    per = 8 * k * d * m * d * d  # bytes of one example's Jacobian rows
+    # bytes of one example's arrays in the Θ's: its head gradients G (twice: G and the slice of J_ΘᵀQ it
+    # feeds), G Gᵀ, x xᵀ and Q's rows times x (q = md columns)
+    per = 8 * k * (2 * m * d * d + (m * d) ** 2 + d * d + m * d * d)
 
     def _case(self, seed=3):
         layer, X, Y = _planted(self.m, self.d, self.k, self.n, seed=seed)
@@ -129,30 +145,64 @@ class TestNormalEquationsInBlocks:
             J = J @ np.kron(np.eye(m), basis)
         return J.T @ J, J.T @ r.ravel()
 
-    @pytest.mark.parametrize("budget", [1.0, 1.5, 2.0, 5.5, 11.9, 12.0], ids=str)
+    @pytest.mark.parametrize("budget", [1.0, 1.5, 2.0, 5.5, 11.9, 12.0, 40.0], ids=str)
     def test_every_block_fits_the_bytes(self, monkeypatch, budget):
-        """Whole (projected at once) when all n examples fit, else blocks of ``max_bytes // per`` examples (at
-        least one), each Jacobian within the bytes; the matrices are the same either way."""
+        """In the Θ's the Jacobian is never formed: the examples go in blocks of ``max_bytes // per`` (at least
+        one, at most all n), and the matrices are those of the hand-built Jacobian whatever the blocks."""
         args = self._case()
         A_ref, g_ref = self._reference(*args)
-        calls = _jacobian_calls(monkeypatch)
-        max_bytes = int(budget * self.per)
-        A, g = _normal_equations(*args, max_bytes=max_bytes)
-        step = int(budget)
-        if step >= self.n:
-            assert calls == [(self.n, False, self.n * self.per)]
-        else:
-            sizes = [min(step, self.n - s) for s in range(0, self.n, step)]
-            assert calls == [(s, True, s * self.per) for s in sizes]
+        dense, calls = _jacobian_calls(monkeypatch), _gradient_calls(monkeypatch)
+        A, g = _normal_equations(*args, max_bytes=int(budget * self.per))
+        step = min(int(budget), self.n)
+        assert dense == []
+        assert calls == [min(step, self.n - s) for s in range(0, self.n, step)]
         np.testing.assert_allclose(A, A_ref, rtol=0, atol=1e-10 * np.abs(A_ref).max())
         np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-10 * np.abs(g_ref).max())
 
     def test_fewer_bytes_than_one_example_still_go_one_at_a_time(self, monkeypatch):
         args = self._case()
-        calls = _jacobian_calls(monkeypatch)
+        calls = _gradient_calls(monkeypatch)
         A, _ = _normal_equations(*args, max_bytes=100)
-        assert calls == [(1, True, self.per)] * self.n
+        assert calls == [1] * self.n
         np.testing.assert_allclose(A, self._reference(*args)[0], rtol=0, atol=1e-10 * np.abs(A).max())
+
+    @pytest.mark.parametrize("m, d, k, n", [(1, 4, 2, 9), (3, 5, 3, 7), (2, 6, 4, 5)])
+    def test_other_shapes_match_the_hand_built_jacobian(self, m, d, k, n):
+        """One head, three tokens, more columns than rows of the design: the structured sums index every
+        axis as the hand-built Jacobian does."""
+        layer, X, Y = _planted(m, d, k, n, seed=8)
+        thetas = layer.thetas + 0.05 * np.random.default_rng(8).standard_normal(layer.thetas.shape)
+        ws, r, Q, patterns = _vp_solve(thetas, X, Y)
+        A_ref, g_ref = self._reference(thetas, ws, X, patterns, Q, r)
+        A, g = _normal_equations(thetas, ws, X, patterns, Q, r)
+        np.testing.assert_allclose(A, A_ref, rtol=0, atol=1e-10 * np.abs(A_ref).max())
+        np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-10 * np.abs(g_ref).max())
+
+    def test_two_blas_threads_give_the_same_bits(self):
+        """Phase 6 forms these products with every core of the run: at (m, d, k) = (4, 16, 2) on 128 examples
+        (large enough for OpenBLAS to split the products) two threads give one thread's matrices bit for bit."""
+        from threadpoolctl import threadpool_info
+
+        from learner.parallel import blas_threads
+
+        layer, X, Y = _planted(4, 16, 2, 128, seed=9)
+        thetas = layer.thetas + 0.05 * np.random.default_rng(9).standard_normal(layer.thetas.shape)
+        ws, r, Q, patterns = _vp_solve(thetas, X, Y)
+        out = {}
+        for n in (1, 2):
+            with blas_threads(n):
+                assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {n}
+                out[n] = _normal_equations(thetas, ws, X, patterns, Q, r)
+        np.testing.assert_array_equal(out[1][0], out[2][0])
+        np.testing.assert_array_equal(out[1][1], out[2][1])
+
+    def test_control_an_unprojected_jacobian_is_told_apart(self):
+        """Control: the same sums without the projection's part differ from the reference, so the
+        comparisons above see the projection."""
+        thetas, ws, X, patterns, Q, r = self._case()
+        A_ref, _ = self._reference(thetas, ws, X, patterns, Q, r)
+        A, _ = _normal_equations(thetas, ws, X, patterns, Q[:, :0], r)
+        assert np.abs(A - A_ref).max() > 1e-3 * np.abs(A_ref).max()
 
     @pytest.mark.parametrize("budget", [None, 1.0, 3.0], ids=str)
     def test_hull_coordinates_in_blocks(self, monkeypatch, budget):
@@ -212,7 +262,8 @@ class _Trace:
         λ = 1e-3, the diagonal floored at 1e-12 of its largest entry; a step kept only if it lowers the
         residual (λ / 5, at least 1e-12), else λ × 4; a failed factorisation λ × 10 at no evaluation; stop at a
         relative residual <= 1e-30, after a kept step that moves the parameters by <= 1e-15 relative or lowers
-        the residual by <= ftol relative, when λ reaches 1e16, or at max_iter evaluations."""
+        the residual by <= ftol relative or ends below 1e-20 relative having gained less than 10 times, when λ
+        reaches 1e16, or at max_iter evaluations."""
         events = iter(self.events)
 
         def take(kind):
@@ -239,7 +290,8 @@ class _Trace:
                 evaluations += 1
                 if cost_new < cost:
                     small = (np.linalg.norm(step) <= 1e-15 * max(np.linalg.norm(z), 1e-300)
-                             or cost - cost_new <= ftol * cost)
+                             or cost - cost_new <= ftol * cost
+                             or (cost_new <= 1e-20 * yy and 10 * cost_new > cost))
                     z, cost, lam, improved = z_new, cost_new, max(lam / 5, 1e-12), True
                     break
                 lam *= 4
@@ -370,12 +422,12 @@ class TestRefit:
         assert _rel(converged, X, Y) < _rel(one_step, X, Y)
         np.testing.assert_array_equal(converged.thetas, refit(start, X, Y, ftol=1e-12).thetas)
 
-    def test_jacobians_stay_within_max_bytes(self, monkeypatch):
+    def test_blocks_stay_within_max_bytes(self, monkeypatch):
         _, X, Y, start = _noisy_case()
-        per = 8 * 2 * 3 * 2 * 3 * 3
-        calls = _jacobian_calls(monkeypatch)
+        per = TestNormalEquationsInBlocks.per  # the same (m, d, k) = (2, 3, 2)
+        calls = _gradient_calls(monkeypatch)
         layer = refit(start, X, Y, max_iter=5, max_bytes=3 * per)
-        assert calls and all(n <= 3 and nbytes <= 3 * per for n, _, nbytes in calls)
+        assert calls and all(n <= 3 for n in calls) and sum(calls) % X.shape[0] == 0
         assert layer.thetas.shape == (2, 3, 3) and layer.thetas.dtype == np.float64
 
 
@@ -585,3 +637,34 @@ class TestNoiseRefit:
                                    max_bytes=4 * (2 * per - 1))
         assert found["noise_test"].consistent and found["noise_test"].z == NOISE_Z
         assert found["refit_examples"] == 1 and found["noise"].residuals == 3
+
+
+def test_the_refinement_products_take_the_threads_given_and_the_rest_keeps_the_setting(monkeypatch):
+    """``threads`` reaches the refinement's normal equations only: the factorisations and the search's starts
+    keep the process's setting (one thread here)."""
+    from threadpoolctl import threadpool_info
+
+    from learner.parallel import blas_threads
+
+    def now():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    seen = {"products": set(), "factorisations": set(), "starts": set()}
+    real = {name: getattr(search, name) for name in ("_structured_normal_equations", "cho_factor", "_vp_start")}
+
+    def spy(name, key):
+        def wrapped(*args, **kwargs):
+            seen[key] |= now()
+            return real[name](*args, **kwargs)
+        monkeypatch.setattr(search, name, wrapped)
+
+    spy("_structured_normal_equations", "products")
+    spy("cho_factor", "factorisations")
+    spy("_vp_start", "starts")
+    layer, X, Y = _planted(2, 4, 2, 80, seed=12, noise=1e-3)  # noisy labels: the refinement takes steps
+    star = min_norm_point(layer.thetas)
+    Q = np.linalg.qr((layer.thetas[1] - layer.thetas[0]).reshape(-1, 1))[0]
+    with blas_threads(1):
+        res = search_heads(ArraySource(X, Y), star, Q, 2, search="vp", vp_starts=2, n_search=40, threads=2)
+    assert res.nfev >= 1
+    assert seen == {"products": {2}, "factorisations": {1}, "starts": {1}}

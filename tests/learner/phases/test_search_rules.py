@@ -419,7 +419,7 @@ class TestSearchHeads:
         star, Q = _hull(layer)
         source = _source(layer, n_search, k=k)
         lm = _Spy(monkeypatch, "_levenberg_marquardt")
-        blocks = _Spy(monkeypatch, "_vp_jacobian")
+        blocks = _Spy(monkeypatch, "_head_gradients")
         memory = 8 * 3 * (3 * d) ** 2 + 20 * k * d * m * d * d * 8  # the Gram matrix and 20 examples' Jacobian
         kwargs = {} if per_param is None else {"examples_per_param": per_param}
         res = search_heads(source, star, Q, m, net_points=3, n_search=n_search, max_nfev=3, search="exhaustive",
@@ -431,7 +431,8 @@ class TestSearchHeads:
         np.testing.assert_array_equal(Y, source.Y[:n_ref])
         np.testing.assert_array_equal(theta0, res.warm_start.thetas)
         assert kw["max_iter"] == 3 and res.nfev <= 3
-        assert blocks.calls and all(8 * a[2].shape[0] * k * d * m * d * d <= memory for a, _, _ in blocks.calls)
+        per = 8 * k * (2 * m * d * d + (m * d) ** 2 + d * d + m * d * d)  # one example's arrays (structured sums)
+        assert blocks.calls and all(a[2].shape[0] * per <= memory for a, _, _ in blocks.calls)
 
     def test_trust_region_refinement(self):
         layer = random_layer(2, 3, logit_scale=1.0, rng=5)
