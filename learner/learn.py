@@ -159,8 +159,8 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
         and was the fastest measured on two cores, quiet or beside other work
         (README, "BLAS threads"; two threads took 3× as long beside two
         CPU-bound processes at (5, 16, 2)). Phase 6's refinement forms its normal equations with as many
-        threads as there are local workers when they are more (the workers are idle then); those products
-        were measured bit-identical at one and two threads, its factorisations keep this setting.
+        threads as there are local workers when they are more (the workers are idle then), in blocks that do
+        not depend on their number; its factorisations keep this setting.
         ``execution["blas_threads"]`` records what was set.
 
     Returns
@@ -195,11 +195,10 @@ def _threads(n, pool, alone):
 
 
 def _products_threads(n, pool):
-    """BLAS threads of phase 6's refinement products: ``n``, or every local worker's core when there are more —
-    the workers are idle while this process refines. None leaves the process's setting."""
-    if n is None:
-        return None
-    return max(n, pool.workers) if pool.backend == "local" else n
+    """Threads of phase 6's refinement products: the run's ``n`` BLAS threads (one when None), or every local
+    worker's core when there are more of them (the workers are idle while this process refines). Their blocks do
+    not depend on the number, so neither does the result."""
+    return max(n or 1, pool.workers if pool.backend == "local" else 1)
 
 
 def _learn(source, *, m, k, config, truth, rng, pool, blas, logit_scale=None):

@@ -78,8 +78,12 @@ SEARCHES = ("auto", "exhaustive", "swap", "vp")
 #: ``F`` and ``Y``, not the model (ours). Measured at (m, d, k) = (8, 24, 2): 4e-3, 4e-5, 2e-8, 2e-14, 8e-22,
 #: 6e-30, 1.3e-30, then twenty evaluations between 1.3e-30 and 1.1e-30 — the floor there lies above 1e-30.
 FLOOR_ZONE = 1e-20
-#: See :data:`FLOOR_ZONE`.
+#: The gain below which a step at the floor ends the run (ours: ten times, far below the orders of magnitude
+#: a Gauss–Newton step gains before the floor; see :data:`FLOOR_ZONE`).
 FLOOR_GAIN = 10.0
+#: Columns per block of the refinement's large products (:func:`_products`; ours): wide enough for the BLAS to run
+#: near its peak on one thread, narrow enough to share (8, 24, 2)'s 4,608 columns among the threads.
+PRODUCT_BLOCK = 256
 #: The joint refinements of :func:`search_heads`: variable projection (Levenberg–Marquardt on the
 #: Θ's, W's eliminated) or the earlier trust-region refinement of all parameters.
 REFINEMENTS = ("vp", "trf")
@@ -235,33 +239,27 @@ def _head_gradients(thetas, ws, X, patterns):
     return G.reshape(n * k, m * d, d)
 
 
-def _vp_jacobian(thetas, ws, X, patterns, Q, basis=None):
-    """Kaufman's Jacobian of the projected residual w.r.t. the ``Θ``'s (or their coordinates in ``basis``).
+def _vp_jacobian(thetas, ws, X, patterns, Q, basis):
+    """Kaufman's Jacobian of the projected residual w.r.t. the ``Θ``'s coordinates in ``basis``.
 
     ``∂F_a[e]/∂Θ_i[c, c'] = x_a[c] G_i[a, c', e]`` (:func:`_head_gradients`); the columns are then
     projected onto the residual space of the ``W`` least squares (Kaufman's approximation of the
-    variable-projection Jacobian, Golub & Pereyra 2003). ``basis`` (d², r), when given, gives the
-    Jacobian w.r.t. ``α_i`` with ``Θ_i = Θ_0 + reshape(basis @ α_i)``.
-    Returns shape (n·k·d, m·d²) or (n·k·d, m·r); rows ``(n, a, e)``.
+    variable-projection Jacobian, Golub & Pereyra 2003). ``basis`` (d², r) gives the Jacobian w.r.t.
+    ``α_i`` with ``Θ_i = Θ_0 + reshape(basis @ α_i)`` (the ``Θ``'s themselves never form it:
+    :func:`_structured_normal_equations`). Returns shape (n·k·d, m·r); rows ``(n, a, e)``.
     """
     n, k, d = X.shape
     m = len(thetas)
     G = _head_gradients(thetas, ws, X, patterns).reshape(n, k, m, d, d)
-    cols = []
-    for i in range(m):
-        if basis is None:
-            cols.append(np.einsum("nac,nape->naecp", X, G[:, :, i]).reshape(n * k, d, d * d))
-        else:
-            B = basis.reshape(d, d, -1)  # (c, c', r)
-            XB = np.einsum("nac,cpr->napr", X, B)
-            cols.append(np.einsum("napr,nape->naer", XB, G[:, :, i]))
+    XB = np.einsum("nac,cpr->napr", X, basis.reshape(d, d, -1))  # basis as (c, c', r)
+    cols = [np.einsum("napr,nape->naer", XB, G[:, :, i]) for i in range(m)]
     J = np.concatenate([c.reshape(n * k, d, -1) for c in cols], axis=2)  # (n·k, e, cols)
     if Q is not None:
         J -= np.einsum("Nq,qec->Nec", Q, np.einsum("Nq,Nec->qec", Q, J))
     return J.reshape(n * k * d, -1)
 
 
-def _normal_equations(thetas, ws, X, patterns, Q, r, basis=None, max_bytes=2**30):
+def _normal_equations(thetas, ws, X, patterns, Q, r, basis=None, max_bytes=2**30, threads=1):
     """``(JᵀJ, Jᵀr)`` for Kaufman's Jacobian ``J``, built in blocks of examples within ``max_bytes``.
 
     ``J = P⊥ J_Θ`` with ``P⊥ = I − QQᵀ`` acting on the rows ``(n, a)`` of every output column, so
@@ -271,7 +269,7 @@ def _normal_equations(thetas, ws, X, patterns, Q, r, basis=None, max_bytes=2**30
     whole Jacobian fits the budget it is projected and multiplied at once (no subtraction of two large terms).
     """
     if basis is None:
-        return _structured_normal_equations(thetas, ws, X, patterns, Q, r, max_bytes)
+        return _structured_normal_equations(thetas, ws, X, patterns, Q, r, max_bytes, threads)
     n, k, d = X.shape
     rf = r.ravel()
     cols = len(thetas) * basis.shape[1]
@@ -292,7 +290,40 @@ def _normal_equations(thetas, ws, X, patterns, Q, r, basis=None, max_bytes=2**30
     return A - np.einsum("qec,qef->cf", K, K), g
 
 
-def _structured_normal_equations(thetas, ws, X, patterns, Q, r, max_bytes=2**30):
+def _products(A, B, threads, *, symmetric=False):
+    """``AᵀB`` in fixed blocks of :data:`PRODUCT_BLOCK` columns of ``B``, on ``threads`` threads (ours).
+
+    With more than one thread each block is one single-threaded BLAS call on a thread of its own, so the blocks,
+    and with them the bits, are the same whatever ``threads``: OpenBLAS's own threads change the last bits of
+    some shapes (measured: a (400 × 100)ᵀ(400 × 900) product). ``symmetric`` (``B`` is ``A``): only the blocks on
+    and above the diagonal are computed, then mirrored.
+    """
+    n = B.shape[1]
+    out = np.empty((A.shape[1], n))
+    starts = range(0, n, PRODUCT_BLOCK)
+
+    def block(s):
+        e = min(s + PRODUCT_BLOCK, n)
+        if symmetric:
+            out[:e, s:e] = A[:, :e].T @ B[:, s:e]
+        else:
+            out[:, s:e] = A.T @ B[:, s:e]
+
+    if threads > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with blas_threads(1), ThreadPoolExecutor(threads) as pool:
+            list(pool.map(block, starts))
+    else:
+        for s in starts:
+            block(s)
+    if symmetric:
+        for s in starts:
+            out[s : s + PRODUCT_BLOCK, :s] = out[:s, s : s + PRODUCT_BLOCK].T
+    return out
+
+
+def _structured_normal_equations(thetas, ws, X, patterns, Q, r, max_bytes=2**30, threads=1):
     """``(JᵀJ, Jᵀr)`` in the ``Θ``'s from the Jacobian's structure, without forming it (ours).
 
     A row ``N = (n, a)`` of ``J_Θ`` for output ``e`` is ``x_N ⊗ G_N[:, e]`` (:func:`_head_gradients`), so
@@ -300,7 +331,8 @@ def _structured_normal_equations(thetas, ws, X, patterns, Q, r, max_bytes=2**30)
     ``2·N·m²d⁴`` flops instead of the dense ``2·N·d·(md²)²`` — and the projection's part is
     ``Σ_e K_eᵀK_e`` with ``K[q, e] = Σ_N Q[N, q] x_N ⊗ G_N[:, e]``. At (m, d, k) = (8, 24, 2) on the
     refinement's 576 examples that is about 2·10¹¹ flops against 1.3·10¹²; the two agree to ~1e-15
-    relative. The per-example arrays go in blocks of examples within ``max_bytes``.
+    relative. The per-example arrays go in blocks of examples within ``max_bytes``; the three large products
+    run on ``threads`` threads (:func:`_products`: the same bits whatever ``threads``).
     """
     n, k, d = X.shape
     m = len(thetas)
@@ -317,21 +349,21 @@ def _structured_normal_equations(thetas, ws, X, patterns, Q, r, max_bytes=2**30)
         G = _head_gradients(thetas, ws, X[s : s + step], patterns[s : s + step])  # (N, md, d)
         x = X[s : s + step].reshape(-1, d)
         H = G @ G.transpose(0, 2, 1)  # (N, md, md)
-        A += (x[:, :, None] * x[:, None, :]).reshape(-1, d * d).T @ H.reshape(-1, md * md)
+        A += _products((x[:, :, None] * x[:, None, :]).reshape(-1, d * d), H.reshape(-1, md * md), threads)
         g += np.einsum("Nc,Nip->icp", x, np.einsum("Npe,Ne->Np", G, rr[rows]).reshape(-1, m, d))
         if q:
-            R += (Q[rows, :, None] * x[:, None, :]).reshape(-1, q * d).T @ G.reshape(-1, md * d)
+            R += _products((Q[rows, :, None] * x[:, None, :]).reshape(-1, q * d), G.reshape(-1, md * d), threads)
     # A[(c, b), (i, c', j, b')] → JᵀJ[(i, c, c'), (j, b, b')]
     A = A.reshape(d, d, m, d, m, d).transpose(2, 0, 3, 4, 1, 5).reshape(cols, cols)
     if q:
         K = R.reshape(q, d, m, d, d).transpose(0, 4, 2, 1, 3).reshape(q * d, cols)  # rows (q, e), cols (i, c, c')
         del R
-        A -= K.T @ K
+        A -= _products(K, K, threads, symmetric=True)
     return A, g.ravel()
 
 
 def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, origin=None, max_bytes=2**30,
-                         threads=None):
+                         threads=1):
     """Levenberg–Marquardt on the ``Θ``'s (or hull coordinates) with the ``W``'s solved exactly at every step.
 
     Ours: variable projection (Golub & Pereyra 1973; Kaufman's Jacobian) on the layer, which is
@@ -341,10 +373,10 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     1e-30 (float64's floor for ``‖F − Y‖²/‖Y‖²`` is ~1e-32), a kept step that lowers the residual
     by less than ``ftol`` relative or moves the parameters by less than 1e-15 relative, at the rounding
     floor (a kept step below :data:`FLOOR_ZONE` relative that gains less than :data:`FLOOR_GAIN` times), or
-    after ``max_iter`` residual evaluations. ``threads`` (None: the process's setting) are the BLAS threads
-    of the normal equations' products; the factorisations keep the process's setting, whose result a
-    multithreaded LAPACK may change in the last bits (the products' were measured bit-identical at 1 and 2
-    threads). Returns ``(params, ws, evaluations, relative residual)``.
+    after ``max_iter`` residual evaluations. ``threads`` are the threads of the normal equations' large
+    products in the ``Θ``'s (the same bits whatever their number: :func:`_products`); the factorisations keep
+    the process's BLAS setting, whose result a multithreaded LAPACK changes in the last bits.
+    Returns ``(params, ws, evaluations, relative residual)``.
     """
     m = theta0.shape[0]
     d = X.shape[2]
@@ -358,8 +390,7 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     cost = float(np.sum(r**2))
     evaluations, lam = 1, 1e-3
     while evaluations < max_iter and cost > 1e-30 * yy:
-        with blas_threads(threads) if threads is not None else contextlib.nullcontext():
-            A, g = _normal_equations(thetas_of(z), ws, X, patterns, Q, r, basis, max_bytes)
+        A, g = _normal_equations(thetas_of(z), ws, X, patterns, Q, r, basis, max_bytes, threads)
         scale = np.maximum(np.diagonal(A), 1e-12 * max(float(np.diagonal(A).max()), 1e-300))
         improved = False
         while evaluations < max_iter and lam < 1e16:
@@ -535,7 +566,7 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
                  max_tuples: int = 100_000, search_memory: int = 2**30, swap_starts: int = 8, vp_starts: int = 8,
                  seed: SeedLike = 0, refine: str = "vp", truth: AttentionLayer | None = None, k: int | None = None,
                  noise_tol: float | None = None, noise_z: float | None = None,
-                 workers: Workers | int | str | None = None, threads: int | None = None) -> SearchResult:
+                 workers: Workers | int | str | None = None, threads: int = 1) -> SearchResult:
     """Phase 6: the best m-tuple on an ε-net of the hull, then joint least-squares refinement.
 
     Parameters
@@ -579,9 +610,10 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     workers : Workers, int, "auto" or None
         Where the variable-projection search's starts run (:func:`learner.learn` passes its pool); the result
         is the same wherever they run. None: here, one after another.
-    threads : int, optional
-        BLAS threads of the refinement's normal-equation products (:func:`learner.learn` passes every core
-        its run has: the workers are idle then). None: the process's setting.
+    threads : int
+        Threads of the refinement's normal-equation products, each with one BLAS thread, in blocks that do not
+        depend on their number, so the result does not either (:func:`learner.learn` passes every core its run
+        has: the workers are idle then).
 
     Returns
     -------
@@ -660,7 +692,7 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     )
 
 
-def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_bytes, hull=None, threads=None):
+def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_bytes, hull=None, threads=1):
     """The noise-floor test of the refined layer; when it passes, the refit on more scoring examples.
 
     Returns ``(SearchResult fields, residual evaluations)``: the test, and when it passed the noise floor of

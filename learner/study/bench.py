@@ -18,6 +18,10 @@ BLAS limited to one thread (:func:`blas_threads`). ``python -m learner bench
 
 The span benchmark (:func:`run_span_benchmark`, ``python -m learner bench --span``) times phase 5's hull solve
 with its SVDs through a QR against the thin SVD of the constraint matrix, on phase 5's shape at m = 1.
+
+The search benchmark (:func:`run_search_benchmark`, ``python -m learner bench --search``) times phase 6 in one
+process with one BLAS thread against the run's workers (the search's starts on the pool, the refinement's
+products on as many BLAS threads), at (m, d, k) = (7, 20, 2) by default.
 """
 
 from __future__ import annotations
@@ -47,12 +51,14 @@ __all__ = [
     "BenchResult",
     "BenchRow",
     "CertificationBench",
+    "SearchBench",
     "SpanBench",
     "blas_threads",
     "fit_patterns_solve",
     "forward_flops",
     "run_benchmark",
     "run_certification_benchmark",
+    "run_search_benchmark",
     "run_span_benchmark",
 ]
 
@@ -607,3 +613,106 @@ def run_parallel_benchmark(m: int = 4, d: int = 12, k: int = 2, *, workers: int 
 
 def _noop(i):
     return i
+
+
+@dataclass(frozen=True)
+class SearchBench:
+    """Phase 6 (:func:`learner.phases.search_heads`) as one process with one BLAS thread runs it — the search's
+    starts one after another — against the run's ``workers`` (the starts on a local pool, the refinement's
+    products on as many BLAS threads), timed in one run on the same hull and examples: medians and their ratio."""
+
+    m: int
+    d: int
+    k: int
+    workers: int
+    repeat: int
+    serial_seconds: float
+    parallel_seconds: float
+    #: Each side's last run: the search's and the refinement's seconds, the refinement's residual evaluations.
+    serial_split: dict
+    parallel_split: dict
+    heldout_error: float
+    identical: bool
+    blas: str = ""
+
+    @property
+    def speedup(self) -> float:
+        """Median time in one process over median time with ``workers``."""
+        return self.serial_seconds / self.parallel_seconds
+
+    def table(self) -> str:
+        def split(s):
+            return (f"search {s['search_seconds']:.2f} s, refinement {s['refine_seconds']:.2f} s "
+                    f"({s['evaluations']} evaluations)")
+
+        return "\n".join([
+            (f"phase 6 at (m, d, k) = ({self.m}, {self.d}, {self.k}) on a hull 0.2 rad off the planted one, medians "
+             f"of {self.repeat} interleaved runs on {available_cores()} cores:"),
+            f"  one process, one BLAS thread   {self.serial_seconds:8.2f} s   ({split(self.serial_split)})",
+            (f"  {self.workers} workers, {self.workers} threads       {self.parallel_seconds:8.2f} s   "
+             f"({split(self.parallel_split)})"),
+            (f"  speed-up {self.speedup:.2f}x (at most {self.workers}x); held-out relative error "
+             f"{self.heldout_error:.1e}; layers identical: {self.identical}"),
+            f"  compared: {self.blas}",
+        ])
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__) | {"speedup": self.speedup}
+
+
+@declare(m=Integer(2), d=Integer(), k=Integer(2), workers=Integer(2), repeat=Integer())
+def run_search_benchmark(m: int = 7, d: int = 20, k: int = 2, *, workers: int = PARALLEL_BENCH_WORKERS,
+                         repeat: int = 3, rng: SeedLike = None) -> SearchBench:
+    """Time phase 6 in one process and on ``workers`` local processes, on one planted layer's hull.
+
+    The hull is the planted one turned about 0.2 rad (phase 5's estimates were 0.1–0.3 rad off at m = 6, so the
+    search and the refinement both have work to do) and both sides read the same examples. The refinement's
+    products are bit-identical at one and two BLAS threads and the starts' order fixed, so the two layers must
+    be identical. Runs alternate, so a change of load hits both alike.
+
+    Returns
+    -------
+    SearchBench
+    """
+    from ..geometry import min_norm_point
+    from ..oracle import ArraySource, LayerOracle
+    from ..parallel import Workers
+    from ..phases import LearnConfig, search_heads
+
+    rng = check_rng(rng)
+    layer_seed, oracle_seed, turn = rng.spawn(3)
+    layer = random_layer(m, d, logit_scale=STUDY_LOGIT_SCALE, rng=layer_seed)
+    cfg = LearnConfig()
+    X, Y = LayerOracle(layer, k, rng=oracle_seed).draw(2 * cfg.n_search)
+    T = layer.thetas.reshape(m, -1)
+    exact = np.linalg.qr((T[1:] - T[0]).T)[0]
+    noise = np.random.default_rng(turn).standard_normal(exact.shape)
+    noise -= exact @ (exact.T @ noise)  # off the hull, so that the angle is the noise's size
+    directions = np.linalg.qr(exact + np.tan(0.2) * noise / np.linalg.norm(noise, axis=0))[0]
+    star = min_norm_point(layer.thetas)
+    results = {}
+
+    def timed(name, pool, threads):
+        def run():
+            with blas_threads(1):
+                results[name] = search_heads(ArraySource(X, Y), star, directions, m, n_search=cfg.n_search,
+                                             max_nfev=cfg.max_nfev, vp_starts=cfg.vp_starts, workers=pool,
+                                             threads=threads)
+        return run
+
+    with Workers(workers) as pool:
+        pool._ensure()  # started before the clock
+        t_serial, t_parallel = _interleaved_medians([timed("serial", None, 1),
+                                                     timed("parallel", pool, workers)], repeat)
+    with blas_threads(1) as how:
+        blas = (f"{how} in this process for both; the second's refinement products on {workers} threads of one "
+                "BLAS thread each, and one BLAS thread in each worker (learner.parallel.WORKER_ENV)")
+    a, b = results["serial"], results["parallel"]
+
+    def split(r):
+        return {"search_seconds": r.seconds - r.refine_seconds, "refine_seconds": r.refine_seconds,
+                "evaluations": r.nfev}
+
+    identical = bool(np.array_equal(a.layer.thetas, b.layer.thetas) and np.array_equal(a.layer.ws, b.layer.ws))
+    return SearchBench(m, d, k, workers, repeat, t_serial, t_parallel, split(a), split(b), b.heldout_error,
+                       identical, blas)

@@ -30,6 +30,7 @@ from .bench import (
     run_benchmark,
     run_certification_benchmark,
     run_parallel_benchmark,
+    run_search_benchmark,
     run_span_benchmark,
 )
 from .frontier import DEFAULT_GRID
@@ -70,20 +71,24 @@ def _add_bench(sub):
     p.add_argument("--parallel", action="store_true",
                    help="only the certification phase in this process against a local pool (speed-up)")
     p.add_argument("--workers", type=int, default=PARALLEL_BENCH_WORKERS,
-                   help=f"local workers of --parallel (default {PARALLEL_BENCH_WORKERS}: one process against two)")
+                   help=f"local workers of --parallel and --search (default {PARALLEL_BENCH_WORKERS}: one process "
+                        "against two)")
     p.add_argument("--certification", action="store_true",
                    help="only phase 4's certification (float64 fit against the float32 screen) beside the "
                         "forward pass, with one BLAS thread, at --m/--d/--k")
     p.add_argument("--span", action="store_true",
                    help="only phase 5's hull solve: SVDs through a QR against the thin SVD, 200,000 constraints × "
                         "144 unknowns (phase 5's shape at m = 1, d = 12), one BLAS thread")
+    p.add_argument("--search", action="store_true",
+                   help="only phase 6 at (m, d, k) = (7, 20, 2): one process with one BLAS thread against --workers "
+                        "(the search's starts on the pool, the refinement's products on as many threads)")
     p.add_argument("--m", type=int, default=3, help="heads of --certification (default 3)")
     p.add_argument("--d", type=int, default=16, help="token dimension of --certification (default 16)")
     p.add_argument("--k", type=int, default=4, help="tokens per sequence of --certification (default 4)")
     p.add_argument("--tol", type=float, default=0.03,
                    help="certification tolerance of --certification (default 0.03, phase 4's at (3, 16, 4))")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-    # --m/--d/--k/--tol are --certification's; --workers is --parallel's (--repeat is every benchmark's).
+    # --m/--d/--k/--tol are --certification's; --workers is --parallel's and --search's (--repeat is every benchmark's).
     declare_options(p, run_certification_benchmark, run_parallel_benchmark, run_benchmark)
     p.set_defaults(handler=_bench)
 
@@ -302,6 +307,13 @@ def _bench(args):
         print(par.table())
         if args.json:
             write_json(args.json, command_record("bench --parallel", parallel=par.to_dict()))
+        return 0
+    if args.search:
+        cell = (3, 10, 2) if args.quick else (7, 20, 2)
+        found = run_search_benchmark(*cell, workers=args.workers, repeat=args.repeat, rng=args.seed)
+        print(found.table())
+        if args.json:
+            write_json(args.json, command_record("bench --search", seed=args.seed, search=found.to_dict()))
         return 0
     if args.span:
         span = run_span_benchmark(rows=5000 if args.quick else 200_000, repeat=args.repeat, rng=args.seed)

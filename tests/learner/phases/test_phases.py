@@ -480,12 +480,12 @@ class TestVariableProjection:
         full = layer_jacobian(thetas, ws, X)[:, : m * d * d].reshape(30 * k, d, m * d * d)
         flat = full.reshape(30 * k, -1)  # rows (n, a); the projector acts on them, column by column
         projected = (flat - Q @ (Q.T @ flat)).reshape(30 * k * d, -1)
-        J = _vp_jacobian(thetas, ws, X, patterns, Q)
+        J = _vp_jacobian(thetas, ws, X, patterns, Q, np.eye(d * d))  # the Θ's themselves: the identity basis
         # Same sums in another order: agreement to rounding (entries are O(1)).
         np.testing.assert_allclose(J, projected, rtol=0, atol=1e-12)
         basis = np.linalg.qr(np.random.default_rng(7).standard_normal((d * d, 2)))[0]
         Jb = _vp_jacobian(thetas, ws, X, patterns, Q, basis)
-        np.testing.assert_allclose(Jb, J @ np.kron(np.eye(m), basis), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(Jb, projected @ np.kron(np.eye(m), basis), rtol=0, atol=1e-12)
         # The residual is orthogonal to the design (the W's are optimal).
         D = np.einsum("nmab,nbc->namc", patterns, X).reshape(30 * k, m * d)
         assert np.abs(D.T @ r).max() < 1e-12 * np.abs(D).max() * np.abs(Y).max() * 30 * k

@@ -178,23 +178,18 @@ class TestNormalEquationsInBlocks:
         np.testing.assert_allclose(A, A_ref, rtol=0, atol=1e-10 * np.abs(A_ref).max())
         np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-10 * np.abs(g_ref).max())
 
-    def test_two_blas_threads_give_the_same_bits(self):
-        """Phase 6 forms these products with every core of the run: at (m, d, k) = (4, 16, 2) on 128 examples
-        (large enough for OpenBLAS to split the products) two threads give one thread's matrices bit for bit."""
-        from threadpoolctl import threadpool_info
-
-        from learner.parallel import blas_threads
-
-        layer, X, Y = _planted(4, 16, 2, 128, seed=9)
+    @pytest.mark.parametrize("threads", [2, 3])
+    def test_more_threads_give_the_same_bits(self, threads):
+        """Phase 6 forms these products on every core of the run, in blocks that do not depend on the number of
+        threads: at (m, d, k) = (3, 10, 2) on 200 examples (shapes where OpenBLAS's own threads change the last
+        bits) two and three threads give one thread's matrices bit for bit."""
+        layer, X, Y = _planted(3, 10, 2, 200, seed=9)
         thetas = layer.thetas + 0.05 * np.random.default_rng(9).standard_normal(layer.thetas.shape)
-        ws, r, Q, patterns = _vp_solve(thetas, X, Y)
-        out = {}
-        for n in (1, 2):
-            with blas_threads(n):
-                assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {n}
-                out[n] = _normal_equations(thetas, ws, X, patterns, Q, r)
-        np.testing.assert_array_equal(out[1][0], out[2][0])
-        np.testing.assert_array_equal(out[1][1], out[2][1])
+        args = _vp_solve(thetas, X, Y)
+        one = _normal_equations(thetas, args[0], X, args[3], args[2], args[1], threads=1)
+        more = _normal_equations(thetas, args[0], X, args[3], args[2], args[1], threads=threads)
+        np.testing.assert_array_equal(one[0], more[0])
+        np.testing.assert_array_equal(one[1], more[1])
 
     def test_control_an_unprojected_jacobian_is_told_apart(self):
         """Control: the same sums without the projection's part differ from the reference, so the
@@ -639,9 +634,23 @@ class TestNoiseRefit:
         assert found["refit_examples"] == 1 and found["noise"].residuals == 3
 
 
+@pytest.mark.parametrize("shape", [(300, 700), (50, 256), (40, 1)], ids=str)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_blocked_products_are_the_products(shape, threads):
+    """``AᵀB`` by blocks of 256 columns (a last block that is short, exactly one block, one column), and the
+    symmetric ``AᵀA`` from the blocks on and above the diagonal, mirrored: numpy's product to rounding."""
+    rng = np.random.default_rng(3)
+    A, B = rng.standard_normal((shape[0], 90)), rng.standard_normal(shape)
+    np.testing.assert_allclose(search._products(A, B, threads), A.T @ B, rtol=0, atol=1e-12 * shape[0])
+    C = rng.standard_normal(shape)
+    sym = search._products(C, C, threads, symmetric=True)
+    np.testing.assert_allclose(sym, C.T @ C, rtol=0, atol=1e-12 * shape[0])
+    np.testing.assert_array_equal(sym, sym.T)
+
+
 def test_the_refinement_products_take_the_threads_given_and_the_rest_keeps_the_setting(monkeypatch):
-    """``threads`` reaches the refinement's normal equations only: the factorisations and the search's starts
-    keep the process's setting (one thread here)."""
+    """``threads`` reaches the refinement's products only, each block with one BLAS thread: the factorisations
+    and the search's starts keep the process's setting (one thread here)."""
     from threadpoolctl import threadpool_info
 
     from learner.parallel import blas_threads
@@ -650,17 +659,17 @@ def test_the_refinement_products_take_the_threads_given_and_the_rest_keeps_the_s
         return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
 
     seen = {"products": set(), "factorisations": set(), "starts": set()}
-    real = {name: getattr(search, name) for name in ("_structured_normal_equations", "cho_factor", "_vp_start")}
+    real = {name: getattr(search, name) for name in ("_products", "cho_factor", "_vp_start")}
 
-    def spy(name, key):
+    def spy(name, key, value):
         def wrapped(*args, **kwargs):
-            seen[key] |= now()
+            seen[key] |= value(args)
             return real[name](*args, **kwargs)
         monkeypatch.setattr(search, name, wrapped)
 
-    spy("_structured_normal_equations", "products")
-    spy("cho_factor", "factorisations")
-    spy("_vp_start", "starts")
+    spy("_products", "products", lambda args: {args[2]})
+    spy("cho_factor", "factorisations", lambda args: now())
+    spy("_vp_start", "starts", lambda args: now())
     layer, X, Y = _planted(2, 4, 2, 80, seed=12, noise=1e-3)  # noisy labels: the refinement takes steps
     star = min_norm_point(layer.thetas)
     Q = np.linalg.qr((layer.thetas[1] - layer.thetas[0]).reshape(-1, 1))[0]
