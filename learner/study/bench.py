@@ -648,8 +648,8 @@ class SearchBench:
         return "\n".join([
             (f"phase 6 at (m, d, k) = ({self.m}, {self.d}, {self.k}) on a hull 0.2 rad off the planted one, medians "
              f"of {self.repeat} interleaved runs on {available_cores()} cores:"),
-            f"  one process, one BLAS thread   {self.serial_seconds:8.2f} s   ({split(self.serial_split)})",
-            (f"  {self.workers} workers, {self.workers} threads       {self.parallel_seconds:8.2f} s   "
+            f"  {'one process, one BLAS thread':30s} {self.serial_seconds:8.2f} s   ({split(self.serial_split)})",
+            (f"  {f'{self.workers} workers, {self.workers} threads':30s} {self.parallel_seconds:8.2f} s   "
              f"({split(self.parallel_split)})"),
             (f"  speed-up {self.speedup:.2f}x (at most {self.workers}x); held-out relative error "
              f"{self.heldout_error:.1e}; layers identical: {self.identical}"),
