@@ -61,7 +61,7 @@ __all__ = [
     "save_torch_layer",
     "to_torch",
     "to_torch_mha",
-    "torch_dtype", "DTYPES"]
+    "torch_device", "torch_dtype", "DTYPES"]
 
 #: What the ``torch`` extra installs; the message of every function here that needs torch says so.
 INSTALL_HINT = "install the torch extra: pip install -e '.[torch]'"
@@ -95,6 +95,25 @@ def torch_dtype(dtype: str) -> Any:
     if dtype not in DTYPES:
         raise ValueError(f"`dtype` must be one of {DTYPES}; got dtype={dtype!r}.")
     return getattr(require_torch(), dtype)
+
+
+def torch_device(device: Any) -> Any:
+    """The ``torch.device`` named by ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``torch.device``), or a
+    ValueError naming the parameter: for a name torch does not know, and for a CUDA device torch cannot see."""
+    torch = require_torch()
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"`device` must be a device name such as 'cpu' or 'cuda'; got device={device!r}.")
+    try:
+        found = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"`device` must be a device name torch knows, such as 'cpu' or 'cuda'; "
+                         f"got device={device!r}.") from None
+    if found.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0 or (found.index is not None and found.index >= count):
+            raise ValueError(f"`device` asks for {found} but torch sees {count} CUDA device(s) "
+                             f"(torch {torch.__version__}); got device={device!r}. Use 'cpu'.")
+    return found
 
 
 def _numpy(tensor):

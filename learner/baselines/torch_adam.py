@@ -14,6 +14,7 @@ import logging
 import math
 import time
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -33,13 +34,13 @@ log = logging.getLogger(__name__)
 
 @declare(m=Integer(), **option_rules("lr", "epochs", "batch", "n_train", "n_val", "restarts", "tol", "clip",
                                      "init_scale", "success_tol", "eval_every", "threads",
-                                     optional=("eval_every", "threads")))
+                                     optional=("eval_every", "threads", "batch")))
 def fit_torch(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *, m: int, k: int | None = None,
-              lr: float = 1e-2, epochs: int = 200, batch: int = 256, n_train: int = 20000, n_val: int = 5000,
+              lr: float = 1e-2, epochs: int = 200, batch: int | None = 256, n_train: int = 20000, n_val: int = 5000,
               restarts: int = 3, tol: float = 1e-8, clip: float = 1.0, init_scale: float = 0.5,
               success_tol: float = 1e-3, milestones: Iterable[float] = DEFAULT_MILESTONES,
               eval_every: int | None = None, dtype: str = "float64", threads: int | None = None,
-              truth: AttentionLayer | None = None, rng: SeedLike = None) -> LearnResult:
+              device: Any = "cpu", truth: AttentionLayer | None = None, rng: SeedLike = None) -> LearnResult:
     """Fit an ``m``-head layer with ``torch.optim.Adam``: mini-batches, cosine schedule, gradient clipping.
 
     Minimises the loss of :func:`learner.baselines.fit_gradient`,
@@ -67,8 +68,9 @@ def fit_torch(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *
         Adam's initial learning rate.
     epochs : int
         Passes over the training examples per restart (the cosine schedule's length).
-    batch : int
-        Mini-batch size (at most ``n_train``).
+    batch : int or None
+        Mini-batch size (at most ``n_train``); None trains on all ``n_train`` examples at every step (full batch,
+        the natural recipe on a GPU, where one step over 20,000 examples costs about what one over 256 does).
     n_train, n_val, restarts, tol, init_scale, success_tol
         As in :func:`learner.baselines.fit_gradient`: a restart stops once its validation loss is at most
         ``tol``; the restart with the lowest validation loss is kept; success is a validation
@@ -85,6 +87,10 @@ def fit_torch(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *
         Of the parameters and examples (float32 cannot reach relative errors near 1e-8 reliably).
     threads : int, optional
         ``torch.set_num_threads`` for the call (restored after); None leaves torch's setting.
+    device : str or torch.device
+        Where the parameters and examples live and every step computes: ``"cpu"`` (default), ``"cuda"``,
+        ``"cuda:1"``, ... (:func:`learner.torch_interop.torch_device`; a ValueError when torch sees no such
+        device). The result's layer is numpy on the CPU either way.
     truth : AttentionLayer, optional
         The planted layer, for ``result.errors`` only.
     rng : None, int, SeedSequence or Generator
@@ -121,8 +127,10 @@ def fit_torch(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *
     source = as_source(source)
     milestones = check_milestones(milestones)
     dt = torch_interop.torch_dtype(dtype)
+    dev = torch_interop.torch_device(device)
     fit = GradientFit(source, name="fit_torch", m=m, k=k, truth=truth, rng=rng, t_start=t_start)
-    batch = min(batch, n_train)
+    full_batch = batch is None  # a batch >= n_train keeps its permuted order (the records made with one)
+    batch = n_train if batch is None else min(batch, n_train)
     per_epoch = n_train // batch
     total_steps = epochs * per_epoch
     eval_every = per_epoch if eval_every is None else eval_every
@@ -130,7 +138,8 @@ def fit_torch(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *
         "recipe": "torch-adam", "lr": lr, "epochs": epochs, "batch": batch, "n_train": n_train, "n_val": n_val,
         "restarts": restarts, "tol": tol, "clip": clip, "init_scale": init_scale, "success_tol": success_tol,
         "schedule": f"cosine over {total_steps} steps", "eval_every": eval_every, "dtype": dtype,
-        "threads": threads, "torch_version": torch.__version__, "milestones": list(milestones),
+        "threads": threads, "device": str(dev), "full_batch": full_batch, "torch_version": torch.__version__,
+        "milestones": list(milestones),
         "loss": "mean over examples of ||F(X) - Y||_F^2",
         "seed_entropy": rng.bit_generator.seed_seq.entropy,  # type: ignore[attr-defined]
     }
@@ -141,18 +150,18 @@ def fit_torch(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *
     module_class = torch_interop.AttentionModule  # the class, built (and torch imported) on first access
 
     def one(j, gen, params):
-        model = module_class(torch.from_numpy(params[0]).to(dt), torch.from_numpy(params[1]).to(dt))
+        model = module_class(torch.from_numpy(params[0]).to(dev, dt), torch.from_numpy(params[1]).to(dev, dt))
         opt = torch.optim.Adam(model.parameters(), lr=lr)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total_steps)
         return _train(torch, model, opt, sched, X, Y, Xv, Yv, gen=gen, batch=batch, per_epoch=per_epoch,
                       total_steps=total_steps, eval_every=eval_every, clip=clip, tol=tol, mark=mark,
-                      label=f"{j + 1}/{restarts}")
+                      label=f"{j + 1}/{restarts}", full_batch=full_batch)
 
     old_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        X, Y, Xv, Yv = (torch.from_numpy(a).to(dt) for a in (*train, *validation))
+        X, Y, Xv, Yv = (torch.from_numpy(a).to(dev, dt) for a in (*train, *validation))
         runs, gens = fit.restarts(restarts, init_scale, one)
     finally:
         torch.set_num_threads(old_threads)
@@ -165,7 +174,7 @@ def fit_torch(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *
 
 
 def _train(torch, model, opt, sched, X, Y, Xv, Yv, *, gen, batch, per_epoch, total_steps, eval_every, clip, tol,
-           mark, label):
+           mark, label, full_batch=False):
     """One restart; returns its best parameters (numpy, float64) and how it ended."""
     t0 = time.perf_counter()
 
@@ -174,7 +183,8 @@ def _train(torch, model, opt, sched, X, Y, Xv, Yv, *, gen, batch, per_epoch, tot
             return float(torch.sum((model(Xv) - Yv) ** 2)) / Xv.shape[0]
 
     def snapshot():
-        return model.thetas.detach().double().numpy().copy(), model.ws.detach().double().numpy().copy()
+        return (model.thetas.detach().to("cpu").double().numpy().copy(),
+                model.ws.detach().to("cpu").double().numpy().copy())
 
     best_val = initial = val_loss()
     mark(best_val)
@@ -186,11 +196,14 @@ def _train(torch, model, opt, sched, X, Y, Xv, Yv, *, gen, batch, per_epoch, tot
     else:
         perm = None
         for step in range(1, total_steps + 1):
-            pos = (step - 1) % per_epoch
-            if pos == 0:
-                perm = torch.from_numpy(gen.permutation(X.shape[0]))
-            idx = perm[pos * batch : (pos + 1) * batch]
-            loss = torch.sum((model(X[idx]) - Y[idx]) ** 2) / batch
+            if full_batch:  # every example at every step: no permutation to draw or gather
+                loss = torch.sum((model(X) - Y) ** 2) / batch
+            else:
+                pos = (step - 1) % per_epoch
+                if pos == 0:
+                    perm = torch.from_numpy(gen.permutation(X.shape[0])).to(X.device)
+                idx = perm[pos * batch : (pos + 1) * batch]
+                loss = torch.sum((model(X[idx]) - Y[idx]) ** 2) / batch
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip)

@@ -35,7 +35,7 @@ from .bench import (
 )
 from .frontier import DEFAULT_GRID
 from .methods import get as get_method
-from .methods import method_names, quick_options
+from .methods import method_names, present_names, quick_options
 from .peers import peer_study, race_study
 from .records import command_record, print_study
 from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE
@@ -255,9 +255,9 @@ def _add_race(sub):
     p.add_argument("--seeds", type=int, default=3, help="planted layers per cell (default 3)")
     p.add_argument("--lrs", type=float, nargs="+", default=[1e-2, 3e-2],
                    help="learning rates each Adam is tuned over, per cell (default 0.01 0.03)")
-    p.add_argument("--search-methods", nargs="+", default=list(method_names()), choices=list(method_names()),
-                   help="the methods searched (default every registered study method: "
-                        f"{' '.join(method_names())})")
+    p.add_argument("--search-methods", nargs="+", default=None, choices=list(method_names()),
+                   help="the methods searched (default every study method this machine can run: "
+                        f"{' '.join(present_names())})")
     p.add_argument("--search-rounds", type=int, default=0,
                    help="search each method's fewest examples per cell: at most this many sizes of a fixed set, "
                         "bisecting the ladder of halvings (default 0: no search; 4 settled the frontier's cells)")

@@ -19,8 +19,8 @@ from typing import Any
 
 from ..result import LearnResult
 
-__all__ = ["METHODS", "ROLES", "StudyMethod", "check_methods", "example_stream", "get", "method_names", "quick_options",
-           "register"]
+__all__ = ["METHODS", "ROLES", "StudyMethod", "check_methods", "example_stream", "get", "method_names",
+           "present_names", "quick_options", "register"]
 
 #: The roles a method's records can have: the paper's learner (draws what it needs from the oracle; on a fixed set
 #: it uses every example) and a baseline (trains on a set it is given: on a fixed set, the first 4/5, validating on
@@ -41,7 +41,9 @@ class StudyMethod:
     of the comparisons); ``extra`` the optional extra it needs; ``tuned_lr`` whether the studies tune its ``lr`` per
     setting; ``fixed_set(method, options, size)`` how its options change on a fixed set of ``size`` examples
     (the race's search), or None; ``check(options)`` checks its options before a study runs anything (raising
-    TypeError/ValueError), or None; ``requires()`` raises an ImportError saying how to install its extra, or None.
+    TypeError/ValueError), or None; ``requires()`` raises an ImportError saying how to install its extra, or None;
+    ``present()`` says whether this machine can run it at all (a GPU recipe without a GPU cannot), or None: always.
+    The comparisons run by default the methods present (:func:`present_names`).
     """
 
     name: str
@@ -57,6 +59,7 @@ class StudyMethod:
     fixed_set: Callable[[StudyMethod, dict, int], dict] | None = None
     check: Callable[[dict], object] | None = None
     requires: Callable[[], object] | None = None
+    present: Callable[[], bool] | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -92,6 +95,10 @@ class StudyMethod:
         needs none)."""
         if self.requires is not None:
             self.requires()
+
+    def available(self) -> bool:
+        """Whether this machine can run the method (its ``present`` rule; True when it has none)."""
+        return self.present is None or bool(self.present())
 
     def on_fixed_set(self, options: Mapping[str, Any], size: int) -> dict[str, Any]:
         """This method's ``options`` on a fixed set of ``size`` examples (``options`` as they are when it has no
@@ -139,18 +146,35 @@ def _require_torch():
     require_torch()
 
 
+def _cuda_present():
+    """Whether torch is installed and sees a CUDA device (torch is imported only when it is installed)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def _require_cuda():
+    from ..torch_interop import torch_device
+
+    torch_device("cuda")  # a ValueError saying torch sees no CUDA device
+
+
 def _torch_fixed_set(method, options, size):
     """torch Adam on a fixed set of ``size`` examples (ours): its budget is counted in epochs, so a smaller set would
     also mean fewer steps; its ``epochs`` are raised so that its steps per restart, ``epochs · ⌊n_train / batch⌋``
     (the cosine schedule's length), are at least those of its measured runs, and it validates every as many steps
     as they did (``eval_every``: their epoch, 78 steps by default), not every one of its shorter epochs."""
     given = method.defaults() | options
-    batch, epochs, measured_train = int(given["batch"]), int(given["epochs"]), int(given["n_train"])
-    measured_per_epoch = measured_train // min(batch, measured_train)
+    batch, epochs, measured_train = given["batch"], int(given["epochs"]), int(given["n_train"])
+    measured_per_epoch = 1 if batch is None else measured_train // min(int(batch), measured_train)  # None: full batch
     n_train = size - max(1, size // 5)
     if n_train < 1:
         return options
-    per_epoch = n_train // min(batch, n_train)
+    per_epoch = 1 if batch is None else n_train // min(int(batch), n_train)
     return options | {"epochs": max(epochs, -(-epochs * measured_per_epoch // per_epoch)),
                       "eval_every": int(given.get("eval_every") or measured_per_epoch)}
 
@@ -188,6 +212,12 @@ def method_names(*, role: str | None = None, tuned_lr: bool | None = None, needs
     return tuple(name for name, mt in METHODS.items()
                  if (role is None or mt.role == role) and (tuned_lr is None or mt.tuned_lr is tuned_lr)
                  and (needs_extra is None or (mt.extra is not None) is needs_extra))
+
+
+def present_names() -> tuple[str, ...]:
+    """The registered methods this machine can run (:meth:`StudyMethod.available`), in registry order: what the
+    comparisons run by default."""
+    return tuple(name for name, mt in METHODS.items() if mt.available())
 
 
 def check_methods(name: str, values: Any) -> list[str]:
@@ -235,6 +265,14 @@ register(StudyMethod(
     _run_torch_adam, "learner.baselines.torch_adam:fit_torch", role="baseline", tuned_lr=True, extra="torch",
     quick={"epochs": 3, "batch": 64, "n_train": 300, "n_val": 100, "restarts": 1},
     study_options={"threads": TORCH_THREADS}, fixed_set=_torch_fixed_set, requires=_require_torch,
+))
+register(StudyMethod(
+    "torch-adam-gpu", "PyTorch Adam, full batch, on the GPU (learner.baselines.fit_torch(device='cuda', batch=None))",
+    _run_torch_adam, "learner.baselines.torch_adam:fit_torch", role="baseline", tuned_lr=True, extra="torch",
+    quick={"epochs": 3, "n_train": 300, "n_val": 100, "restarts": 1},
+    # What a researcher with a GPU runs (ours): every training example at every step, on the device.
+    study_options={"device": "cuda", "batch": None}, fixed_set=_torch_fixed_set, requires=_require_cuda,
+    present=_cuda_present,
 ))
 
 

@@ -23,7 +23,7 @@ from ..hints import PathLike
 from ..io import versions
 from ..tables import MISSING, fmt, markdown_table
 from ..validation import Each, Integer, OrWord, Real, Seed, check_int, declare
-from .methods import METHODS, check_methods, get, method_names
+from .methods import METHODS, check_methods, get, method_names, present_names
 from .records import StudyResult, write_summary
 from .runs import STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_runs, sound_d
 from .sweep import claim_study, median, run_sweep, sweep_lock
@@ -208,7 +208,7 @@ def peer_study(out: PathLike, *, ms: Sequence[int] = (1, 2, 3, 4), k: int = 2, d
         dims = {m: sound_d(m, k) for m in ms}
     else:
         dims = dict.fromkeys(ms, check_int("d", d, minimum=k + 1))
-    methods = check_methods("methods", method_names() if methods is None else methods)
+    methods = check_methods("methods", present_names() if methods is None else methods)
     # The baselines time MILESTONES, their default `milestones`.
     options = _study_options(methods, options, {"provable": provable_options, "adam": adam_options,
                                                 "torch-adam": torch_options})
@@ -515,11 +515,15 @@ def race_study(out: PathLike, *, grid: Sequence[str] | None = None, seeds: int =
 
     cells = parse_grid(list(grid or DEFAULT_GRID), seeds=seeds, sound_d=sound_d)
     lrs = [float(x) for x in lrs]
-    methods = method_names()
+    methods = list(present_names())
     search_methods = check_methods("search_methods", methods if search_methods is None else search_methods)
+    absent = [name for name in search_methods if name not in methods]
+    if absent:
+        raise ValueError(f"`search_methods` names {absent}, which this machine cannot run (the race runs "
+                         f"{methods}); got search_methods={list(search_methods)!r}.")
     base = _study_options(methods, options, {"provable": provable_options, "adam": adam_options,
                                              "torch-adam": torch_options})
-    tuned = method_names(tuned_lr=True)
+    tuned = [name for name in method_names(tuned_lr=True) if name in methods]
     for method in tuned:
         if "lr" in base[method]:
             raise ValueError(f"the {method} options must not set 'lr'; give the grid as `lrs`.")

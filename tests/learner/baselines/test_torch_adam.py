@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch", reason="the torch extra is not installed (p
 
 from learner import LayerOracle, LearnResult, random_layer  # noqa: E402
 from learner.baselines import fit_gradient, fit_torch  # noqa: E402
+from learner.baselines import torch_adam as torch_adam_module  # noqa: E402
 
 # random_layer(1, 4, logit scale 1), k = 2: a problem torch Adam fits in a second (quick budget).
 QUICK = {"n_train": 1000, "n_val": 300, "batch": 100, "epochs": 60, "lr": 0.05, "threads": 1}
@@ -59,6 +60,48 @@ class TestFitTorch:
         np.testing.assert_array_equal(runs[0].layer.thetas, runs[1].layer.thetas)
         assert not np.array_equal(runs[0].layer.thetas, runs[2].layer.thetas)
 
+    def test_full_batch_takes_every_example_at_every_step(self, monkeypatch):
+        """batch=None: one step per epoch over all n_train examples (no permutation drawn), recorded as full batch;
+        forty such steps halve the loss."""
+        truth = _truth()
+        seen = []
+        real = torch_adam_module._train
+
+        def spy(*args, **kwargs):
+            seen.append(kwargs["full_batch"])
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(torch_adam_module, "_train", spy)
+        result = fit_torch(LayerOracle(truth, 2, rng=1), m=1, restarts=1, rng=2, **(QUICK | {"batch": None,
+                                                                                                "epochs": 40}))
+        fit = result.diagnostics["fit"]
+        assert seen == [True]
+        assert fit["batch"] == 1000 and fit["full_batch"] is True
+        assert fit["schedule"] == "cosine over 40 steps"
+        assert fit["val_loss"][0] < 0.5 * fit["initial_val_loss"][0]
+        assert fit["device"] == "cpu"
+
+    def test_full_batch_step_is_the_whole_set_gradient(self):
+        """One full-batch step from the same start is the step of a mini-batch as large as the training set (the
+        same n_train examples, shuffled): the same mean loss summed in another order."""
+        truth = _truth()
+        a = fit_torch(LayerOracle(truth, 2, rng=1), m=1, restarts=1, rng=5, n_train=200, n_val=50, batch=None,
+                      epochs=1, lr=1e-3, tol=0.0, clip=1e9, eval_every=1, threads=1)
+        b = fit_torch(LayerOracle(truth, 2, rng=1), m=1, restarts=1, rng=5, n_train=200, n_val=50, batch=200,
+                      epochs=1, lr=1e-3, tol=0.0, clip=1e9, eval_every=1, threads=1)
+        # the same examples in another order: the same step to rounding (Adam's first step is lr·g/(|g|+ε))
+        np.testing.assert_allclose(a.layer.thetas, b.layer.thetas, rtol=0, atol=1e-12)
+        assert a.diagnostics["fit"]["full_batch"] is True
+        assert b.diagnostics["fit"]["full_batch"] is False
+
+    def test_a_cuda_device_torch_cannot_see_is_refused_before_any_example(self):
+        if torch.cuda.is_available():
+            pytest.skip("this machine has a CUDA device")
+        oracle = LayerOracle(_truth(), 2, rng=1)
+        with pytest.raises(ValueError, match=r"`device` asks for cuda but torch sees 0 CUDA device\(s\)"):
+            fit_torch(oracle, m=1, device="cuda", **QUICK)
+        assert oracle.n_drawn == 0
+
     def test_threads_are_restored(self):
         before = torch.get_num_threads()
         fit_torch(LayerOracle(_truth(), 2, rng=1), m=1, restarts=1, rng=2, **(QUICK | {"epochs": 1, "threads": 1}))
@@ -82,6 +125,10 @@ BAD = [
     ({"milestones": (5.0,)}, ValueError, "`milestones` must be distinct relative errors below 1"),
     ({"k": 3}, ValueError, "`k` must match the examples' 2 tokens"),
     ({"truth": "layer"}, TypeError, "`truth` must be an AttentionLayer"),
+    ({"device": "gpu7"}, ValueError, "`device` must be a device name torch knows, such as 'cpu' or 'cuda'; "
+                                     "got device='gpu7'"),
+    ({"device": 3}, TypeError, "`device` must be a device name such as 'cpu' or 'cuda'; got device=3"),
+    ({"device": "cuda:99"}, ValueError, r"`device` asks for cuda:99 but torch sees \d+ CUDA device"),
 ]
 
 

@@ -23,11 +23,11 @@ def registry():
 
 class TestEntries:
     def test_the_registered_methods_and_their_roles(self):
-        assert method_names() == ("provable", "adam", "torch-adam")
+        assert method_names() == ("provable", "adam", "torch-adam", "torch-adam-gpu")
         assert method_names(role="learner") == ("provable",)
-        assert method_names(tuned_lr=True) == ("adam", "torch-adam")
+        assert method_names(tuned_lr=True) == ("adam", "torch-adam", "torch-adam-gpu")
         assert method_names(needs_extra=False) == ("provable", "adam")
-        assert [get(n).example_stream for n in METHODS] == [2, 1, 1]
+        assert [get(n).example_stream for n in METHODS] == [2, 1, 1, 1]
         assert methods.example_stream("exhaustive") == 1 and methods.example_stream("exhaustive", 7) == 7
 
     def test_options_are_declared_by_the_functions_that_take_them(self):
@@ -42,8 +42,8 @@ class TestEntries:
         get("adam").check_options({"lr": -1.0})  # no check of its own: the fit function checks when it runs
 
     def test_unknown_and_duplicate_names(self, registry):
-        with pytest.raises(ValueError, match=r"`method` must be one of \('provable', 'adam', 'torch-adam'\); "
-                                             r"got method='sgd'"):
+        with pytest.raises(ValueError, match=r"`method` must be one of \('provable', 'adam', 'torch-adam', "
+                                             r"'torch-adam-gpu'\); got method='sgd'"):
             get("sgd")
         with pytest.raises(ValueError, match="registered already"):
             register(dataclasses.replace(get("adam")))
@@ -72,6 +72,28 @@ class TestEntries:
         out = torch.on_fixed_set({"examples": 1000}, 1000)
         assert out == {"examples": 1000, "epochs": -(-d["epochs"] * 78 // 3), "eval_every": 78}
         assert get("adam").on_fixed_set({"examples": 1000}, 1000) == {"examples": 1000}
+
+    def test_the_gpu_recipe_is_full_batch_on_cuda_and_present_only_with_a_device(self, registry):
+        """The GPU user's Adam: fit_torch on every training example at every step, on the CUDA device; the
+        comparisons run it where torch sees a device and leave it out elsewhere (a fake device check shows
+        both); on a fixed set its epochs stay (one step per epoch at every size)."""
+        gpu = get("torch-adam-gpu")
+        assert gpu.options_callable() is get("torch-adam").options_callable()
+        assert gpu.study_options == {"device": "cuda", "batch": None}
+        assert gpu.on_fixed_set({"batch": None}, 1000) == {"batch": None, "epochs": gpu.defaults()["epochs"],
+                                                           "eval_every": 1}
+        registry["torch-adam-gpu"] = dataclasses.replace(gpu, present=lambda: False)
+        assert methods.present_names() == ("provable", "adam", "torch-adam")
+        registry["torch-adam-gpu"] = dataclasses.replace(gpu, present=lambda: True)
+        assert methods.present_names() == method_names()
+
+    def test_the_gpu_recipe_without_a_device_says_so(self):
+        torch = pytest.importorskip("torch")
+        if torch.cuda.is_available():
+            pytest.skip("this machine has a CUDA device")
+        assert not get("torch-adam-gpu").available()
+        with pytest.raises(ValueError, match="`device` asks for cuda but torch sees 0 CUDA device"):
+            get("torch-adam-gpu").require()
 
 
 def _toy_runner(oracle, *, m, truth, rng, logit_scale, learn_workers, options):
@@ -110,7 +132,8 @@ def test_a_toy_method_is_one_registry_entry(registry, tmp_path):
 
     race = build_parser().command("race")
     (search,) = [a for a in race.options if a.dest == "search_methods"]
-    assert "toy" in search.choices and search.default[-1] == "toy"
+    assert "toy" in search.choices and search.default is None  # None: the methods present, the toy among them
+    assert "toy" in search.help and methods.present_names()[-1] == "toy"
 
 
 def test_control_an_unregistered_method_is_refused(tmp_path):
