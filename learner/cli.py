@@ -269,8 +269,8 @@ def _learn(args):
     rates = ", ".join(f"{name} {p['examples_per_second']:,.0f}" for name, p in ex.get("phases", {}).items()
                       if p.get("examples_per_second"))
     threads = ex.get("blas_threads")
-    threads = (f"{threads['alone']} here alone, {threads['while_workers_stream']} while workers stream"
-               if isinstance(threads, dict) else threads)
+    threads = (f"{threads['alone']} here alone, {threads['while_workers_stream']} while workers stream; phase 6's "
+               f"products on {threads.get('phase6_products', 1)} thread(s)" if isinstance(threads, dict) else threads)
     print(f"batches: {ex.get('backend')} with {ex.get('workers')} worker(s); examples/s: {rates}; "
           f"BLAS threads: {threads}")
     if args.json:

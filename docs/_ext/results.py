@@ -29,6 +29,10 @@ SCALING = {  # folder -> (title, what the study asked)
                           "The frontier's fifteen cells rerun with the learner's data-driven budgets (issue 38): "
                           "its examples and time against the same cells with fixed budgets, on the same planted "
                           "layers, and against Adam."),
+    "frontier-reach": ("The frontier to ten heads on two cores",
+                       "The learner at k = 2 from m = 1 to 10 (d = 12, 16, 20, 24), one run at a time on the 2-core "
+                       "machine with its batches, its search's starts and its refinement's products on two workers: "
+                       "how its time and examples grow with m where the settings allow m = 10."),
     "frontier-gaussian": ("The frontier under Gaussian inputs",
                           "The frontier's k = 2 column (m = 1..6) and m = 2 at k = 3..5 with standard Gaussian "
                           "inputs (the paper's stated extension), the learner and Adam on the same planted layers; "
@@ -311,7 +315,8 @@ def build(docs, out=None):
     out = Path(out) if out else docs / "results" / "generated"
     out.mkdir(parents=True, exist_ok=True)
     pages, took = {}, {}
-    for name in ("main", "ksweep", "m5-parallel", "frontier", "frontier-adaptive", "frontier-gaussian"):
+    for name in ("main", "ksweep", "m5-parallel", "frontier", "frontier-adaptive", "frontier-reach",
+                 "frontier-gaussian"):
         t0 = time.perf_counter()
         pages[name] = scaling_page(name, sweeps / name, out, sweeps)
         took[name] = time.perf_counter() - t0

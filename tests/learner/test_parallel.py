@@ -523,6 +523,17 @@ class TestBadInput:
             main(["learn", "--workers", "0"])
         assert "--workers must be a positive integer or auto; got '0'" in capsys.readouterr().err
 
+    @pytest.mark.parametrize(("workers", "threads"), [("1", 1), ("2", 2)])
+    def test_cli_report_names_phase_6_threads(self, capsys, workers, threads):
+        """The report's last line says where the batches ran and on how many threads phase 6 formed its products."""
+        from learner.cli import main
+
+        assert main(["learn", "--m", "1", "--d", "6", "--k", "2", "--seed", "1", "--workers", workers]) in (0, 1)
+        last = capsys.readouterr().out.strip().splitlines()[-1]
+        assert last.startswith(f"batches: {'serial' if workers == '1' else 'local'} with {workers} worker(s)")
+        assert last.endswith(f"BLAS threads: 1 here alone, 1 while workers stream; phase 6's products on "
+                             f"{threads} thread(s)")
+
 
 class TestDaskFailures:
     def test_a_stopped_cluster_is_a_connection_error_naming_it(self):
