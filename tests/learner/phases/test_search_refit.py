@@ -369,6 +369,17 @@ class TestLevenbergMarquardtRules:
         assert evaluations == 33
         np.testing.assert_array_equal(z, start.ravel())
 
+    @pytest.mark.parametrize(("noise", "expected"), [(1e-13, 7), (1e-14, 19)], ids=["floor", "control"])
+    def test_the_rounding_floor_ends_a_step_that_gains_little(self, monkeypatch, noise, expected):
+        """Labels off the layer by 1e-13 of their mean size: the sixth evaluation lands at 8.8e-27 and the seventh,
+        kept, at 5.3e-27 — below 1e-20 and less than ten times lower: the run ends there, where ftol = 1e-15 alone
+        would go on. Control: at 1e-14 the seventh gains 68 times (3.6e-27 to 5.3e-29) and the run goes on."""
+        layer, X, Y = _planted(2, 3, 2, 40, seed=5)
+        Y = Y + noise * np.abs(Y).mean() * np.random.default_rng(1).standard_normal(Y.shape)
+        start = layer.thetas + 0.1 * np.random.default_rng(1).standard_normal((2, 3, 3))
+        _, evaluations, rel = self._run(monkeypatch, start, X, Y, max_iter=200, ftol=1e-15)
+        assert evaluations == expected and 1e-30 < rel < 1e-20
+
     def test_noisy_labels_stop_on_the_relative_decrease(self, monkeypatch):
         _, X, Y, start = _noisy_case()
         _, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=300, ftol=1e-4)

@@ -144,3 +144,21 @@ def test_control_an_unregistered_method_is_refused(tmp_path):
     assert rec["outcome"] == "error" and "`method` must be one of" in rec["message"]
     with pytest.raises(ValueError, match="unknown 'toy'"):
         peer_study(tmp_path / "peers", ms=[1], seeds=1, methods=["toy"], backend="serial")
+
+
+def test_the_race_refuses_to_search_a_method_this_machine_cannot_run(registry, tmp_path):
+    """The race runs the methods present; searching one that is not is refused before anything is claimed. Control:
+    the same recipe marked present passes the check and joins the race's plan (summarise-only: its 7 runs — the
+    learner's, and two tuning runs of each Adam, the GPU one among them — have no records)."""
+    from learner.study.peers import race_study
+
+    gpu = get("torch-adam-gpu")
+    registry["torch-adam-gpu"] = dataclasses.replace(gpu, present=lambda: False)
+    with pytest.raises(ValueError, match=r"`search_methods` names \['torch-adam-gpu'\], which this machine cannot run "
+                                         r"\(the race runs \['provable', 'adam', 'torch-adam'\]\)"):
+        race_study(tmp_path / "race", grid=["m=1,k=2"], seeds=1, search_methods=["torch-adam-gpu"], run=False)
+    assert not (tmp_path / "race").exists()
+    registry["torch-adam-gpu"] = dataclasses.replace(gpu, present=lambda: True)
+    with pytest.raises(ValueError, match="7 of 7 runs have no finished record"):
+        race_study(tmp_path / "race-gpu", grid=["m=1,k=2"], seeds=1, search_methods=["torch-adam-gpu"], run=False,
+                   plot=False)
