@@ -40,11 +40,12 @@ trust-region reflective method and the full analytic Jacobian
 (:func:`layer_jacobian`). Both reach relative errors ~1e-30 on noiseless data;
 at (m, d, k) = (5, 16, 2) the first took 5 s where the second took ~166 s.
 
-What the refinement costs at large m (ours, measured at (8, 24, 2) on its 576 examples, one thread): each step
-forms the normal equations of a 27,648 × 4,608 Jacobian and factorises them. Formed from the Jacobian's
-Kronecker structure (:func:`_structured_normal_equations`) they take about 5 s instead of 44 s densely, the
-factorisation about 1 s; and the run stops at float64's rounding floor (:data:`FLOOR_ZONE`) after 7 evaluations
-instead of 26 spent at the floor. Its products run on the run's threads in fixed blocks (:func:`_products`).
+What the refinement costs at large m (ours, measured at (8, 24, 2) on its 576 examples, one BLAS thread, medians
+of three): each step forms the normal equations of a 27,648 × 4,608 Jacobian and factorises them. Formed from the
+Jacobian's Kronecker structure (:func:`_structured_normal_equations`) they take 5.7 s instead of 36 s densely
+(3.1 s on two threads), the factorisation 0.9 s; and the run stops at float64's rounding floor
+(:data:`FLOOR_ZONE`) after 7 evaluations instead of 26, most of them spent at the floor. Its products run on the
+run's threads in fixed blocks (:func:`_products`).
 """
 
 from __future__ import annotations
