@@ -260,7 +260,8 @@ def yield_page(docs, out, sweeps):
              "built on the local-CLT picture of the disagreements (the column \"predicted by\"; records made "
              "before the simulation have the model only). Computed at this site's build from the yield-study "
              "records `docs/yield.json` (the scaling and k sweeps), `docs/frontier-yield.json` (the frontier with "
-             "the data-driven budgets), `docs/frontier-reach-yield.json` (the frontier to ten heads) and "
+             "the data-driven budgets), `docs/frontier-reach-yield.json` (the frontier to ten heads, simulated on a "
+             "million examples per run) and "
              "`docs/frontier-yield-fixed.json` (the frontier with fixed budgets).", ""]
     for stem, what in (("yield", "The scaling study and the k sweep"),
                        ("frontier-yield", "The frontier with budgets set by the data"),

@@ -42,10 +42,10 @@ at (m, d, k) = (5, 16, 2) the first took 5 s where the second took ~166 s.
 
 What the refinement costs at large m (ours, measured at (8, 24, 2) on its 576 examples, one BLAS thread, medians
 of three): each step forms the normal equations of a 27,648 × 4,608 Jacobian and factorises them. Formed from the
-Jacobian's Kronecker structure (:func:`_structured_normal_equations`) they take 5.7 s instead of 36 s densely
+Jacobian's Kronecker structure (``_structured_normal_equations``) they take 5.7 s instead of 36 s densely
 (3.1 s on two threads), the factorisation 0.9 s; and the run stops at float64's rounding floor
-(:data:`FLOOR_ZONE`) after 7 evaluations instead of 26, most of them spent at the floor. Its products run on the
-run's threads in fixed blocks (:func:`_products`).
+(``FLOOR_ZONE``) after 7 evaluations instead of 26, most of them spent at the floor. Its products run on the
+run's threads in fixed blocks (``_products``).
 """
 
 from __future__ import annotations
@@ -339,7 +339,7 @@ def _structured_normal_equations(thetas, ws, X, patterns, Q, r, max_bytes=2**30,
     ``Σ_e K_eᵀK_e`` with ``K[q, e] = Σ_N Q[N, q] x_N ⊗ G_N[:, e]``. At (m, d, k) = (8, 24, 2) on the
     refinement's 576 examples that is about 2·10¹¹ flops against 1.3·10¹²; the two agree to ~1e-15
     relative. The per-example arrays go in blocks of examples within ``max_bytes``; the three large products
-    run on ``threads`` threads (:func:`_products`: the same bits whatever ``threads``).
+    run on ``threads`` threads (``_products``: the same bits whatever ``threads``).
     """
     n, k, d = X.shape
     m = len(thetas)
