@@ -619,7 +619,7 @@ def _noop(i):
 class SearchBench:
     """Phase 6 (:func:`learner.phases.search_heads`) as one process with one BLAS thread runs it — the search's
     starts one after another — against the run's ``workers`` (the starts on a local pool, the refinement's
-    products on as many BLAS threads), timed in one run on the same hull and examples: medians and their ratio."""
+    products on as many threads), timed in one run on the same hull and examples: medians and their ratio."""
 
     m: int
     d: int
@@ -667,8 +667,8 @@ def run_search_benchmark(m: int = 7, d: int = 20, k: int = 2, *, workers: int = 
 
     The hull is the planted one turned about 0.2 rad (phase 5's estimates were 0.1–0.3 rad off at m = 6, so the
     search and the refinement both have work to do) and both sides read the same examples. The refinement's
-    products are bit-identical at one and two BLAS threads and the starts' order fixed, so the two layers must
-    be identical. Runs alternate, so a change of load hits both alike.
+    products are formed in fixed blocks, the same bits on any number of threads, and the starts are merged in
+    their order, so the two layers must be identical. Runs alternate, so a change of load hits both alike.
 
     Returns
     -------

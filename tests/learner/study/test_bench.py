@@ -54,6 +54,33 @@ class TestSpanBenchmark:
         assert json.loads(out_json.read_text())["span"]["rows"] == 5000
 
 
+class TestSearchBenchmark:
+    def test_both_sides_learn_the_same_layer_and_the_ratio_is_theirs(self):
+        """Phase 6 in one process and on two workers: the same layer bit for bit (the starts merged in order, the
+        products in fixed blocks), refined to float64's floor; the speed-up is the ratio of the two medians."""
+        from learner.study.bench import run_search_benchmark
+
+        res = run_search_benchmark(3, 8, 2, repeat=1, rng=0)
+        assert res.identical and res.heldout_error < 1e-20
+        assert res.speedup == res.serial_seconds / res.parallel_seconds
+        assert res.serial_split["evaluations"] == res.parallel_split["evaluations"] >= 1
+        table = res.table()
+        assert "one process, one BLAS thread" in table and "2 workers, 2 threads" in table
+        assert "layers identical: True" in table
+        assert set(res.to_dict()) >= {"speedup", "serial_seconds", "parallel_seconds", "identical"}
+
+    def test_cli(self, capsys, tmp_path):
+        import json
+
+        from learner.cli import main
+
+        out_json = tmp_path / "search.json"
+        assert main(["bench", "--search", "--quick", "--repeat", "1", "--json", str(out_json)]) == 0
+        assert "phase 6 at (m, d, k) = (3, 10, 2)" in capsys.readouterr().out
+        record = json.loads(out_json.read_text())
+        assert record["command"] == "bench --search" and record["search"]["identical"] is True
+
+
 class TestCertificationBenchmark:
     def test_figures_and_the_reference_agree(self):
         """The benchmark's fit and its batched-solve reference certify the same rows; ratios are consistent."""
