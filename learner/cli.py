@@ -129,6 +129,9 @@ def _add_learn(sub):
     p.add_argument("--blas-threads", type=_blas_threads, default=1,
                    help="BLAS threads of this process in the phases it computes alone (default 1, the fastest "
                         "measured on 2 cores; 'default' leaves numpy's own setting); workers always have one")
+    p.add_argument("--device", default=None,
+                   help="a torch device ('cuda', 'cuda:1', 'cpu') for phase 6's refinement, on torch tensors "
+                        "(extra torch); default: numpy throughout")
     p.add_argument("--json", metavar="FILE", help="also write the run's record as JSON")
     declare_options(p, LayerOracle, rules={"max_examples": CONFIG_RULES["max_examples"]})
     p.set_defaults(handler=_learn)
@@ -256,7 +259,8 @@ def _learn(args):
         result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth, rng=error_seed,
                        logit_scale=scale,
                        progress=False if args.no_progress else None,
-                       workers=workers, scheduler=args.scheduler, blas_threads=args.blas_threads)
+                       workers=workers, scheduler=args.scheduler, blas_threads=args.blas_threads,
+                       device=args.device)
     except LearnInterrupted as exc:
         print(exc.result.report())
         print(f"\ninterrupted: {exc.result.message}", file=sys.stderr)

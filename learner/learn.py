@@ -82,7 +82,8 @@ def _distribution(source):
 def learn(source: Any, *, m: int | None = None, k: int | None = None,
           config: LearnConfig | Mapping[str, Any] | None = None, truth: AttentionLayer | None = None,
           rng: SeedLike = None, progress: bool | None = None, workers: int | str | Any | None = None,
-          scheduler: Any = None, blas_threads: int | None = 1, logit_scale: float | None = None) -> LearnResult:
+          scheduler: Any = None, blas_threads: int | None = 1, logit_scale: float | None = None,
+          device: Any = None) -> LearnResult:
     """Learn a multi-head attention layer from examples with the paper's six phases.
 
     Before drawing any example, the setting ``(m, d, k)`` and the input
@@ -162,6 +163,11 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
         threads as there are local workers when they are more (the workers are idle then), in blocks that do
         not depend on their number; its factorisations keep this setting.
         ``execution["blas_threads"]`` records what was set.
+    device : str, optional
+        A torch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``; the torch extra) on which phase 6's refinement
+        computes, on torch tensors (:mod:`learner.arrays`); the other phases and phase 6's search stay on numpy.
+        A device torch cannot see is refused before the first example. None (default): numpy throughout.
+        ``execution["device"]`` records it.
 
     Returns
     -------
@@ -177,11 +183,15 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
     LearnInterrupted
         On Ctrl-C: the workers are stopped first; the exception carries the partial result.
     """
+    if device is not None:  # before the pool and the first example
+        from .torch_interop import torch_device
+
+        device = str(torch_device(device))
     pool = Workers(workers, scheduler)
     with _bars.showing(_bars.resolve(progress)), pool:
         try:
             return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool, blas=blas_threads,
-                          logit_scale=logit_scale)
+                          logit_scale=logit_scale, device=device)
         except SourceError as exc:
             raise name_source(exc, source) from None
 
@@ -201,7 +211,7 @@ def _products_threads(n, pool):
     return max(n or 1, pool.workers if pool.backend == "local" else 1)
 
 
-def _learn(source, *, m, k, config, truth, rng, pool, blas, logit_scale=None):
+def _learn(source, *, m, k, config, truth, rng, pool, blas, logit_scale=None, device=None):
     t_start = time.perf_counter()
     rng = check_rng(rng)
     source = as_source(source)
@@ -228,6 +238,8 @@ def _learn(source, *, m, k, config, truth, rng, pool, blas, logit_scale=None):
             {"alone": blas, "while_workers_stream": blas if pool.backend == "serial" else 1, "workers": 1,
              "phase6_products": _products_threads(blas, pool)}
             if blas is not None else "not set: the process's own setting (numpy's default or the environment)")
+        if device is not None:
+            execution["device"] = device
         if state.get("forecast_time"):
             execution["phase4_time_estimate"] = state["forecast_time"]
         return LearnResult(layer, success, status, message, m_final, m is None, source.n_drawn - drawn0,
@@ -238,7 +250,8 @@ def _learn(source, *, m, k, config, truth, rng, pool, blas, logit_scale=None):
         # against the truth); the streaming phases narrow it to one thread while workers compute.
         with _threads(blas, pool, alone=True):
             return _phases(source, m=m, k=k, cfg=cfg, truth=truth, pool=pool, phases=phases, diag=diag,
-                           timings=timings, done=done, state=state, blas=blas, logit_scale=logit_scale)
+                           timings=timings, done=done, state=state, blas=blas, logit_scale=logit_scale,
+                           device=device)
     except KeyboardInterrupt:
         pool.kill()  # first: the workers must not outlive the run
         running = state["phase"]
@@ -288,6 +301,7 @@ class _Run:
     blas: int | None
     plan_m: int = 0
     logit_scale: float | None = None
+    device: str | None = None
 
     @property
     def d(self):
@@ -305,8 +319,10 @@ class _Run:
         self.timings[name] = self.timings.get(name, 0.0) + seconds
 
 
-def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, state, blas, logit_scale=None):
-    run = _Run(source, m, k, cfg, truth, pool, phases, diag, timings, done, state, blas, logit_scale=logit_scale)
+def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, state, blas, logit_scale=None,
+            device=None):
+    run = _Run(source, m, k, cfg, truth, pool, phases, diag, timings, done, state, blas, logit_scale=logit_scale,
+               device=device)
     try:
         _plan(run)
         try:
@@ -608,7 +624,8 @@ def _search_phase(run, p5, record=True):
                       search_memory=cfg.search_memory, swap_starts=cfg.swap_starts, vp_starts=cfg.vp_starts,
                       seed=cfg.search_seed, refine=cfg.refine,
                       truth=run.truth, noise_tol=NOISE_MIN if cfg.noise_floor else None,
-                      noise_z=cfg.noise_z, workers=run.pool, threads=_products_threads(run.blas, run.pool))
+                      noise_z=cfg.noise_z, workers=run.pool, threads=_products_threads(run.blas, run.pool),
+                      device=run.device)
     log.info("phase 6: %s search, held-out relative error %.3g", p6.search, p6.heldout_error)
     if record:
         run.phases["6_search"], run.diag["6_search"] = p6, p6.summary()

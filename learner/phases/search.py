@@ -63,6 +63,7 @@ from numpy.typing import ArrayLike
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.optimize import least_squares
 
+from .. import arrays
 from ..layer import AttentionLayer, attention_patterns, layer_jacobian
 from ..layer import head_features as _features
 from ..metrics import match_heads, relative_error
@@ -170,12 +171,23 @@ def heldout_relative_error(layer: AttentionLayer, X: np.ndarray, Y: np.ndarray) 
 
 
 def refit(thetas: ArrayLike, X: np.ndarray, Y: np.ndarray, *, max_iter: int = 200, ftol: float = 1e-12,
-          max_bytes: int = 2**30) -> AttentionLayer:
+          max_bytes: int = 2**30, device: Any = None) -> AttentionLayer:
     """The layer of ``len(thetas)`` heads fitted to ``(X, Y)`` by variable projection (Levenberg–Marquardt on the
-    ``Θ``'s from ``thetas``, the ``W``'s solved exactly at every step; phase 6's refinement)."""
+    ``Θ``'s from ``thetas``, the ``W``'s solved exactly at every step; phase 6's refinement). ``device`` (a torch
+    device name such as ``"cuda"``; torch extra) computes on torch tensors there; None: numpy."""
     thetas = np.asarray(thetas, dtype=float)
-    z, ws, _, _ = _levenberg_marquardt(thetas, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes)
+    z, ws, _, _ = _refine_vp(thetas, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes, device=device)
     return AttentionLayer(z.reshape(thetas.shape), ws)
+
+
+def _refine_vp(theta0, X, Y, *, max_iter, ftol=1e-15, max_bytes=2**30, threads=1, device=None):
+    """:func:`_levenberg_marquardt` in the ``Θ``'s, on numpy arrays (``device`` None) or on torch tensors on
+    ``device``; its ``(params, ws, evaluations, relative residual)`` as numpy arrays either way."""
+    if device is None:
+        return _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes, threads=threads)
+    theta0, X, Y = (arrays.to_device(a, device) for a in (theta0, X, Y))
+    z, ws, evaluations, rel = _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes)
+    return arrays.to_numpy(z), arrays.to_numpy(ws), evaluations, rel
 
 
 def _refine(thetas, ws, X, Y, max_nfev):
@@ -210,8 +222,10 @@ def _vp_solve(thetas, X, Y):
     The design ``D = [P_1X, …, P_mX]`` (rows ``(n, a)``, columns ``(i, c)``) is shared by the ``d``
     output columns, so one thin QR gives every column's least-squares ``W`` and the projector
     ``I − QQᵀ`` onto the residual space. Returns ``(ws, residual, Q, patterns)``; ``residual`` is
-    ``DW − Y`` with shape (n·k, d).
+    ``DW − Y`` with shape (n·k, d). Torch tensors take :func:`_vp_solve_tensors`.
     """
+    if not arrays.is_numpy(X):
+        return _vp_solve_tensors(thetas, X, Y)
     n, k, d = X.shape
     m = len(thetas)
     patterns = attention_patterns(thetas, X)  # (n, m, k, k)
@@ -229,6 +243,29 @@ def _vp_solve(thetas, X, Y):
     return ws, D @ W - Yf, Q, patterns
 
 
+def _vp_solve_tensors(thetas, X, Y):
+    """:func:`_vp_solve` on torch tensors (the array API where it has the function; ours). The patterns are the
+    stable softmax of the logits (the row maximum subtracted); the fallback for patterns that do not identify
+    the ``W``'s is the pseudo-inverse's minimum-norm fit."""
+    xp = arrays.namespace(X)
+    n, k, d = X.shape
+    m = thetas.shape[0]
+    logits = xp.einsum("nac,icd,nbd->niab", X, thetas, X)
+    weights = xp.exp(logits - xp.max(logits, axis=-1, keepdims=True))
+    patterns = weights / xp.sum(weights, axis=-1, keepdims=True)
+    D = xp.reshape(xp.einsum("nmab,nbc->namc", patterns, X), (n * k, m * d))
+    Yf = xp.reshape(Y, (n * k, d))
+    Q, R = xp.linalg.qr(D)
+    diag = xp.abs(xp.linalg.diagonal(R))
+    if float(xp.min(diag)) > 1e-10 * float(xp.max(diag)):
+        W = xp.linalg.solve_triangular(R, Q.T @ Yf, upper=True)
+    else:
+        W = xp.linalg.pinv(D) @ Yf
+        U, S, _ = xp.linalg.svd(D, full_matrices=False)
+        Q = U[:, S > 1e-10 * S[0]]
+    return xp.reshape(W, (m, d, d)), D @ W - Yf, Q, patterns
+
+
 def _head_gradients(thetas, ws, X, patterns):
     """``G_i[a, c', e] = Σ_b P_i[a,b] (x_b[c'] − x̄_i[a,c']) v_i[b,e]`` for every head, shape (n·k, m·d, d).
 
@@ -238,11 +275,12 @@ def _head_gradients(thetas, ws, X, patterns):
     n, k, d = X.shape
     m = len(thetas)
     V = X @ ws[:, None]  # (m, n, k, d): v_i[b] = x_bᵀ W_i
-    G = np.empty((n, k, m, d, d))
+    G = arrays.empty((n, k, m, d, d), X)
+    xp = arrays.namespace(X)
     for i in range(m):
         P = patterns[:, i]
         Z = P @ X  # (n, a, c')
-        G[:, :, i] = np.einsum("nab,nbc,nbe->nace", P, X, V[i]) - Z[..., None] * (P @ V[i])[:, :, None, :]
+        G[:, :, i] = xp.einsum("nab,nbc,nbe->nace", P, X, V[i]) - Z[..., None] * (P @ V[i])[:, :, None, :]
     return G.reshape(n * k, m * d, d)
 
 
@@ -306,7 +344,7 @@ def _products(A, B, threads, *, symmetric=False):
     and above the diagonal are computed, then mirrored.
     """
     n = B.shape[1]
-    out = np.empty((A.shape[1], n))
+    out = arrays.empty((A.shape[1], n), A)
     starts = range(0, n, PRODUCT_BLOCK)
 
     def block(s):
@@ -316,7 +354,7 @@ def _products(A, B, threads, *, symmetric=False):
         else:
             out[:, s:e] = A.T @ B[:, s:e]
 
-    if threads > 1:
+    if threads > 1 and arrays.is_numpy(A):  # a device runs its own threads
         from concurrent.futures import ThreadPoolExecutor
 
         with blas_threads(1), ThreadPoolExecutor(threads) as pool:
@@ -348,25 +386,27 @@ def _structured_normal_equations(thetas, ws, X, patterns, Q, r, max_bytes=2**30,
     per_example = 8 * k * (2 * md * d + md * md + d * d + q * d)
     step = max(1, max_bytes // per_example)
     rr = r.reshape(n * k, d)
-    A = np.zeros((d * d, md * md))
-    R = np.zeros((q * d, md * d))
-    g = np.zeros((m, d, d))
+    A = arrays.zeros((d * d, md * md), X)
+    R = arrays.zeros((q * d, md * d), X)
+    g = arrays.zeros((m, d, d), X)
+    xp = arrays.namespace(X)
     for s in range(0, n, step):
         rows = slice(s * k, min(s + step, n) * k)
         G = _head_gradients(thetas, ws, X[s : s + step], patterns[s : s + step])  # (N, md, d)
         x = X[s : s + step].reshape(-1, d)
-        H = G @ G.transpose(0, 2, 1)  # (N, md, md)
+        H = G @ arrays.permute(G, (0, 2, 1))  # (N, md, md)
         A += _products((x[:, :, None] * x[:, None, :]).reshape(-1, d * d), H.reshape(-1, md * md), threads)
-        g += np.einsum("Nc,Nip->icp", x, np.einsum("Npe,Ne->Np", G, rr[rows]).reshape(-1, m, d))
+        g += xp.einsum("Nc,Nip->icp", x, xp.einsum("Npe,Ne->Np", G, rr[rows]).reshape(-1, m, d))
         if q:
             R += _products((Q[rows, :, None] * x[:, None, :]).reshape(-1, q * d), G.reshape(-1, md * d), threads)
     # A[(c, b), (i, c', j, b')] → JᵀJ[(i, c, c'), (j, b, b')]
-    A = A.reshape(d, d, m, d, m, d).transpose(2, 0, 3, 4, 1, 5).reshape(cols, cols)
+    A = arrays.permute(A.reshape(d, d, m, d, m, d), (2, 0, 3, 4, 1, 5)).reshape(cols, cols)
     if q:
-        K = R.reshape(q, d, m, d, d).transpose(0, 4, 2, 1, 3).reshape(q * d, cols)  # rows (q, e), cols (i, c, c')
+        # rows (q, e), columns (i, c, c')
+        K = arrays.permute(R.reshape(q, d, m, d, d), (0, 4, 2, 1, 3)).reshape(q * d, cols)
         del R
         A -= _products(K, K, threads, symmetric=True)
-    return A, g.ravel()
+    return A, g.reshape(-1)
 
 
 def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, origin=None, max_bytes=2**30,
@@ -387,31 +427,32 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     """
     m = theta0.shape[0]
     d = X.shape[2]
-    yy = max(float(np.sum(Y**2)), 1e-300)  # all-zero labels: the relative residual stays defined
+    yy = max(float((Y**2).sum()), 1e-300)  # all-zero labels: the relative residual stays defined
 
     def thetas_of(z):
         return z.reshape(m, d, d) if basis is None else origin[None] + (z.reshape(m, -1) @ basis.T).reshape(m, d, d)
 
-    z = theta0.ravel().copy()
+    z = theta0.ravel().copy() if arrays.is_numpy(theta0) else theta0.reshape(-1).clone()
     ws, r, Q, patterns = _vp_solve(thetas_of(z), X, Y)
-    cost = float(np.sum(r**2))
+    cost = float((r**2).sum())
     evaluations, lam = 1, 1e-3
     while evaluations < max_iter and cost > 1e-30 * yy:
         A, g = _normal_equations(thetas_of(z), ws, X, patterns, Q, r, basis, max_bytes, threads)
-        scale = np.maximum(np.diagonal(A), 1e-12 * max(float(np.diagonal(A).max()), 1e-300))
+        scale = arrays.floor_at(A.diagonal(), 1e-12 * max(float(A.diagonal().max()), 1e-300))
         improved = False
         while evaluations < max_iter and lam < 1e16:
             try:
-                step = -cho_solve(cho_factor(A + lam * np.diag(scale)), g)
+                damped = A + lam * arrays.diag(scale)
+                step = -(cho_solve(cho_factor(damped), g) if arrays.is_numpy(A) else arrays.cholesky_solve(damped, g))
             except np.linalg.LinAlgError:
                 lam *= 10
                 continue
             z_new = z + step
             ws_new, r_new, Q_new, p_new = _vp_solve(thetas_of(z_new), X, Y)
             evaluations += 1
-            cost_new = float(np.sum(r_new**2))
+            cost_new = float((r_new**2).sum())
             if cost_new < cost:
-                small = (np.linalg.norm(step) <= 1e-15 * max(np.linalg.norm(z), 1e-300)
+                small = (arrays.vector_norm(step) <= 1e-15 * max(arrays.vector_norm(z), 1e-300)
                          or cost - cost_new <= ftol * cost
                          or (cost_new <= FLOOR_ZONE * yy and cost_new * FLOOR_GAIN > cost))
                 z, ws, r, Q, patterns, cost = z_new, ws_new, r_new, Q_new, p_new, cost_new
@@ -573,7 +614,7 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
                  max_tuples: int = 100_000, search_memory: int = 2**30, swap_starts: int = 8, vp_starts: int = 8,
                  seed: SeedLike = 0, refine: str = "vp", truth: AttentionLayer | None = None, k: int | None = None,
                  noise_tol: float | None = None, noise_z: float | None = None,
-                 workers: Workers | int | str | None = None, threads: int = 1) -> SearchResult:
+                 workers: Workers | int | str | None = None, threads: int = 1, device: Any = None) -> SearchResult:
     """Phase 6: the best m-tuple on an ε-net of the hull, then joint least-squares refinement.
 
     Parameters
@@ -621,6 +662,10 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
         Threads of the refinement's normal-equation products, each with one BLAS thread, in blocks that do not
         depend on their number, so the result does not either (:func:`learner.learn` passes every core its run
         has: the workers are idle then).
+    device : str, optional
+        A torch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``; the torch extra) on which the variable-projection
+        refinement computes, on torch tensors (``learner.arrays``); the search, the warm start and the
+        noise-floor refit stay on numpy. None (default): numpy throughout.
 
     Returns
     -------
@@ -633,6 +678,10 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
         For an unknown ``search``, or ``"exhaustive"`` beyond ``max_tuples`` or ``search_memory``.
     """
     t0 = time.perf_counter()
+    if device is not None:  # before any example: a device torch cannot see is refused at once
+        from ..torch_interop import torch_device
+
+        torch_device(device)
     if search not in SEARCHES:
         raise ValueError(f"`search` must be one of {SEARCHES}; got {search!r}.")
     if refine not in REFINEMENTS:
@@ -659,8 +708,8 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     Xr, Yr = Xs[:n_ref], Ys[:n_ref]
     t1 = time.perf_counter()
     if refine == "vp":
-        z, ws, nfev, _ = _levenberg_marquardt(warm.thetas, Xr, Yr, max_iter=max_nfev, max_bytes=search_memory,
-                                              threads=threads)
+        z, ws, nfev, _ = _refine_vp(warm.thetas, Xr, Yr, max_iter=max_nfev, max_bytes=search_memory,
+                                    threads=threads, device=device)
         thetas = z.reshape(m, d, d)
     else:
         thetas, ws, nfev = _refine(warm.thetas, warm.ws, Xr, Yr, max_nfev)

