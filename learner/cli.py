@@ -257,8 +257,7 @@ def _learn(args):
         # The layer's sharpness is known here (planted, or read): the learner checks it against its reach.
         scale = float(np.linalg.norm(truth.thetas.reshape(truth.m, -1), axis=1).max())
         result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth, rng=error_seed,
-                       logit_scale=scale,
-                       progress=False if args.no_progress else None,
+                       logit_scale=scale, progress=False if args.no_progress else None,
                        workers=workers, scheduler=args.scheduler, blas_threads=args.blas_threads,
                        device=args.device)
     except LearnInterrupted as exc:

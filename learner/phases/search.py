@@ -295,12 +295,13 @@ def _vp_jacobian(thetas, ws, X, patterns, Q, basis):
     """
     n, k, d = X.shape
     m = len(thetas)
+    xp = arrays.namespace(X)
     G = _head_gradients(thetas, ws, X, patterns).reshape(n, k, m, d, d)
-    XB = np.einsum("nac,cpr->napr", X, basis.reshape(d, d, -1))  # basis as (c, c', r)
-    cols = [np.einsum("napr,nape->naer", XB, G[:, :, i]) for i in range(m)]
-    J = np.concatenate([c.reshape(n * k, d, -1) for c in cols], axis=2)  # (n·k, e, cols)
+    XB = xp.einsum("nac,cpr->napr", X, basis.reshape(d, d, -1))  # basis as (c, c', r)
+    cols = [xp.einsum("napr,nape->naer", XB, G[:, :, i]).reshape(n * k, d, -1) for i in range(m)]
+    J = np.concatenate(cols, axis=2) if arrays.is_numpy(X) else xp.concat(cols, axis=2)  # (n·k, e, cols)
     if Q is not None:
-        J -= np.einsum("Nq,qec->Nec", Q, np.einsum("Nq,Nec->qec", Q, J))
+        J -= xp.einsum("Nq,qec->Nec", Q, xp.einsum("Nq,Nec->qec", Q, J))
     return J.reshape(n * k * d, -1)
 
 
@@ -316,23 +317,24 @@ def _normal_equations(thetas, ws, X, patterns, Q, r, basis=None, max_bytes=2**30
     if basis is None:
         return _structured_normal_equations(thetas, ws, X, patterns, Q, r, max_bytes, threads)
     n, k, d = X.shape
-    rf = r.ravel()
+    rf = r.reshape(-1)
     cols = len(thetas) * basis.shape[1]
     per_example = 8 * k * d * cols
     if n * per_example <= max_bytes:
         J = _vp_jacobian(thetas, ws, X, patterns, Q, basis)
         return J.T @ J, J.T @ rf
     step = max(1, max_bytes // per_example)
-    A = np.zeros((cols, cols))
-    g = np.zeros(cols)
-    K = np.zeros((Q.shape[1], d, cols))
+    A = arrays.zeros((cols, cols), X)
+    g = arrays.zeros((cols,), X)
+    K = arrays.zeros((Q.shape[1], d, cols), X)
+    xp = arrays.namespace(X)
     for s in range(0, n, step):
         rows = slice(s * k, min(s + step, n) * k)
         J = _vp_jacobian(thetas, ws, X[s : s + step], patterns[s : s + step], None, basis)
         A += J.T @ J
         g += J.T @ rf[rows.start * d : rows.stop * d]
-        K += np.einsum("Nq,Nec->qec", Q[rows], J.reshape(-1, d, cols))
-    return A - np.einsum("qec,qef->cf", K, K), g
+        K += xp.einsum("Nq,Nec->qec", Q[rows], J.reshape(-1, d, cols))
+    return A - xp.einsum("qec,qef->cf", K, K), g
 
 
 def _products(A, B, threads, *, symmetric=False):
@@ -465,14 +467,19 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     return z, ws, evaluations, cost / yy
 
 
-def _vp_start(alpha0, X, Y, max_iter, ftol, directions, theta_star):
-    """One start of :func:`_vp_search` (a task for the run's workers): ``(relative residual, evaluations, α)``."""
+def _vp_start(alpha0, X, Y, max_iter, ftol, directions, theta_star, device=None):
+    """One start of :func:`_vp_search` (a task for the run's workers): ``(relative residual, evaluations, α)``, on
+    numpy arrays, or on torch tensors on ``device`` (α comes back as a numpy array either way)."""
+    if device is not None:
+        alpha0, X, Y, directions, theta_star = (arrays.to_device(a, device)
+                                                for a in (alpha0, X, Y, directions, theta_star))
     z, _, evaluations, rel = _levenberg_marquardt(alpha0, X, Y, max_iter=max_iter, ftol=ftol, basis=directions,
                                                   origin=theta_star)
-    return rel, evaluations, z
+    return rel, evaluations, arrays.to_numpy(z)
 
 
-def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_iter, rng, ftol=1e-8, workers=None):
+def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_iter, rng, ftol=1e-8, workers=None,
+               device=None):
     """Multi-start variable projection in the hull's ``m(m − 1)`` coordinates (ours).
 
     Each start puts the ``m`` heads at uniform random points of the grid's box
@@ -481,14 +488,16 @@ def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_ite
     ``(best parameter tuples, residual evaluations, details)``, the tuples as ``(m, d, d)`` arrays
     ranked by in-sample residual. The starts are independent: they are drawn first, in order, and run on
     ``workers`` (a :class:`~learner.parallel.Workers`; None: here, one after another), each worker with one
-    BLAS thread, so the result does not depend on where they ran.
+    BLAS thread, so the result does not depend on where they ran. With a ``device`` (torch) they run here, one
+    after another, on that device.
     """
     d = theta_star.shape[0]
     found = []
     evaluations = 0
     alphas = [rng.uniform(-radius, radius, size=(m, m - 1)) for _ in range(starts)]
-    tasks = (((alpha0, X, Y, max_iter, ftol, directions, theta_star), 0) for alpha0 in alphas)
-    with as_workers(workers) as pool, contextlib.closing(pool.ordered("6_search", _vp_start, tasks)) as results:
+    tasks = (((alpha0, X, Y, max_iter, ftol, directions, theta_star, device), 0) for alpha0 in alphas)
+    with as_workers(None if device is not None else workers) as pool, \
+            contextlib.closing(pool.ordered("6_search", _vp_start, tasks)) as results:
         for rel, ev, z in results:
             evaluations += ev
             found.append((rel, theta_star[None] + (z.reshape(m, m - 1) @ directions.T).reshape(m, d, d)))
@@ -664,8 +673,9 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
         has: the workers are idle then).
     device : str, optional
         A torch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``; the torch extra) on which the variable-projection
-        refinement computes, on torch tensors (``learner.arrays``); the search, the warm start and the
-        noise-floor refit stay on numpy. None (default): numpy throughout.
+        search (its starts one after another there, not on ``workers``) and refinement compute, on torch tensors
+        (:mod:`learner.arrays`); the exhaustive and swap searches, the warm start and the noise-floor refit stay
+        on numpy. None (default): numpy throughout.
 
     Returns
     -------
@@ -696,7 +706,7 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     tuples, scored, details = _search_tuples(
         chosen, theta_star, directions, m, Xs, Ys, n_search=n_search, radius=radius, p=p, net_points=net_points,
         net_points_3d=net_points_3d, keep_tuples=keep_tuples, max_nfev=max_nfev, search_memory=search_memory,
-        swap_starts=swap_starts, vp_starts=vp_starts, seed=seed, workers=workers)
+        swap_starts=swap_starts, vp_starts=vp_starts, seed=seed, workers=workers, device=device)
     warm_err, warm = _warm_start(tuples, Xs, Ys, Xh, Yh)
     # Residuals = examples_per_param × parameters: enough to pin the parameters in the
     # realizable case, few enough for the dense normal equations (or trust-region steps) to stay cheap.
@@ -796,7 +806,7 @@ def _choose_search(search, m, p, d, *, max_tuples, search_memory):
 
 
 def _search_tuples(chosen, theta_star, directions, m, Xs, Ys, *, n_search, radius, p, net_points, net_points_3d,
-                   keep_tuples, max_nfev, search_memory, swap_starts, vp_starts, seed, workers=None):
+                   keep_tuples, max_nfev, search_memory, swap_starts, vp_starts, seed, workers=None, device=None):
     """Run the ``chosen`` tuple search; its best tuples of Θ's (best first), the tuples scored, its figures."""
     d = theta_star.shape[0]
     k = Xs.shape[1]
@@ -806,7 +816,7 @@ def _search_tuples(chosen, theta_star, directions, m, Xs, Ys, *, n_search, radiu
         n_fit = min(n_search, max(32, int(np.ceil(2 * (m * d * d + m * (m - 1)) / (k * d)))))
         found, scored, sd = _vp_search(theta_star, directions, m, Xs[:n_fit], Ys[:n_fit], radius, keep_tuples,
                                        starts=vp_starts, max_iter=max_nfev, rng=np.random.default_rng(seed),
-                                       workers=workers)
+                                       workers=workers, device=device)
         return found, scored, details | sd | {"scoring_examples": int(n_fit)}
     alphas = _grid(m, net_points, net_points_3d) * radius
     points = theta_star[None] + (alphas @ directions.T).reshape(-1, d, d) if m > 1 else theta_star[None]

@@ -157,6 +157,7 @@ class TestPhaseArguments:
         assert args6[2] is last5.directions
         assert isinstance(kw6.pop("workers"), Workers)
         assert kw6.pop("threads") == 1  # no local workers: the run's one BLAS thread
+        assert kw6.pop("device") is None  # numpy unless learn(device=...)
         assert kw6 == {"net_radius": cfg["net_radius"], "net_points": cfg["net_points"],
                        "net_points_3d": cfg["net_points_3d"], "n_search": cfg["n_search"],
                        "keep_tuples": cfg["keep_tuples"], "examples_per_param": cfg["refine_examples_per_param"],

@@ -95,9 +95,35 @@ class TestParity:
         hull = min_norm_point(layer.thetas), np.linalg.qr((T[1:] - T[0]).T)[0]
         a = search_heads(ArraySource(X, Y), *hull, 3, n_search=200, search="vp", vp_starts=2)
         b = search_heads(ArraySource(X, Y), *hull, 3, n_search=200, search="vp", vp_starts=2, device="cpu")
-        np.testing.assert_array_equal(a.warm_start.thetas, b.warm_start.thetas)  # the search stays on numpy
+        # The search runs on the device too: the same heads, possibly in another order (both fit to ~1e-31).
+        assert match_heads(a.warm_start, b.warm_start).max_error < 1e-6
         assert match_heads(a.layer, b.layer).max_error < PARITY
+        assert a.search_details["vp_starts"] == b.search_details["vp_starts"] == 2
+        assert b.search_details["best_in_sample_residual"] < 1e-26
         assert a.heldout_error < 1e-26 and b.heldout_error < 1e-26
+
+    def test_the_search_starts_run_here_on_the_device(self, monkeypatch):
+        """With a device the starts are not sent to the workers (tensors on a GPU do not travel to processes): they
+        run in this process, each on the device."""
+        from learner.parallel import Workers
+        from learner.phases import search as search_module
+
+        layer, X, Y, _ = _case(2, 6, 200, seed=8)
+        T = layer.thetas.reshape(2, -1)
+        hull = min_norm_point(layer.thetas), np.linalg.qr((T[1:] - T[0]).T)[0]
+        seen = []
+        real = search_module._vp_start
+
+        def spy(*args):
+            seen.append((args[-1], type(args[1]).__name__))
+            return real(*args)
+
+        monkeypatch.setattr(search_module, "_vp_start", spy)
+        with Workers(2) as pool:
+            search_heads(ArraySource(X, Y), *hull, 2, n_search=100, search="vp", vp_starts=3, device="cpu",
+                         workers=pool)
+            assert "6_search" not in pool.stats  # nothing went to the pool
+        assert seen == [("cpu", "ndarray")] * 3  # moved to the device inside the start
 
     def test_learn_on_the_device(self):
         truth = random_layer(3, 12, logit_scale=1.0, rng=1)
