@@ -22,6 +22,7 @@ __all__ = [
     "OUTPUT_OPTIONS",
     "CommandParser",
     "check_output_options",
+    "cli_device",
     "cli_positive_int_or",
     "cli_seed",
     "cli_type",
@@ -36,6 +37,21 @@ __all__ = [
 def cli_seed(text: str) -> int:
     """argparse type of ``--seed``: the :class:`Seed` rule, named ``--seed`` in the error."""
     return cli_type("--seed", Seed())(text)
+
+
+def cli_device(flag: str) -> Callable[[str], str]:
+    """An argparse type: a torch device name torch can see (:func:`learner.torch_interop.torch_device`; the torch
+    extra), returned as torch spells it; errors name ``flag``."""
+    def parse(text):
+        from .torch_interop import torch_device
+
+        try:
+            return str(torch_device(text))
+        except (ImportError, TypeError, ValueError) as exc:
+            message = str(exc).replace("`device`", flag).replace(f"got device={text!r}", f"got {flag} {text!r}")
+            raise argparse.ArgumentTypeError(message.rstrip(".")) from None
+
+    return parse
 
 
 def cli_positive_int_or(flag: str, word: str, meaning: object) -> Callable[[str], Any]:

@@ -19,6 +19,7 @@ from .argparsing import (
     OUTPUT_OPTIONS,
     CommandParser,
     check_output_options,
+    cli_device,
     cli_positive_int_or,
     cli_seed,
     command_parser,
@@ -129,7 +130,7 @@ def _add_learn(sub):
     p.add_argument("--blas-threads", type=_blas_threads, default=1,
                    help="BLAS threads of this process in the phases it computes alone (default 1, the fastest "
                         "measured on 2 cores; 'default' leaves numpy's own setting); workers always have one")
-    p.add_argument("--device", default=None,
+    p.add_argument("--device", type=cli_device("--device"), default=None,
                    help="a torch device ('cuda', 'cuda:1', 'cpu') for phase 6's refinement, on torch tensors "
                         "(extra torch); default: numpy throughout")
     p.add_argument("--json", metavar="FILE", help="also write the run's record as JSON")

@@ -343,8 +343,10 @@ class TestDeclare:
 #: rule: SeedSequence entropy of the whole command), learn's --workers/--blas-threads (a count or a word:
 #: "auto", "default"), theory check's --param (key=value pairs checked by the chosen check's rules);
 #: lowerbounds' --subset and --secret (checked against --d/--m and --n/--q: relations, not one value's range)
-#: and lwe's --max-evaluations (the command line's 0 stands for the function's None: no limit).
-UNDECLARED = {"--seed", "--workers", "--blas-threads", "--param", "--subset", "--secret", "--max-evaluations"}
+#: and lwe's --max-evaluations (the command line's 0 stands for the function's None: no limit); learn's --device
+#: (a name, checked against the devices torch sees: learner.argparsing.cli_device).
+UNDECLARED = {"--seed", "--workers", "--blas-threads", "--param", "--subset", "--secret", "--max-evaluations",
+              "--device"}
 
 
 def test_every_numeric_option_is_declared():

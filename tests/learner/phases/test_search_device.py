@@ -155,5 +155,9 @@ class TestRefused:
 
         if torch.cuda.is_available():
             pytest.skip("this machine has a CUDA device")
-        assert main(["learn", "--m", "2", "--d", "8", "--k", "2", "--device", "cuda"]) == 2
-        assert "asks for cuda but torch sees 0 CUDA device(s)" in capsys.readouterr().err
+        with pytest.raises(SystemExit) as exc:  # refused while the options are read, before anything runs
+            main(["learn", "--m", "2", "--d", "8", "--k", "2", "--device", "cuda"])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert "argument --device: --device asks for cuda but torch sees 0 CUDA device(s)" in err
+        assert "got --device 'cuda'" in err and "Traceback" not in err
