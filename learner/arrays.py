@@ -1,8 +1,8 @@
 """The array backends of phase 6's refinement: numpy arrays, or torch tensors on a device (ours).
 
 The refinement's code is written once. The operations it needs beyond the array API standard go through the
-helpers here, which dispatch on the array's type. A numpy array takes numpy's own call, the one the refinement
-made before this module existed, so its bits do not change. Anything else goes through its array-API namespace
+helpers here, which dispatch on the array's type. A numpy array takes numpy's (or SciPy's) own call, the same
+bits as a plain numpy implementation of the refinement. Anything else goes through its array-API namespace
 (``array_api_compat.array_namespace``, as SciPy and scikit-learn do it) or, where the standard has no such
 function, through torch. Torch and array-api-compat are imported only when a tensor is met.
 """
