@@ -356,7 +356,7 @@ def _products(A, B, threads, *, symmetric=False):
         else:
             out[:, s:e] = A.T @ B[:, s:e]
 
-    if threads > 1 and arrays.is_numpy(A):  # a device runs its own threads
+    if threads > 1 and len(starts) > 1 and arrays.is_numpy(A):  # one block: nothing to share; a device: its own
         from concurrent.futures import ThreadPoolExecutor
 
         with blas_threads(1), ThreadPoolExecutor(threads) as pool:
