@@ -131,8 +131,8 @@ def _add_learn(sub):
                    help="BLAS threads of this process in the phases it computes alone (default 1, the fastest "
                         "measured on 2 cores; 'default' leaves numpy's own setting); workers always have one")
     p.add_argument("--device", type=cli_device("--device"), default=None,
-                   help="a torch device ('cuda', 'cuda:1', 'cpu') for phase 6's refinement, on torch tensors "
-                        "(extra torch); default: numpy throughout")
+                   help="a torch device ('cuda', 'cuda:1', 'cpu') on which the oracle computes its labels and "
+                        "phase 6 searches and refines, on torch tensors (extra torch); default: numpy throughout")
     p.add_argument("--json", metavar="FILE", help="also write the run's record as JSON")
     declare_options(p, LayerOracle, rules={"max_examples": CONFIG_RULES["max_examples"]})
     p.set_defaults(handler=_learn)

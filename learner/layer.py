@@ -12,6 +12,7 @@ paper's definition.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -19,8 +20,8 @@ from numpy.typing import ArrayLike
 from .inputs import check_inputs
 from .validation import check_int, check_real_array
 
-__all__ = ["AttentionLayer", "attention_patterns", "auto_batch", "head_features", "layer_jacobian", "softmax",
-           "softmax_inplace"]
+__all__ = ["AttentionLayer", "attention_patterns", "auto_batch", "device_batch", "head_features", "layer_jacobian",
+           "softmax", "softmax_inplace"]
 
 #: Default chunk size: the largest of the per-chunk work arrays holds about this
 #: many floats (4 MiB), small enough to stay in cache and be reused, large
@@ -33,6 +34,16 @@ MAX_AUTO_BATCH = 512
 def auto_batch(k: int, d: int, m: int) -> int:
     """Examples per chunk so that the (chunk, k, m·max(d, k)) work arrays hold ~``WORK_FLOATS``."""
     return int(max(16, min(MAX_AUTO_BATCH, WORK_FLOATS // (k * m * max(d, k)))))
+
+
+#: Floats in the largest work array of a chunk on a torch device (ours, not tuned: 256 MiB in float64; a device
+#: pays per call, so its chunks are larger than the CPU's cache-sized ones).
+DEVICE_WORK_FLOATS = 1 << 25
+
+
+def device_batch(k: int, d: int, m: int) -> int:
+    """Examples per chunk on a torch device: the (chunk, k, m·max(d, k)) work arrays hold ~``DEVICE_WORK_FLOATS``."""
+    return int(max(16, DEVICE_WORK_FLOATS // (k * m * max(d, k))))
 
 
 def softmax_inplace(z: np.ndarray, axis: int, work: np.ndarray) -> np.ndarray:
@@ -169,11 +180,16 @@ class AttentionLayer:
                 )
             yield slice(start, start + nb), x, p
 
-    def __call__(self, X: ArrayLike, *, batch: int | None = None) -> np.ndarray:
+    def __call__(self, X: ArrayLike, *, batch: int | None = None, device: Any = None) -> np.ndarray:
         """Evaluate ``F(X)``; ``X`` has shape (k, d) or (n, k, d), the result the same shape.
 
-        ``batch`` is the number of examples per chunk (default: :func:`auto_batch`).
+        ``batch`` is the number of examples per chunk (default: :func:`auto_batch`, or
+        :func:`device_batch` on a device). ``device`` (a torch device name such as ``"cuda"``; the torch
+        extra) computes the chunks on torch tensors there, through :mod:`learner.arrays`, and returns a numpy
+        array all the same; the entries agree with numpy's to rounding (a few units of 1e-16 relative).
         """
+        if device is not None:
+            return self._call_on(X, batch, device)
         X, single, batch = self._prepare(X, batch)
         n, k, d = X.shape
         m = self.m
@@ -190,6 +206,40 @@ class AttentionLayer:
                 "F(X) overflowed float64 (the projections W_i are too large for these inputs: "
                 f"max |W| = {float(np.abs(self.ws).max()):.3g}); rescale the layer."
             )
+        return out[0] if single else out
+
+    def _call_on(self, X, batch, device):
+        """:meth:`__call__` on torch tensors on ``device``: the same chunked products and the same stable softmax
+        (the largest logit of each row subtracted before the exponential), written with the array API."""
+        from . import arrays
+
+        single = np.ndim(X) == 2
+        X = check_inputs(X, d=self.d)
+        n, k, d = X.shape
+        m = self.m
+        batch = device_batch(k, d, m) if batch is None else check_int("batch", batch)
+        theta_cat, w_stack = (arrays.to_device(a, device) for a in (self._theta_cat, self._w_stack))
+        xp = arrays.namespace(theta_cat)
+        out = np.empty(X.shape)
+        for start in range(0, n, max(1, batch)):
+            x = arrays.to_device(X[start:start + batch], device)
+            nb = x.shape[0]
+            a = xp.reshape(xp.reshape(x, (nb * k, d)) @ theta_cat, (nb, k * m, d))
+            p = x @ arrays.permute(a, (0, 2, 1))  # p[n, j, (a, i)] = (x_a Θ_i) · x_j, as in _chunks
+            top = xp.max(p, axis=1, keepdims=True)
+            if not bool(xp.all(xp.isfinite(top))):
+                raise FloatingPointError(
+                    "attention logits overflowed float64 (|x_a^T Theta_i x_b| too large); "
+                    "rescale the inputs or the attention matrices.")
+            p = xp.exp(p - top)
+            p = p / xp.sum(p, axis=1, keepdims=True)
+            z = arrays.permute(p, (0, 2, 1)) @ x  # z[n, (a, i)] = Σ_j P_i[a, j] x_j
+            out[start:start + nb] = arrays.to_numpy(xp.reshape(xp.reshape(z, (nb * k, m * d)) @ w_stack,
+                                                               (nb, k, d)))
+        if not np.isfinite(out).all():
+            raise FloatingPointError(
+                "F(X) overflowed float64 (the projections W_i are too large for these inputs: "
+                f"max |W| = {float(np.abs(self.ws).max()):.3g}); rescale the layer.")
         return out[0] if single else out
 
     def attention(self, X: ArrayLike, *, batch: int | None = None) -> np.ndarray:

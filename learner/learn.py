@@ -24,7 +24,7 @@ from .errors import ExamplesExhausted, LearnInterrupted, SourceError
 from .hints import SeedLike
 from .layer import AttentionLayer
 from .metrics import truth_errors
-from .oracle import as_source, name_source
+from .oracle import LayerOracle, as_source, device_name, name_source
 from .parallel import Workers, blas_threads
 from .phases import (
     NOISE_MIN,
@@ -164,10 +164,11 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
         not depend on their number; its factorisations keep this setting.
         ``execution["blas_threads"]`` records what was set.
     device : str, optional
-        A torch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``; the torch extra) on which phase 6's refinement
-        computes, on torch tensors (:mod:`learner.arrays`); the other phases and phase 6's search stay on numpy.
-        A device torch cannot see is refused before the first example. None (default): numpy throughout.
-        ``execution["device"]`` records it.
+        A torch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``; the torch extra) on which phase 6's search and
+        refinement compute, on torch tensors (:mod:`learner.arrays`), and on which a :class:`LayerOracle` without
+        a device of its own computes the labels of phases 1–4 (its ``device`` for the run); the phases'
+        own statistics stay on numpy. A device torch cannot see is refused before the first example. None
+        (default): numpy throughout. ``execution["device"]`` records it.
 
     Returns
     -------
@@ -183,17 +184,28 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
     LearnInterrupted
         On Ctrl-C: the workers are stopped first; the exception carries the partial result.
     """
-    if device is not None:  # before the pool and the first example
-        from .torch_interop import torch_device
-
-        device = str(torch_device(device))
+    device = device_name(device)  # before the pool and the first example
     pool = Workers(workers, scheduler)
-    with _bars.showing(_bars.resolve(progress)), pool:
+    with _bars.showing(_bars.resolve(progress)), pool, _labels_on(source, device):
         try:
             return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool, blas=blas_threads,
                           logit_scale=logit_scale, device=device)
         except SourceError as exc:
             raise name_source(exc, source) from None
+
+
+@contextlib.contextmanager
+def _labels_on(source, device):
+    """While the run lasts, a :class:`LayerOracle` without a device of its own computes its labels on
+    ``device`` (its inputs and noise, drawn by numpy, are unchanged); anything else is left as it is."""
+    lend = device is not None and isinstance(source, LayerOracle) and source.device is None
+    if lend:
+        source.device = device
+    try:
+        yield
+    finally:
+        if lend:
+            source.device = None
 
 
 def _threads(n, pool, alone):

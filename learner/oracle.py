@@ -17,8 +17,8 @@ from .inputs import check_inputs, sample_inputs
 from .layer import AttentionLayer
 from .validation import DISTRIBUTIONS, Choice, Integer, Real, check_int, check_real_array, check_rng, declare
 
-__all__ = ["NOISE_RULE", "ArraySource", "ExampleBatch", "LayerOracle", "as_source",
-           "batch_sizes", "checked_examples", "draw_checked", "growing_sizes", "name_source", "noisy_labels"]
+__all__ = ["NOISE_RULE", "ArraySource", "ExampleBatch", "LayerOracle", "as_source", "batch_sizes", "checked_examples",
+           "device_name", "draw_checked", "growing_sizes", "name_source", "noisy_labels"]
 
 #: The rule of every ``noise`` (the label noise's standard deviation): a finite number, 0 allowed.
 NOISE_RULE = Real(allow_zero=True)
@@ -86,15 +86,17 @@ class ExampleBatch:
     """One batch of a stream, as a recipe a worker can run: the layer, tokens, distribution, seed, size —
     or, for fixed arrays, the slice itself. :meth:`examples` gives ``(X, Y)``."""
 
-    __slots__ = ("X", "Y", "distribution", "k", "layer", "n", "noise", "origin", "seed")
+    __slots__ = ("X", "Y", "device", "distribution", "k", "layer", "n", "noise", "origin", "seed")
 
     def __init__(self, n: int, *, layer: AttentionLayer | None = None, k: int | None = None,
                  distribution: str | None = None, seed: np.random.SeedSequence | None = None,
                  X: np.ndarray | None = None, Y: np.ndarray | None = None, origin: str | None = None,
-                 noise: float = 0.0) -> None:
+                 noise: float = 0.0, device: str | None = None) -> None:
         self.n, self.layer, self.k, self.distribution, self.seed, self.X, self.Y = n, layer, k, distribution, seed, X, Y
         self.origin = origin  # the source's class name, for SourceError
         self.noise = noise
+        self.device = device  # where the layer computes the labels (a torch device name), None: numpy
+
     def __getstate__(self):
         return {name: getattr(self, name) for name in self.__slots__}
 
@@ -109,7 +111,18 @@ class ExampleBatch:
         rng = np.random.default_rng(self.seed)
         X = sample_inputs(self.n, self.k, self.layer.d,  # type: ignore[arg-type, union-attr]
                           distribution=self.distribution, rng=rng)  # type: ignore[arg-type]
-        return checked_examples(X, noisy_labels(self.layer(X), self.noise, rng), self.origin)  # type: ignore[misc]
+        labels = self.layer(X, device=self.device)  # type: ignore[misc]
+        return checked_examples(X, noisy_labels(labels, self.noise, rng), self.origin)
+
+
+def device_name(device: object) -> str | None:
+    """``device`` as the name of a torch device torch can see (a ValueError or TypeError naming ``device``
+    otherwise: :func:`learner.torch_interop.torch_device`), or None for None (numpy)."""
+    if device is None:
+        return None
+    from .torch_interop import torch_device
+
+    return str(torch_device(device))
 
 
 def noisy_labels(Y: np.ndarray, noise: float, rng: np.random.Generator) -> np.ndarray:
@@ -144,6 +157,12 @@ class LayerOracle:
         the same in every worker; with 0 nothing more is drawn.
     rng : None, int, SeedSequence or Generator
         The oracle spawns its own generator; ``reset()`` restarts it.
+    device : str, optional
+        A torch device (``"cuda"``, ``"cpu"``; the torch extra) on which the layer computes the labels
+        (:meth:`AttentionLayer.__call__`); the inputs and the noise are drawn by numpy as always, so the
+        examples are the same up to rounding (a few units of 1e-16 relative in the labels). None (default):
+        numpy. A device torch cannot see is refused here. ``learn(..., device=...)`` sets it for its run on an
+        oracle that has none.
 
     Examples
     --------
@@ -156,7 +175,8 @@ class LayerOracle:
 
     @declare(k=Integer(), distribution=Choice(DISTRIBUTIONS), noise=NOISE_RULE)
     def __init__(self, layer: AttentionLayer, k: int, *, distribution: str = "boolean", noise: float = 0.0,
-                 rng: int | np.random.SeedSequence | np.random.Generator | None = None) -> None:
+                 rng: int | np.random.SeedSequence | np.random.Generator | None = None,
+                 device: str | None = None) -> None:
         if not isinstance(layer, AttentionLayer):
             raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
         self.layer = layer
@@ -164,6 +184,7 @@ class LayerOracle:
         self.d = layer.d
         self.distribution = distribution
         self.noise = noise
+        self.device = device_name(device)
         if not isinstance(rng, (np.random.SeedSequence, np.random.Generator)):
             check_rng(rng)  # the error names `rng` for a seed numpy would refuse in its own words
         self._seed = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(
@@ -195,7 +216,7 @@ class LayerOracle:
             seed = np.random.SeedSequence(base.entropy, spawn_key=tuple(base.spawn_key) + (STREAM_TAG, stream, b),
                                           pool_size=base.pool_size)
             yield ExampleBatch(int(n), layer=self.layer, k=self.k, distribution=self.distribution, seed=seed,
-                               origin=type(self).__name__, noise=self.noise)
+                               origin=type(self).__name__, noise=self.noise, device=self.device)
 
     def consume(self, n_samples: int) -> None:
         """Count ``n_samples`` examples of a stream as drawn."""
@@ -206,7 +227,7 @@ class LayerOracle:
         n_samples = check_int("n_samples", n_samples)
         X = sample_inputs(n_samples, self.k, self.d, distribution=self.distribution, rng=self._rng)
         self.n_drawn += n_samples
-        return X, noisy_labels(self.layer(X), self.noise, self._rng)
+        return X, noisy_labels(self.layer(X, device=self.device), self.noise, self._rng)
 
 
 class ArraySource:

@@ -134,6 +134,91 @@ class TestParity:
         assert b.execution["device"] == "cpu" and "device" not in a.execution
 
 
+# The layer's entries on the two backends agree to a few units of 1e-16 relative (measured 6.5e-16 over 20,000
+# examples at (8, 24, 2)): the same products and softmax in another library's order. 1e-13 leaves a margin.
+LABELS = 1e-13
+
+
+def _naive(layer, X):
+    """F(X) written out head by head with an explicit max-subtracted softmax: a reference independent of both."""
+    out = np.zeros(X.shape)
+    for theta, w in zip(layer.thetas, layer.ws):
+        logits = X @ theta @ X.transpose(0, 2, 1)
+        weights = np.exp(logits - logits.max(axis=2, keepdims=True))
+        out += (weights / weights.sum(axis=2, keepdims=True)) @ X @ w
+    return out
+
+
+class TestLabelsOnTheDevice:
+    @pytest.mark.parametrize(("m", "d", "k", "n", "batch", "distribution"), [
+        (1, 4, 2, 7, None, "boolean"), (3, 8, 3, 50, 16, "gaussian"), (8, 24, 2, 300, 128, "boolean")])
+    def test_the_layer_agrees_with_numpy_and_a_reference(self, m, d, k, n, batch, distribution):
+        from learner.inputs import sample_inputs
+
+        layer = random_layer(m, d, logit_scale=1.0, rng=m)
+        X = sample_inputs(n, k, d, distribution=distribution, rng=d)
+        on = layer(X, batch=batch, device="cpu")
+        assert isinstance(on, np.ndarray) and on.shape == X.shape
+        scale = np.abs(on).max()
+        np.testing.assert_allclose(on, layer(X), rtol=0, atol=LABELS * scale)
+        np.testing.assert_allclose(on, _naive(layer, X), rtol=0, atol=LABELS * scale)
+        np.testing.assert_allclose(layer(X[3], device="cpu"), layer(X[3]), rtol=0, atol=LABELS * scale)
+
+    def test_control_another_layer_is_told_apart(self):
+        layer, other = random_layer(2, 8, logit_scale=1.0, rng=0), random_layer(2, 8, logit_scale=1.0, rng=1)
+        X = LayerOracle(layer, 2, rng=2).draw(40)[0]
+        assert np.abs(layer(X, device="cpu") - other(X)).max() > 1e3 * LABELS * np.abs(other(X)).max()
+
+    def test_overflow_is_named(self):
+        from learner.layer import AttentionLayer
+
+        huge = AttentionLayer(np.full((1, 4, 4), 1e308), np.eye(4)[None])
+        with pytest.raises(FloatingPointError, match="attention logits overflowed"):
+            huge(np.ones((2, 2, 4)), device="cpu")
+        wide = AttentionLayer(np.zeros((1, 4, 4)), np.full((1, 4, 4), 1e308))
+        with pytest.raises(FloatingPointError, match="F\\(X\\) overflowed"):
+            wide(np.ones((2, 2, 4)), device="cpu")
+
+    @pytest.mark.parametrize("noise", [0.0, 0.1])
+    def test_the_oracle_draws_the_same_examples(self, noise):
+        import pickle
+
+        layer = random_layer(3, 8, logit_scale=1.0, rng=4)
+        a, b = (LayerOracle(layer, 2, noise=noise, rng=5, device=dev) for dev in (None, "cpu"))
+        assert b.device == "cpu" and a.device is None
+        (Xa, Ya), (Xb, Yb) = a.draw(200), b.draw(200)
+        np.testing.assert_array_equal(Xa, Xb)
+        np.testing.assert_allclose(Yb, Ya, rtol=0, atol=LABELS * np.abs(Ya).max())
+        if noise:  # the noise itself comes from the same numpy stream, after the inputs
+            np.testing.assert_allclose(Yb - layer(Xb), Ya - layer(Xa), rtol=0, atol=LABELS * np.abs(Ya).max())
+        batch = pickle.loads(pickle.dumps(next(b.batches([64]))))  # a worker's copy keeps the device
+        assert batch.device == "cpu"
+        Xc, Yc = batch.examples()
+        Xd, Yd = next(a.batches([64])).examples()
+        np.testing.assert_array_equal(Xc, Xd)
+        np.testing.assert_allclose(Yc, Yd, rtol=0, atol=LABELS * np.abs(Yd).max())
+
+    def test_learn_lends_its_device_to_the_oracle(self, monkeypatch):
+        from learner.layer import AttentionLayer
+
+        seen = []
+        real = AttentionLayer._call_on
+        monkeypatch.setattr(AttentionLayer, "_call_on", lambda self, X, batch, device: (
+            seen.append((len(X), device)), real(self, X, batch, device))[1])
+        truth = random_layer(2, 8, logit_scale=1.0, rng=1)
+        oracle = LayerOracle(truth, 2, rng=3)
+        learn(oracle, m=2, rng=0, progress=False, workers=1)
+        assert seen == []  # control: without a device the labels stay on numpy
+        result = learn(oracle, m=2, rng=0, progress=False, workers=1, device="cpu")
+        assert result.success and seen and {dev for _, dev in seen} == {"cpu"}
+        assert sum(n for n, _ in seen) >= result.examples_drawn  # every drawn label came from the device
+        assert oracle.device is None  # lent for the run only
+
+    def test_a_bad_oracle_device_is_named(self):
+        with pytest.raises(ValueError, match="`device` must be a device name torch knows"):
+            LayerOracle(random_layer(2, 8, rng=0), 2, device="gpu7")
+
+
 class TestRefused:
     @pytest.mark.parametrize(("device", "error", "words"), [
         ("gpu7", ValueError, "`device` must be a device name torch knows"),
