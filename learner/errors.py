@@ -18,6 +18,7 @@ __all__ = [
     "FileFormatError",
     "LearnInterrupted",
     "MissingExtra",
+    "NotRegularFile",
     "PlantingError",
     "RecordError",
     "SourceError",
@@ -49,6 +50,10 @@ class SourceError(ValueError):
 
 class FileFormatError(ValueError):
     """A file is damaged, of another kind, or of an unsupported schema version."""
+
+
+class NotRegularFile(FileFormatError):
+    """A path a reader was given is a FIFO, a device, a socket or a directory: never read, never waited on."""
 
 
 class RecordError(ValueError):

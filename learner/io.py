@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._version import __version__
-from .errors import FileFormatError
+from .errors import FileFormatError, NotRegularFile
 from .hints import PathLike
 from .layer import AttentionLayer
 from .validation import check_real_array
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
     "SCHEMA_VERSION",
     "atomic_write",
     "check_writable_dir",
@@ -44,6 +46,8 @@ __all__ = [
     "json_safe",
     "load_examples",
     "load_layer",
+    "open_regular",
+    "read_json",
     "read_metadata",
     "save_figure",
     "versions",
@@ -51,6 +55,7 @@ __all__ = [
     "save_layer",
     "special_kind",
     "write_json",
+    "write_target",
 ]
 
 #: Version of the layout of the files written here (ours: the first layout; a new layout gets a new number).
@@ -120,7 +125,11 @@ def check_writable_file(name: str, path: PathLike) -> Path:
     if kind is not None:
         raise ValueError(f"`{name}` must name a regular file or a new one; got {name}={str(value)!r}, which is "
                          f"{kind} (left untouched).")
-    parent = path.parent
+    try:
+        target, _ = write_target(path)
+    except ValueError as exc:
+        raise ValueError(f"`{name}` {str(exc).rstrip('.')}; got {name}={str(value)!r}.") from None
+    parent = target.parent
     if not parent.is_dir():
         raise ValueError(f"`{name}`'s directory {str(parent)!r} does not exist or is not a directory; "
                          f"got {name}={str(value)!r}.")
@@ -142,24 +151,114 @@ def special_kind(path: PathLike) -> str | None:
     return next((kind for test, kind in kinds if test(mode)), "not a regular file")
 
 
+#: The largest JSON file a reader takes (ours: the toolkit's records and studies are kilobytes to a few
+#: megabytes; 64 MiB stops a reader from filling the memory with a file that is not one).
+MAX_JSON_BYTES = 64 << 20
+#: The deepest nesting of arrays and objects a JSON file may have (ours: the toolkit's records nest fewer than
+#: ten levels; 100 stays far below Python's recursion limit, so later code that walks a record cannot overflow).
+MAX_JSON_DEPTH = 100
+
+
+def open_regular(path: PathLike, what: str = "file") -> BinaryIO:
+    """``path`` opened for reading in binary, or :class:`FileFormatError` naming it when it is not a regular file.
+
+    The file is opened without blocking and checked on the open descriptor, so a FIFO, a device or a socket
+    is refused by name and never waited on (opening a FIFO for reading otherwise blocks until a writer
+    comes): :class:`~learner.errors.NotRegularFile`, a FileFormatError. OSErrors (missing, unreadable) pass
+    through.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else special_kind(path) or "not a regular file"
+            raise NotRegularFile(f"{str(path)!r} is {kind}, not a {what}: only regular files are read.")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _depth(value: object) -> int:
+    """The nesting depth of a parsed JSON value (a scalar is 0, ``[]`` 1, ``[[]]`` 2), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level + isinstance(item, (dict, list)))
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+
+
+def read_json(path: PathLike, what: str = "JSON file") -> Any:
+    """The JSON value in ``path``, or :class:`FileFormatError` naming the file and what is wrong with it.
+
+    Only a regular file is read (:func:`open_regular`), of at most :data:`MAX_JSON_BYTES` bytes, UTF-8, and
+    nested at most :data:`MAX_JSON_DEPTH` levels; ``what`` names the kind of file in the messages. An
+    OSError (missing, unreadable) passes through.
+    """
+    with open_regular(path, what) as fh:
+        blob = fh.read(MAX_JSON_BYTES + 1)
+    if len(blob) > MAX_JSON_BYTES:
+        raise FileFormatError(f"{str(path)!r} is larger than {MAX_JSON_BYTES >> 20} MiB, too large for a {what}.")
+    try:
+        value = json.loads(blob.decode("utf-8"))
+    except RecursionError:
+        raise FileFormatError(f"{str(path)!r} is nested deeper than a {what} can be (JSON nested past Python's "
+                              "recursion limit).") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FileFormatError(f"{str(path)!r} is not a readable {what} ({type(exc).__name__}: {exc}).") from None
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise FileFormatError(f"{str(path)!r} is nested more than {MAX_JSON_DEPTH} levels deep, deeper than any "
+                              f"{what} the toolkit writes.")
+    return value
+
+
+def write_target(path: PathLike) -> tuple[Path, int | None]:
+    """Where a write to ``path`` lands and the permission bits to give it: ``(target, mode)``.
+
+    A symlink is written through (the target is its resolved path; the link stays a link), an existing regular
+    file keeps its permission bits (``mode``), and a new file gets None (0644 when written). ValueError, before
+    anything is written, for a path that is a directory, a FIFO, a device or a socket (not ours), or an existing
+    file without its owner's write permission (read-only: the toolkit does not replace it, root or not).
+    """
+    path = Path(path)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    through = f" (the target of the symlink {str(path)!r})" if target != path else ""
+    if target.is_dir():
+        raise ValueError(f"cannot write {str(target)!r}{through}: it is a directory; give a file name.")
+    kind = special_kind(target)
+    if kind is not None:
+        raise ValueError(f"cannot write {str(target)!r}{through}: it exists and is {kind}, not a regular file; "
+                         "it is left untouched (give the name of a regular file or a new one).")
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except (FileNotFoundError, NotADirectoryError):  # a new file (its directory is checked by the writer)
+        return target, None
+    if not mode & stat.S_IWUSR or not os.access(target, os.W_OK):
+        raise ValueError(f"cannot write {str(target)!r}{through}: it is read-only (mode {mode:04o}); it is left "
+                         "untouched (make it writable or give another name).")
+    return target, mode
+
+
 def atomic_write(path: PathLike, write: Callable[[BinaryIO], object]) -> None:
     """Call ``write(fh)`` on a temporary file beside ``path``, fsync it, and rename it over ``path``.
 
-    Refuses (ValueError, before writing anything) a ``path`` that exists and is not a regular file: a
-    directory, a FIFO, a device or a socket is left as it is.
+    What may be replaced is decided by :func:`write_target`, before anything is written: a symlink is written
+    through to its target, an existing file keeps its permission bits, and a directory, a FIFO, a device, a
+    socket or a read-only file is refused (ValueError) and left as it is.
     """
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"cannot write {str(path)!r}: it is a directory; give a file name.")
-    kind = special_kind(path)
-    if kind is not None:
-        raise ValueError(f"cannot write {str(path)!r}: it exists and is {kind}, not a regular file; "
-                         "it is left untouched (give the name of a regular file or a new one).")
+    path, mode = write_target(path)
     if not path.parent.is_dir():
         raise FileNotFoundError(f"cannot write {str(path)!r}: its directory {str(path.parent)!r} does not exist.")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.chmod(tmp, 0o644)  # mkstemp makes owner-only files; results are meant to be shared
+        # mkstemp makes owner-only files: a new result is meant to be shared (0644), a replaced file keeps its bits
+        os.chmod(tmp, 0o644 if mode is None else mode)
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()
@@ -237,7 +336,7 @@ def _read(path, kinds):
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {str(path)!r}")
     # Open the file ourselves: np.load(path) leaks its handle when zipfile rejects the archive.
-    with open(path, "rb") as fh:
+    with open_regular(path, "toolkit .npz file") as fh:
         head = fh.read(6)
         fh.seek(0)
         # An .npz is a zip archive and an .npy starts with its magic; anything else would reach

@@ -117,10 +117,10 @@ class ExampleBatch:
 
 def device_name(device: object) -> str | None:
     """``device`` as the name of a torch device torch can see (a ValueError or TypeError naming ``device``
-    otherwise: :func:`learner.torch_interop.torch_device`), or None for None (numpy)."""
+    otherwise: :func:`learner.arrays.torch_device`), or None for None (numpy)."""
     if device is None:
         return None
-    from .torch_interop import torch_device
+    from .arrays import torch_device
 
     return str(torch_device(device))
 
@@ -159,7 +159,7 @@ class LayerOracle:
         The oracle spawns its own generator; ``reset()`` restarts it.
     device : str, optional
         A torch device (``"cuda"``, ``"cpu"``; the torch extra) on which the layer computes the labels
-        (:meth:`AttentionLayer.__call__`); the inputs and the noise are drawn by numpy as always, so the
+        (``layer(X, device=...)``); the inputs and the noise are drawn by numpy as always, so the
         examples are the same up to rounding (a few units of 1e-16 relative in the labels). None (default):
         numpy. A device torch cannot see is refused here. ``learn(..., device=...)`` sets it for its run on an
         oracle that has none.

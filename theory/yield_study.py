@@ -24,7 +24,6 @@ heuristic this module tests. Note that the measured yield uses the learner's
 from __future__ import annotations
 
 import io
-import json
 import logging
 import math
 import numbers
@@ -37,7 +36,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from learner.errors import FileFormatError
 from learner.hints import PathLike, SeedLike
+from learner.io import read_json
 from learner.progress import bar, showing
 from learner.study.records import schema_of, timings_problem
 from learner.study.runs import RunSpec, planted_instance, yield_of
@@ -202,8 +203,10 @@ def _read_run(path):
     """The record at ``path`` if it is a run the study uses; None for other runs (skipped quietly);
     :class:`_Unusable` (naming the field) for a record that cannot be read or trusted."""
     try:
-        rec = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        rec = read_json(path, "record")
+    except FileFormatError as exc:  # names the file and what is wrong with it
+        raise _Unusable(str(exc)) from None
+    except OSError as exc:
         raise _Unusable(f"unreadable ({exc})") from None
     if not isinstance(rec, dict):
         raise _Unusable(f"the record must be a JSON object; got {type(rec).__name__}")

@@ -121,11 +121,11 @@ def peer_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _previous(path):
-    import json
+    from ..io import read_json
 
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_json(path, "summary")
+    except (OSError, ValueError):  # FileFormatError is a ValueError
         return {}
 
 

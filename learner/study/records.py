@@ -21,7 +21,6 @@ another); a reader that only looks (:func:`read_record`) takes any schema listed
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Mapping
@@ -29,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import RecordError
+from ..errors import FileFormatError, NotRegularFile, RecordError
 from ..hints import PathLike
-from ..io import atomic_write, write_json
+from ..io import atomic_write, read_json, write_json
 
 __all__ = [
     "FIELD_CHECKS",
@@ -87,8 +86,10 @@ def read_record(path: PathLike, *, kind: str | None = None) -> dict[str, Any]:
     """
     path = Path(path)
     try:
-        rec = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        rec = read_json(path, "record")
+    except FileFormatError as exc:
+        raise RecordError(str(exc)) from None
+    except OSError as exc:
         raise RecordError(f"{path} is not a readable JSON record ({type(exc).__name__}: {exc}).") from None
     if not isinstance(rec, dict):
         raise RecordError(f"{path} is not a record: it holds a JSON {type(rec).__name__}, not an object.")
@@ -107,11 +108,15 @@ def read_record(path: PathLike, *, kind: str | None = None) -> dict[str, Any]:
 
 
 def read_run_record(path: PathLike, kind: str, schema: int) -> dict[str, Any] | None:
-    """A sweep's record of one run, to resume with: None (with a warning) if unreadable — its run is repeated;
-    a ValueError if it is of another kind (``out`` is not this sweep's directory) or another schema."""
+    """A sweep's record of one run, to resume with: None (with a warning) if unreadable, damaged or nested too
+    deep — its run is repeated; a ValueError if it is of another kind (``out`` is not this sweep's directory)
+    or another schema, or not a regular file at all (a FIFO, a device: not ours to replace)."""
     try:
-        rec = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        rec = read_json(path, "record")
+    except NotRegularFile as exc:
+        raise ValueError(f"{exc} It stands where the run's record goes and is not ours to replace: move it "
+                         "away and run again.") from None
+    except (OSError, FileFormatError) as exc:
         log.warning("ignoring unreadable record %s (%s); its run is repeated", path, exc)
         return None
     if not isinstance(rec, dict) or rec.get("kind") != kind:

@@ -56,6 +56,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import SweepInterrupted, SweepLocked
 from ..hints import PathLike
+from ..io import read_json
 from ..parallel import kill_pool as _kill_pool
 from ..parallel import pool_size, sigint_ignored
 from ..validation import check_int
@@ -220,7 +221,7 @@ def sweep_lock(out: PathLike) -> Iterator[Path]:
         finally:
             tmp.unlink(missing_ok=True)
         try:
-            owner = json.loads(path.read_text(encoding="utf-8"))
+            owner = read_json(path, "lock file")
             pid, host = int(owner["pid"]), str(owner["host"])
         except FileNotFoundError:
             continue  # released meanwhile: try again
@@ -243,7 +244,7 @@ def sweep_lock(out: PathLike) -> Iterator[Path]:
     finally:
         del _HELD_LOCKS[path]
         with contextlib.suppress(OSError, ValueError):
-            if json.loads(path.read_text(encoding="utf-8")).get("pid") == me["pid"]:
+            if read_json(path, "lock file").get("pid") == me["pid"]:
                 path.unlink()
 
 
@@ -298,15 +299,18 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
     hint = "use another `out` directory (or the same parameters to resume this one)"
     if path.exists():
         try:
-            claim = json.loads(path.read_text(encoding="utf-8"))
+            claim = read_json(path, "study file")
             theirs, their_kind = claim["parameters"], claim["kind"]
             if not isinstance(theirs, dict):
                 raise TypeError("parameters is not an object")
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # FileFormatError is a ValueError
             raise ValueError(f"{path} is unreadable ({type(exc).__name__}: {exc}); the directory's study is "
                              f"unknown, so {kind} will not write there: {hint}.") from None
         if their_kind != kind:
             raise ValueError(f"{out} holds a {their_kind} (see {path}), not a {kind}; {hint}.")
+        if claim.get("schema_version") != schema_of(kind):
+            raise ValueError(f"{path} has schema_version={claim.get('schema_version')!r:.40}; this version "
+                             f"resumes a {kind} of schema {schema_of(kind)} and will not rewrite another: {hint}.")
         diff = _differences(mine, theirs)
         if diff:
             raise ValueError(f"{out} holds a {kind} with other parameters ({'; '.join(diff)}); its summaries "
@@ -316,8 +320,8 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
     if runs.is_dir():
         for rec_path in sorted(runs.glob("*.json")):
             try:
-                other = json.loads(rec_path.read_text(encoding="utf-8")).get("kind")
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+                other = read_json(rec_path, "record").get("kind")
+            except (OSError, ValueError, AttributeError):  # FileFormatError is a ValueError
                 continue  # unreadable records are the sweep's to report and re-run
             if other != record_kind:
                 raise ValueError(f"{out} holds records of another kind ({rec_path.name}: {other!r}, not "
@@ -325,8 +329,8 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
     summary = out / "summary.json"
     if summary.exists():  # a study of an earlier version, which wrote no study.json
         try:
-            theirs = json.loads(summary.read_text(encoding="utf-8")).get("parameters")
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            theirs = read_json(summary, "summary").get("parameters")
+        except (OSError, ValueError, AttributeError):  # FileFormatError is a ValueError
             theirs = None
         if isinstance(theirs, dict):
             shared = set(mine) & set(theirs)
@@ -466,7 +470,7 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn
     def save(spec, rec):
         rec["where"] = rec.get("where", {}) | {"backend": backend}
         write_json(runs / f"{spec.run_id}.json", rec)
-        done[spec.run_id] = json.loads((runs / f"{spec.run_id}.json").read_text(encoding="utf-8"))
+        done[spec.run_id] = read_json(runs / f"{spec.run_id}.json", "record")
         log.info("run %s: %s (%s)", spec.run_id, done[spec.run_id]["status"], done[spec.run_id]["message"][:120])
 
     runner = _Runner(todo, backend=backend, workers=workers, scheduler=scheduler, learn_workers=learn_workers)

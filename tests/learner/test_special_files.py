@@ -7,6 +7,7 @@ directly. The suite runs as root on CI, where ``mknod`` works; elsewhere the dev
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 
@@ -98,6 +99,62 @@ class TestLibrary:
         check_writable_file("--json", link)
         write_json(link, {"b": 2})
         assert '"b": 2' in link.read_text()
+        assert link.is_symlink() and '"b": 2' in target.read_text()  # written through: the link stays a link
+
+
+class TestWhatIsReplaced:
+    """Symlinks are written through, an existing file keeps its permission bits, a read-only file is refused
+    (root or not: the owner's write bit decides), and a new file is 0644."""
+
+    def test_a_symlink_is_written_through(self, tmp_path):
+        target = tmp_path / "sub" / "real.json"
+        target.parent.mkdir()
+        target.write_text("{}")
+        link = tmp_path / "link.json"
+        link.symlink_to(target)
+        write_json(link, {"a": 1})
+        assert link.is_symlink() and os.readlink(link) == str(target)
+        assert json.loads(target.read_text()) == {"a": 1}
+        assert {p.name for p in tmp_path.iterdir()} == {"link.json", "sub"}  # no temporary file left behind
+        assert [p.name for p in target.parent.iterdir()] == ["real.json"]
+
+    def test_a_dangling_symlink_creates_its_target(self, tmp_path):
+        link = tmp_path / "link.json"
+        link.symlink_to(tmp_path / "new.json")
+        write_json(link, {"a": 1})
+        assert link.is_symlink() and json.loads((tmp_path / "new.json").read_text()) == {"a": 1}
+
+    def test_permission_bits_are_kept(self, tmp_path):
+        path = tmp_path / "private.json"
+        path.write_text("{}")
+        os.chmod(path, 0o600)
+        write_json(path, {"a": 1})
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and json.loads(path.read_text()) == {"a": 1}
+
+    def test_control_a_new_file_is_shared(self, tmp_path):
+        path = write_json(tmp_path / "new.json", {"a": 1})
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+
+    def test_a_read_only_file_is_refused(self, tmp_path):
+        path = tmp_path / "frozen.json"
+        path.write_text("KEEP")
+        os.chmod(path, 0o444)
+        with pytest.raises(ValueError, match=r"it is read-only \(mode 0444\); it is left untouched"):
+            write_json(path, {"a": 1})
+        with pytest.raises(ValueError, match=r"^`--json` cannot write .* read-only .*; got --json="):
+            check_writable_file("--json", path)
+        link = tmp_path / "link.json"
+        link.symlink_to(path)
+        with pytest.raises(ValueError, match="the target of the symlink"):
+            write_json(link, {"a": 1})
+        assert path.read_text() == "KEEP" and stat.S_IMODE(os.stat(path).st_mode) == 0o444
+
+    def test_a_symlink_to_a_special_file_is_refused(self, special, tmp_path):
+        link = tmp_path / "link.json"
+        link.symlink_to(special[0])
+        with pytest.raises(ValueError, match=f"is {special[1]}, not a regular file"):
+            write_json(link, {"a": 1})
+        assert link.is_symlink()
 
 
 # Every command with an output option, with a file output and a directory output among them; the check runs

@@ -328,9 +328,9 @@ def test_bad_record_is_skipped_with_a_warning(sweep, tmp_path, caplog, path, val
 
 
 @pytest.mark.parametrize(("text", "words"), [
-    ("{not json", "unreadable (Expecting property name"),
+    ("{not json", "is not a readable record (JSONDecodeError: Expecting property name"),
     ("[1, 2]", "the record must be a JSON object; got list"),
-    ("", "unreadable (Expecting value"),
+    ("", "is not a readable record (JSONDecodeError: Expecting value"),
 ], ids=["broken-json", "a-list", "empty"])
 def test_unreadable_record_is_skipped_with_a_warning(sweep, tmp_path, caplog, text, words):
     edited = _sweep_with(sweep, tmp_path, text)
