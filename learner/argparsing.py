@@ -40,10 +40,10 @@ def cli_seed(text: str) -> int:
 
 
 def cli_device(flag: str) -> Callable[[str], str]:
-    """An argparse type: a torch device name torch can see (:func:`learner.torch_interop.torch_device`; the torch
+    """An argparse type: a torch device name torch can see (:func:`learner.arrays.torch_device`; the torch
     extra), returned as torch spells it; errors name ``flag``."""
     def parse(text):
-        from .torch_interop import torch_device
+        from .arrays import torch_device
 
         try:
             return str(torch_device(text))

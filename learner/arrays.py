@@ -1,10 +1,11 @@
-"""The array backends of phase 6's refinement: numpy arrays, or torch tensors on a device (ours).
+"""The array backends of phase 6 and of the layer's evaluation: numpy arrays, or torch tensors on a device (ours).
 
-The refinement's code is written once. The operations it needs beyond the array API standard go through the
-helpers here, which dispatch on the array's type. A numpy array takes numpy's (or SciPy's) own call, the same
-bits as a plain numpy implementation of the refinement. Anything else goes through its array-API namespace
-(``array_api_compat.array_namespace``, as SciPy and scikit-learn do it) or, where the standard has no such
-function, through torch. Torch and array-api-compat are imported only when a tensor is met.
+Here too live :func:`require_torch` and :func:`torch_device`, which every device path goes through (the torch
+extra is optional). Phase 6's refinement is written once. The operations it needs beyond the array API standard
+go through the helpers here, which dispatch on the array's type. A numpy array takes numpy's (or SciPy's) own
+call, the same bits as a plain numpy implementation of the refinement. Anything else goes through its array-API
+namespace (``array_api_compat.array_namespace``, as SciPy and scikit-learn do it) or, where the standard has no
+such function, through torch. Torch and array-api-compat are imported only when a tensor is met.
 """
 
 from __future__ import annotations
@@ -13,8 +14,39 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["cholesky_solve", "diag", "empty", "floor_at", "is_numpy", "namespace", "permute", "to_device", "to_numpy",
-           "vector_norm", "zeros"]
+__all__ = ["INSTALL_HINT", "cholesky_solve", "diag", "empty", "floor_at", "is_numpy", "namespace", "permute",
+           "require_torch", "to_device", "to_numpy", "torch_device", "vector_norm", "zeros"]
+
+#: What the ``torch`` extra installs; the message of every function that needs torch says so.
+INSTALL_HINT = "install the torch extra: pip install -e '.[torch]'"
+
+
+def require_torch() -> Any:
+    """The ``torch`` module, or an ImportError saying how to install the optional ``torch`` extra."""
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(f"this needs PyTorch, which is not installed; {INSTALL_HINT}.") from exc
+    return torch
+
+
+def torch_device(device: Any) -> Any:
+    """The ``torch.device`` named by ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``torch.device``), or a
+    ValueError naming the parameter: for a name torch does not know, and for a CUDA device torch cannot see."""
+    torch = require_torch()
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"`device` must be a device name such as 'cpu' or 'cuda'; got device={device!r}.")
+    try:
+        found = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"`device` must be a device name torch knows, such as 'cpu' or 'cuda'; "
+                         f"got device={device!r}.") from None
+    if found.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0 or (found.index is not None and found.index >= count):
+            raise ValueError(f"`device` asks for {found} but torch sees {count} CUDA device(s) "
+                             f"(torch {torch.__version__}); got device={device!r}. Use 'cpu'.")
+    return found
 
 
 def is_numpy(a: Any) -> bool:
@@ -32,9 +64,7 @@ def namespace(a: Any) -> Any:
 
 
 def to_device(a: Any, device: Any) -> Any:
-    """``a`` as a float64 torch tensor on ``device`` (:func:`learner.torch_interop.torch_device` checks the name)."""
-    from .torch_interop import require_torch, torch_device
-
+    """``a`` as a float64 torch tensor on ``device`` (:func:`torch_device` checks the name)."""
     torch = require_torch()
     return torch.tensor(np.asarray(a, dtype=np.float64), device=torch_device(device))  # a copy: the input stays ours
 

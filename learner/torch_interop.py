@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .arrays import require_torch, torch_device  # their home is learner.arrays; listed here too, where users look
 from .errors import TorchConversionError
 from .layer import AttentionLayer
 from .validation import check_positive_float
@@ -63,22 +64,11 @@ __all__ = [
     "to_torch_mha",
     "torch_device", "torch_dtype", "DTYPES"]
 
-#: What the ``torch`` extra installs; the message of every function here that needs torch says so.
-INSTALL_HINT = "install the torch extra: pip install -e '.[torch]'"
 DTYPES = ("float64", "float32")
 #: Singular values below ``RANK_RTOL · σ_max`` count as zero in :func:`to_torch_mha`'s ranks (ours): far above the
 #: float64 rounding of a product of factors (~1e-16 relative), far below the smallest singular value of a random
 #: full-rank d × d matrix at the toolkit's sizes (~1e-3 relative).
 RANK_RTOL = 1e-9
-
-
-def require_torch() -> Any:
-    """The ``torch`` module, or an ImportError saying how to install the optional ``torch`` extra."""
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(f"this needs PyTorch, which is not installed; {INSTALL_HINT}.") from exc
-    return torch
 
 
 def need_torch(option: str) -> None:
@@ -95,25 +85,6 @@ def torch_dtype(dtype: str) -> Any:
     if dtype not in DTYPES:
         raise ValueError(f"`dtype` must be one of {DTYPES}; got dtype={dtype!r}.")
     return getattr(require_torch(), dtype)
-
-
-def torch_device(device: Any) -> Any:
-    """The ``torch.device`` named by ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``torch.device``), or a
-    ValueError naming the parameter: for a name torch does not know, and for a CUDA device torch cannot see."""
-    torch = require_torch()
-    if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"`device` must be a device name such as 'cpu' or 'cuda'; got device={device!r}.")
-    try:
-        found = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise ValueError(f"`device` must be a device name torch knows, such as 'cpu' or 'cuda'; "
-                         f"got device={device!r}.") from None
-    if found.type == "cuda":
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if count == 0 or (found.index is not None and found.index >= count):
-            raise ValueError(f"`device` asks for {found} but torch sees {count} CUDA device(s) "
-                             f"(torch {torch.__version__}); got device={device!r}. Use 'cpu'.")
-    return found
 
 
 def _numpy(tensor):

@@ -89,7 +89,7 @@ def fit_torch(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *
         ``torch.set_num_threads`` for the call (restored after); None leaves torch's setting.
     device : str or torch.device
         Where the parameters and examples live and every step computes: ``"cpu"`` (default), ``"cuda"``,
-        ``"cuda:1"``, ... (:func:`learner.torch_interop.torch_device`; a ValueError when torch sees no such
+        ``"cuda:1"``, ... (:func:`learner.arrays.torch_device`; a ValueError when torch sees no such
         device). The result's layer is numpy on the CPU either way.
     truth : AttentionLayer, optional
         The planted layer, for ``result.errors`` only.

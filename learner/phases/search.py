@@ -689,7 +689,7 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     """
     t0 = time.perf_counter()
     if device is not None:  # before any example: a device torch cannot see is refused at once
-        from ..torch_interop import torch_device
+        from ..arrays import torch_device
 
         torch_device(device)
     if search not in SEARCHES:

@@ -158,7 +158,7 @@ def _cuda_present():
 
 
 def _require_cuda():
-    from ..torch_interop import torch_device
+    from ..arrays import torch_device
 
     torch_device("cuda")  # a ValueError saying torch sees no CUDA device
 

@@ -142,7 +142,7 @@ LABELS = 1e-13
 def _naive(layer, X):
     """F(X) written out head by head with an explicit max-subtracted softmax: a reference independent of both."""
     out = np.zeros(X.shape)
-    for theta, w in zip(layer.thetas, layer.ws):
+    for theta, w in zip(layer.thetas, layer.ws, strict=True):
         logits = X @ theta @ X.transpose(0, 2, 1)
         weights = np.exp(logits - logits.max(axis=2, keepdims=True))
         out += (weights / weights.sum(axis=2, keepdims=True)) @ X @ w
