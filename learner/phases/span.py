@@ -93,10 +93,13 @@ class SpanEstimate:
 
 
 def _gap_m(S, max_m, gap_min):
-    """m from the smallest singular values ``S`` (ascending): 1 + the position of the first clear gap."""
+    """``(m, ratios)`` from the smallest singular values ``S`` (ascending): m is 2 + the position of the largest
+    ratio if it is at least ``gap_min`` (a gap after the ``m − 1`` smallest values), else 1, and never more than
+    ``max_m``. ``ratios`` (the diagnostics' ``gap_ratios``) runs one past the cap, to show the ratio there."""
     ratios = S[1 : max_m + 1] / np.maximum(S[:max_m], 1e-300)
-    best = int(np.argmax(ratios)) if ratios.size else 0
-    return (best + 1 if ratios.size and ratios[best] >= gap_min else 0) + 1, ratios
+    allowed = ratios[: max(max_m - 1, 0)]  # ratio j marks m = j + 2, which must stay within max_m
+    best = int(np.argmax(allowed)) if allowed.size else 0
+    return (best + 1 if allowed.size and allowed[best] >= gap_min else 0) + 1, ratios
 
 
 def token_distances(constraints: Any) -> np.ndarray:  # a sculpt.Constraints (sculpt imports this module)

@@ -199,6 +199,17 @@ def _learn_module():
     return sys.modules["learner.learn"]  # the module; `learner.learn` is also the function
 
 
+class TestEstimateCap:
+    """With m unknown, the estimate never exceeds ``max_m``: two distinct heads with a cap of one give m = 1 (and
+    fail honestly), while the same layer with a cap of two is learned with m = 2 (control)."""
+
+    @pytest.mark.parametrize(("max_m", "success"), [(1, False), (2, True)])
+    def test_the_cap_holds(self, max_m, success):
+        oracle = LayerOracle(random_layer(2, 8, logit_scale=1.0, rng=0), 2, rng=1)
+        result = learn(oracle, config=LearnConfig(max_m=max_m), progress=False, workers=1)
+        assert result.m_estimated and result.m == max_m and result.success is success
+
+
 class TestDropRedundant:
     """``_drop_redundant``: a merge of coinciding heads is kept only when its held-out error stays within twice
     the given-m fit's (both above success_tol here: the labels are noisy)."""

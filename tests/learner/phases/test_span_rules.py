@@ -22,16 +22,28 @@ class TestGapRule:
     def test_a_ratio_equal_to_gap_min_is_a_gap(self):
         # Ascending singular values 1, 1.5, 4.5: ratios 1.5 and 3. With gap_min = 3 the gap after the second value
         # counts (the rule is ratio >= gap_min), so m = 2 + 1 = 3; just above 3 there is no gap and m = 1.
-        S = np.array([1.0, 1.5, 4.5])
-        m, ratios = _gap_m(S, 2, 3.0)
-        np.testing.assert_array_equal(ratios, [1.5, 3.0])
+        S = np.array([1.0, 1.5, 4.5, 4.6])
+        m, ratios = _gap_m(S, 3, 3.0)
+        np.testing.assert_array_equal(ratios, [1.5, 3.0, 4.6 / 4.5])
         assert m == 3
-        assert _gap_m(S, 2, np.nextafter(3.0, 4.0))[0] == 1
+        assert _gap_m(S, 3, np.nextafter(3.0, 4.0))[0] == 1
 
     def test_first_clear_gap_position(self):
         S = np.array([1.0, 10.0, 11.0, 12.0])
         assert _gap_m(S, 3, 2.0)[0] == 2  # the gap follows the first value
-        assert _gap_m(np.array([1.0, 1.1, 1.2, 50.0]), 3, 2.0)[0] == 4  # the gap follows the third
+        assert _gap_m(np.array([1.0, 1.1, 1.2, 50.0, 51.0]), 4, 2.0)[0] == 4  # the gap follows the third
+
+    @pytest.mark.parametrize(("S", "max_m", "capped"), [
+        ([1.0, 10.0, 10.5], 1, 1),  # a gap after one value means m = 2, past a cap of 1
+        ([1.0, 1.5, 4.5, 4.6], 2, 1),  # a gap after two values means m = 3, past a cap of 2
+        ([1.0, 1.1, 1.2, 50.0, 51.0], 3, 1),
+        ([1.0, 3.0, 4.0, 40.0, 41.0], 2, 2),  # the largest ratio is past the cap; the one within it still counts
+    ])
+    def test_the_estimate_never_exceeds_its_cap(self, S, max_m, capped):
+        m, ratios = _gap_m(np.array(S), max_m, 2.0)
+        assert m == capped <= max_m
+        assert ratios.size == min(max_m, len(S) - 1)  # the diagnostics still show the ratio at the cap
+        assert _gap_m(np.array(S), len(S) - 1, 2.0)[0] > max_m  # control: with a larger cap the gap is found
 
     def test_no_ratio_means_one_head(self):
         # max_m = 0 leaves no ratio to read: the rule answers 1 without an argmax over nothing.
