@@ -224,8 +224,8 @@ def peer_study(out: PathLike, *, ms: Sequence[int] = (1, 2, 3, 4), k: int = 2, d
     specs = [s for m in ms for s in plan_runs(ms=[m], d=dims[m], k=k, seeds=seeds, methods=methods,
                                               entropy=seed, options=options, logit_scale=logit_scale)]
     specs.sort(key=lambda s: (s.seed_index, s.m, _order(s.method)))
-    with sweep_lock(out):
-        claim_study(out, "peer-study", RunSpec.RECORD_KIND, parameters)
+    with sweep_lock(out, create=run):
+        claim_study(out, "peer-study", RunSpec.RECORD_KIND, parameters, write=run)
         records, stats = run_sweep(specs, out, backend=backend, workers=workers, scheduler=scheduler,
                                    progress=progress, run=run)
         if not run:  # re-summarising: the concurrency of the sitting that ran them, as its summary said
@@ -535,8 +535,8 @@ def race_study(out: PathLike, *, grid: Sequence[str] | None = None, seeds: int =
     parameters = {"grid": list(grid or DEFAULT_GRID), "cells": [list(c) for c in cells], "lrs": lrs,
                   "tune_seeds": tune_seeds, "options": base, "milestones": list(MILESTONES), "seed": seed}
     common: dict[str, Any] = {"entropy": seed, "logit_scale": STUDY_LOGIT_SCALE}
-    with sweep_lock(out):
-        claim_study(out, "race-study", RunSpec.RECORD_KIND, parameters)
+    with sweep_lock(out, create=run):
+        claim_study(out, "race-study", RunSpec.RECORD_KIND, parameters, write=run)
         tune = [s for method in tuned for lr in lrs for m, d, k, _ in cells
                 for s in plan_runs(ms=[m], d=d, k=k, seeds=tune_seeds, methods=[method], role="tune",
                                    options={method: base[method] | {"lr": lr}}, **common)]

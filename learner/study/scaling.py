@@ -266,8 +266,8 @@ def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | st
         parameters["grid"] = list(grid)
         parameters["cell_seeds"] = [[m, dd, kk, ss] for (m, dd, kk), ss in seed_rules.items()]
 
-    with sweep_lock(out):  # the whole study: tuning, measured runs, summary and plot
-        claim_study(out, "scaling-study", RunSpec.RECORD_KIND, parameters)
+    with sweep_lock(out, create=run):  # the whole study: tuning, measured runs, summary and plot
+        claim_study(out, "scaling-study", RunSpec.RECORD_KIND, parameters, write=run)
         plan = _Plan(settings, seed_rules, methods, adam_options, provable_options,
                      {"entropy": entropy, "distribution": distribution, "logit_scale": logit_scale,
                       "noise": noise})

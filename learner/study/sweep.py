@@ -189,8 +189,10 @@ def _pid_alive(pid):
 
 
 @contextlib.contextmanager
-def sweep_lock(out: PathLike) -> Iterator[Path]:
+def sweep_lock(out: PathLike, *, create: bool = True) -> Iterator[Path]:
     """Hold ``out/sweep.lock`` (owner's pid, host and start time) while a sweep writes ``out``.
+
+    ``create`` False (re-summarising what is there) refuses a missing ``out`` (ValueError) instead of creating it.
 
     A second writer — another process, here or on another host sharing the
     directory — gets :class:`SweepLocked` naming the owner. A lock left by a
@@ -207,6 +209,10 @@ def sweep_lock(out: PathLike) -> Iterator[Path]:
         finally:
             _HELD_LOCKS[path] -= 1
         return
+    if not create and not out.is_dir():
+        raise ValueError(f"`out` must be the folder of a study to summarise; got out={str(out)!r}, which "
+                         f"{'is not a folder' if out.exists() else 'does not exist'}: there is nothing to "
+                         "summarise (run the study first).")
     out.mkdir(parents=True, exist_ok=True)
     me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     blob = json.dumps(me).encode("utf-8")
@@ -281,15 +287,19 @@ def _differences(mine, theirs):
             if mine.get(key) != theirs.get(key)]
 
 
-def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[str, Any]) -> Path:
+def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[str, Any], *,
+                write: bool = True) -> Path:
     """Make ``out`` the directory of one study, or raise ValueError saying whose it is (ours).
 
     ``kind`` names the study (e.g. ``"scaling-study"``), ``record_kind`` its runs' records and
     ``parameters`` (JSON-ready) what it was asked for. A directory already claimed (``study.json``)
     must hold the same kind with the same parameters (a resume); one claimed by nothing must hold
     no other kind of record in ``runs/``, and, when an earlier version left a ``summary.json``,
-    the parameters both name must agree. Then ``study.json`` is written (atomically). Call it
-    while holding :func:`sweep_lock`.
+    the parameters both name must agree, and a directory that is neither empty nor a study (no
+    ``study.json``, no records of this kind) is refused: its files are not ours. Then ``study.json`` is
+    written (atomically). ``write`` False (re-summarising) checks the same and claims nothing: a folder
+    without this study's records is refused, as there is nothing to summarise. Call it while holding
+    :func:`sweep_lock`.
     """
     from ..io import write_json
 
@@ -317,6 +327,7 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
                              f"would be overwritten: {hint}.")
         return path
     runs = out / "runs"
+    ours = 0
     if runs.is_dir():
         for rec_path in sorted(runs.glob("*.json")):
             try:
@@ -326,6 +337,16 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
             if other != record_kind:
                 raise ValueError(f"{out} holds records of another kind ({rec_path.name}: {other!r}, not "
                                  f"{record_kind!r}); {hint}.")
+            ours += 1
+    others = sorted(p.name for p in out.iterdir() if p.name not in (LOCK_NAME, "runs")) if out.is_dir() else []
+    if not write and not ours:
+        raise ValueError(f"{out} holds no {kind} (no {STUDY_FILE}, no {record_kind} records in runs/): there is "
+                         "nothing to summarise; run the study first, or give its folder.")
+    if others and not ours:  # neither empty nor a study (a study without study.json still has its records)
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise ValueError(f"{out} is not empty and holds no study ({shown}; no {STUDY_FILE}, no {record_kind} "
+                         f"records in runs/): its files are not a study's to replace, so {kind} will not write "
+                         "there: use a new or empty `out` directory.")
     summary = out / "summary.json"
     if summary.exists():  # a study of an earlier version, which wrote no study.json
         try:
@@ -338,7 +359,8 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
             if diff:
                 raise ValueError(f"{out} holds a study with other parameters (from its summary.json: "
                                  f"{'; '.join(diff)}); its summaries would be overwritten: {hint}.")
-    write_json(path, {"schema_version": schema_of(kind), "kind": kind, "parameters": mine})
+    if write:
+        write_json(path, {"schema_version": schema_of(kind), "kind": kind, "parameters": mine})
     return path
 
 

@@ -29,9 +29,53 @@ def test_noise_study_runs_every_level_on_the_same_layers(noise_dir):
 
 def test_summarise_only_reads_the_folders_and_runs_nothing(noise_dir, capsys):
     before = sorted(p.stat().st_mtime_ns for p in noise_dir.glob("sigma-*/runs/*.json"))
-    assert main(["noise-study", "--out", str(noise_dir), "--summarise-only", "--no-progress"]) == 0
+    argv = ["noise-study", "--out", str(noise_dir), "--summarise-only", "--no-progress", "--quick", "--seeds", "1",
+            "--sigma", "0", "0.01", "--cells", "m=1,k=2,d=6"]
+    assert main(argv) == 0
     assert "provable" in capsys.readouterr().out
     assert sorted(p.stat().st_mtime_ns for p in noise_dir.glob("sigma-*/runs/*.json")) == before
+
+
+def test_summarise_only_refuses_a_missing_point_and_a_missing_record(noise_dir, tmp_path, capsys):
+    """A grid's summary never leaves a cell out silently: a level never run, or a point with a record missing, is
+    refused with the count (the scaling study's own check), and a folder that is not a grid is not summarised."""
+    import shutil
+
+    base = ["noise-study", "--summarise-only", "--no-progress", "--quick", "--seeds", "1", "--cells", "m=1,k=2,d=6"]
+    assert main(base + ["--out", str(noise_dir), "--sigma", "0", "0.01", "0.1"]) == 2  # sigma 0.1 was never run
+    assert "sigma-0.1', which does not exist" in capsys.readouterr().err
+    copy = tmp_path / "copy"
+    shutil.copytree(noise_dir, copy)
+    next((copy / "sigma-0.01" / "runs").glob("provable-eval-*.json")).unlink()
+    assert main(base + ["--out", str(copy), "--sigma", "0", "0.01"]) == 2
+    assert "1 of 1 runs have no finished record" in capsys.readouterr().err  # the learner's run at sigma 0.01
+    for missing in (tmp_path / "nothing-here", tmp_path):  # a new path, and a folder that holds no grid
+        assert main(base + ["--out", str(missing), "--sigma", "0"]) == 2
+        assert "there is nothing to summarise" in capsys.readouterr().err
+    assert not (tmp_path / "nothing-here").exists()  # nothing was created
+
+
+def test_a_folder_that_is_not_a_study_is_not_claimed(tmp_path):
+    """Running into a folder that holds someone's files (and no study) is refused before anything is written; an
+    empty folder is claimed (control)."""
+    from learner.study.scaling import scaling_study
+
+    for name, run in (("noise", lambda out: noise_study(out, sigmas=(0.0,), cells=("m=1,k=2,d=6",), seeds=1,
+                                                         backend="serial", quick=True)),
+                      ("sharpness", lambda out: sharpness_study(out, scales=(1.0,), ds=(6,), ks=(2,), seeds=1,
+                                                                adam_seeds=0, backend="serial", quick=True)),
+                      ("scaling", lambda out: scaling_study(out, ms=[1], d=6, k=2, seeds=1, methods=["provable"],
+                                                            backend="serial", plot=False))):
+        user = tmp_path / f"{name}-user"
+        user.mkdir()
+        (user / "summary.md").write_text("NOTES")
+        with pytest.raises(ValueError, match="is not empty and holds no .*summary.md"):
+            run(user)
+        assert sorted(p.name for p in user.iterdir()) == ["summary.md"] and (user / "summary.md").read_text() == "NOTES"
+        empty = tmp_path / f"{name}-empty"
+        empty.mkdir()
+        run(empty)
+        assert (empty / "summary.md").exists()
 
 
 def test_sharpness_study_tables_each_scale(tmp_path):
