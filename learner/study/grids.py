@@ -99,8 +99,8 @@ def _summarise(out, tables, plot, figure):
     return summary
 
 
-def _claim_grid(out, prefix, run, what):
-    """``out`` as the folder of a grid of scaling studies (its points ``out/<prefix>*``), created when new.
+def _claim_grid(out: Path, prefix: str, run: bool, what: str) -> None:
+    """Check ``out`` as the folder of a grid of scaling studies (its points ``out/<prefix>*``); create it when new.
 
     To run, the folder must be new, empty or already hold points of this grid: anything else is not ours to
     write summaries over (ValueError). To re-summarise (``run`` False), it must hold points: nothing is created.
@@ -112,7 +112,7 @@ def _claim_grid(out, prefix, run, what):
             raise ValueError(f"`out` must be the folder of a {what} to summarise; got out={str(out)!r}, which "
                              f"{'holds no ' + prefix + '* study folders' if out.is_dir() else 'does not exist'}: "
                              "there is nothing to summarise (run the study first).")
-        return out
+        return
     others = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
     if others and not points:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
@@ -120,7 +120,6 @@ def _claim_grid(out, prefix, run, what):
                          f"are not a study's to replace, so the {what} will not write there: use a new or empty "
                          "`out` directory.")
     out.mkdir(parents=True, exist_ok=True)
-    return out
 
 
 def _run_points(points, common, run):
@@ -151,7 +150,8 @@ def noise_study(out: PathLike, *, sigmas: Iterable[float] = NOISE_SIGMAS, cells:
         parse_grid(list(cells), d=8, seeds=1)
     except ValueError as exc:
         raise ValueError(str(exc).replace("`grid`", "`cells`", 1)) from None
-    out = _claim_grid(out, "sigma-", run, "noise study")
+    out = Path(out)
+    _claim_grid(out, "sigma-", run, "noise study")
     common = {"grid": list(cells), "seeds": seeds, "logit_scale": logit_scale, "adam_lrs": (adam_lr,),
               "seed": seed, "backend": backend, "workers": workers, "progress": progress, "plot": False,
               **_quick(quick)}
@@ -266,7 +266,8 @@ def sharpness_study(out: PathLike, *, scales: Iterable[float] = SHARPNESS_SCALES
     and d = 8, 151 s against the learner's 7 s).
     """
     adam_seeds = min(adam_seeds, seeds)
-    out = _claim_grid(out, "ls-", run, "sharpness map")
+    out = Path(out)
+    _claim_grid(out, "ls-", run, "sharpness map")
     k_block = f"{min(ks)}..{max(ks)}" if list(ks) == list(range(min(ks), max(ks) + 1)) else None
     points = []
     for s in scales:
