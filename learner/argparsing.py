@@ -11,6 +11,7 @@ every output option before a command runs.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
@@ -19,6 +20,7 @@ from .validation import SEED_MAX_DIGITS, Boolean, Choice, Each, Integer, OrWord,
 
 __all__ = [
     "CLI_INT_MAX",
+    "INPUT_OPTIONS",
     "OUTPUT_OPTIONS",
     "CommandParser",
     "check_output_options",
@@ -29,6 +31,7 @@ __all__ = [
     "command_parser",
     "declare_options",
     "flag_message",
+    "same_file",
     "harden",
     "rules_of",
 ]
@@ -257,6 +260,19 @@ def flag_message(parser: CommandParser, command: str, text: str) -> str:
 
 #: Options that name an output (a file, or a directory where their metavar is DIR); inputs are not listed.
 OUTPUT_OPTIONS = ("json", "out", "examples", "plot", "plot_dir")
+#: Options (and positionals) that name a file a command reads: no output of the same command may be that file.
+INPUT_OPTIONS = ("layer", "torch_layer", "path")
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one file: the same resolved path (``./x``, ``x`` and a symlink to ``x`` count as
+    one), or, when both exist, the same device and inode (hard links)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 def check_output_options(parser: CommandParser, args: argparse.Namespace) -> None:
@@ -266,11 +282,19 @@ def check_output_options(parser: CommandParser, args: argparse.Namespace) -> Non
     take files; a plot needs matplotlib. Raises ValueError naming the option. Shared by the
     ``learner``, ``theory`` and ``lowerbounds`` command lines.
     """
+    files: list[tuple[str, str]] = []  # (option, path) of every file output, then of every input
+    inputs: list[tuple[str, str]] = []
     for action in parser.command(args.command).options:  # type: ignore[union-attr]
         value = getattr(args, action.dest, None)
-        if action.dest not in OUTPUT_OPTIONS or value is None:
+        if value is None or not isinstance(value, (str, os.PathLike)):
             continue
-        option = action.option_strings[-1] if action.option_strings else action.dest
+        option = action.option_strings[-1] if action.option_strings else "the input"
+        if action.dest in INPUT_OPTIONS:
+            inputs.append((option, str(value)))
+        if action.dest not in OUTPUT_OPTIONS:
+            continue
+        if action.metavar != "DIR":
+            files.append((option, str(value)))
         if action.dest.startswith("plot"):
             import importlib.util
 
@@ -279,3 +303,9 @@ def check_output_options(parser: CommandParser, args: argparse.Namespace) -> Non
                                  f"got {option} {value!r} without it.")
         check = check_writable_dir if action.metavar == "DIR" else check_writable_file
         check(option, value)
+    for i, (option, path) in enumerate(files):
+        for other, other_path in files[i + 1:] + inputs:
+            if same_file(path, other_path):
+                role = "reads" if (other, other_path) in inputs else "also writes"
+                raise ValueError(f"{option} {path!r} is the same file as {other} {other_path!r}, which the command "
+                                 f"{role}: one would replace the other. Give {option} another name.")
