@@ -41,6 +41,8 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "SCHEMA_VERSION",
     "atomic_write",
+    "NAME_MAX",
+    "check_name_length",
     "check_writable_dir",
     "check_writable_file",
     "json_safe",
@@ -89,6 +91,20 @@ def _probe(directory, name, value, what):
                          f"({exc.strerror or exc}); got {name}={value!r}.") from None
 
 
+#: The longest file name (one path component) in bytes that the file systems the toolkit meets accept (ours:
+#: Linux's NAME_MAX and macOS's; a longer name fails only when the file is opened, after the work).
+NAME_MAX = 255
+
+
+def check_name_length(name: str, path: PathLike) -> None:
+    """ValueError naming ``name`` when a component of ``path`` is longer than :data:`NAME_MAX` bytes."""
+    for part in Path(path).parts:
+        size = len(os.fsencode(part))
+        if size > NAME_MAX:
+            raise ValueError(f"`{name}` names a file or folder {size} bytes long ({part[:24]!r}…); file systems "
+                             f"take at most {NAME_MAX} bytes per name; got {name} of {len(str(path))} characters.")
+
+
 def check_writable_dir(name: str, path: PathLike) -> Path:
     """``path`` as a Path to a directory that takes files, or can be created where files can be; else ValueError.
 
@@ -99,6 +115,7 @@ def check_writable_dir(name: str, path: PathLike) -> Path:
     value = path
     if path is None or not str(path).strip():
         raise ValueError(f"`{name}` must name a directory; got {name}={value!r}.")
+    check_name_length(name, path)
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ValueError(f"`{name}` must be a directory; got {name}={str(value)!r}, which is "
@@ -118,6 +135,7 @@ def check_writable_file(name: str, path: PathLike) -> Path:
     value = path
     if path is None or not str(path).strip():
         raise ValueError(f"`{name}` must name a file; got {name}={value!r}.")
+    check_name_length(name, path)
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"`{name}` must be a file, not a directory; got {name}={str(value)!r}.")
@@ -226,6 +244,7 @@ def write_target(path: PathLike) -> tuple[Path, int | None]:
     anything is written, for a path that is a directory, a FIFO, a device or a socket (not ours), or an existing
     file without its owner's write permission (read-only: the toolkit does not replace it, root or not).
     """
+    check_name_length("path", path)
     path = Path(path)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     through = f" (the target of the symlink {str(path)!r})" if target != path else ""

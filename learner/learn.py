@@ -236,6 +236,9 @@ def _learn(source, *, m, k, config, truth, rng, pool, blas, logit_scale=None, de
     k = source.k
     if k >= d:
         raise ValueError(f"`k` must be smaller than `d` for certification; got k={k}, d={d}.")
+    if truth is not None and not isinstance(truth, AttentionLayer):
+        raise TypeError(f"`truth` must be an AttentionLayer (the planted layer, for the errors) or None; got "
+                        f"{type(truth).__name__}.")
     if truth is not None and truth.d != d:
         raise ValueError(f"`truth` must have the examples' dimension d={d}; got a layer with d={truth.d}.")
     phases, diag, timings = {}, {}, {}

@@ -210,6 +210,13 @@ class TestEstimateCap:
         assert result.m_estimated and result.m == max_m and result.success is success
 
 
+def test_a_truth_that_is_not_a_layer_is_named():
+    oracle = LayerOracle(random_layer(2, 8, rng=0), 2, rng=1)
+    with pytest.raises(TypeError, match="`truth` must be an AttentionLayer .* got str"):
+        learn(oracle, m=2, truth="x", progress=False, workers=1)
+    assert oracle.n_drawn == 0
+
+
 class TestDropRedundant:
     """``_drop_redundant``: a merge of coinciding heads is kept only when its held-out error stays within twice
     the given-m fit's (both above success_tol here: the labels are noisy)."""

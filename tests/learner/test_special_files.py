@@ -196,3 +196,24 @@ def test_learn_writes_its_record_where_the_path_is_new(tmp_path):
     out = tmp_path / "demo.json"
     assert main(["demo", "--n-samples", "200", "--json", str(out)]) == 0
     assert out.is_file() and out.stat().st_size > 0
+
+
+@pytest.mark.parametrize(("package", "argv", "option"), COMMANDS, ids=[f"{p}-{a[0]}-{o}" for p, a, o in COMMANDS])
+def test_a_name_too_long_is_named_before_any_work(tmp_path, package, argv, option, capsys):
+    """A name over 255 bytes fails only when the file is opened, after the work: every output option refuses it
+    first, naming the option (control: the same command with a short new name passes this check)."""
+    if option == "--plot":
+        pytest.importorskip("matplotlib")
+    main = __import__(f"{package}.cli", fromlist=["main"]).main
+    long_name = tmp_path / ("a" * 300)
+    code = main([a.replace("{path}", str(long_name)) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith(f"error: `{option}` names a file or folder 300 bytes long"), err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_control_a_name_of_255_bytes_passes(tmp_path):
+    check_writable_file("--json", tmp_path / ("a" * 255))
+    check_writable_dir("--out", tmp_path / ("é" * 127))  # 254 bytes in UTF-8
+    with pytest.raises(ValueError, match="256 bytes long"):
+        check_writable_dir("--out", tmp_path / ("é" * 128))
