@@ -31,7 +31,8 @@ from .validation import check_int
 
 __all__ = ["DEFAULT_POOL", "SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "as_workers",
            "available_cores", "pool_size",
-           "blas_threads", "connect_client", "dask_client_class", "interrupt_on_sigterm", "kill_pool", "sigint_ignored",
+           "blas_threads", "check_scheduler", "connect_client", "dask_client_class", "interrupt_on_sigterm",
+           "kill_pool", "sigint_ignored",
            "worker_env"]
 
 #: Seconds to wait for a Dask scheduler before giving up with a ConnectionError naming its address (ours: fail
@@ -276,15 +277,22 @@ def dask_client_class() -> Any:
     return Client
 
 
-def connect_client(scheduler: str) -> Any:
-    """A ``dask.distributed.Client`` for the scheduler at address ``scheduler``, or a ConnectionError naming it."""
+def connect_client(scheduler: str, name: str = "scheduler") -> Any:
+    """A ``dask.distributed.Client`` for the scheduler at address ``scheduler``, or a one-line ConnectionError
+    naming it and ``name`` (the parameter, or the option typed)."""
     Client = dask_client_class()
     try:
         return Client(scheduler, timeout=SCHEDULER_CONNECT_TIMEOUT)
     except (OSError, TimeoutError) as exc:
         raise ConnectionError(
-            f"could not reach the Dask scheduler at scheduler={scheduler!r} within {SCHEDULER_CONNECT_TIMEOUT:g} s "
-            f"({type(exc).__name__}); start one (`dask scheduler`) or run without it.") from exc
+            f"could not reach the Dask scheduler at {scheduler!r} ({name}) within {SCHEDULER_CONNECT_TIMEOUT:g} s "
+            f"({type(exc).__name__}); start one (`dask scheduler`) or run without it.") from None
+
+
+def check_scheduler(scheduler: str, name: str = "scheduler") -> None:
+    """Connect to the Dask scheduler at ``scheduler`` and disconnect: a command calls it before it claims or writes
+    anything, so an unreachable address is one line (:func:`connect_client`'s ConnectionError) and costs nothing."""
+    connect_client(scheduler, name).close()
 
 
 class _Exhausted:

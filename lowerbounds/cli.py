@@ -391,6 +391,9 @@ def _check_backend_options(args):
         import dask.distributed  # noqa: F401
     except ImportError:
         raise ValueError("--scheduler needs Dask: pip install 'provable-attention[distributed]'") from None
+    from learner.parallel import check_scheduler
+
+    check_scheduler(args.scheduler, "--scheduler")  # an unreachable scheduler is one line, before --out is claimed
 
 
 def _learn_hard(args):
@@ -434,6 +437,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_output_options(parser, args)
         return handler(args)
-    except (ValueError, TypeError, FileNotFoundError, FileFormatError) as exc:
+    except (ValueError, TypeError, FileNotFoundError, FileFormatError, ConnectionError) as exc:
         print(f"error: {flag_message(parser, args.command, str(exc))}", file=sys.stderr)
         return 2

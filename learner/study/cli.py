@@ -378,10 +378,11 @@ def _scaling(args):
                          f"with {other} (with --serial, --learn-workers spreads each run's batches).")
     backend = "dask" if args.scheduler is not None else "serial" if args.serial else "local"
     if backend == "dask":
-        from ..parallel import Workers, dask_client_class
+        from ..parallel import Workers, check_scheduler, dask_client_class
 
         Workers(scheduler=args.scheduler)  # an empty address is named
         dask_client_class()  # the extra is there, or one line saying how to install it
+        check_scheduler(args.scheduler, "--scheduler")  # reachable, before --out is claimed
     grid = list(DEFAULT_GRID) if args.grid == ["default"] else args.grid
     if grid is not None and (args.m is not None or args.k is not None):
         raise ValueError("give either --grid or --m/--k, not both.")

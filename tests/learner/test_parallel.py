@@ -513,7 +513,7 @@ class TestBadInput:
         from learner import parallel
 
         monkeypatch.setattr(parallel, "SCHEDULER_CONNECT_TIMEOUT", 1.0)
-        with pytest.raises(ConnectionError, match=r"scheduler='tcp://127.0.0.1:1'"):
+        with pytest.raises(ConnectionError, match=r"'tcp://127.0.0.1:1' \(scheduler\)"):
             learn(LayerOracle(_truth(), 2, rng=3), m=2, config=CONFIG, progress=False, scheduler="tcp://127.0.0.1:1")
 
     def test_cli_workers_flag(self, capsys):

@@ -362,6 +362,17 @@ class TestCliBackend:
         assert capsys.readouterr().err == message + "\n"
         assert not out.exists()
 
+    def test_an_unreachable_scheduler_is_one_line_and_claims_nothing(self, tmp_path, capsys, monkeypatch):
+        pytest.importorskip("dask.distributed")
+        from learner import parallel
+
+        monkeypatch.setattr(parallel, "SCHEDULER_CONNECT_TIMEOUT", 1.0)
+        out = tmp_path / "never"
+        assert main(["learn-hard", "--quick", "--out", str(out), "--scheduler", "tcp://127.0.0.1:1"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: could not reach the Dask scheduler at 'tcp://127.0.0.1:1' (--scheduler)")
+        assert err.count("\n") == 1 and not out.exists()
+
     def test_scheduler_without_dask(self, tmp_path, capsys, monkeypatch, no_study):
         monkeypatch.setitem(sys.modules, "dask.distributed", None)  # `import dask.distributed` raises ImportError
         out = tmp_path / "never"

@@ -104,13 +104,15 @@ class TestSweep:
         """No scheduler at the address: a clear error naming it, from the API and the CLI (exit 2), no traceback."""
         pytest.importorskip("dask.distributed")
         monkeypatch.setattr(parallel, "SCHEDULER_CONNECT_TIMEOUT", 1.0)
-        with pytest.raises(ConnectionError, match=r"could not reach the Dask scheduler at scheduler='tcp://127.0.0.1:1'"):
+        with pytest.raises(ConnectionError, match=r"reach the Dask scheduler at 'tcp://127.0.0.1:1' \(scheduler\)"):
             run_sweep(_specs()[:1], tmp_path / "api", backend="dask", scheduler="tcp://127.0.0.1:1")
         argv = ["scaling", "--m", "1", "--d", "6", "--k", "3", "--seeds", "1", "--quick", "--no-progress",
                 "--methods", "adam", "--adam-lr", "0.03", "--scheduler", "tcp://127.0.0.1:1",
                 "--out", str(tmp_path / "cli")]
         assert main(argv) == 2
-        assert "could not reach the Dask scheduler at scheduler='tcp://127.0.0.1:1'" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert err.startswith("error: could not reach the Dask scheduler at 'tcp://127.0.0.1:1' (--scheduler)")
+        assert err.count("\n") == 1 and not (tmp_path / "cli").exists()  # one line, and --out not claimed
 
     def test_comparable_drops_only_times_and_places(self):
         rec = {"a": 1, "timings": {"total": 2.0}, "where": {"pid": 3},
