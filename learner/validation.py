@@ -32,8 +32,10 @@ __all__ = [
     "OrWord",
     "Real",
     "Seed",
+    "available_memory",
     "check_bool",
     "check_int",
+    "check_memory",
     "check_positive_float",
     "check_real_array",
     "check_rng",
@@ -41,6 +43,43 @@ __all__ = [
 ]
 
 DISTRIBUTIONS = ("boolean", "gaussian")
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this machine can still give a process (Linux's ``MemAvailable``; elsewhere the free
+    physical pages), or None where neither is known."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import os
+
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes / 1024:.3g} KiB"
+
+
+def check_memory(name: str, nbytes: float, what: str, value: object) -> None:
+    """ValueError naming ``name`` (a parameter or the option typed) and ``value`` when ``what`` needs about
+    ``nbytes`` bytes, more than :func:`available_memory` says there is: checked before the work allocates it,
+    instead of a MemoryError, or the kernel ending the process, after it. Nothing is checked where the
+    available memory is unknown."""
+    free = available_memory()
+    if free is not None and nbytes > free:
+        raise ValueError(f"`{name}` asks for {what}, about {_size(nbytes)}, more than the {_size(free)} of memory "
+                         f"this machine has free; got {name}{' ' if name.startswith('-') else '='}{value!r}. "
+                         "Give a smaller value.")
 #: The largest integer the checks pass on (ours to impose: numpy's sizes and counts are int64).
 INT64_MAX = 2**63 - 1
 

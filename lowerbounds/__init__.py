@@ -52,6 +52,7 @@ from .lwr import (
     named_lwr_instance,
     predictor_accuracy,
     sample_lwr,
+    switch_count,
     switch_points,
 )
 from .oracle import CharacterQuery, SparseLinearTarget, SQOracle
@@ -108,6 +109,7 @@ __all__ = [
     "simulate_queries",
     "sparse_linear_instance",
     "sq_hard_instance",
+    "switch_count",
     "switch_points",
     "symmetric_fourier",
     "time_attacks",

@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike
 
 from learner import LearnConfig
 from learner.hints import SeedLike
-from learner.validation import Each, Integer, check_int, check_rng, declare
+from learner.validation import Each, Integer, check_int, check_memory, check_rng, declare
 
 from .lwr import LWRInstance, LWRParams, PublicSamples, attention_samples, lwr_predictor, predictor_accuracy, sample_lwr
 
@@ -372,6 +372,13 @@ def _samples_for(n, q):
     return int(8 * n * np.ceil(np.log2(q)) + 64)
 
 
+def linear_attack_bytes(n: int, q: int) -> int:
+    """Bytes the linear-algebra attack at ``n`` holds at once (ours, an upper estimate): the rounded control's
+    samples (:func:`_samples_for` rows of ``n`` int64 entries) and the unrounded ``n + 32``, each copied about
+    three times by the elimination (the augmented matrix, its reduction mod ``q``, the row swaps)."""
+    return 8 * n * (_samples_for(n, q) + n + 32) * 4
+
+
 @declare(ns=Each(Integer(), distinct=False), q=Integer(3), repeats=Integer())
 def time_attacks(ns: Sequence[int], q: int, *, attacks: Sequence[str] = ("exhaustive", "linear"), repeats: int = 3,
                  rng: SeedLike = None) -> dict[str, Any]:
@@ -385,13 +392,15 @@ def time_attacks(ns: Sequence[int], q: int, *, attacks: Sequence[str] = ("exhaus
     (``seconds ∝ base^n``) and power (``seconds ∝ n^power``).
     """
     from .lattice import lattice_attack
-    from .lwr import switch_points
+    from .lwr import switch_count
 
     rng = check_rng(rng)
     known = ("exhaustive", "linear", "lattice")
     for a in attacks:
         if a not in known:
             raise ValueError(f"`attacks` entries must be in {known}; got {a!r}.")
+    if "linear" in attacks and ns:
+        check_memory("ns", linear_attack_bytes(max(ns), q), f"the linear-algebra attack at n = {max(ns)}", list(ns))
     rows = []
     out: AttackOutcome | LatticeOutcome
     for attack in attacks:
@@ -412,7 +421,7 @@ def time_attacks(ns: Sequence[int], q: int, *, attacks: Sequence[str] = ("exhaus
                     control.append(linear_algebra_attack(draw.public).success)
                 outs.append((out, out.recovered(draw.secret)))
             row: dict[str, Any]
-            row = {"attack": attack, "n": n, "q": q, "m_typical": len(switch_points(q, n * (q - 1) // 2)),
+            row = {"attack": attack, "n": n, "q": q, "m_typical": switch_count(q, n * (q - 1) // 2),
                    "median_seconds": float(np.median([o.seconds for o, _ in outs])),
                    "successes": sum(bool(o.success and ok) for o, ok in outs), "repeats": repeats,
                    "samples": int(np.median([o.samples for o, _ in outs])),

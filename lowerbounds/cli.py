@@ -261,9 +261,14 @@ def _lwe(args):
 
 
 def _lwe_attack(args):
-    from .attacks import attention_attack
+    from learner.validation import check_memory
+
+    from .attacks import attention_attack, linear_attack_bytes
     from .lattice import REFERENCE_ESTIMATES, fpylll_available, primal_usvp_cost
 
+    # Before the first attack: the linear attack's matrices at the largest --linear-n must fit in memory.
+    check_memory("--linear-n", linear_attack_bytes(max(args.linear_n), args.q),
+                 f"the linear-algebra attack at n = {max(args.linear_n)}", max(args.linear_n))
     record = {"command": "lwe-attack", "q": args.q, "seed": args.seed, "repeats": args.repeats}
     seeds = np.random.SeedSequence(args.seed).spawn(4)
     runs = {"exhaustive": time_attacks(args.n, args.q, attacks=("exhaustive",), repeats=args.repeats, rng=seeds[0]),

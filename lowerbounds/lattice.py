@@ -50,7 +50,7 @@ from numpy.typing import ArrayLike
 from learner.hints import SeedLike
 from learner.validation import Each, Integer, check_int, check_positive_float, check_rng, declare
 
-from .lwr import switch_points
+from .lwr import switch_count
 
 __all__ = [
     "REFERENCE_ESTIMATES",
@@ -471,7 +471,7 @@ def cost_table(ns: Iterable[int], q: int, *, m: int | None = None) -> tuple[Cost
     rows = []
     for n in ns:
         c = lwr_cost(n, q, m=m)
-        rows.append(CostRow(n=n, q=q, heads=len(switch_points(q, n * (q - 1))), beta=c.beta, dimension=c.dimension,
+        rows.append(CostRow(n=n, q=q, heads=switch_count(q, n * (q - 1)), beta=c.beta, dimension=c.dimension,
                             log2_core_svp=c.log2_classical, log2_exhaustive=n * math.log2(q), at_floor=c.at_floor))
     return tuple(rows)
 

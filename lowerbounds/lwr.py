@@ -76,6 +76,7 @@ __all__ = [
     "named_lwr_instance",
     "predictor_accuracy",
     "sample_lwr",
+    "switch_count",
     "switch_points",
 ]
 
@@ -240,6 +241,21 @@ def switch_points(q: int, y_max: int) -> list[tuple[int, int]]:
     lab = (2 * (y % q) >= q).astype(int)
     jumps = np.flatnonzero(np.diff(lab)) + 1
     return [(int(s), int(lab[s] - lab[s - 1])) for s in jumps]
+
+
+def switch_count(q: int, y_max: int) -> int:
+    """``len(switch_points(q, y_max))`` without listing them: the label ``1[2(y mod q) >= q]`` turns on at every
+    ``y ≡ ⌈q/2⌉`` and off at every ``y ≡ 0 (mod q)`` in ``1..y_max``, so the count is two arithmetic progressions'
+    lengths (constant time and memory, for the cost table's large ``n``).
+
+    Examples
+    --------
+    >>> switch_count(7, 100) == len(switch_points(7, 100))
+    True
+    """
+    q = check_int("q", q, minimum=3)
+    y_max = check_int("y_max", y_max, minimum=0)
+    return sum((y_max - c) // q + 1 for c in ((q + 1) // 2, q) if c <= y_max)
 
 
 @dataclass(frozen=True)
