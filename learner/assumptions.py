@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .validation import DISTRIBUTIONS, Choice, Integer, Real, check_int, declare
+from .validation import DISTRIBUTIONS, Choice, Integer, Scale, check_int, declare
 
 if TYPE_CHECKING:
     from .layer import AttentionLayer
@@ -248,7 +248,7 @@ def cube_constraint_count(m: int, d: int, k: int, *, window: float = CUBE_WINDOW
             + (m - 1) * (k - 1) * math.log(window))
 
 
-@declare(m=Integer(), d=Integer(), k=Integer(), distribution=Choice(DISTRIBUTIONS), logit_scale=Real(none=True))
+@declare(m=Integer(), d=Integer(), k=Integer(), distribution=Choice(DISTRIBUTIONS), logit_scale=Scale(none=True))
 def setting_conditions(m: int, d: int, k: int, *, distribution: str = "boolean",
                        logit_scale: float | None = None) -> tuple[AssumptionRow, ...]:
     """The conditions under which certification is sound for ``m`` heads, ``k`` tokens, dimension ``d``.

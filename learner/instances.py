@@ -10,7 +10,7 @@ from .assumptions import assumptions
 from .errors import PlantingError
 from .hints import SeedLike
 from .layer import AttentionLayer
-from .validation import Boolean, Integer, Real, check_rng, declare
+from .validation import Boolean, Integer, Scale, check_rng, declare
 
 __all__ = ["DEFAULT_LOGIT_SCALE", "DEFAULT_W_SCALE", "random_layer"]
 
@@ -28,7 +28,7 @@ DEFAULT_LOGIT_SCALE = 3.0
 DEFAULT_W_SCALE = 1.0
 
 
-@declare(m=Integer(), d=Integer(), logit_scale=Real(allow_zero=True), w_scale=Real(), check=Boolean(),
+@declare(m=Integer(), d=Integer(), logit_scale=Scale(allow_zero=True), w_scale=Scale(), check=Boolean(),
          max_tries=Integer())
 def random_layer(m: int, d: int, *, logit_scale: float = DEFAULT_LOGIT_SCALE, w_scale: float = DEFAULT_W_SCALE,
                  check: bool = True, max_tries: int = 100, rng: SeedLike = None) -> AttentionLayer:

@@ -41,7 +41,7 @@ from .phases import (
 from .phases.forecast import ADAPTIVE_CANDIDATES
 from .phases.select import drop_redundant, probe_more_heads, reaches_floor, select_m
 from .result import LearnResult
-from .validation import Integer, Real, check_rng, declare
+from .validation import Integer, Scale, check_rng, declare
 
 __all__ = [ "LearnResult", "learn"]
 
@@ -78,7 +78,7 @@ def _distribution(source):
     return dist
 
 
-@declare(m=Integer(none=True), k=Integer(none=True), blas_threads=Integer(none=True), logit_scale=Real(none=True))
+@declare(m=Integer(none=True), k=Integer(none=True), blas_threads=Integer(none=True), logit_scale=Scale(none=True))
 def learn(source: Any, *, m: int | None = None, k: int | None = None,
           config: LearnConfig | Mapping[str, Any] | None = None, truth: AttentionLayer | None = None,
           rng: SeedLike = None, progress: bool | None = None, workers: int | str | Any | None = None,

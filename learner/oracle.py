@@ -15,13 +15,13 @@ from numpy.typing import ArrayLike
 from .errors import ExamplesExhausted, SourceError
 from .inputs import check_inputs, sample_inputs
 from .layer import AttentionLayer
-from .validation import DISTRIBUTIONS, Choice, Integer, Real, check_int, check_real_array, check_rng, declare
+from .validation import DISTRIBUTIONS, Choice, Integer, Scale, check_int, check_real_array, check_rng, declare
 
 __all__ = ["NOISE_RULE", "ArraySource", "ExampleBatch", "LayerOracle", "as_source", "batch_sizes", "checked_examples",
            "device_name", "draw_checked", "growing_sizes", "name_source", "noisy_labels"]
 
 #: The rule of every ``noise`` (the label noise's standard deviation): a finite number, 0 allowed.
-NOISE_RULE = Real(allow_zero=True)
+NOISE_RULE = Scale(allow_zero=True)
 
 #: First element of the spawn key of a streamed batch (distinguishes it from ``SeedSequence.spawn`` children).
 STREAM_TAG = 0x5354  # ours: ASCII "ST", an arbitrary fixed tag (changing it changes every stream)

@@ -31,6 +31,8 @@ __all__ = [
     "Integer",
     "OrWord",
     "Real",
+    "SCALE_BELOW",
+    "Scale",
     "Seed",
     "available_memory",
     "check_bool",
@@ -43,6 +45,19 @@ __all__ = [
 ]
 
 DISTRIBUTIONS = ("boolean", "gaussian")
+
+#: Exclusive upper bound of every scale a user gives (logit scale, W scale, label noise, sharpness; ours): a
+#: label or logit of this size still has a square that fits float64 (1e200 < 1.8e308), which the least-squares
+#: phases form, at every d the toolkit plants; larger values only overflow later, far from the option that set them.
+#: The learner's measured reach in logit scale is below 10, so the bound refuses nothing learnable.
+SCALE_BELOW = 1e100
+_SCALE_WHY = " (larger values overflow float64 in the layer's products and their squares)"
+
+
+def Scale(*, allow_zero: bool = False, none: bool = False) -> Real:  # noqa: N802 - a rule, named like the others
+    """The :class:`Real` rule of a user's scale: finite, positive (or 0 with ``allow_zero``), below
+    :data:`SCALE_BELOW`."""
+    return Real(allow_zero=allow_zero, none=none, below=SCALE_BELOW, why=_SCALE_WHY)
 
 
 def available_memory() -> int | None:
@@ -175,6 +190,7 @@ class Real:
     sign: bool = True
     none: bool = False
     below: float | None = None  # an exclusive upper bound (a fraction or a tolerance: below 1)
+    why: str = ""  # what the bound protects, said in the message
 
     def check(self, name: str, value: object) -> float | None:
         if value is None and self.none:
@@ -188,7 +204,7 @@ class Real:
         else:
             value = check_positive_float(name, value, allow_zero=self.allow_zero)
         if self.below is not None and value >= self.below:
-            raise ValueError(f"`{name}` must be below {self.below:g}; got {name}={value!r}.")
+            raise ValueError(f"`{name}` must be below {self.below:g}{self.why}; got {name}={value!r}.")
         return value
 
     def parse(self, text: str) -> float:

@@ -58,7 +58,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from learner.hints import SeedLike
-from learner.validation import Boolean, Integer, Real, check_int, check_rng, declare
+from learner.validation import Boolean, Integer, Scale, check_int, check_rng, declare
 
 from .gadget import _check_pair_inputs, gadget_layer, gadget_outputs
 from .instance import MAX_G_EVALUATIONS, HardInstance, check_g_cost
@@ -319,7 +319,7 @@ class LWRInstance(HardInstance):
         return (X[:, 0, list(self.coords)] != X[:, 1, list(self.coords)]).astype(np.int64)
 
 
-@declare(q=Integer(3), sharpness=Real(), d=Integer(none=True), o=Integer(0), max_evaluations=Integer(none=True))
+@declare(q=Integer(3), sharpness=Scale(), d=Integer(none=True), o=Integer(0), max_evaluations=Integer(none=True))
 def lwr_hard_instance(secret: Sequence[int], q: int, *, sharpness: float = DEFAULT_SHARPNESS, d: int | None = None,
                       o: int = 0, max_evaluations: int | None = MAX_G_EVALUATIONS) -> LWRInstance:
     """The LWE-style member with secret ``w``: one head per switch of the square wave.

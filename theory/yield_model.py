@@ -62,6 +62,7 @@ from learner.validation import (
     Choice,
     Integer,
     Real,
+    Scale,
     check_int,
     check_real_array,
     check_rng,
@@ -815,7 +816,7 @@ def check_yield_prediction(layer: AttentionLayer, k: int, *, tol: float = 0.015,
 # --------------------------------------------------------------------------- #
 
 
-@declare(m=Integer(), d=Integer(), nonzeros=Integer(), w_scale=Real())
+@declare(m=Integer(), d=Integer(), nonzeros=Integer(), w_scale=Scale())
 def integer_layer(m: int, d: int, *, nonzeros: int = 2, w_scale: float = 1.0, rng: SeedLike = None) -> AttentionLayer:
     """A layer whose ``Θ_i`` have ``nonzeros`` entries ``±1`` (else 0) and Gaussian ``W_i`` (for controls).
 

@@ -24,7 +24,7 @@ from ..hints import PathLike
 from ..io import atomic_write, save_figure, write_json
 from ..oracle import NOISE_RULE
 from ..tables import fmt, markdown_table
-from ..validation import Each, Integer, Real, Seed, declare
+from ..validation import Each, Integer, Real, Scale, Seed, declare
 from .records import read_record
 from .runs import STUDY_LOGIT_SCALE
 
@@ -132,7 +132,7 @@ def _run_points(points, common, run):
         scaling_study(folder, **common, **kwargs, run=run)
 
 
-@declare(sigmas=Each(NOISE_RULE), seeds=Integer(), logit_scale=Real(), adam_lr=Real(), seed=Seed())
+@declare(sigmas=Each(NOISE_RULE), seeds=Integer(), logit_scale=Scale(), adam_lr=Real(), seed=Seed())
 def noise_study(out: PathLike, *, sigmas: Iterable[float] = NOISE_SIGMAS, cells: str | Sequence[str] = NOISE_CELLS,
                 seeds: int = 2, logit_scale: float = STUDY_LOGIT_SCALE, adam_lr: float = 1e-2, seed: int = 0,
                 backend: str = "local", workers: int | str | None = None, progress: bool = False, run: bool = True,

@@ -22,7 +22,7 @@ from ..baselines import check_milestones, milestone_key
 from ..hints import PathLike
 from ..io import versions
 from ..tables import MISSING, fmt, markdown_table
-from ..validation import Each, Integer, OrWord, Real, Seed, check_int, declare
+from ..validation import Each, Integer, OrWord, Real, Scale, Seed, check_int, declare
 from .methods import METHODS, check_methods, get, method_names, present_names
 from .records import StudyResult, write_summary
 from .runs import STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_runs, sound_d
@@ -156,7 +156,7 @@ class PeerResult(StudyResult):
                 "the runs that reached it. One thread per method, " + s["concurrency"] + ".")
 
 
-@declare(ms=Each(Integer()), k=Integer(2), d=OrWord("auto", Integer()), seeds=Integer(), logit_scale=Real(),
+@declare(ms=Each(Integer()), k=Integer(2), d=OrWord("auto", Integer()), seeds=Integer(), logit_scale=Scale(),
          seed=Seed())
 def peer_study(out: PathLike, *, ms: Sequence[int] = (1, 2, 3, 4), k: int = 2, d: int | str = "auto", seeds: int = 3,
                logit_scale: float = STUDY_LOGIT_SCALE, methods: Iterable[str] | None = None,

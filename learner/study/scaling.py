@@ -35,7 +35,7 @@ from ..hints import PathLike
 from ..io import versions as _versions
 from ..oracle import NOISE_RULE
 from ..tables import fmt, markdown_table
-from ..validation import DISTRIBUTIONS, Choice, Each, Integer, OrWord, Real, Seed, declare
+from ..validation import DISTRIBUTIONS, Choice, Each, Integer, OrWord, Real, Scale, Seed, declare
 from .records import StudyResult, write_summary
 from .runs import (
     METHODS,
@@ -178,7 +178,7 @@ class SweepResult(StudyResult):
 
 
 @declare(ms=Each(Integer(), none=True), d=OrWord("auto", Integer()), k=Each(Integer(2), scalar=True, none=True),
-         logit_scale=Real(), seeds=OrWord("auto", Integer()), distribution=Choice(DISTRIBUTIONS),
+         logit_scale=Scale(), seeds=OrWord("auto", Integer()), distribution=Choice(DISTRIBUTIONS),
          methods=Each(Choice(METHODS)), adam_lrs=Each(OPTION_RULES["lr"]), tune_seeds=Integer(), success_tol=Real(),
          seed=Seed(), noise=NOISE_RULE)
 def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | str = "auto",
