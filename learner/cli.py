@@ -257,6 +257,15 @@ def _learn(args):
     try:
         # The layer's sharpness is known here (planted, or read): the learner checks it against its reach.
         scale = float(np.linalg.norm(truth.thetas.reshape(truth.m, -1), axis=1).max())
+        if args.unknown_m and not args.allow_unsound:
+            # The learner is not told m, but this command planted the layer: a setting the learner refuses with
+            # m given is refused here too, before the first example, rather than searched over m.
+            from .assumptions import check_setting
+
+            planted = check_setting(truth.m, truth.d, args.k, distribution=args.distribution, logit_scale=scale)
+            if not planted.ok:
+                raise ValueError(f"--unknown-m: the planted layer's setting is one the learner refuses with m given: "
+                                 f"{planted.message()} Pass --allow-unsound to run anyway.")
         result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth, rng=error_seed,
                        logit_scale=scale, progress=False if args.no_progress else None,
                        workers=workers, scheduler=args.scheduler, blas_threads=args.blas_threads,

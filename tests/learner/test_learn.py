@@ -515,6 +515,21 @@ class TestLearnSlow:
         assert all(row["m"] < m and row["verdict"] != "kept" for row in tried[:-1])
 
 
+class TestUnknownMRefusal:
+    def test_an_unsound_planted_setting_is_refused_before_any_example(self, capsys):
+        """With --unknown-m the command still knows the layer it planted: (3, 8, 2) is refused as with m given."""
+        assert main(["learn", "--m", "3", "--d", "8", "--k", "2", "--unknown-m", "--workers", "1"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --unknown-m: the planted layer's setting is one the learner refuses with m "
+                              "given: (m, d, k) = (3, 8, 2)") and "Pass --allow-unsound" in err
+
+    def test_control_a_sound_planted_setting_runs(self, capsys):
+        code = main(["learn", "--m", "2", "--d", "8", "--k", "2", "--unknown-m", "--workers", "1", "--logit-scale",
+                     "1", "--no-progress"])
+        out = capsys.readouterr().out
+        assert code in (0, 1) and "m = " in out and "examples drawn" in out
+
+
 class TestLearnCommand:
     @pytest.mark.slow
     def test_prints_phases_and_writes_json(self, tmp_path, capsys):
