@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 
@@ -43,6 +44,7 @@ from .parallel import DEFAULT_POOL, interrupt_on_sigterm
 from .phases import CONFIG_RULES
 from .study import cli as study_cli
 from .study.records import command_record
+from .tables import REPORT_WIDTH
 from .torch_interop import need_torch
 
 __all__ = ["OUTPUT_OPTIONS", "build_parser", "check_output_options", "main"]
@@ -284,8 +286,8 @@ def _learn(args):
     threads = ex.get("blas_threads")
     threads = (f"{threads['alone']} here alone, {threads['while_workers_stream']} while workers stream; phase 6's "
                f"products on {threads.get('phase6_products', 1)} thread(s)" if isinstance(threads, dict) else threads)
-    print(f"batches: {ex.get('backend')} with {ex.get('workers')} worker(s); examples/s: {rates}; "
-          f"BLAS threads: {threads}")
+    print("\n".join(textwrap.wrap(f"batches: {ex.get('backend')} with {ex.get('workers')} worker(s); examples/s: "
+                                  f"{rates}; BLAS threads: {threads}", width=REPORT_WIDTH, subsequent_indent="    ")))
     if args.json:
         write_json(args.json, command_record(
             "learn", parameters=_parameters(args), seed_entropy=ss.entropy, config=dataclasses.asdict(config),

@@ -3,10 +3,12 @@ gradient baselines (:mod:`learner.baselines`), with its JSON record and its text
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
 from .layer import AttentionLayer
+from .tables import REPORT_WIDTH, plain, report_lines
 
 __all__ = ["LearnResult"]
 
@@ -56,30 +58,28 @@ class LearnResult:
         })
 
     def report(self) -> str:
-        """A phase-by-phase text report."""
-        lines = [f"success: {self.success} ({self.status}): {self.message}"
-                 + (f" Time: {self.execution['phase4_time_estimate']}." if "phase4_time_estimate" in self.execution
-                    else ""),
-                 f"m = {self.m}{' (estimated)' if self.m_estimated else ''}; examples drawn {self.examples_drawn:,}"
-                 + (f"; label noise σ̂ = {self.noise:.3g}" if self.noise is not None else "")
-                 + (f", expected parameter error {self.expected_param_error:.3g}"
-                    if self.expected_param_error is not None else "")]
+        """A phase-by-phase text report: sentences, then each phase's figures as ``name: value`` lines and aligned
+        tables, no line wider than :data:`learner.tables.REPORT_WIDTH` (the JSON record keeps every figure as it
+        is)."""
+        head = (f"success: {plain(self.success)} ({self.status}): {self.message}"
+                + (f" Time: {self.execution['phase4_time_estimate']}." if "phase4_time_estimate" in self.execution
+                   else ""))
+        lines = textwrap.wrap(head, width=REPORT_WIDTH, subsequent_indent="    ", break_on_hyphens=False)
+        lines.append(f"m = {self.m}{' (estimated)' if self.m_estimated else ''}; examples drawn {self.examples_drawn:,}"
+                     + (f"; label noise σ̂ = {self.noise:.3g}" if self.noise is not None else "")
+                     + (f", expected parameter error {self.expected_param_error:.3g}"
+                        if self.expected_param_error is not None else ""))
         for name, diag in self.diagnostics.items():
             secs = self.timings.get(name)
             header = f"[{name}]" + (f" {secs:.2f} s" if secs is not None else "")
-            if diag.get("round", 0) > 0:  # phases 3–5 repeat: time summed, figures of the last round
+            if isinstance(diag, dict) and diag.get("round", 0) > 0:  # phases 3–5 repeat: the last round's figures
                 header += f" over {diag['round'] + 1} rounds; the figures below are the last round's"
             lines.append(header)
-            for key, value in diag.items():
-                if isinstance(value, dict):
-                    value = ", ".join(f"{k}={v}" for k, v in value.items())
-                elif isinstance(value, float):
-                    value = f"{value:.4g}"
-                elif isinstance(value, list) and value and isinstance(value[0], float):
-                    value = "[" + ", ".join(f"{v:.3g}" for v in value) + "]"
-                lines.append(f"    {key}: {value}")
+            items = diag.items() if isinstance(diag, dict) else [("value", diag)]
+            for key, value in items:
+                lines += report_lines(str(key), value)
         if self.errors:
             lines.append("errors against the truth:")
             for key, value in self.errors.items():
-                lines.append(f"    {key}: {value:.3g}" if isinstance(value, float) else f"    {key}: {value}")
+                lines += report_lines(str(key), value)
         return "\n".join(lines)

@@ -13,10 +13,11 @@ value (None) is an en dash, everything else goes through Python's format mini-la
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["MISSING", "fmt", "markdown_table"]
+__all__ = ["MISSING", "REPORT_WIDTH", "fmt", "markdown_table", "plain", "report_lines"]
 
 #: How a missing value (None) appears in a table.
 MISSING = "–"
@@ -40,3 +41,57 @@ def markdown_table(header: Sequence[Any], rows: Iterable[Sequence[Any]]) -> str:
             raise ValueError(f"row {i} has {len(row)} cells, the header {width}: {row!r}")
         lines.append("| " + " | ".join(str(cell) for cell in row) + " |")
     return "\n".join(lines)
+
+
+#: The widest line of a text report (ours: fits a 120-column terminal with a character to spare).
+REPORT_WIDTH = 119
+
+
+def plain(value: Any) -> str:
+    """One value in words for a text report: yes/no, an en dash for None, floats to 4 significant digits, integers
+    from 10,000 on with thousands separators, a list as its items joined by commas ("none" when empty), a mapping as
+    ``key = value`` pairs; never a Python repr."""
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, Mapping):
+        return "; ".join(f"{k} = {plain(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(plain(v) for v in value) or "none"
+    return str(value)
+
+
+def _wrapped(head: str, text: str, indent: str, width: int) -> list[str]:
+    return textwrap.wrap(text, width=width, initial_indent=head, subsequent_indent=indent + "    ",
+                         break_long_words=True, break_on_hyphens=False) or [head.rstrip()]
+
+
+def report_lines(key: str, value: Any, indent: str = "    ", width: int = REPORT_WIDTH) -> list[str]:
+    """The lines of one ``key: value`` of a text report, none wider than ``width``: scalars and short lists on one
+    line (wrapped, continuation lines indented), a mapping with nested values as indented lines of its own, and a
+    list of mappings as an aligned table (one row per mapping, a column per key) when it fits, else one wrapped line
+    per mapping."""
+    if isinstance(value, Mapping) and any(isinstance(v, (Mapping, list, tuple)) for v in value.values()):
+        lines = [f"{indent}{key}:"]
+        for k, v in value.items():
+            lines += report_lines(str(k), v, indent + "    ", width)
+        return lines
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Mapping) for v in value):
+        columns = list(dict.fromkeys(k for row in value for k in row))
+        cells = [[plain(row.get(c)) for c in columns] for row in value]
+        widths = [max(len(str(c)), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+        inner = indent + "    "
+        if len(inner) + sum(widths) + 2 * (len(widths) - 1) <= width:
+            def line(parts):
+                return inner + "  ".join(p.rjust(w) for p, w in zip(parts, widths, strict=True))
+            return [f"{indent}{key}:", line([str(c) for c in columns]), *(line(r) for r in cells)]
+        lines = [f"{indent}{key}:"]
+        for i, row in enumerate(value, 1):
+            lines += _wrapped(f"{inner}{i}. ", plain(row), inner, width)
+        return lines
+    return _wrapped(f"{indent}{key}: ", plain(value), indent, width)

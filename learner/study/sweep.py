@@ -338,6 +338,20 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
                 raise ValueError(f"{out} holds records of another kind ({rec_path.name}: {other!r}, not "
                                  f"{record_kind!r}); {hint}.")
             ours += 1
+    summary = out / "summary.json"
+    theirs = None
+    if summary.exists():  # a study of an earlier version, which wrote no study.json: its summary names the parameters
+        try:
+            theirs = read_json(summary, "summary").get("parameters")
+        except (OSError, ValueError, AttributeError):  # FileFormatError is a ValueError
+            theirs = None
+    if isinstance(theirs, dict):  # a summary the toolkit wrote (its format recognised)
+        ours += 1
+        shared = set(mine) & set(theirs)
+        diff = _differences({k: mine[k] for k in shared}, {k: theirs[k] for k in shared})
+        if diff:
+            raise ValueError(f"{out} holds a study with other parameters (from its summary.json: "
+                             f"{'; '.join(diff)}); its summaries would be overwritten: {hint}.")
     others = sorted(p.name for p in out.iterdir() if p.name not in (LOCK_NAME, "runs")) if out.is_dir() else []
     if not write and not ours:
         raise ValueError(f"{out} holds no {kind} (no {STUDY_FILE}, no {record_kind} records in runs/): there is "
@@ -347,18 +361,6 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
         raise ValueError(f"{out} is not empty and holds no study ({shown}; no {STUDY_FILE}, no {record_kind} "
                          f"records in runs/): its files are not a study's to replace, so {kind} will not write "
                          "there: use a new or empty `out` directory.")
-    summary = out / "summary.json"
-    if summary.exists():  # a study of an earlier version, which wrote no study.json
-        try:
-            theirs = read_json(summary, "summary").get("parameters")
-        except (OSError, ValueError, AttributeError):  # FileFormatError is a ValueError
-            theirs = None
-        if isinstance(theirs, dict):
-            shared = set(mine) & set(theirs)
-            diff = _differences({k: mine[k] for k in shared}, {k: theirs[k] for k in shared})
-            if diff:
-                raise ValueError(f"{out} holds a study with other parameters (from its summary.json: "
-                                 f"{'; '.join(diff)}); its summaries would be overwritten: {hint}.")
     if write:
         write_json(path, {"schema_version": schema_of(kind), "kind": kind, "parameters": mine})
     return path

@@ -441,7 +441,7 @@ def test_forecast_over_budget_records_the_time_estimate():
     assert r.status == "budget" and not r.success and r.message.startswith("phase 4 would need about")
     assert r.execution["phase4_time_estimate"].startswith("the pilot ran at")
     assert "the pilot ran at" not in r.message
-    assert f"Time: {r.execution['phase4_time_estimate']}." in r.report()
+    assert f"Time: {r.execution['phase4_time_estimate']}." in " ".join(r.report().split())  # wrapped at the width
 
 
 def test_the_noise_floor_of_phase_6_is_reported():

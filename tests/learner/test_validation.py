@@ -435,11 +435,12 @@ class TestHugeSeeds:
         from learner.study.runs import RunSpec, plan_runs, planted_instance
         from lowerbounds.learnhard import HardSpec, plan_hard_runs, planted_member
 
-        # run=False summarises existing records only: reaching "no finished record" means the seed passed the
-        # rule and the runs were planned from it (an int64 cap refused it first, naming `seed`)
-        with pytest.raises(ValueError, match="no finished record"):
+        # run=False summarises existing records only: reaching "nothing to summarise" (the folder, checked after
+        # the plan) means the seed passed the rule and the runs were planned (an int64 cap refused it first,
+        # naming `seed`)
+        with pytest.raises(ValueError, match="nothing to summarise"):
             scaling.scaling_study(tmp_path / "s", ms=(1,), d=4, k=2, seeds=1, seed=self.BIG, plot=False, run=False)
-        with pytest.raises(ValueError, match="no finished record"):
+        with pytest.raises(ValueError, match="nothing to summarise"):
             peers.peer_study(tmp_path / "p", ms=(1,), d=4, seeds=1, seed=self.BIG, run=False)
 
         def layer(entropy):
