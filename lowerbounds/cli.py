@@ -86,12 +86,12 @@ def _add_sq_simulate(sub):
 
 def _add_lwe(sub):
     p = sub.add_parser("lwe", help="write one LWE-style (learning with rounding) two-token instance and check it")
-    p.add_argument("--n", type=int, default=6, help="secret dimension (default 6; d = n + 2)")
-    p.add_argument("--q", type=int, default=7, help="modulus, >= 3 (default 7)")
+    p.add_argument("--n", type=int, default=None, help="secret dimension (default 6; d = n + 2)")
+    p.add_argument("--q", type=int, default=None, help="modulus, >= 3 (default 7)")
     p.add_argument("--secret", type=int, nargs="+", default=None, help="w in Z_q^n (default: drawn with --seed)")
     p.add_argument("--name", choices=sorted(NAMED_LWR), default=None, help="a named member instead (one-slab)")
     p.add_argument("--sharpness", type=float, default=DEFAULT_SHARPNESS, help=f"λ (default {DEFAULT_SHARPNESS})")
-    p.add_argument("--max-evaluations", type=cli_type("--max-evaluations", Integer(0)), default=MAX_G_EVALUATIONS,
+    p.add_argument("--max-evaluations", type=cli_type("--max-evaluations", Integer(0)), default=None,
                    help="refuse an exact sharpness table of more mpmath head-terms m(Σw+1) than this "
                         f"(default {MAX_G_EVALUATIONS:.0e}, about 3 min); 0 for no limit")
     p.add_argument("--seed", type=cli_seed, default=None,
@@ -220,6 +220,13 @@ def _simulate(args):
 def _lwe(args):
     seed = np.random.SeedSequence(args.seed)
     gen = np.random.default_rng(seed)
+    fixed = [f"--{flag}" for flag in ("n", "q", "secret", "max_evaluations") if getattr(args, flag) is not None]
+    if args.name is not None and fixed:
+        raise ValueError(f"--name {args.name} fixes the instance; {', '.join(f.replace('_', '-') for f in fixed)} "
+                         "would be ignored. Drop them or --name.")
+    args.n, args.q = 6 if args.n is None else args.n, 7 if args.q is None else args.q
+    if args.max_evaluations is None:
+        args.max_evaluations = MAX_G_EVALUATIONS
     if args.name is not None:
         inst = named_lwr_instance(args.name, sharpness=args.sharpness)
     else:
@@ -382,6 +389,9 @@ def _check_backend_options(args):
     means nothing on a Dask cluster (its workers are its own); without Dask the
     import would fail inside the sweep with a traceback.
     """
+    if args.serial and args.workers is not None:
+        raise ValueError(f"--workers sizes the local pool, which --serial does not use; got --workers {args.workers} "
+                         "with --serial.")
     if args.scheduler is None:
         return
     if not args.scheduler.strip():

@@ -70,7 +70,7 @@ def _add_bench(sub):
     p.add_argument("--seed", type=cli_seed, default=0, help="seed of the layers and inputs timed (default 0)")
     p.add_argument("--parallel", action="store_true",
                    help="only the certification phase in this process against a local pool (speed-up)")
-    p.add_argument("--workers", type=int, default=PARALLEL_BENCH_WORKERS,
+    p.add_argument("--workers", type=int, default=None,
                    help=f"local workers of --parallel and --search (default {PARALLEL_BENCH_WORKERS}: one process "
                         "against two)")
     p.add_argument("--certification", action="store_true",
@@ -82,10 +82,10 @@ def _add_bench(sub):
     p.add_argument("--search", action="store_true",
                    help="only phase 6 at (m, d, k) = (7, 20, 2): one process with one BLAS thread against --workers "
                         "(the search's starts on the pool, the refinement's products on as many threads)")
-    p.add_argument("--m", type=int, default=3, help="heads of --certification (default 3)")
-    p.add_argument("--d", type=int, default=16, help="token dimension of --certification (default 16)")
-    p.add_argument("--k", type=int, default=4, help="tokens per sequence of --certification (default 4)")
-    p.add_argument("--tol", type=float, default=0.03,
+    p.add_argument("--m", type=int, default=None, help="heads of --certification (default 3)")
+    p.add_argument("--d", type=int, default=None, help="token dimension of --certification (default 16)")
+    p.add_argument("--k", type=int, default=None, help="tokens per sequence of --certification (default 4)")
+    p.add_argument("--tol", type=float, default=None,
                    help="certification tolerance of --certification (default 0.03, phase 4's at (3, 16, 4))")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     # --m/--d/--k/--tol are --certification's; --workers is --parallel's and --search's (--repeat is every benchmark's).
@@ -201,7 +201,15 @@ def _sharpness(args):
     from .grids import sharpness_study
 
     return _run_grid(args, lambda: sharpness_study(args.out, scales=args.logit_scale, ds=args.d,
-                                                   adam_seeds=args.adam_seeds, **_grid_common(args)))
+                                                   adam_seeds=_adam_seeds(args), **_grid_common(args)))
+
+
+def _adam_seeds(args):
+    """``--adam-seeds``: Adam runs on the first of the learner's ``--seeds`` layers, so it may not ask for more."""
+    if args.adam_seeds > args.seeds:
+        raise ValueError(f"--adam-seeds {args.adam_seeds} exceeds --seeds {args.seeds}: Adam runs on the first "
+                         "--adam-seeds of the learner's layers; give at most --seeds.")
+    return args.adam_seeds
 
 
 def _add_peers(sub):
@@ -300,7 +308,35 @@ def _race(args):
     return 0
 
 
+#: The defaults of bench's options that belong to one benchmark (None on the parser, so that a value typed for
+#: another benchmark, which would be ignored, is refused instead).
+_BENCH_DEFAULTS = {"m": 3, "d": 16, "k": 4, "tol": 0.03}
+
+
+def _bench_options(args):
+    """Refuse an option of ``bench`` that the chosen benchmark would ignore, then fill in the defaults."""
+    modes = [flag for flag, on in (("--parallel", args.parallel), ("--search", args.search), ("--span", args.span),
+                                   ("--certification", args.certification)) if on]
+    if len(modes) > 1:
+        raise ValueError("give at most one of --parallel, --search, --span and --certification; "
+                         f"got {' '.join(modes)}.")
+    given = [f"--{key}" for key in _BENCH_DEFAULTS if getattr(args, key) is not None]
+    if given and modes != ["--certification"]:
+        raise ValueError(f"{', '.join(given)}: options of --certification's benchmark only, which "
+                         f"{' '.join(modes) or 'the default benchmark'} would ignore; add --certification or "
+                         "drop them.")
+    if args.workers is not None and not (args.parallel or args.search):
+        raise ValueError(f"--workers sizes the pool of --parallel and --search only, which "
+                         f"{' '.join(modes) or 'the default benchmark'} would ignore; got --workers {args.workers}.")
+    for key, value in _BENCH_DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.workers is None:
+        args.workers = PARALLEL_BENCH_WORKERS
+
+
 def _bench(args):
+    _bench_options(args)
     if args.parallel:
         par = run_parallel_benchmark(workers=args.workers, batch=2000 if args.quick else 100_000,
                                      batches=4 if args.quick else 16, repeat=args.repeat, rng=args.seed)
