@@ -74,6 +74,10 @@ class SpanEstimate:
     theta_star_error: float | None = None
     principal_cosines: np.ndarray | None = None
     hull_distance: float | None = None
+    #: Directions of Θ the constraints left unpinned (0: the hull is determined); nonzero only when
+    #: :func:`estimate_span` was allowed a deficit, and Θ* then has no component along them (the pseudo-inverse's
+    #: convention).
+    rank_deficit: int = 0
 
     def summary(self) -> dict[str, Any]:
         out = {
@@ -85,6 +89,8 @@ class SpanEstimate:
             "theta_star_norm": float(np.linalg.norm(self.theta_star)),
             "seconds": self.seconds,
         }
+        if self.rank_deficit:
+            out["rank_deficit"] = self.rank_deficit
         if self.theta_star_error is not None:
             out["theta_star_error"] = self.theta_star_error
             out["principal_cosines"] = [] if self.principal_cosines is None else self.principal_cosines.tolist()
@@ -210,11 +216,14 @@ def hull_solve(A: np.ndarray, b: np.ndarray, m: int, *, weights: ArrayLike | Non
 
 
 def estimate_span(constraints: Any, *, m: int | None = None, gap_min: float = 3.0, max_m: int = 6,
-                  irls_rounds: int = 3, weighting: str = "precision",
-                  truth: AttentionLayer | None = None) -> SpanEstimate:  # constraints: a sculpt.Constraints
+                  irls_rounds: int = 3, weighting: str = "precision", truth: AttentionLayer | None = None,
+                  allow_deficit: bool = False) -> SpanEstimate:  # constraints: a sculpt.Constraints
     """Phase 5: the hull ``Θ* + span V`` from :class:`Constraints` (``m`` estimated if None).
 
-    ``weighting`` is one of :data:`WEIGHTINGS` (see the module docstring).
+    ``weighting`` is one of :data:`WEIGHTINGS` (see the module docstring). ``allow_deficit`` (with ``m`` given)
+    returns the estimate of constraints whose rank falls short of what the hull needs, instead of raising:
+    Θ* is then the min-norm point, with nothing along the unpinned directions, and ``rank_deficit`` counts them
+    (ours: phase 6's refinement fits Θ to the labels themselves, which do see those directions).
 
     Raises
     ------
@@ -244,7 +253,8 @@ def estimate_span(constraints: Any, *, m: int | None = None, gap_min: float = 3.
         m_est = m_gap
         theta, V, S = hull_solve(A, b, m_est, **opts)
     rank = _numerical_rank(S, A.shape)
-    if rank < n_params - (m_est - 1):
+    deficit = max(n_params - (m_est - 1) - rank, 0)
+    if deficit and not (allow_deficit and m is not None):
         raise HullUndetermined(
             f"the constraints do not determine the hull: {A.shape[0]} constraints of rank {rank} for "
             f"d²={n_params} unknowns, and a hull of dimension {m_est - 1} (m = {m_est}) needs rank "
@@ -258,6 +268,7 @@ def estimate_span(constraints: Any, *, m: int | None = None, gap_min: float = 3.
         "gap_ratios": ratios,
         "seconds": time.perf_counter() - t0,
         "weighting": weighting,
+        "rank_deficit": int(deficit),
     }
     if truth is not None:
         star = min_norm_point(truth.thetas).ravel()  # type: ignore[union-attr]  # exact=False: an array

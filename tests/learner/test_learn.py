@@ -515,6 +515,46 @@ class TestLearnSlow:
         assert all(row["m"] < m and row["verdict"] != "kept" for row in tried[:-1])
 
 
+class TestOneHeadOnASmallCube:
+    """One sharp head on a small cube: the certifiable rows leave directions of Θ unpinned, which phase 6 finds
+    from the labels. The learn command's seeds 0 and 1 at (1, 8, 2) stopped in phase 5 (rank 62 and 55 of 64)."""
+
+    @pytest.mark.parametrize("seed", ["0", "1"])
+    def test_the_command_learns_it(self, tmp_path, capsys, seed):
+        path = tmp_path / "run.json"
+        assert main(["learn", "--m", "1", "--d", "8", "--k", "2", "--seed", seed, "--workers", "1", "--no-progress",
+                     "--json", str(path)]) == 0
+        result = json.loads(path.read_text())["result"]
+        assert result["success"] and result["errors"]["relative_error"] < 1e-20
+        assert result["diagnostics"]["5_span"]["rank_deficit"] > 0  # the path under test was taken
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize(("d", "seed"), [(8, s) for s in range(2, 10)] + [(6, s) for s in range(5)])
+    def test_more_seeds(self, capsys, d, seed):
+        assert main(["learn", "--m", "1", "--d", str(d), "--k", "2", "--seed", str(seed), "--workers", "1",
+                     "--no-progress"]) == 0
+        assert "success: yes" in capsys.readouterr().out
+
+    def test_control_a_failure_names_the_unpinned_directions(self, monkeypatch):
+        """When phase 6 cannot make up for the unpinned directions, the failure message says they were there."""
+        from learner.phases import search as search_module
+
+        real = search_module.search_heads
+
+        def worse(*args, **kwargs):  # a phase 6 that cannot refine
+            return real(*args, **kwargs | {"max_nfev": 1})
+
+        monkeypatch.setattr(sys.modules["learner.learn"], "search_heads", worse)
+        # No second try at the tightest tolerance, whose hull might be whole: the message is the first hull's.
+        monkeypatch.setattr(sys.modules["learner.learn"], "_tight_retry", lambda run, p5, p6, note: (p5, p6, note))
+        ls, os_, es = np.random.SeedSequence(0).spawn(3)
+        truth = random_layer(1, 8, rng=ls)
+        result = learn(LayerOracle(truth, 2, rng=os_), m=1, truth=truth, rng=es, progress=False, workers=1,
+                       logit_scale=float(np.linalg.norm(truth.thetas[0])))
+        assert result.diagnostics["5_span"]["rank_deficit"] > 0
+        assert not result.success and "direction(s) of Θ unpinned" in result.message
+
+
 class TestUnknownMRefusal:
     def test_an_unsound_planted_setting_is_refused_before_any_example(self, capsys):
         """With --unknown-m the command still knows the layer it planted: (3, 8, 2) is refused as with m given."""

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from learner import AttentionLayer
+from learner.phases import HullUndetermined
 from learner.phases.sculpt import Constraints
 from learner.phases.span import (
     _gap_m,
@@ -333,3 +334,41 @@ class TestHullSolve:
         assert theta.dtype == V.dtype == S.dtype == np.float64
         S0 = np.linalg.svd(A.astype(float) * w.astype(float)[:, None], compute_uv=False)[::-1]
         np.testing.assert_allclose(S, S0, rtol=0, atol=1e-12 * S0.max())
+
+
+class TestRankDeficit:
+    """Constraints that leave directions of Θ unpinned: refused by default; with m given and ``allow_deficit``,
+    the min-norm Θ* (nothing along the unpinned directions) and their count."""
+
+    @staticmethod
+    def _deficient(d=3, rows=40, missing=2, seed=0):
+        from types import SimpleNamespace
+
+        rng = np.random.default_rng(seed)
+        basis = np.linalg.qr(rng.standard_normal((d * d, d * d)))[0]
+        kept, null = basis[:, missing:], basis[:, :missing]  # the rows never touch the first `missing` directions
+        A = rng.standard_normal((rows, d * d - missing)) @ kept.T
+        theta = rng.standard_normal(d * d)
+        return SimpleNamespace(A=A, b=A @ theta), theta, null
+
+    def test_refused_by_default_and_when_m_is_estimated(self):
+        c, _, _ = self._deficient()
+        with pytest.raises(HullUndetermined, match="rank 7 for d²=9"):
+            estimate_span(c, m=1, weighting="none")
+        with pytest.raises(HullUndetermined, match="rank 7"):
+            estimate_span(c, m=None, weighting="none", allow_deficit=True, max_m=1)
+
+    def test_allowed_with_m_given(self):
+        c, theta, null = self._deficient()
+        est = estimate_span(c, m=1, weighting="none", allow_deficit=True)
+        assert est.rank_deficit == 2 and est.summary()["rank_deficit"] == 2
+        star = est.theta_star.ravel()
+        np.testing.assert_allclose(null.T @ star, 0, atol=1e-10)  # nothing along the unpinned directions
+        pinned = theta - null @ (null.T @ theta)
+        np.testing.assert_allclose(star, pinned, atol=1e-8)  # and the pinned part exactly (exact constraints)
+
+    def test_control_full_rank_records_no_deficit(self):
+        c, theta, _ = self._deficient(missing=0)
+        est = estimate_span(c, m=1, weighting="none", allow_deficit=True)
+        assert est.rank_deficit == 0 and "rank_deficit" not in est.summary()
+        np.testing.assert_allclose(est.theta_star.ravel(), theta, atol=1e-8)
