@@ -259,15 +259,7 @@ def _learn(args):
     try:
         # The layer's sharpness is known here (planted, or read): the learner checks it against its reach.
         scale = float(np.linalg.norm(truth.thetas.reshape(truth.m, -1), axis=1).max())
-        if args.unknown_m and not args.allow_unsound:
-            # The learner is not told m, but this command planted the layer: a setting the learner refuses with
-            # m given is refused here too, before the first example, rather than searched over m.
-            from .assumptions import check_setting
-
-            planted = check_setting(truth.m, truth.d, args.k, distribution=args.distribution, logit_scale=scale)
-            if not planted.ok:
-                raise ValueError(f"--unknown-m: the planted layer's setting is one the learner refuses with m given: "
-                                 f"{planted.message()} Pass --allow-unsound to run anyway.")
+        _check_planted_setting(args, truth, scale)
         result = learn(oracle, m=None if args.unknown_m else args.m, config=config, truth=truth, rng=error_seed,
                        logit_scale=scale, progress=False if args.no_progress else None,
                        workers=workers, scheduler=args.scheduler, blas_threads=args.blas_threads,
@@ -280,19 +272,36 @@ def _learn(args):
         result = dataclasses.replace(result, message=result.message.replace(
             ALLOW_UNSOUND_HINT, "Pass --allow-unsound to run anyway."))
     print(result.report())
-    ex = result.execution
-    rates = ", ".join(f"{name} {p['examples_per_second']:,.0f}" for name, p in ex.get("phases", {}).items()
-                      if p.get("examples_per_second"))
-    threads = ex.get("blas_threads")
-    threads = (f"{threads['alone']} here alone, {threads['while_workers_stream']} while workers stream; phase 6's "
-               f"products on {threads.get('phase6_products', 1)} thread(s)" if isinstance(threads, dict) else threads)
-    print("\n".join(textwrap.wrap(f"batches: {ex.get('backend')} with {ex.get('workers')} worker(s); examples/s: "
-                                  f"{rates}; BLAS threads: {threads}", width=REPORT_WIDTH, subsequent_indent="    ")))
+    print(_execution_sentence(result.execution))
     if args.json:
         write_json(args.json, command_record(
             "learn", parameters=_parameters(args), seed_entropy=ss.entropy, config=dataclasses.asdict(config),
             result=result.to_dict()))
     return 0 if result.success else 1
+
+
+def _execution_sentence(ex):
+    """The report's last sentence: where the batches ran, the examples/s of each phase, the BLAS threads."""
+    rates = ", ".join(f"{name} {p['examples_per_second']:,.0f}" for name, p in ex.get("phases", {}).items()
+                      if p.get("examples_per_second"))
+    threads = ex.get("blas_threads")
+    threads = (f"{threads['alone']} here alone, {threads['while_workers_stream']} while workers stream; phase 6's "
+               f"products on {threads.get('phase6_products', 1)} thread(s)" if isinstance(threads, dict) else threads)
+    return "\n".join(textwrap.wrap(f"batches: {ex.get('backend')} with {ex.get('workers')} worker(s); examples/s: "
+                                   f"{rates}; BLAS threads: {threads}", width=REPORT_WIDTH, subsequent_indent="    "))
+
+
+def _check_planted_setting(args, truth, scale):
+    """With --unknown-m the learner is not told m, but this command planted the layer: a setting the learner
+    refuses with m given is refused here too, before the first example, rather than searched over m."""
+    if not args.unknown_m or args.allow_unsound:
+        return
+    from .assumptions import check_setting
+
+    planted = check_setting(truth.m, truth.d, args.k, distribution=args.distribution, logit_scale=scale)
+    if not planted.ok:
+        raise ValueError(f"--unknown-m: the planted layer's setting is one the learner refuses with m given: "
+                         f"{planted.message()} Pass --allow-unsound to run anyway.")
 
 
 def _sample(args):

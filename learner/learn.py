@@ -578,8 +578,9 @@ def _gap_note(run, p5):
     """With m given, whether phase 5's hull was determined and its gap resolved; the clause a failure message adds
     when either was not."""
     m = run.m
-    unpinned = (f"; phase 5's constraints left {p5.rank_deficit} direction(s) of Θ unpinned (too few distinct "
-                "inputs certify), which phase 6 had to find from the labels alone" if p5.rank_deficit else "")
+    deficit = getattr(p5, "rank_deficit", 0)  # a SpanEstimate's; other hulls (select_m's candidates) have none
+    unpinned = (f"; phase 5's constraints left {deficit} direction(s) of Θ unpinned (too few distinct inputs "
+                "certify), which phase 6 had to find from the labels alone" if deficit else "")
     if m is None or m <= 1:
         return unpinned
     # With m given, an unresolved gap no longer stops the run (ours): phase 6's variable-projection

@@ -150,7 +150,7 @@ class TestPhaseArguments:
             args5, kw5, _ = spans[r]
             assert len(args5) == 1 and args5[0] is p4
             assert kw5 == {"m": M, "gap_min": cfg["gap_min"], "max_m": M, "weighting": cfg["hull_weighting"],
-                           "truth": run.truth}
+                           "truth": run.truth, "allow_deficit": True}  # m is given
         ((args6, kw6, _),) = _calls(run, "search_heads")
         last5 = spans[-1][2]
         assert args6[0] is run.oracle and args6[1] is last5.theta_star and args6[3] == M
