@@ -20,6 +20,7 @@ owns). Local workers ignore Ctrl-C; the parent stops them (:meth:`Workers.kill`)
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -28,6 +29,10 @@ from typing import Any
 
 from .errors import MissingExtra
 from .validation import check_int
+
+log = logging.getLogger(__name__)
+#: The worker counts already warned about in this process (a run asks for its pool more than once).
+_WARNED: set[tuple[int, int]] = set()
 
 __all__ = ["DEFAULT_POOL", "SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "as_workers",
            "available_cores", "pool_size",
@@ -116,7 +121,13 @@ def pool_size(workers: int | str | None = DEFAULT_POOL) -> int:
     otherwise a positive integer (a named error for anything else)."""
     if workers is None or workers == "auto":
         return available_cores()
-    return check_int("workers", workers)
+    n = check_int("workers", workers)
+    cores = available_cores()
+    if n > cores and (n, cores) not in _WARNED:
+        _WARNED.add((n, cores))
+        log.warning("%d workers on %d core(s): the processes will take turns on the cores, and a CPU-bound run gets "
+                    "slower, not faster; give at most %d, or 'auto'.", n, cores, cores)
+    return n
 
 
 def available_cores() -> int:

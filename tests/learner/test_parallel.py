@@ -574,3 +574,19 @@ class TestDaskFailures:
         assert list(Workers(scheduler=Ok(None)).ordered("x", _square, [((3,), 1)])) == [9]
         with pytest.raises(ZeroDivisionError):
             list(Workers(scheduler=Client(ZeroDivisionError("task"))).ordered("x", _square, [((2,), 1)]))
+
+
+class TestOversubscription:
+    def test_more_workers_than_cores_is_said_once(self, caplog, monkeypatch):
+        import logging
+
+        from learner import parallel
+
+        monkeypatch.setattr(parallel, "available_cores", lambda: 2)
+        monkeypatch.setattr(parallel, "_WARNED", set())
+        with caplog.at_level(logging.WARNING, logger="learner.parallel"):
+            assert parallel.pool_size(2) == 2 and parallel.pool_size("auto") == 2  # control: nothing said
+            assert caplog.records == []
+            assert parallel.pool_size(64) == 64 and parallel.pool_size(64) == 64
+        [record] = caplog.records
+        assert record.getMessage().startswith("64 workers on 2 core(s)") and "give at most 2" in record.getMessage()
