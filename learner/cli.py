@@ -228,6 +228,9 @@ def _learn(args):
             if args.m is not None and "heads recorded in" in str(exc):
                 raise ValueError(f"--m {args.m} does not match the head count recorded in --torch-layer "
                                  f"{args.torch_layer} ({exc}); drop --m or give the recorded one.") from None
+            if args.m is not None and str(exc).startswith("`num_heads`"):  # the library's name for --m
+                raise ValueError(str(exc).replace("`num_heads`", "--m", 1).replace(f"num_heads={args.m}",
+                                                                                     f"--m {args.m}")) from None
             if args.m is not None or "`num_heads` is needed" not in str(exc):
                 raise
             raise ValueError(f"--torch-layer {args.torch_layer} is a bare state dict, which does not record its "

@@ -37,3 +37,26 @@ def test_control_the_options_where_they_count():
 
     assert lb_main(["lwe", "--n", "2", "--q", "3", "--secret", "1", "2", "--seed", "0"]) == 0
     assert lb_main(["lwe", "--name", "one-slab", "--seed", "0"]) == 0
+
+
+def test_learn_workers_without_serial_claims_nothing(tmp_path, capsys):
+    from learner.cli import main
+    from learner.study.scaling import scaling_study
+
+    out = tmp_path / "study"
+    assert main(["scaling", "--m", "1", "--learn-workers", "2", "--quick", "--out", str(out)]) == 2
+    assert "--learn-workers 2 spreads one run's batches over a pool, which needs --serial" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="`learn_workers` > 1 needs backend='serial'"):
+        scaling_study(out, ms=[1], learn_workers=2)
+    assert not out.exists()  # neither the command nor the library claimed the folder
+
+
+def test_a_head_count_for_a_torch_layer_is_named_as_typed(tmp_path, capsys):
+    torch = pytest.importorskip("torch")
+    from learner.cli import main
+
+    module = torch.nn.MultiheadAttention(8, 2, bias=False, batch_first=True).double()
+    torch.save(module.state_dict(), tmp_path / "sd.pt")
+    assert main(["learn", "--torch-layer", str(tmp_path / "sd.pt"), "--m", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --m must be a positive divisor of embed_dim=8; got --m 3") and "num_heads" not in err

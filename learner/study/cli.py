@@ -408,6 +408,9 @@ def _scaling(args):
 
     if args.scheduler is not None and args.serial:
         raise ValueError("give at most one of --scheduler and --serial.")
+    if args.learn_workers is not None and args.learn_workers > 1 and not args.serial:
+        raise ValueError(f"--learn-workers {args.learn_workers} spreads one run's batches over a pool, which needs "
+                         "--serial (one run at a time); add --serial or drop --learn-workers.")
     if args.workers is not None and (args.scheduler is not None or args.serial):
         other = f"--scheduler {args.scheduler!r}" if args.scheduler is not None else "--serial"
         raise ValueError(f"--workers sizes the local pool, which {other} does not use; got --workers {args.workers} "

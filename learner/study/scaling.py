@@ -46,7 +46,7 @@ from .runs import (
     sound_d,
     yield_of,
 )
-from .sweep import claim_study, fit_growth, run_sweep, sweep_lock
+from .sweep import check_learn_workers, claim_study, fit_growth, run_sweep, sweep_lock
 from .sweep import median as _median
 
 __all__ = ["SweepResult", "plot_scaling", "scaling_study", "summarise"]
@@ -255,6 +255,7 @@ def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | st
     from ..io import check_writable_dir
 
     out = check_writable_dir("out", out)
+    learn_workers = check_learn_workers(learn_workers, backend)  # before the folder is claimed
     ex = {"backend": backend, "workers": workers, "scheduler": scheduler, "progress": progress,
           "learn_workers": learn_workers, "run": run}
     parameters = {"ms": ms, "d": d, "k": ks, "settings": [list(st) for st in settings], "logit_scale": logit_scale,

@@ -66,6 +66,7 @@ __all__ = [
     "BACKENDS",
     "LOCK_NAME",
     "STUDY_FILE",
+    "check_learn_workers",
     "claim_study",
     "comparable",
     "fit_growth",
@@ -287,6 +288,18 @@ def _differences(mine, theirs):
             if mine.get(key) != theirs.get(key)]
 
 
+def check_learn_workers(learn_workers: int | None, backend: str) -> int | None:
+    """``learn_workers`` checked against ``backend``: more than one needs ``"serial"`` (one run at a time, its batches
+    on the pool). A study calls it before it claims its folder, :func:`run_sweep` again."""
+    if learn_workers is None:
+        return None
+    learn_workers = check_int("learn_workers", learn_workers)
+    if learn_workers > 1 and backend != "serial":
+        raise ValueError(f"`learn_workers` > 1 needs backend='serial' (one run at a time, its batches on the "
+                         f"pool); got learn_workers={learn_workers}, backend={backend!r}.")
+    return learn_workers
+
+
 def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[str, Any], *,
                 write: bool = True) -> Path:
     """Make ``out`` the directory of one study, or raise ValueError saying whose it is (ours).
@@ -450,11 +463,7 @@ def run_sweep(specs: Sequence[Any], out: PathLike, *, backend: str = "local", wo
     if backend == "dask" and not scheduler:
         raise ValueError("`scheduler` (a Dask scheduler address) is needed with backend='dask'; got scheduler=None.")
     workers = pool_size(workers)
-    if learn_workers is not None:
-        learn_workers = check_int("learn_workers", learn_workers)
-        if learn_workers > 1 and backend != "serial":
-            raise ValueError(f"`learn_workers` > 1 needs backend='serial' (one run at a time, its batches on the "
-                             f"pool); got learn_workers={learn_workers}, backend={backend!r}.")
+    learn_workers = check_learn_workers(learn_workers, backend)
     kinds = {type(s) for s in specs}
     if len(kinds) > 1:
         raise ValueError(f"`specs` must all be of one class; got {sorted(k.__name__ for k in kinds)}.")
