@@ -324,7 +324,7 @@ class TestLearnCommand:
         from learner.cli import main
 
         assert main(["learn", "--torch-layer", str(saved), "--m", "4", "--k", "2"]) == 2
-        assert "positive divisor of embed_dim=6; got num_heads=4" in capsys.readouterr().err
+        assert "--m must be a positive divisor of embed_dim=6; got --m 4" in capsys.readouterr().err
         whole = tmp_path / "whole.pt"
         torch.save(_mha(6, 1), whole)
         assert main(["learn", "--torch-layer", str(whole), "--m", "1", "--k", "2"]) == 2
