@@ -429,13 +429,22 @@ def _scaling(args):
     provable = (QUICK_OPTIONS["provable"] if args.quick else {}) | {
         name: value for name, value in (("max_examples", args.max_examples), ("refined_tol", args.refined_tol))
         if value is not None}
-    result = run_study(lambda: scaling_study(
-        args.out, ms=args.m, d=args.d, k=args.k, grid=grid, logit_scale=args.logit_scale, noise=args.noise, seeds=seeds,
-        methods=args.methods, distribution=args.distribution, adam_lrs=args.adam_lr, tune_seeds=args.tune_seeds,
-        success_tol=args.success_tol, seed=args.seed, backend=backend, workers=args.workers,
-        adam_options=QUICK_OPTIONS["adam"] if args.quick else None, provable_options=provable,
-        scheduler=args.scheduler, progress=not args.no_progress, learn_workers=args.learn_workers,
-        run=not args.summarise_only))
+    def study():
+        try:
+            return scaling_study(
+                args.out, ms=args.m, d=args.d, k=args.k, grid=grid, logit_scale=args.logit_scale, noise=args.noise,
+                seeds=seeds, methods=args.methods, distribution=args.distribution, adam_lrs=args.adam_lr,
+                tune_seeds=args.tune_seeds, success_tol=args.success_tol, seed=args.seed, backend=backend,
+                workers=args.workers, adam_options=QUICK_OPTIONS["adam"] if args.quick else None,
+                provable_options=provable, scheduler=args.scheduler, progress=not args.no_progress,
+                learn_workers=args.learn_workers, run=not args.summarise_only)
+        except ValueError as exc:  # the library names its parameter; here the option typed
+            if str(exc).startswith("`d` must fit"):
+                flag = "--d" if grid is None else "a d of --grid"
+                raise ValueError(str(exc).replace("`d`", flag, 1).replace("got d=", f"got {flag} ")) from None
+            raise
+
+    result = run_study(study)
     if isinstance(result, int):
         return result
     print_study(result, args.out)

@@ -319,9 +319,17 @@ def _check_methods(methods, settings, adam_lrs, adam_options, provable_options):
         raise ValueError("`adam_options` must not set 'lr'; give the grid as `adam_lrs`.")
     provable_options = dict(provable_options or {})
     if "provable" in methods:
-        from ..phases import LearnConfig
+        from ..learn import phase5_bytes, physical_memory
+        from ..phases import LearnConfig, resolve_config
 
-        LearnConfig(**provable_options)  # every option checked before the first run, not in each run's record
+        cfg = LearnConfig(**provable_options)  # every option checked before the first run, not in each run's record
+        have = physical_memory()
+        for m, dd, kk in settings:  # before anything is planted: a run refuses a d this large only after planting
+            need = phase5_bytes(resolve_config(cfg, m)[0], dd)
+            if have is not None and need > have:
+                raise ValueError(f"`d` must fit in this machine's memory: the learner's phase 5 at (m, d, k) = "
+                                 f"({m}, {dd}, {kk}) holds {need / 2**30:,.1f} GiB of constraints against "
+                                 f"{have / 2**30:,.1f} GiB of RAM (it grows as d⁴); got d={dd}.")
     return methods, adam_lrs, adam_options, provable_options
 
 
