@@ -40,7 +40,7 @@ from learner.errors import FileFormatError
 from learner.hints import PathLike, SeedLike
 from learner.io import read_json
 from learner.progress import bar, showing
-from learner.study.records import schema_of, timings_problem
+from learner.study.records import digest_problem, schema_of, timings_problem
 from learner.study.runs import RunSpec, planted_instance, yield_of
 from learner.tables import MISSING, fmt, markdown_table
 from learner.validation import DISTRIBUTIONS, Choice, Integer, Real, check_rng, declare
@@ -210,6 +210,9 @@ def _read_run(path):
         raise _Unusable(f"unreadable ({exc})") from None
     if not isinstance(rec, dict):
         raise _Unusable(f"the record must be a JSON object; got {type(rec).__name__}")
+    problem = digest_problem(rec)
+    if problem:
+        raise _Unusable(problem)
     # Which runs the study takes: finished evaluation runs of the provable learner that reached phase 4.
     if _field(rec, "kind", _text) != "scaling-run":
         return None

@@ -21,6 +21,8 @@ another); a reader that only looks (:func:`read_record`) takes any schema listed
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
 from collections.abc import Mapping
@@ -30,18 +32,21 @@ from typing import Any
 
 from ..errors import FileFormatError, NotRegularFile, RecordError
 from ..hints import PathLike
-from ..io import atomic_write, read_json, write_json
+from ..io import atomic_write, json_safe, read_json, write_json
 
 __all__ = [
+    "DIGEST_FIELD",
     "FIELD_CHECKS",
     "KINDS",
     "MAX_SECONDS",
     "StudyResult",
     "command_record",
+    "digest_problem",
     "is_seconds",
     "print_study",
     "read_record",
     "read_run_record",
+    "record_digest",
     "record_problem",
     "schema_of",
     "timings_problem",
@@ -105,6 +110,30 @@ def read_record(path: PathLike, *, kind: str | None = None) -> dict[str, Any]:
         raise RecordError(f"{path}: field `schema_version` of a {got} record must be one of {list(readable)}; "
                           f"got {rec.get('schema_version')!r:.60}.")
     return rec
+
+
+#: The field of a study's run record that holds the SHA-256 of the rest of it (ours): written with the record, checked
+#: on resume and on summarising, so a record edited or damaged after it was written is repeated, not trusted.
+DIGEST_FIELD = "record_sha256"
+
+
+def record_digest(rec: Mapping[str, Any]) -> str:
+    """The SHA-256 (hex) of ``rec`` without :data:`DIGEST_FIELD`, as canonical JSON (sorted keys, no spaces, the
+    values :func:`learner.io.json_safe` writes), so the digest of a record read back equals the one written."""
+    body = {key: value for key, value in rec.items() if key != DIGEST_FIELD}
+    blob = json.dumps(json_safe(body), sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def digest_problem(rec: Mapping[str, Any]) -> str | None:
+    """Why ``rec``'s :data:`DIGEST_FIELD` does not vouch for it, or None: it matches, or the record has none (a record
+    of a version that wrote none: nothing to check)."""
+    stored = rec.get(DIGEST_FIELD)
+    if stored is None:
+        return None
+    if stored != record_digest(rec):
+        return f"`{DIGEST_FIELD}` does not match the record's content: it was edited or damaged after it was written"
+    return None
 
 
 def read_run_record(path: PathLike, kind: str, schema: int) -> dict[str, Any] | None:

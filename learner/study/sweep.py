@@ -60,7 +60,7 @@ from ..io import read_json
 from ..parallel import kill_pool as _kill_pool
 from ..parallel import pool_size, sigint_ignored
 from ..validation import check_int
-from .records import read_run_record, record_problem, schema_of
+from .records import DIGEST_FIELD, digest_problem, read_run_record, record_digest, record_problem, schema_of
 
 __all__ = [
     "BACKENDS",
@@ -80,7 +80,7 @@ log = logging.getLogger(__name__)
 BACKENDS = ("serial", "local", "dask")
 #: Keys that hold wall-clock times or the place a run happened (and any key ending in
 #: ``_seconds``); :func:`comparable` drops them.
-VOLATILE_KEYS = frozenset({"timings", "seconds", "seconds_to", "where", "execution"})
+VOLATILE_KEYS = frozenset({"timings", "seconds", "seconds_to", "where", "execution", DIGEST_FIELD})
 
 
 def comparable(record: Any) -> Any:
@@ -385,7 +385,7 @@ def _checked_record(spec, runs, invalid_then, other_spec_hint):
     path = runs / f"{spec.run_id}.json"
     rec = read_run_record(path, spec.RECORD_KIND, spec.RECORD_SCHEMA) if path.exists() else None
     rules = getattr(spec, "record_rules", None)
-    problem = rules and rec is not None and record_problem(rec, rules(rec))
+    problem = rec is not None and (digest_problem(rec) or (rules and record_problem(rec, rules(rec))))
     if problem:
         log.warning("ignoring invalid record %s (%s)%s", path, problem, invalid_then)
         rec = None
@@ -502,6 +502,7 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn
 
     def save(spec, rec):
         rec["where"] = rec.get("where", {}) | {"backend": backend}
+        rec[DIGEST_FIELD] = record_digest(rec)
         write_json(runs / f"{spec.run_id}.json", rec)
         done[spec.run_id] = read_json(runs / f"{spec.run_id}.json", "record")
         log.info("run %s: %s (%s)", spec.run_id, done[spec.run_id]["status"], done[spec.run_id]["message"][:120])

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from learner.study.records import DIGEST_FIELD, record_digest
 from learner.study.runs import QUICK_OPTIONS, RunSpec, plan_runs, planted_instance
 from learner.study.sweep import run_sweep
 from theory.cli import main
@@ -304,12 +305,30 @@ BAD_RECORDS = [
 ]
 
 
-def _sweep_with(sweep, tmp_path, text):
-    """A copy of ``sweep`` whose record _EDITED has the content ``text``."""
+def _sweep_with(sweep, tmp_path, text, sign=True):
+    """A copy of ``sweep`` whose record _EDITED has the content ``text``; an object is signed again (its digest
+    recomputed, as a faulty writer would) unless ``sign`` is False, so that the study's own field rules are tested."""
     out = tmp_path / "edited"
     shutil.copytree(sweep, out)
+    try:
+        rec = json.loads(text)
+    except ValueError:
+        rec = None
+    if sign and isinstance(rec, dict) and DIGEST_FIELD in rec:
+        rec[DIGEST_FIELD] = record_digest(rec)
+        text = json.dumps(rec)
     (out / "runs" / _EDITED).write_text(text, encoding="utf-8")
     return out
+
+
+def test_an_unsigned_edit_is_skipped_with_a_warning(sweep, tmp_path, caplog):
+    rec = json.loads((sweep / "runs" / _EDITED).read_text())
+    rec["success"] = not rec["success"]
+    edited = _sweep_with(sweep, tmp_path, json.dumps(rec), sign=False)
+    with caplog.at_level(logging.WARNING, logger="theory.yield_study"):
+        records = load_learner_records(edited)
+    assert len(records) == len(load_learner_records(sweep)) - 1
+    assert "edited or damaged after it was written" in caplog.text
 
 
 @pytest.mark.parametrize(("path", "value", "words"), BAD_RECORDS,
@@ -396,6 +415,7 @@ def test_every_cell_gets_a_row_even_without_a_measurement(sweep, tmp_path):
     for path in sorted((out / "runs").glob("provable-*-m2-*.json")):
         rec = json.loads(path.read_text())
         rec["outcome"], rec["status"], rec["diagnostics"] = "error", "error", {}
+        rec[DIGEST_FIELD] = record_digest(rec)  # as a run that raised would have written it
         path.write_text(json.dumps(rec))
         changed += 1
     assert changed

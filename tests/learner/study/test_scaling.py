@@ -9,6 +9,7 @@ import pytest
 from learner import parallel
 from learner.cli import main
 from learner.study import runs, scaling, sweep
+from learner.study.records import DIGEST_FIELD, record_digest
 from learner.study.runs import QUICK_OPTIONS, RunSpec, param_limit, plan_runs, planted_instance, run_one
 from learner.study.scaling import scaling_study, summarise
 from learner.study.sweep import comparable, fit_growth, run_sweep
@@ -143,7 +144,8 @@ class TestSweep:
         for path in runs.glob("*.json"):
             rec = json.loads(path.read_text())
             assert rec["example_stream"] == {"provable": 2, "adam": 1}[rec["spec"]["method"]]
-            rec.pop("example_stream")  # as written before the change
+            rec.pop("example_stream")  # as written before the change, which wrote no digest either
+            rec.pop(DIGEST_FIELD)
             path.write_text(json.dumps(rec))
         with caplog.at_level("INFO", logger="learner.study.sweep"):
             _, stats = run_sweep(specs, tmp_path, backend="serial")
@@ -529,6 +531,9 @@ class TestRecordValidation:
         for name, edit, words in self.EDITS:
             rec = json.loads(json.dumps(good))
             edit(rec)
+            # Signed as a faulty writer would sign it, so that the field rules are what is tested here (an unsigned
+            # edit fails its digest first: tests/learner/study/test_digest.py).
+            rec[DIGEST_FIELD] = record_digest(rec)
             path.write_text(json.dumps(rec))  # json writes NaN and Infinity, as a hand edit might
             caplog.clear()
             with caplog.at_level("WARNING", logger="learner.study.sweep"):
