@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
-from .io import check_writable_dir, check_writable_file
+from .io import NAME_MAX, check_name_length, check_writable_dir, check_writable_file
 from .validation import SEED_MAX_DIGITS, Boolean, Choice, Each, Integer, OrWord, Real, Rule, Seed
 
 __all__ = [
@@ -290,6 +290,13 @@ def check_output_options(parser: CommandParser, args: argparse.Namespace) -> Non
             continue
         option = action.option_strings[-1] if action.option_strings else "the input"
         if action.dest in INPUT_OPTIONS:
+            try:  # a longer name would fail inside the reader as an OSError
+                check_name_length(option, value)
+            except ValueError:
+                if action.option_strings:
+                    raise
+                raise ValueError(f"cannot read {str(value)!r}: a name in it is longer than {NAME_MAX} bytes, which "
+                                 "file systems refuse.") from None
             inputs.append((option, str(value)))
         if action.dest not in OUTPUT_OPTIONS:
             continue

@@ -15,6 +15,7 @@ raises :class:`FileFormatError` and nothing half-loaded is returned.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -185,7 +186,13 @@ def open_regular(path: PathLike, what: str = "file") -> BinaryIO:
     comes): :class:`~learner.errors.NotRegularFile`, a FileFormatError. OSErrors (missing, unreadable) pass
     through.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        raise FileFormatError(f"{str(path)[:60]!r}… cannot be a {what}: a name in it is longer than {NAME_MAX} "
+                              "bytes, which file systems refuse.") from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

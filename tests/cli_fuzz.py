@@ -28,10 +28,17 @@ from dataclasses import dataclass
 #: `theory all --plot-dir` took over 60 s on a loaded 2-core machine; a hang never ends, so the limit is generous.
 CASE_SECONDS = 300
 
-NUMBER_VALUES = ("0", "-1", "nan", "inf", "-inf", "1e400", "1" + "0" * 30, "abc", "", "1.5")
+#: Bad numbers: out of range, not finite, not numbers, and finite but huge (1e308: a scale that would overflow).
+NUMBER_VALUES = ("0", "-1", "nan", "inf", "-inf", "1e400", "1e308", "1" + "0" * 30, "abc", "", "1.5")
 CHOICE_VALUES = ("bogus", "")
-OUTPUT_VALUES = ("<fifo>", "<device>", "<dir>", "<missing-parent>", "<file-parent>")
-INPUT_VALUES = ("<fifo>", "<dir>", "<missing>", "<empty-file>")
+#: Bad outputs: files that are not ours (special files, a read-only file, a symlink to a FIFO), impossible paths,
+#: a name over 255 bytes, and the same file as another of the command's files (an input or another output).
+OUTPUT_VALUES = ("<fifo>", "<device>", "<dir>", "<missing-parent>", "<file-parent>", "<read-only>", "<link-to-fifo>",
+                 "<long-name>", "<same-as-other>")
+#: Bad inputs: special files, missing or empty ones, a name over 255 bytes, JSON nested past any parser's limit.
+INPUT_VALUES = ("<fifo>", "<dir>", "<missing>", "<empty-file>", "<long-name>", "<deep-json>")
+#: A study's folder holding a FIFO where a record goes (``runs/x.json``): reading it must not block.
+STUDY_DIR_VALUES = ("<fifo-record>",)
 
 
 @dataclass(frozen=True)
@@ -91,9 +98,11 @@ def _values(action):
     if action.choices is not None and not isinstance(action, argparse._SubParsersAction):
         return CHOICE_VALUES
     if action.dest in OUTPUT_OPTIONS:
-        return OUTPUT_VALUES
+        return OUTPUT_VALUES + (STUDY_DIR_VALUES if action.metavar == "DIR" else ())
     if action.dest in ("path", "torch_layer", "layer"):
         return INPUT_VALUES
+    if action.dest == "sweeps":
+        return ("", "bogus") + STUDY_DIR_VALUES
     if action.dest in ("scheduler", "name", "param", "grid", "sweeps", "cells"):
         return ("", "bogus")
     return NUMBER_VALUES
@@ -115,10 +124,42 @@ def all_cases():
     return cases
 
 
-def _special(value, tmp):
-    """The path a placeholder value stands for, made in ``tmp``; None where this OS refuses to make it."""
+def _other_file(argv, option):
+    """The value of another file option (an input or an output) of the base command line, or None."""
+    from learner.argparsing import INPUT_OPTIONS, OUTPUT_OPTIONS
+
+    flags = {"--" + dest.replace("_", "-") for dest in OUTPUT_OPTIONS + INPUT_OPTIONS} - {option, "--out"}
+    for i, arg in enumerate(argv[:-1]):
+        if arg in flags and not argv[i + 1].startswith("--"):
+            return argv[i + 1]
+    if argv[0] == "info" and option == "--json":
+        return argv[1]  # the layer it reads
+    if "--out" in argv and option != "--out" and not argv[argv.index("--out") + 1].endswith("out"):
+        return argv[argv.index("--out") + 1]  # a file output (not a study's folder)
+    return None
+
+
+def _special(value, tmp, argv=(), option=""):
+    """The path a placeholder value stands for, made in ``tmp``; None where this OS refuses to make it (or, for
+    ``<same-as-other>``, where the command has no other file)."""
     path = tmp / value.strip("<>")
-    if value == "<fifo>":
+    if value == "<same-as-other>":
+        return _other_file(list(argv), option)
+    if value == "<read-only>":
+        path.write_text("KEEP")
+        os.chmod(path, 0o444)
+    elif value == "<link-to-fifo>":
+        os.mkfifo(tmp / "the-fifo")
+        path.symlink_to(tmp / "the-fifo")
+    elif value == "<long-name>":
+        path = tmp / ("a" * 300)
+    elif value == "<deep-json>":
+        path = tmp / "deep.json"
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    elif value == "<fifo-record>":
+        (path / "runs").mkdir(parents=True)
+        os.mkfifo(path / "runs" / "x.json")
+    elif value == "<fifo>":
         os.mkfifo(path)
     elif value == "<device>":
         try:
@@ -164,11 +205,14 @@ def run(case, tmp):
     value = case.value
     special = None
     if value.startswith("<"):
-        value = _special(value, tmp)
+        value = _special(value, tmp, argv, case.option)
         if value is None:
             return None
-        if case.value in ("<fifo>", "<device>"):
+        if case.value in ("<fifo>", "<device>", "<read-only>", "<link-to-fifo>", "<same-as-other>"):
             special = value
+            if os.path.isfile(value):  # what the file held before: it must hold it after
+                with open(value, "rb") as fh:
+                    special = (value, fh.read())
     if case.option.startswith("--"):
         if case.option in argv:
             i = argv.index(case.option)
@@ -216,8 +260,19 @@ def verdict(case, outcome):
         return f"traceback: {tb.strip().splitlines()[-1]}"
     if code == "timeout":
         return f"took longer than {CASE_SECONDS} s"
-    if special is not None and stat.S_ISREG(os.stat(special).st_mode):
+    if case.value in ("<same-as-other>", "<read-only>") and code != 2:
+        return f"accepted {case.value} (exit status {code!r}): it must be refused"
+    if isinstance(special, tuple):  # a regular file that is not the output's to replace
+        path, before = special
+        with open(path, "rb") as fh:
+            if fh.read() != before:
+                return f"changed {path}, which was not the output's to replace"
+    elif case.value == "<same-as-other>":
+        pass  # the other file did not exist yet: the refusal (exit 2) is what counts
+    elif special is not None and not os.path.islink(special) and stat.S_ISREG(os.stat(special).st_mode):
         return f"replaced the special file {special}"
+    elif special is not None and os.path.islink(special) and not os.path.exists(os.readlink(special)):
+        return f"broke the symlink {special}"
     if code in (0, 1):
         return None
     if code != 2:

@@ -30,7 +30,7 @@ from learner.baselines import fit_gradient
 from learner.phases import LearnConfig
 
 CASE_SECONDS = 30
-BAD = (0, -1, 1.5, math.nan, math.inf, -math.inf, 10**30, "x", "", None, True, [1], np.float64("nan"))
+BAD = (0, -1, 1.5, math.nan, math.inf, -math.inf, 1e308, 10**30, "x", "", None, True, [1], np.float64("nan"))
 
 _LAYER = random_layer(2, 4, rng=0)
 

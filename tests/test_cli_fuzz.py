@@ -40,7 +40,10 @@ def _check(case):
 
 def test_the_table_covers_every_command():
     commands = {(c.package, c.command) for c in CASES}
-    assert len(commands) == 18 and len(CASES) > 900  # 19 commands; `theory list` takes no option
+    assert len(commands) == 18 and len(CASES) > 1100  # 19 commands; `theory list` takes no option
+    kinds = {c.value for c in CASES}
+    assert {"1e308", "<read-only>", "<link-to-fifo>", "<long-name>", "<same-as-other>", "<deep-json>",
+            "<fifo-record>"} <= kinds  # the reliability classes: huge values, files not ours, hangs, long names
     assert {"--json", "--out", "--plot", "--d", "--seed"} <= {c.option for c in CASES}
 
 
@@ -80,6 +83,21 @@ class TestVerdictControls:
     def test_a_good_refusal_passes(self):
         assert fuzz.verdict(self.case, (2, "error: argument --d: `--d` must be at least 1; got --d=0\n", None, None,
                                          ["demo"])) is None
+
+    def test_a_file_not_ours_must_be_refused_and_kept(self, tmp_path):
+        kept = tmp_path / "kept"
+        kept.write_bytes(b"KEEP")
+        ro = fuzz.Case("learner", "demo", "--json", "<read-only>")
+        assert "it must be refused" in fuzz.verdict(ro, (0, "", None, (str(kept), b"KEEP"), ["demo"]))
+        assert "which was not the output's to replace" in fuzz.verdict(ro, (2, "error: `--json` read-only\n", None,
+                                                                             (str(kept), b"OTHER"), ["demo"]))
+        assert fuzz.verdict(ro, (2, "error: `--json` ... read-only\n", None, (str(kept), b"KEEP"), ["demo"])) is None
+
+    def test_a_broken_symlink_fails(self, tmp_path):
+        link = tmp_path / "link"
+        link.symlink_to(tmp_path / "gone")
+        case = fuzz.Case("learner", "demo", "--json", "<link-to-fifo>")
+        assert "broke the symlink" in fuzz.verdict(case, (2, "error: --json\n", None, str(link), ["demo"]))
 
     def test_the_parameters_spelling_fails(self):
         """On the command line the message names the flag as written, not the library's parameter (issue 35)."""

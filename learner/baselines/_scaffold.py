@@ -21,7 +21,7 @@ from ..layer import AttentionLayer
 from ..metrics import truth_errors
 from ..oracle import ArraySource, LayerOracle, draw_checked
 from ..result import LearnResult
-from ..validation import Integer, Real, Rule, check_int, check_positive_float
+from ..validation import Integer, Real, Rule, Scale, check_int, check_positive_float
 
 __all__ = ["GradientFit", "check_milestones", "milestone_key", "validation_error"]
 
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 OPTION_RULES: dict[str, Integer | Real] = {
     "lr": Real(), "max_iter": Integer(), "epochs": Integer(), "batch": Integer(), "restarts": Integer(),
     "n_train": Integer(), "n_val": Integer(), "patience": Integer(), "eval_every": Integer(),
-    "threads": Integer(), "tol": Real(allow_zero=True), "clip": Real(), "init_scale": Real(),
+    "threads": Integer(), "tol": Real(allow_zero=True), "clip": Scale(), "init_scale": Scale(),
     "success_tol": Real(),
 }
 

@@ -395,6 +395,11 @@ def run_study(run: Callable[[], _T], *, sigterm: bool = True) -> _T | int:
         interrupt_on_sigterm()
     try:
         return run()
+    except ValueError as exc:  # the library names its parameter `out`; here the option typed
+        text = str(exc)
+        if "`out`" not in text:
+            raise
+        raise ValueError(text.replace("`out`", "--out").replace("got out=", "got --out ")) from None
     except SweepLocked as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

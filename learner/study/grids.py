@@ -116,9 +116,9 @@ def _claim_grid(out: Path, prefix: str, run: bool, what: str) -> None:
     others = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
     if others and not points:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-        raise ValueError(f"{out} is not empty and holds no {what} ({shown}; no {prefix}* study folders): its files "
-                         f"are not a study's to replace, so the {what} will not write there: use a new or empty "
-                         "`out` directory.")
+        raise ValueError(f"`out` must be a new or empty folder, or a {what}'s own; got out={str(out)!r}, which is "
+                         f"not empty and holds no {what} ({shown}; no {prefix}* study folders): its files are not "
+                         "a study's to replace.")
     out.mkdir(parents=True, exist_ok=True)
 
 
@@ -251,7 +251,7 @@ def plot_noise(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
     plt.close(fig)
 
 
-@declare(scales=Each(Real()), ds=Each(Integer(3)), ks=Each(Integer(2)), m=Integer(), seeds=Integer(),
+@declare(scales=Each(Scale()), ds=Each(Integer(3)), ks=Each(Integer(2)), m=Integer(), seeds=Integer(),
          adam_seeds=Integer(0), adam_lr=Real(), seed=Seed())
 def sharpness_study(out: PathLike, *, scales: Iterable[float] = SHARPNESS_SCALES, ds: Sequence[int] = SHARPNESS_D,
                     ks: Sequence[int] = SHARPNESS_K, m: int = 2, seeds: int = 6, adam_seeds: int = 1,

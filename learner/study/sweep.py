@@ -367,13 +367,14 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
                              f"{'; '.join(diff)}); its summaries would be overwritten: {hint}.")
     others = sorted(p.name for p in out.iterdir() if p.name not in (LOCK_NAME, "runs")) if out.is_dir() else []
     if not write and not ours:
-        raise ValueError(f"{out} holds no {kind} (no {STUDY_FILE}, no {record_kind} records in runs/): there is "
-                         "nothing to summarise; run the study first, or give its folder.")
+        raise ValueError(f"`out` must be the folder of a {kind} to summarise; got out={str(out)!r}, which holds "
+                         f"none (no {STUDY_FILE}, no {record_kind} records in runs/): there is nothing to summarise; "
+                         "run the study first, or give its folder.")
     if others and not ours:  # neither empty nor a study (a study without study.json still has its records)
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-        raise ValueError(f"{out} is not empty and holds no study ({shown}; no {STUDY_FILE}, no {record_kind} "
-                         f"records in runs/): its files are not a study's to replace, so {kind} will not write "
-                         "there: use a new or empty `out` directory.")
+        raise ValueError(f"`out` must be a new or empty folder, or this {kind}'s own; got out={str(out)!r}, which is "
+                         f"not empty and holds no study ({shown}; no {STUDY_FILE}, no {record_kind} records in "
+                         "runs/): its files are not a study's to replace.")
     if write:
         write_json(path, {"schema_version": schema_of(kind), "kind": kind, "parameters": mine})
     return path

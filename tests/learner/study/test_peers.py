@@ -54,7 +54,7 @@ class TestPeerStudy:
         out, _ = study
         assert main(["peers", "--m", "1", "--d", "6", "--seeds", "1", "--quick", "--serial", "--no-progress",
                      "--out", str(out)]) == 2
-        assert "use another `out` directory" in capsys.readouterr().err
+        assert "use another --out directory" in capsys.readouterr().err
 
 
 def _rec(method, *, total=10.0, err=1e-12, seconds_to=None, outcome="finished"):

@@ -567,7 +567,7 @@ class TestSummariseOnly:
                 "--adam-lr", "0.03", "--quick", "--serial", "--no-progress", "--out", str(tmp_path)]
         assert main(argv + ["--summarise-only"]) == 2
         err = capsys.readouterr().err
-        assert "holds no scaling-study" in err and "there is nothing to summarise" in err
+        assert "--out must be the folder of a scaling-study to summarise" in err and "nothing to summarise" in err
         assert not list(tmp_path.glob("runs/*.json"))
         assert main(argv) == 0  # control: run them, then the summary alone works
         capsys.readouterr()
