@@ -46,6 +46,7 @@ __all__ = [
     "check_name_length",
     "check_writable_dir",
     "check_writable_file",
+    "foreign_file",
     "json_safe",
     "load_examples",
     "load_layer",
@@ -152,8 +153,43 @@ def check_writable_file(name: str, path: PathLike) -> Path:
     if not parent.is_dir():
         raise ValueError(f"`{name}`'s directory {str(parent)!r} does not exist or is not a directory; "
                          f"got {name}={str(value)!r}.")
+    what = foreign_file(target)
+    if what is not None:
+        raise ValueError(f"`{name}` would replace {str(target)!r}, {what}: only a file the toolkit wrote (or a new "
+                         f"name) is replaced; got {name}={str(value)!r}. Give another name or move the file away.")
     _probe(parent, name, str(value), "file")
     return path
+
+
+#: How the files the toolkit writes begin (ours): an ``.npz`` (a zip archive), a torch file (a zip archive, or an
+#: old-style pickle stream), a PNG, PDF or SVG figure; JSON is read as a whole (:func:`foreign_file`).
+_OWN_HEADS = (b"PK\x03\x04", b"\x80\x02", b"\x89PNG\r\n\x1a\n", b"%PDF", b"<?xml", b"<svg")
+#: Keys one of which every JSON file the toolkit writes has at its top level (records, summaries, results).
+_OWN_JSON_KEYS = frozenset({"kind", "command", "schema_version", "versions", "created_by", "check", "checks",
+                            "results", "rows", "parameters"})
+
+
+def foreign_file(path: PathLike) -> str | None:
+    """Why an existing, non-empty regular file at ``path`` is not one the toolkit wrote ("a file that is not JSON",
+    …), or None: it is new, empty, or of a kind the toolkit writes (a zip archive such as an ``.npz`` or torch
+    file, a PNG/PDF/SVG figure, or a JSON object with one of the keys its records carry). An output option may
+    replace only the toolkit's own files (ours: the format is recognised, not the file's history)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode) or os.path.getsize(path) == 0:
+            return None
+        with open_regular(path, "file") as fh:
+            head = fh.read(MAX_JSON_BYTES + 1)
+    except (OSError, FileFormatError):
+        return None  # missing or unreadable: the writer's own checks say so
+    if head.startswith(_OWN_HEADS):
+        return None
+    try:
+        value = json.loads(head.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "a file the toolkit did not write (not JSON, not an archive or a figure)"
+    if isinstance(value, dict) and _OWN_JSON_KEYS & set(value):
+        return None
+    return "a JSON file the toolkit did not write (none of the fields its records carry)"
 
 
 def special_kind(path: PathLike) -> str | None:

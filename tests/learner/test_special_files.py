@@ -91,8 +91,8 @@ class TestLibrary:
     def test_control_a_regular_file_and_a_symlink_to_one_are_replaced(self, tmp_path):
         """Negative control: the refusal is for special files only; our own regular files are rewritten."""
         target = tmp_path / "old.json"
-        target.write_text("{}")
-        write_json(target, {"a": 1})
+        target.write_text('{"kind": "command-record"}')  # a record of ours (a user's file is refused: below)
+        write_json(target, {"a": 1, "kind": "command-record"})
         assert target.read_text().startswith("{\n  \"a\": 1")
         link = tmp_path / "link.json"
         link.symlink_to(target)
@@ -217,3 +217,35 @@ def test_control_a_name_of_255_bytes_passes(tmp_path):
     check_writable_dir("--out", tmp_path / ("é" * 127))  # 254 bytes in UTF-8
     with pytest.raises(ValueError, match="256 bytes long"):
         check_writable_dir("--out", tmp_path / ("é" * 128))
+
+
+@pytest.mark.parametrize(("package", "argv", "option"), [c for c in COMMANDS if c[2] != "--plot-dir"
+                                                         and c[2] != "--out" or c[1][0] in ("sample", "sq", "lwe")],
+                         ids=[f"{p}-{a[0]}-{o}" for p, a, o in COMMANDS if o != "--plot-dir"
+                              and o != "--out" or a[0] in ("sample", "sq", "lwe")])
+def test_a_file_the_toolkit_did_not_write_is_not_replaced(tmp_path, package, argv, option, capsys):
+    """Every file output refuses to replace a user's file (its format is not one the toolkit writes) before any
+    work, and leaves it as it was."""
+    if option == "--plot":
+        pytest.importorskip("matplotlib")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    main = __import__(f"{package}.cli", fromlist=["main"]).main
+    code = main([a.replace("{path}", str(notes)) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith(f"error: `{option}` would replace") and "did not write" in err[-1], err
+    assert notes.read_text() == "my notes\n"
+
+
+def test_control_the_toolkits_own_files_are_replaced(tmp_path):
+    from learner.io import foreign_file
+
+    record = tmp_path / "run.json"
+    write_json(record, {"kind": "command-record", "schema_version": 1})
+    check_writable_file("--json", record)  # a record of ours: replaceable
+    (tmp_path / "fig.png").write_bytes(b"\x89PNG\r\n\x1a\n....")
+    (tmp_path / "empty").write_bytes(b"")
+    assert foreign_file(record) is None and foreign_file(tmp_path / "fig.png") is None
+    assert foreign_file(tmp_path / "empty") is None and foreign_file(tmp_path / "new") is None
+    (tmp_path / "other.json").write_text('{"mine": 1}')
+    assert "JSON file the toolkit did not write" in foreign_file(tmp_path / "other.json")
