@@ -277,6 +277,10 @@ def verdict(case, outcome):
         return None
     if code != 2:
         return f"exit status {code!r}"
+    if case.option != "--out" and "--out" in argv:  # refused: nothing may have been created or claimed first
+        out = argv[argv.index("--out") + 1]
+        if out.endswith("out") and os.path.exists(out):
+            return f"refused, yet created or claimed --out {out}"
     lines = [line for line in err.splitlines() if line.strip()]
     if len(lines) != 1:
         return f"{len(lines)} lines on standard error: {err[-300:]!r}"

@@ -99,6 +99,15 @@ class TestVerdictControls:
         case = fuzz.Case("learner", "demo", "--json", "<link-to-fifo>")
         assert "broke the symlink" in fuzz.verdict(case, (2, "error: --json\n", None, str(link), ["demo"]))
 
+    def test_a_refusal_that_claimed_the_folder_fails(self, tmp_path):
+        out = tmp_path / "out"
+        out.mkdir()
+        case = fuzz.Case("learner", "scaling", "--seeds", "0")
+        argv = ["scaling", "--seeds", "0", "--out", str(out)]
+        assert "claimed --out" in fuzz.verdict(case, (2, "error: --seeds must be at least 1\n", None, None, argv))
+        out.rmdir()
+        assert fuzz.verdict(case, (2, "error: --seeds must be at least 1\n", None, None, argv)) is None
+
     def test_the_parameters_spelling_fails(self):
         """On the command line the message names the flag as written, not the library's parameter (issue 35)."""
         assert "does not name --d" in fuzz.verdict(self.case, (2, "error: `d` must be at least 1; got d=0.\n", None,
