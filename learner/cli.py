@@ -46,6 +46,7 @@ from .study import cli as study_cli
 from .study.records import command_record
 from .tables import REPORT_WIDTH
 from .torch_interop import need_torch
+from .validation import check_memory
 
 __all__ = ["OUTPUT_OPTIONS", "build_parser", "check_output_options", "main"]
 
@@ -325,6 +326,9 @@ def _sample(args):
     else:
         layer = random_layer(args.m, args.d, logit_scale=args.logit_scale, w_scale=args.w_scale, rng=layer_seed)
     meta = command_record("sample", parameters=params, seed_entropy=ss.entropy)
+    if args.examples:  # before anything is written: the inputs, the labels and the archive's copy, in float64
+        check_memory("--n-samples", 3 * 8 * args.n_samples * args.k * layer.d,
+                     f"{args.n_samples:,} examples of {args.k} tokens in dimension {layer.d}", args.n_samples)
     if args.out:
         save_layer(args.out, layer, metadata=meta)
         print(f"wrote layer m={layer.m}, d={layer.d} to {args.out}")

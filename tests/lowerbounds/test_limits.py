@@ -55,3 +55,17 @@ class TestCheckMemory:
         captured = capsys.readouterr()
         assert captured.err.startswith("error: `--linear-n` asks for the linear-algebra attack at n = 100000")
         assert "got --linear-n 100000" in captured.err and captured.out == ""  # nothing ran, nothing printed
+
+
+def test_sample_refuses_examples_that_cannot_fit_before_writing_anything(tmp_path, capsys, monkeypatch):
+    from learner.cli import main
+
+    monkeypatch.setattr(validation, "available_memory", lambda: 2**30)
+    argv = ["sample", "--m", "2", "--d", "8", "--k", "4", "--out", str(tmp_path / "L.npz"), "--examples",
+            str(tmp_path / "E.npz")]
+    assert main([*argv, "--n-samples", "10000000"]) == 2  # 10 M × 4 × 8 floats, three copies: 7.2 GiB
+    err = capsys.readouterr().err
+    assert err.startswith("error: `--n-samples` asks for 10,000,000 examples of 4 tokens in dimension 8")
+    assert list(tmp_path.iterdir()) == []  # not even the layer was written
+    assert main([*argv, "--n-samples", "1000"]) == 0  # control
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["E.npz", "L.npz"]
