@@ -609,11 +609,14 @@ def _labels_verdict(run, exhausted):
         return (f"{counts}. No attention layer of {m} head(s) fitted these labels ({fitted}; an attention layer's "
                 f"is below {LABELS_FIT_TOL:g}): check that they are an attention layer's outputs on these inputs "
                 "before passing more.")
-    if bool(np.isin(X, (-1.0, 1.0)).all()) or getattr(source, "distribution", None) == "gaussian":
+    values = np.unique(X[:1000])
+    if len(values) > 2 or set(values.tolist()) <= {-1.0, 1.0}:  # the cube, or continuous (Gaussian-like) inputs
         return (f"{counts}. An attention layer of {m} head(s) fits these labels ({fitted}): pass more examples, or a "
                 "LayerOracle, to learn it.")
-    return (f"{counts}. An attention layer of {m} head(s) fits these labels ({fitted}), but the inputs are not ±1 "
-            "vectors, and the learner certifies on the Boolean cube or on Gaussian inputs: more examples may not help.")
+    shown = ", ".join(f"{v:g}" for v in values)
+    return (f"{counts}. An attention layer of {m} head(s) fits these labels ({fitted}), but the inputs take the values "
+            f"{{{shown}}}, neither ±1 nor Gaussian, and the learner certifies on the Boolean cube or on Gaussian "
+            "inputs: more examples may not help.")
 
 
 def _gap_note(run, p5):

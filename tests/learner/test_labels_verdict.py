@@ -49,4 +49,4 @@ def test_control_a_layers_labels_are_told_to_pass_more():
 def test_labels_all_zero_and_inputs_off_the_cube():
     assert "The labels are all zero" in _message("zeros")
     message = _message("01")
-    assert "fits these labels" in message and "the inputs are not ±1 vectors" in message
+    assert "fits these labels" in message and "the inputs take the values {0, 1}, neither ±1 nor Gaussian" in message
