@@ -80,11 +80,13 @@ class LearnInterrupted(KeyboardInterrupt):
 class SweepInterrupted(KeyboardInterrupt):
     """A sweep stopped by Ctrl-C (SIGINT): every run that finished is recorded; rerun to resume.
 
-    Attributes ``recorded`` (records in ``out/runs`` of this sweep), ``total`` (runs
-    of the sweep) and ``out``.
+    Attributes ``recorded`` (finished records in ``out/runs`` that a rerun keeps), ``total`` (runs planned:
+    of the sweep, or of the whole study when a study of several sweeps says so), ``at_least`` (the total grows
+    with what the runs show, e.g. ``seeds="auto"``) and ``out``.
     """
 
-    def __init__(self, recorded: int, total: int, out: str | Path) -> None:
-        self.recorded, self.total, self.out = recorded, total, Path(out)
-        super().__init__(f"interrupted: {recorded} of {total} runs are recorded in {self.out / 'runs'}; run the "
+    def __init__(self, recorded: int, total: int, out: str | Path, *, of: str = "", at_least: bool = False) -> None:
+        self.recorded, self.total, self.out, self.at_least = recorded, total, Path(out), at_least
+        planned = f"{'at least ' if at_least else ''}{total} runs{' of ' + of if of else ''}"
+        super().__init__(f"interrupted: {recorded} of {planned} are recorded in {self.out / 'runs'}; run the "
                          "same command again to resume (recorded runs are skipped).")

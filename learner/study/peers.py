@@ -120,6 +120,25 @@ def peer_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return markdown_table(header, body)
 
 
+def _layers(cells):
+    """The planted layers of a race's cells ``(m, d, k, n)``: the sum of their ``n``."""
+    return sum(n for _, _, _, n in cells if isinstance(n, int))
+
+
+def _counted_sweep(total, at_least, out, ex):
+    """``sweep(specs, done=())``: :func:`run_sweep` of ``specs`` in ``out``, whose Ctrl-C counts the study's ``total``
+    planned runs and the ``done`` finished records of its earlier sweeps, not the one sweep's."""
+    from ..errors import SweepInterrupted
+
+    def sweep(specs, done=()):
+        try:
+            return run_sweep(specs, out, **ex)
+        except SweepInterrupted as exc:
+            raise SweepInterrupted(exc.recorded + len(done), total, out, of="the study", at_least=at_least) from None
+
+    return sweep
+
+
 def _previous(path):
     from ..io import read_json
 
@@ -545,14 +564,16 @@ def race_study(out: PathLike, *, grid: Sequence[str] | None = None, seeds: int =
                    for s in plan_runs(ms=[m], d=d, k=k, seeds=n,  # type: ignore[arg-type]
                                       methods=[mt for mt in methods if mt not in tuned],
                                       options=base, **common)]
-        tuning_records, stats = run_sweep(learner + tune, out, **ex)
+        # Ctrl-C in either sweep counts the race's planned runs, not the sweep's (the search adds more later).
+        sweep = _counted_sweep(len(learner + tune) + len(tuned) * _layers(cells), bool(search_rounds), out, ex)
+        tuning_records, stats = sweep(learner + tune)
         by_id = {r["run_id"]: r for r in tuning_records}
         chosen = {method: _choose_lr([by_id[s.run_id] for s in tune if s.method == method], lrs)
                   for method in tuned}
         measured = [s for method in tuned for m, d, k, n in cells
                     for s in plan_runs(ms=[m], d=d, k=k, seeds=n, methods=[method], options={  # type: ignore[arg-type]
                         method: base[method] | {"lr": chosen[method][_setting_label(m, d, k)]["lr"]}}, **common)]
-        got, more = run_sweep(measured, out, **ex)
+        got, more = sweep(measured, [r for r in tuning_records if r.get("outcome") == "finished"])
         stats = {key: stats[key] + more[key] for key in stats}
         by_id |= {r["run_id"]: r for r in got}
         records = [by_id[s.run_id] for s in learner + measured]

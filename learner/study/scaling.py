@@ -344,6 +344,7 @@ class _Plan:
         self.adam_options, self.provable_options = adam_options, provable_options
         self.first = {st: AUTO_FIRST if rule == "auto" else rule for st, rule in seed_rules.items()}
         self.lr_for, self.by_id, self.stats = {}, {}, None
+        self.total, self.at_least = 0, False
 
     def measured(self, method, counts):
         """The measured runs of ``method``: ``counts[setting]`` seeds per setting, seed-major (a sweep stopped
@@ -357,8 +358,17 @@ class _Plan:
         return sorted(specs, key=lambda s: (s.seed_index, s.k, s.m))
 
     def sweep(self, specs, out, ex):
-        """Run ``specs`` (resuming), keep their records by id and add up the counts of runs run and kept."""
-        got, stats = run_sweep(specs, out, **ex)
+        """Run ``specs`` (resuming), keep their records by id and add up the counts of runs run and kept. On
+        Ctrl-C the count is the whole study's: the earlier sweeps' finished runs too, of every run planned."""
+        from ..errors import SweepInterrupted
+
+        try:
+            got, stats = run_sweep(specs, out, **ex)
+        except SweepInterrupted as exc:
+            ids = {s.run_id for s in specs}
+            before = sum(1 for i, r in self.by_id.items() if i not in ids and r.get("outcome") == "finished")
+            raise SweepInterrupted(exc.recorded + before, self.total, out, of="the study",
+                                   at_least=self.at_least) from None
         self.by_id |= {r["run_id"]: r for r in got}
         self.stats = stats if self.stats is None else {key: self.stats[key] + stats[key] for key in stats}
 
@@ -375,6 +385,9 @@ class _Plan:
         # The learner's first runs go before Adam's tuning (they need nothing of it), then Adam's first runs,
         # then — for seeds="auto" — the further layers of the cells whose first runs were quick.
         head = self.measured("provable", self.first) if "provable" in self.methods else []
+        # What the study plans before any run (seeds="auto" adds layers where the first runs were quick).
+        self.total = len(tuning_specs) + len(self.methods) * sum(self.first.values())
+        self.at_least = any(rule == "auto" for rule in self.seed_rules.values())
         if tuning_specs:
             log.info("tuning Adam's learning rate: %d runs", len(tuning_specs))
         self.sweep(head + tuning_specs, out, ex)

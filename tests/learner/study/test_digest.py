@@ -70,3 +70,46 @@ def test_summarising_refuses_an_edited_record(study, tmp_path, capsys):
     assert "1 of 2 runs have no finished record" in capsys.readouterr().err
     fine, _ = _copy(study, tmp_path / "fine")
     assert main([*ARGV, "--out", str(fine), "--summarise-only"]) == 0  # control: the same records untouched
+
+
+def test_ctrl_c_counts_the_whole_study(tmp_path, monkeypatch):
+    """Interrupted in its second sweep, a study says how many of all its planned runs are kept: the first sweep's
+    too (a sweep alone counted only its own, e.g. "20 of 24" in a study of 44)."""
+    from learner.errors import SweepInterrupted
+    from learner.study import scaling
+
+    calls = []
+
+    def fake(specs, out, **_):
+        calls.append(len(specs))
+        if len(calls) == 2:  # Adam's measured runs: three of them finished before Ctrl-C
+            raise SweepInterrupted(3, len(specs), out)
+        return [{"run_id": s.run_id, "outcome": "finished", "timings": {"total": 1.0}} for s in specs], \
+            {"ran": len(specs), "skipped": 0}
+
+    monkeypatch.setattr(scaling, "run_sweep", fake)
+    with pytest.raises(SweepInterrupted) as exc:
+        scaling.scaling_study(tmp_path / "s", ms=[1, 2], d=8, k=2, seeds=3, methods=["provable", "adam"],
+                              adam_lrs=(0.01,), backend="serial", plot=False)
+    # The learner's 6 runs in the first sweep (finished), Adam's 6 planned in the second: 12 in all, 9 kept.
+    assert calls == [6, 6] and (exc.value.recorded, exc.value.total) == (9, 12)
+    assert str(exc.value).startswith("interrupted: 9 of 12 runs of the study are recorded")
+
+
+def test_ctrl_c_in_the_race_counts_its_measured_runs_too(tmp_path, monkeypatch):
+    from learner.errors import SweepInterrupted
+    from learner.study import peers
+
+    calls = []
+
+    def fake(specs, out, **_):
+        calls.append([s.role for s in specs])
+        raise SweepInterrupted(2, len(specs), out)
+
+    monkeypatch.setattr(peers, "run_sweep", fake)
+    with pytest.raises(SweepInterrupted) as exc:
+        peers.race_study(tmp_path / "r", grid=["m=1,k=2,d=6"], seeds=2, backend="serial", plot=False)
+    [roles] = calls
+    tuned = roles.count("tune") // 2  # each tuned method tries two learning rates on one layer
+    assert exc.value.recorded == 2 and exc.value.total == len(roles) + 2 * tuned  # + each tuned method's 2 layers
+    assert "runs of the study are recorded" in str(exc.value)
