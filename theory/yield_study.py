@@ -40,7 +40,7 @@ from learner.errors import FileFormatError
 from learner.hints import PathLike, SeedLike
 from learner.io import read_json
 from learner.progress import bar, showing
-from learner.study.records import digest_problem, schema_of, timings_problem
+from learner.study.records import KINDS, digest_problem, schema_of, timings_problem
 from learner.study.runs import RunSpec, planted_instance, yield_of
 from learner.tables import MISSING, fmt, markdown_table
 from learner.validation import DISTRIBUTIONS, Choice, Integer, Real, check_rng, declare
@@ -216,6 +216,10 @@ def _read_run(path):
     # Which runs the study takes: finished evaluation runs of the provable learner that reached phase 4.
     if _field(rec, "kind", _text) != "scaling-run":
         return None
+    readable = KINDS["scaling-run"][1]
+    if rec.get("schema_version") not in readable:  # a record of another version's layout: not read as if it were ours
+        raise _Unusable(f"field `schema_version` must be one of {list(readable)}; "
+                        f"got {rec.get('schema_version')!r:.40}")
     if _field(rec, "spec.method", _text) != "provable" or _field(rec, "spec.role", _text) != "eval":
         return None
     if _field(rec, "outcome", _text) != "finished" or _field(rec, "diagnostics", _mapping).get(

@@ -144,3 +144,26 @@ def test_reach_boundaries_rule(monkeypatch, pattern, expected):
     assert (table[(8, 2)][0] if table else None) == expected
     if expected is not None:
         assert "phase 5 for lack of certified constraints (rank 7)" in table[(8, 2)][1]
+
+
+@pytest.mark.parametrize("argv", [
+    ["scaling", "--m", "1", "--d", "6", "--k", "2", "--seeds", "1", "--quick", "--serial"],
+    ["peers", "--m", "1", "--d", "6", "--seeds", "1", "--quick", "--serial"],
+    ["race", "--grid", "m=1,k=2,d=6", "--seeds", "1", "--quick", "--serial"],
+    ["noise-study", "--sigma", "0", "--cells", "m=1,k=2,d=6", "--seeds", "1", "--quick", "--serial"],
+    ["sharpness", "--logit-scale", "1", "--d", "6", "--seeds", "1", "--quick", "--serial"],
+    ["learn-hard", "--quick", "--serial"],
+], ids=lambda argv: argv[0])
+def test_every_study_command_leaves_a_users_folder_alone(tmp_path, capsys, argv):
+    from learner.cli import main as learner_main
+    from lowerbounds.cli import main as lowerbounds_main
+
+    user = tmp_path / "notes"
+    user.mkdir()
+    (user / "summary.md").write_text("NOTES")
+    main = lowerbounds_main if argv[0] == "learn-hard" else learner_main
+    assert main([*argv, "--no-progress", "--out", str(user)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "--out" in err and "must be a new or empty folder" in err
+    assert "summary.md" in err and "`out`" not in err  # the option typed, never the parameter
+    assert sorted(p.name for p in user.iterdir()) == ["summary.md"] and (user / "summary.md").read_text() == "NOTES"
