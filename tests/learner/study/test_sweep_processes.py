@@ -90,7 +90,7 @@ class TestRealProcesses:
         kept = _records(out)
         assert 2 <= len(kept) < 2 * SEEDS, "the interrupt must land mid-sweep"
         assert all(r["outcome"] == "finished" for r in kept)
-        assert f"interrupted: {len(kept)} of {2 * SEEDS} runs are recorded" in err
+        assert f"interrupted: {len(kept)} of {2 * SEEDS} runs of the study are recorded" in err
         assert not (out / LOCK_NAME).exists(), "the lock is released on an interrupt"
         before = {p.name: p.read_bytes() for p in (out / "runs").glob("*.json")}
 
