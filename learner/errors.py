@@ -90,3 +90,8 @@ class SweepInterrupted(KeyboardInterrupt):
         planned = f"{'at least ' if at_least else ''}{total} runs{' of ' + of if of else ''}"
         super().__init__(f"interrupted: {recorded} of {planned} are recorded in {self.out / 'runs'}; run the "
                          "same command again to resume (recorded runs are skipped).")
+
+    def in_study(self, earlier: int, total: int, *, at_least: bool = False) -> SweepInterrupted:
+        """This interruption of one sweep, counted for the study it belongs to: the ``earlier`` finished runs of
+        the study's earlier sweeps added, of the study's ``total`` planned runs."""
+        return SweepInterrupted(self.recorded + earlier, total, self.out, of="the study", at_least=at_least)

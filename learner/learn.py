@@ -291,6 +291,18 @@ def phase5_bytes(cfg: LearnConfig, d: int) -> int:
     return 3 * 8 * int(cfg.refined_constraints * d * d) * d * d  # type: ignore[operator]  # resolved: not None
 
 
+def phase5_memory_problem(cfg: LearnConfig, d: int) -> str | None:
+    """Why phase 5 at dimension ``d`` (with ``cfg``'s budgets resolved) cannot fit in this machine's RAM, or None
+    (it fits, or the RAM is unknown): checked by :func:`learn` before the first example, and by the studies before
+    they plant anything."""
+    need, have = phase5_bytes(cfg, d), physical_memory()
+    if have is None or need <= have:
+        return None
+    return (f"phase 5 alone holds {int(cfg.refined_constraints * d * d):,} constraints of d²={d * d:,} "  # type: ignore[operator]
+            f"unknowns, three copies (the matrix, its weighted copy, the SVD's factor), {need / 2**30:,.1f} GiB, "
+            f"against {have / 2**30:,.1f} GiB of RAM; the memory grows as d⁴")
+
+
 class _Stop(Exception):
     """A step ended the run early; carries the result ``done`` built for it."""
 
@@ -377,12 +389,9 @@ def _plan(run):
             + setting.message())
         log.info("learn: %s", message)
         run.stop("setting", f"{message} {ALLOW_UNSOUND_HINT}")
-    need, have = phase5_bytes(cfg, d), physical_memory()
-    if have is not None and need > have:
-        run.stop("setting", f"d={d} needs more memory than this machine has: phase 5 alone holds "
-                 f"{int(cfg.refined_constraints * d * d):,} constraints of d²={d * d:,} unknowns, three copies "
-                 f"(the matrix, its weighted copy, the SVD's factor), {need / 2**30:,.1f} GiB, against "
-                 f"{have / 2**30:,.1f} GiB of RAM; the memory grows as d⁴.")
+    problem = phase5_memory_problem(cfg, d)
+    if problem:
+        run.stop("setting", f"d={d} needs more memory than this machine has: {problem}.")
     log.info("learn: (m, d, k) = (%s, %d, %d), %s inputs; sound up to m = %d; chosen from the setting: %s",
              m if m is not None else f"unknown, at most {plan_m}", d, k, distribution, setting.max_m,
              ", ".join(f"{name}={getattr(cfg, name)}" for name in chosen) or "nothing")

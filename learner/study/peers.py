@@ -134,7 +134,7 @@ def _counted_sweep(total, at_least, out, ex):
         try:
             return run_sweep(specs, out, **ex)
         except SweepInterrupted as exc:
-            raise SweepInterrupted(exc.recorded + len(done), total, out, of="the study", at_least=at_least) from None
+            raise exc.in_study(len(done), total, at_least=at_least) from None
 
     return sweep
 

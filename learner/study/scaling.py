@@ -319,17 +319,15 @@ def _check_methods(methods, settings, adam_lrs, adam_options, provable_options):
         raise ValueError("`adam_options` must not set 'lr'; give the grid as `adam_lrs`.")
     provable_options = dict(provable_options or {})
     if "provable" in methods:
-        from ..learn import phase5_bytes, physical_memory
+        from ..learn import phase5_memory_problem
         from ..phases import LearnConfig, resolve_config
 
         cfg = LearnConfig(**provable_options)  # every option checked before the first run, not in each run's record
-        have = physical_memory()
         for m, dd, kk in settings:  # before anything is planted: a run refuses a d this large only after planting
-            need = phase5_bytes(resolve_config(cfg, m)[0], dd)
-            if have is not None and need > have:
-                raise ValueError(f"`d` must fit in this machine's memory: the learner's phase 5 at (m, d, k) = "
-                                 f"({m}, {dd}, {kk}) holds {need / 2**30:,.1f} GiB of constraints against "
-                                 f"{have / 2**30:,.1f} GiB of RAM (it grows as d⁴); got d={dd}.")
+            problem = phase5_memory_problem(resolve_config(cfg, m)[0], dd)
+            if problem:
+                raise ValueError(f"`d` must fit in this machine's memory: at (m, d, k) = ({m}, {dd}, {kk}) the "
+                                 f"learner's {problem}; got d={dd}.")
     return methods, adam_lrs, adam_options, provable_options
 
 
@@ -367,8 +365,7 @@ class _Plan:
         except SweepInterrupted as exc:
             ids = {s.run_id for s in specs}
             before = sum(1 for i, r in self.by_id.items() if i not in ids and r.get("outcome") == "finished")
-            raise SweepInterrupted(exc.recorded + before, self.total, out, of="the study",
-                                   at_least=self.at_least) from None
+            raise exc.in_study(before, self.total, at_least=self.at_least) from None
         self.by_id |= {r["run_id"]: r for r in got}
         self.stats = stats if self.stats is None else {key: self.stats[key] + stats[key] for key in stats}
 

@@ -50,3 +50,18 @@ def test_labels_all_zero_and_inputs_off_the_cube():
     assert "The labels are all zero" in _message("zeros")
     message = _message("01")
     assert "fits these labels" in message and "the inputs take the values {0, 1}, neither ±1 nor Gaussian" in message
+
+
+@pytest.mark.parametrize(("error", "fits"), [(0.009, True), (0.011, False), (0.5, False)])
+def test_the_threshold_is_one_percent(monkeypatch, error, fits):
+    """The verdict's rule at the threshold (0.01): fits just below it, no fit just above (the fit itself replaced)."""
+    import sys
+
+    module = sys.modules["learner.learn"]
+    monkeypatch.setattr(module, "refit", lambda theta0, X, Y, **_: None)
+    monkeypatch.setattr(module, "heldout_relative_error", lambda layer, X, Y: error)
+    run = type("Run", (), {"source": type("S", (), {"X": _data("layer")[0], "Y": np.ones((N, 2, 8))})(),
+                           "m": 2, "plan_m": 2})()
+    message = module._labels_verdict(run, "asked for 5 examples; only 0 of 9 remain. Pass more examples.")
+    assert ("An attention layer of 2 head(s) fits" in message) is fits
+    assert ("No attention layer of 2 head(s) fitted" in message) is not fits
