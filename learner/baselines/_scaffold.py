@@ -39,7 +39,31 @@ OPTION_RULES: dict[str, Integer | Real] = {
 
 def option_rules(*names: str, optional: Iterable[str] = ()) -> dict[str, Rule]:
     """The rules of ``names`` from :data:`OPTION_RULES` (for :func:`~learner.validation.declare`); the names in
-    ``optional`` also take None (elsewhere None is refused like any other non-number)."""
+    ``optional`` also take None (elsewhere None is refused like any other non-number).
+
+    Parameters
+    ----------
+    *names : str
+        Option names, each a key of :data:`OPTION_RULES`.
+    optional : iterable of str
+        The names among ``names`` that also take None.
+
+    Returns
+    -------
+    dict
+        ``{name: rule}`` for each of ``names``, in their order.
+
+    Raises
+    ------
+    KeyError
+        For a name that is not an option.
+
+    Examples
+    --------
+    >>> rules = option_rules("lr", "epochs", optional=("epochs",))
+    >>> rules["epochs"].check("epochs", None), rules["lr"].check("lr", 0.5)
+    (None, 0.5)
+    """
     return {name: dataclasses.replace(OPTION_RULES[name], none=name in optional) for name in names}
 
 
@@ -49,7 +73,30 @@ DEFAULT_MILESTONES = (1e-3, 1e-8)
 
 
 def check_milestones(milestones: Iterable[float]) -> tuple[float, ...]:
-    """``milestones`` as a sorted tuple of distinct relative errors in (0, 1), descending (named errors otherwise)."""
+    """``milestones`` as a sorted tuple of distinct relative errors in (0, 1), descending (named errors otherwise).
+
+    Parameters
+    ----------
+    milestones : iterable of float
+        The relative validation errors whose first crossing a fit times; each in (0, 1), no two equal.
+
+    Returns
+    -------
+    tuple of float
+        The milestones, largest first.
+
+    Raises
+    ------
+    TypeError
+        When ``milestones`` is not a sequence of numbers.
+    ValueError
+        When one is not in (0, 1) or two are equal.
+
+    Examples
+    --------
+    >>> check_milestones([1e-8, 1e-3])
+    (0.001, 1e-08)
+    """
     try:
         values = tuple(milestones)
     except TypeError:
@@ -61,12 +108,51 @@ def check_milestones(milestones: Iterable[float]) -> tuple[float, ...]:
 
 
 def milestone_key(threshold: float) -> str:
-    """The JSON key of a milestone: ``"1e-03"``, ``"1e-08"`` (one spelling, so records compare)."""
+    """The JSON key of a milestone: ``"1e-03"``, ``"1e-08"`` (one spelling, so records compare).
+
+    Parameters
+    ----------
+    threshold : float
+        A milestone's relative error.
+
+    Returns
+    -------
+    str
+        ``threshold`` with one significant digit and a two-digit exponent.
+
+    Examples
+    --------
+    >>> [milestone_key(t) for t in (1e-3, 0.001, 1e-8)]
+    ['1e-03', '1e-03', '1e-08']
+    """
     return f"{threshold:.0e}"
 
 
 def validation_error(layer: AttentionLayer, Xv: np.ndarray, Yv: np.ndarray) -> float:
-    """``Σ‖F(X) − Y‖² / Σ‖Y‖²`` over the validation examples (0 for an exact fit of zero labels)."""
+    """``Σ‖F(X) − Y‖² / Σ‖Y‖²`` over the validation examples (0 for an exact fit of zero labels).
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+        The fitted layer.
+    Xv : ndarray, shape (n, k, d)
+        Validation inputs.
+    Yv : ndarray, shape (n, k, d)
+        Their labels.
+
+    Returns
+    -------
+    float
+        The ratio of squared norms; ``inf`` when the labels are all zero and the fit is not.
+
+    Examples
+    --------
+    >>> from learner import random_layer, sample_inputs
+    >>> layer = random_layer(1, 3, rng=0)
+    >>> X = sample_inputs(50, 2, 3, rng=1)
+    >>> validation_error(layer, X, layer(X)), validation_error(layer, X, 0 * X)
+    (0.0, inf)
+    """
     y_sq = float(np.sum(Yv**2))
     residual = float(np.sum((layer(Xv) - Yv) ** 2))
     return residual / y_sq if y_sq > 0 else (0.0 if residual == 0 else float("inf"))

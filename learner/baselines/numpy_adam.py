@@ -25,6 +25,8 @@ __all__ = ["fit_gradient"]
 
 log = logging.getLogger(__name__)
 
+#: The optimisers of :func:`fit_gradient` (its ``optimizer``): Adam (Kingma & Ba), or plain gradient descent
+#: with step ``lr``; both with the same loss, gradients and stopping rule (ours).
 OPTIMIZERS = ("adam", "gd")
 #: Adam's constants (ours to use: Kingma & Ba's recommended defaults, arXiv 1412.6980).
 ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8

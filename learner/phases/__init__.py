@@ -1,7 +1,7 @@
 """The six phases of the learner of Chen & Li (arXiv 2402.04084), one module each.
 
 Every phase is a public function returning a frozen result with diagnostics,
-testable on its own by feeding it the true values of the earlier phases
+testable on its own by feeding it the true values of the phases before it
 ("oracle mode"):
 
 1. :func:`crude_sum_w` — one-step estimate of ``ΣW_i``;

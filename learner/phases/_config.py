@@ -43,7 +43,8 @@ class LearnConfig:
     default here is ours, chosen from measurements on planted layers
     (``random_layer``; logit scale 3 at d = 8 and logit scale 1 at k = 2,
     d = 12–16) and documented beside it. Every field is validated on
-    construction.
+    construction (:data:`CONFIG_RULES`): a wrong type raises ``TypeError``, a value out of range
+    ``ValueError``, each naming the field. Integers must also be at most ``2**63 − 1`` and reals finite.
 
     The fields form one flat list (``LearnConfig(max_examples=...)``), grouped
     by concern in their metadata (:meth:`groups`, :meth:`describe`):
@@ -59,7 +60,154 @@ class LearnConfig:
     Each field's metadata holds ``group``, ``unit`` (of its value), ``whose``
     (``"ours, measured"``, ``"ours, not tuned"``, ``"ours, convention"`` or
     ``"the paper's"``) and ``doc`` (one line); ``dataclasses.fields(LearnConfig)``
-    returns it.
+    returns it. The comment above each field in the source gives the measurement behind its default.
+
+    Parameters
+    ----------
+    adaptive : bool, default True
+        Budgets set by the data: phases 1 and 3 stop once their estimates' relative standard errors reach
+        ``crude_se`` and ``refine_se``, phase 4 once its hull is stable (``hull_stability``), the rounds of
+        phases 3–5 once phase 3 met its target, and the example streams start at ``first_batch``; the
+        counts are then caps. False draws every count in full in fixed batches (:data:`FIXED_BUDGETS`).
+        Read by :func:`learner.learn` for phases 1–4.
+    batch : int, default 100_000
+        Examples per streamed batch of phases 1–4 (with ``adaptive``, the largest batch). Memory grows with
+        it (a few times ``batch·k·d`` floats). At least 1.
+    first_batch : int, default 5_000
+        With ``adaptive``: the examples of the first batch of phases 1, 2 and 4; each next batch doubles, up
+        to ``batch``. Unused without ``adaptive``. At least 1.
+    n_crude : int, default 400_000
+        Phase 1: examples for the one-step estimate of ``ΣW_i`` (a cap with ``adaptive``). At least 1.
+    crude_se : float, default 0.025
+        With ``adaptive``: phase 1 stops once its estimate's relative standard error (dimensionless) is at
+        most this. Unused without ``adaptive``. In (0, 1).
+    crude_tol : float, default 0.1
+        Phase 2: the relative residual (dimensionless) below which a row certifies against the crude ``ΣW``.
+        In (0, 1).
+    refined_tol : float or None, default None
+        Phase 4: the relative residual below which a row certifies. None lets phase 4's pilot choose it
+        among :data:`~learner.phases.forecast.ADAPTIVE_CANDIDATES` (with ``adaptive``, smallest forecast
+        cost) or :data:`~learner.phases.forecast.DEFAULT_CANDIDATES` (without); a value given is used as is.
+        In (0, 1) when given.
+    min_weight : float, default 0.02
+        Phases 2 and 4: the smallest fitted attention weight of a token whose log-ratio to the row's
+        heaviest token gives a constraint. In (0, 1).
+    crude_constraints : float, default 1.5
+        Phase 2: constraints to collect, as a multiple of ``d²`` (the unknowns); the target is
+        ``int(crude_constraints·d²)``. Positive.
+    refined_constraints : float or None, default None
+        Phase 4: constraints to collect, as a multiple of ``d²`` (a cap with ``adaptive``). None: chosen from
+        m by :func:`resolve_config` (6 for m <= 3, 12 beyond). Positive when given.
+    max_examples : int or None, default None
+        Phase 4: the example budget of each round; when the pilot forecasts more, the run stops after the
+        pilot with status ``"budget"``. None: :data:`~learner.phases.forecast.DEFAULT_MAX_EXAMPLES`
+        (10⁹), set by :func:`resolve_config`. At least 1 when given.
+    crude_max_examples : int, default 2_000_000
+        Phase 2: its example budget. At least 1.
+    n_refine : int, default 400_000
+        Phase 3: examples per round (a cap with ``adaptive``). At least 1.
+    refine_first : int, default 10_000
+        With ``adaptive``: phase 3's first sample in examples, doubled until ``refine_se`` or ``n_refine`` is
+        reached. Unused without ``adaptive``. At least 1.
+    refine_se : float, default 0.02
+        With ``adaptive``: phase 3 stops once its certified regression's relative standard error
+        (dimensionless) is at most this; a further round of phases 3–5 follows only when phase 3 ended at
+        ``n_refine`` above it. Unused without ``adaptive``. In (0, 1).
+    refine_rounds : int, default 8
+        Phase 3: rounds of the trimmed vertex regression. At least 1.
+    refine_keep : float, default 0.02
+        Phase 3: the fraction of rows the trimmed vertex regression keeps per round (halved after the
+        third round). In (0, 1).
+    outer_rounds : int, default 2
+        Rounds of phases 3 → 5, each starting from the previous round's hull (a cap with ``adaptive``).
+        At least 1.
+    hull_stability : float, default 0.05
+        With ``adaptive``: phase 4 stops at the first checkpoint (``1.25·d²`` constraints, then every 1.25
+        times more) whose hull moved at most this from the previous checkpoint's: the larger of ``Θ*``'s
+        relative change and the sine of the largest principal angle between the directions
+        (:func:`~learner.phases.sculpt.hull_change`). Unused without ``adaptive``. Positive.
+    gap_min : float or None, default None
+        Phase 5 (also the hulls of phase 2's ``Θ*`` and of phase 4's stability checkpoints): the
+        singular-value ratio at least which marks the hull's dimension when m is estimated; with m given, a
+        smaller ratio is only recorded (``diagnostics["5_span"]["gap_resolved"]``). None: chosen from m by
+        :func:`resolve_config` (3 up to m = 4, 2 beyond). Positive when given.
+    hull_weighting : {"precision", "irls", "none"}, default "precision"
+        Phase 5's weighting of the constraints (:func:`~learner.phases.estimate_span`; also used for phase
+        2's ``Θ*`` and phase 4's checkpoints).
+    max_m : int, default 6
+        Heads: the largest m considered when m is estimated (further capped by the largest m the setting
+        allows, unless ``allow_unsound``), and the largest m that the probe for one more head tries when m
+        is given. At least 1.
+    net_radius : float, default 2.0
+        Phase 6: the radius of the net's box around ``Θ*``, as a multiple of ``‖Θ*‖_F``. Positive.
+    net_points : int, default 41
+        Phase 6: net points on the hull's one axis at m = 2. At least 1.
+    net_points_3d : int or None, default None
+        Phase 6: net points per hull axis at m >= 3 (the grid has ``net_points_3d^(m−1)`` points). None:
+        chosen from m by :func:`resolve_config` (13 up to m = 4, 9 at m = 5, 7 beyond). At least 1 when given.
+    n_search : int, default 2000
+        Phase 6: examples that score each tuple; as many again are held out to compare the best tuples
+        and score the refined layer. Also the examples of the refit that drops redundant heads. At least 1.
+    keep_tuples : int, default 20
+        Phase 6: the best in-sample tuples compared on the held-out examples. At least 1.
+    search : {"auto", "exhaustive", "swap", "vp"}, default "auto"
+        Phase 6's tuple search (:mod:`learner.phases.search`): ``"auto"`` runs the exhaustive search where
+        ``max_tuples`` and ``search_memory`` allow it and the variable-projection search ``"vp"`` otherwise.
+    max_tuples : int, default 100_000
+        Phase 6: the most tuples the exhaustive search may score. At least 1.
+    search_memory : int, default 2**30
+        Phase 6: the memory budget in bytes of the exhaustive search's Gram matrix, the swap descent's
+        feature cache, the refinement's normal equations and the noise-floor test's Jacobians (1 GiB).
+        At least 1.
+    swap_starts : int, default 8
+        Phase 6: random starting tuples of the swap descent, besides its greedy start. At least 0.
+    vp_starts : int, default 8
+        Phase 6: random starts of the variable-projection search. At least 1.
+    search_seed : int, default 0
+        Phase 6: the seed of the searches' random starts, so that searches repeat. At least 0.
+    refine : {"vp", "trf"}, default "vp"
+        Phase 6's joint refinement: ``"vp"``, Levenberg–Marquardt on the ``Θ``'s with the ``W``'s solved
+        exactly at every step, or ``"trf"``, scipy's trust-region refinement of all ``2md²`` parameters
+        (kept for comparison; the noise-floor test runs only after ``"vp"``).
+    refine_examples_per_param : float, default 2.0
+        Phase 6: residuals per parameter of the refinement, which set its examples (at least
+        ``2d²/(k(k−1))`` of them and 32, at most ``n_search``). Positive.
+    max_nfev : int, default 200
+        Phase 6: the cap on the refinement's residual evaluations (also on each start of the
+        variable-projection search, and on the refit that drops redundant heads). At least 1.
+    success_tol : float, default 1e-10
+        The verdict after phase 6: success when the held-out relative error of ``F`` (a ratio of squared
+        norms) is at most this, or, with ``noise_floor``, when a larger residual passes the noise-floor
+        test. Positive.
+    noise_floor : bool, default True
+        Phase 6: test a held-out error above :data:`~learner.phases.noise.NOISE_MIN` for label noise
+        (:func:`~learner.phases.noise.noise_floor`) and accept a residual the test finds to be noise alone.
+    noise_z : float, default 4.0
+        Phase 6: the noise-floor test's width, in standard deviations of its ratio
+        (:data:`~learner.phases.noise.NOISE_Z`). Positive.
+    allow_unsound : bool, default False
+        Run even where :func:`learner.check_setting` says certification is unsound (read before phase 1;
+        when m is estimated, ``max_m`` is then not capped by the setting).
+
+    See Also
+    --------
+    learner.learn : Runs the six phases with a configuration.
+    resolve_config : Chooses the fields left at None from the number of heads.
+    FIXED_BUDGETS : The fields that give the fixed budgets.
+    learner.LearnResult : Records every value used in its diagnostics.
+
+    Examples
+    --------
+    >>> from learner import LearnConfig
+    >>> cfg = LearnConfig(max_examples=10**8, search="vp")
+    >>> cfg.max_examples, cfg.search, cfg.refined_tol
+    (100000000, 'vp', None)
+    >>> LearnConfig(refine_keep=1.5)
+    Traceback (most recent call last):
+        ...
+    ValueError: `refine_keep` must be below 1; got refine_keep=1.5.
+    >>> LearnConfig.groups()["regression"]
+    ['refine_rounds', 'refine_keep']
     """
 
     #: Budgets set by the data (ours, measured below): phase 1 stops when its estimate's relative standard error
@@ -70,8 +218,8 @@ class LearnConfig:
     #: for comparison (:data:`learner.phases.FIXED_BUDGETS`).
     adaptive: bool = field(default=True, metadata=_meta(
         "mode", "switch", "ours, measured", "budgets set by the data; False draws every count in full"))
-    #: Examples streamed per batch (ours, not tuned: large vectorised batches, as the design's prototype advised;
-    #: memory: a few times batch·k·d floats).
+    #: Examples streamed per batch (ours, not tuned: large vectorised batches; memory: a few times batch·k·d
+    #: floats).
     batch: int = field(default=100_000, metadata=_meta(
         "budgets", "examples", "ours, not tuned", "examples streamed per batch (memory grows with it)"))
     #: With ``adaptive`` (ours, not tuned): the first batch of every example stream; the next double up to
@@ -80,8 +228,7 @@ class LearnConfig:
     first_batch: int = field(default=5_000, metadata=_meta(
         "budgets", "examples", "ours, not tuned",
         "with adaptive: the first batch of every stream, doubled up to batch"))
-    #: Phase 1: examples for the one-step estimate (a cap with ``adaptive``; ours: the first learner's fixed
-    #: budget, not tuned since).
+    #: Phase 1: examples for the one-step estimate (a cap with ``adaptive``; ours, not tuned).
     n_crude: int = field(default=400_000, metadata=_meta(
         "budgets", "examples", "ours, not tuned", "phase 1's examples for the one-step estimate (a cap with adaptive)"))
     #: Phase 1's target relative standard error (ours, measured). The one-step estimate is biased by the Θ's
@@ -104,8 +251,9 @@ class LearnConfig:
     #: certified at the loosest candidate and forecast the examples the target needs at each candidate
     #: tolerance. With ``adaptive`` the candidates are 0.015–0.08 and the pilot takes the smallest forecast
     #: cost; without, the candidates are 0.015, 0.02 and 0.03 and it takes the smallest whose forecast is at
-    #: most 2·10^7 examples, else 0.03 — the yield grows like tol^((m−1)(k−1)), and the precision weighting
-    #: of phase 5 discounts the looser rows. A value given is used as is (the pilot only forecasts).
+    #: most 2·10^7 examples, else the one of smallest forecast (0.03 where yields grow with tol) — the yield
+    #: grows like tol^((m−1)(k−1)), and the precision weighting of phase 5 discounts the looser rows. A value
+    #: given is used as is (the pilot only forecasts).
     refined_tol: float | None = field(default=None, metadata=_meta(
         "tolerances", "relative residual", "ours, measured",
         "phase 4: relative residual below which a row certifies; None: chosen by phase 4's pilot"))
@@ -137,7 +285,7 @@ class LearnConfig:
     #: tuned: a cap (the measured runs of ``crude_constraints`` stopped after 5,000–15,000 examples).
     crude_max_examples: int = field(default=2_000_000, metadata=_meta(
         "budgets", "examples", "ours, not tuned", "phase 2's example budget"))
-    #: Phase 3: examples (a cap with ``adaptive``; ours: the first learner's fixed budget, not tuned since).
+    #: Phase 3: examples (a cap with ``adaptive``; ours, not tuned).
     n_refine: int = field(default=400_000, metadata=_meta(
         "budgets", "examples", "ours, not tuned", "phase 3's examples per round (a cap with adaptive)"))
     #: With ``adaptive`` (ours, not tuned): phase 3 draws ``refine_first`` examples, then doubles its sample
@@ -154,11 +302,11 @@ class LearnConfig:
     refine_se: float = field(default=0.02, metadata=_meta(
         "tolerances", "relative standard error", "ours, measured",
         "with adaptive: phase 3 stops once its regression's relative standard error is at most this"))
-    #: Phase 3: rounds of the trimmed vertex regression (ours, the first learner's, not tuned).
+    #: Phase 3: rounds of the trimmed vertex regression (ours, not tuned).
     refine_rounds: int = field(default=8, metadata=_meta(
         "regression", "rounds", "ours, not tuned", "rounds of phase 3's trimmed vertex regression"))
     #: Phase 3: the fraction of rows the trimmed vertex regression keeps per round, halved after the third
-    #: (ours, the first learner's, not tuned).
+    #: (ours, not tuned).
     refine_keep: float = field(default=0.02, metadata=_meta(
         "regression", "fraction of rows", "ours, not tuned", "rows kept per round of phase 3's regression"))
     #: Rounds of phases 3 → 5 (ours, not tuned: the refined hull gives a better Θ*, hence ΣW). With
@@ -192,22 +340,21 @@ class LearnConfig:
     #: setting's soundness).
     max_m: int = field(default=6, metadata=_meta(
         "span", "heads", "ours, not tuned", "largest m considered when m is estimated"))
-    #: Phase 6: radius of the net around Θ*, as a multiple of ‖Θ*‖_F (ours, the first learner's, not tuned:
-    #: the box must hold every head around Θ*).
+    #: Phase 6: radius of the net around Θ*, as a multiple of ‖Θ*‖_F (ours, not tuned: the box must hold every
+    #: head around Θ*).
     net_radius: float = field(default=2.0, metadata=_meta(
         "search", "multiple of ‖Θ*‖_F", "ours, not tuned", "phase 6: radius of the net around Θ*"))
-    #: Phase 6: net points per axis at m = 2 (ours, not tuned: the design prototype's 41-point net; 820 tuples,
-    #: affordable).
+    #: Phase 6: net points per axis at m = 2 (ours, not tuned: 41 points give C(41, 2) = 820 tuples, affordable).
     net_points: int = field(default=41, metadata=_meta(
         "search", "points per axis", "ours, not tuned", "phase 6: net points per axis at m = 2"))
     #: Phase 6: net points per hull axis at m >= 3. Chosen from m when None (ours, measured): 13 up to m = 4,
     #: 9 at m = 5, 7 beyond (at m = 3 the 13² grid has C(169, 3) = 790 244 tuples, 30 s exhaustively).
     net_points_3d: int | None = field(default=None, metadata=_meta(
         "search", "points per axis", "ours, measured", "phase 6: net points per hull axis at m >= 3; None: from m"))
-    #: Phase 6: examples that score each tuple (ours, the first learner's, not tuned).
+    #: Phase 6: examples that score each tuple (ours, not tuned).
     n_search: int = field(default=2000, metadata=_meta(
         "search", "examples", "ours, not tuned", "phase 6: examples that score each tuple"))
-    #: Phase 6: best tuples compared on held-out examples (ours, the first learner's, not tuned).
+    #: Phase 6: best tuples compared on held-out examples (ours, not tuned).
     keep_tuples: int = field(default=20, metadata=_meta(
         "search", "tuples", "ours, not tuned", "phase 6: best tuples compared on held-out examples"))
     #: Phase 6's tuple search: "auto", "exhaustive", "swap" or "vp". "auto" runs the exhaustive search where
@@ -242,7 +389,7 @@ class LearnConfig:
     refine_examples_per_param: float = field(default=2.0, metadata=_meta(
         "refinement", "residuals per parameter", "ours, measured",
         "phase 6: residuals per parameter of the refinement"))
-    #: Phase 6: cap on the refinement's residual evaluations (ours, the first learner's, not tuned).
+    #: Phase 6: cap on the refinement's residual evaluations (ours, not tuned).
     max_nfev: int = field(default=200, metadata=_meta(
         "refinement", "evaluations", "ours, not tuned", "phase 6: cap on the refinement's residual evaluations"))
     #: Success: held-out relative error of F at most this, or (with ``noise_floor``) a residual above it that
@@ -330,11 +477,39 @@ CONFIG_RULES = {f.name: _field_rule(f) for f in dataclasses.fields(LearnConfig)}
 def resolve_config(cfg: LearnConfig, m: int) -> tuple[LearnConfig, list[str]]:
     """``(config, chosen)``: ``cfg`` with every None field chosen from ``m``, and the names chosen.
 
-    ``m`` is the number of heads the run plans for (the given m, or the largest
-    the setting allows when m is estimated). The rules are ours, from the
-    measurements in the field comments of :class:`LearnConfig`; none of them
-    depends on d or k. ``refined_tol`` stays None: phase 4's pilot chooses it
-    (:func:`learner.phases.refined_sculpt`).
+    The rules are ours, from the measurements in the field comments of :class:`LearnConfig`; none of them
+    depends on d or k: ``refined_constraints`` 6 for m <= 3, else 12; ``gap_min`` 3 for m <= 4, else 2;
+    ``net_points_3d`` 13 for m <= 4, 9 at m = 5, else 7; ``max_examples``
+    :data:`~learner.phases.forecast.DEFAULT_MAX_EXAMPLES`. ``refined_tol`` stays None: phase 4's pilot
+    chooses it (:func:`learner.phases.refined_sculpt`). Fields already set are kept as they are.
+
+    Parameters
+    ----------
+    cfg : LearnConfig
+        The configuration to complete; it is not changed (a new one is returned).
+    m : int
+        The number of heads the run plans for: the given m, or the largest the setting allows when m is
+        estimated (:func:`learner.learn` passes at least 1). Not validated here.
+
+    Returns
+    -------
+    config : LearnConfig
+        ``cfg`` with the chosen fields replaced (validated again on construction).
+    chosen : list of str
+        The names of the fields chosen here, sorted; empty when none was None.
+
+    See Also
+    --------
+    LearnConfig : The fields and their defaults.
+    learner.learn : Calls this once m is planned, and records ``chosen`` in the diagnostics.
+
+    Examples
+    --------
+    >>> cfg, chosen = resolve_config(LearnConfig(gap_min=2.5), m=5)
+    >>> chosen
+    ['max_examples', 'net_points_3d', 'refined_constraints']
+    >>> cfg.gap_min, cfg.net_points_3d, cfg.refined_constraints, cfg.refined_tol
+    (2.5, 9, 12.0, None)
     """
     from .forecast import DEFAULT_MAX_EXAMPLES
 

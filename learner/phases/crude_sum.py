@@ -31,7 +31,22 @@ __all__ = ["SumEstimate", "crude_sum_w", "partial_sum", "relative_standard_error
 
 @dataclass(frozen=True)
 class SumEstimate:
-    """An estimate of ``ΣW_i`` with its diagnostics (``error`` when the truth is known)."""
+    """An estimate of ``ΣW_i`` with its diagnostics (``error`` when the truth is known): phases 1 and 3's result.
+
+    Parameters
+    ----------
+    w_sum : ndarray, shape (d, d)
+        The estimate ``Ŵ`` of ``ΣW_i``.
+    n_examples : int
+        Examples the phase drew (with a stopping rule, those taken in before it stopped).
+    seconds : float
+        Wall time of the phase.
+    error : float or None
+        ``‖Ŵ − ΣW‖_F / ‖ΣW‖_F`` against the true layer when the phase was given one (oracle mode), else None.
+    details : dict or None
+        The phase's diagnostics: the relative standard error, its target and why the phase stopped (see
+        :func:`crude_sum_w` and :func:`learner.phases.refine_sum_w`).
+    """
 
     w_sum: np.ndarray
     n_examples: int
@@ -48,8 +63,24 @@ def _sum_error(w_sum, truth):
 
 
 def partial_sum(batch: ExampleBatch) -> tuple[np.ndarray, float, int]:
-    """A worker's reduction of phase 1: ``Σ_n X_nᵀ J Y_n`` over one batch (a d × d matrix),
-    ``Σ_n ‖X_nᵀ J Y_n‖_F²`` (for the standard error of the running mean) and the batch's size."""
+    """A worker's reduction of phase 1: the batch's sum, sum of squares and size.
+
+    Parameters
+    ----------
+    batch : ExampleBatch
+        One batch of an example stream (:meth:`learner.oracle.ExampleBatch.examples` gives its ``X``,
+        shape (n, k, d), and ``Y``).
+
+    Returns
+    -------
+    total : ndarray, shape (d, d)
+        ``Σ_n X_nᵀ J Y_n`` over the batch (``J`` the all-ones k × k matrix).
+    total_sq : float
+        ``Σ_n ‖X_nᵀ J Y_n‖_F²``, for the standard error of the running mean (may be ``inf`` for labels near
+        float64's limit).
+    n : int
+        The batch's number of examples.
+    """
     X, Y = batch.examples()
     # Xᵀ J Y = (Xᵀ 1)(1ᵀ Y): the column sums of X and Y; a rank-one matrix, so ‖·‖_F² = ‖Xᵀ1‖²·‖1ᵀY‖².
     a, b = X.sum(axis=1), Y.sum(axis=1)
@@ -59,8 +90,34 @@ def partial_sum(batch: ExampleBatch) -> tuple[np.ndarray, float, int]:
 
 
 def relative_standard_error(total: np.ndarray, total_sq: float, n: int) -> float:
-    """``SE_F/‖mean‖_F`` of the mean of ``n`` i.i.d. matrices with sum ``total`` and ``Σ‖·‖_F² = total_sq``
-    (``inf`` below two examples or at a zero mean)."""
+    """``SE_F/‖mean‖_F``: the relative standard error of the mean of ``n`` i.i.d. matrices.
+
+    The variance is the trace of one matrix's covariance, estimated without bias (``n − 1`` degrees of freedom)
+    and clipped at 0.
+
+    Parameters
+    ----------
+    total : ndarray
+        The sum of the ``n`` matrices.
+    total_sq : float
+        The sum of their squared Frobenius norms, ``Σ‖·‖_F²``.
+    n : int
+        How many matrices were summed.
+
+    Returns
+    -------
+    float
+        ``sqrt(var / n) / ‖total / n‖_F``; ``inf`` below two matrices or at a zero mean.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mats = np.random.default_rng(0).normal(1.0, 0.5, size=(400, 2, 2))  # SE_F = 1/20, ‖mean‖_F = 2
+    >>> round(relative_standard_error(mats.sum(axis=0), float(np.sum(mats**2)), 400), 4)
+    0.0248
+    >>> relative_standard_error(mats[0], float(np.sum(mats[0] ** 2)), 1)
+    inf
+    """
     mean = total / n
     norm2 = float(np.sum(mean**2))
     if n < 2 or norm2 == 0:
@@ -85,6 +142,24 @@ def crude_sum_w(source: LayerOracle | ArraySource, *, n_samples: int = 400_000, 
     The batches start at ``first_batch`` examples and double up to ``batch``
     (:func:`learner.oracle.growing_sizes`). Without it every one of the ``n_samples`` examples is drawn, as
     the paper's phase does with its fixed count.
+
+    Parameters
+    ----------
+    source : LayerOracle or ArraySource
+        Where the examples come from; the examples taken in are marked consumed.
+    n_samples : int
+        Examples to draw (a cap with ``se_target``); at least 1.
+    batch : int
+        Examples per batch (the largest batch with ``first_batch``); at least 1.
+    truth : AttentionLayer, optional
+        The planted layer (oracle mode): sets ``error`` of the result.
+    workers : Workers, int, "auto" or None
+        Where the batches' partial sums are computed (see above); None: here.
+    se_target : float, optional
+        The target relative standard error of the sequential rule (positive); None draws all ``n_samples``.
+    first_batch : int, optional
+        The first batch's size (at least 1); each next batch doubles, up to ``batch``. None: every batch is
+        ``batch``.
 
     Returns
     -------

@@ -60,8 +60,8 @@ __all__ = [
     "window_scale",
 ]
 
-#: Candidate tolerances of phase 4 (ours): 0.015 was the tighter default and 0.03 the looser one of the
-#: cube rule it replaces (looser rows are discounted by phase 5's precision weights); 0.02 lies between.
+#: Candidate tolerances of phase 4 without ``LearnConfig.adaptive`` (ours): 0.015 a tight and 0.03 a loose
+#: tolerance (looser rows are discounted by phase 5's precision weights); 0.02 lies between.
 DEFAULT_CANDIDATES = (0.015, 0.02, 0.03)
 #: The candidates of the data-driven budgets (``LearnConfig.adaptive``, ours): 0.05 and 0.08 added. Phase 6
 #: recovered the layer from hulls sculpted at 0.05 and 0.08 on the first frontier layer of (3, 12, 4),
@@ -134,6 +134,18 @@ def poisson_interval(count: int, failure_probability: float) -> tuple[float, flo
 def window_exponent(m: int, k: int) -> int:
     """``n = (m−1)(k−1)``: the logit disagreements a certified row must have near 0.
 
+    Parameters
+    ----------
+    m : int
+        Heads, at least 1.
+    k : int
+        Tokens per example, at least 1.
+
+    Returns
+    -------
+    int
+        ``(m − 1)(k − 1)``, the window law's exponent.
+
     Examples
     --------
     >>> window_exponent(3, 3), window_exponent(1, 4)
@@ -149,6 +161,20 @@ def window_scale(tol: float, tol_ref: float, n: int) -> float:
     ``∝ tol^n`` (:func:`theory.yield_model.predicted_yield`); where the density of ``D`` is
     smooth at 0 the yield scales the same way (ours).
 
+    Parameters
+    ----------
+    tol : float
+        The tolerance forecast (positive).
+    tol_ref : float
+        The tolerance whose yield is known (positive).
+    n : int
+        The exponent ``(m−1)(k−1)`` (:func:`window_exponent`), at least 0.
+
+    Returns
+    -------
+    float
+        ``(tol / tol_ref)^n``: the factor on the yield at ``tol_ref``.
+
     Examples
     --------
     >>> window_scale(0.015, 0.03, 4)
@@ -163,14 +189,27 @@ def window_scale(tol: float, tol_ref: float, n: int) -> float:
 class ToleranceForecast:
     """The forecast at one tolerance (one row of :class:`Forecast`).
 
-    ``constraints`` and ``rows`` are the direct counts in the pilot (residual ``< tol``);
-    ``per_1000`` and ``interval`` the constraints per 1000 examples used for the forecast and
-    their 95 % interval; ``method`` says where they come from: ``"direct"`` (the count),
-    ``"window law"`` (extrapolated from the loosest tolerance as ``(tol/T)^n``, when the count
-    is below ``min_count`` and the model holds) or ``"direct, few"`` (the count although below
-    ``min_count``, when the model does not hold or nothing can be extrapolated).
-    ``predicted_examples`` is ``target / rate`` (infinite when the rate is 0) and
-    ``predicted_interval`` its interval.
+    Parameters
+    ----------
+    tol : float
+        The tolerance (a relative residual).
+    constraints : int
+        The pilot's constraints with residual ``< tol`` (a direct count).
+    rows : int
+        The pilot's certified rows with residual ``< tol`` (a row gives one or more constraints).
+    per_1000 : float
+        The constraints per 1000 examples used for the forecast.
+    interval : (float, float)
+        Their interval at the forecast's failure probability (95 % by default).
+    method : str
+        Where the rate comes from: ``"direct"`` (the count), ``"window law"`` (extrapolated from the
+        loosest tolerance ``T`` as ``(tol/T)^n``, when the count is below ``min_count`` and the model holds)
+        or ``"direct, few"`` (the count although below ``min_count``, when the model does not hold or
+        nothing can be extrapolated).
+    predicted_examples : float
+        ``target / rate``: the examples phase 4 is forecast to need (``inf`` when the rate is 0).
+    predicted_interval : (float, float)
+        Its interval (the ends from the rate's upper and lower ends).
     """
 
     tol: float
@@ -185,7 +224,48 @@ class ToleranceForecast:
 
 @dataclass(frozen=True)
 class Forecast:
-    """What phase 4 will cost, forecast from a pilot; see :func:`pilot_forecast`."""
+    """What phase 4 will cost, forecast from a pilot; see :func:`pilot_forecast`, which makes it.
+
+    Parameters
+    ----------
+    n_examples : int
+        The pilot's examples.
+    target : int
+        The constraints phase 4 collects.
+    n : int
+        ``(m−1)(k−1)``, the window law's exponent.
+    table : sequence of ToleranceForecast
+        One forecast per tolerance, in increasing order of tolerance.
+    exponent : float
+        The pilot's local exponent ``log(R_T / R_t0) / log(T / t0)`` (NaN without rows at the loosest
+        tolerance).
+    exponent_interval : (float, float)
+        Its Clopper–Pearson interval ((0, ∞) without rows at the loosest tolerance).
+    model_ok : bool
+        Whether the exponent's interval meets ``[band[0]·n, band[1]·n]``, so the window law may extrapolate.
+    band : tuple of float
+        The band of the exponent, as multiples of ``n``.
+    tol : float
+        The tolerance chosen (or fixed).
+    fixed : bool
+        Whether ``tol`` was fixed by the caller rather than chosen.
+    threshold : float
+        The ``"affordable"`` rule's limit in examples.
+    budget : int or None
+        Phase 4's example budget (None: no budget).
+    over_budget : bool
+        Whether the chosen tolerance's forecast exceeds ``budget``.
+    settled : bool
+        Whether the pilot may stop (see :func:`pilot_forecast`'s Returns).
+    seconds : float or None
+        The pilot's wall time (None: unknown).
+    workers : int
+        The workers the pilot ran on.
+    failure_probability : float
+        Of each interval.
+    rule : {"affordable", "cost"}, default "affordable"
+        How ``tol`` was chosen (:data:`RULES`).
+    """
 
     n_examples: int
     target: int
@@ -207,7 +287,23 @@ class Forecast:
     rule: str = "affordable"
 
     def at(self, tol: float) -> ToleranceForecast:
-        """The :class:`ToleranceForecast` at ``tol`` (one of the table's tolerances)."""
+        """The :class:`ToleranceForecast` at ``tol`` (one of the table's tolerances).
+
+        Parameters
+        ----------
+        tol : float
+            A tolerance of the table, exactly.
+
+        Returns
+        -------
+        ToleranceForecast
+            The table's row at ``tol``.
+
+        Raises
+        ------
+        KeyError
+            When the table has no row at ``tol``.
+        """
         for row in self.table:
             if row.tol == tol:
                 return row
@@ -229,14 +325,34 @@ class Forecast:
         return self.n_examples / self.seconds if self.seconds else None
 
     def seconds_for(self, examples: float, workers: int | None = None) -> float | None:
-        """Seconds for ``examples`` more examples at the pilot's rate, scaled per worker to ``workers``."""
+        """Seconds for ``examples`` more examples at the pilot's rate, scaled per worker to ``workers``.
+
+        Parameters
+        ----------
+        examples : float
+            The examples to draw (``inf`` allowed).
+        workers : int, optional
+            The workers to draw them on; None: the pilot's.
+
+        Returns
+        -------
+        float or None
+            The seconds (``inf`` for infinitely many examples); None when the pilot's time is unknown.
+        """
         rate = self.examples_per_second
         if rate is None or not math.isfinite(examples):
             return math.inf if rate is not None else None
         return examples / (rate / self.workers * (workers or self.workers))
 
     def summary(self) -> str:
-        """One line for the log: the prediction at every tolerance and the choice."""
+        """One line for the log: the prediction at every tolerance and the choice.
+
+        Returns
+        -------
+        str
+            Each tolerance's constraints and forecast with its interval, the exponent against ``n``, the
+            tolerance chosen and, with the pilot's rate, the time the rest would take.
+        """
         def ex(v):
             return "∞" if not math.isfinite(v) else f"{v:.2g}"
         parts = [f"tol {r.tol:g}: {r.constraints} constraints, {ex(r.predicted_examples)} examples "
@@ -255,6 +371,12 @@ class Forecast:
 
         Deterministic given the examples (no rate, no workers), so a run's record is the same
         wherever its batches ran; :meth:`time_message` adds the time estimates.
+
+        Returns
+        -------
+        str
+            The forecast at the chosen tolerance against ``max_examples``, a budget that would fit (rounded up
+            to two significant digits) and the tolerance with the smallest forecast.
         """
         c = self.chosen
         lo, hi = c.predicted_interval
@@ -279,7 +401,13 @@ class Forecast:
         return text + "."
 
     def time_message(self) -> str:
-        """The time the rest of phase 4 would take at the pilot's rate, here and with more workers."""
+        """The time the rest of phase 4 would take at the pilot's rate, here and with more workers.
+
+        Returns
+        -------
+        str
+            The pilot's rate and the time the rest would take, or that the rate is unknown.
+        """
         rate = self.examples_per_second
         c = self.chosen
         if not rate:
@@ -302,6 +430,12 @@ class Forecast:
         ``seconds`` is wall time (records drop it when they compare runs); the workers and the rate are
         left out, so a run's diagnostics are the same with any number of workers (they are in the INFO
         log, the budget message and ``LearnResult.execution``).
+
+        Returns
+        -------
+        dict
+            Every field but ``workers`` (``table`` as a list of dicts, tuples as lists), and
+            ``predicted_examples``.
         """
         def clean(v):
             if isinstance(v, float) and not math.isfinite(v):

@@ -68,7 +68,44 @@ NOISE_Z = 4.0
 
 @dataclass(frozen=True)
 class NoiseFloor:
-    """The noise estimated from a fit's residuals, the test that the fit reached it, the expected error."""
+    """The noise estimated from a fit's residuals, the test that the fit reached it, the expected error.
+
+    What :func:`noise_floor` returns; the quantities are those of the module docstring (all ours).
+
+    Parameters
+    ----------
+    sigma : float
+        ``σ̂ = sqrt(RSS / (N − p))``: the label noise's standard deviation estimated from the fit's residuals,
+        in the labels' units.
+    rank : int
+        ``p``: the rank of the fit's Jacobian, the directions the fit took out of the residual.
+    residuals : int
+        ``N``: the residuals of the fit (examples × k × d).
+    heldout_residuals : int
+        ``N_h``: the held-out residuals of the test (examples × k × d).
+    heldout_mse : float
+        ``MSE_h``: the mean square of the held-out residuals.
+    leverage : float
+        ``h = tr((JᵀJ)⁺ J_hᵀJ_h) / N_h``: the parameters' error seen on fresh inputs, in units of ``σ²``.
+    rho : float
+        ``ρ = MSE_h / (σ̂²(1 + h))``: 1 within ``sd`` when only noise is left (``inf`` when ``σ̂ = 0``).
+    sd : float
+        The standard deviation of ``ρ`` under noise alone.
+    z : float
+        The test's width in standard deviations: the magnitude test passes when ``|ρ − 1| <= z·sd``.
+    expected_param_error : float
+        The largest expected relative error of a head's ``Θ_i`` or ``W_i`` from the parameters' covariance
+        ``σ̂²(JᵀJ)⁺`` (the quantity :func:`learner.metrics.match_heads` measures as ``max_error``).
+    relative_noise : float
+        ``σ̂² / mean(Y²)``: the noise's variance relative to the labels' mean square on the fit's examples.
+    structure_p : float, default 1.0
+        The structure test's p-value, after Bonferroni over the candidate features (1: no feature tried);
+        the residual has structure when it is below :data:`STRUCTURE_ALPHA`.
+    structure_features : int, default 0
+        The candidate attention patterns whose features were tried.
+    structure_worst : str, default ""
+        The name of the candidate with the smallest p-value ("" when none was tried).
+    """
 
     sigma: float
     rank: int
@@ -93,10 +130,23 @@ class NoiseFloor:
         return bool(abs(self.rho - 1.0) <= self.z * self.sd and self.structure_p >= STRUCTURE_ALPHA)
 
     def summary(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict, with :attr:`consistent` added.
+
+        Returns
+        -------
+        dict
+            Every field by name, and ``"consistent"``.
+        """
         return asdict(self) | {"consistent": self.consistent}
 
     def test_clause(self) -> str:
-        """The test in words: the held-out mean square against the noise's prediction, and the features."""
+        """The test in words: the held-out mean square against the noise's prediction, and the features.
+
+        Returns
+        -------
+        str
+            One clause, for logs and failure messages.
+        """
         within = abs(self.rho - 1.0) <= self.z * self.sd
         return (f"held-out mean square {self.heldout_mse:.3g} against σ̂²(1 + h) with h = {self.leverage:.3g}: ratio "
                 f"{self.rho:.3f}, {'within' if within else 'outside'} 1 ± {self.z:g}·{self.sd:.2g}; "
@@ -106,7 +156,13 @@ class NoiseFloor:
                    f"p = {self.structure_p:.2g} after Bonferroni, below {STRUCTURE_ALPHA:g})"))
 
     def describe(self) -> str:
-        """One sentence: the estimate, the test and the expectation."""
+        """One sentence: the estimate, the test and the expectation.
+
+        Returns
+        -------
+        str
+            ``σ̂`` with its residuals and rank, :meth:`test_clause`, and the expected parameter error.
+        """
         return (f"σ̂ = {self.sigma:.3g} from {self.residuals:,} residuals ({self.rank} fitted directions); "
                 f"{self.test_clause()}; expected parameter error {self.expected_param_error:.3g}")
 
@@ -121,10 +177,41 @@ def _jacobian_rows(layer, X, max_bytes):
 
 def candidate_thetas(layer: AttentionLayer, hull: tuple[np.ndarray, np.ndarray, float] | None = None, *,
                      points: int = 48, rng: SeedLike = 0) -> tuple[list[str], list[np.ndarray]]:
-    """The attention patterns whose features the structure test tries: uniform attention (``Θ = 0``), each
-    fitted head at half and twice its scale, attention to the token itself (``4·I``), and — given the hull
-    ``(Θ*, directions, radius)`` of phase 5 — ``Θ*`` and up to ``points`` random points of the search box.
-    Returns ``(names, thetas)``."""
+    """The attention patterns whose features the structure test tries.
+
+    Uniform attention (``Θ = 0``), each fitted head at half and twice its scale, attention to the token itself
+    (``4·I``), and — given the hull ``(Θ*, directions, radius)`` of phase 5 — ``Θ*`` and ``points`` uniform
+    random points of the search box ``Θ* + V α``, ``α ∈ [−radius, radius]^(m−1)`` (none when the hull has no
+    direction). All ours.
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+        The fitted layer, whose heads are tried at half and twice their scale.
+    hull : (ndarray, ndarray, float), optional
+        ``(Θ*, directions, radius)``: the hull's minimum-norm point (d × d), its orthonormal directions
+        (d² × (m − 1)) and the search box's radius (in the units of ``Θ``). None: no hull candidates.
+    points : int
+        Random points of the box to try.
+    rng : int, Generator or None
+        Seed of the random points (the default 0 makes the candidates repeat).
+
+    Returns
+    -------
+    names : list of str
+        A name per candidate (``"uniform attention"``, ``"head 0 at 0.5×"``, ``"hull point 3"``, ...).
+    thetas : list of ndarray
+        The candidates' ``Θ``, each d × d, in the same order.
+
+    Examples
+    --------
+    >>> from learner import random_layer
+    >>> names, thetas = candidate_thetas(random_layer(2, 4, rng=0))
+    >>> names
+    ['uniform attention', 'head 0 at 0.5×', 'head 0 at 2×', 'head 1 at 0.5×', 'head 1 at 2×', 'self-attention 4·I']
+    >>> thetas[-1].shape
+    (4, 4)
+    """
     d = layer.d
     names, thetas = ["uniform attention"], [np.zeros((d, d))]
     for i, theta in enumerate(layer.thetas):
@@ -181,7 +268,65 @@ def noise_floor(layer: AttentionLayer, X: np.ndarray, Y: np.ndarray, Xh: np.ndar
 
     ``X`` must be the examples the layer was fitted to (its residual is then orthogonal to the fitted
     directions); the held-out Jacobian is taken on as many of ``Xh`` as ``max_bytes`` allows, the held-out
-    mean square on all of them.
+    mean square on all of them. The estimate, the test and the expectation are the module docstring's (ours).
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+        The fitted layer.
+    X : ndarray, shape (n, k, d)
+        The inputs it was fitted to.
+    Y : ndarray, shape (n, k, d)
+        Their labels.
+    Xh : ndarray, shape (n_h, k, d)
+        Held-out inputs.
+    Yh : ndarray, shape (n_h, k, d)
+        Their labels.
+    z : float
+        The test's width in standard deviations (recorded in the result; :attr:`NoiseFloor.consistent`
+        applies it).
+    max_bytes : int
+        Memory budget of each Jacobian (the full Jacobian on ``X`` must fit it; bytes).
+    candidates : (sequence of str, sequence of ndarray), optional
+        The structure test's candidate patterns ``(names, thetas)``; None: :func:`candidate_thetas` of
+        ``layer`` without a hull. ``([], [])`` skips the structure test (``structure_p`` 1).
+
+    Returns
+    -------
+    NoiseFloor
+        The estimate ``σ̂``, the test's statistics and the expected parameter error.
+
+    Raises
+    ------
+    ValueError
+        When the Jacobian on all of ``X`` does not fit ``max_bytes``.
+
+    Examples
+    --------
+    One head refitted to labels with noise of level 10⁻³: the estimate finds the level, and the fit is at
+    the floor.
+
+    >>> import numpy as np
+    >>> from learner import random_layer, sample_inputs
+    >>> from learner.phases.search import refit
+    >>> rng = np.random.default_rng(1)
+    >>> X, Xh = sample_inputs(100, 2, 3, rng=2), sample_inputs(100, 2, 3, rng=3)
+    >>> def noisy(layer, X):
+    ...     return layer(X) + 1e-3 * rng.standard_normal(X.shape)
+    >>> one = random_layer(1, 3, rng=0)
+    >>> Y, Yh = noisy(one, X), noisy(one, Xh)
+    >>> floor = noise_floor(refit(one.thetas, X, Y), X, Y, Xh, Yh)
+    >>> round(floor.sigma, 4), floor.rank, floor.residuals, floor.consistent
+    (0.001, 18, 600, True)
+
+    One head fitted to a two-head layer: the held-out ratio alone is within its band, but the residual is a
+    function of the inputs, and the structure test refuses it.
+
+    >>> two = random_layer(2, 3, rng=0)
+    >>> Y, Yh = noisy(two, X), noisy(two, Xh)
+    >>> miss = noise_floor(refit(two.thetas[:1], X, Y), X, Y, Xh, Yh)
+    >>> abs(miss.rho - 1) <= miss.z * miss.sd, miss.structure_p < STRUCTURE_ALPHA, miss.consistent
+    (True, True, False)
     """
     r = (layer(X) - Y).ravel()
     J, n_used = _jacobian_rows(layer, X, max_bytes)

@@ -48,7 +48,31 @@ def regression_se(Z: np.ndarray, y: np.ndarray, coef: np.ndarray) -> float:
     (``N − p`` degrees of freedom), so ``SE_F² = (‖E‖_F²/(N − p))·tr((ZᵀZ)⁻¹)``. The residuals hold label
     noise and, for noiseless labels, the attention leaking past the rows' fitted patterns: the figure is
     the scatter of the regression, the quantity phase 3's stopping rule compares with its target.
-    ``inf`` when the fit has no degree of freedom or ``Z`` is singular.
+
+    Parameters
+    ----------
+    Z : ndarray, shape (N, p)
+        The regressors, one row per regressed row.
+    y : ndarray, shape (N, q)
+        The responses (one column per output coordinate).
+    coef : ndarray, shape (p, q)
+        The fitted ``Ŵ``.
+
+    Returns
+    -------
+    float
+        ``SE_F(Ŵ)/‖Ŵ‖_F``; ``inf`` when the fit has no degree of freedom (``N <= p``), ``Z`` is singular or
+        ``Ŵ = 0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> Z, W = rng.standard_normal((1000, 3)), np.eye(3)
+    >>> y = Z @ W + 0.1 * rng.standard_normal((1000, 3))  # SE_F ≈ 0.1·sqrt(3·3/1000), ‖W‖_F = √3
+    >>> coef = np.linalg.lstsq(Z, y, rcond=None)[0]
+    >>> round(regression_se(Z, y, coef), 4)
+    0.0055
     """
     n, p = Z.shape
     if n <= p:
@@ -74,6 +98,34 @@ def certified_regression(X: np.ndarray, Y: np.ndarray, w_sum: ArrayLike, *, roun
     remaining error of a linear contraction with ratio ρ is about
     ``Δ ρ/(1 − ρ)``; applied only for 0.5 < ρ < 0.99). To save work, rounds refit only a pool of the best-fitting
     ``pool`` fraction of rows, re-chosen every eight rounds. All ours.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, k, d)
+        Inputs.
+    Y : ndarray, shape (n, k, d)
+        Their labels.
+    w_sum : array_like, shape (d, d)
+        The starting estimate of ``ΣW_i``.
+    rounds : int
+        The most rounds; fewer when ``Ŵ`` stops moving (``rtol``) or no row fits.
+    keep : float
+        The fraction of all rows regressed on per round (of the pool: ``keep / pool``).
+    pool : float
+        The fraction of best-fitting rows the rounds refit, re-chosen every eight rounds.
+    rtol : float
+        The rounds stop once a round changes ``Ŵ`` by less than this, relative (Frobenius norm).
+    truth : AttentionLayer, optional
+        The planted layer: each round records its error against the true ``ΣW``.
+
+    Returns
+    -------
+    w_sum : ndarray, shape (d, d)
+        The final estimate.
+    history : list of dict
+        One record per round: ``round``, ``rows`` regressed on, the residual ``cut``, the relative
+        ``change``, whether the step was ``extrapolated``, the ``error`` (None without ``truth``) and the
+        regression's relative ``standard_error`` (:func:`regression_se`).
     """
     est = np.asarray(w_sum, dtype=float)
     history = []
@@ -183,7 +235,8 @@ def refine_sum_w(source: LayerOracle | ArraySource, w_sum: ArrayLike, theta_star
 
     Parameters
     ----------
-    source : example source
+    source : LayerOracle or ArraySource
+        Where the examples come from; the examples drawn are marked consumed.
     w_sum : ndarray (d, d)
         The current estimate (phase 1's, or a previous round's).
     theta_star : ndarray (d, d), optional
@@ -205,6 +258,8 @@ def refine_sum_w(source: LayerOracle | ArraySource, w_sum: ArrayLike, theta_star
         (the sample doubles, up to ``n_samples``) and estimate afresh from ``w_sum`` on the whole
         sample (:func:`learner.phases.stopping.sample_until_precise`). Without ``se_target`` all
         ``n_samples`` examples are drawn at once.
+    truth : AttentionLayer, optional
+        The planted layer (oracle mode): sets the result's ``error`` and each round's and stage's error.
 
     Returns
     -------

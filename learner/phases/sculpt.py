@@ -62,16 +62,48 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Constraints:
-    """Affine constraints ``A vec(Θ) ≈ b`` from certified rows, with diagnostics.
+    """Affine constraints ``A vec(Θ) ≈ b`` from certified rows, with diagnostics: phases 2 and 4's result.
 
-    ``A`` has shape (N, d²) (row-major ``vec``), ``b`` shape (N,), ``residual``
-    the certifying row's relative residual per constraint, ``p_token`` and
-    ``p_ref`` the fitted weights ``p_j`` and ``p_{j0}`` of the two tokens whose
-    log-ratio is ``b_l`` (they set the constraint's precision, see
-    :func:`precision_weights`). ``errors`` (when the truth is known) is
-    ``max_i |A_l vec(Θ_i) − b_l|`` per constraint. ``forecast`` is the
-    pilot's :class:`learner.phases.forecast.Forecast` when phase 4 ran one (see
-    :func:`refined_sculpt`), else None.
+    Parameters
+    ----------
+    A : ndarray, shape (N, d²)
+        One constraint per row, ``vec(x_a (x_j − x_{j0})ᵀ)`` (row-major ``vec``).
+    b : ndarray, shape (N,)
+        The right-hand sides, ``ln(p_j / p_{j0})``.
+    residual : ndarray, shape (N,)
+        The certifying row's relative residual, per constraint (a row's constraints share it).
+    n_examples : int
+        Examples drawn, in whole batches (and the pilot's).
+    rows_seen : int
+        Rows examined (examples × k).
+    rows_certified : int
+        Rows certified at ``tol`` (a certified row may give no constraint: no token above ``min_weight``).
+    tol : float
+        The certification tolerance (with a pilot, the one it chose or was given).
+    min_weight : float
+        The smallest fitted weight of a token that gave a constraint.
+    seconds : float
+        Wall time of the phase.
+    errors : ndarray, shape (N,), optional
+        ``max_i |A_l vec(Θ_i) − b_l|`` per constraint, when the truth is known (oracle mode).
+    p_token : ndarray, shape (N,), optional
+        The fitted weight ``p_j`` of the constraint's token.
+    p_ref : ndarray, shape (N,), optional
+        The fitted weight ``p_{j0}`` of its row's heaviest token (``p_token`` and ``p_ref`` set the
+        constraint's precision, see :func:`learner.phases.span.precision_weights`).
+    forecast : Forecast, optional
+        The pilot's :class:`learner.phases.forecast.Forecast` when phase 4 ran one (see
+        :func:`refined_sculpt`), else None.
+    examples_at_target : int, optional
+        The examples drawn up to and including the one whose constraint reached the target (None when the
+        target was not reached).
+    stopped : str, optional
+        Why the stream stopped: ``"target"``, ``"stable"``, ``"budget"`` or ``"forecast"``.
+    constraints_certified : int, optional
+        The constraints certified in the examples drawn (above :attr:`count` when a stable hull or the cap
+        cut the set short).
+    checkpoints : tuple of dict
+        The stability rule's checkpoints: ``{"constraints", "change", "m"}`` each (empty without the rule).
     """
 
     A: np.ndarray
@@ -119,10 +151,20 @@ class Constraints:
 
     @property
     def count(self) -> int:
+        """The number of constraints ``N``."""
         return int(self.b.shape[0])
 
     def summary(self) -> dict[str, Any]:
-        """Diagnostics as a JSON-ready dict."""
+        """Diagnostics as a JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            The counts, the rank of ``A``, the yield per 1000 examples, the tolerance and time; with the
+            truth the median and 90th percentile of ``errors``; with a forecast its
+            :meth:`~learner.phases.forecast.Forecast.to_dict`, the choice of tolerance and the two ratios;
+            and why the stream stopped, with the checkpoints.
+        """
         out: dict[str, Any] = {
             "examples": self.n_examples,
             "rows_seen": self.rows_seen,
@@ -296,6 +338,27 @@ def screen_weights(w_sum: np.ndarray) -> tuple[np.ndarray, np.float32, float]:
 
     ``s`` is a power of two (so ``s·Ŵ`` and ``s·Y`` are exact and every relative residual is
     unchanged) that keeps float32 away from overflow and underflow.
+
+    Parameters
+    ----------
+    w_sum : ndarray, shape (d, d)
+        The estimate ``Ŵ`` of ``ΣW_i`` the rows are fitted with.
+
+    Returns
+    -------
+    w32 : ndarray of float32, shape (d, d)
+        ``s·Ŵ``.
+    wcol : numpy.float32
+        ``‖1ᵀ|s·Ŵ|‖``, the bound's factor on the inputs' largest entry.
+    s : float
+        The scale: 1 unless ``Ŵ``'s largest entry lies outside ``(2⁻¹⁶, 2¹⁶)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w32, wcol, s = screen_weights(np.full((2, 2), 1e6))
+    >>> w32.dtype, bool(s == 2.0**-20), float(w32[0, 0])  # 10⁶ scaled by 2⁻²⁰ into [0.5, 1)
+    (dtype('float32'), True, 0.95367431640625)
     """
     big = float(np.max(np.abs(w_sum))) if w_sum.size else 0.0
     s = 2.0 ** -np.frexp(big)[1] if np.isfinite(big) and not 2.0**-16 < big < 2.0**16 and big > 0 else 1.0
@@ -310,6 +373,22 @@ def screen_candidates(X: np.ndarray, Y: np.ndarray, screen_w: tuple[np.ndarray, 
     ``screen_w`` is :func:`screen_weights` of ``Ŵ``. ``False`` only where the example is well
     conditioned and every row's float32 residual exceeds ``_screen_margins``'s bound for a
     certifiable row; anything non-finite (overflow, the 0/0 of a repeated token) is a candidate.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, k, d)
+        Inputs.
+    Y : ndarray, shape (n, k, d)
+        Their labels.
+    screen_w : (ndarray, numpy.float32, float)
+        :func:`screen_weights` of ``Ŵ``.
+    tol : float
+        The certification tolerance (relative residual) the float64 fit will apply.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+        Per example, whether it must go to the float64 fit (a row of it might certify).
     """
     w32, wcol, s = screen_w
     n, k, d = X.shape
@@ -350,11 +429,6 @@ def screen_candidates(X: np.ndarray, Y: np.ndarray, screen_w: tuple[np.ndarray, 
 def fit_patterns(X: np.ndarray, Y: np.ndarray, w_sum: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per row, the ``p`` with ``Σp = 1`` minimising ``‖y_a − pᵀXŴ‖``.
 
-    Returns ``(P, residual, well_posed)``: ``P[n, a, j]``, the relative residual
-    per row, and per example whether ``XŴ`` has full row rank (repeated or
-    dependent tokens make the fit ambiguous; such examples should not certify
-    anything).
-
     Closed form (ours): with ``b_j = x_jᵀŴ``, the constraint ``Σp = 1`` turns the
     fit into an ordinary least-squares fit of ``y_a − b_1`` on the ``k − 1``
     differences ``b_j − b_1``; Gram–Schmidt on those differences (shared by the
@@ -363,6 +437,38 @@ def fit_patterns(X: np.ndarray, Y: np.ndarray, w_sum: np.ndarray) -> tuple[np.nd
     dot product over the batch, which numpy does far faster than ``n`` small
     ``k × k`` solves (``python -m learner bench`` measures both;
     :func:`learner.study.bench.fit_patterns_solve` is the reference).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, k, d)
+        Inputs.
+    Y : ndarray, shape (n, k, d)
+        Their labels; row ``a`` of an example is ``y_a``.
+    w_sum : ndarray, shape (d, d)
+        The estimate ``Ŵ`` of ``ΣW_i``.
+
+    Returns
+    -------
+    P : ndarray, shape (n, k, k)
+        ``P[n, a, j]``: the fitted weight of token ``j`` in row ``a`` (summing to 1, not necessarily
+        non-negative).
+    residual : ndarray, shape (n, k)
+        The relative residual ``‖y_a − pᵀXŴ‖ / ‖y_a‖`` per row (``0`` for a zero row).
+    well_posed : ndarray of bool, shape (n,)
+        Per example, whether ``XŴ`` has full row rank (repeated or dependent tokens make the fit
+        ambiguous; such examples should not certify anything).
+
+    Examples
+    --------
+    Rows that are mixtures of the tokens' ``x_jᵀŴ`` fit exactly:
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X, w_sum = rng.standard_normal((1, 3, 5)), rng.standard_normal((5, 5))
+    >>> p = np.array([[0.2, 0.5, 0.3], [1.0, 0.0, 0.0], [0.1, 0.1, 0.8]])
+    >>> P, res, ok = fit_patterns(X, (p @ X[0] @ w_sum)[None], w_sum)
+    >>> np.allclose(P[0], p), bool(res.max() < 1e-12), ok
+    (True, True, array([ True]))
     """
     parts = []
     for start in range(0, max(X.shape[0], 1), FIT_CHUNK):  # an empty batch is one empty block
@@ -376,12 +482,9 @@ def certify_rows(X: np.ndarray, Y: np.ndarray, w_sum: np.ndarray, *, tol: float,
                  with_example: bool = False) -> tuple[Any, ...]:
     """Certify rows of a batch and turn them into constraints.
 
-    Returns ``(A, b, residual, p_token, p_ref, rows_certified)``: one constraint
-    per used token ``j`` of a certified row, with its row's residual and the
-    fitted weights ``p_j`` and ``p_{j0}``, in the order of the examples. With
-    ``with_example`` the index of each constraint's example in ``X`` comes
-    before ``rows_certified`` (phases 2 and 4 use it to count the examples that
-    reached their target).
+    A row certifies when its example's fit is well posed, its relative residual is below ``tol`` and its
+    fitted ``p`` is proper (no weight below ``−10⁻³``); it gives one constraint per token ``j`` other than
+    its heaviest ``j0`` with ``p_j >= min_weight`` (see the module docstring).
 
     With ``screen`` (the default; ours) every row is first fitted in float32 and
     only the examples with a row that might pass (``_screen_margins`` bounds
@@ -390,6 +493,46 @@ def certify_rows(X: np.ndarray, Y: np.ndarray, w_sum: np.ndarray, *, tol: float,
     every row), only faster where few rows certify (2.3 times at (3, 16, 4),
     tol 0.03; 1.7 times at (3, 12, 2), tol 0.015; ``python -m learner bench
     --certification``).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, k, d)
+        Inputs.
+    Y : ndarray, shape (n, k, d)
+        Their labels.
+    w_sum : ndarray, shape (d, d)
+        The estimate ``Ŵ`` of ``ΣW_i`` the rows are fitted with.
+    tol : float
+        The certification tolerance: a row certifies with relative residual ``< tol``.
+    min_weight : float
+        The smallest fitted weight of a token that gives a constraint.
+    screen : bool
+        Screen the examples in float32 first (the same result, faster where few rows certify).
+    with_example : bool
+        Also return each constraint's example index.
+
+    Returns
+    -------
+    A : ndarray, shape (N, d²)
+        One constraint per used token of a certified row, in the order of the examples.
+    b : ndarray, shape (N,)
+        ``ln(p_j / p_{j0})`` per constraint.
+    residual : ndarray, shape (N,)
+        The certifying row's relative residual per constraint.
+    p_token : ndarray, shape (N,)
+        The fitted weight ``p_j`` per constraint.
+    p_ref : ndarray, shape (N,)
+        The fitted weight ``p_{j0}`` of the row's heaviest token per constraint.
+    example : ndarray of intp, shape (N,)
+        Only with ``with_example``: each constraint's example index in ``X`` (phases 2 and 4 use it to count
+        the examples that reached their target).
+    rows_certified : int
+        The rows certified (including those that gave no constraint).
+
+    Raises
+    ------
+    TypeError
+        When ``screen`` is not a bool.
 
     Examples
     --------
@@ -451,14 +594,35 @@ def certify_batch(batch: ExampleBatch, w_sum: np.ndarray, tol: float,
 
 def pilot_batch(batch: ExampleBatch, w_sum: np.ndarray, tols: Sequence[float],
                 min_weight: float) -> tuple[list[np.ndarray], tuple[int, ...], int]:
-    """The pilot's reduction of a batch (phase 4, ours): the constraint block certified at ``max(tols)`` and
-    the rows certified at every tolerance of ``tols``, and the rows seen.
+    """The pilot's reduction of a batch (phase 4, ours): the constraints at the loosest tolerance, the rows
+    certified at each, the rows seen.
 
     The block at a smaller ``t`` is the block's constraints with residual ``< t``: a row certifies at ``t``
     exactly when its float64 fit is well posed, proper and has residual ``< t``, and the screen at ``t``
     keeps a subset of the examples kept at ``max(tols)`` (``_screen_margins`` grows with ``tol``).
     The rows per tolerance are counted by certifying the loosest tolerance's candidates again at each
     (a row with no token above ``min_weight`` gives no constraint but counts as certified).
+
+    Parameters
+    ----------
+    batch : ExampleBatch
+        One batch of phase 4's stream.
+    w_sum : ndarray, shape (d, d)
+        The estimate ``Ŵ`` of ``ΣW_i``.
+    tols : sequence of float
+        The pilot's tolerances.
+    min_weight : float
+        The smallest fitted weight of a token that gives a constraint.
+
+    Returns
+    -------
+    block : list of ndarray
+        :func:`certify_rows`'s ``A, b, residual, p_token, p_ref`` and example indices (in the batch) at
+        ``max(tols)``.
+    rows : tuple of int
+        The rows certified at each tolerance of ``tols``, in its order.
+    rows_seen : int
+        The batch's rows (examples × k).
     """
     X, Y = batch.examples()
     n = X.shape[0]
@@ -509,7 +673,20 @@ CHECKPOINT_FIRST, CHECKPOINT_GROWTH = 1.25, 1.25
 
 def hull_change(old: SpanEstimate, new: SpanEstimate) -> float:
     """How far apart two hulls are: the larger of ``‖Θ*_new − Θ*_old‖_F/‖Θ*_new‖_F`` and the sine of the largest
-    principal angle between their direction spaces (``inf`` when their dimensions differ)."""
+    principal angle between their direction spaces (phase 4's stability rule, ours).
+
+    Parameters
+    ----------
+    old : SpanEstimate
+        The previous checkpoint's hull.
+    new : SpanEstimate
+        This checkpoint's hull.
+
+    Returns
+    -------
+    float
+        The change (dimensionless); ``inf`` when their dimensions differ or ``Θ*_new = 0``.
+    """
     if old.directions.shape != new.directions.shape:
         return float("inf")
     norm = float(np.linalg.norm(new.theta_star))
@@ -738,8 +915,36 @@ def crude_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, *, tol: fl
     :func:`learner.learn` takes them (a pool for this call only). The blocks are
     merged in batch order, so the constraints do not depend on it. ``first_batch`` (ours) makes the
     batches start there and double up to ``batch`` (:func:`learner.oracle.growing_sizes`): the last
-    batch, drawn whole, then overshoots the target by at most what came before. Returns
-    :class:`Constraints`.
+    batch, drawn whole, then overshoots the target by at most what came before.
+
+    Parameters
+    ----------
+    source : LayerOracle or ArraySource
+        Where the examples come from; the examples merged are marked consumed.
+    w_sum : array_like, shape (d, d)
+        The crude estimate of ``ΣW_i`` (phase 1's).
+    tol : float
+        The certification tolerance (relative residual), in (0, 1).
+    min_weight : float
+        The smallest fitted weight of a token that gives a constraint (positive).
+    target : int
+        Constraints to collect (:func:`learner.learn` passes ``int(crude_constraints·d²)``).
+    max_examples : int
+        The example budget: the stream stops there short of the target.
+    batch : int
+        Examples per batch (the largest batch with ``first_batch``).
+    truth : AttentionLayer, optional
+        The planted layer (oracle mode): sets each constraint's error.
+    workers : Workers, int, "auto" or None
+        Where the batches are certified (see above); None: here.
+    first_batch : int, optional
+        The first batch's size (at least 1); each next batch doubles, up to ``batch``. None: every batch is
+        ``batch``.
+
+    Returns
+    -------
+    Constraints
+        The constraints certified, in batch order, with ``stopped`` ``"target"`` or ``"budget"``.
     """
     return _sculpt(source, np.asarray(w_sum, dtype=float), tol=tol, min_weight=min_weight,
                    target=check_int("target", target), max_examples=max_examples, batch=batch, truth=truth,
@@ -798,10 +1003,30 @@ def refined_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, *, tol: 
         Examples up to which the smaller tolerance is affordable (default 2·10^7; ``rule="affordable"``).
     rule : {"affordable", "cost"}
         How the pilot chooses the tolerance (:func:`learner.phases.forecast.pilot_forecast`).
+    stability : float, optional
+        The hull stability rule's threshold (positive; see above). None: no rule, ``target`` is the target.
+    hull_m : int, optional
+        The m of the checkpoints' hulls (at least 1); None estimates it from the singular-value gap.
+    gap_min : float
+        The checkpoints' singular-value ratio that marks the hull's dimension (positive; used with
+        ``stability``).
+    max_m : int
+        The largest m of the checkpoints' hulls (at least 1; used with ``stability``).
+    weighting : {"precision", "irls", "none"}
+        The checkpoints' weighting of the constraints (:data:`learner.phases.span.WEIGHTINGS`; used with
+        ``stability``).
 
     Returns
     -------
     Constraints
+        The constraints kept, with the pilot's ``forecast``, why the stream ``stopped`` and the
+        ``checkpoints``.
+
+    Raises
+    ------
+    ValueError
+        Without ``n`` under ``pilot``, without ``tol`` and ``pilot``, or for an unknown ``weighting`` or a
+        value out of range.
     """
     if not isinstance(pilot, bool):
         raise TypeError(f"`pilot` must be True or False; got pilot={pilot!r}.")

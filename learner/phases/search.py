@@ -20,7 +20,7 @@ The searches (``search=``):
   ``vp_starts`` uniform random tuples in the box, Levenberg–Marquardt on the
   ``m(m − 1)`` coordinates with the ``W``'s eliminated (solved exactly at every
   step), a local optimum per start. Its cost does not depend on a grid.
-* ``"swap"`` (ours, the earlier default beyond the exhaustive search) — swap
+* ``"swap"`` (ours) — swap
   descent on the grid: from a greedy start and ``swap_starts`` random tuples,
   replace one head at a time by the grid point that lowers the residual most
   (every grid point scored at once through a Schur complement), until no swap
@@ -35,9 +35,9 @@ The refinement (``refine=``): ``"vp"`` (ours, the default) is Levenberg–Marqua
 on the ``md²`` entries of the ``Θ``'s with the ``W``'s eliminated (Golub–Pereyra
 variable projection with Kaufman's Jacobian; one thin QR of the ``(nk) × (md)``
 design serves all ``d`` output columns) on about two residuals per parameter;
-``"trf"`` is the earlier refinement of all ``2md²`` parameters with scipy's
+``"trf"`` (kept for comparison) refines all ``2md²`` parameters with scipy's
 trust-region reflective method and the full analytic Jacobian
-(:func:`layer_jacobian`). Both reach relative errors ~1e-30 on noiseless data;
+(:func:`~learner.layer.layer_jacobian`). Both reach relative errors ~1e-30 on noiseless data;
 at (m, d, k) = (5, 16, 2) the first took 5 s where the second took ~166 s.
 
 What the refinement costs at large m (ours, measured at (8, 24, 2) on its 576 examples, one BLAS thread, medians
@@ -93,13 +93,58 @@ FLOOR_GAIN = 10.0
 #: near its peak on one thread, narrow enough to share (8, 24, 2)'s 4,608 columns among the threads.
 PRODUCT_BLOCK = 256
 #: The joint refinements of :func:`search_heads`: variable projection (Levenberg–Marquardt on the
-#: Θ's, W's eliminated) or the earlier trust-region refinement of all parameters.
+#: Θ's, W's eliminated) or a trust-region refinement of all parameters (kept for comparison).
 REFINEMENTS = ("vp", "trf")
 
 
 @dataclass(frozen=True)
 class SearchResult:
-    """Phase 6's result: the warm start (best net tuple + least squares) and the refined layer."""
+    """Phase 6's result: the warm start (best net tuple + least squares) and the refined layer.
+
+    The held-out errors are :func:`heldout_relative_error`'s ratios of squared norms, on the ``n_search``
+    held-out examples.
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+        The refined layer (the noise-floor refit, when the test passed).
+    warm_start : AttentionLayer
+        The warm start: the best tuple on held-out examples with its least-squares ``W``'s.
+    warm_start_heldout : float
+        The warm start's held-out relative error.
+    heldout_error : float
+        The refined layer's held-out relative error.
+    tuples_scored : int
+        The search's work: tuples scored by the exhaustive search, grid points scored by the swap descent,
+        residual evaluations of the variable-projection search.
+    net_points : int
+        The grid's points (1 at m = 1, ``net_points`` at m = 2, ``net_points_3d^(m−1)`` beyond).
+    nfev : int
+        The refinement's residual evaluations (and the noise-floor refit's).
+    n_examples : int
+        Examples drawn: ``2·n_search`` (scoring and held out).
+    seconds : float
+        Wall time of the phase.
+    refine_seconds : float
+        Wall time of the refinement, the noise-floor test and the refit.
+    search : str, default "exhaustive"
+        The tuple search that ran: ``"exhaustive"``, ``"swap"`` or ``"vp"``.
+    search_details : dict
+        The search's figures (grid size, starts, scoring examples, memory, best in-sample residual, ...).
+    warm_start_error : float, optional
+        With the truth: the warm start's :func:`learner.metrics.relative_error` against it.
+    warm_start_param_error : float, optional
+        With the truth and the same m: the warm start's largest per-head parameter error
+        (:func:`learner.metrics.match_heads`'s ``max_error``).
+    noise_test : NoiseFloor, optional
+        With a held-out error above ``noise_tol``: the noise-floor test on the refinement set.
+    noise : NoiseFloor, optional
+        When that test passed: the noise floor of the refit on more examples.
+    refit_examples : int, default 0
+        The examples of that refit (0: none).
+    residual_sigma : float, optional
+        ``sqrt(RSS / (N − 2md²))`` of the refinement's residuals: the noise estimate without the Jacobian.
+    """
 
     layer: AttentionLayer
     warm_start: AttentionLayer
@@ -124,6 +169,14 @@ class SearchResult:
     residual_sigma: float | None = None
 
     def summary(self) -> dict[str, Any]:
+        """Diagnostics as a JSON-ready dict (the layers left out).
+
+        Returns
+        -------
+        dict
+            The search, its figures, both held-out errors, the refinement's evaluations, examples and times;
+            with the truth the warm start's errors; and the noise estimate and tests when there are any.
+        """
         out = {
             "search": self.search,
             "tuples_scored": self.tuples_scored,
@@ -166,15 +219,73 @@ def _fit_ws(Phis, Y):
 
 
 def heldout_relative_error(layer: AttentionLayer, X: np.ndarray, Y: np.ndarray) -> float:
-    """``‖F(X) − Y‖² / ‖Y‖²``: the relative error of ``layer`` on labelled examples (phase 6's score)."""
+    """``‖F(X) − Y‖² / ‖Y‖²``: the relative error of ``layer`` on labelled examples (phase 6's score).
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+        The layer scored.
+    X : ndarray, shape (n, k, d)
+        Inputs.
+    Y : ndarray, shape (n, k, d)
+        Their labels (not all zero).
+
+    Returns
+    -------
+    float
+        The ratio of squared norms (not its square root), summed over every example.
+
+    Examples
+    --------
+    >>> from learner import random_layer, sample_inputs
+    >>> layer = random_layer(2, 4, rng=0)
+    >>> X = sample_inputs(100, 3, 4, rng=1)
+    >>> heldout_relative_error(layer, X, layer(X)), heldout_relative_error(layer, X, 2 * layer(X))
+    (0.0, 0.25)
+    """
     return float(np.sum((layer(X) - Y) ** 2) / np.sum(Y**2))
 
 
 def refit(thetas: ArrayLike, X: np.ndarray, Y: np.ndarray, *, max_iter: int = 200, ftol: float = 1e-12,
           max_bytes: int = 2**30, device: Any = None) -> AttentionLayer:
-    """The layer of ``len(thetas)`` heads fitted to ``(X, Y)`` by variable projection (Levenberg–Marquardt on the
-    ``Θ``'s from ``thetas``, the ``W``'s solved exactly at every step; phase 6's refinement). ``device`` (a torch
-    device name such as ``"cuda"``; torch extra) computes on torch tensors there; None: numpy."""
+    """The layer of ``len(thetas)`` heads fitted to ``(X, Y)`` by variable projection.
+
+    Levenberg–Marquardt on the ``Θ``'s from ``thetas``, the ``W``'s solved exactly at every step: phase 6's
+    refinement (ours), also used to refit a layer without its redundant heads.
+
+    Parameters
+    ----------
+    thetas : array_like, shape (m, d, d)
+        The starting ``Θ``'s.
+    X : ndarray, shape (n, k, d)
+        Inputs.
+    Y : ndarray, shape (n, k, d)
+        Their labels.
+    max_iter : int
+        The cap on residual evaluations.
+    ftol : float
+        A kept step that lowers the residual by less than this, relative, ends the fit.
+    max_bytes : int
+        Memory budget of the normal equations' blocks (bytes).
+    device : str, optional
+        A torch device name such as ``"cuda"`` (torch extra): computes on torch tensors there. None: numpy.
+
+    Returns
+    -------
+    AttentionLayer
+        The fitted layer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from learner import random_layer, sample_inputs
+    >>> layer = random_layer(2, 4, rng=0)
+    >>> X = sample_inputs(200, 2, 4, rng=1)
+    >>> start = layer.thetas + 0.05 * np.random.default_rng(2).standard_normal(layer.thetas.shape)
+    >>> fit = refit(start, X, layer(X))
+    >>> bool(heldout_relative_error(fit, X, layer(X)) < 1e-20)
+    True
+    """
     thetas = np.asarray(thetas, dtype=float)
     z, ws, _, _ = _refine_vp(thetas, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes, device=device)
     return AttentionLayer(z.reshape(thetas.shape), ws)
@@ -628,11 +739,14 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
 
     Parameters
     ----------
-    source : example source
+    source : LayerOracle or ArraySource
+        Where the examples come from (``2·n_search`` of them are drawn).
     theta_star : ndarray (d, d)
+        The hull's minimum-norm point (phase 5).
     directions : ndarray (d², m − 1)
         Orthonormal hull directions (phase 5).
     m : int
+        Heads.
     net_radius, net_points, net_points_3d :
         Grid radius (× ‖Θ*‖_F) and points per axis (for m − 1 = 1, and for m − 1 >= 2).
     n_search : int
@@ -645,8 +759,9 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
         2d²/(k(k−1)) examples, at most n_search) and the cap on its residual evaluations.
     refine : {"vp", "trf"}
         The joint refinement: ``"vp"`` (default, ours) Levenberg–Marquardt on the ``Θ``'s with the
-        ``W``'s solved exactly at every step (variable projection); ``"trf"`` the earlier
-        trust-region refinement of all ``2md²`` parameters with the full analytic Jacobian.
+        ``W``'s solved exactly at every step (variable projection); ``"trf"`` a trust-region
+        refinement of all ``2md²`` parameters with the full analytic Jacobian (kept for comparison; no
+        noise-floor test follows it).
     search : {"auto", "exhaustive", "swap", "vp"}
         Which tuple search (module docstring); ``"auto"`` is the exhaustive one where ``max_tuples``
         and ``search_memory`` allow it, the variable-projection search otherwise.
@@ -658,6 +773,8 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
         variable-projection search, and their seed.
     truth : AttentionLayer, optional
         Records the warm start's errors.
+    k : int, optional
+        Unused: the number of tokens is read from the examples drawn.
     noise_tol, noise_z : float, optional
         When the refined layer's held-out relative error is above ``noise_tol`` (the learner passes
         :data:`learner.phases.noise.NOISE_MIN`), test whether the

@@ -51,13 +51,47 @@ Search = Callable[[Any], Any]
 
 def reaches_floor(p6: Any, success_tol: float) -> bool:
     """Whether phase 6's layer reached the planted one: held-out error within ``success_tol`` or at the noise
-    floor (:mod:`learner.phases.noise`)."""
+    floor (:mod:`learner.phases.noise`).
+
+    Parameters
+    ----------
+    p6 : SearchResult
+        Phase 6's result (anything with ``heldout_error`` and ``noise``).
+    success_tol : float
+        The largest held-out relative error that counts as success (``LearnConfig.success_tol``).
+
+    Returns
+    -------
+    bool
+        True when ``p6.heldout_error <= success_tol``, or when the noise-floor test passed (``p6.noise`` is
+        set only then).
+    """
     return bool(p6.heldout_error <= success_tol or p6.noise is not None)
 
 
 def candidate_ms(gap_ratios: Any, gap_m: int, plan_m: int) -> list[int]:
     """The m's :func:`select_m` tries, smallest first: 1, the gap rule's ``gap_m``, and every m <= ``plan_m`` whose
-    singular-value ratio (``gap_ratios[m − 2]``) is at least :data:`CANDIDATE_GAP`."""
+    singular-value ratio (``gap_ratios[m − 2]``) is at least :data:`CANDIDATE_GAP`.
+
+    Parameters
+    ----------
+    gap_ratios : sequence of float
+        Phase 5's ratios of consecutive smallest singular values; ``gap_ratios[j]`` marks m = j + 2.
+    gap_m : int
+        The m of the gap rule (phase 5's own).
+    plan_m : int
+        The largest m the run plans for.
+
+    Returns
+    -------
+    list of int
+        The candidate m's, distinct and increasing.
+
+    Examples
+    --------
+    >>> candidate_ms([1.2, 3.4, 1.6, 1.1], gap_m=3, plan_m=4)
+    [1, 3, 4]
+    """
     ratios = list(gap_ratios)
     return sorted({1, gap_m} | {c for c in range(2, plan_m + 1)
                                 if len(ratios) >= c - 1 and ratios[c - 2] >= CANDIDATE_GAP})
@@ -71,8 +105,36 @@ def select_m(p4: Any, p5: Any, search: Search, *, plan_m: int, success_tol: floa
     The candidates are :func:`candidate_ms`. The gap rule alone misreads some one-head layers at (d, k) = (8, 4)
     as two heads (a weakly determined direction gives a ratio of 3.23): the data then decide, since a one-head
     fit of a one-head layer reaches the floor and is smaller. The gap rule's m uses phase 5's own hull
-    ``p5``; the others are spanned from phase 4's constraints ``p4``. Returns ``(span, p6, tried)`` of the kept
-    m (the gap rule's when none is kept); ``tried`` lists every m tried and its verdict.
+    ``p5``; the others are spanned from phase 4's constraints ``p4``.
+
+    Parameters
+    ----------
+    p4 : Constraints
+        Phase 4's constraints, from which the hulls of the other m's are estimated.
+    p5 : SpanEstimate
+        Phase 5's hull, with the gap rule's m and its ``gap_ratios``.
+    search : callable
+        Phase 6: ``search(span) -> SearchResult``.
+    plan_m : int
+        The largest m the run plans for.
+    success_tol : float
+        As for :func:`reaches_floor`.
+    gap_min : float
+        The hulls' singular-value ratio (:func:`learner.phases.estimate_span`).
+    weighting : {"precision", "irls", "none"}
+        The hulls' weighting of the constraints.
+    truth : AttentionLayer, optional
+        The planted layer: the hulls record their errors against it.
+
+    Returns
+    -------
+    span : SpanEstimate
+        The kept m's hull (the gap rule's when none is kept).
+    p6 : SearchResult
+        Its phase 6.
+    tried : list of dict
+        Every m tried, in order, with its held-out relative error and verdict (``"kept"``, ``"does not
+        reach the floor"``, the conditions it violates, or an undetermined hull).
     """
     tried: list[dict[str, Any]] = []
     results: dict[int, tuple[Any, Any]] = {}
@@ -107,8 +169,35 @@ def probe_more_heads(p4: Any, p6: Any, search: Search, *, m: int | None, max_m: 
                      gap_min: float, weighting: str) -> tuple[dict | None, str]:
     """With m given and a residual that is not noise (structure p-value below
     :data:`~learner.phases.noise.STRUCTURE_ALPHA`): whether m + 1 heads (at most ``max_m``) reach the floor, by
-    phase 6 on phase 4's constraints. Returns ``(probe, clause)``: the probe's record (None when no probe ran)
-    and the clause the failure message adds ("" unless the probe reaches the floor)."""
+    phase 6 on phase 4's constraints.
+
+    Parameters
+    ----------
+    p4 : Constraints
+        Phase 4's constraints, from which the hull of m + 1 heads is estimated.
+    p6 : SearchResult
+        Phase 6's result with m heads (its ``noise_test`` decides whether to probe).
+    search : callable
+        Phase 6: ``search(span) -> SearchResult``.
+    m : int or None
+        The given m; None (m estimated): no probe.
+    max_m : int
+        The largest m the probe may try.
+    success_tol : float
+        As for :func:`reaches_floor`.
+    gap_min : float
+        The hull's singular-value ratio (:func:`learner.phases.estimate_span`).
+    weighting : {"precision", "irls", "none"}
+        The hull's weighting of the constraints.
+
+    Returns
+    -------
+    probe : dict or None
+        The probe's record (m, held-out relative error, whether it reaches the floor); None when no probe ran
+        (no structure in the residual, m + 1 above ``max_m``, or an undetermined hull).
+    clause : str
+        The clause the failure message adds: "" unless the probe reaches the floor.
+    """
     test = p6.noise_test
     if m is None or test is None or test.structure_p >= STRUCTURE_ALPHA or m + 1 > max_m:
         return None, ""
@@ -128,7 +217,32 @@ def probe_more_heads(p4: Any, p6: Any, search: Search, *, m: int | None, max_m: 
 def redundant_heads(thetas: np.ndarray, ws: np.ndarray) -> tuple[list[list[int]], list[str]]:
     """The heads of a layer grouped into distinct ones: ``(groups, notes)``. A head whose ‖W‖_F is at most
     :data:`EMPTY_TOL` of the largest is left out (empty); a head whose Θ is within :data:`DUPLICATE_TOL`
-    (relative Frobenius distance) of a kept group's first head joins that group. ``notes`` says why, per head."""
+    (relative Frobenius distance) of a kept group's first head joins that group.
+
+    Parameters
+    ----------
+    thetas : ndarray, shape (m, d, d)
+        The heads' ``Θ_i``.
+    ws : ndarray, shape (m, d, d)
+        The heads' ``W_i``.
+
+    Returns
+    -------
+    groups : list of list of int
+        The distinct heads, each a list of head indices (its first one leads).
+    notes : list of str
+        Why a head was left out or merged, one note per such head.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> thetas = np.stack([np.eye(2), 2 * np.eye(2), np.eye(2)])
+    >>> ws = np.stack([np.eye(2), np.eye(2), 0 * np.eye(2)])
+    >>> redundant_heads(thetas, ws)[0]
+    [[0], [1]]
+    >>> redundant_heads(thetas, np.stack([np.eye(2)] * 3))
+    ([[0, 2], [1]], ['head 2 duplicates head 0 (‖ΔΘ‖/‖Θ‖ = 0; merged)'])
+    """
     m = len(thetas)
     w_norms = np.linalg.norm(ws.reshape(m, -1), axis=1)
     notes: list[str] = []
@@ -153,10 +267,31 @@ def drop_redundant(layer: Any, source: Any, *, n_search: int, max_nfev: int, sea
                    success_tol: float) -> tuple[tuple[Any, float, str] | None, dict | None]:
     """With m given too large: the layer without its redundant heads (:func:`redundant_heads`; merged heads take
     the mean Θ, the refit gives their W), refitted by variable projection on ``n_search`` fresh examples and
-    scored on as many more. Returns ``(kept, record)``: ``kept`` is ``(layer, held-out error, note)`` when the
-    smaller layer's held-out error is within ``success_tol`` or :data:`REDUNDANT_SLACK` times the given layer's,
-    and it meets the paper's conditions, else None; ``record`` (None when no head is redundant) holds the notes,
-    the heads kept and both held-out errors.
+    scored on as many more.
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+        Phase 6's layer with the given m.
+    source : LayerOracle or ArraySource
+        Where the fresh examples come from (``2·n_search`` of them are drawn when a head is redundant).
+    n_search : int
+        Examples of the refit, and as many held out.
+    max_nfev : int
+        The refit's cap on residual evaluations.
+    search_memory : int
+        The refit's memory budget (bytes).
+    success_tol : float
+        A held-out relative error within this keeps the smaller layer.
+
+    Returns
+    -------
+    kept : (AttentionLayer, float, str) or None
+        ``(layer, held-out error, note)`` when the smaller layer's held-out error is within ``success_tol`` or
+        :data:`REDUNDANT_SLACK` times the given layer's and it meets the paper's conditions, else None.
+    record : dict or None
+        The notes, the heads kept and both held-out errors; None when no head is redundant (or every head is
+        empty).
     """
     thetas = layer.thetas
     keep, notes = redundant_heads(thetas, layer.ws)

@@ -21,7 +21,7 @@ oracle mode at (m, d, k) = (3, 16, 4) and (6, 16, 2): exponents 0.85–0.91,
 0.80–0.90 and −0.83 to −0.91; at k = 2 pairs one bit apart have a median
 disagreement of 1.02 against 0.55 eight bits apart). The power 3/2 also
 discounts the heavy tail (best of 1, 1.5, 2 on the hull's principal cosines).
-Against the earlier weight without the distance (power 1), it raised the
+Against a weight without the distance (power 1), it raised the
 singular-value ratio at (6, 16, 2) from 1.41–1.57 to 2.0–2.5 and the smallest
 principal cosine from 0.959–0.976 to 0.991–0.997 (oracle mode, tol 0.03–0.05,
 seeds 0–3), and at (3, 16, 4) by 0.2–0.4 in the ratio. The two uses of the
@@ -32,8 +32,8 @@ iteratively reweighted least squares (weights ``1/max(|e_l|, median|e|)``, an
 L1-like fit) on top of the precision weights. Reweighting or trimming the
 directions by their consistency with a first hull raised the ratio by 0.2–0.9
 without improving the directions (it would make the gap test misleading), so it
-is not done. ``"irls"`` is the earlier scheme (the IRLS weights for both uses)
-and ``"none"`` no weighting; both stay for comparison.
+is not done. ``"irls"`` uses the IRLS weights for both uses and ``"none"`` no
+weighting; both are kept for comparison.
 """
 
 from __future__ import annotations
@@ -61,7 +61,36 @@ WEIGHTINGS = ("precision", "irls", "none")
 
 @dataclass(frozen=True)
 class SpanEstimate:
-    """The estimated hull: ``Θ*`` (d×d), directions ``V`` (d² × (m−1)), and diagnostics."""
+    """The estimated hull: ``Θ*`` (d×d), directions ``V`` (d² × (m−1)), and diagnostics: phase 5's result.
+
+    Parameters
+    ----------
+    theta_star : ndarray, shape (d, d)
+        ``Θ*``, the hull's minimum-norm point.
+    directions : ndarray, shape (d², m − 1)
+        ``V``: orthonormal directions of the hull (row-major ``vec``).
+    m : int
+        The heads the hull is for (given, or estimated from the gap).
+    m_estimated : bool
+        Whether ``m`` was estimated.
+    singular_values : ndarray
+        The smallest singular values of the weighted constraint matrix, ascending (at most ``max_m + 2``).
+    gap_ratios : ndarray
+        Ratios of consecutive smallest singular values; ``gap_ratios[j]`` marks m = j + 2.
+    seconds : float
+        Wall time.
+    weighting : str, default "irls"
+        The weighting of the constraints used (:data:`WEIGHTINGS`).
+    theta_star_error : float, optional
+        With the truth: ``‖Θ* − Θ*_true‖_F / ‖Θ*_true‖_F``, against the minimum-norm point of the true heads'
+        affine hull.
+    principal_cosines : ndarray, optional
+        With the truth: the cosines of the principal angles between ``V`` and the true hull's directions.
+    hull_distance : float, optional
+        With the truth: the largest relative distance of a true head from the estimated hull.
+    rank_deficit : int, default 0
+        Directions the constraints left unpinned (see the comment on the field).
+    """
 
     theta_star: np.ndarray
     directions: np.ndarray
@@ -80,6 +109,14 @@ class SpanEstimate:
     rank_deficit: int = 0
 
     def summary(self) -> dict[str, Any]:
+        """Diagnostics as a JSON-ready dict (the hull itself left out but for ``‖Θ*‖_F``).
+
+        Returns
+        -------
+        dict
+            m and whether it was estimated, the singular values and ratios, the weighting, ``‖Θ*‖_F`` and the
+            time; the rank deficit when there is one; with the truth the errors.
+        """
         out = {
             "m": self.m,
             "m_estimated": self.m_estimated,
@@ -114,6 +151,16 @@ def token_distances(constraints: Any) -> np.ndarray:  # a sculpt.Constraints (sc
     ``A_l = x_a (x_j − x_{j0})ᵀ``, so ``‖A_l‖_F = ‖x_a‖·‖x_j − x_{j0}‖``; with Boolean
     tokens ``‖x_a‖ = √d`` and this is exact; with Gaussian tokens it is off by the
     factor ``‖x_a‖/√d = 1 ± O(1/√d)``.
+
+    Parameters
+    ----------
+    constraints : Constraints
+        Phases 2 or 4's constraints (only ``A`` is read).
+
+    Returns
+    -------
+    ndarray, shape (N,)
+        ``‖A_l‖_F / √d`` per constraint.
     """
     d = round(np.sqrt(constraints.A.shape[1]))
     return np.linalg.norm(constraints.A, axis=1) / np.sqrt(d)
@@ -126,6 +173,27 @@ def precision_weights(constraints: Any, *, floor: float = 0.05, power: float = 1
     ``floor`` (× the certifying tolerance) keeps a row that happens to fit
     exactly from outweighing every other (ours); see the module docstring for
     the distance and the power.
+
+    Parameters
+    ----------
+    constraints : Constraints
+        Constraints with their token weights ``p_token`` and ``p_ref`` (from
+        :func:`~learner.phases.sculpt.certify_rows`).
+    floor : float
+        The smallest residual used, as a multiple of the certifying tolerance ``constraints.tol`` (and at
+        least 10⁻¹²).
+    power : float
+        The exponent.
+
+    Returns
+    -------
+    ndarray, shape (N,)
+        The weights, scaled so that the largest is 1 (empty for no constraint).
+
+    Raises
+    ------
+    ValueError
+        When the constraints carry no token weights.
     """
     c = constraints
     if c.p_token is None or c.p_ref is None:
@@ -187,10 +255,42 @@ def hull_solve(A: np.ndarray, b: np.ndarray, m: int, *, weights: ArrayLike | Non
 
     ``weights`` (default all ones) multiply every row. With
     ``directions_from="irls"`` the directions and singular values come from the
-    last IRLS round's weighted matrix (the earlier scheme); with ``"weights"``
+    last IRLS round's weighted matrix (the ``"irls"`` weighting); with ``"weights"``
     they come from ``weights`` alone and only ``Θ*`` is reweighted. ``solver`` is one of
     :data:`SOLVERS`; both give the same result to rounding (``"svd"`` is the reference the
     ``bench --span`` benchmark times ``"qr"`` against).
+
+    Parameters
+    ----------
+    A : ndarray, shape (N, d²)
+        The constraint matrix.
+    b : ndarray, shape (N,)
+        The right-hand sides.
+    m : int
+        Heads: the hull has ``m − 1`` directions.
+    weights : array_like, shape (N,), optional
+        Row weights (default all ones).
+    irls_rounds : int
+        Rounds of iteratively reweighted least squares for ``Θ*`` (weights ``1/max(|e_l|, median|e|)``
+        on top of ``weights``).
+    directions_from : {"irls", "weights"}
+        Where the directions come from (see above); any other value acts as ``"irls"``.
+    solver : {"qr", "svd"}
+        How the SVDs are computed.
+
+    Returns
+    -------
+    theta_star : ndarray, shape (d²,)
+        ``vec(Θ*)``, the min-norm point on the directions the hull does not span.
+    directions : ndarray, shape (d², m − 1)
+        The right singular vectors of the ``m − 1`` smallest singular values.
+    singular_values : ndarray
+        All singular values, ascending.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``solver``.
     """
     if solver not in SOLVERS:
         raise ValueError(f"`solver` must be one of {SOLVERS}; got {solver!r}.")
@@ -225,11 +325,56 @@ def estimate_span(constraints: Any, *, m: int | None = None, gap_min: float = 3.
     Θ* is then the min-norm point, with nothing along the unpinned directions, and ``rank_deficit`` counts them
     (ours: phase 6's refinement fits Θ to the labels themselves, which do see those directions).
 
+    Parameters
+    ----------
+    constraints : Constraints
+        Phases 2 or 4's constraints (``A``, ``b``, and for ``"precision"`` the residuals and token weights).
+    m : int, optional
+        Heads; None estimates m from the singular-value gap (at most ``max_m``).
+    gap_min : float
+        The ratio of consecutive smallest singular values at least which marks the hull's dimension when m
+        is estimated (below it, m = 1).
+    max_m : int
+        The largest m estimated; the diagnostics keep ``max_m + 2`` singular values.
+    irls_rounds : int
+        Rounds of iteratively reweighted least squares for ``Θ*`` (none with ``"none"``).
+    weighting : {"precision", "irls", "none"}
+        The weighting of the constraints.
+    truth : AttentionLayer, optional
+        The planted layer: the result records ``theta_star_error``, ``principal_cosines`` and
+        ``hull_distance``.
+    allow_deficit : bool
+        With m given: return a rank-deficient estimate instead of raising (see above).
+
+    Returns
+    -------
+    SpanEstimate
+        ``Θ*``, the directions, m and the diagnostics.
+
     Raises
     ------
     HullUndetermined
         (a ValueError) With fewer constraints than unknowns (``d²``), or constraints of too
         low a rank: the hull is not determined.
+    ValueError
+        For an unknown ``weighting``, or constraints without token weights under ``"precision"``.
+
+    Examples
+    --------
+    Exact constraints satisfied by two planted heads (``b = A vec(Θ_1) = A vec(Θ_2)``): the gap marks
+    m = 2 and the hull holds both heads.
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> rng = np.random.default_rng(0)
+    >>> d, base, step = 3, rng.standard_normal(9), rng.standard_normal(9)
+    >>> A = rng.standard_normal((60, 9))
+    >>> A -= np.outer(A @ step, step) / (step @ step)  # A·(Θ_2 − Θ_1) = 0
+    >>> hull = estimate_span(SimpleNamespace(A=A, b=A @ base), weighting="irls")
+    >>> hull.m, hull.m_estimated, hull.directions.shape
+    (2, True, (9, 1))
+    >>> bool(abs(hull.directions[:, 0] @ step) / np.linalg.norm(step) > 1 - 1e-12)
+    True
     """
     t0 = time.perf_counter()
     A, b = constraints.A, constraints.b

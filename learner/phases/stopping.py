@@ -19,21 +19,51 @@ T = TypeVar("T")
 
 
 class ProgressBar(Protocol):
-    """What :func:`sample_until_precise` needs of a progress bar (:func:`learner.progress.bar` makes one)."""
+    """What :func:`sample_until_precise` needs of a progress bar (:func:`learner.progress.bar` makes one).
 
-    def set_postfix_str(self, s: str) -> None: ...
+    A structural type (:class:`typing.Protocol`): any object with these two methods will do, and the class
+    itself cannot be instantiated.
 
-    def close(self) -> None: ...
+    Parameters
+    ----------
+    *args
+        Not accepted: ``ProgressBar(...)`` raises ``TypeError`` (a protocol is a type, not a bar).
+    **kwargs
+        Not accepted, as ``*args``.
+    """
+
+    def set_postfix_str(self, s: str) -> None:
+        """Show ``s`` after the bar (the loop shows each standard error against the target).
+
+        Parameters
+        ----------
+        s : str
+            The text to show.
+        """
+        ...
+
+    def close(self) -> None:
+        """Finish the bar; called once, when the loop ends."""
+        ...
 
 
 @dataclass(frozen=True)
 class StopRecord:
-    """How a sequential phase ended.
+    """How a sequential phase ended: what :func:`sample_until_precise` returns.
 
-    ``stopped`` is why (``"standard error"``, ``"cap"``, ``"not finite"``, or the phase's name for a run
-    without a target), ``standard_error`` the last estimate's relative standard error (``inf`` before any),
-    ``examples`` the examples of the chunks taken in, and ``stages`` one record per estimate, in order:
-    ``{"examples": ..., "standard_error": ...}`` followed by the phase's own fields.
+    Parameters
+    ----------
+    stopped : str
+        Why: ``"standard error"`` (the target was met), ``"cap"`` (the chunks ran out), ``"not finite"`` (the
+        running estimate overflowed), or the phase's own word for a run without a target (the loop's
+        ``without_target``: ``"cap"`` in phase 1, ``"fixed"`` in phase 3).
+    standard_error : float
+        The last finite estimate's relative standard error (``inf`` before any).
+    examples : int
+        The examples of the chunks taken in.
+    stages : list of dict
+        One record per finite estimate, in order: ``{"examples": ..., "standard_error": ...}`` followed by
+        the phase's own fields.
     """
 
     stopped: str
