@@ -72,7 +72,21 @@ PARALLEL_BENCH_WORKERS = 2
 
 @dataclass(frozen=True)
 class BenchCase:
-    """One forward-pass benchmark setting."""
+    """One forward-pass benchmark setting.
+
+    Parameters
+    ----------
+    name : str
+        The case's label in the printed table (``"small"``, ``"main"``, ``"large"`` in :data:`DEFAULT_CASES`).
+    n : int
+        Examples in the timed batch (the forward pass runs on all of them at once).
+    k : int
+        Tokens per example.
+    d : int
+        Token dimension.
+    m : int
+        Heads of the random layer.
+    """
 
     name: str
     n: int
@@ -81,6 +95,8 @@ class BenchCase:
     m: int
 
 
+#: The forward-pass cases :func:`run_benchmark` times unless told otherwise (ours): ``(n, k, d, m)`` =
+#: (20000, 4, 8, 2), (20000, 8, 32, 4) and (5000, 16, 64, 8), from a small layer to one where the products dominate.
 DEFAULT_CASES = (
     BenchCase("small", 20000, 4, 8, 2),
     BenchCase("main", 20000, 8, 32, 4),
@@ -93,6 +109,22 @@ def forward_flops(n: int, k: int, d: int, m: int) -> int:
 
     ``2nk·d·md + 2nmk²d + 2nmk²d + 2nk·md·d = 4nmkd² + 4nmk²d``; the softmax's
     exponentials are not counted.
+
+    Parameters
+    ----------
+    n : int
+        Examples in the batch.
+    k : int
+        Tokens per example.
+    d : int
+        Token dimension.
+    m : int
+        Heads.
+
+    Returns
+    -------
+    int
+        Floating-point operations of the pass, ``4nmkd² + 4nmk²d`` (a multiply-add counts as two).
     """
     return 4 * n * m * k * d * d + 4 * n * m * k * k * d
 
@@ -162,7 +194,31 @@ def gemm_rate(*, size: int = 1500, repeat: int = 5, rng: SeedLike = None) -> flo
 
 @dataclass(frozen=True)
 class BenchRow:
-    """Forward-pass figures for one case; times are medians in seconds."""
+    """Forward-pass figures for one case; times are medians in seconds.
+
+    Parameters
+    ----------
+    case : BenchCase
+        The setting timed.
+    time_fast : float
+        Median seconds of the layer's own forward pass (:class:`~learner.layer.AttentionLayer` called on the batch).
+    time_einsum : float
+        Median seconds of the reference, one einsum per head and product.
+    time_torch : float or None
+        Median seconds of PyTorch's forward pass (CPU, float64); None when torch is not installed.
+    gflops : float
+        The layer's rate, :func:`forward_flops` over ``time_fast``, in GFLOP/s.
+    examples_per_s : float
+        ``case.n / time_fast``.
+    ratio_gemm : float
+        ``gflops`` over the machine's float64 matrix-multiply rate in the same run (the target is >= 0.15).
+    speedup_einsum : float
+        ``time_einsum / time_fast`` (the target is >= 2).
+    speedup_torch : float or None
+        ``time_torch / time_fast``; None without torch.
+    max_abs_diff : float
+        Largest absolute difference between the layer's output and the einsum reference's.
+    """
 
     case: BenchCase
     time_fast: float
@@ -178,7 +234,25 @@ class BenchRow:
 
 @dataclass(frozen=True)
 class BenchResult:
-    """All benchmark figures of one run."""
+    """All benchmark figures of one run.
+
+    Parameters
+    ----------
+    gemm_gflops : float
+        The machine's float64 matrix-multiply rate (1500 × 1500), GFLOP/s: the reference the ratios divide by.
+    rows : tuple of BenchRow
+        One row per forward-pass case, in the order timed.
+    cube_k, cube_d, cube_m : int
+        ``(k, d, m)`` of the exact cube-expectation benchmark; 0 when it was not run.
+    cube_seconds : float or None
+        Seconds of that one exact expectation (a single call, not a median); None when it was not run.
+    repeat : int
+        Timed calls behind each median.
+    torch_version : str or None
+        PyTorch's version, or None when torch is not installed.
+    numpy_version : str
+        NumPy's version (default: the one imported).
+    """
 
     gemm_gflops: float
     rows: tuple[BenchRow, ...]
@@ -191,7 +265,14 @@ class BenchResult:
     numpy_version: str = field(default=np.__version__)
 
     def table(self) -> str:
-        """The figures as a printable table."""
+        """The figures as a printable table.
+
+        Returns
+        -------
+        str
+            The header (matrix-multiply rate, repeats, versions), one line per case, a legend of the ratios and
+            their targets, and the cube expectation's time when it was run.
+        """
         lines = [
             (
                 f"float64 matrix multiply (1500x1500): {self.gemm_gflops:.1f} GFLOP/s; "
@@ -232,16 +313,20 @@ def run_benchmark(cases: Iterable[BenchCase] = DEFAULT_CASES, *, repeat: int = 5
 
     Parameters
     ----------
-    cases : sequence of BenchCase
+    cases : iterable of BenchCase
+        The forward-pass settings, each on one random layer (not checked against the paper's conditions) and
+        one batch of Boolean inputs. Default :data:`DEFAULT_CASES`.
     repeat : int
-        Timed calls per implementation; medians are reported.
+        Timed calls per implementation (``>= 1``), after one warm-up call; medians are reported.
     cube : (k, d, m) or None
-        Size of the exact cube-expectation benchmark (``2^{kd}`` inputs).
+        Size of the exact cube-expectation benchmark (``2^{kd}`` inputs, timed once); None skips it.
     rng : None, int, SeedSequence or Generator
+        Source of the layers, inputs and matrices, passed to :func:`numpy.random.default_rng`.
 
     Returns
     -------
     BenchResult
+        The matrix-multiply rate, one :class:`BenchRow` per case and the cube expectation's time.
     """
     rng = check_rng(rng)
     torch_run, torch_version = _torch_forward()
@@ -275,7 +360,7 @@ def run_benchmark(cases: Iterable[BenchCase] = DEFAULT_CASES, *, repeat: int = 5
         k, d, m = cube
         layer = random_layer(m, d, check=False, rng=rng)
         t0 = time.perf_counter()
-        # X^T J F(X) = (X^T 1)(1^T F(X)): the one-step estimate of ΣW (DESIGN §3, phase 1).
+        # X^T J F(X) = (X^T 1)(1^T F(X)): the one-step estimate of ΣW (phase 1).
         cube_expectation(lambda X: X.sum(axis=1)[:, :, None] * layer(X).sum(axis=1)[:, None, :] / k, k, d)
         cube_seconds = time.perf_counter() - t0
     return BenchResult(
@@ -293,10 +378,28 @@ def run_benchmark(cases: Iterable[BenchCase] = DEFAULT_CASES, *, repeat: int = 5
 def fit_patterns_solve(X: np.ndarray, Y: np.ndarray, w_sum: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The reference row fit: a batched ``k × k`` solve of the equality-constrained least squares.
 
-    The learner's earlier implementation, kept as the reference that
-    :func:`learner.phases.sculpt.fit_patterns` (the closed form) is checked and
-    timed against: ``min ‖y_a − Bᵀp‖`` s.t. ``1ᵀp = 1`` via ``p = u − λv`` with
-    ``G u = B y_a``, ``G v = 1``, ``G = BBᵀ`` (plus a 1e-9 relative ridge).
+    The reference that :func:`learner.phases.sculpt.fit_patterns` (the closed form)
+    is checked and timed against: ``min ‖y_a − Bᵀp‖`` s.t. ``1ᵀp = 1`` via ``p = u − λv`` with
+    ``G u = B y_a``, ``G v = 1``, ``G = BBᵀ`` (plus a 1e-9 relative ridge), where ``B = XŴ``.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, k, d)
+        The inputs.
+    Y : ndarray, shape (n, k, d)
+        The layer's outputs on ``X``.
+    w_sum : ndarray, shape (d, d)
+        ``Ŵ``, the (estimated) sum of the heads' value matrices ``ΣW``.
+
+    Returns
+    -------
+    P : ndarray, shape (n, k, k)
+        ``P[n, a, j]``: the fitted weight of token ``j`` in row ``a``; each row sums to 1.
+    residual : ndarray, shape (n, k)
+        Each row's residual ``‖y_a − pᵀXŴ‖`` relative to ``‖y_a‖`` (infinite where ``y_a = 0``).
+    well_posed : ndarray of bool, shape (n,)
+        Per example, whether ``G`` is far enough from singular (log-determinant above ``k·log(tr G / k) +
+        log 1e-8``) for the fit to be unambiguous.
     """
     n, k, _ = X.shape
     B = X @ w_sum
@@ -323,6 +426,46 @@ class CertificationBench:
     row) and with the float32 screen (the default) on the same batch; ``identical`` is whether
     their outputs agree bit for bit, ``refit_fraction`` the share of examples the screen sends to
     the float64 fit. ``blas`` says how many BLAS threads the figures were measured with.
+
+    Parameters
+    ----------
+    m, d, k : int
+        Heads, token dimension and tokens per example of the setting.
+    batch : int
+        Examples per timed call.
+    repeat : int
+        Interleaved rounds behind each median.
+    forward_per_s : float
+        Examples per second of the forward pass ``layer(X)`` alone.
+    pipeline_per_s : float
+        Examples per second of the streaming pipeline: ``LayerOracle.draw`` then
+        :func:`~learner.phases.sculpt.certify_rows` with the float32 screen.
+    fit_per_s : float
+        Examples per second of the closed-form row fit, :func:`~learner.phases.sculpt.fit_patterns`.
+    fit_solve_per_s : float
+        Examples per second of the reference row fit, :func:`fit_patterns_solve`.
+    same_rows : bool
+        Whether both row fits certify the same rows (well posed and residual below ``tol``) on the fixed batch.
+    tol : float
+        The relative residual below which a row certifies.
+    min_weight : float
+        The smallest fitted weight of a token that yields a constraint.
+    sample_per_s : float
+        Examples per second of sampling the inputs.
+    certify64_per_s : float
+        Examples per second of ``certify_rows(..., screen=False)`` on the fixed batch.
+    screened_per_s : float
+        Examples per second of ``certify_rows`` with the float32 screen on the fixed batch.
+    pipeline64_per_s : float
+        Examples per second of the pipeline with the float64 fit of every row.
+    identical : bool
+        Whether the screened and the float64 certifications returned identical arrays.
+    refit_fraction : float
+        Share of the fixed batch's examples the screen passes on to the float64 fit.
+    rows_certified : int
+        Rows certified on the fixed batch.
+    blas : str
+        The BLAS thread setting the figures were measured with, as :func:`blas_threads` describes it.
     """
 
     m: int
@@ -353,6 +496,7 @@ class CertificationBench:
 
     @property
     def fit_speedup(self) -> float:
+        """Closed-form row fit examples/s over the batched solve's (:func:`fit_patterns_solve`)."""
         return self.fit_per_s / self.fit_solve_per_s
 
     @property
@@ -361,6 +505,14 @@ class CertificationBench:
         return self.screened_per_s / self.certify64_per_s
 
     def table(self) -> str:
+        """The figures as a printable table.
+
+        Returns
+        -------
+        str
+            One header line, then one line per figure with its examples per second and, where there is one, its
+            ratio to the reference timed beside it.
+        """
         return "\n".join([
             (f"certification pipeline at (m, d, k) = ({self.m}, {self.d}, {self.k}), tol {self.tol:g}, "
              f"min_weight {self.min_weight:g}, batches of {self.batch:,}, medians of {self.repeat} interleaved runs, "
@@ -382,6 +534,13 @@ class CertificationBench:
         ])
 
     def to_dict(self) -> dict[str, Any]:
+        """The figures as a JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            Every field by name, plus the ratios ``pipeline_ratio``, ``fit_speedup`` and ``screen_speedup``.
+        """
         return dict(self.__dict__) | {"pipeline_ratio": self.pipeline_ratio, "fit_speedup": self.fit_speedup,
                                       "screen_speedup": self.screen_speedup}
 
@@ -404,9 +563,33 @@ def run_certification_benchmark(m: int = 3, d: int = 12, k: int = 2, *, batch: i
     Every figure is timed in turn, ``repeat`` rounds, with the BLAS limited to
     ``threads`` threads (:func:`blas_threads`).
 
+    Parameters
+    ----------
+    m : int
+        Heads of the planted layer (``>= 1``).
+    d : int
+        Token dimension (``>= 1``).
+    k : int
+        Tokens per example (``>= 1``).
+    batch : int
+        Examples per timed call (``>= 1``); phases 2 and 4 draw batches of this size by default.
+    repeat : int
+        Interleaved rounds per figure (``>= 1``), after one warm-up round; medians are reported.
+    logit_scale : float
+        ``‖Θ_i‖_F`` of the random layer; default :data:`~learner.study.runs.STUDY_LOGIT_SCALE`, the studies' 1.
+    tol : float
+        Relative residual below which a row certifies (``> 0``), as in phase 4.
+    min_weight : float
+        Smallest fitted token weight that yields a constraint (``> 0``), as in phase 4.
+    threads : int
+        BLAS threads during the timing (``>= 1``); 1 is how every run of a sweep computes.
+    rng : None, int, SeedSequence or Generator
+        Source of the layer, the oracle's stream and the fixed batch, passed to :func:`numpy.random.default_rng`.
+
     Returns
     -------
     CertificationBench
+        The medians as examples per second, with the identity checks.
     """
     from ..oracle import LayerOracle
     from ..phases.sculpt import SCREEN_CHUNK, certify_rows, fit_patterns, screen_candidates, screen_weights
@@ -451,7 +634,29 @@ def run_certification_benchmark(m: int = 3, d: int = 12, k: int = 2, *, batch: i
 class SpanBench:
     """Phase 5's hull solve (:func:`learner.phases.span.hull_solve`, precision weighting) with its SVDs through a
     QR (``solver="qr"``) against the thin SVD (``"svd"``, the reference), timed in one run on the same constraint
-    matrix: medians, their ratio, and how far the two results differ."""
+    matrix: medians, their ratio, and how far the two results differ.
+
+    Parameters
+    ----------
+    rows : int
+        Constraints (rows of the matrix).
+    d : int
+        Token dimension: the matrix has ``d²`` columns.
+    m : int
+        Heads: the hull has ``m − 1`` directions.
+    repeat : int
+        Interleaved rounds behind each median.
+    svd_seconds : float
+        Median seconds of the solve with the thin SVD (``solver="svd"``).
+    qr_seconds : float
+        Median seconds of the solve through a QR (``solver="qr"``).
+    theta_difference : float
+        ``‖Θ*_svd − Θ*_qr‖ / ‖Θ*_svd‖``: how far the two min-norm points differ.
+    singular_value_difference : float
+        Largest difference of the two solvers' singular values, relative to the largest one.
+    blas : str
+        The BLAS thread setting of the timing, as :func:`blas_threads` describes it.
+    """
 
     rows: int
     d: int
@@ -465,9 +670,17 @@ class SpanBench:
 
     @property
     def speedup(self) -> float:
+        """Median SVD time over median QR time."""
         return self.svd_seconds / self.qr_seconds
 
     def table(self) -> str:
+        """The figures as a printable table.
+
+        Returns
+        -------
+        str
+            A header line, then the SVD's time and the QR's, with the speed-up and the two results' differences.
+        """
         return "\n".join([
             (f"phase 5's hull solve on {self.rows:,} constraints × d² = {self.d * self.d} unknowns, m = {self.m}, "
              f"medians of {self.repeat} interleaved runs, {self.blas}:"),
@@ -478,6 +691,13 @@ class SpanBench:
         ])
 
     def to_dict(self) -> dict[str, Any]:
+        """The figures as a JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            Every field by name, plus ``speedup``.
+        """
         return dict(self.__dict__) | {"speedup": self.speedup}
 
 
@@ -490,9 +710,25 @@ def run_span_benchmark(rows: int = 200_000, d: int = 12, m: int = 1, *, repeat: 
     certifies (about 2·10⁵ constraints per round in the frontier's runs). The matrix is random (Gaussian entries,
     uniform weights, right-hand sides from a point plus noise): the solve's cost depends on the shape alone.
 
+    Parameters
+    ----------
+    rows : int
+        Constraints (``>= 1``).
+    d : int
+        Token dimension (``>= 1``): ``d²`` unknowns.
+    m : int
+        Heads (``>= 1``): the hull solve looks for ``m − 1`` directions.
+    repeat : int
+        Interleaved rounds per solver (``>= 1``), after one warm-up round; medians are reported.
+    threads : int
+        BLAS threads during the timing (``>= 1``).
+    rng : None, int, SeedSequence or Generator
+        Source of the random matrix, passed to :func:`numpy.random.default_rng`.
+
     Returns
     -------
     SpanBench
+        Both medians and how far the two solvers' results differ.
     """
     from ..phases.span import hull_solve
 
@@ -598,7 +834,7 @@ def run_parallel_benchmark(m: int = 4, d: int = 12, k: int = 2, *, workers: int 
         def timed(name, pool):
             def run():
                 # Like for like: this process computes with one BLAS thread, as every worker does (with the
-                # default threads a loaded machine oversubscribed and printed "speed-ups" of 6-10x).
+                # default threads a loaded machine is oversubscribed and prints "speed-ups" of 6-10x).
                 with blas_threads(1):
                     results[name] = phase(pool)
             return run
@@ -619,7 +855,30 @@ def _noop(i):
 class SearchBench:
     """Phase 6 (:func:`learner.phases.search_heads`) as one process with one BLAS thread runs it — the search's
     starts one after another — against the run's ``workers`` (the starts on a local pool, the refinement's
-    products on as many threads), timed in one run on the same hull and examples: medians and their ratio."""
+    products on as many threads), timed in one run on the same hull and examples: medians and their ratio.
+
+    Parameters
+    ----------
+    m, d, k : int
+        Heads, token dimension and tokens per example of the planted layer.
+    workers : int
+        Local processes (and refinement threads) of the parallel side.
+    repeat : int
+        Interleaved rounds behind each median.
+    serial_seconds : float
+        Median seconds in one process with one BLAS thread.
+    parallel_seconds : float
+        Median seconds with ``workers`` processes and threads.
+    serial_split, parallel_split : dict
+        Each side's last run: ``search_seconds`` and ``refine_seconds``, and ``evaluations``, the refinement's
+        residual evaluations.
+    heldout_error : float
+        The parallel side's held-out relative error of the learned layer.
+    identical : bool
+        Whether both sides returned the same layer, bit for bit.
+    blas : str
+        What each side computed with, in words (BLAS threads here and in the workers).
+    """
 
     m: int
     d: int
@@ -628,7 +887,6 @@ class SearchBench:
     repeat: int
     serial_seconds: float
     parallel_seconds: float
-    #: Each side's last run: the search's and the refinement's seconds, the refinement's residual evaluations.
     serial_split: dict
     parallel_split: dict
     heldout_error: float
@@ -641,6 +899,14 @@ class SearchBench:
         return self.serial_seconds / self.parallel_seconds
 
     def table(self) -> str:
+        """The figures as a printable table.
+
+        Returns
+        -------
+        str
+            A header line, each side's median with its search/refinement split, the speed-up with the held-out
+            error and the identity check, and the BLAS setting.
+        """
         def split(s):
             return (f"search {s['search_seconds']:.2f} s, refinement {s['refine_seconds']:.2f} s "
                     f"({s['evaluations']} evaluations)")
@@ -657,6 +923,13 @@ class SearchBench:
         ])
 
     def to_dict(self) -> dict[str, Any]:
+        """The figures as a JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            Every field by name, plus ``speedup``.
+        """
         return dict(self.__dict__) | {"speedup": self.speedup}
 
 
@@ -670,9 +943,25 @@ def run_search_benchmark(m: int = 7, d: int = 20, k: int = 2, *, workers: int = 
     products are formed in fixed blocks, the same bits on any number of threads, and the starts are merged in
     their order, so the two layers must be identical. Runs alternate, so a change of load hits both alike.
 
+    Parameters
+    ----------
+    m : int
+        Heads of the planted layer (``>= 2``: the hull has ``m − 1 >= 1`` directions).
+    d : int
+        Token dimension (``>= 1``).
+    k : int
+        Tokens per example (``>= 2``).
+    workers : int
+        Local processes of the parallel side (``>= 2``); default :data:`PARALLEL_BENCH_WORKERS`.
+    repeat : int
+        Interleaved rounds per side (``>= 1``), after one warm-up round; medians are reported.
+    rng : None, int, SeedSequence or Generator
+        Source of the layer, the examples and the hull's turn, passed to :func:`numpy.random.default_rng`.
+
     Returns
     -------
     SearchBench
+        Both medians, each side's split, the held-out error and whether the two layers are identical.
     """
     from ..geometry import min_norm_point
     from ..oracle import ArraySource, LayerOracle

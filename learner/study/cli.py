@@ -43,19 +43,28 @@ from .scaling import scaling_study
 
 __all__ = ["add_commands", "run_study"]
 
-#: ``--workers`` of the studies: the local pool's processes (default: every core this process may run on).
-#: torch Adam's budgets in ``peers``: fit_torch's own defaults, and those of --quick.
+#: torch Adam's budgets in ``peers``: fit_torch's own defaults (``epochs`` and ``batch``).
 TORCH_DEFAULTS = {name: inspect.signature(fit_torch).parameters[name].default for name in ("epochs", "batch")}
+#: torch Adam's budgets under ``--quick``.
 QUICK_TORCH = get_method("torch-adam").quick
 #: The local pool's options: a number of processes.
 POOL_RULES = {"workers": Integer(), "learn_workers": Integer()}
+#: ``--workers`` of the studies: the local pool's processes (default: every core this process may run on).
 WORKERS_HELP = f"processes of the local pool (default {DEFAULT_POOL}: every core this process may run on)"
 _T = TypeVar("_T")
 
 
 def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
-    """Add ``bench``, ``scaling``, ``peers``, ``race`` and the grids to the sub-parsers ``sub`` of
-    ``python -m learner``."""
+    """Add ``bench``, ``scaling``, ``peers``, ``race`` and the grids to the sub-parsers of ``python -m learner``.
+
+    The grids are ``noise-study`` and ``sharpness``. Each command's parser sets ``handler``, the function that
+    runs the parsed arguments and returns the exit status.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The sub-parsers of the ``python -m learner`` parser (what ``add_subparsers()`` returned).
+    """
     _add_bench(sub)
     _add_scaling(sub)
     _add_peers(sub)
@@ -105,7 +114,7 @@ def _add_scaling(sub):
                         "or the word default (the study over heads and tokens: " + " ".join(DEFAULT_GRID) + ")")
     p.add_argument("--logit-scale", type=float, default=STUDY_LOGIT_SCALE,
                    help=f"Frobenius norm of each planted Θ_i (default {STUDY_LOGIT_SCALE:g}, the studies' family: "
-                        "learner.study.runs.STUDY_LOGIT_SCALE; the earliest study used 3)")
+                        "learner.study.runs.STUDY_LOGIT_SCALE; random_layer's own default is 3)")
     p.add_argument("--noise", type=float, default=0.0,
                    help="standard deviation of the oracles' label noise (default 0: exact labels); the layers "
                         "and inputs are those of every other --noise")
@@ -140,13 +149,13 @@ def _add_grids(sub):
     from .grids import NOISE_CELLS, NOISE_SIGMAS, SHARPNESS_D, SHARPNESS_SCALES, noise_study, sharpness_study
 
     p = sub.add_parser("noise-study", help="parameter and relative error against label noise σ: the learner and "
-                                           "Adam on the same layers and examples (issue 37)")
+                                           "Adam on the same layers and examples (study design ours)")
     p.add_argument("--sigma", type=float, nargs="+", default=list(NOISE_SIGMAS),
                    help=f"noise levels (default {' '.join(f'{x:g}' for x in NOISE_SIGMAS)})")
     p.add_argument("--cells", nargs="+", metavar="BLOCK", default=list(NOISE_CELLS),
                    help=f"grid blocks as in `scaling --grid` (default {' '.join(NOISE_CELLS)})")
-    q = sub.add_parser("sharpness", help="success over logit scale × d × k, m = 2: the learner and Adam (issue 37); "
-                                          "the map of docs/sweeps/reach-sharpness")
+    q = sub.add_parser("sharpness", help="success over logit scale × d × k, m = 2: the learner and Adam (study design "
+                                          "ours); the map of docs/sweeps/reach-sharpness")
     q.add_argument("--logit-scale", type=float, nargs="+", default=list(SHARPNESS_SCALES),
                    help=f"logit scales (default {' '.join(f'{x:g}' for x in SHARPNESS_SCALES)})")
     q.add_argument("--d", type=int, nargs="+", default=list(SHARPNESS_D),
@@ -384,11 +393,27 @@ def _bench(args):
 
 
 def run_study(run: Callable[[], _T], *, sigterm: bool = True) -> _T | int:
-    """Run ``run()`` (a study), returning its result, or the exit status when its directory is locked by another
-    sweep (2, the lock's owner named) or it was interrupted (130, the shell's status for SIGINT; finished runs
-    are kept). A batch scheduler or ``kill`` stops a sweep with SIGTERM: with ``sigterm`` it is treated as
+    """Run ``run()`` (a study), returning its result, or the exit status when it is locked out or interrupted.
+
+    A batch scheduler or ``kill`` stops a sweep with SIGTERM: with ``sigterm`` it is treated as
     Ctrl-C (workers stopped, finished runs kept) rather than ending the process and leaving the pool's
-    processes behind."""
+    processes behind. A ``ValueError`` naming the parameter ``out`` is raised again naming ``--out``, the option
+    typed; any other error propagates.
+
+    Parameters
+    ----------
+    run : callable
+        Called with no arguments; runs the study and returns its result.
+    sigterm : bool
+        Whether to install :func:`learner.parallel.interrupt_on_sigterm` first, so that SIGTERM interrupts the
+        study as Ctrl-C does (default True).
+
+    Returns
+    -------
+    object or int
+        What ``run()`` returned; or 2 when the study's directory is locked by another sweep (the lock's owner is
+        printed to stderr), or 130 (the shell's status for SIGINT) when it was interrupted (finished runs are kept).
+    """
     from ..errors import SweepInterrupted, SweepLocked
 
     if sigterm:

@@ -36,7 +36,7 @@ __all__ = ["AUTO_FIRST", "AUTO_FULL", "AUTO_SECONDS", "DEFAULT_GRID", "SHAPES", 
            "cells_table", "frontier_cells", "frontier_table", "fits_table", "parse_grid", "plot_frontier", "seeds_for",
            "budgets_table", "cell_label", "side_by_side"]
 
-#: The default study (issue 24): m = 1..6 at k = 2, k = 2..8 at m = 2, k = 2..4 at m = 3, k = 2..3 at m = 4.
+#: The default study (ours): m = 1..6 at k = 2, k = 2..8 at m = 2, k = 2..4 at m = 3, k = 2..3 at m = 4.
 DEFAULT_GRID = ("m=1..6,k=2", "m=2,k=2..8", "m=3,k=2..4", "m=4,k=2..3")
 #: ``seeds="auto"``: this many layers per method and cell first, then AUTO_FULL where their median time is
 #: under AUTO_SECONDS (ours: 10 layers where a run's median is under about two minutes, at least 3 elsewhere).
@@ -108,6 +108,35 @@ def parse_grid(blocks: Iterable[str], *, d: int | str = "auto", seeds: int | str
     ``d`` and ``seeds`` are the defaults of cells whose block gives none; ``sound_d(m, k)`` resolves
     ``d="auto"`` (e.g. :func:`learner.study.runs.sound_d` for the study's distribution).
 
+    Parameters
+    ----------
+    blocks : iterable of str
+        At least one block such as ``"m=1..6,k=2"`` or ``"m=2,k=8,d=24,seeds=3"`` (a single string is refused):
+        every block names ``m`` (>= 1) and ``k`` (>= 2), each an integer or a range ``a..b``, and may name one
+        ``d`` (>= 2, or ``auto``) and one ``seeds`` (>= 1, or ``auto``) for all its cells.
+    d : int or "auto"
+        The token dimension of cells whose block names none: an integer >= 2, or ``"auto"`` (default) for
+        ``sound_d(m, k)``. Every cell needs ``k < d``.
+    seeds : int or "auto"
+        The seed rule of cells whose block names none: a positive integer, or ``"auto"`` (default; see
+        :func:`seeds_for`).
+    sound_d : callable or None
+        ``sound_d(m, k) -> d``, which resolves ``d="auto"``; required when any cell's ``d`` is ``"auto"``.
+
+    Returns
+    -------
+    list of tuple
+        One ``(m, d, k, seeds)`` per distinct cell, sorted by ``(m, k)``; a cell named by several blocks appears
+        once.
+
+    Raises
+    ------
+    ValueError
+        When a block is malformed, a value is out of range, a cell has ``k >= d``, or two blocks give one cell
+        different ``d`` or ``seeds``: the message names the block and the field.
+
+    Examples
+    --------
     >>> parse_grid(["m=1..2,k=2", "m=2,k=2..3,seeds=3"], d=12, seeds=10)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -147,9 +176,24 @@ def parse_grid(blocks: Iterable[str], *, d: int | str = "auto", seeds: int | str
 
 
 def seeds_for(rule: int | Literal["auto"], first_times: Iterable[float | None]) -> int:
-    """Layers to run for one method and cell: ``rule`` itself, or for ``"auto"`` AUTO_FULL when the median of
-    ``first_times`` (the finished first runs' seconds) is under AUTO_SECONDS, else AUTO_FIRST.
+    """Layers to run for one method and cell: ``rule`` itself, or what ``"auto"`` decides from the first runs.
 
+    Parameters
+    ----------
+    rule : int or "auto"
+        The cell's seed rule (as :func:`parse_grid` returns it).
+    first_times : iterable of float or None
+        The seconds of the cell's first :data:`AUTO_FIRST` runs of the method; None for a run that did not
+        finish, which is left out. Read only for ``"auto"``.
+
+    Returns
+    -------
+    int
+        ``rule`` when it is an integer; for ``"auto"``, :data:`AUTO_FULL` when the median of the finished first
+        runs is under :data:`AUTO_SECONDS`, else :data:`AUTO_FIRST` (also when none finished).
+
+    Examples
+    --------
     >>> seeds_for(5, []), seeds_for("auto", [30.0, 50.0, 400.0]), seeds_for("auto", [130.0, 50.0, 400.0])
     (5, 10, 3)
     >>> seeds_for("auto", [])   # nothing finished: no reason to run more
@@ -168,6 +212,28 @@ def failure_reason(record: Mapping[str, Any], success_tol: float) -> str | None:
     ``examples`` (phase 4 ended with too few constraints), ``gap`` (phase 5: no clear hull),
     ``search`` (phase 6 found no layer that fits), ``error`` (the run raised), ``inaccurate`` (a layer
     was returned but its error exceeds the criterion), else the status.
+
+    Parameters
+    ----------
+    record : mapping
+        One run record of a sweep (its ``outcome``, ``status`` and ``errors`` are read).
+    success_tol : float
+        The common success criterion: a finished run succeeds when its ``relative_error`` is at most this.
+
+    Returns
+    -------
+    str or None
+        None for a success; else ``"error"`` for a run that did not finish, ``"budget"``, ``"examples"``,
+        ``"gap"``, ``"search"``, ``"inaccurate"`` or ``"setting"`` from the record's status, any other status as
+        it is, or ``"unknown"`` for a finished failure without a status.
+
+    Examples
+    --------
+    >>> rec = {"outcome": "finished", "status": "5_span", "errors": {"relative_error": 0.2}}
+    >>> failure_reason(rec, 1e-3), failure_reason({"outcome": "error"}, 1e-3)
+    ('gap', 'error')
+    >>> failure_reason(rec | {"errors": {"relative_error": 1e-6}}, 1e-3) is None
+    True
     """
     if record.get("outcome") != "finished":
         return "error"
@@ -203,6 +269,26 @@ def frontier_cells(records: Iterable[Mapping[str, Any]], *, success_tol: float,
     of layers run. Times are medians over finished runs (what a user pays, successful or not); examples
     medians over finished runs that drew past the pilot (a run stopped for budget draws only its pilot:
     its forecast is reported instead, ``predicted_examples``).
+
+    Parameters
+    ----------
+    records : iterable of mapping
+        Run records of a sweep; only those whose ``spec["role"]`` is ``"eval"`` are counted (tuning runs are not).
+    success_tol : float
+        The common success criterion, as :func:`failure_reason` applies it.
+    seed_rules : mapping or None
+        ``{(m, d, k): rule}``, each cell's seed rule, reported as ``seed_rule`` (None where not given).
+
+    Returns
+    -------
+    list of dict
+        One dict per (method, m, d, k), sorted: ``method``, ``m``, ``d``, ``k``, ``n`` = (m−1)(k−1), ``runs``,
+        ``successes``, ``seed_rule``, the medians ``median_seconds`` and ``median_examples`` (and their
+        ``_success`` variants over the successful runs), ``median_seconds_phases_1_4`` and
+        ``median_seconds_phases_5_6`` (the learner's only; None for others), ``median_relative_error``,
+        ``failures`` (``{reason: count}``), ``predicted_examples`` (the median forecast of the runs stopped for
+        budget) and ``beyond_budget`` (every run of the cell stopped for budget). A median over no value is
+        None.
     """
     groups: dict[tuple[str, int, int, int], list[Mapping[str, Any]]] = {}
     for rec in records:
@@ -259,10 +345,23 @@ def _lstsq(x, y):
 def fit_shapes(points: Iterable[tuple[int, int, int, float | None]]) -> list[dict[str, Any]]:
     """Least squares of ``log(value)`` on each shape of :data:`SHAPES`, over ``points`` = ``[(m, k, d, value)]``.
 
-    Returns one dict per shape: ``coefficients`` (a, b[, c]), ``rms`` (residual, natural log), ``max_abs``,
-    ``loo_rms`` (leave-one-out prediction error: each cell predicted by the fit to the others; None
-    with too few cells), ``residuals`` per cell and ``points``. Non-positive values are left out.
+    Parameters
+    ----------
+    points : iterable of (int, int, int, float or None)
+        ``(m, k, d, value)`` per cell; a value that is None or not positive is left out.
 
+    Returns
+    -------
+    list of dict
+        One dict per shape, in the order of :data:`SHAPES`: ``shape`` (its name), ``points`` (cells fitted),
+        ``coefficients`` (a, b[, c]), ``rms`` (residual, natural log), ``max_abs`` (largest absolute residual),
+        ``loo_rms`` (leave-one-out prediction error: each cell predicted by the fit to the others; None with
+        too few cells or a fold of lower rank) and ``residuals`` (``{"m", "k", "d", "residual"}`` per cell).
+        With fewer cells than coefficients, or a rank-deficient design, the figures are None and
+        ``residuals`` is empty.
+
+    Examples
+    --------
     >>> pts = [(m, 2, 12, 3.0 * 10 ** (m - 1)) for m in (1, 2, 3, 4)]
     >>> f = {r["shape"]: r for r in fit_shapes(pts)}
     >>> round(f["a + b·(m−1)(k−1)"]["rms"], 9), round(math.exp(f["a + b·(m−1)(k−1)"]["coefficients"][1]), 6)
@@ -333,7 +432,26 @@ def _fmt_count(x):
 
 
 def cell_label(cell: Mapping[str, Any]) -> str:
-    """The text of one heatmap cell: median time and successes, or the forecast of a run beyond the budget."""
+    """The text of one heatmap cell: median time and successes, or the forecast of a run beyond the budget.
+
+    Parameters
+    ----------
+    cell : mapping
+        One cell of :func:`frontier_cells` (``beyond_budget``, ``successes``, ``runs``, ``median_seconds`` and
+        ``predicted_examples`` are read).
+
+    Returns
+    -------
+    str
+        Two lines, the median time and ``successes/runs``; for a cell beyond the budget, three lines:
+        ``beyond budget``, ``successes/runs`` and the forecast examples.
+
+    Examples
+    --------
+    >>> print(cell_label({"beyond_budget": False, "median_seconds": 42.3, "successes": 9, "runs": 10}))
+    42 s
+    9/10
+    """
     if cell["beyond_budget"]:
         forecast = _fmt_count(cell["predicted_examples"])
         return f"beyond budget\n{cell['successes']}/{cell['runs']}\nforecast {forecast} ex."
@@ -341,7 +459,21 @@ def cell_label(cell: Mapping[str, Any]) -> str:
 
 
 def frontier_table(cells: Iterable[Mapping[str, Any]], method: str) -> str:
-    """A Markdown grid, m down and k across: median time and successes per cell (``–`` where no cell)."""
+    """A Markdown grid, m down and k across: median time and successes per cell (empty where no cell).
+
+    Parameters
+    ----------
+    cells : iterable of mapping
+        Cells of :func:`frontier_cells`.
+    method : str
+        The method whose cells are shown (``"provable"``, ``"adam"``, ...).
+
+    Returns
+    -------
+    str
+        The Markdown table (each cell's :func:`cell_label` on one line), or ``"(no METHOD runs)"`` when
+        ``method`` has no cell.
+    """
     mine = {(c["m"], c["k"]): c for c in cells if c["method"] == method}
     if not mine:
         return f"(no {method} runs)"
@@ -359,9 +491,23 @@ def frontier_table(cells: Iterable[Mapping[str, Any]], method: str) -> str:
 
 def side_by_side(groups: Mapping[str, Iterable[Mapping[str, Any]]], *,
                  methods: Collection[str] = ("provable", "adam")) -> str:
-    """A Markdown table comparing frontiers cell by cell: per (m, d, k) present in every group and each method,
-    successes, median time and median examples under each group's name (``groups``: ``{name: cells}``, cells of
-    :func:`frontier_cells`), then the ratio of the second group's median time to the first's."""
+    """A Markdown table comparing frontiers cell by cell.
+
+    Per (m, d, k) present in every group and each method: successes, median time and median examples under each
+    group's name, then, with two groups, the ratio of the second group's median time to the first's.
+
+    Parameters
+    ----------
+    groups : mapping of str to iterable of mapping
+        ``{name: cells}``, each a list of :func:`frontier_cells`; the names head the columns, in order.
+    methods : collection of str
+        The methods compared (default the learner, ``"provable"``, and ``"adam"``).
+
+    Returns
+    -------
+    str
+        The Markdown table, one row per (m, d, k) and method present in every group, ordered by m, k, d.
+    """
     names = list(groups)
     index = {name: {(c["method"], c["m"], c["d"], c["k"]): c for c in cells} for name, cells in groups.items()}
     keys = sorted(set.intersection(*(set(idx) for idx in index.values())), key=lambda t: (t[1], t[3], t[2], t[0]))
@@ -385,10 +531,27 @@ def side_by_side(groups: Mapping[str, Iterable[Mapping[str, Any]]], *,
 
 def budgets_table(fixed: Sequence[Mapping[str, Any]], adaptive: Sequence[Mapping[str, Any]], *,
                   baseline: str = "adam") -> str:
-    """A Markdown table of the learner's cells under two configurations (ours, issue 38): per (m, d, k) in both,
-    successes, median examples and median seconds of each, the ratio of the medians of examples (fixed over
-    adaptive), and ``baseline``'s median seconds from ``adaptive``'s cells with the learner's time over it.
-    ``fixed`` and ``adaptive`` are :func:`frontier_cells` lists."""
+    """A Markdown table of the learner's cells under two configurations (ours): fixed and data-driven budgets.
+
+    Per (m, d, k) in both: successes, median examples and median seconds of each, the ratio of the medians of
+    examples (fixed over adaptive), and ``baseline``'s median seconds from ``adaptive``'s cells with the
+    learner's time over it.
+
+    Parameters
+    ----------
+    fixed : sequence of mapping
+        Cells of :func:`frontier_cells` of the study with fixed budgets.
+    adaptive : sequence of mapping
+        Cells of :func:`frontier_cells` of the study with data-driven budgets (the learner's defaults).
+    baseline : str
+        The method whose median time, from ``adaptive``'s cells, the learner's is compared with (default
+        ``"adam"``).
+
+    Returns
+    -------
+    str
+        The Markdown table, one row per (m, d, k) where the learner ran in both studies, ordered by m, k, d.
+    """
     def index(cells, method):
         return {(c["m"], c["d"], c["k"]): c for c in cells if c["method"] == method}
 
@@ -411,7 +574,19 @@ def budgets_table(fixed: Sequence[Mapping[str, Any]], adaptive: Sequence[Mapping
 
 
 def fits_table(fits: Mapping[str, Mapping[str, Any]]) -> str:
-    """The fits as Markdown: one row per (method, quantity, shape)."""
+    """The fits as Markdown: one row per (method, quantity, shape).
+
+    Parameters
+    ----------
+    fits : mapping
+        ``{method: {"seconds": [...], "examples": [...]}}`` as :func:`fits_of` returns it, each list from
+        :func:`fit_shapes`.
+
+    Returns
+    -------
+    str
+        The Markdown table: coefficients, rms and largest residual, leave-one-out rms and cells per row.
+    """
     header = ["method", "log of median", "shape", "coefficients", "rms residual", "largest residual",
               "leave-one-out rms", "cells"]
     rows = []
@@ -430,8 +605,23 @@ def plot_frontier(cells: Sequence[Mapping[str, Any]], path: PathLike, *,
     text (:func:`cell_label`); cells without a success are hatched, cells beyond the budget hatched and
     labelled with the forecast; then the examples and time per run against (m−1)(k−1).
 
-    Returns ``(path, drawn)``: ``drawn`` lists ``(method, m, k, label, state)`` of every cell drawn, with
-    state ``"success"``, ``"no success"`` or ``"beyond budget"`` (what the tests check).
+    Parameters
+    ----------
+    cells : sequence of mapping
+        Cells of :func:`frontier_cells`.
+    path : str or path-like
+        The PNG file written (atomically; its folder must exist).
+    methods : iterable of str
+        The methods given a heatmap, in order (default ``"provable"`` then ``"adam"``); those without a cell are
+        skipped.
+
+    Returns
+    -------
+    path : pathlib.Path
+        The file written.
+    drawn : list of tuple
+        ``(method, m, k, label, state)`` of every cell drawn, with state ``"success"``, ``"no success"`` or
+        ``"beyond budget"`` (what the tests check).
     """
     import matplotlib
 
@@ -504,7 +694,18 @@ def plot_frontier(cells: Sequence[Mapping[str, Any]], path: PathLike, *,
 
 
 def cells_table(cells: Iterable[Mapping[str, Any]]) -> str:
-    """Every cell as a Markdown row: seeds (and the rule), successes, failures by reason, medians, phase split."""
+    """Every cell as a Markdown row: seeds (and the rule), successes, failures by reason, medians, phase split.
+
+    Parameters
+    ----------
+    cells : iterable of mapping
+        Cells of :func:`frontier_cells`.
+
+    Returns
+    -------
+    str
+        The Markdown table, the learner's cells first, then by m and k.
+    """
     header = ["method", "m", "d", "k", "n", "layers (rule)", "successes", "failures", "median time",
               "phases 1–4 / 5–6", "median examples", "forecast (runs beyond budget)", "median rel. err"]
     rows = []

@@ -1,4 +1,4 @@
-"""Studies over a grid of scaling studies: label noise and attention sharpness (issue 37; the design is ours).
+"""Studies over a grid of scaling studies: label noise and attention sharpness (the design is ours).
 
 Each point of the grid (a noise level σ, or a logit scale and a dimension d) is a
 :func:`~learner.study.scaling.scaling_study` in a folder of ``out`` (for the sharpness map one per method) —
@@ -35,12 +35,16 @@ __all__ = ["NOISE_CELLS", "NOISE_SIGMAS", "SHARPNESS_D", "SHARPNESS_K", "SHARPNE
 #: The noise study's levels and cells (ours: σ from exact labels to 10⁻¹ on a logarithmic ladder; at least
 #: three (m, k) cells).
 NOISE_SIGMAS = (0.0, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 1e-1)
+#: The noise study's default cells, as blocks of :func:`learner.study.frontier.parse_grid`: (m, d) = (2, 8) at
+#: k = 2 and 3, and (3, 12) at k = 2 (ours: small and cheap, not tuned).
 NOISE_CELLS = ("m=2,k=2..3,d=8", "m=3,k=2,d=12")
 #: The sharpness map's logit scales, dimensions and token counts (m = 2; ours: from soft to sharp attention,
 #: not tuned).
 SHARPNESS_SCALES = (0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
-SHARPNESS_D = (8, 12, 16)  # ours: small dimensions, as in the other studies; not tuned
-SHARPNESS_K = (2, 3)  # ours: the fewest tokens, where runs are cheap; not tuned
+#: The sharpness map's token dimensions (ours: small dimensions, as in the other studies; not tuned).
+SHARPNESS_D = (8, 12, 16)
+#: The sharpness map's token counts (ours: the fewest tokens, where runs are cheap; not tuned).
+SHARPNESS_K = (2, 3)
 
 
 def _point_dirs(out, prefix):
@@ -48,8 +52,26 @@ def _point_dirs(out, prefix):
 
 
 def grid_rows(out: PathLike, prefix: str) -> list[dict[str, Any]]:
-    """One row per finished evaluation run in the grid's folders ``out/<prefix>*``: the run's spec, its
-    outcome and errors, and the learner's noise estimate when it made one."""
+    """One row per evaluation run recorded in the grid's folders ``out/<prefix>*``: its spec, outcome and errors.
+
+    Only folders with a ``runs/`` folder count, and only records whose ``spec["role"]`` is ``"eval"`` (Adam's
+    tuning runs are left out); a run that raised is a row too, with its ``outcome``.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The grid's folder.
+    prefix : str
+        The prefix of its points' folders: ``"sigma-"`` for the noise study, ``"ls-"`` for the sharpness map.
+
+    Returns
+    -------
+    list of dict
+        One dict per run, by folder then file name: ``folder``, ``method``, ``m``, ``d``, ``k``, ``seed`` (the
+        seed index), ``logit_scale``, ``noise`` (σ), ``outcome``, ``success`` (the method's own criterion),
+        ``status``, ``relative_error``, ``param_error``, ``noise_estimate`` (the learner's σ̂, None when it made
+        none), ``expected_param_error``, ``seconds`` (the run's total) and ``message``.
+    """
     rows = []
     for folder in _point_dirs(out, prefix):
         for path in sorted((folder / "runs").glob("*.json")):
@@ -140,7 +162,43 @@ def noise_study(out: PathLike, *, sigmas: Iterable[float] = NOISE_SIGMAS, cells:
     """Run the noise study into ``out`` (one scaling study per σ in ``out/sigma-<σ>``) and summarise it.
 
     Both methods see the same layers and examples at every σ. Adam's learning rate is fixed (``adam_lr``, no
-    tuning) so that σ is the only thing that changes. Returns the summary (:func:`noise_summary`).
+    tuning) so that σ is the only thing that changes.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The study's folder: new, empty, or one of this study's (resumed); one scaling study per σ in
+        ``out/sigma-<σ>``, then ``summary.md``, ``summary.json`` and ``noise.png``.
+    sigmas : iterable of float
+        The label noise's standard deviations, each finite and ``>= 0`` (0: exact labels). Default
+        :data:`NOISE_SIGMAS`.
+    cells : str or sequence of str
+        The (m, d, k) cells, as blocks of :func:`learner.study.frontier.parse_grid` (one string is one block);
+        checked before anything is written. Default :data:`NOISE_CELLS`.
+    seeds : int
+        Planted layers per cell and σ (``>= 1``); the same layers at every σ.
+    logit_scale : float
+        ``‖Θ_i‖_F`` of every planted layer (``> 0``); default the studies' 1.
+    adam_lr : float
+        Adam's learning rate, fixed (``> 0``).
+    seed : int
+        Entropy of every run's seed (a non-negative integer).
+    backend : {"local", "serial"}
+        Where the runs go, as in :func:`learner.study.sweep.run_sweep`: a local pool, or this process.
+    workers : int, str or None
+        Processes of the local pool: a positive integer, or None (default) or ``"auto"`` for every core this
+        process may run on.
+    progress : bool
+        Show a progress bar per point.
+    run : bool
+        False: run nothing, re-summarise the records in ``out`` (every run must have a finished record).
+    quick : bool
+        Tiny budgets for both methods (:data:`learner.study.runs.QUICK_OPTIONS`): a smoke test, not a measurement.
+
+    Returns
+    -------
+    dict
+        The summary :func:`noise_summary` wrote.
     """
     from .frontier import parse_grid
 
@@ -172,13 +230,43 @@ def noise_summary(out: PathLike, plot: bool = True) -> dict[str, Any]:
     """The noise study's table (per method, cell and σ: successes, median parameter and relative error, the
     learner's σ̂ and expected parameter error), the slopes of ``log param error`` against ``log σ`` over
     σ > 0, and the first σ at which each method stops succeeding by its own criterion; written to
-    ``out/summary.md`` and ``out/summary.json`` (and ``out/noise.png`` with ``plot``)."""
+    ``out/summary.md`` and ``out/summary.json`` (and ``out/noise.png`` with ``plot``).
+
+    Parameters
+    ----------
+    out : str or path-like
+        The noise study's folder (its points ``out/sigma-*``).
+    plot : bool
+        Also draw ``out/noise.png`` (:func:`plot_noise`) when there are rows (default True; needs matplotlib).
+
+    Returns
+    -------
+    dict
+        The summary written to ``summary.json``, as :func:`noise_tables` makes it.
+    """
     return _summarise(out, noise_tables, plot_noise if plot else None, "noise.png")
 
 
 def noise_tables(out: PathLike) -> tuple[dict[str, Any], list[str]]:
-    """:func:`noise_summary` without writing anything: ``(summary, markdown lines)`` from the records in
-    ``out``."""
+    """:func:`noise_summary` without writing anything: ``(summary, markdown lines)`` from the records in ``out``.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The noise study's folder (its points ``out/sigma-*``).
+
+    Returns
+    -------
+    summary : dict
+        ``kind`` (``"noise-study-summary"``), ``schema_version`` (1), ``rows`` (per method, m, d, k and σ:
+        ``runs``, ``successes`` and the medians ``param_error``, ``relative_error``, ``noise_estimate`` and
+        ``expected_param_error``, with the ``statuses``), ``fits`` (per method and cell: the slopes
+        ``slope_param_error`` and ``slope_relative_error`` of log error against log σ over σ > 0, and
+        ``first_failure_sigma``, the smallest σ with a failure, or None) and ``note`` (the study's design, in
+        words).
+    lines : list of str
+        The Markdown of ``summary.md``: the table of errors, a blank line, the table of slopes.
+    """
     rows = grid_rows(out, "sigma-")
     groups: dict[tuple[str, int, int, int, float], list[dict[str, Any]]] = {}
     for r in rows:
@@ -213,14 +301,23 @@ def noise_tables(out: PathLike) -> tuple[dict[str, Any], list[str]]:
           fmt(f["slope_relative_error"], ".2g"), fmt(f["first_failure_sigma"], "g", missing="none")] for f in fits])
     lines = [*errors.split("\n"), "", *slopes.split("\n")]
     summary = {"kind": "noise-study-summary", "schema_version": 1, "rows": table, "fits": fits,
-               "note": "study design ours (issue 37); slopes over σ > 0 of the medians; success is each method's "
+               "note": "study design ours; slopes over σ > 0 of the medians; success is each method's "
                        "own criterion (the learner: exact or at the noise floor; Adam: its validation error)"}
     return summary, lines
 
 
 def plot_noise(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
-    """The noise study's figure: median parameter error against σ per (m, d, k) cell, both methods (``table``:
-    the ``rows`` of :func:`noise_tables`' summary)."""
+    """The noise study's figure: median parameter error against σ per (m, d, k) cell, both methods.
+
+    One panel per cell, log-log, with the line ``σ`` for reference; σ = 0 cannot be drawn on log axes.
+
+    Parameters
+    ----------
+    table : sequence of mapping
+        The ``rows`` of :func:`noise_tables`' summary.
+    path : str or path-like
+        The PNG file written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -264,6 +361,45 @@ def sharpness_study(out: PathLike, *, scales: Iterable[float] = SHARPNESS_SCALES
     ``adam_lr``, no tuning (``out/ls-<scale>-d<d>-adam``; none with ``adam_seeds=0``; at most ``seeds``). Adam
     is run on fewer layers because each of its runs costs several of the learner's at m = 2 (at logit scale 0.5
     and d = 8, 151 s against the learner's 7 s).
+
+    Parameters
+    ----------
+    out : str or path-like
+        The map's folder: new, empty, or one of this map's (resumed); then ``summary.md``, ``summary.json`` and
+        ``sharpness.png``.
+    scales : iterable of float
+        The logit scales ``‖Θ_i‖_F`` (each ``> 0``). Default :data:`SHARPNESS_SCALES`.
+    ds : sequence of int
+        The token dimensions (each ``>= 3``). Default :data:`SHARPNESS_D`.
+    ks : sequence of int
+        The token counts (each ``>= 2``; the learner needs ``k < d``). Default :data:`SHARPNESS_K`.
+    m : int
+        Heads of every planted layer (``>= 1``; default 2).
+    seeds : int
+        The learner's planted layers per cell (``>= 1``).
+    adam_seeds : int
+        Adam's layers per cell (``>= 0``): the first of the learner's, at most ``seeds`` (a larger value is cut
+        to ``seeds``); 0 runs the learner only.
+    adam_lr : float
+        Adam's learning rate, fixed (``> 0``).
+    seed : int
+        Entropy of every run's seed (a non-negative integer).
+    backend : {"local", "serial"}
+        Where the runs go, as in :func:`learner.study.sweep.run_sweep`: a local pool, or this process.
+    workers : int, str or None
+        Processes of the local pool: a positive integer, or None (default) or ``"auto"`` for every core this
+        process may run on.
+    progress : bool
+        Show a progress bar per point.
+    run : bool
+        False: run nothing, re-summarise the records in ``out`` (every run must have a finished record).
+    quick : bool
+        Tiny budgets for both methods (:data:`learner.study.runs.QUICK_OPTIONS`): a smoke test, not a measurement.
+
+    Returns
+    -------
+    dict
+        The summary :func:`sharpness_summary` wrote.
     """
     adam_seeds = min(adam_seeds, seeds)
     out = Path(out)
@@ -286,14 +422,44 @@ def sharpness_study(out: PathLike, *, scales: Iterable[float] = SHARPNESS_SCALES
 
 
 def sharpness_summary(out: PathLike, plot: bool = True) -> dict[str, Any]:
-    """The sharpness map: per method, (d, k) and logit scale the successes, and the statuses of the failures;
-    written to ``out/summary.md`` and ``out/summary.json`` (and ``out/sharpness.png`` with ``plot``)."""
+    """The sharpness map: per method, (d, k) and logit scale the successes, and the statuses of the failures.
+
+    Written to ``out/summary.md`` and ``out/summary.json`` (and ``out/sharpness.png`` with ``plot``).
+
+    Parameters
+    ----------
+    out : str or path-like
+        The map's folder (its points ``out/ls-*``).
+    plot : bool
+        Also draw ``out/sharpness.png`` (:func:`plot_sharpness`) when there are rows (default True; needs
+        matplotlib).
+
+    Returns
+    -------
+    dict
+        The summary written to ``summary.json``, as :func:`sharpness_tables` makes it.
+    """
     return _summarise(out, sharpness_tables, plot_sharpness if plot else None, "sharpness.png")
 
 
 def sharpness_tables(out: PathLike) -> tuple[dict[str, Any], list[str]]:
-    """:func:`sharpness_summary` without writing anything: ``(summary, markdown lines)`` from the records in
-    ``out``."""
+    """:func:`sharpness_summary` without writing anything: ``(summary, markdown lines)`` from the records in ``out``.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The map's folder (its points ``out/ls-*``).
+
+    Returns
+    -------
+    summary : dict
+        ``kind`` (``"sharpness-study-summary"``), ``schema_version`` (1), ``rows`` (per method, d, k and logit
+        scale: ``runs``, ``successes``, ``failures`` (the failed runs' statuses, sorted), ``median_seconds`` and
+        ``median_relative_error``) and ``note`` (the study's design, in words).
+    lines : list of str
+        The Markdown of ``summary.md``: per method (the learner first) a table of successes, (d, k) down and
+        logit scale across.
+    """
     rows = grid_rows(out, "ls-")
     cells: dict[tuple[str, int, int, float], list[dict[str, Any]]] = {}
     for r in rows:
@@ -323,14 +489,23 @@ def sharpness_tables(out: PathLike) -> tuple[dict[str, Any], list[str]]:
         lines += [f"**{method}** — successes per logit scale (failures by status)", "",
                   *markdown_table(["d", "k", *(f"{s:g}" for s in scales)], body).split("\n"), ""]
     summary = {"kind": "sharpness-study-summary", "schema_version": 1, "rows": table,
-               "note": "study design ours (issue 37): m = 2, random_layer at each logit scale; success is each "
+               "note": "study design ours; m = 2, random_layer at each logit scale; success is each "
                        "method's own criterion"}
     return summary, lines
 
 
 def plot_sharpness(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
-    """The sharpness map's figure: the fraction of layers learned against logit scale, one panel per method, one
-    line per (d, k) (``table``: the ``rows`` of :func:`sharpness_tables`' summary)."""
+    """The sharpness map's figure: the fraction of layers learned against logit scale.
+
+    One panel per method (the learner first), one line per (d, k).
+
+    Parameters
+    ----------
+    table : sequence of mapping
+        The ``rows`` of :func:`sharpness_tables`' summary.
+    path : str or path-like
+        The PNG file written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -396,7 +571,24 @@ def reach_boundaries(out: PathLike, *, method: str = "provable",
     (folders ``ls-*``; m = 2): the smallest measured scale from which on, at every larger measured scale too,
     at least half of the layers failed — ``{(d, k): (scale, words)}``, ``words`` saying what was measured
     (failures per scale and by phase). A (d, k) whose layers mostly succeed at every scale has no entry.
-    This is how :data:`learner.assumptions.SHARPNESS_REACH` is made (a test checks it against the records)."""
+    This is how :data:`learner.assumptions.SHARPNESS_REACH` is made (a test checks it against the records).
+
+    Parameters
+    ----------
+    out : str or path-like
+        The sharpness map's folder (its points ``out/ls-*``).
+    method : str
+        Whose finished runs are read (default ``"provable"``, the learner).
+    distribution : str
+        The input distribution named in the words (default ``"boolean"``); it labels the text only and does
+        not select records.
+
+    Returns
+    -------
+    dict
+        ``{(d, k): (scale, words)}``: the smallest measured logit scale from which on at least half of the
+        layers failed at every measured scale, and what was measured, in words.
+    """
     rows = [r for r in grid_rows(out, "ls-") if r["method"] == method and r["outcome"] == "finished"]
     out_table = {}
     for d, k in sorted({(r["d"], r["k"]) for r in rows}):

@@ -32,18 +32,45 @@ ROLES = ("learner", "baseline")
 class StudyMethod:
     """One method of the studies.
 
-    ``runner(oracle, *, m, truth, rng, logit_scale, learn_workers, options)`` learns ``m`` heads from ``oracle`` and
-    returns a :class:`~learner.result.LearnResult`. ``options_of`` names the callable (``"module:name"``) whose
-    keyword arguments are the method's options (the run specification's ``options``): its keyword defaults are
-    :meth:`defaults`, its declared rules (:func:`learner.validation.declare`) :meth:`rules`. ``role`` is one of
-    :data:`ROLES`; ``example_stream`` the stream its records are drawn from (the sweep re-runs records of another
-    stream); ``quick`` its ``--quick`` options; ``study_options`` options every study gives it (the one-thread rule
-    of the comparisons); ``extra`` the optional extra it needs; ``tuned_lr`` whether the studies tune its ``lr`` per
-    setting; ``fixed_set(method, options, size)`` how its options change on a fixed set of ``size`` examples
-    (the race's search), or None; ``check(options)`` checks its options before a study runs anything (raising
-    TypeError/ValueError), or None; ``requires()`` raises an ImportError saying how to install its extra, or None;
-    ``present()`` says whether this machine can run it at all (a GPU recipe without a GPU cannot), or None: always.
     The comparisons run by default the methods present (:func:`present_names`).
+
+    Parameters
+    ----------
+    name : str
+        The method's name in the records and on the command line (``"provable"``, ``"adam"``, ...).
+    summary : str
+        What the method is, in one line (listed in this module's docstring).
+    runner : callable
+        ``runner(oracle, *, m, truth, rng, logit_scale, learn_workers, options)``: learns ``m`` heads from
+        ``oracle`` and returns a :class:`~learner.result.LearnResult`.
+    options_of : str
+        ``"module:name"`` of the callable whose keyword arguments are the method's options (the run
+        specification's ``options``): its keyword defaults are :meth:`defaults`, its declared rules
+        (:func:`learner.validation.declare`) :meth:`rules`. A ValueError without the colon.
+    role : str
+        One of :data:`ROLES` (a ValueError otherwise).
+    example_stream : int
+        The stream of examples its records are drawn from (default 1); the sweep re-runs records of another
+        stream.
+    quick : mapping
+        Its ``--quick`` options (tiny budgets).
+    study_options : mapping
+        Options every study gives it (the one-thread rule of the comparisons).
+    extra : str or None
+        The optional extra it needs (``"torch"``), or None.
+    tuned_lr : bool
+        Whether the studies tune its ``lr`` per setting (default False).
+    fixed_set : callable or None
+        ``fixed_set(method, options, size)``: its options on a fixed set of ``size`` examples (the race's
+        search), or None for the options as they are.
+    check : callable or None
+        ``check(options)``: checks its options before a study runs anything (raising TypeError/ValueError), or
+        None.
+    requires : callable or None
+        ``requires()``: raises an ImportError saying how to install its extra, or None.
+    present : callable or None
+        ``present()``: whether this machine can run it at all (a GPU recipe without a GPU cannot), or None:
+        always.
     """
 
     name: str
@@ -68,25 +95,51 @@ class StudyMethod:
             raise ValueError(f"`options_of` must be 'module:name'; got options_of={self.options_of!r}.")
 
     def options_callable(self) -> Callable[..., Any]:
-        """The callable whose keyword arguments are this method's options (imported on use: torch is optional)."""
+        """The callable whose keyword arguments are this method's options (imported on use: torch is optional).
+
+        Returns
+        -------
+        callable
+            The object ``options_of`` names (a function, or a class such as
+            :class:`~learner.phases.LearnConfig`).
+        """
         module, _, name = self.options_of.partition(":")
         return getattr(importlib.import_module(module), name)
 
     def defaults(self) -> dict[str, Any]:
-        """The keyword defaults of :meth:`options_callable` (``n_train``, ``n_val``, ``epochs``, ``batch``, ...)."""
+        """The keyword defaults of :meth:`options_callable` (``n_train``, ``n_val``, ``epochs``, ``batch``, ...).
+
+        Returns
+        -------
+        dict
+            ``{option: default}`` for every parameter of :meth:`options_callable` that has a default.
+        """
         target = self.options_callable()
         return {name: p.default for name, p in inspect.signature(target).parameters.items()
                 if p.default is not inspect.Parameter.empty}
 
     def rules(self) -> dict[str, Any]:
-        """The declared validation rules of this method's options, by option name."""
+        """The declared validation rules of this method's options, by option name.
+
+        Returns
+        -------
+        dict
+            ``{option: rule}`` as :func:`learner.validation.declare` recorded them on :meth:`options_callable`
+            (on a class, on its ``__init__``); empty when none were declared.
+        """
         declared: Any = self.options_callable()
         if isinstance(declared, type):  # a class: the rules its __init__ declares
             declared = declared.__init__  # type: ignore[misc]  # the class's own, not an instance's
         return dict(getattr(declared, "rules", {}))
 
     def check_options(self, options: Mapping[str, Any]) -> None:
-        """Check ``options`` before anything runs (the ``check`` rule; nothing when it has none)."""
+        """Check ``options`` before anything runs (the ``check`` rule; nothing when it has none).
+
+        Parameters
+        ----------
+        options : mapping
+            The method's options, as a run specification would give them.
+        """
         if self.check is not None:
             self.check(dict(options))
 
@@ -97,18 +150,60 @@ class StudyMethod:
             self.requires()
 
     def available(self) -> bool:
-        """Whether this machine can run the method (its ``present`` rule; True when it has none)."""
+        """Whether this machine can run the method (its ``present`` rule; True when it has none).
+
+        Returns
+        -------
+        bool
+            True when the method has no ``present`` rule or the rule says it is present.
+        """
         return self.present is None or bool(self.present())
 
     def on_fixed_set(self, options: Mapping[str, Any], size: int) -> dict[str, Any]:
-        """This method's ``options`` on a fixed set of ``size`` examples (``options`` as they are when it has no
-        ``fixed_set`` rule)."""
+        """This method's ``options`` on a fixed set of ``size`` examples.
+
+        Parameters
+        ----------
+        options : mapping
+            The method's options on its measured runs.
+        size : int
+            Examples in the fixed set.
+
+        Returns
+        -------
+        dict
+            A copy of ``options`` when the method has no ``fixed_set`` rule, else what the rule returns.
+        """
         options = dict(options)
         return options if self.fixed_set is None else self.fixed_set(self, options, size)
 
     def run(self, oracle: Any, *, m: int, truth: Any, rng: Any, logit_scale: float | None = None,
             learn_workers: Any = None, options: Mapping[str, Any] | None = None) -> LearnResult:
-        """Learn ``m`` heads from ``oracle`` with this method's ``options``; the result of the run."""
+        """Learn ``m`` heads from ``oracle`` with this method's ``options``: calls ``runner``.
+
+        Parameters
+        ----------
+        oracle : LayerOracle or ArraySource
+            The examples' source (a fixed set for the race's search).
+        m : int
+            Heads to learn.
+        truth : AttentionLayer or None
+            The planted layer, for the result's errors (not used to learn).
+        rng : None, int, SeedSequence or Generator
+            The run's own randomness.
+        logit_scale : float or None
+            The planted layer's logit scale, passed on (the learner checks it against its measured reach in
+            sharpness; the baselines ignore it); None: not given.
+        learn_workers : int or None
+            Local processes of the run's own pool (the learner's ``workers``); the baselines ignore it.
+        options : mapping or None
+            The method's options (None: none).
+
+        Returns
+        -------
+        LearnResult
+            The run's result.
+        """
         return self.runner(oracle, m=m, truth=truth, rng=rng, logit_scale=logit_scale, learn_workers=learn_workers,
                            options=dict(options or {}))
 
@@ -188,7 +283,18 @@ METHODS: dict[str, StudyMethod] = {}
 
 
 def register(method: StudyMethod) -> StudyMethod:
-    """Add ``method`` to :data:`METHODS` (a ValueError if its name is taken); returns it."""
+    """Add ``method`` to :data:`METHODS` (a ValueError if its name is taken).
+
+    Parameters
+    ----------
+    method : StudyMethod
+        The entry; a TypeError for anything else.
+
+    Returns
+    -------
+    StudyMethod
+        ``method`` itself (so that ``register(StudyMethod(...))`` can be kept).
+    """
     if not isinstance(method, StudyMethod):
         raise TypeError(f"`method` must be a StudyMethod; got {type(method).__name__}.")
     if method.name in METHODS:
@@ -198,7 +304,23 @@ def register(method: StudyMethod) -> StudyMethod:
 
 
 def get(name: str) -> StudyMethod:
-    """The registered method called ``name`` (a ValueError names the registered ones)."""
+    """The registered method called ``name`` (a ValueError names the registered ones).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`METHODS`.
+
+    Returns
+    -------
+    StudyMethod
+        Its entry.
+
+    Examples
+    --------
+    >>> get("adam").role, get("provable").example_stream
+    ('baseline', 2)
+    """
     try:
         return METHODS[name]
     except (KeyError, TypeError):
@@ -207,22 +329,58 @@ def get(name: str) -> StudyMethod:
 
 def method_names(*, role: str | None = None, tuned_lr: bool | None = None, needs_extra: bool | None = None
                  ) -> tuple[str, ...]:
-    """The registered methods' names, in registry order, optionally only those of a ``role``, those whose learning
-    rate is (or is not) tuned, and those that need (or do not need) an optional extra."""
+    """The registered methods' names, in registry order, optionally filtered.
+
+    Parameters
+    ----------
+    role : str or None
+        Only the methods of this role (one of :data:`ROLES`); None: every role.
+    tuned_lr : bool or None
+        Only those whose learning rate the studies tune (True) or do not tune (False); None: both.
+    needs_extra : bool or None
+        Only those that need (True) or do not need (False) an optional extra; None: both.
+
+    Returns
+    -------
+    tuple of str
+        The names that pass every filter given.
+
+    Examples
+    --------
+    >>> "provable" in method_names(role="learner"), "provable" in method_names(tuned_lr=True)
+    (True, False)
+    """
     return tuple(name for name, mt in METHODS.items()
                  if (role is None or mt.role == role) and (tuned_lr is None or mt.tuned_lr is tuned_lr)
                  and (needs_extra is None or (mt.extra is not None) is needs_extra))
 
 
 def present_names() -> tuple[str, ...]:
-    """The registered methods this machine can run (:meth:`StudyMethod.available`), in registry order: what the
-    comparisons run by default."""
+    """The registered methods this machine can run (:meth:`StudyMethod.available`): what the comparisons run by default.
+
+    Returns
+    -------
+    tuple of str
+        Their names, in registry order.
+    """
     return tuple(name for name, mt in METHODS.items() if mt.available())
 
 
 def check_methods(name: str, values: Any) -> list[str]:
-    """``values`` as a list of registered method names, distinct and at least one; a ValueError naming the
-    parameter ``name`` otherwise."""
+    """``values`` as a list of registered method names, distinct and at least one; an error naming ``name`` otherwise.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message (``"methods"``, ``"search_methods"``).
+    values : sequence of str
+        The names given; a single string is a TypeError, an unknown, repeated or missing name a ValueError.
+
+    Returns
+    -------
+    list of str
+        ``values`` as a list, in the order given.
+    """
     if isinstance(values, str) or not hasattr(values, "__iter__"):
         raise TypeError(f"`{name}` must be a sequence of method names; got {name}={values!r}.")
     values = list(values)
@@ -235,13 +393,31 @@ def check_methods(name: str, values: Any) -> list[str]:
 
 
 def quick_options() -> dict[str, dict[str, Any]]:
-    """Every registered method's ``--quick`` options, by name."""
+    """Every registered method's ``--quick`` options, by name.
+
+    Returns
+    -------
+    dict
+        ``{name: options}``, each a fresh dict.
+    """
     return {name: dict(mt.quick) for name, mt in METHODS.items()}
 
 
 def example_stream(name: str, default: int = 1) -> int:
-    """The example stream of method ``name``'s records; ``default`` for a name that is not a study method (the hard
-    families' exhaustive search)."""
+    """The example stream of method ``name``'s records.
+
+    Parameters
+    ----------
+    name : str
+        A method's name.
+    default : int
+        The stream of a name that is not a study method (the hard families' exhaustive search); default 1.
+
+    Returns
+    -------
+    int
+        The method's ``example_stream``, or ``default``.
+    """
     return METHODS[name].example_stream if name in METHODS else default
 
 

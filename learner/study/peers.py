@@ -79,8 +79,24 @@ def _seconds_to(rec, threshold):
 
 def peer_rows(records: Iterable[Mapping[str, Any]], *,
               milestones: Iterable[float] = MILESTONES) -> list[dict[str, Any]]:
-    """Per (m, d, k, method): runs, how many reached each milestone and the median seconds of those that did,
-    median total seconds, median examples (and per parameter-counting limit), median final relative error."""
+    """Per (m, d, k, method): runs, how many reached each milestone and when, and the medians of the finished runs.
+
+    Parameters
+    ----------
+    records : iterable of mapping
+        Run records of registered study methods (every role counts: give the measured ones).
+    milestones : iterable of float
+        The relative errors whose first crossing is timed: distinct, in (0, 1); default :data:`MILESTONES`.
+
+    Returns
+    -------
+    list of dict
+        One dict per (m, d, k, method), in that order (methods in registry order): ``method``, ``m``, ``d``,
+        ``k``, ``runs``, ``errors_raised``, ``median_seconds`` and ``median_examples`` (over the finished runs),
+        ``param_limit`` (:func:`~learner.study.runs.param_limit`), ``median_relative_error`` (the final error)
+        and ``milestones``: per milestone key (``"1e-03"``) ``{"reached": runs that got there,
+        "median_seconds": their median time to it}``.
+    """
     milestones = check_milestones(milestones)
     groups: dict[tuple[int, int, int, int], list[Mapping[str, Any]]] = {}
     for rec in records:
@@ -105,7 +121,19 @@ def peer_rows(records: Iterable[Mapping[str, Any]], *,
 
 
 def peer_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The side-by-side Markdown table: one row per (m, method)."""
+    """The side-by-side Markdown table: one row per (m, d, k, method).
+
+    Parameters
+    ----------
+    rows : sequence of mapping
+        The rows of :func:`peer_rows`, in the order shown.
+
+    Returns
+    -------
+    str
+        The Markdown table: per milestone the median time and how many runs reached it, then the median seconds,
+        the median examples (with their multiple of the parameter-counting limit) and the median final error.
+    """
     keys = list(rows[0]["milestones"]) if rows else []
     header = ["m", "d", "k", "method", "runs", *(f"time to {key} (reached)" for key in keys), "median s",
               "median examples (/ limit)", "median rel. err"]
@@ -127,7 +155,7 @@ def _layers(cells):
 
 def _counted_sweep(total, at_least, out, ex):
     """``sweep(specs, done=())``: :func:`run_sweep` of ``specs`` in ``out``, whose Ctrl-C counts the study's ``total``
-    planned runs and the ``done`` finished records of its earlier sweeps, not the one sweep's."""
+    planned runs and the ``done`` finished records of the sweeps before it, not the one sweep's."""
     from ..errors import SweepInterrupted
 
     def sweep(specs, done=()):
@@ -165,9 +193,29 @@ def _extra_versions(records, methods):
 
 @dataclass(frozen=True)
 class PeerResult(StudyResult):
-    """What :func:`peer_study` measured (:class:`learner.study.records.StudyResult`)."""
+    """What :func:`peer_study` measured (:class:`learner.study.records.StudyResult`).
+
+    Parameters
+    ----------
+    records : list of dict
+        Its runs' records.
+    summary : dict
+        The JSON summary (also written to ``out/summary.json``): ``rows`` (:func:`peer_rows`), ``parameters``,
+        ``concurrency``, ``versions`` and ``note``.
+    stats : dict
+        The sweep's counts: ``{"ran": runs run now, "skipped": runs whose finished records were kept}``.
+    files : dict
+        What was written: ``{name: path}`` (``summary_json``, ``summary_md``).
+    """
 
     def table(self) -> str:
+        """The summary as Markdown: :func:`peer_table` and what its times mean.
+
+        Returns
+        -------
+        str
+            The table, then a paragraph defining "time to e" and saying how the runs shared the machine.
+        """
         s = self.summary
         return (peer_table(s["rows"]) + "\n\n" + "time to e: seconds from the run's start to its first relative "
                 "error ≤ e (Adam: validation error, checked after every update for numpy, every epoch for torch; "
@@ -192,7 +240,7 @@ def peer_study(out: PathLike, *, ms: Sequence[int] = (1, 2, 3, 4), k: int = 2, d
         Directory of the study: ``runs/`` (one JSON record per run), ``study.json``,
         ``summary.json`` and ``summary.md``.
     ms : sequence of int
-        Numbers of heads.
+        Numbers of heads (each ``>= 1``; default 1 2 3 4).
     k : int
         Tokens per sequence.
     d : int or "auto"
@@ -260,7 +308,7 @@ def peer_study(out: PathLike, *, ms: Sequence[int] = (1, 2, 3, 4), k: int = 2, d
 
 
 # --------------------------------------------------------------------------------------------------------- #
-# The race (issue 38): the peers on the frontier's cells, both Adams' learning rates tuned per cell
+# The race (ours): the peers on the frontier's cells, both Adams' learning rates tuned per cell
 # --------------------------------------------------------------------------------------------------------- #
 
 def _race_rows(records):
@@ -276,7 +324,19 @@ def _race_rows(records):
 
 
 def race_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The race's Markdown table: per cell and method, time and examples to each milestone, and the best error."""
+    """The race's Markdown table: per cell and method, time and examples to each milestone, and the best error.
+
+    Parameters
+    ----------
+    rows : sequence of mapping
+        The race's rows (``summary["rows"]`` of :func:`race_study`: :func:`peer_rows` with each milestone's
+        ``median_examples``).
+
+    Returns
+    -------
+    str
+        The Markdown table, ordered by m, k, d and the methods' registry order.
+    """
     keys = list(rows[0]["milestones"]) if rows else []
     header = ["(m, d, k)", "method", "runs", *(f"to {key}: reached, time, examples" for key in keys),
               "best rel. err (median)"]
@@ -292,9 +352,25 @@ def race_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def plot_race(rows: Sequence[Mapping[str, Any]], path: PathLike,
               search: Iterable[Mapping[str, Any]] | None = None) -> str:
-    """Time and examples to a relative error of 1e-8 (filled) and 1e-3 (open) per cell and method (log scales);
-    with ``search`` (``summary["search"]`` of :func:`race_study`) a third panel: each method's fewest examples with
-    which every layer reached 1e-8, and a cross at the largest size tried where no size learned every layer."""
+    """Time and examples to a relative error of 1e-8 (filled) and 1e-3 (open) per cell and method (log scales).
+
+    With a search, a third panel: each method's fewest examples with which every layer reached 1e-8, and a
+    cross at the largest size tried where no size learned every layer.
+
+    Parameters
+    ----------
+    rows : sequence of mapping
+        The race's rows (``summary["rows"]`` of :func:`race_study`).
+    path : str or path-like
+        The PNG file written (atomically).
+    search : iterable of mapping or None
+        ``summary["search"]`` of :func:`race_study`; None or empty: two panels only.
+
+    Returns
+    -------
+    str
+        ``path``, as a string.
+    """
     import io
 
     import matplotlib
@@ -360,9 +436,30 @@ def plot_race(rows: Sequence[Mapping[str, Any]], path: PathLike,
 
 @dataclass(frozen=True)
 class RaceResult(StudyResult):
-    """What :func:`race_study` measured (:class:`learner.study.records.StudyResult`)."""
+    """What :func:`race_study` measured (:class:`learner.study.records.StudyResult`).
+
+    Parameters
+    ----------
+    records : list of dict
+        Its runs' records (the measured runs, then the search's).
+    summary : dict
+        The JSON summary (also written to ``out/summary.json``): ``rows``, ``parameters``, ``tuning`` (each
+        Adam's learning rate per cell), ``concurrency``, ``search`` (the rows :func:`search_rows` shows),
+        ``search_tol``, ``versions`` and ``note``.
+    stats : dict
+        The sweep's counts: ``{"ran": runs run now, "skipped": runs whose finished records were kept}``.
+    files : dict
+        What was written: ``{name: path}`` (``summary_json``, ``summary_md`` and ``plot``).
+    """
 
     def table(self) -> str:
+        """The summary as Markdown: :func:`race_table`, its note, and the search's table when there was one.
+
+        Returns
+        -------
+        str
+            The race's table and note; with a search, a paragraph on how it was made and :func:`search_rows`.
+        """
         s = self.summary
         out = race_table(s["rows"]) + "\n\n" + s["note"] + " One thread per method, " + s["concurrency"] + "."
         if s.get("search"):
@@ -400,6 +497,26 @@ def search_options(method: str, options: Mapping[str, Any], size: int) -> dict[s
     a rule in its registry entry (:meth:`learner.study.methods.StudyMethod.on_fixed_set`: torch Adam's ``epochs``
     are raised so that its steps per restart are at least those of its measured runs). The search then asks how
     few examples a method needs, not how few steps.
+
+    Parameters
+    ----------
+    method : str
+        A registered study method.
+    options : mapping
+        Its options on the measured runs (an Adam's with its tuned ``lr``).
+    size : int
+        Examples in the fixed set.
+
+    Returns
+    -------
+    dict
+        ``options`` with ``examples`` set to ``size`` (which makes :func:`~learner.study.runs.run_one` use the
+        oracle's first ``size`` examples), changed by the method's ``fixed_set`` rule if it has one.
+
+    Examples
+    --------
+    >>> search_options("adam", {"lr": 0.03}, 1000)
+    {'lr': 0.03, 'examples': 1000}
     """
     return get(method).on_fixed_set(dict(options) | {"examples": int(size)}, size)
 
@@ -410,8 +527,21 @@ def _reached(rec, tol=SEARCH_TOL):
 
 
 def search_rows(search: Iterable[Mapping[str, Any]]) -> str:
-    """The search's Markdown table: per cell and method, the sizes tried, largest first (layers that reached 1e-8 of
-    those run), and the fewest examples with which every layer did ("open" where the rounds ran out first)."""
+    """The search's Markdown table: per cell and method, the sizes tried and the fewest examples that sufficed.
+
+    Parameters
+    ----------
+    search : iterable of mapping
+        ``summary["search"]`` of :func:`race_study`: per cell and method, ``tried`` (``examples``, ``runs``,
+        ``reached``), ``min_examples``, and ``open`` or ``at_limit`` where they apply.
+
+    Returns
+    -------
+    str
+        The Markdown table: the sizes tried, largest first, each with the layers that reached 1e-8 of those run,
+        and the fewest examples with which every layer did ("open" where the rounds ran out first; marked where
+        it is the last rung above the parameter-counting limit).
+    """
     body = []
     for row in sorted(search, key=lambda r: (r["m"], r["k"], r["d"], _order(r["method"]))):
         tried = ", ".join(f"{t['examples']:,}: {t['reached']}/{t['runs']}"
@@ -424,9 +554,33 @@ def search_rows(search: Iterable[Mapping[str, Any]]) -> str:
 
 
 def search_ladder(start: int, m: int, d: int, k: int) -> list[int]:
-    """The sizes the search may try: ``start // 2**j`` for ``j = 0, 1, …`` while at least the parameter-counting
-    limit :func:`~learner.study.runs.param_limit` (and 2, a training and a validation example); below it no method
-    can identify the layer (generically), so the search counts that as a failure without running it."""
+    """The sizes the search may try: ``start // 2**j`` for ``j = 0, 1, …`` while at least the parameter-counting limit.
+
+    The floor is :func:`~learner.study.runs.param_limit`, rounded up (and at least 2, a training and a validation
+    example); below it no method can identify the layer (generically), so the search counts that as a failure
+    without running it.
+
+    Parameters
+    ----------
+    start : int
+        The first size (a method's measured examples, or the learner's twice its most).
+    m : int
+        Heads.
+    d : int
+        Token dimension.
+    k : int
+        Tokens per example.
+
+    Returns
+    -------
+    list of int
+        The sizes, decreasing; empty when ``start`` is below the floor.
+
+    Examples
+    --------
+    >>> search_ladder(25000, 2, 12, 2)  # the floor is 2·2·12/2 = 24
+    [25000, 12500, 6250, 3125, 1562, 781, 390, 195, 97, 48, 24]
+    """
     floor = max(2, math.ceil(param_limit(m, d, k)))
     sizes: list[int] = []
     while start >= floor and (not sizes or start < sizes[-1]):
@@ -525,6 +679,40 @@ def race_study(out: PathLike, *, grid: Sequence[str] | None = None, seeds: int =
     :func:`search_rows`), for the methods of ``search_methods``. The Adams keep the optimisation budget of their
     measured runs at every size (:func:`search_options`), so the search counts examples, not steps. Neither is
     part of the study's claim: a later call with more rounds or methods goes on from the records there.
+
+    Parameters
+    ----------
+    out : str or path-like
+        Directory of the study: ``runs/``, ``study.json``, ``summary.json``, ``summary.md`` and ``race.png``.
+    grid : sequence of str or None
+        The cells, as blocks of :func:`learner.study.frontier.parse_grid` (a block's ``seeds=auto`` is not
+        supported here); None: :data:`~learner.study.frontier.DEFAULT_GRID`.
+    seeds : int
+        Planted layers per cell whose block names none (``>= 1``; default 3).
+    lrs : iterable of float
+        The learning rates each Adam is tuned over, per cell (each ``> 0``; default 0.01 and 0.03).
+    tune_seeds : int
+        Tuning layers per cell and learning rate (``>= 1``).
+    options : mapping or None
+        Per method, its keyword arguments (on top of its registry entry's ``study_options``); an Adam's must not
+        set ``lr``.
+    adam_options, torch_options, provable_options : mapping or None
+        Shorthands for ``options["adam"]``, ``options["torch-adam"]`` and ``options["provable"]``.
+    seed : int
+        Entropy of every run's seed (a non-negative integer).
+    backend, workers, scheduler, progress, run
+        As in :func:`learner.study.sweep.run_sweep` (``run=False``: summarise the records already there).
+    plot : bool
+        Write ``race.png`` (:func:`plot_race`; skipped with a warning without matplotlib).
+    search_rounds : int
+        Sizes the minimum-examples search may run per method and cell (``>= 0``; 0: no search).
+    search_methods : iterable of str or None
+        The methods searched: registered methods this machine can run; None: every one the race runs.
+
+    Returns
+    -------
+    RaceResult
+        The records, the summary, the sweeps' counts and the files written.
     """
     from pathlib import Path
 

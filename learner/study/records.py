@@ -69,7 +69,23 @@ KINDS = {
 
 
 def schema_of(kind: str) -> int:
-    """The schema version this version writes for ``kind`` (a KeyError names the known kinds)."""
+    """The schema version this version writes for ``kind`` (a KeyError names the known kinds).
+
+    Parameters
+    ----------
+    kind : str
+        A record kind, a key of :data:`KINDS`.
+
+    Returns
+    -------
+    int
+        The schema version written.
+
+    Examples
+    --------
+    >>> schema_of("scaling-run"), schema_of("command-record")
+    (2, 1)
+    """
     try:
         return KINDS[kind][0]
     except KeyError:
@@ -79,9 +95,21 @@ def schema_of(kind: str) -> int:
 def read_record(path: PathLike, *, kind: str | None = None) -> dict[str, Any]:
     """The record in ``path`` (a dict), after checking that its kind and schema are ones this version reads.
 
-    ``kind`` (optional) is the kind the caller expects. A command's record written before records had a kind
-    (a ``"command"`` field, no ``"kind"``) is returned with ``kind = "command-record"`` and ``schema_version
-    = 0`` filled in; nothing else is changed.
+    A command's record without a kind (a ``"command"`` field, no ``"kind"``: schema 0) is returned with
+    ``kind = "command-record"`` and ``schema_version = 0`` filled in; nothing else is changed.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The JSON file.
+    kind : str or None
+        The kind the caller expects (a :class:`~learner.errors.RecordError` for another); None: any kind of
+        :data:`KINDS`.
+
+    Returns
+    -------
+    dict
+        The record as read.
 
     Raises
     ------
@@ -118,16 +146,52 @@ DIGEST_FIELD = "record_sha256"
 
 
 def record_digest(rec: Mapping[str, Any]) -> str:
-    """The SHA-256 (hex) of ``rec`` without :data:`DIGEST_FIELD`, as canonical JSON (sorted keys, no spaces, the
-    values :func:`learner.io.json_safe` writes), so the digest of a record read back equals the one written."""
+    """The SHA-256 of ``rec`` without :data:`DIGEST_FIELD`, as canonical JSON.
+
+    Canonical: sorted keys, no spaces, the values :func:`learner.io.json_safe` writes, so the digest of a record
+    read back equals the one written.
+
+    Parameters
+    ----------
+    rec : mapping
+        A record (its own :data:`DIGEST_FIELD`, if any, is left out).
+
+    Returns
+    -------
+    str
+        The digest, 64 hexadecimal digits.
+
+    Examples
+    --------
+    >>> record_digest({"a": 1, "b": [1.5]}) == record_digest({"b": [1.5], "a": 1, DIGEST_FIELD: "x"})
+    True
+    """
     body = {key: value for key, value in rec.items() if key != DIGEST_FIELD}
     blob = json.dumps(json_safe(body), sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def digest_problem(rec: Mapping[str, Any]) -> str | None:
-    """Why ``rec``'s :data:`DIGEST_FIELD` does not vouch for it, or None: it matches, or the record has none (a record
-    of a version that wrote none: nothing to check)."""
+    """Why ``rec``'s :data:`DIGEST_FIELD` does not vouch for it, or None.
+
+    Parameters
+    ----------
+    rec : mapping
+        A record read back.
+
+    Returns
+    -------
+    str or None
+        The problem, in words, when the stored digest differs from :func:`record_digest`; None when it matches or
+        the record has no digest (nothing to check).
+
+    Examples
+    --------
+    >>> rec = {"outcome": "finished"}
+    >>> rec[DIGEST_FIELD] = record_digest(rec)
+    >>> digest_problem(rec) is None, digest_problem(rec | {"outcome": "error"}) is None
+    (True, False)
+    """
     stored = rec.get(DIGEST_FIELD)
     if stored is None:
         return None
@@ -137,9 +201,28 @@ def digest_problem(rec: Mapping[str, Any]) -> str | None:
 
 
 def read_run_record(path: PathLike, kind: str, schema: int) -> dict[str, Any] | None:
-    """A sweep's record of one run, to resume with: None (with a warning) if unreadable, damaged or nested too
-    deep — its run is repeated; a ValueError if it is of another kind (``out`` is not this sweep's directory)
-    or another schema, or not a regular file at all (a FIFO, a device: not ours to replace)."""
+    """A sweep's record of one run, to resume with: None (with a warning) if unreadable — its run is repeated.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The record's file.
+    kind : str
+        The kind the sweep writes (its specification's ``RECORD_KIND``).
+    schema : int
+        The schema the sweep resumes (its specification's ``RECORD_SCHEMA``).
+
+    Returns
+    -------
+    dict or None
+        The record; None, with a warning, when the file cannot be read or parsed (damaged, or nested too deep).
+
+    Raises
+    ------
+    ValueError
+        When the record is of another kind (``out`` is not this sweep's directory) or another schema, or the
+        path is not a regular file at all (a FIFO, a device: not ours to replace).
+    """
     try:
         rec = read_json(path, "record")
     except NotRegularFile as exc:
@@ -170,12 +253,48 @@ MAX_SECONDS = 1e8
 
 
 def is_seconds(v: Any) -> bool:
-    """Whether ``v`` is a duration a record can hold: a finite number in [0, :data:`MAX_SECONDS`]."""
+    """Whether ``v`` is a duration a record can hold: a finite number in [0, :data:`MAX_SECONDS`].
+
+    Parameters
+    ----------
+    v : object
+        Any JSON value.
+
+    Returns
+    -------
+    bool
+        True for an int or float (not a bool) that is finite, non-negative and at most :data:`MAX_SECONDS`.
+
+    Examples
+    --------
+    >>> is_seconds(3.5), is_seconds(-1), is_seconds(True), is_seconds(float("nan"))
+    (True, False, False, False)
+    """
     return _is_nonneg(v) and v <= MAX_SECONDS
 
 
 def timings_problem(timings: Any, name: str = "timings") -> str | None:
-    """The first entry of a ``timings`` object that is not a duration (``"`timings.5_span` must be …"``), or None."""
+    """The first entry of a ``timings`` object that is not a duration, or None.
+
+    Parameters
+    ----------
+    timings : object
+        The record's timings, which must be a dict of durations (:func:`is_seconds`).
+    name : str
+        The field's name in the message (default ``"timings"``; a dotted name for a nested one).
+
+    Returns
+    -------
+    str or None
+        The problem, naming the entry (``"`timings.5_span` must be …"``), or None when every entry is a duration.
+
+    Examples
+    --------
+    >>> timings_problem({"total": 2.0}) is None
+    True
+    >>> print(timings_problem({"total": "2 s"}))
+    `timings.total` must be a duration in seconds (0 to 1e+08); got '2 s'
+    """
     if not isinstance(timings, dict):
         return f"`{name}` must be an object of durations; got {timings!r:.60}"
     for key, value in timings.items():
@@ -199,10 +318,30 @@ FIELD_CHECKS = {
 
 
 def record_problem(rec: Mapping[str, Any], rules: Mapping[str, str]) -> str | None:
-    """The first field of ``rec`` that breaks ``rules`` (``{"a.b": check}``, checks of :data:`FIELD_CHECKS`), or None.
+    """The first field of ``rec`` that breaks ``rules``, or None (ours).
 
     A dotted name reads nested objects; a missing field is a problem unless the check allows null.
-    Returns ``"field: must be …; got …"`` for the message naming the file (ours).
+
+    Parameters
+    ----------
+    rec : mapping
+        A record read back.
+    rules : mapping
+        ``{"a.b": check}``, in the order checked: each check a key of :data:`FIELD_CHECKS`, or ``"timings"``
+        (:func:`timings_problem`).
+
+    Returns
+    -------
+    str or None
+        The first problem (``"`field` must be …; got …"`` or ``"`field` is missing"``), for the message naming the
+        file; None when every rule holds.
+
+    Examples
+    --------
+    >>> record_problem({"a": {"b": 1}}, {"a.b": "count", "c": "dict?"}) is None  # "dict?": c may be missing
+    True
+    >>> print(record_problem({"a": {"b": -1}}, {"a.b": "count"}))
+    `a.b` must be a non-negative integer; got -1
     """
     value: Any  # the record, then each nested value the dotted name reaches
     for name, check in rules.items():
@@ -227,8 +366,20 @@ def record_problem(rec: Mapping[str, Any], rules: Mapping[str, str]) -> str | No
 
 
 def command_record(command: str, **fields: Any) -> dict[str, Any]:
-    """The JSON record of a command's ``--json`` option: its kind and schema, the command, the versions, and
-    ``fields``."""
+    """The JSON record of a command's ``--json`` option: its kind and schema, the command, the versions, and ``fields``.
+
+    Parameters
+    ----------
+    command : str
+        The command, as typed after ``python -m learner`` (``"bench --span"``).
+    **fields
+        The command's figures, JSON-ready; they come last, so a field of the same name replaces the head's.
+
+    Returns
+    -------
+    dict
+        ``{"kind": "command-record", "schema_version": ..., "command": ..., "versions": ...}`` and ``fields``.
+    """
     from ..io import versions
 
     return {"kind": "command-record", "schema_version": schema_of("command-record"), "command": command,
@@ -236,8 +387,22 @@ def command_record(command: str, **fields: Any) -> dict[str, Any]:
 
 
 def write_summary(out: PathLike, summary: Mapping[str, Any], table: str) -> dict[str, str]:
-    """Write a study's ``summary.json`` (``summary``) and ``summary.md`` (``table``, Markdown) into ``out``,
-    each atomically; returns ``{"summary_json": path, "summary_md": path}`` as strings."""
+    """Write a study's ``summary.json`` and ``summary.md`` into ``out``, each atomically.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The study's folder (it must exist).
+    summary : mapping
+        The JSON summary, written to ``summary.json``.
+    table : str
+        The Markdown, written to ``summary.md`` as it is (UTF-8).
+
+    Returns
+    -------
+    dict
+        ``{"summary_json": path, "summary_md": path}``, the paths as strings.
+    """
     out = Path(out)
     files = {"summary_json": str(write_json(out / "summary.json", summary))}
     atomic_write(out / "summary.md", lambda fh: fh.write(table.encode("utf-8")))
@@ -249,9 +414,18 @@ def write_summary(out: PathLike, summary: Mapping[str, Any], table: str) -> dict
 class StudyResult:
     """What a study measured: the result type of every study (scaling, peers, the learners on the hard instances).
 
-    ``records`` are its runs' records, ``summary`` the JSON summary (also written to ``out/summary.json``),
-    ``stats`` the sweep's counts (run now, kept, failed), ``files`` what was written. Each study adds
-    :meth:`table`, its summary as Markdown.
+    Each study adds :meth:`table`, its summary as Markdown.
+
+    Parameters
+    ----------
+    records : list of dict
+        Its runs' records.
+    summary : dict
+        The JSON summary (also written to ``out/summary.json``).
+    stats : dict
+        The sweep's counts: ``{"ran": runs run now, "skipped": runs whose finished records were kept}``.
+    files : dict
+        What was written: ``{name: path}`` (``summary_json``, ``summary_md``, and the plots).
     """
 
     records: list = field(repr=False)
@@ -260,13 +434,28 @@ class StudyResult:
     files: dict
 
     def table(self) -> str:
-        """The summary as Markdown (each study's own)."""
+        """The summary as Markdown (each study's own; a NotImplementedError here).
+
+        Returns
+        -------
+        str
+            The study's tables.
+        """
         raise NotImplementedError(f"{type(self).__name__} has no table")
 
 
 def print_study(result: StudyResult, out: PathLike) -> None:
-    """A sweep's table, then how many runs ran now or were kept and where the records and summaries are
-    (the studies of ``learner`` and ``lowerbounds`` print the same way)."""
+    """Print a sweep's table, then how many runs ran now or were kept and where the records and summaries are.
+
+    The studies of ``learner`` and ``lowerbounds`` print the same way.
+
+    Parameters
+    ----------
+    result : StudyResult
+        What the study returned.
+    out : str or path-like
+        The study's folder, as named in the output.
+    """
     print(result.table())
     print()
     print(f"runs: {result.stats['ran']} run now, {result.stats['skipped']} kept from earlier; records in "

@@ -62,7 +62,7 @@ METHODS = method_names(needs_extra=False)
 #: Roles of a run: measured, learning-rate tuning, and the race's minimum-examples search ("min", on the measured
 #: runs' layers and oracles: the same key as "eval").
 ROLES = {"eval": 0, "tune": 1, "min": 0}
-#: The studies' family (ours): logit scale 1, k = 2, d from :func:`sound_d` (DESIGN §3, issue 15). Not
+#: The studies' family (ours): logit scale 1, k = 2, d from :func:`sound_d`. Not
 #: :data:`learner.instances.DEFAULT_LOGIT_SCALE` (3) on purpose: at k = 2 and m >= 3, scale 3 makes rows nearly
 #: one-hot (they certify but carry no usable log-ratios) and the yield would collapse for that reason rather
 #: than the growth in m being measured. The scaling, frontier and peers studies and the benchmarks use it.
@@ -82,6 +82,22 @@ def param_limit(m: int, d: int, k: int) -> float:
     numbers. No method can identify the layer from fewer examples than this
     (generically), so ``examples_drawn / param_limit`` measures the overhead.
 
+    Parameters
+    ----------
+    m : int
+        Heads.
+    d : int
+        Token dimension.
+    k : int
+        Tokens per example.
+
+    Returns
+    -------
+    float
+        ``2md²/(kd) = 2md/k``, the examples whose numbers match the layer's parameters (not rounded).
+
+    Examples
+    --------
     >>> param_limit(2, 8, 4)
     8.0
     """
@@ -92,9 +108,35 @@ def param_limit(m: int, d: int, k: int) -> float:
 class RunSpec:
     """Everything that determines one run (and nothing that does not).
 
-    ``method`` is a registered study method (:mod:`learner.study.methods`); ``options`` are its keyword
-    arguments (:meth:`~learner.study.methods.StudyMethod.options_callable`: :class:`~learner.phases.LearnConfig`
-    fields for ``"provable"``, :func:`~learner.baselines.numpy_adam.fit_gradient` arguments for ``"adam"``).
+    Parameters
+    ----------
+    method : str
+        A registered study method (:mod:`learner.study.methods`).
+    m : int
+        Heads of the planted layer.
+    d : int
+        Token dimension.
+    k : int
+        Tokens per example.
+    seed_index : int
+        The run's layer in its setting: run ``s`` of every method meets the same planted layer.
+    entropy : int
+        The study's seed: the entropy of the run's ``SeedSequence``.
+    role : str
+        ``"eval"`` (measured, the default), ``"tune"`` (learning-rate tuning, on layers seeded apart) or
+        ``"min"`` (the race's minimum-examples search, on the measured runs' layers and oracles).
+    distribution : str
+        The inputs' distribution, ``"boolean"`` (default) or ``"gaussian"``.
+    options : tuple
+        The method's keyword arguments as sorted ``(name, value)`` pairs, hashable and order-free
+        (:meth:`~learner.study.methods.StudyMethod.options_callable`: :class:`~learner.phases.LearnConfig`
+        fields for ``"provable"``, :func:`~learner.baselines.numpy_adam.fit_gradient` arguments for ``"adam"``);
+        an ``examples`` entry makes the run learn from a fixed set of the oracle's first examples.
+    logit_scale : float
+        ``‖Θ_i‖_F`` of the planted layer; default :data:`STUDY_LOGIT_SCALE`.
+    noise : float
+        Label noise of the oracle (``LayerOracle(noise=)``, default 0); not in the seed key, so every σ of a
+        study meets the same layers, inputs and noise draws (scaled).
     """
 
     method: str
@@ -107,12 +149,12 @@ class RunSpec:
     distribution: str = "boolean"
     options: tuple = ()  # sorted (name, value) pairs: hashable and order-free
     logit_scale: float = STUDY_LOGIT_SCALE
-    #: Label noise of the oracle (``LayerOracle(noise=)``); not in the seed key, so every σ of a study meets the
-    #: same layers, inputs and noise draws (scaled).
     noise: float = 0.0
 
     @property
     def spawn_key(self) -> tuple[int, int, int, int, int]:
+        """The run's seed key ``(role, m, d, k, seed_index)``, the role as a number (``"eval"`` and ``"min"`` 0,
+        ``"tune"`` 1)."""
         return (ROLES[self.role], self.m, self.d, self.k, self.seed_index)
 
     @property
@@ -126,6 +168,13 @@ class RunSpec:
                 f"-{self.distribution}{noise}-s{self.seed_index}")
 
     def to_dict(self) -> dict[str, Any]:
+        """The specification as a JSON-ready dict, as records store it under ``"spec"``.
+
+        Returns
+        -------
+        dict
+            Every field by name (``options`` as a dict, ``noise`` only when it is not 0), plus ``spawn_key``.
+        """
         return {"method": self.method, "role": self.role, "m": self.m, "d": self.d, "k": self.k,
                 "distribution": self.distribution, "seed_index": self.seed_index, "entropy": self.entropy,
                 "spawn_key": list(self.spawn_key), "options": dict(self.options), "logit_scale": self.logit_scale,
@@ -133,6 +182,18 @@ class RunSpec:
 
     @classmethod
     def from_dict(cls, rec: Mapping[str, Any]) -> RunSpec:
+        """The specification a record's ``"spec"`` describes: the inverse of :meth:`to_dict`.
+
+        Parameters
+        ----------
+        rec : mapping
+            A dict as :meth:`to_dict` returns it (``spawn_key`` is ignored; ``noise`` may be absent).
+
+        Returns
+        -------
+        RunSpec
+            The specification.
+        """
         return cls(rec["method"], rec["m"], rec["d"], rec["k"], rec["seed_index"], rec["entropy"],
                    role=rec["role"], distribution=rec["distribution"], options=tuple(sorted(rec["options"].items())),
                    logit_scale=float(rec["logit_scale"]), noise=float(rec.get("noise", 0.0)))
@@ -143,19 +204,62 @@ class RunSpec:
 
     @property
     def example_stream(self) -> int:
+        """The stream of examples this run's record is drawn from: its method's (the sweep re-runs a record of
+        another)."""
         return example_stream(self.method)
 
     def run(self, learn_workers: int | None = None) -> dict[str, Any]:
+        """Run this specification: :func:`run_one`.
+
+        Parameters
+        ----------
+        learn_workers : int or None
+            Local processes of the learner's own pool (None: none).
+
+        Returns
+        -------
+        dict
+            The run's JSON-ready record.
+        """
         return run_one(self, learn_workers)
 
     def failure_record(self, message: str, tb: str, timings: Mapping[str, float],
                        where: Mapping[str, Any]) -> dict[str, Any]:
+        """The record of this run when it raised, or its worker died: no result, the reason and the traceback.
+
+        Parameters
+        ----------
+        message : str
+            Why it failed, in one line.
+        tb : str
+            The traceback, as text.
+        timings : mapping
+            The durations measured before it failed, in seconds (may be empty).
+        where : mapping
+            Where it ran (``host``, ``pid``; may be empty).
+
+        Returns
+        -------
+        dict
+            A record with ``"outcome": "error"`` and ``"status": "error"``.
+        """
         return _failure_record(self, message, tb, timings, where)
 
     @staticmethod
     def record_rules(rec: Any) -> dict[str, str]:
         """What the summaries read of a record (:func:`learner.study.records.record_problem`); a failing record is
-        re-run."""
+        re-run.
+
+        Parameters
+        ----------
+        rec : object
+            The record read back (any JSON value: the rules of a finished run's record are stricter).
+
+        Returns
+        -------
+        dict
+            ``{dotted field: check}``, checks of :data:`learner.study.records.FIELD_CHECKS` or ``"timings"``.
+        """
         rules = {"spec": "dict", "outcome": "str", "success": "bool", "status": "str", "message": "str",
                  "errors": "dict", "timings": "timings"}
         if isinstance(rec, dict) and rec.get("outcome") == "finished":
@@ -172,6 +276,29 @@ def planted_instance(spec: RunSpec) -> tuple[AttentionLayer, LayerOracle, np.ran
     :class:`~learner.oracle.LayerOracle` and the method. Neither the method nor the
     input distribution is part of the key, so every method of a sweep, and a study
     of the same cells with the other distribution, meets the same planted layer.
+
+    Parameters
+    ----------
+    spec : RunSpec
+        The run.
+
+    Returns
+    -------
+    truth : AttentionLayer
+        The planted layer (checked against the paper's conditions, as :func:`~learner.instances.random_layer`
+        does by default).
+    oracle : LayerOracle
+        Its examples, in ``spec.distribution``, with label noise ``spec.noise``.
+    method_seed : numpy.random.SeedSequence
+        The method's own seed.
+
+    Examples
+    --------
+    >>> a = RunSpec("provable", 2, 12, 2, seed_index=0, entropy=0)
+    >>> b = RunSpec("adam", 2, 12, 2, seed_index=0, entropy=0)
+    >>> import numpy as np
+    >>> bool(np.array_equal(planted_instance(a)[0].thetas, planted_instance(b)[0].thetas))
+    True
     """
     from ..instances import random_layer
     from ..oracle import LayerOracle
@@ -191,6 +318,21 @@ def run_one(spec: RunSpec | dict[str, Any], learn_workers: int | None = None) ->
 
     Never raises for a failure of the run itself: an exception becomes a
     record with ``"outcome": "error"`` and its traceback, so a sweep goes on.
+
+    Parameters
+    ----------
+    spec : RunSpec or dict
+        The run, or its :meth:`RunSpec.to_dict`.
+    learn_workers : int or None
+        Local processes of the learner's own pool (None: none).
+
+    Returns
+    -------
+    dict
+        The ``scaling-run`` record: the specification, ``outcome`` (``"finished"`` or ``"error"``), ``success``,
+        ``status``, ``message``, ``examples_drawn`` and ``examples_ratio`` (over :func:`param_limit`), ``errors``,
+        ``diagnostics``, ``timings``, ``where``, ``execution``, and the learner's ``noise`` and
+        ``expected_param_error`` when it made them.
     """
     if isinstance(spec, dict):
         spec = RunSpec.from_dict(spec)
@@ -246,7 +388,43 @@ def plan_runs(*, ms: Sequence[int], d: int, k: int, seeds: int, methods: Iterabl
               role: str = "eval", distribution: str = "boolean",
               options: Mapping[str, Mapping[str, Any] | None] | None = None, logit_scale: float = STUDY_LOGIT_SCALE,
               noise: float = 0.0) -> list[RunSpec]:
-    """The specifications of ``methods × ms × seeds`` (``options[method]`` are the method's keyword arguments)."""
+    """The specifications of ``methods × ms × seeds``, method-major, then m, then seed.
+
+    Parameters
+    ----------
+    ms : sequence of int
+        Numbers of heads.
+    d : int
+        Token dimension.
+    k : int
+        Tokens per example.
+    seeds : int
+        Planted layers per method and m: seed indices ``0 .. seeds − 1``.
+    methods : iterable of str
+        Registered study methods.
+    entropy : int
+        The study's seed.
+    role : str
+        ``"eval"`` (default), ``"tune"`` or ``"min"`` (see :class:`RunSpec`).
+    distribution : str
+        The inputs' distribution (default ``"boolean"``).
+    options : mapping or None
+        ``{method: keyword arguments}``; a method not named (or None) gets none.
+    logit_scale : float
+        ``‖Θ_i‖_F`` of the planted layers; default :data:`STUDY_LOGIT_SCALE`.
+    noise : float
+        Label noise of the oracles (default 0).
+
+    Returns
+    -------
+    list of RunSpec
+        One specification per method, m and seed.
+
+    Examples
+    --------
+    >>> [s.run_id for s in plan_runs(ms=[1, 2], d=12, k=2, seeds=1, methods=["provable"], entropy=0)]
+    ['provable-eval-m1-d12-k2-ls1-boolean-s0', 'provable-eval-m2-d12-k2-ls1-boolean-s0']
+    """
     options = options or {}
     return [RunSpec(method, m, d, k, s, entropy, role=role, distribution=distribution,
                     options=tuple(sorted((options.get(method) or {}).items())), logit_scale=float(logit_scale),
@@ -261,6 +439,31 @@ def sound_d(m: int, k: int, *, distribution: str = "boolean", start: int = SOUND
 
     Starting at 12 rather than at the smallest sound d keeps clear of the small-d instances where the
     learner's phase 3 is unreliable (e.g. (1, 6, 2) and (2, 8, 2) fail on some seeds).
+
+    Parameters
+    ----------
+    m : int
+        Heads (``>= 1``).
+    k : int
+        Tokens per example (``>= 2``).
+    distribution : str
+        The inputs' distribution the setting is checked for (default ``"boolean"``).
+    start : int
+        The first ``d`` tried (default :data:`SOUND_D_START`, 12); never below ``k + 1``.
+    step : int
+        The step between the ``d`` tried (default :data:`SOUND_D_STEP`, 4).
+    limit : int
+        The largest ``d`` tried (default 64); beyond it, a ValueError.
+
+    Returns
+    -------
+    int
+        The smallest sound ``d`` tried.
+
+    Examples
+    --------
+    >>> sound_d(2, 2), sound_d(5, 2)
+    (12, 16)
     """
     from ..assumptions import check_setting
 
@@ -278,6 +481,16 @@ def yield_of(record: Mapping[str, Any]) -> float | None:
     budgets phase 4 hands phase 5 only a prefix of them (``constraints``), while its examples are whole
     batches. Records of the fixed budgets have only ``constraints_per_1000_examples``, the same figure there.
     None for other methods and for runs that did not reach phase 4.
+
+    Parameters
+    ----------
+    record : mapping
+        A run record (its ``diagnostics["4_refined_sculpt"]`` is read).
+
+    Returns
+    -------
+    float or None
+        Constraints certified per 1000 examples in phase 4's last round, or None.
     """
     p4 = (record.get("diagnostics") or {}).get("4_refined_sculpt")
     if not p4:

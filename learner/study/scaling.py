@@ -67,6 +67,24 @@ def summarise(records: Iterable[Mapping[str, Any]], *, success_tol: float = 1e-3
     user pays); runs that raised count as failures and are excluded from the
     medians. The median relative error is over the runs that returned a layer
     (``layers_returned`` of them).
+
+    Parameters
+    ----------
+    records : iterable of mapping
+        Run records (``scaling-run``); only those whose ``spec["role"]`` is ``"eval"`` are counted.
+    success_tol : float
+        The common success criterion: a finished run succeeds when its relative error is at most this (default
+        1e-3).
+
+    Returns
+    -------
+    dict
+        ``success_tol``; ``rows``, one dict per (method, m, d, k), sorted: ``runs``, ``errors_raised``,
+        ``success_rate``, ``own_success_rate``, ``median_seconds``, ``median_examples``, ``param_limit``,
+        ``median_examples_ratio``, ``median_relative_error``, ``layers_returned``, ``statuses`` (``{status:
+        count}``), ``median_yield`` (:func:`~learner.study.runs.yield_of`) and ``tol_phase4`` (the learner's
+        median phase-4 tolerance); and ``growth``, per method (and k, when there are several) the
+        :func:`~learner.study.sweep.fit_growth` of ``seconds`` and ``examples`` against the ``ms``.
     """
     groups: dict[tuple[str, int, int, int], list[Mapping[str, Any]]] = {}
     for rec in records:
@@ -130,13 +148,36 @@ def _choose_lr(records, lrs):
 
 @dataclass(frozen=True)
 class SweepResult(StudyResult):
-    """What :func:`scaling_study` measured (:class:`learner.study.records.StudyResult`), and the tuning runs'
-    records."""
+    """What :func:`scaling_study` measured (:class:`learner.study.records.StudyResult`), and the tuning runs' records.
+
+    Parameters
+    ----------
+    records : list of dict
+        The measured runs' records.
+    summary : dict
+        The JSON summary (also written to ``out/summary.json``): :func:`summarise`'s, with ``tuning``,
+        ``parameters``, ``versions`` and ``note``, and with a grid ``frontier`` and ``fits``.
+    stats : dict
+        The sweeps' counts: ``{"ran": runs run now, "skipped": runs whose finished records were kept}``.
+    files : dict
+        What was written: ``{name: path}`` (``summary_json``, ``summary_md``, and ``plot`` and ``frontier_plot``
+        when drawn).
+    tuning_records : list of dict
+        Adam's learning-rate tuning runs' records (empty without tuning).
+    """
 
     tuning_records: list = field(default_factory=list, repr=False)
 
     def table(self) -> str:
-        """The summary as a Markdown table, followed by the fitted growth and the tuning choice."""
+        """The summary as a Markdown table, followed by the fitted growth and the tuning choice.
+
+        Returns
+        -------
+        str
+            The table of :func:`summarise`'s rows; the growth in m per method (where there are two m or more);
+            with a grid, the frontier per method, the cells and the fits; and Adam's learning rate per setting
+            when it was tuned.
+        """
         s = self.summary
         header = ["method", "m", "d", "k", "runs", f"success (rel. err ≤ {s['success_tol']:g})", "own criterion",
                   "median s", "median examples", "limit 2md²/(kd)", "examples / limit", "yield /1000 ex.",
@@ -207,13 +248,13 @@ def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | st
     grid : sequence of str, optional
         Instead of ``ms`` × ``k``: blocks of (m, k) cells such as ``"m=1..6,k=2"`` or
         ``"m=2,k=8,d=24,seeds=3"`` (:func:`learner.study.frontier.parse_grid`;
-        :data:`learner.study.frontier.DEFAULT_GRID` is the issue's study). The summary then adds the frontier
+        :data:`learner.study.frontier.DEFAULT_GRID` is the default study). The summary then adds the frontier
         (per cell: successes, median time, failures by reason, forecasts of runs beyond the budget), the
         fits of :func:`learner.study.frontier.fit_shapes` and ``frontier.png``.
     logit_scale : float
+        Frobenius norm of each planted ``Θ_i`` (:func:`~learner.random_layer`); default 1.
     noise : float
         The oracles' label noise (``LayerOracle(noise=)``, default 0); the layers and inputs do not depend on it.
-        Frobenius norm of each planted ``Θ_i`` (:func:`~learner.random_layer`); default 1.
     seeds : int or "auto"
         Planted layers per setting; run ``s`` of every method uses the same layer and oracle seed.
         ``"auto"``: 3 per method and setting, then 10 where the median time of those 3 is under two
@@ -225,7 +266,7 @@ def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | st
         runs Adam at every value on ``tune_seeds`` tuning layers (seeded apart
         from the measured ones) and the measured runs use the value with the
         lowest median validation relative error. Default (0.01, 0.03) on one
-        tuning layer: in the earlier d = 8 study 0.03 won at every m and 0.003,
+        tuning layer: in a d = 8 study (ours) 0.03 won at every m and 0.003,
         never chosen, cost 3–8× the time (55–166 s per run at m <= 2, d = 12).
     tune_seeds : int
     adam_options, provable_options : dict, optional
@@ -241,12 +282,13 @@ def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | st
         Write ``scaling.png`` (needs matplotlib, the ``plot`` extra; skipped with a warning without it).
     run : bool
         False: run nothing, re-summarise the records in ``out`` (every run must have a finished
-        record; records of an earlier example stream are used as they are). See
+        record; records drawn from another example stream are used as they are). See
         :func:`learner.study.sweep.run_sweep`.
 
     Returns
     -------
     SweepResult
+        The measured records, the summary, the sweeps' counts, the files written and the tuning runs' records.
     """
     settings, seed_rules, ms, ks = _settings(ms, d, k, grid, seeds, distribution)
     methods, adam_lrs, adam_options, provable_options = _check_methods(methods, settings, adam_lrs, adam_options,
@@ -357,7 +399,8 @@ class _Plan:
 
     def sweep(self, specs, out, ex):
         """Run ``specs`` (resuming), keep their records by id and add up the counts of runs run and kept. On
-        Ctrl-C the count is the whole study's: the earlier sweeps' finished runs too, of every run planned."""
+        Ctrl-C the count is the whole study's: the finished runs of the sweeps before it too, of every run
+        planned."""
         from ..errors import SweepInterrupted
 
         try:
@@ -441,7 +484,22 @@ def plot_scaling(records: Sequence[Mapping[str, Any]], path: PathLike, *, succes
     """Two panels, log scale: seconds and examples drawn against m, every run a point, medians joined.
 
     Successful runs (relative error at most ``success_tol``) are filled, failed ones hollow.
-    The examples panel also shows the parameter-counting limit ``2md²/(kd)``.
+    The examples panel also shows the parameter-counting limit ``2md²/(kd)``. When no run finished, the panels
+    say so (and a warning is logged).
+
+    Parameters
+    ----------
+    records : sequence of mapping
+        Run records; the finished ones with ``spec["role"] == "eval"`` are drawn, one line per (method, k).
+    path : str or path-like
+        The PNG file written (atomically).
+    success_tol : float
+        The common success criterion that fills a point (default 1e-3).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
     """
     import matplotlib
 

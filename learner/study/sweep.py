@@ -77,6 +77,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: Where a sweep's runs go: this process, a local pool of processes, or a Dask distributed cluster.
 BACKENDS = ("serial", "local", "dask")
 #: Keys that hold wall-clock times or the place a run happened (and any key ending in
 #: ``_seconds``); :func:`comparable` drops them.
@@ -84,7 +85,24 @@ VOLATILE_KEYS = frozenset({"timings", "seconds", "seconds_to", "where", "executi
 
 
 def comparable(record: Any) -> Any:
-    """The record without wall-clock times and the place it ran: what must agree across backends."""
+    """The record without wall-clock times and the place it ran: what must agree across backends.
+
+    Parameters
+    ----------
+    record : object
+        A record, or any JSON value inside one (dicts and lists are walked).
+
+    Returns
+    -------
+    object
+        A copy of the dicts and lists without the keys of :data:`VOLATILE_KEYS` and those ending in
+        ``_seconds``; other values as they are.
+
+    Examples
+    --------
+    >>> comparable({"status": "ok", "timings": {"total": 3.2}, "fit": [{"search_seconds": 1.0, "nfev": 9}]})
+    {'status': 'ok', 'fit': [{'nfev': 9}]}
+    """
     if isinstance(record, dict):
         return {key: comparable(value) for key, value in record.items()
                 if key not in VOLATILE_KEYS and not key.endswith("_seconds")}
@@ -193,13 +211,29 @@ def _pid_alive(pid):
 def sweep_lock(out: PathLike, *, create: bool = True) -> Iterator[Path]:
     """Hold ``out/sweep.lock`` (owner's pid, host and start time) while a sweep writes ``out``.
 
-    ``create`` False (re-summarising what is there) refuses a missing ``out`` (ValueError) instead of creating it.
-
     A second writer — another process, here or on another host sharing the
     directory — gets :class:`SweepLocked` naming the owner. A lock left by a
     process of this host that no longer exists is stale: it is replaced, with a
     warning. A lock from another host cannot be checked and is never taken
-    over; the message says how to remove it. Re-entrant within one process.
+    over; the message says how to remove it. Re-entrant within one process. The lock is removed on leaving
+    the block (if it is still this process's).
+
+    Parameters
+    ----------
+    out : str or path-like
+        The sweep's directory (created unless ``create`` is False).
+    create : bool
+        False (re-summarising what is there) refuses a missing ``out`` (ValueError) instead of creating it.
+
+    Yields
+    ------
+    pathlib.Path
+        The lock file's resolved path, held for the block.
+
+    Raises
+    ------
+    SweepLocked
+        When another live process holds the lock, or it is unreadable, or it could not be taken in 3 attempts.
     """
     out = Path(out)
     path = (out / LOCK_NAME).resolve()
@@ -289,8 +323,28 @@ def _differences(mine, theirs):
 
 
 def check_learn_workers(learn_workers: int | None, backend: str) -> int | None:
-    """``learn_workers`` checked against ``backend``: more than one needs ``"serial"`` (one run at a time, its batches
-    on the pool). A study calls it before it claims its folder, :func:`run_sweep` again."""
+    """``learn_workers`` checked against ``backend``: more than one needs ``"serial"`` (one run at a time).
+
+    A study calls it before it claims its folder, :func:`run_sweep` again.
+
+    Parameters
+    ----------
+    learn_workers : int or None
+        Local processes of each learner run's own pool (``>= 1``), or None.
+    backend : str
+        The sweep's backend, one of :data:`BACKENDS`.
+
+    Returns
+    -------
+    int or None
+        ``learn_workers`` as an int, or None.
+
+    Raises
+    ------
+    ValueError
+        When more than one is asked for with a backend other than ``"serial"`` (a pool inside every pool worker
+        would oversubscribe the machine).
+    """
     if learn_workers is None:
         return None
     learn_workers = check_int("learn_workers", learn_workers)
@@ -307,12 +361,31 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
     ``kind`` names the study (e.g. ``"scaling-study"``), ``record_kind`` its runs' records and
     ``parameters`` (JSON-ready) what it was asked for. A directory already claimed (``study.json``)
     must hold the same kind with the same parameters (a resume); one claimed by nothing must hold
-    no other kind of record in ``runs/``, and, when an earlier version left a ``summary.json``,
+    no other kind of record in ``runs/``, and, when it holds a ``summary.json`` without a ``study.json``,
     the parameters both name must agree, and a directory that is neither empty nor a study (no
     ``study.json``, no records of this kind) is refused: its files are not ours. Then ``study.json`` is
     written (atomically). ``write`` False (re-summarising) checks the same and claims nothing: a folder
     without this study's records is refused, as there is nothing to summarise. Call it while holding
     :func:`sweep_lock`.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The study's directory.
+    kind : str
+        The study's kind, a key of :data:`learner.study.records.KINDS` (``"scaling-study"``, ``"peer-study"``,
+        ...).
+    record_kind : str
+        The kind of its runs' records (``"scaling-run"``, ``"hard-run"``).
+    parameters : mapping
+        What the study was asked for, JSON-ready; compared after a JSON round trip.
+    write : bool
+        Write ``study.json`` (default True); False only checks.
+
+    Returns
+    -------
+    pathlib.Path
+        The path of ``study.json`` (written, or found with the same claim).
     """
     from ..io import write_json
 
@@ -353,7 +426,7 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
             ours += 1
     summary = out / "summary.json"
     theirs = None
-    if summary.exists():  # a study of an earlier version, which wrote no study.json: its summary names the parameters
+    if summary.exists():  # a study without a study.json: its summary names the parameters
         try:
             theirs = read_json(summary, "summary").get("parameters")
         except (OSError, ValueError, AttributeError):  # FileFormatError is a ValueError
@@ -421,8 +494,8 @@ def run_sweep(specs: Sequence[Any], out: PathLike, *, backend: str = "local", wo
               run: bool = True) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Run the specifications not yet finished in ``out/runs/`` and return every record, in ``specs`` order.
 
-    With ``run=False`` nothing runs: the records found are returned as they are (those of an
-    earlier example stream included, with a note in the log), and a specification without a
+    With ``run=False`` nothing runs: the records found are returned as they are (those drawn from
+    another example stream included, with a note in the log), and a specification without a
     finished record is a ValueError counting them — for re-summarising a directory of records.
 
     Parameters
@@ -444,12 +517,15 @@ def run_sweep(specs: Sequence[Any], out: PathLike, *, backend: str = "local", wo
         ``workers``); only with ``backend="serial"`` (one run at a time, its
         batches spread over the cores) — a pool inside every pool worker would
         oversubscribe the machine.
+    run : bool
+        True (default): run what is missing. False: run nothing and return the finished records found.
 
     Returns
     -------
     records : list of dict
+        One record per specification, in ``specs`` order.
     stats : dict
-        ``{"ran": ..., "skipped": ...}``.
+        ``{"ran": runs run now, "skipped": runs whose finished records were kept}``.
 
     Raises
     ------
@@ -541,12 +617,25 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn
 def fit_growth(ms: ArrayLike, values: ArrayLike) -> dict[str, float]:
     """Least-squares fits of ``log value`` against ``log m`` (a power ``m^p``) and against ``m`` (``base^m``).
 
-    Returns a dict with ``power``, ``base``, the root-mean-square residual in
-    natural log of each fit, and the number of points. With fewer than two
-    distinct ``m`` (or a non-positive value) the fitted figures are ``nan``.
     With three points both fits have one degree of freedom: they describe the
     measured range and do not tell a polynomial from an exponential.
 
+    Parameters
+    ----------
+    ms : array_like
+        The numbers of heads, a vector.
+    values : array_like
+        The measured values (seconds, examples), a vector of the same length.
+
+    Returns
+    -------
+    dict
+        ``power`` (the exponent ``p``), ``power_rms_log``, ``base`` and ``base_rms_log`` (the root-mean-square
+        residual in natural log of each fit), and ``points``. With fewer than two distinct ``m`` (or a
+        non-positive value) the fitted figures are ``nan``.
+
+    Examples
+    --------
     >>> g = fit_growth([1, 2, 3], [2.0, 8.0, 18.0])
     >>> round(g["power"], 6), g["points"]
     (2.0, 3)
@@ -571,6 +660,23 @@ def fit_growth(ms: ArrayLike, values: ArrayLike) -> dict[str, float]:
 
 
 def median(values: Iterable[float | None]) -> float | None:
+    """The median of the values that are not None, or None when there are none.
+
+    Parameters
+    ----------
+    values : iterable of float or None
+        The values; None marks a missing one (a run that did not finish).
+
+    Returns
+    -------
+    float or None
+        The median as a float, or None.
+
+    Examples
+    --------
+    >>> median([3, None, 1, 2]), median([None])
+    (2.0, None)
+    """
     kept = [v for v in values if v is not None]
     return float(np.median(kept)) if kept else None
 
