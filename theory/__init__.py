@@ -12,7 +12,7 @@ tests require it to fail.
 * :func:`check_softmax_concentration` — the pattern does not concentrate, but
   its conditional expectation given substring Hamming weights does (talk);
 * :func:`check_local_clt` — local CLT on Boolean slices for non-arithmetic
-  coefficients (talk, "Approximation errors: issue #1");
+  coefficients (talk, its slide on approximation errors);
 * :func:`check_min_norm_orthogonality` — the min-norm point of the heads'
   affine hull is orthogonal to it (used by the learner's phase 3).
 * :func:`check_yield_prediction` — the sculpting phases' certification

@@ -33,7 +33,9 @@ SeedOrGenerator: TypeAlias = int | np.random.SeedSequence | np.random.Generator 
 class CheckResult:
     """The outcome of one lemma check.
 
-    Attributes
+    Every check of :mod:`theory` returns one; it is frozen, and :meth:`to_dict` gives its JSON form.
+
+    Parameters
     ----------
     name : str
         Registry name of the check (``"one_step"``, ...).
@@ -65,7 +67,24 @@ class CheckResult:
     seconds : float
         Wall-clock time of the check.
     details : dict
-        Further measured quantities, JSON-ready.
+        Further measured quantities, JSON-ready (default empty).
+
+    See Also
+    --------
+    theory.registry.run_case : Run a registered check's default case or negative control.
+    theory.CHECKS : The registry of checks, each with its cases.
+    theory.testing.assert_check_holds : Assert a result holds, printing the claim when it does not.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from theory import check_min_norm_orthogonality
+    >>> result = check_min_norm_orthogonality(np.array([[[1.0]], [[3.0]]]))
+    >>> result.holds, result.exact, result.measured, result.relation, result.bound
+    (True, True, 0.0, '<=', 0.0)
+    >>> name_and_claim, verdict = result.summary().split(" | ")
+    >>> verdict
+    'measured 0 (exact) <= 0: holds'
     """
 
     name: str
@@ -88,7 +107,14 @@ class CheckResult:
         return self.failure_probability is None
 
     def summary(self):
-        """One line: claim, measured value with uncertainty, bound, verdict."""
+        """One line: claim, measured value with uncertainty, bound, verdict.
+
+        Returns
+        -------
+        str
+            ``"<name>: <claim> | measured <value> <relation> <bound>: holds"`` (or ``FAILS``), the value marked
+            ``(exact)``, with its certain bracket, or with its interval and failure probability.
+        """
         lo, hi = self.interval
         if lo == hi:
             value = f"{self.measured:.4g} (exact)"
@@ -100,7 +126,13 @@ class CheckResult:
         return f"{self.name}: {self.claim} | measured {value} {self.relation} {self.bound:.4g}: {verdict}"
 
     def to_dict(self):
-        """JSON-ready dictionary (numpy values converted, non-finite floats as None)."""
+        """JSON-ready dictionary (numpy values converted, non-finite floats as None).
+
+        Returns
+        -------
+        dict
+            One key per field (``"name"``, ``"claim"``, ..., ``"details"``), ``interval`` as a list.
+        """
         from learner.io import json_safe
 
         return json_safe(
@@ -129,6 +161,7 @@ class Timer:
         self._start = time.perf_counter()
 
     def elapsed(self):
+        """Seconds since construction (``time.perf_counter``)."""
         return time.perf_counter() - self._start
 
 
@@ -215,7 +248,7 @@ def require_matplotlib(what):
     """The ``matplotlib`` module, or :class:`MissingMatplotlib` naming ``what`` needs it and how to install it.
 
     Plot functions call it first, so that a missing extra is said before any computation (the command
-    lines check ``--plot`` earlier still, in :func:`learner.argparsing.check_output_options`).
+    lines check ``--plot`` before that, in :func:`learner.argparsing.check_output_options`).
     """
     try:
         import matplotlib

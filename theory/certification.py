@@ -29,6 +29,7 @@ def check_certification_premise(layer: AttentionLayer, k: int, *, tol: float = 0
     Parameters
     ----------
     layer : AttentionLayer
+        The planted layer; its true ``ΣW`` is the one the rows are fitted with.
     k : int
         Tokens per example.
     tol : float
@@ -36,10 +37,11 @@ def check_certification_premise(layer: AttentionLayer, k: int, *, tol: float = 0
     bound : float
         The total variation the ``quantile`` of certified rows must stay within.
     quantile : float
-        In (0, 1).
+        The quantile of the certified rows' total variation held against ``bound``, in (0, 1).
     n_samples : int
         Examples drawn (``k`` rows each).
     rng : None, int, SeedSequence or Generator
+        Seed of the examples.
 
     Returns
     -------
@@ -88,7 +90,24 @@ def check_certification_premise(layer: AttentionLayer, k: int, *, tol: float = 0
 
 def default_certification_premise(*, m: int = 2, d: int = 8, k: int = 4, n_samples: int = 100_000,
                                   rng: SeedLike = None) -> CheckResult:
-    """Positive case: a planted layer ``learner.random_layer(m, d)`` (distinct W's)."""
+    """Positive case: a planted layer ``learner.random_layer(m, d)`` (distinct W's).
+
+    Parameters
+    ----------
+    m, d : int
+        Heads and dimension of the planted layer (defaults 2 and 8).
+    k : int
+        Tokens per example (default 4).
+    n_samples : int
+        Examples drawn (default 100 000).
+    rng : None, int, SeedSequence or Generator
+        Seed of the layer and then of the examples (one generator, used in that order).
+
+    Returns
+    -------
+    CheckResult
+        The result of :func:`check_certification_premise` at its default ``tol``, ``bound`` and ``quantile``.
+    """
     gen = check_rng(rng)
     return check_certification_premise(random_layer(m, d, rng=gen), k, n_samples=n_samples, rng=gen)
 
@@ -96,7 +115,25 @@ def default_certification_premise(*, m: int = 2, d: int = 8, k: int = 4, n_sampl
 def control_certification_premise(*, m: int = 2, d: int = 8, k: int = 4, n_samples: int = 50_000,
                                   rng: SeedLike = None) -> CheckResult:
     """Negative control: the same kind of layer with every ``W_i`` equal to ``W_1``; every row fits exactly, the
-    test certifies rows whose patterns disagree, and the check fails."""
+    test certifies rows whose patterns disagree, and the check fails.
+
+    Parameters
+    ----------
+    m, d : int
+        Heads and dimension of the planted layer (defaults 2 and 8).
+    k : int
+        Tokens per example (default 4).
+    n_samples : int
+        Examples drawn (default 50 000).
+    rng : None, int, SeedSequence or Generator
+        Seed of the layer and then of the examples (one generator, used in that order).
+
+    Returns
+    -------
+    CheckResult
+        The result of :func:`check_certification_premise` on the twin layer (the planted ``Θ_i``, every ``W_i``
+        replaced by ``W_1``).
+    """
     gen = check_rng(rng)
     planted = random_layer(m, d, rng=gen)
     twin = AttentionLayer(planted.thetas, np.stack([planted.ws[0]] * m))

@@ -41,7 +41,16 @@ def _param(text):
 
 
 def build_parser() -> CommandParser:
-    """The argparse parser."""
+    """The argparse parser of ``python -m theory``.
+
+    Returns
+    -------
+    CommandParser
+        The parser with the subcommands ``list``, ``check``, ``all`` and ``yield-study``; the options of
+        ``yield-study`` carry :func:`~theory.yield_study.yield_study`'s rules
+        (:func:`learner.argparsing.declare_options`), and every integer or float option is checked as the
+        toolkit's validation checks it (:func:`learner.argparsing.harden`).
+    """
     parser = command_parser(
         prog="python -m theory",
         description="Numerical checks of the lemmas behind the learner of Chen & Li (arXiv 2402.04084).",
@@ -86,7 +95,19 @@ def build_parser() -> CommandParser:
 
 
 def verdict_table(rows: Iterable[tuple[CheckResult, bool]]) -> str:
-    """Markdown table of (result, expected_to_hold) pairs."""
+    """Markdown table of (result, expected_to_hold) pairs.
+
+    Parameters
+    ----------
+    rows : iterable of (CheckResult, bool)
+        Each result with whether it was expected to hold (True for a default case, False for a negative control).
+
+    Returns
+    -------
+    str
+        One row per result: check, case, claim, measured value (with its interval when not exact), bound, whether
+        it holds, what was expected (marked ``UNEXPECTED`` when the verdict differs) and the seconds taken.
+    """
     cells = []
     for result, expected in rows:
         lo, hi = result.interval
@@ -169,7 +190,20 @@ def _yield_study(args):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status (1 when a verdict is not the expected one)."""
+    """Entry point of ``python -m theory``.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 when every verdict is the expected one (and for ``list``), 1 when one is not, 2 when
+        an input is refused (a ValueError, TypeError or FileNotFoundError, reported on standard error as one
+        line). A usage error exits with status 2 through argparse (``SystemExit``) instead of returning.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")

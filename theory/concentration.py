@@ -300,6 +300,7 @@ def check_softmax_concentration(
     batch : int, optional
         Inputs per chunk (bounds memory); default :func:`learner.layer.auto_batch`.
     rng : None, int, SeedSequence or Generator
+        Seed of the Monte Carlo inputs; its entropy is recorded in the result.
 
     Returns
     -------
@@ -321,6 +322,13 @@ def check_softmax_concentration(
         For a non-square or non-finite ``theta``, ``k < 1``, an empty substring, positions
         out of range or repeated, a mask of the wrong shape, ``n_samples < 2``, a
         ``failure_probability`` outside (0, 1) or a negative ``bound``.
+
+    See Also
+    --------
+    expectation_vs_sample : The unconditional half: ``E[P]`` beside one sampled pattern.
+    default_softmax_concentration : The positive case at the talk's scale (``d = 200``).
+    control_softmax_concentration : The negative control, a heavy block on the substring.
+    theory.one_step.check_one_step : The one-step error ``‖M − I‖`` this spread bounds a part of.
 
     Notes
     -----
@@ -509,7 +517,9 @@ def _one_step_error(st, prob, counts, classes, size, mask, labels, cond_q, delta
 class ExpectationVsSample:
     """The expected attention pattern next to one sampled pattern (the talk's "expectation vs reality").
 
-    Attributes
+    Returned by :func:`expectation_vs_sample`.
+
+    Parameters
     ----------
     expected : ndarray, shape (k, k)
         Monte Carlo estimate of ``E[softmax(XΘXᵀ)]``, of the exact form
@@ -561,15 +571,23 @@ def expectation_vs_sample(theta: ArrayLike, k: int, *, n_samples: int = PLOT_N_S
     batch : int, optional
         Inputs per chunk; default :func:`learner.layer.auto_batch`.
     rng : None, int, SeedSequence or Generator
+        Seed of the Monte Carlo inputs (the first one is the sample shown).
 
     Returns
     -------
     ExpectationVsSample
+        The estimated ``E[P]`` and the sampled pattern, with the diagonal mass, its Chebyshev radius and the
+        spreads.
 
     Raises
     ------
     ValueError, TypeError
         For a non-square or non-finite ``theta``, ``k < 1`` or ``n_samples < 2``.
+
+    See Also
+    --------
+    check_softmax_concentration : The conditional half: ``E[P | w]`` does stay near ``E[P]``.
+    plot_expectation_vs_sample : The talk's picture, at its ``d = 200``.
 
     Notes
     -----
@@ -720,6 +738,7 @@ def default_softmax_concentration(*, k: int = DEFAULT_K, d: int = TALK_D, n_samp
     Returns
     -------
     CheckResult
+        The result of :func:`check_softmax_concentration` at the default bound ``0.05·sqrt(k)``; it holds.
 
     Notes
     -----
@@ -755,14 +774,20 @@ def control_softmax_concentration(
 
     Parameters
     ----------
-    k, d, n_samples, rng
-        As for :func:`default_softmax_concentration`.
+    k, d : int
+        Tokens (default 8) and dimension (default 200; ``d >= 4``), as for :func:`default_softmax_concentration`.
+    n_samples : int
+        Monte Carlo inputs (default 20 000).
+    rng : None, int, SeedSequence or Generator
+        Θ's random part and the Monte Carlo inputs come from two generators spawned from it (the same as the
+        default case's for the same seed).
     block : float
         Height of the block (default 10; positive).
 
     Returns
     -------
     CheckResult
+        The result of :func:`check_softmax_concentration` on the heavy-block ``Θ``; it fails.
 
     Notes
     -----

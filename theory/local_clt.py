@@ -1,6 +1,6 @@
 """Local CLT on Boolean slices: ⟨a, x⟩ for x uniform on a fixed-Hamming-weight slice.
 
-The talk (arXiv 2402.04084, slide "Approximation errors: issue #1") says that
+The talk (arXiv 2402.04084, its slide on approximation errors) says that
 the ordinary CLT only controls probabilities of ⟨a, x⟩ to within ``1/sqrt(n)``
 for Boolean examples, which would bottleneck the learner; a *local* CLT on
 slices of the cube is needed instead, and this is where the paper's
@@ -133,6 +133,11 @@ def slice_moments(a: ArrayLike, weight: int) -> tuple[float, float]:
         ``(E S, Var S)``; the variance is 0 for ``n = 1``, ``weight ∈ {0, n}``
         or a constant ``a``.
 
+    See Also
+    --------
+    slice_distribution : The whole distribution of ``S`` on the slice.
+    check_local_clt : Compares it with the Gaussian of these moments.
+
     Notes
     -----
     Standard sampling-without-replacement moments; the derivation and its
@@ -160,7 +165,9 @@ def slice_moments(a: ArrayLike, weight: int) -> tuple[float, float]:
 class SliceDistribution:
     """The distribution of ``S = ⟨a, x⟩`` on a slice, possibly of a quantised ``a``.
 
-    Attributes
+    Returned by :func:`slice_distribution` and :func:`brute_force_distribution`.
+
+    Parameters
     ----------
     values : ndarray, shape (N,)
         Sorted support of ``S_q = ⟨q, x⟩`` (``q = a`` in exact mode).
@@ -194,8 +201,25 @@ class SliceDistribution:
     def window_bounds(self, t: ArrayLike, delta: float) -> tuple[np.ndarray | float, np.ndarray | float]:
         """Bracket ``P(S ∈ [t, t + δ))`` using the quantisation bound ``e``.
 
-        Returns ``(lower, upper) = (P(S_q ∈ [t+e, t+δ−e)), P(S_q ∈ [t−e, t+δ+e)))``;
-        both equal ``P(S ∈ [t, t + δ))`` in exact mode. ``t`` may be an array.
+        Parameters
+        ----------
+        t : float or array_like
+            Left ends of the windows.
+        delta : float
+            Window width δ > 0 (same units as ``a``).
+
+        Returns
+        -------
+        lower : float or ndarray
+            ``P(S_q ∈ [t+e, t+δ−e))`` (0 where the shrunk window is empty), of the shape of ``t``.
+        upper : float or ndarray
+            ``P(S_q ∈ [t−e, t+δ+e))``. Both equal ``P(S ∈ [t, t + δ))`` in exact mode.
+
+        Examples
+        --------
+        >>> lower, upper = slice_distribution([1, 2, 3, 4], 2).window_bounds([-0.5, 0.0], 1.0)
+        >>> (lower * 6).tolist(), bool((lower == upper).all())   # S = 0 has 2 of the C(4, 2) = 6 points
+        ([2.0, 2.0], True)
         """
         t = np.asarray(t, dtype=np.float64)
         e = self.error_bound
@@ -306,6 +330,12 @@ def slice_distribution(a: ArrayLike, weight: int, *, quantum: float | None = Non
         Bad ``a``, ``weight`` or ``quantum``; non-integer ``a`` without
         ``quantum``; a grid larger than :data:`MAX_CELLS`.
 
+    See Also
+    --------
+    brute_force_distribution : The same by enumeration, the tests' reference.
+    slice_moments : Its mean and variance in closed form.
+    check_local_clt : Holds its windows against the Gaussian's.
+
     Notes
     -----
     How real coefficients are handled (ours): if ``a`` lies on the grid
@@ -361,6 +391,27 @@ def brute_force_distribution(a: ArrayLike, weight: int) -> SliceDistribution:
 
     The reference for :func:`slice_distribution` in the tests. Equal sums
     (exact float equality) are merged; ``S`` is summed in float64.
+
+    Parameters
+    ----------
+    a : array_like, shape (n,)
+        Coefficients (finite reals), at most 16 of them.
+    weight : int
+        Number of +1 coordinates, ``0 <= weight <= n``.
+
+    Returns
+    -------
+    SliceDistribution
+        Exact mode: ``quantum`` None, ``error_bound`` 0, the moments from :func:`slice_moments`.
+
+    Raises
+    ------
+    ValueError
+        Bad ``a`` or ``weight``, or ``n > 16``.
+
+    See Also
+    --------
+    slice_distribution : The same by dynamic programming, for any ``n``.
 
     Examples
     --------
@@ -532,6 +583,12 @@ def check_local_clt(a: ArrayLike, weight: int, *, delta: float, bound: float = D
         Bad inputs; ``Var S = 0`` (``weight ∈ {0, n}`` or constant ``a``: the
         statement is vacuous); a grid over the budget.
 
+    See Also
+    --------
+    slice_distribution : The exact distribution the statistic is computed from.
+    local_clt_sweep : The statistic against ``n``, for each kind of coefficients.
+    learner.assumptions.lattice_distance : How far ``a`` is from arithmetic.
+
     Notes
     -----
     The sup over t is exact: the window probability is a step function of t
@@ -691,6 +748,22 @@ def default_local_clt(*, n: int = 64, delta_factor: float = DEFAULT_DELTA_FACTOR
                       rng: SeedOrGenerator = None) -> CheckResult:
     """Positive case: Gaussian (non-arithmetic) ``a`` scaled to σ = 1, weight ``n/2``, δ = σ/(4√n).
 
+    Parameters
+    ----------
+    n : int
+        Number of coefficients, ``>= 4`` (default 64).
+    delta_factor : float
+        Window width in units of σ/√n, positive: δ = ``delta_factor``/√n with σ = 1 (default
+        :data:`DEFAULT_DELTA_FACTOR`).
+    rng : None, int, SeedSequence or Generator
+        Seed of the coefficients; its entropy is recorded in the result.
+
+    Returns
+    -------
+    CheckResult
+        The result of :func:`check_local_clt` at :data:`DEFAULT_BOUND`; its ``parameters`` add ``kind`` and
+        ``delta_factor``.
+
     Examples
     --------
     >>> default_local_clt(n=16, rng=0).holds
@@ -707,6 +780,22 @@ def control_local_clt(*, n: int = 64, delta_factor: float = DEFAULT_DELTA_FACTOR
     On the slice ``S`` lives on a lattice of spacing ``2s·gcd(a_i − a_j) ≈ 2.4/√n``,
     about 10× the window width, so windows between atoms are empty.
 
+    Parameters
+    ----------
+    n : int
+        Number of coefficients, ``>= 4`` (default 64).
+    delta_factor : float
+        Window width in units of σ/√n, positive: δ = ``delta_factor``/√n with σ = 1 (default
+        :data:`DEFAULT_DELTA_FACTOR`).
+    rng : None, int, SeedSequence or Generator
+        Seed of the coefficients; its entropy is recorded in the result.
+
+    Returns
+    -------
+    CheckResult
+        The result of :func:`check_local_clt` at :data:`DEFAULT_BOUND`; its ``parameters`` add ``kind`` and
+        ``delta_factor``.
+
     Examples
     --------
     >>> control_local_clt(n=16, rng=0).holds
@@ -719,11 +808,14 @@ def control_local_clt(*, n: int = 64, delta_factor: float = DEFAULT_DELTA_FACTOR
 class LocalCLTSweep:
     """Relative local error and Kolmogorov error of one kind of coefficients against ``n``.
 
-    Attributes
+    Returned by :func:`local_clt_sweep`; every tuple has one entry per ``n``.
+
+    Parameters
     ----------
     kind : str
         ``"nonarithmetic"``, ``"arithmetic"`` or ``"skewed"``.
     ns : tuple of int
+        The numbers of coefficients swept, in the order given.
     weights : tuple of int
         Hamming weight of the slice per n.
     delta_factor : float
@@ -735,9 +827,13 @@ class LocalCLTSweep:
     kolmogorov : tuple of float
         ``sup_t |P(S <= t) − Φ(t)|`` per n.
     sqrt_n_kolmogorov : tuple of float
+        ``√n`` times the Kolmogorov error (about constant when it is of order ``1/√n``).
     results : tuple of CheckResult
+        The full result of :func:`check_local_clt` per n.
     seed_entropy : int or None
+        Entropy of the sweep's seed (None when it cannot be recovered from a Generator passed in).
     seconds : float
+        Wall-clock time of the sweep.
     """
 
     kind: str
@@ -766,6 +862,27 @@ def local_clt_sweep(*, ns: Iterable[int] = (16, 32, 64), kind: str = "nonarithme
     - ``"skewed"``: i.i.d. Exp(1), weight n/4 — non-arithmetic, but S is
       skewed, so the ordinary CLT's Kolmogorov error really is of order
       1/√n while the local error stays small.
+
+    Parameters
+    ----------
+    ns : iterable of int
+        Numbers of coefficients, each ``>= 4`` (default 16, 32, 64).
+    kind : {"nonarithmetic", "arithmetic", "skewed"}
+        The kind of coefficients.
+    delta_factor : float
+        Window width in units of σ/√n, positive (default :data:`DEFAULT_DELTA_FACTOR`).
+    rng : None, int, SeedSequence or Generator
+        Seed of the sweep; each ``n`` draws from its own spawned child.
+
+    Returns
+    -------
+    LocalCLTSweep
+        The errors per ``n`` and the full results, held against :data:`DEFAULT_BOUND`.
+
+    See Also
+    --------
+    check_local_clt : The check run at each ``n``.
+    plot_local_clt : The sweep of every kind, plotted.
 
     Examples
     --------
@@ -797,8 +914,21 @@ def plot_local_clt(path: PathLike, *, ns: Sequence[int] = (16, 32, 64),
                    rng: SeedOrGenerator = None) -> tuple[LocalCLTSweep, ...]:
     """Write a log-log PNG: relative local error against n for each kind, Kolmogorov errors beside.
 
-    Returns the :class:`LocalCLTSweep` results ``(nonarithmetic, arithmetic, skewed)``. Needs matplotlib
-    (the ``plot`` extra); without it, a ValueError saying so before any computation.
+    Needs matplotlib (the ``plot`` extra); without it, a ValueError saying so before any computation.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Where to write the PNG.
+    ns : sequence of int
+        Numbers of coefficients, each ``>= 4`` (default 16, 32, 64).
+    rng : None, int, SeedSequence or Generator
+        Seed; each kind's sweep draws from its own spawned child.
+
+    Returns
+    -------
+    tuple of LocalCLTSweep
+        The sweeps drawn, ``(nonarithmetic, arithmetic, skewed)``.
     """
     matplotlib = require_matplotlib("plot_local_clt")
     rng, _ = seeded(rng)

@@ -58,12 +58,18 @@ def check_min_norm_orthogonality(thetas: ArrayLike, *, point: ArrayLike | None =
     CheckResult
         ``measured = max_i |⟨Θ_i − Θ*, Θ*⟩| / max_i ‖Θ_i‖_F²``, relation "<=".
 
+    See Also
+    --------
+    learner.geometry.min_norm_point : The min-norm point itself (exact or float64).
+    theory.CheckResult : What the check returns.
+    theory.registry.run_case : Run its default case or its negative control (the centroid).
+
     Notes
     -----
     Standard geometry (the projection of the origin onto an affine subspace is
-    orthogonal to its directions); DESIGN §3 uses it for the learner's phase 3,
-    where ``Θ*`` stands in for every head. The statement is the design's
-    reading of the talk's "representative point"; the check is ours.
+    orthogonal to its directions); the learner's phase 3 uses it, with ``Θ*``
+    standing in for every head. Reading the talk's "representative point" as
+    this point is the learner's design (ours); the check is ours too.
 
     Examples
     --------
@@ -96,7 +102,7 @@ def check_min_norm_orthogonality(thetas: ArrayLike, *, point: ArrayLike | None =
     return finish(
         name="min_norm_orthogonality",
         claim="the min-norm point Θ* of aff{Θ_i} satisfies ⟨Θ_i − Θ*, Θ*⟩ = 0 for every head",
-        source="standard geometry, used by DESIGN §3 (phase 3); check and normalisation ours",
+        source="standard geometry, used by the learner's phase 3; check and normalisation ours",
         parameters={"m": T.shape[0], "d": T.shape[1], "exact": bool(exact), "point_given": point is not None},
         measured=measured,
         bound=bound,
@@ -106,14 +112,40 @@ def check_min_norm_orthogonality(thetas: ArrayLike, *, point: ArrayLike | None =
 
 
 def default_min_norm_orthogonality(*, m: int = 3, d: int = 8, rng: SeedLike = None) -> CheckResult:
-    """Positive case: a planted layer's Θ's, exact rational arithmetic."""
+    """Positive case: a planted layer's Θ's, exact rational arithmetic.
+
+    Parameters
+    ----------
+    m, d : int
+        Heads and dimension of ``learner.random_layer(m, d)`` (defaults 3 and 8).
+    rng : None, int, SeedSequence or Generator
+        Seed of the planted layer.
+
+    Returns
+    -------
+    CheckResult
+        The exact check of the layer's ``Θ_i`` against their computed min-norm point (holds: measured 0).
+    """
     from learner import random_layer
 
     return check_min_norm_orthogonality(random_layer(m, d, rng=rng).thetas)
 
 
 def control_min_norm_orthogonality(*, m: int = 3, d: int = 8, rng: SeedLike = None) -> CheckResult:
-    """Negative control: the centroid of the Θ's is in the hull but is not the min-norm point."""
+    """Negative control: the centroid of the Θ's is in the hull but is not the min-norm point.
+
+    Parameters
+    ----------
+    m, d : int
+        Heads and dimension of ``learner.random_layer(m, d)`` (defaults 3 and 8).
+    rng : None, int, SeedSequence or Generator
+        Seed of the planted layer.
+
+    Returns
+    -------
+    CheckResult
+        The exact check with ``point`` the centroid ``mean_i Θ_i`` (fails: its inner products are not 0).
+    """
     from learner import random_layer
 
     thetas = random_layer(m, d, rng=rng).thetas

@@ -87,19 +87,23 @@ _SOURCE_MC = (
 
 @dataclass(frozen=True, eq=False)
 class OneStepResult(CheckResult):
-    """A :class:`~theory._core.CheckResult` that also carries the matrices.
+    """A :class:`~theory.CheckResult` that also carries the matrices.
 
-    Attributes
+    Returned by :func:`check_one_step`. ``details`` holds the estimate and target as nested lists too, and
+    :meth:`to_dict` adds ``M``. The three arrays are read-only.
+
+    Parameters
     ----------
+    name, claim, source, parameters, measured, interval, failure_probability : see CheckResult
+        The fields of :class:`~theory.CheckResult`, with the types and meanings given there.
+    bound, relation, holds, seed_entropy, seconds, details : see CheckResult
+        The rest of its fields, likewise.
     estimate : ndarray, shape (d, d)
         ``E_1 = (1/k) E[Xᵀ J F(X)]`` (exact or Monte Carlo).
     target : ndarray, shape (d, d)
         ``ΣW_i``.
     M : ndarray, shape (m, d, d)
         Per-head ``M_i = (1/k) E[Xᵀ J softmax(XΘ_iXᵀ) X]``.
-
-    Every :class:`CheckResult` attribute is inherited; ``details`` holds the
-    estimate and target as nested lists too, and :meth:`to_dict` adds ``M``.
     """
 
     estimate: np.ndarray | None = field(default=None, repr=False)
@@ -107,7 +111,13 @@ class OneStepResult(CheckResult):
     M: np.ndarray | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary: the base record plus ``"M"`` as nested lists."""
+        """JSON-ready dictionary: the base record plus ``"M"`` as nested lists.
+
+        Returns
+        -------
+        dict
+            :meth:`theory.CheckResult.to_dict`'s keys and ``"M"`` (None when absent).
+        """
         out = super().to_dict()
         out["M"] = None if self.M is None else np.asarray(self.M).tolist()
         return out
@@ -117,9 +127,10 @@ class OneStepResult(CheckResult):
 class SymbolicOneStep:
     """Outcome of :func:`one_step_gradient_symbolic` (sympy, exact).
 
-    Attributes
+    Parameters
     ----------
     k, d : int
+        Tokens and dimension of the symbolic check.
     step_size, loss_factor : sympy.Rational
         The step ``η`` and the factor ``c`` of the loss ``c·‖Y − f_W(X)‖_F²``.
     gradient_residual : sympy.ImmutableMatrix, shape (d, d)
@@ -129,6 +140,7 @@ class SymbolicOneStep:
     gradient_holds, population_holds, holds : bool
         Whether each residual is the zero matrix; ``holds`` is both.
     seconds : float
+        Wall-clock time of the check.
     """
 
     k: int
@@ -147,7 +159,7 @@ class SymbolicOneStep:
 class StableRankSweep:
     """Outcome of :func:`stable_rank_sweep`: one-step error against the stable rank of ``Θ``.
 
-    Attributes
+    Parameters
     ----------
     ranks : tuple of int
         Stable ranks ``r`` swept (each ``Θ`` has stable rank exactly ``r``).
@@ -155,10 +167,12 @@ class StableRankSweep:
         Mean over layers of the relative Frobenius error ``‖M − I‖_F / √d``
         (single head, ``W = I``, so ``E_1 = M`` and ``ΣW = I``).
     errors_all : ndarray, shape (n_ranks, n_layers)
+        The relative Frobenius error of every run (``measured`` of :func:`check_one_step`).
     worst_case : ndarray, shape (n_ranks,)
         Mean over layers of ``‖M − I‖_op``: the largest relative Frobenius
         error ``‖(M − I)W‖_F / ‖W‖_F`` over all ``W`` for the same ``Θ``.
     worst_case_all : ndarray, shape (n_ranks, n_layers)
+        ``‖M − I‖_op`` of every run.
     exponent, exponent_se : float
         Least-squares slope of ``log errors`` against ``log r`` and its standard
         error (``nan`` with fewer than three ranks).
@@ -177,8 +191,12 @@ class StableRankSweep:
         Largest ``sqrt(tr Cov / n)/‖ΣW‖_F``: the typical size of the sampling
         error (Chebyshev's radius is this over ``sqrt(failure_probability)``).
     parameters : dict
+        JSON-ready parameters of the sweep (sizes, ranks, ``frobenius``, method, ``w = "identity"``, and the Monte
+        Carlo settings).
     seed_entropy : int or None
+        Entropy of the sweep's seed (None when it cannot be recovered from a Generator passed in).
     seconds : float
+        Wall-clock time of the sweep.
     """
 
     ranks: tuple
@@ -200,7 +218,13 @@ class StableRankSweep:
     seconds: float
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary (non-finite floats as None)."""
+        """JSON-ready dictionary (non-finite floats as None).
+
+        Returns
+        -------
+        dict
+            One key per field, arrays and tuples as lists.
+        """
         from learner.io import json_safe
 
         return json_safe({f: getattr(self, f) for f in self.__dataclass_fields__})
@@ -367,6 +391,13 @@ def check_one_step(
         finite, ``n_samples < 2``, ``k·d > 22`` for the exact method, Gaussian
         inputs with the exact method, or ``ΣW_i = 0`` (relative error undefined).
 
+    See Also
+    --------
+    one_step_gradient_symbolic : The one-step formula ``W_1 = (1/k) XᵀJY`` the estimate rests on.
+    stable_rank_sweep : The error against the stable rank of ``Θ``.
+    theory.concentration.check_softmax_concentration : Why ``M_i`` stays near ``I`` (the talk's argument).
+    theory.registry.run_case : Run the default case or the negative control.
+
     Notes
     -----
     *The paper's statement* (talk, slide "Estimating ΣW"): training one head
@@ -517,6 +548,16 @@ def default_one_step(*, rng: SeedLike = None) -> OneStepResult:
     second. The attention is visibly non-uniform, yet the one-step estimate is
     within 17–30 % of ``ΣW_i`` over seeds 0–19 (bound 0.5, ours).
 
+    Parameters
+    ----------
+    rng : None, int, SeedSequence or Generator
+        Seed of the planted layer.
+
+    Returns
+    -------
+    OneStepResult
+        The exact check (no sampling error), holding at the bound 0.5.
+
     Examples
     --------
     >>> result = default_one_step(rng=0)
@@ -559,6 +600,16 @@ def control_one_step(*, rng: SeedLike = None) -> OneStepResult:
     The result is the same for every seed: flipping the signs of coordinates
     (``X → XD``) preserves the Boolean cube and maps ``(Θ, W)`` to
     ``(DΘD, DWD)``, so ``rng`` only picks one of ``2^d`` equivalent layers.
+
+    Parameters
+    ----------
+    rng : None, int, SeedSequence or Generator
+        Seed of the sign matrix ``D``.
+
+    Returns
+    -------
+    OneStepResult
+        The exact check, failing (relative error 0.727 against the bound 0.5).
 
     Examples
     --------
@@ -632,6 +683,10 @@ def one_step_gradient_symbolic(k: int, d: int, *, step_size: float | Fraction | 
     TypeError, ValueError
         On non-integer or non-positive ``k``, ``d``; ``k·d > 9``; a
         non-rational or non-positive ``step_size`` or ``loss_factor``.
+
+    See Also
+    --------
+    check_one_step : The expected one-step estimate against ``ΣW_i`` for a real layer.
 
     Notes
     -----
@@ -723,6 +778,27 @@ def theta_of_stable_rank(d: int, r: int, frobenius: float, *, rng: SeedLike = No
     rank ``‖Θ‖_F²/‖Θ‖_op²`` is exactly ``r`` and ``‖Θ‖_F = frobenius``
     (the construction is ours).
 
+    Parameters
+    ----------
+    d : int
+        Dimension, ``>= 1``.
+    r : int
+        Stable rank, ``1 <= r <= d``.
+    frobenius : float
+        ``‖Θ‖_F``, positive.
+    rng : None, int, SeedSequence or Generator
+        Seed of the two Haar-random orthogonal matrices.
+
+    Returns
+    -------
+    ndarray, shape (d, d)
+        ``Θ``.
+
+    Raises
+    ------
+    ValueError
+        If ``r > d`` or a size is not positive.
+
     Examples
     --------
     >>> theta = theta_of_stable_rank(5, 2, 3.0, rng=0)
@@ -796,13 +872,22 @@ def stable_rank_sweep(
         Random ``Θ`` per rank.
     method : {"exact", "monte_carlo"}
         Passed to :func:`check_one_step`; Monte Carlo uses the control variate.
-    n_samples, failure_probability, batch :
-        Passed to :func:`check_one_step`.
+    n_samples, failure_probability, batch : int, float, int or None
+        Passed to :func:`check_one_step` (Monte Carlo inputs per run, the intervals' failure probability, inputs
+        per block).
     rng : None, int, SeedSequence or Generator
+        Seed of the sweep: one child draws every ``Θ``, one more per run draws its inputs.
 
     Returns
     -------
     StableRankSweep
+        The errors per rank and per layer, the fitted exponents and the noise floors.
+
+    See Also
+    --------
+    check_one_step : The check run for every layer.
+    theta_of_stable_rank : The ``Θ`` of each rank.
+    plot_stable_rank_sweep : The sweep, plotted.
 
     Notes
     -----
@@ -900,7 +985,26 @@ def stable_rank_sweep(
 def plot_stable_rank_sweep(result: StableRankSweep, path: PathLike) -> Path:
     """Write a log-log plot of the sweep's errors against ``r``, with the fitted lines, to ``path`` (PNG).
 
-    Needs matplotlib (the ``plot`` extra). Returns the path.
+    Needs matplotlib (the ``plot`` extra).
+
+    Parameters
+    ----------
+    result : StableRankSweep
+        The sweep to draw (from :func:`stable_rank_sweep`).
+    path : str or PathLike
+        Where to write the PNG.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    TypeError
+        If ``result`` is not a :class:`StableRankSweep`.
+    ValueError
+        If matplotlib is missing.
     """
     if not isinstance(result, StableRankSweep):
         raise TypeError(f"`result` must be a StableRankSweep; got {type(result).__name__}.")
@@ -943,6 +1047,18 @@ def plot_one_step(path: PathLike, *, rng: SeedOrGenerator = None) -> Path:
     """The registry's figure: :func:`stable_rank_sweep` at default sizes, plotted to ``path``.
 
     Needs matplotlib (the ``plot`` extra); without it, a ValueError saying so before the sweep runs.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Where to write the PNG.
+    rng : None, int, SeedSequence or Generator
+        Seed of the sweep.
+
+    Returns
+    -------
+    Path
+        ``path``.
     """
     require_matplotlib("plot_one_step")
     return plot_stable_rank_sweep(stable_rank_sweep(rng=rng), path)

@@ -25,7 +25,28 @@ __all__ = ["CHECKS", "CheckSpec", "get", "run_case"]
 
 @dataclass(frozen=True)
 class CheckSpec:
-    """A registered check: module and function names, resolved on use."""
+    """A registered check: module and function names, resolved on use.
+
+    Parameters
+    ----------
+    name : str
+        Registry name (``"one_step"``, ...): the key in :data:`~theory.CHECKS` and the ``name`` of its results.
+    summary : str
+        The claim in one line, as ``python -m theory list`` prints it.
+    module : str
+        Module of :mod:`theory` that holds the functions below (``"one_step"`` for :mod:`theory.one_step`).
+    check : str
+        Name of the public check function in ``module``.
+    default : str
+        Name of the function in ``module`` building the positive case (keyword arguments only, ``rng`` among them).
+    control : str
+        Name of the function in ``module`` building the negative control (same form).
+    plot : str or None
+        Name of the function in ``module`` writing the check's figure, called as ``plot(path, rng=rng)``;
+        None when the check has no figure.
+    plot_help : str
+        What the figure shows, in one line (empty without a figure).
+    """
 
     name: str
     summary: str
@@ -45,18 +66,54 @@ class CheckSpec:
         return self._attr(self.check)
 
     def case(self, which: str) -> Callable[..., CheckResult]:
-        """The callable building the ``"default"`` case or the ``"control"``."""
+        """The callable building the ``"default"`` case or the ``"control"``.
+
+        Parameters
+        ----------
+        which : {"default", "control"}
+            The positive case or the negative control.
+
+        Returns
+        -------
+        callable
+            The case builder: keyword arguments only (sizes, ``rng``), returning a :class:`~theory.CheckResult`.
+
+        Raises
+        ------
+        ValueError
+            For any other ``which``.
+        """
         if which not in ("default", "control"):
             raise ValueError(f"`which` must be 'default' or 'control'; got which={which!r}.")
         return self._attr(self.default if which == "default" else self.control)
 
     def make_plot(self, path: PathLike, *, rng: Any = None) -> Any:
-        """Write this check's figure to ``path`` (PNG); needs the ``plot`` extra (matplotlib)."""
+        """Write this check's figure to ``path`` (PNG); needs the ``plot`` extra (matplotlib).
+
+        Parameters
+        ----------
+        path : str or PathLike
+            Where to write the PNG.
+        rng : None, int, SeedSequence or Generator
+            Seed of whatever the figure computes (passed to the plot function as ``rng``).
+
+        Returns
+        -------
+        object
+            What the plot function returns: the data drawn (an :class:`~theory.concentration.ExpectationVsSample`,
+            a tuple of :class:`~theory.local_clt.LocalCLTSweep`) or the path written.
+
+        Raises
+        ------
+        ValueError
+            If the check has no figure, or matplotlib is missing.
+        """
         if self.plot is None:
             raise ValueError(f"check {self.name!r} has no plot.")
         return self._attr(self.plot)(path, rng=rng)
 
 
+#: Every registered check by name: ``{name: CheckSpec}``, in the order ``python -m theory all`` runs them.
 CHECKS = {
     spec.name: spec
     for spec in (
@@ -108,7 +165,23 @@ CHECKS = {
 
 
 def get(name: str) -> CheckSpec:
-    """The :class:`CheckSpec` called ``name``."""
+    """The :class:`CheckSpec` called ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`~theory.CHECKS`.
+
+    Returns
+    -------
+    CheckSpec
+        The registered check.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the known ones).
+    """
     try:
         return CHECKS[name]
     except KeyError:
@@ -119,8 +192,44 @@ def run_case(name: str, which: str = "default", *, rng: int | np.random.SeedSequ
              **params: Any) -> CheckResult:
     """Run a registered case and record the seed entropy in its result.
 
-    ``rng`` may be None, an int or a SeedSequence; ``params`` go to the case
-    builder (its keyword arguments), e.g. ``run_case("local_clt", n=128)``.
+    Parameters
+    ----------
+    name : str
+        A key of :data:`~theory.CHECKS`.
+    which : {"default", "control"}
+        The positive case (expected to hold) or the negative control (expected to fail).
+    rng : None, int or SeedSequence
+        Seed of the case; a SeedSequence is built from None or an int, and its entropy recorded.
+    **params
+        Keyword arguments of the case builder, e.g. ``run_case("local_clt", n=128)``; one the builder does
+        not take is refused.
+
+    Returns
+    -------
+    CheckResult
+        The case's result, its ``seed_entropy`` set to the seed's entropy where the case did not record one.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``name`` or ``which``, or a parameter the builder does not take (the message lists those it
+        takes).
+
+    See Also
+    --------
+    theory.CHECKS : The registered checks and their cases.
+    theory.CheckResult : What every case returns.
+    theory.testing.assert_check_holds : Assert a result holds (and :func:`~theory.testing.assert_check_fails`).
+
+    Examples
+    --------
+    >>> result = run_case("min_norm_orthogonality", rng=0)
+    >>> result.holds, result.seed_entropy
+    (True, 0)
+    >>> run_case("min_norm_orthogonality", "control", rng=0).holds     # the centroid is not the min-norm point
+    False
+    >>> run_case("local_clt", n=16, rng=0).parameters["n"]
+    16
     """
     seq = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
     builder = get(name).case(which)

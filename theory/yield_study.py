@@ -16,7 +16,7 @@ Reads the records of one or more ``python -m learner scaling`` sweeps (their
   residual, for the measured and for the predicted yields.
 
 Everything here is ours: the paper proves that sculpting works and does not
-quantify its yield; the issue's expectation ``yield ∝ δ^{(m−1)(k−1)}`` is a
+quantify its yield; the expectation ``yield ∝ δ^{(m−1)(k−1)}`` is a
 heuristic this module tests. Note that the measured yield uses the learner's
 *estimated* ``ΣW`` (phase 3's), the prediction the true one.
 """
@@ -188,7 +188,7 @@ def _check_consistency(rec, v):
         raise _Unusable(f"field `{_P4}.constraints_per_1000_examples` must be 1000 × constraints / examples "
                         f"= {per_1000:.6g}; got {v[f'{_P4}.constraints_per_1000_examples']!r}")
     forecast = _field(rec, _P4).get("forecast")
-    if forecast is not None:  # phase 4's pilot (learners since the forecast): its window exponent (m−1)(k−1)
+    if forecast is not None:  # phase 4's pilot (records with a forecast): its window exponent (m−1)(k−1)
         n = _field(rec, f"{_P4}.forecast.n", _integer(0))
         if n != (m - 1) * (k - 1):
             raise _Unusable(f"field `{_P4}.forecast.n` must be (m−1)(k−1) = {(m - 1) * (k - 1)} for m={m}, "
@@ -275,6 +275,17 @@ def load_learner_records(dirs: str | Path | Iterable[PathLike]) -> list[dict[str
     that cannot be read or fails a check is skipped with a warning (``logging``) naming the file and the
     field, as the sweep engine treats unreadable records; it is never used. The checks are ours.
 
+    Parameters
+    ----------
+    dirs : path or iterable of paths
+        Sweep directories written by ``python -m learner scaling`` (each with a ``runs/`` directory).
+
+    Returns
+    -------
+    list of dict
+        The run records as the learner wrote them (:func:`learner.study.runs.run_one`), each with ``"_source"``
+        added: the file it was read from.
+
     Raises
     ------
     ValueError
@@ -286,8 +297,30 @@ def load_learner_records(dirs: str | Path | Iterable[PathLike]) -> list[dict[str
 
 
 def fit_log_yield(n: ArrayLike, yields: ArrayLike) -> dict[str, float]:
-    """Least squares ``log y = a + b·n``; returns ``slope`` (b), ``delta`` (e^b), ``intercept``, ``rms`` (natural log)
-    and ``points``. Zero yields are excluded (their log is −∞) and counted in ``zeros``."""
+    """Least squares ``log y = a + b·n``, the fit of ``yield ≈ C·δ^n``.
+
+    Zero yields are excluded (their log is −∞) and counted.
+
+    Parameters
+    ----------
+    n : array_like
+        The runs' numbers of disagreements ``(m−1)(k−1)``.
+    yields : array_like
+        Their yields (constraints per 1000 examples), ``>= 0``.
+
+    Returns
+    -------
+    dict
+        ``slope`` (b), ``delta`` (``e^b``), ``intercept`` (a), ``rms`` (root-mean-square residual, natural log),
+        ``points`` (runs fitted) and ``zeros`` (runs left out). The four numbers are NaN when the positive yields
+        have fewer than two distinct ``n``.
+
+    Examples
+    --------
+    >>> fit = fit_log_yield([1, 2, 3, 3], [100.0, 10.0, 1.0, 0.0])
+    >>> round(fit["delta"], 6), fit["points"], fit["zeros"]
+    (0.1, 3, 1)
+    """
     n = np.asarray(n, dtype=float)
     y = np.asarray(yields, dtype=float)
     keep = y > 0
@@ -301,7 +334,31 @@ def fit_log_yield(n: ArrayLike, yields: ArrayLike) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class YieldStudy:
-    """Per-run and per-setting yields (measured, predicted) and the fits; :meth:`YieldStudy.table` prints them."""
+    """Per-run and per-setting yields (measured, predicted) and the fits; :meth:`YieldStudy.table` prints them.
+
+    Returned by :func:`yield_study`.
+
+    Parameters
+    ----------
+    runs : list of dict
+        One row per learner run, in run-id order: its setting (``m``, ``d``, ``k``, ``n``, ``tol``, ...), the
+        ``measured`` yield and the ``predicted`` one with ``predicted_by`` (``"simulation"`` or ``"model"``),
+        both predictions, and the examples and seconds measured and predicted.
+    settings : list of dict
+        One row per ``(m, d, k, tol)``: the medians of its runs' figures and whether the median ratio is within
+        a factor ``MISS_FACTOR`` (3); a cell whose every run ended before phase 4 gets a row with ``tol`` None and the
+        runs' statuses.
+    fit_tol : float
+        The tolerance of the runs the fits use.
+    fit_measured, fit_predicted : dict
+        :func:`fit_log_yield` of the measured and of the predicted yields against ``n`` at ``fit_tol``.
+    geometry : str
+        The prediction's ``geometry`` (see :func:`~theory.yield_model.predicted_yield`).
+    seconds : float
+        Wall-clock time of the study.
+    skipped : list of dict
+        ``{"file", "reason"}`` of every record skipped as unreadable or invalid (:func:`load_learner_records`).
+    """
 
     runs: list = field(repr=False)
     settings: list
@@ -310,10 +367,16 @@ class YieldStudy:
     fit_predicted: dict
     geometry: str
     seconds: float
-    #: ``{"file", "reason"}`` of every record skipped as unreadable or invalid (:func:`load_learner_records`).
     skipped: list = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON record of the study (``kind`` ``"yield-study"``, with its schema version).
+
+        Returns
+        -------
+        dict
+            The fields, ``miss_factor`` (``MISS_FACTOR``, 3) and a note saying what "measured" and "predicted" are.
+        """
         return {"schema_version": schema_of("yield-study"), "kind": "yield-study", "runs": self.runs,
                 "settings": self.settings,
                 "fit_tol": self.fit_tol, "fit_measured": self.fit_measured, "fit_predicted": self.fit_predicted,
@@ -325,6 +388,15 @@ class YieldStudy:
                         "theory.yield_model.predicted_yield (the window model); both per run. Model ours."}
 
     def table(self) -> str:
+        """The settings as a Markdown table, then one line per fit.
+
+        Returns
+        -------
+        str
+            One row per setting (medians of the measured and predicted yields, their ratio, whether it is within
+            3×, the examples and seconds measured and predicted), then the measured and predicted fits at
+            ``fit_tol`` (slope, ``δ``, residual, runs).
+        """
         header = ["m", "d", "k", "n = (m−1)(k−1)", "tol", "runs", "measured /1000 (median)", "predicted /1000 (median)",
                   "measured / predicted", "within 3×", "phase-4 examples: measured / predicted (median)",
                   "time per run: measured / predicted (median)", "predicted by"]
@@ -559,7 +631,21 @@ def _settings_rows(runs, unmeasured):
 def plot_yield(study: YieldStudy, path: PathLike) -> Path:
     """``log`` yield against ``n``: every run's measurement (filled) and prediction (hollow), the fitted lines.
 
-    Needs matplotlib (the ``plot`` extra); without it, a ValueError saying so before anything is drawn.
+    Two more panels set the examples phase 4 took against those the predicted yield implies, and each run's
+    seconds against those with phase 4 at the predicted examples. Needs matplotlib (the ``plot`` extra);
+    without it, a ValueError saying so before anything is drawn.
+
+    Parameters
+    ----------
+    study : YieldStudy
+        The study to draw (from :func:`yield_study`).
+    path : str or PathLike
+        Where to write the PNG.
+
+    Returns
+    -------
+    Path
+        ``path``.
     """
     matplotlib = require_matplotlib("plot_yield")
     matplotlib.use("Agg")
