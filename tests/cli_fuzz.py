@@ -1,4 +1,4 @@
-"""The command-line fuzz of issue 35: every option of every command against a table of bad values.
+"""The command-line fuzz: every option of every command against a table of bad values.
 
 Each case runs one command in this process, ``main(argv)`` of its package, with a base command line
 that is fast when it is accepted (tiny sizes, ``--quick``, ``--serial``) and one option replaced by a
@@ -286,7 +286,7 @@ def verdict(case, outcome):
         return f"{len(lines)} lines on standard error: {err[-300:]!r}"
     line = lines[0]
     if case.option.startswith("--"):
-        # The flag as the user wrote it (issue 35: the validation layer names `--adam-lr`, not `lr`).
+        # The flag as the user wrote it (the validation layer names `--adam-lr`, not `lr`).
         names = (case.option,)
     else:  # a positional is named by the value given (the file or directory the message is about)
         names = (str(argv[1]),) if argv[1] else ("''",)

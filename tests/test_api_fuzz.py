@@ -1,4 +1,4 @@
-"""The API fuzz (issue 35): public functions against bad parameter values.
+"""The API fuzz: public functions against bad parameter values.
 
 Each case calls one public function with fast valid arguments and one parameter replaced by a bad value.
 It must either return, or raise ``ValueError``/``TypeError`` whose message names the parameter (```name```

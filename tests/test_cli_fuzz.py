@@ -1,4 +1,4 @@
-"""The command-line fuzz (issue 35): every option of every command against a table of bad values.
+"""The command-line fuzz: every option of every command against a table of bad values.
 
 ``tests/cli_fuzz.py`` holds the table, the runner and the verdict. The default run tries a sample drawn
 by Hypothesis from the whole table (derandomized: the same cases every run); ``-m slow`` tries every case.
@@ -109,6 +109,6 @@ class TestVerdictControls:
         assert fuzz.verdict(case, (2, "error: --seeds must be at least 1\n", None, None, argv)) is None
 
     def test_the_parameters_spelling_fails(self):
-        """On the command line the message names the flag as written, not the library's parameter (issue 35)."""
+        """On the command line the message names the flag as written, not the library's parameter."""
         assert "does not name --d" in fuzz.verdict(self.case, (2, "error: `d` must be at least 1; got d=0.\n", None,
                                                                None, ["demo"]))

@@ -42,13 +42,13 @@ class TestReadme:
         assert "pip\" wheel" in check and "-m learner learn" in check and "-m theory all" in check
 
     def test_readme_is_a_summary_pointing_at_the_docs(self):
-        """Issue 36: the README (1,300 lines) became a summary of at most 250 lines; the guide, the changelog and
-        the references took the rest. It still says how to build the docs and names the console script."""
+        """The README is a summary of at most 250 lines; the guide, the changelog and the references hold the
+        rest. It says how to build the docs and names the console script."""
         assert len(README.splitlines()) <= 250, len(README.splitlines())
         assert "sphinx-build -W --keep-going -n docs" in README and "attention-learner" in README
 
     def test_ci_builds_the_docs_strictly_before_the_tests(self):
-        """Issue 36: `.ci/run` builds the site with warnings as errors and nitpicky references, then its doctests,
+        """`.ci/run` builds the site with warnings as errors and nitpicky references, then its doctests,
         with the docs extra from a copy of what git tracks."""
         lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()
                  if ln.strip() and not ln.lstrip().startswith("#")]
@@ -178,8 +178,8 @@ def _folders_without_init(root):
     return sorted(str(f.relative_to(root)) for f in folders if not (f / "__init__.py").exists())
 
 
-#: The longest a function of the three packages may be, in code lines after its docstring (issue 34: "any
-#: function over ~80 lines becomes named steps"; the longest now is 78).
+#: The longest a function of the three packages may be, in code lines after its docstring (a function over
+#: ~80 lines becomes named steps; the longest now is 78).
 MAX_CODE_LINES = 80
 
 

@@ -1,6 +1,6 @@
 """Every numeric constant of the packages says whose it is and why.
 
-The design marks what the paper's seeds (its abstracts and the author's talk) do not state as ours; the
+The project marks what the paper's seeds (its abstracts and the author's talk) do not state as ours; the
 constants of the code follow the same rule. A *constant* is
 
 - a module-level assignment (also inside a module-level ``if``/``try``/``with``, never inside a function or

@@ -1,6 +1,6 @@
 """Intersphinx inventories for an offline build: the outside names these docs link to, with their real URLs.
 
-The build must work without a network (issue 36), so instead of downloading ``objects.inv`` from
+The build must work without a network, so instead of downloading ``objects.inv`` from
 python.org, numpy.org, scipy.org, pytorch.org and dask.org, the build writes small inventories of exactly
 the names our pages and docstrings reference, in Sphinx's inventory format, and points
 ``intersphinx_mapping`` at them. A reference to an outside name missing here fails the nitpicky build

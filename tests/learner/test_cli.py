@@ -236,7 +236,7 @@ class TestSchedulerOptions:
 
 @pytest.mark.parametrize("command", ["sample", "demo"])
 def test_planting_error_is_one_line_and_exit_2(command, tmp_path, capsys):
-    """Issue 35: a setting where no planted layer meets the conditions was a PlantingError traceback."""
+    """A setting where no planted layer meets the conditions is a one-line error and exit 2, no traceback."""
     argv = [command, "--m", "8", "--d", "3", "--seed", "0"] + (["--out", str(tmp_path / "x.npz")]
                                                              if command == "sample" else [])
     assert main(argv) == 2

@@ -51,7 +51,7 @@ class TestRandomLayer:
 
     @pytest.mark.parametrize("check", ["no", "False", 0, None])
     def test_check_must_be_a_bool(self, check):
-        """Issue 35: check="no" was truthy, so the conditions were checked although the caller said no."""
+        """check="no" is refused (a truthy string would have the conditions checked although the caller said no)."""
         with pytest.raises(TypeError, match=f"`check` must be True or False; got check={check!r}"):
             random_layer(2, 8, check=check, rng=0)
 

@@ -14,7 +14,7 @@ from learner.oracle import LayerOracle
 from learner.phases import FIXED_BUDGETS, LearnConfig
 from learner.result import LearnResult
 
-# Acceptance (issue): relative error of F below 1e-8 and parameter error after
+# Acceptance: relative error of F below 1e-8 and parameter error after
 # matching below 1e-5. In the realizable case the joint refinement reaches ~1e-30.
 REL_TOL = 1e-8
 PARAM_TOL = 1e-5
@@ -57,7 +57,7 @@ class TestLearnFast:
         assert len(diag["0_setting"]["refined_tol_chosen"]) == rounds
         assert diag["4_refined_sculpt"]["forecast"]["tol"] == diag["0_setting"]["refined_tol_chosen"][-1]
         assert [r["round"] for r in diag["4_refined_sculpt"]["rounds"]] == list(range(rounds))
-        # Every example phase records why it stopped (issue 38), and the rounds why they ended: here phase 3
+        # Every example phase records why it stopped, and the rounds why they ended: here phase 3
         # met its standard-error target in the first round, so no second round was run.
         assert diag["1_crude_sum"]["stopped"] == "standard error"
         assert diag["1_crude_sum"]["standard_error"] <= diag["1_crude_sum"]["se_target"] == 0.025
@@ -415,8 +415,8 @@ class TestTightRetry:
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_labels_too_large_for_the_sums_name_the_examples_not_the_learner():
-    """Issue 35: labels near 1e307 are finite, but phase 1's sums overflow to nan; the result said ΣW "cancels"
-    (a learner-side failure). Now it names the examples."""
+    """Labels near 1e307 are finite, but phase 1's sums overflow to nan: the result names the examples, not a
+    learner-side failure (such as ΣW "cancels")."""
     layer = random_layer(2, 8, rng=0)
     huge = AttentionLayer(layer.thetas, layer.ws * 1e306)
     r = learn(LayerOracle(huge, 2, rng=0), m=2, rng=0, workers=1)
@@ -501,10 +501,10 @@ class TestLearnSlow:
         _assert_learned(result, 2)
 
     @pytest.mark.parametrize(("m", "seed"), [
-        # Was a strict xfail (issue 37): with precision weights, the constraints of a one-head layer at
-        # (d, k) = (8, 4) have one weakly determined direction (singular values 49.5, 160, 164, 170), so the
-        # gap rule reads m = 2 (ratio 3.23 >= gap_min 3) and the two-head fit (second head W ~ 0) was refused
-        # by the assumption check. Phase 6 now tries m = 1 first and keeps it when it reaches the floor.
+        # With precision weights, the constraints of a one-head layer at (d, k) = (8, 4) have one weakly
+        # determined direction (singular values 49.5, 160, 164, 170), so the gap rule reads m = 2 (ratio
+        # 3.23 >= gap_min 3), and the two-head fit (second head W ~ 0) is refused by the assumption check.
+        # Phase 6 tries m = 1 first and keeps it when it reaches the floor.
         (1, 1), (1, 2), (2, 1)])
     def test_unknown_m(self, m, seed):
         _, result = _run(m, 8, 4, seed, known=False)

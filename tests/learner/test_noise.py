@@ -113,7 +113,7 @@ def _assert_noise_success(result, truth, sigma):
 
 class TestLearnOnNoisyLabels:
     def test_a_fit_to_the_noise_floor_is_a_success(self):
-        """The issue's case (2, 8, 2) at σ = 1e-3: was "did not reach the planted layer"."""
+        """(2, 8, 2) at σ = 1e-3: a fit to the noise floor is a success, not "did not reach the planted layer"."""
         truth = random_layer(2, 8, rng=7)
         result = learn(LayerOracle(truth, 2, noise=1e-3, rng=1), m=2, truth=truth, progress=False)
         _assert_noise_success(result, truth, 1e-3)

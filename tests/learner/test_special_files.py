@@ -1,8 +1,8 @@
-"""Outputs never replace or block on a file that is not ours: FIFOs and device nodes (issue 35).
+"""Outputs never replace or block on a file that is not ours: FIFOs and device nodes.
 
-Before the fix, ``learn --json FIFO`` wrote a regular file over the FIFO and ``demo --json DEVICE``
-replaced the device node (``mknod … c 1 3``) with a regular file; the theory plots opened the path
-directly. The suite runs as root on CI, where ``mknod`` works; elsewhere the device cases skip.
+``learn --json FIFO`` must not write a regular file over the FIFO, nor ``demo --json DEVICE`` replace the
+device node (``mknod … c 1 3``) with a regular file, nor the theory plots open such a path directly. The
+suite runs as root on CI, where ``mknod`` works; elsewhere the device cases skip.
 """
 
 from __future__ import annotations

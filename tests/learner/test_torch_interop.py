@@ -331,8 +331,9 @@ class TestLearnCommand:
         assert "torch.save(mha.state_dict(), path)" in capsys.readouterr().err
 
 
-class TestIssue35:
-    """What converted silently into another function, or crashed, before issue 35."""
+class TestConversionsThatWouldMislead:
+    """Conversions that would give another function, or crash, are refused or say what they imply: a wrong
+    head count, ``add_zero_attn``, a forward that differs, the meta device, ``rank_rtol`` of 1 or more."""
 
     def test_bare_state_dict_with_a_wrong_head_count_differs_and_says_what_it_implies(self):
         """A 4-head state dict read as 2 heads converts (nothing in it can tell), but the layer is another

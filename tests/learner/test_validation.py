@@ -187,7 +187,7 @@ class TestRngArguments:
 
 
 class TestDeclaredRules:
-    """The validation layer's rules: one declaration, the library's check and the CLI's type (issue 35)."""
+    """The validation layer's rules: one declaration, the library's check and the CLI's type."""
 
     def test_library_and_cli_give_the_same_verdict_and_name_their_own_spelling(self):
         import argparse
@@ -253,7 +253,7 @@ def _declared_options():
 
 class TestDeclare:
     """``@declare`` and ``declare_options``: one declaration per parameter, checked in Python and on the command
-    line (issue 35)."""
+    line."""
 
     def test_checks_given_arguments_converts_and_skips_defaults(self):
         from learner.validation import Integer, Real, declare
@@ -372,9 +372,9 @@ def test_flag_message_names_the_flags_of_the_command():
 
 
 class TestHugeSeeds:
-    """Issue 35: one Seed rule for every ``--seed`` and ``seed=``. The studies had capped seeds at int64 (a
-    40-digit seed refused, naming ``seed``); the command line accepts any size up to Python's 4300-digit limit
-    on parsing integers, and beyond it says so naming ``--seed`` rather than failing later elsewhere."""
+    """One Seed rule for every ``--seed`` and ``seed=``: the studies and the learner take a 40-digit seed (no
+    int64 cap); the command line accepts any size up to Python's 4300-digit limit on parsing integers, and
+    beyond it says so naming ``--seed`` rather than failing later elsewhere."""
 
     HUGE = "7" * 4301
     BIG = 10**40 + 3
@@ -403,7 +403,7 @@ class TestHugeSeeds:
             assert self.HUGE not in last  # the message quotes a prefix, not 4301 digits
 
     def test_every_seed_help_states_the_default_it_has(self):
-        """Issue 36: `learn --help` said "fresh entropy, printed" where the default was 0; some had no help."""
+        """Every ``--seed`` has help, and it states the default the option has (0 is not "fresh entropy")."""
         for command, action in self._seed_commands().items():
             said = "(default: fresh entropy, printed)" if action.default is None else f"(default {action.default})"
             assert action.help and said in action.help, (command, action.default, action.help)

@@ -133,8 +133,8 @@ class TestSummary:
 
 
     def test_a_cell_where_every_run_raised_is_not_all_learned(self):
-        """Issue 35: ``all_learned`` was taken over the cells where some run finished, so a family whose runs all
-        raised was "all learned" (the empty ``all``)."""
+        """``all_learned`` counts the cells where every run raised: a family whose runs all raised is not "all
+        learned" (as the empty ``all`` over the finished cells alone would say)."""
         recs = [_record("sq", 3, d, 0, 0) | {"outcome": "error", "success": False} for d in (8, 12)]
         assert not summarise_hard(recs)["growth"]["sq, m=3"]["all_learned"]
         learned = [_record("sq", 3, d, 100.0 * d, 1.0) for d in (8, 12)]  # control: every run learned
@@ -142,8 +142,8 @@ class TestSummary:
 
 
 class TestPlotWhenNothingFinished:
-    """Issue 35: when every run raised, ``plot_hard`` drew empty log axes with a legend of lines that have no
-    points, and an empty right panel when the study had no LWE-style runs, without a word."""
+    """When every run raised, ``plot_hard`` draws its figure without a warning (no legend of lines without
+    points, in either panel) and the log says, per panel, that no run finished."""
 
     @staticmethod
     def _plot(recs, tmp_path):
@@ -193,7 +193,7 @@ class TestSecretCount:
         pytest.param(8, 7, True, id="defaults-largest"),
         pytest.param(646, 3, False, id="just-below-float-max"),  # 3^646 ≈ 1.6e308 < 1.8e308
         pytest.param(647, 3, False, id="just-above-float-max"),
-        pytest.param(200, 1009, False, id="issue-n200-q1009"),
+        pytest.param(200, 1009, False, id="n200-q1009"),
         pytest.param(5000, 1009, False, id="beyond-int-str-limit"),  # q^n has 15 020 digits
     ])
     def test_summary_json_and_table(self, tmp_path, n, q, exact):

@@ -28,7 +28,7 @@ def test_the_cost_table_at_a_huge_n_is_instant():
 
 def test_linear_attack_bytes_grows_as_n_squared():
     assert linear_attack_bytes(256, 7) < 64 * 2**20  # the default sizes fit anywhere
-    assert linear_attack_bytes(100_000, 7) > 2**40  # the case: terabytes
+    assert linear_attack_bytes(100_000, 7) > 2**40  # n = 100 000: terabytes
 
 
 class TestCheckMemory:

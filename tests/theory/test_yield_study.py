@@ -55,7 +55,7 @@ def test_records_predictions_and_fit(sweep):
                              geometry="conditional", n_geometry=2000, rng=seed)
     assert first["predicted_model"] == direct.constraints_per_1000
     # The simulation of the rule at the true ΣW, on the seed's child, is the prediction where it counted
-    # at least 100 rows (issue 38); else the window model's.
+    # at least 100 rows; else the window model's.
     sim = measured_yield(planted_instance(spec)[0], spec.k, tol=first["tol"], min_weight=first["min_weight"],
                          n_examples=SIMULATE_EXAMPLES, rng=seed.spawn(1)[0])
     assert first["predicted_simulated"] == sim.constraints_per_1000 and first["simulated_rows"] == sim.rows_certified
@@ -297,7 +297,7 @@ BAD_RECORDS = [
     ("diagnostics.0_setting.planned_m", 3, "field `diagnostics.0_setting.planned_m` must equal `spec.m`"),
     (f"{P4}.forecast.n", 4, f"field `{P4}.forecast.n` must be (m−1)(k−1) = 2 for m=2, k=3; got n=4"),
     ("run_id", "provable-eval-m3-d6-k3-ls1-boolean-s0", "field `run_id` must be the one its spec gives"),
-    # Issue 35: tampered timings fed the time predictions (a string crashed the study, 1e300 was plotted).
+    # Tampered timings are refused before the time predictions (where a string crashes, 1e300 is plotted).
     ("timings.total", "slow", "field `timings.total` must be a duration in seconds (0 to 1e+08); got 'slow'"),
     ("timings.total", 1e300, "field `timings.total` must be a duration in seconds (0 to 1e+08); got 1e+300"),
     ("timings.4_refined_sculpt", -1.0, "field `timings.4_refined_sculpt` must be a duration in seconds"),
@@ -373,7 +373,7 @@ def test_fields_the_study_does_not_read_do_not_matter(sweep, tmp_path, caplog, p
 
 
 def test_a_study_goes_on_without_the_bad_record_and_lists_it(sweep, tmp_path, capsys, caplog):
-    """The issue's case: spec m edited from 2 to 5 gave a ratio of 124 386; now the run is left out, named."""
+    """A run whose spec m is edited from 2 to 5 (read, it gives a ratio of 124 386) is left out, named."""
     rec = json.loads((sweep / "runs" / _EDITED).read_text())
     rec["spec"]["m"] = 5
     edited = _sweep_with(sweep, tmp_path, json.dumps(rec))
@@ -449,7 +449,7 @@ def test_predicted_examples_and_time_of_a_run(sweep):
 
 
 def test_a_study_that_would_take_hours_is_refused_with_its_estimate(sweep):
-    """Issue 35: --n-geometry 100000000 ran for hours without a word; now the estimate refuses it at once."""
+    """--n-geometry 100000000 would run for hours: the estimate refuses it at once, naming the time."""
     with pytest.raises(ValueError, match=r"`n_geometry`=100,000,000 over \d+ runs would take up to about .* "
                                          r"over max_seconds=600"):
         yield_study(sweep, n_geometry=10**8, rng=1)

@@ -1,4 +1,4 @@
-"""The data-driven budgets of issue 38: growing batches, the standard-error rules of phases 1 and 3, and
+"""The data-driven budgets: growing batches, the standard-error rules of phases 1 and 3, and
 phase 4's hull stability rule — each against an exact or simulated reference, each with a control."""
 
 import dataclasses

@@ -268,7 +268,7 @@ class TestBudgetStop:
 
 
 class TestCostRule:
-    """The data-driven budgets' choice (issue 38): the smallest forecast × (tol / smallest)²."""
+    """The data-driven budgets' choice: the smallest forecast × (tol / smallest)²."""
 
     def test_tightest_where_yield_grows_slower_than_tol_squared(self):
         # Counts ∝ tol (exponent 1): forecasts ∝ 1/tol, cost ∝ tol — the tightest candidate.

@@ -62,7 +62,7 @@ class TestCrudeSumW:
 
     def test_biased_on_a_planted_layer(self, planted):
         est = crude_sum_w(LayerOracle(planted, 4, rng=1), n_samples=100_000, truth=planted)
-        # Logit scale 3: the one-step bias is large (DESIGN §3 measured ~30 %).
+        # Logit scale 3: the one-step bias is large (a prototype of the learner measured ~30 %).
         assert 0.1 < est.error < 0.6
 
 

@@ -177,7 +177,7 @@ class TestCells:
 
 
     def test_budgets_table_gives_the_examples_ratio_and_the_baseline(self):
-        """Issue 38: the learner's cells under fixed and data-driven budgets, the examples ratio, and Adam's median
+        """The learner's cells under fixed and data-driven budgets, the examples ratio, and Adam's median
         time from the second study with the learner's time over it; a cell only one study ran is left out."""
         fixed = frontier_cells([_rec(seed=0, total=10.0, examples=1_500_000), _rec(seed=1, total=30.0,
                                                                                    examples=1_500_000),

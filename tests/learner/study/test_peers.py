@@ -109,8 +109,8 @@ class TestPeerErrors:
 
 
 class TestOptions:
-    """Issue 35: bad baseline options were accepted (exit 0, every Adam run failed inside the records), and
-    --quick silently replaced an explicit --epochs/--batch."""
+    """Bad baseline options exit 2 naming the option before anything runs (rather than every Adam run failing
+    inside the records), and an explicit --epochs/--batch applies with --quick."""
 
     @pytest.mark.parametrize(("option", "value", "message"), [
         ("--adam-lr", "0", "`--adam-lr` must be finite and positive; got --adam-lr=0.0"),
@@ -166,7 +166,7 @@ def race(tmp_path_factory):
 
 @needs_torch
 class TestRace:
-    """Issue 38's race: every method on the same layers, each Adam's learning rate tuned per cell."""
+    """The race: every method on the same layers, each Adam's learning rate tuned per cell."""
 
     def test_tuned_per_cell_and_the_same_layers(self, race):
         out, summary = race

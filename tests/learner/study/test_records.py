@@ -1,4 +1,4 @@
-"""Tampered run records are refused by the study readers, with the file and the field named (issue 35)."""
+"""Tampered run records are refused by the study readers, with the file and the field named."""
 
 from __future__ import annotations
 

@@ -365,7 +365,7 @@ class TestCli:
 
 
 class TestSoundFamily:
-    """The study's default family (issue 15): k = 2, logit scale 1, d from the soundness conditions."""
+    """The study's default family: k = 2, logit scale 1, d from the soundness conditions."""
 
     @pytest.mark.parametrize("m, k, d", [(1, 2, 12), (2, 2, 12), (3, 2, 12), (4, 2, 12), (5, 2, 16), (6, 2, 16),
                                          (3, 5, 16), (2, 5, 12)])
@@ -576,8 +576,8 @@ class TestSummariseOnly:
 
 
 class TestPlotWhenEveryRunFailed:
-    """Issue 35: a record where every run raised plotted empty axes (and matplotlib's legend warning) without a
-    word; the figure and the log now say that no run finished."""
+    """A record where every run raised: the figure is drawn without matplotlib's legend warning, and the log
+    says that no run finished."""
 
     @staticmethod
     def _records(outcome):

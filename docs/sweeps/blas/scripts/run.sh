@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 23: learn's BLAS threads per phase, quiet and loaded (two CPU-bound busy loops beside the run).
+# learn's BLAS threads per phase, quiet and loaded (two CPU-bound busy loops beside the run).
 # Usage: scripts/run.sh REPO OUT. Runs `python -m learner learn ... --workers 2 --blas-threads B` for the main job
 # (2, 8, 4) at logit scale 3 and for (5, 16, 2) at logit scale 1, seed 0, two repetitions, interleaved:
 # B = 1 and B = 2 (numpy's default on this 2-core machine), each quiet and loaded. Nothing else may run.

@@ -1,5 +1,5 @@
 """Same layer, same process, alternating: the learner's time on Boolean and on Gaussian inputs at (2, 12, 2) and
-(3, 12, 2), layer 0 of the frontier's cells, one worker, one BLAS thread (issue 37: the frontier's ratio of
+(3, 12, 2), layer 0 of the frontier's cells, one worker, one BLAS thread (the frontier's ratio of
 times carries two different loads; this pairs the runs)."""
 import time
 from learner.study.runs import RunSpec, run_one

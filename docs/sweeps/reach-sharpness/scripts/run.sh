@@ -1,5 +1,5 @@
 #!/bin/bash
-# The sharpness map (issue 37): one scaling study per logit scale and d, m = 2, k = 2 and 3, one run at a time,
+# The sharpness map: one scaling study per logit scale and d, m = 2, k = 2 and 3, one run at a time,
 # one BLAS thread. The learner on six planted layers per cell (folders ls-<scale>-d<d>), Adam on the first of
 # them at a fixed learning rate of 0.01, no tuning (folders ls-<scale>-d<d>-adam).
 #   bash scripts/run.sh OUT [D ...]        (default D: 8 12 16)

@@ -1,4 +1,4 @@
-"""What each change buys (issue 37): every k = 2 layer of the reach measurement that the learner failed on,
+"""What each change buys: every k = 2 layer of the reach measurement that the learner failed on,
 learned again with Gaussian inputs, with min_weight 0.005 (a lower certification threshold) and with k = 3
 tokens — the same layer and oracle seed. One JSON line per run and variant on standard output.
 

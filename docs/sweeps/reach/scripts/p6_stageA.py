@@ -1,4 +1,4 @@
-"""Issue 22, (5, 16, 2), stage A: each seed learned exactly as `python -m learner learn --m 5 --d 16 --k 2
+"""The acceptance runs, (5, 16, 2), stage A: each seed learned exactly as `python -m learner learn --m 5 --d 16 --k 2
 --logit-scale 1 --workers 2 --seed S` does (same seeding, default LearnConfig, record written like --json);
 the phase-5 hull of the run is saved for stage B (phase 6 old against new on the same hull)."""
 import dataclasses, sys

@@ -1,4 +1,4 @@
-"""Issue 22, (5, 16, 2), stage B: phase 6 run twice on a stage-A hull and one fresh example stream, in this
+"""The acceptance runs, (5, 16, 2), stage B: phase 6 run twice on a stage-A hull and one fresh example stream, in this
 process, one after the other: the default (variable projection) and the earlier one (swap descent on the grid,
 trust-region refinement of all 2md^2 parameters on 8 residuals per parameter)."""
 import dataclasses, json, sys, time

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 22 acceptance, clean checkout at /tmp/acc22/repo, sequential, two workers each, 1 BLAS thread per process.
+# The acceptance runs, clean checkout at /tmp/acc22/repo, sequential, two workers each, 1 BLAS thread per process.
 cd /tmp/acc22/repo
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 O=/tmp/acc22/out

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 22, second stop: clean checkout of 52cb266 (phase 3 in blocks; phase 4 records the example that reached
+# The acceptance runs' second stop: clean checkout of 52cb266 (phase 3 in blocks; phase 4 records the example that reached
 # its target) at /tmp/acc22b/repo, sequential, two workers each, one BLAS thread per process, nothing else running.
 cd /tmp/acc22b/repo
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1

@@ -1,4 +1,4 @@
-"""Summarise the issue-22 acceptance records (python -m learner learn --json) per setting."""
+"""Summarise the acceptance runs' records (python -m learner learn --json) per setting."""
 import json, sys, glob, statistics as st, collections, re
 rows = collections.defaultdict(list)
 for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
