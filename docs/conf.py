@@ -13,6 +13,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "_ext"))
 sys.path.insert(0, str(HERE.parent))
 
+import apicheck  # noqa: E402  (docs/_ext, on the path above)
+
 from learner import __version__  # noqa: E402
 
 project = "provable-attention"
@@ -28,6 +30,7 @@ extensions = [
     "sphinx-mathjax-offline",  # MathJax 3 served from the site itself: math renders without a network
     "sphinx.ext.doctest",
     "sphinx.ext.viewcode",
+    "sphinx_copybutton",
     "numpydoc",
     "myst_parser",
     "sphinxarg.ext",
@@ -35,6 +38,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "inventories",
     "apigen",
+    "apicheck",
     "results",
 ]
 
@@ -52,6 +56,12 @@ html_theme_options = {
     "footer_end": ["sphinx-version"],
 }
 html_show_sourcelink = False
+html_css_files = ["custom.css"]  # docs/_static/custom.css: long code, tables and equations stay inside their box
+# pages without a section of their own have nothing for the left sidebar; an empty one only narrows the text
+html_sidebars = {page: [] for page in ("index", "install", "getting-started", "cli", "formats", "citing", "changelog",
+                                       "measurements", "development", "search", "genindex", "py-modindex")}
+copybutton_prompt_text = r"\$ |>>> |\.\.\. "  # the copy button copies commands and code, not prompts
+copybutton_prompt_is_regexp = True
 
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
@@ -62,6 +72,10 @@ autodoc_typehints = "none"  # numpydoc's Parameters sections carry the types
 autoclass_content = "class"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
+# numpydoc's validator on every documented object: a summary, every parameter documented and none unknown, Returns
+# or Yields; a failure is a warning, so the strict build fails (docs/_ext/apicheck.py adds See Also and Examples for
+# the names of each package's top-level __all__, and lists failures without a build: python docs/_ext/apicheck.py)
+numpydoc_validation_checks = set(apicheck.CHECKS)
 numpydoc_xref_param_type = True
 numpydoc_xref_ignore = "all"  # link only the aliases below and names written as roles
 numpydoc_xref_aliases = {

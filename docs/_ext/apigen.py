@@ -125,10 +125,20 @@ def _directive(module, name):
     if inspect.isclass(obj):
         if issubclass(obj, BaseException):
             return "autoexception", []
-        return "autoclass", [":members:", ":undoc-members:"]
+        # documented members only: a field is described in its class's Parameters or Attributes section (or by a
+        # ``#:`` comment), and docs/_ext/apicheck.py fails the build on a public member without documentation
+        return "autoclass", [":members:"]
     if inspect.isroutine(obj):
         return "autofunction", []
     return "autodata", [":no-value:"] if isinstance(obj, (dict, list, tuple)) and len(repr(obj)) > 200 else []
+
+
+def _borrowed_doc(modname, name):
+    """The ``#:`` comment of constant ``name`` when it is written in another module than ``modname``, else None."""
+    import apicheck
+    if apicheck.attribute_docs(modname).get(("", name)):
+        return None
+    return apicheck.constant_doc(modname, name) or None
 
 
 _ROLE = re.compile(r":[a-z:]+:`~?([^`<]*?)(?:\s*<([^>]*)>)?`")
@@ -166,6 +176,13 @@ def module_page(modname, rows):
     here = [(name, full) for name, full in rows if full == f"{modname}.{name}"]
     for name, full in here:
         directive, options = _directive(module, name)
+        borrowed = _borrowed_doc(modname, name) if directive == "autodata" else None
+        if borrowed:
+            # a constant re-exported from a private module: autodoc reads ``#:`` comments in the module it is
+            # asked about only, so the entry carries the comment from where the constant is assigned
+            value = [] if options else [f"   :value: {getattr(module, name)!r}"]
+            lines += [f".. py:data:: {full}", *value, ""] + [f"   {line}" for line in borrowed] + [""]
+            continue
         lines += [f".. {directive}:: {full}"] + [f"   {o}" for o in options] + [""]
     subs = [m for m in plan_cache[0] if m.rpartition(".")[0] == modname]
     if subs:

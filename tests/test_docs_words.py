@@ -1,0 +1,58 @@
+"""Users read the code, its help, its records and its pages without our tracker or our design notes: no line of
+what git tracks names an issue number or the design document."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# "issue 35", "Issue 22's", "(issue 38)", "issues 35 and 36", "issue #1", "TestIssue35"; "DESIGN §5", "DESIGN.md"
+FORBIDDEN = re.compile(r"[Ii]ssues?[ _]?#?\d|DESIGN ?§|DESIGN\.md")
+SUFFIXES = {".py", ".md", ".rst", ".txt", ".json", ".toml", ".cfg", ".cff", ".sh", ".yaml", ".yml", ".css", ".bib", ""}
+
+
+def tracked_files():
+    try:
+        out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout: the tracked files are unknown")
+    return [ROOT / name for name in out.decode().split("\0") if name]
+
+
+def offending_lines(paths):
+    found = []
+    for path in paths:
+        if path.suffix not in SUFFIXES or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        found += [f"{path.relative_to(ROOT)}:{n}: {line.strip()[:100]}"
+                  for n, line in enumerate(text.splitlines(), 1) if FORBIDDEN.search(line)]
+    return found
+
+
+def test_no_issue_numbers_or_design_document():
+    lines = offending_lines(tracked_files())
+    assert not lines, f"{len(lines)} lines name an issue number or the design document:\n" + "\n".join(lines[:40])
+
+
+@pytest.mark.parametrize("line", ["see issue 35", "Issue 22's acceptance runs", "(issue #1)", "class TestIssue35:",
+                                  "(toolkit DESIGN §5)", "read DESIGN.md"])
+def test_the_pattern_catches(tmp_path, line):
+    """The control: each way of naming an issue or the design is caught."""
+    path = tmp_path / "x.md"
+    path.write_text(f"fine\n{line}\n")
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        assert offending_lines([path]) == [f"x.md:2: {line}"]
+    finally:
+        ROOT = saved
+
+
+def test_the_pattern_spares_ordinary_words():
+    assert not FORBIDDEN.search("the issue is the tolerance; 35 issues of a journal; designed for §5 of the paper")
