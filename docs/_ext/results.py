@@ -1,4 +1,4 @@
-"""Results pages built at documentation-build time from the records in ``docs/sweeps/`` (issue 36).
+"""Results pages built at documentation-build time from the records in ``docs/sweeps/``.
 
 Each page's tables and figures are computed from the run records by the toolkit's own readers and
 summarisers — the same functions the studies' ``--summarise-only`` runs — so a page cannot disagree with its
@@ -7,6 +7,10 @@ records: :func:`learner.study.records.read_record` (kind and schema checked), th
 :func:`~learner.study.frontier.frontier_cells`, :func:`~learner.study.peers.peer_rows`,
 :func:`lowerbounds.learnhard.summarise_hard`, and the yield study's records. The pages are written into
 ``docs/results/generated/`` (git-ignored), each file only when its content changes.
+
+Every page opens with its provenance: the learner versions counted from its records, when and at which commit
+they were committed, and, from ``docs/sweeps/provenance.json``, whether a later study supersedes it (then a
+warning box links to the current one).
 """
 
 import dataclasses
@@ -26,7 +30,7 @@ SCALING = {  # folder -> (title, what the study asked)
     "m5-parallel": ("Five heads on two cores",
                     "The learner at m = 5 with its example phases on a local pool of two workers."),
     "frontier-adaptive": ("The frontier with budgets set by the data",
-                          "The frontier's fifteen cells rerun with the learner's data-driven budgets (issue 38): "
+                          "The frontier's fifteen cells rerun with the learner's data-driven budgets: "
                           "its examples and time against the same cells with fixed budgets, on the same planted "
                           "layers, and against Adam."),
     "frontier-reach": ("The frontier to ten heads on two cores",
@@ -38,6 +42,55 @@ SCALING = {  # folder -> (title, what the study asked)
                           "inputs (the paper's stated extension), the learner and Adam on the same planted layers; "
                           "the Boolean frontier's cells beside them."),
 }
+
+
+#: Every results page :func:`build` writes (``docs/sweeps/provenance.json`` has an entry for each).
+PAGES = ("main", "ksweep", "m5-parallel", "frontier", "frontier-adaptive", "frontier-reach", "frontier-gaussian",
+         "noise", "sharpness", "peers", "race", "learn-hard", "yield", "blas", "reach", "torch")
+#: The folder of ``docs/sweeps`` whose records a page is built from, where its name differs from the page's.
+FOLDERS = {"sharpness": "reach-sharpness"}
+#: Page titles, for the links of a superseded page to the current one.
+TITLES = {name: title for name, (title, _) in SCALING.items()} | {
+    "race": "The race", "peers": "The learner, numpy Adam and torch Adam side by side"}
+
+
+def record_versions(folder):
+    """``{learner version: number of JSON records under folder that carry it}``, most records first."""
+    counts = {}
+    for path in sorted(Path(folder).rglob("*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        version = record.get("versions", {}).get("learner") if isinstance(record, dict) else None
+        if isinstance(version, str):
+            counts[version] = counts.get(version, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def provenance_lines(name, sweeps, current):
+    """The lines that open page ``name``: the learner versions of its records, when they were committed, and a
+    warning box naming the current study when a later one supersedes it. ``current`` is the toolkit's version."""
+    studies = json.loads((sweeps / "provenance.json").read_text(encoding="utf-8"))["studies"]
+    if name not in studies:
+        raise ValueError(f"docs/sweeps/provenance.json has no entry for the results page {name!r}")
+    entry = studies[name]
+    folder = sweeps / FOLDERS.get(name, name)
+    versions = record_versions(folder) if folder.is_dir() else {}
+    made = (", ".join(f"{v} ({n} record{'s' * (n != 1)})" for v, n in versions.items())
+            or "not in these files (each section below names the studies whose records it reads)")
+    lines = [f"*Provenance.* Records committed on {entry['committed']} (commit {entry['commit']}); learner version "
+             f"of the records: {made}; budgets: {entry['budgets']}. This site documents version {current}.", ""]
+    later = entry["superseded_by"]
+    if not later and entry["budgets"] == "fixed budgets":
+        lines[-1:-1] = ["", ":::{note}", "These records were made by the learner with fixed budgets, before its "
+                        "data-driven budgets; no later study measures this question, so its times and example "
+                        f"counts are that learner's ({entry['why']}).", ":::"]
+    if later:
+        links = " and ".join(f"[{TITLES.get(p, p)}]({p}.md)" for p in later)
+        lines[-1:-1] = ["", ":::{warning}", f"**Superseded.** These records were made by an earlier learner; the "
+                        f"current figures are on {links} ({entry['why']}). The page is kept for comparison.", ":::"]
+    return lines
 
 
 def _records(folder):
@@ -123,9 +176,10 @@ def scaling_page(name, folder, out, sweeps):
     title, question = SCALING.get(name, ("The frontier over heads and tokens",
                                          "Where the learner and Adam succeed, and what they cost, over a grid of "
                                          "(m, k) cells."))
+    tuning = len(records) - len(evals)
     lines = _header(title, folder, question, sweeps,
-                    f"{len(evals)} measured runs ({len(records) - len(evals)} more tuned Adam's learning rate); "
-                    f"success means relative error ≤ {tol:g} against the planted layer.")
+                    f"{len(evals)} measured runs" + (f" ({tuning} more tuned Adam's learning rate)" if tuning else "")
+                    + f"; success means relative error ≤ {tol:g} against the planted layer.")
     lines += ["", "## Tables", "", table, "", "## Figures", ""]
     lines += [f"```{{image}} {f}\n:alt: {title}\n:width: 100%\n```\n" for f in figures]
     return lines + _readme(folder)
@@ -351,7 +405,11 @@ def build(docs, out=None):
     pages["torch"] = notes_page(sweeps / "torch", "Torch heads and the paper's conditions",
                                 "What the paper's conditions say about layers converted from "
                                 "`torch.nn.MultiheadAttention`.", sweeps)
+    from learner import __version__
+    if set(pages) != set(PAGES):
+        raise RuntimeError(f"results.PAGES lists {sorted(PAGES)} but build wrote {sorted(pages)}")
     for name, lines in pages.items():
+        lines[2:2] = provenance_lines(name, sweeps, __version__)
         _write(out / f"{name}.md", "\n".join(lines).rstrip() + "\n")
     return took
 
