@@ -2,7 +2,7 @@
 
 The paper's statements: any SQ algorithm needs ``d^Ω(m)`` queries or inverse
 tolerance, and under an LWE variant no polynomial-time algorithm exists. The
-constructions here are ours (derived for this toolkit, DESIGN §5), built on the
+constructions here are ours (derived for this toolkit), built on the
 two-token diagonal gadget (:mod:`lowerbounds.gadget`):
 
 * :class:`HardInstance` — the common type: a two-token gadget layer whose

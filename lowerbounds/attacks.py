@@ -67,10 +67,43 @@ ATTENTION_METHODS = ("provable", "gradient")
 class AttackOutcome:
     """What an attack produced.
 
-    ``secret`` is a secret reproducing every given label (``None`` if none was
-    found); ``success`` says whether the attack pinned down the label function
-    (see the module docstring); ``candidates`` counts the secrets it kept;
-    ``cost`` is the attack's own work measure (secrets tried, pivots, …).
+    Parameters
+    ----------
+    attack : str
+        Which attack: ``"exhaustive"``, ``"linear"``, ``"lattice"`` or ``"attention-<method>"``.
+    n, q : int
+        Secret dimension and modulus of the samples attacked.
+    success : bool
+        Whether the attack pinned down the label function (see the module docstring).
+    secret : tuple of int or None
+        A secret reproducing every given label; ``None`` if none was found (or the attack does not give one).
+    candidates : int
+        How many secrets the attack kept.
+    samples : int
+        Samples the attack used.
+    seconds : float
+        Wall time of the attack.
+    cost : float
+        The attack's own work measure (secrets tried, row operations, embedding dimension, examples drawn).
+    message : str
+        One line saying what happened.
+    extra : dict
+        Attack-specific numbers (``classes``, ``rounded``, ``accuracy``, …), merged into :meth:`to_dict`.
+
+    See Also
+    --------
+    exhaustive_search : Every secret in ``Z_q^n``.
+    linear_algebra_attack : Gaussian elimination mod ``q``.
+    attention_attack : A learner fed the reduction's attention samples.
+    time_attacks : Runs attacks against ``n`` and fits their growth.
+
+    Examples
+    --------
+    >>> from lowerbounds import LWRParams, sample_lwr
+    >>> draw = sample_lwr(LWRParams(4, 5), 200, rng=0)
+    >>> out = exhaustive_search(draw.public)
+    >>> out.attack, out.success, out.candidates, out.cost, out.recovered(draw.secret)
+    ('exhaustive', True, 1, 625.0, True)
     """
 
     attack: str
@@ -86,12 +119,30 @@ class AttackOutcome:
     extra: dict = field(default_factory=dict)
 
     def recovered(self, secret: ArrayLike) -> bool:
-        """Whether the outcome's secret is equivalent to ``secret`` (same labels on every public vector)."""
+        """Whether the outcome's secret is equivalent to ``secret`` (same labels on every public vector).
+
+        Parameters
+        ----------
+        secret : array_like of int
+            The planted secret, length ``n``.
+
+        Returns
+        -------
+        bool
+            :func:`equivalent_secrets` of the two; False when the outcome has no secret.
+        """
         if self.secret is None:
             return False
         return equivalent_secrets(self.secret, secret, self.q)
 
     def to_dict(self) -> dict[str, Any]:
+        """The outcome as a JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            Every field but ``extra`` (``secret`` as a list or ``None``), with ``extra``'s entries merged in.
+        """
         return {"attack": self.attack, "n": self.n, "q": self.q, "success": self.success,
                 "secret": None if self.secret is None else list(self.secret), "candidates": self.candidates,
                 "samples": self.samples, "seconds": self.seconds, "cost": self.cost, "message": self.message,
@@ -114,7 +165,39 @@ def _integer_vector(name: str, value: ArrayLike) -> np.ndarray:
 
 
 def equivalent_secrets(a: ArrayLike, b: ArrayLike, q: int) -> bool:
-    """Whether secrets ``a`` and ``b`` give the same rounded label on every ``b ∈ {0,1}^n`` (``n <= 16``)."""
+    """Whether secrets ``a`` and ``b`` give the same rounded label on every ``b ∈ {0,1}^n`` (``n <= 16``).
+
+    Parameters
+    ----------
+    a, b : array_like of int
+        Two secrets of one length ``n`` (integer entries; compared mod ``q``).
+    q : int
+        Modulus, ``>= 3``.
+
+    Returns
+    -------
+    bool
+        Same labels on all ``2^n`` public vectors; beyond ``n = 16`` (``MAX_CLASS_N``), whether ``a ≡ b mod q``.
+
+    Raises
+    ------
+    TypeError
+        A non-integer entry.
+    ValueError
+        Secrets that are not vectors of one length.
+
+    See Also
+    --------
+    AttackOutcome.recovered : Compares an attack's secret with the planted one this way.
+    LWRParams.label : The rounded label compared.
+
+    Examples
+    --------
+    >>> equivalent_secrets((0, 1, 2), (0, 2, 1), 7)  # every sum stays below q/2: both label everything 0
+    True
+    >>> equivalent_secrets((1, 2), (2, 1), 3)  # b = (0, 1) gives y = 2 (label 1) against y = 1 (label 0)
+    False
+    """
     a, b = _integer_vector("a", a), _integer_vector("b", b)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"secrets must be vectors of one length; got shapes {a.shape} and {b.shape}.")
@@ -167,6 +250,17 @@ def exhaustive_search(samples: PublicSamples, *, batch: int = 1 << 16, max_kept:
     AttackOutcome
         ``cost`` = secrets tried (``q^n``); ``extra["classes"]`` = distinct
         label functions among the survivors.
+
+    Raises
+    ------
+    ValueError
+        When ``q^n`` exceeds ``max_secrets`` (before any work).
+
+    See Also
+    --------
+    linear_algebra_attack : Polynomial time, but only on unrounded labels.
+    lattice_attack : Lattice reduction, for larger ``n``.
+    time_attacks : Times it against ``n``.
 
     Examples
     --------
@@ -240,10 +334,21 @@ def linear_algebra_attack(samples: PublicSamples) -> AttackOutcome:
     and the candidate then fails the check — the control showing that rounding
     is what makes the problem hard.
 
+    Parameters
+    ----------
+    samples : PublicSamples
+        Unrounded (``params.rounded=False``) or rounded samples; about ``n`` that are invertible mod ``q``
+        are needed.
+
     Returns
     -------
     AttackOutcome
-        ``cost`` = ``n^2 N`` (the elimination's row operations).
+        ``cost`` = ``n^2 N`` (the elimination's row operations); ``extra["rounded"]`` says which variant.
+
+    See Also
+    --------
+    exhaustive_search : Works on rounded labels, in time ``q^n``.
+    lattice_attack : Handles the rounding as small noise.
 
     Examples
     --------
@@ -289,10 +394,14 @@ def attention_attack(instance: LWRInstance, *, method: str = "provable", n_sampl
     Parameters
     ----------
     instance : LWRInstance
+        The member attacked; only its public :attr:`~LWRInstance.layout` reaches the learner.
     method : {"provable", "gradient"}
         :func:`learner.learn` or :func:`learner.baselines.fit_gradient`, told ``m``
         (the architecture is public).
-    n_samples, n_test : int
+    n_samples : int
+        LWR samples drawn for the learner (with ``C = 0`` about half become signal-half examples).
+    n_test : int
+        Fresh LWR samples the predictor is scored on.
     config : LearnConfig, optional
         For ``"provable"``.
     gradient_options : dict, optional
@@ -305,6 +414,22 @@ def attention_attack(instance: LWRInstance, *, method: str = "provable", n_sampl
     AttackOutcome
         ``success`` = the predictor gets every test label right;
         ``extra`` has the accuracy, the baseline, and the learner's status.
+
+    See Also
+    --------
+    attention_samples : The reduction from LWR samples to samples of ``F``.
+    lwr_predictor : The reduction back, from a learned layer to LWR labels.
+    exhaustive_search : The attack that succeeds at small ``n``.
+
+    Examples
+    --------
+    >>> from lowerbounds import named_lwr_instance
+    >>> out = attention_attack(named_lwr_instance("one-slab"), method="gradient", n_samples=1000, n_test=500,
+    ...                        gradient_options={"n_train": 800, "n_val": 200, "max_iter": 20, "restarts": 1}, rng=0)
+    >>> out.attack, out.samples, out.extra["half"], out.extra["baseline"]  # C = 0: inputs over both halves
+    ('attention-gradient', 1000, 'all', 0.746)
+    >>> 0 <= out.extra["accuracy"] <= 1
+    True
     """
     import learner
     import learner.baselines
@@ -347,8 +472,33 @@ def fit_growth(ns: ArrayLike, seconds: ArrayLike, *, floor: float = 2e-3) -> tup
     """Least-squares fit ``seconds ≈ a · base^n`` over the points above ``floor``.
 
     Timings below ``floor`` seconds measure overhead, not the attack (ours:
-    2 ms, about a hundred numpy calls). Returns ``(base, points_used)``;
-    ``base`` is ``nan`` with fewer than two points.
+    2 ms, about a hundred numpy calls).
+
+    Parameters
+    ----------
+    ns : array_like, shape (k,)
+        Secret dimensions (or any abscissa: :func:`time_attacks` also passes ``log n``).
+    seconds : array_like, shape (k,)
+        Timings at those points.
+    floor : float
+        Timings at or below this many seconds are left out (default 2e-3).
+
+    Returns
+    -------
+    base : float
+        ``exp`` of the slope of ``log(seconds)`` against ``ns``; ``nan`` with fewer than two points used.
+    points_used : int
+        Points above ``floor``.
+
+    Raises
+    ------
+    ValueError
+        ``ns`` and ``seconds`` that are not vectors of one length.
+
+    See Also
+    --------
+    time_attacks : Fits it per attack.
+    fit_slope : The power-law fit of the SQ simulation.
 
     Examples
     --------
@@ -386,10 +536,50 @@ def time_attacks(ns: Sequence[int], q: int, *, attacks: Sequence[str] = ("exhaus
 
     ``"exhaustive"`` and ``"lattice"`` run on rounded samples; ``"linear"`` runs on
     the unrounded variant and, as the control, on rounded samples of the same
-    secret. Returns a JSON-ready dict: one row per ``(attack, n)`` with the
-    median seconds, successes, and the predicted heads ``m`` for a typical
-    secret (switches up to ``n(q − 1)/2``); and per attack the fitted base
-    (``seconds ∝ base^n``) and power (``seconds ∝ n^power``).
+    secret.
+
+    Parameters
+    ----------
+    ns : sequence of int
+        Secret dimensions (repeats are measured again).
+    q : int
+        Modulus, ``>= 3``.
+    attacks : sequence of str
+        Any of ``"exhaustive"``, ``"linear"`` and ``"lattice"`` (the last needs fpylll).
+    repeats : int
+        Fresh secrets per ``(attack, n)``.
+    rng : seed or Generator, optional
+        Spawns one stream per secret.
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``rows``, one per ``(attack, n)`` with the median seconds,
+        successes, median samples and cost, and the predicted heads ``m`` for a
+        typical secret (switches up to ``n(q − 1)/2``); ``growth``, per attack
+        the fitted base (``seconds ∝ base^n``) and power (``seconds ∝ n^power``);
+        and the settings.
+
+    Raises
+    ------
+    ValueError
+        An unknown attack, a ``q^n`` beyond the exhaustive search's limit, or a linear attack that would not
+        fit in memory.
+
+    See Also
+    --------
+    fit_growth : The growth fits.
+    cost_table : The lattice cost model for ``n`` beyond any attack.
+    lwr_cost : The model behind it.
+
+    Examples
+    --------
+    >>> out = time_attacks([2, 3, 4], 5, attacks=("exhaustive",), repeats=2, rng=0)
+    >>> [(r["n"], r["successes"], r["cost"]) for r in out["rows"]]  # secrets tried: q^n
+    [(2, 2, 25.0), (3, 2, 125.0), (4, 2, 625.0)]
+    >>> lin = time_attacks([8, 12], 7, attacks=("linear",), repeats=3, rng=0)
+    >>> [(r["n"], r["successes"], r["rounded_control_successes"]) for r in lin["rows"]]  # rounding stops it
+    [(8, 3, 0), (12, 3, 0)]
     """
     from .lattice import lattice_attack
     from .lwr import switch_count

@@ -48,6 +48,17 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> CommandParser:
+    """The command line's parser: one subcommand each for ``sq``, ``sq-simulate``, ``lwe``, ``lwe-attack`` and
+    ``learn-hard``.
+
+    Each subcommand's flags carry the rules of the library parameters they feed, so a bad value is refused by
+    the parser with the flag's name.
+
+    Returns
+    -------
+    CommandParser
+        The hardened parser (:func:`learner.argparsing.harden`).
+    """
     parser = command_parser(prog="python -m lowerbounds",
                                      description="Hard instances behind the lower bounds (constructions ours).")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -444,7 +455,19 @@ def _learn_hard(args):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
+    """Entry point of ``python -m lowerbounds``: parse ``argv``, run the subcommand, print its results.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 2 for a bad value or file (one ``error:`` line on stderr, naming the
+        flag) or a locked study directory, 130 for an interrupted ``learn-hard`` sweep.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = {"sq": _sq, "sq-simulate": _simulate, "lwe": _lwe, "lwe-attack": _lwe_attack,

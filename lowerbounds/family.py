@@ -62,9 +62,23 @@ class HardFamily:
     Parameters
     ----------
     d, m : int
+        Token dimension (``d >= 3``) and heads (``m >= 2``): the hidden subsets have ``m − 1`` coordinates.
     variant : {"interpolation", "steps"}
-    t, o, offset, steepness :
-        As in :func:`~lowerbounds.sq.sq_hard_instance` (shared by all members).
+        The members' variant (:func:`~lowerbounds.sq.sq_hard_instance`).
+    t, o, offset, steepness : int, int, int or None, float
+        As in :func:`~lowerbounds.sq.sq_hard_instance`, shared by all members; a steps family's default offset
+        is ``d − 1`` (``d − 2`` when ``t = d − 1``), and the hidden subsets avoid it.
+
+    Raises
+    ------
+    ValueError
+        A bad variant, an ``offset`` without ``variant="steps"``, or ``m − 1`` larger than the free coordinates.
+
+    See Also
+    --------
+    sq_hard_instance : One member.
+    ParityInstance.fourier : The Fourier coefficients the closed forms are built from.
+    simulate_queries : A correlational SQ learner run against members.
 
     Examples
     --------
@@ -108,18 +122,51 @@ class HardFamily:
         return comb(self.n, self.r)
 
     def members(self) -> list[tuple[int, ...]]:
-        """All hidden subsets, in lexicographic order (at most ``MAX_MEMBERS``)."""
+        """All hidden subsets, in lexicographic order (at most ``MAX_MEMBERS`` = 20 000).
+
+        Returns
+        -------
+        list of tuple of int
+            The :attr:`size` subsets of ``m − 1`` free coordinates.
+
+        Raises
+        ------
+        ValueError
+            When the family has more than ``MAX_MEMBERS`` members (use the closed forms).
+        """
         if self.size > MAX_MEMBERS:
             raise ValueError(f"the family has {self.size} members (> {MAX_MEMBERS}); use the closed forms.")
         return [tuple(S) for S in combinations(self.free, self.r)]
 
     def instance(self, subset: Iterable[int]) -> ParityInstance:
-        """The member with hidden ``subset``."""
+        """The member with hidden ``subset``.
+
+        Parameters
+        ----------
+        subset : iterable of int
+            ``m − 1`` free coordinates (not ``t``, nor the offset of a steps family).
+
+        Returns
+        -------
+        ParityInstance
+            :func:`~lowerbounds.sq.sq_hard_instance` with the family's shared arguments.
+        """
         return sq_hard_instance(self.d, self.m, subset, **self._kwargs)
 
     # -- closed forms --------------------------------------------------------
     def inner(self, overlap: int) -> mpmath.mpf:
-        """``E[dev_S dev_{S'}]`` for ``|S ∩ S'| = overlap`` (closed form, mpmath)."""
+        """``E[dev_S dev_{S'}]`` for ``|S ∩ S'| = overlap`` (closed form, mpmath).
+
+        Parameters
+        ----------
+        overlap : int
+            ``|S ∩ S'|``, in ``0..m − 1`` (``m − 1``: the same member).
+
+        Returns
+        -------
+        mpmath.mpf
+            ``2 Σ_{l=1}^{j} C(j, l) (A_l² + B_l²)`` (module docstring), under uniform Boolean inputs.
+        """
         j = check_int("overlap", overlap, minimum=0)
         if j > self.r:
             raise ValueError(f"`overlap` must be at most m − 1 = {self.r}; got overlap={j}.")
@@ -128,38 +175,111 @@ class HardFamily:
                            mpmath.mpf(0))
 
     def overlap_correlation(self, overlap: int) -> float:
-        """Normalised correlation ``ρ(j) = E[dev_S dev_{S'}] / E[dev_S²]`` for overlap ``j`` (float)."""
+        """Normalised correlation ``ρ(j) = E[dev_S dev_{S'}] / E[dev_S²]`` for overlap ``j``.
+
+        Parameters
+        ----------
+        overlap : int
+            ``j = |S ∩ S'|``, in ``0..m − 1``.
+
+        Returns
+        -------
+        float
+            ``ρ(j)``; ``ρ(m − 1) = 1``.
+        """
         return float(self.inner(overlap) / self.inner(self.r))
 
     def correlation(self, S1: Iterable[int], S2: Iterable[int]) -> float:
-        """``ρ`` between two members given by their subsets."""
+        """``ρ`` between two members given by their subsets.
+
+        Parameters
+        ----------
+        S1, S2 : iterable of int
+            The members' hidden subsets (each ``m − 1`` distinct free coordinates).
+
+        Returns
+        -------
+        float
+            :meth:`overlap_correlation` of their overlap.
+        """
         a, b = self._subset(S1), self._subset(S2)
         return self.overlap_correlation(len(set(a) & set(b)))
 
     def neighbours(self, overlap: int) -> int:
-        """How many other members meet a given one in exactly ``overlap`` coordinates."""
+        """How many other members meet a given one in exactly ``overlap`` coordinates.
+
+        Parameters
+        ----------
+        overlap : int
+            ``|S ∩ S'| >= 0``.
+
+        Returns
+        -------
+        int
+            ``C(m − 1, j) C(n − m + 1, m − 1 − j)``, less the member itself at ``j = m − 1``.
+        """
         j = check_int("overlap", overlap, minimum=0)
         count = comb(self.r, j) * comb(self.n - self.r, self.r - j)
         return count - 1 if j == self.r else count
 
     def row_sum(self) -> float:
-        """``R = Σ_{S' ≠ S} |ρ(S, S')|`` (the same for every ``S``)."""
+        """``R = Σ_{S' ≠ S} |ρ(S, S')|`` (the same for every ``S``).
+
+        Returns
+        -------
+        float
+            The off-diagonal row sum of ``|ρ|``; zero for the interpolation variant up to the float64
+            coefficients.
+        """
         return float(sum(self.neighbours(j) * abs(self.overlap_correlation(j)) for j in range(self.r)))
 
     def statistical_dimension(self, avg_correlation: float) -> int:
-        """Lower bound ``⌊N γ̄ / (1 + R)⌋`` on SD at average correlation ``γ̄`` (exact when ``R = 0``)."""
+        """Lower bound ``⌊N γ̄ / (1 + R)⌋`` on SD at average correlation ``γ̄`` (exact when ``R = 0``).
+
+        Parameters
+        ----------
+        avg_correlation : float
+            ``γ̄ > 0``.
+
+        Returns
+        -------
+        int
+            The bound on the statistical dimension (Feldman et al., 2017).
+        """
         gamma = check_positive_float("avg_correlation", avg_correlation)
         return int(np.floor(self.size * gamma / (1.0 + self.row_sum()) + 1e-12))
 
     @declare(tolerance=Real())
     def query_lower_bound(self, tolerance: float) -> float:
-        """Queries needed to identify ``S`` at tolerance ``τ`` (see the module docstring)."""
+        """Queries needed to identify ``S`` at tolerance ``τ`` (see the module docstring).
+
+        Parameters
+        ----------
+        tolerance : float
+            The SQ tolerance ``τ > 0``.
+
+        Returns
+        -------
+        float
+            ``(N − 1)(Bτ)² / λ_max`` with ``B`` the members' label bound and ``λ_max = E[dev²](1 + R)``.
+        """
         lam = float(self.inner(self.r)) * (1.0 + self.row_sum())
         return (self.size - 1) * (self.template.label_bound * tolerance) ** 2 / lam
 
     # -- graph view (families whose correlations are not exactly zero) -------
     def correlation_graph(self, threshold: float) -> networkx.Graph:
-        """networkx graph on the members, an edge where ``|ρ| > threshold``."""
+        """networkx graph on the members, an edge where ``|ρ| > threshold``.
+
+        Parameters
+        ----------
+        threshold : float
+            Largest ``|ρ|`` that is not an edge, ``>= 0``.
+
+        Returns
+        -------
+        networkx.Graph
+            Nodes are the hidden subsets (:meth:`members`).
+        """
         import networkx as nx
 
         thr = check_positive_float("threshold", threshold, allow_zero=True)
@@ -177,12 +297,22 @@ class HardFamily:
     def nearly_orthogonal_subfamily(self, threshold: float, *, rng: SeedLike = None) -> dict[str, Any]:
         """Bounds on the largest subfamily with pairwise ``|ρ| <= threshold``.
 
-        Returns a dict: ``members`` (a maximal independent set of
-        :meth:`correlation_graph`, networkx's randomised greedy with ``rng``),
-        ``lower`` (its size) and ``upper``: the packing bound
-        ``C(n, j*) / C(m − 1, j*)`` where ``j*`` is the smallest overlap whose
-        correlation exceeds the threshold (each ``j*``-set of coordinates lies
-        in at most one member), or ``N`` when no overlap does.
+        Parameters
+        ----------
+        threshold : float
+            Largest ``|ρ|`` allowed between two chosen members, ``>= 0``.
+        rng : seed or Generator, optional
+            Seeds networkx's randomised greedy.
+
+        Returns
+        -------
+        dict
+            ``members`` (a maximal independent set of :meth:`correlation_graph`,
+            sorted), ``lower`` (its size), ``upper`` (the packing bound
+            ``C(n, j*) / C(m − 1, j*)`` where ``j*`` is the smallest overlap whose
+            correlation exceeds the threshold — each ``j*``-set of coordinates lies
+            in at most one member — or ``N`` when no overlap does), ``threshold``
+            and ``edges`` (the graph's edge count).
         """
         import networkx as nx
 
@@ -199,10 +329,25 @@ class HardFamily:
                            ) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray]:
         """Normalised Gram matrix of the deviations by enumerating all ``4^d`` inputs (``d <= 8``).
 
-        Returns ``(subsets, gram, signal_gram)``: ``gram`` from the layers
-        themselves (entry ``(1, o)`` minus the shared part), ``signal_gram`` from
-        :meth:`HardInstance.signal` (exactly orthogonal), both divided by the
-        mean self-correlation.
+        Parameters
+        ----------
+        subsets : iterable of iterable of int, optional
+            The members to compare; default every member.
+
+        Returns
+        -------
+        subsets : list of tuple of int
+            The members, in the matrices' order.
+        gram : ndarray, shape (N, N)
+            From the layers themselves (entry ``(1, o)`` minus the shared part), divided by the mean
+            self-correlation.
+        signal_gram : ndarray, shape (N, N)
+            The same from :meth:`HardInstance.signal` (exactly orthogonal: the identity).
+
+        Raises
+        ------
+        ValueError
+            For ``d > 8``, or a subset that is not a member.
         """
         if self.d > MAX_ENUM_D:
             raise ValueError(f"exact enumeration is over 4^d inputs; needs d <= {MAX_ENUM_D}, got d={self.d}.")
@@ -233,7 +378,21 @@ class HardFamily:
         return S
 
     def summary(self, tolerance: float | None = None, avg_correlation: float | None = None) -> dict[str, Any]:
-        """JSON-ready description (size, correlations by overlap, bounds)."""
+        """JSON-ready description (size, correlations by overlap, bounds).
+
+        Parameters
+        ----------
+        tolerance : float, optional
+            Adds ``query_lower_bound`` at this tolerance (:meth:`query_lower_bound`).
+        avg_correlation : float, optional
+            Adds ``statistical_dimension_lower_bound`` at this ``γ̄`` (:meth:`statistical_dimension`).
+
+        Returns
+        -------
+        dict
+            ``d``, ``m``, ``variant``, ``members``, ``correlation_by_overlap``, ``row_sum`` and ``provenance``,
+            and the bounds asked for with their arguments.
+        """
         out = {
             "d": self.d, "m": self.m, "variant": self.variant, "members": self.size,
             "correlation_by_overlap": {j: self.overlap_correlation(j) for j in range(self.r + 1)},

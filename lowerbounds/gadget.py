@@ -1,4 +1,4 @@
-"""The two-token diagonal gadget (ours: derived for this toolkit, DESIGN §5).
+"""The two-token diagonal gadget (ours: derived for this toolkit).
 
 With ``k = 2`` Boolean tokens ``x_1, x_2 ∈ {±1}^d`` and a diagonal attention
 matrix ``Θ = diag(θ)``, row 1's logits are ``x_1ᵀΘx_1 = Σ_j θ_j`` (since
@@ -97,11 +97,19 @@ def gadget_weight(theta: ArrayLike, X: ArrayLike) -> np.ndarray:
     Parameters
     ----------
     theta : array_like, shape (d,)
-    X : array_like, shape (2, d) or (n, 2, d), entries ±1
+        The diagonal of ``Θ``.
+    X : array_like, shape (2, d) or (n, 2, d)
+        Two-token Boolean inputs (entries ±1; the identity needs ``x_j² = 1``).
 
     Returns
     -------
     ndarray, shape (n,)
+        ``σ(2⟨θ, b⟩)`` per input, ``b = (1 − x_1 ⊙ x_2)/2``; also row 2's weight on token 2.
+
+    See Also
+    --------
+    head_weights : The same weight for every head of a layer at once.
+    gadget_layer : The layer made of such heads.
 
     Examples
     --------
@@ -117,7 +125,32 @@ def gadget_weight(theta: ArrayLike, X: ArrayLike) -> np.ndarray:
 
 
 def head_weights(thetas: ArrayLike, X: ArrayLike) -> np.ndarray:
-    """``σ(2⟨θ_i, b⟩)`` for every head ``i``: shape (n, m)."""
+    """``σ(2⟨θ_i, b⟩)`` for every head ``i``: each head's row-1 weight on token 1.
+
+    Parameters
+    ----------
+    thetas : array_like, shape (m, d)
+        The diagonals ``θ_i`` of the heads' attention matrices.
+    X : array_like, shape (2, d) or (n, 2, d)
+        Two-token Boolean inputs (entries ±1).
+
+    Returns
+    -------
+    ndarray, shape (n, m)
+        Entry ``[a, i]`` is head ``i``'s weight on input ``a``.
+
+    See Also
+    --------
+    gadget_weight : One head's weight.
+    gadget_layer : The layer whose heads these are.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 1.0, 1.0], [-1.0, -1.0, 1.0]])  # tokens differ at 0 and 1: b = (1, 1, 0)
+    >>> head_weights([[0.0, 1.0, 0.0], [0.5, 0.5, 5.0]], X).round(4)  # σ(2) twice: θ_2 is ignored where b = 0
+    array([[0.8808, 0.8808]])
+    """
     thetas = check_real_array("thetas", thetas, ndim=2)
     X = _check_pair_inputs(X, thetas.shape[1])
     b = (1.0 - X[:, 0] * X[:, 1]) / 2.0
@@ -139,6 +172,29 @@ def gadget_layer(thetas: ArrayLike, coefficients: ArrayLike, *, t: int, o: int) 
     Returns
     -------
     AttentionLayer
+        ``m`` heads on ``d``-dimensional tokens (dense ``d × d`` matrices).
+
+    Raises
+    ------
+    ValueError
+        Mismatched shapes, a coordinate outside ``[0, d)``, or a layer beyond ``MAX_LAYER_BYTES`` (4 GiB).
+
+    See Also
+    --------
+    gadget_weight : The attention weight each head puts on the query's own token.
+    gadget_outputs : The layer's output written from its hidden factor alone.
+    sq_hard_instance : The SQ family, made of these layers.
+    lwr_hard_instance : The LWE-style family, made of these layers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> layer = gadget_layer([[0.0, 1.0, 0.0]], [2.0], t=0, o=2)
+    >>> X = np.array([[1.0, 1.0, 1.0], [-1.0, -1.0, 1.0]])
+    >>> w = gadget_weight([0.0, 1.0, 0.0], X)[0]
+    >>> Y = layer(X)  # entry (1, o) is c [x_2t + w (x_1t − x_2t)], entry (2, o) its mirror image
+    >>> bool(np.isclose(Y[0, 2], 2 * (-1 + 2 * w))), bool(np.isclose(Y[1, 2], -Y[0, 2])), int((Y != 0).sum())
+    (True, True, 2)
     """
     thetas = check_real_array("thetas", thetas, ndim=2)
     coefficients = check_real_array("coefficients", coefficients, ndim=1)
@@ -165,6 +221,22 @@ def gadget_outputs(X: ArrayLike, g: ArrayLike, *, t: int, o: int, total: float) 
     with ``C = total``; every other entry is zero. Needs no head parameters,
     which is what lets the LWE-style reduction write samples of ``F`` from
     labels alone.
+
+    Parameters
+    ----------
+    X : array_like, shape (2, d) or (n, 2, d)
+        Two-token Boolean inputs (entries ±1).
+    g : array_like, shape (n,)
+        The hidden factor ``g(b)`` per input.
+    t, o : int
+        Reader coordinate and output column, ``0 <= t, o < d``.
+    total : float
+        ``C = Σ_i c_i``.
+
+    Returns
+    -------
+    ndarray, shape (n, 2, d)
+        The output a gadget layer with this ``C`` and factor ``g`` computes on ``X``.
     """
     X = _check_pair_inputs(X)
     g = check_real_array("g", g, ndim=1)

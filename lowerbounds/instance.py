@@ -1,6 +1,6 @@
 """The common type of the hard instances: a two-token gadget layer and its hidden integer sum.
 
-Both families of this package (constructions ours, DESIGN §5) are layers of
+Both families of this package (constructions ours, derived for this toolkit) are layers of
 two-token diagonal gadgets (:mod:`lowerbounds.gadget`) whose heads read one
 integer pattern ``v ∈ Z^d`` and an optional offset coordinate ``p``:
 
@@ -50,14 +50,48 @@ log = logging.getLogger(__name__)
 
 
 def g_evaluations(m: int, max_sum: int) -> int:
-    """Head-terms in one row ``a`` of the exact table: ``m (Σv + 1)``."""
+    """Head-terms in one row ``a`` of the exact table: ``m (Σv + 1)``.
+
+    Parameters
+    ----------
+    m : int
+        Heads.
+    max_sum : int
+        ``Σv``, the largest hidden sum (the table has ``Σv + 1`` columns).
+
+    Returns
+    -------
+    int
+        ``m (max_sum + 1)``: the mpmath terms ``c/(1 + e^{−2(λh − μa)})`` one row costs.
+    """
     return m * (max_sum + 1)
 
 
 def check_g_cost(m: int, max_sum: int, max_evaluations: int | None, *, what: str = "the instance") -> int:
     """Refuse (ValueError) an exact table beyond ``max_evaluations`` head-terms; ``None`` means no limit.
 
-    Logs the estimated time at INFO when it exceeds a few seconds.
+    Logs the estimated time (:data:`MP_TERM_SECONDS` per head-term) at INFO when it exceeds 5 s.
+
+    Parameters
+    ----------
+    m : int
+        Heads.
+    max_sum : int
+        ``Σv``, the largest hidden sum.
+    max_evaluations : int or None
+        Largest number of head-terms per row accepted; ``None`` accepts any.
+    what : str
+        What needs the table, for the error and log messages (default ``"the instance"``).
+
+    Returns
+    -------
+    int
+        The head-terms per row, :func:`g_evaluations` ``(m, max_sum)``.
+
+    Raises
+    ------
+    ValueError
+        When that count exceeds ``max_evaluations``; the message gives the count and the estimated time.
     """
     n = g_evaluations(m, max_sum)
     seconds = n * MP_TERM_SECONDS
@@ -86,7 +120,53 @@ class HardInstance:
     Subclasses fix the target ``τ(h)`` (:meth:`target`):
     :class:`~lowerbounds.ParityInstance` (:func:`~lowerbounds.sq_hard_instance`)
     and :class:`~lowerbounds.LWRInstance` (:func:`~lowerbounds.lwr_hard_instance`).
-    Every number that defines an instance is in ``metadata``.
+    Every number that defines an instance is in ``metadata``. Instances are
+    built by those functions, not by hand: the fields must describe ``layer``.
+
+    Parameters
+    ----------
+    d : int
+        Token dimension.
+    m : int
+        Number of heads.
+    t : int
+        Reader coordinate: every head's value matrix is ``W_i = c_i e_t e_oᵀ``.
+    o : int
+        Output column that the heads write into.
+    variant : str
+        How the heads were chosen: ``"interpolation"`` or ``"steps"`` (the LWE-style family is always ``"steps"``).
+    pattern : tuple of int
+        ``v`` (length ``d``, non-negative integers): ``θ_i = λ_i v − μ_i e_p`` and the hidden sum is ``h = ⟨v, b⟩``.
+    lambdas : tuple of float
+        ``λ_i``, one per head.
+    offsets : tuple of float
+        ``μ_i``, one per head (zeros without an offset coordinate).
+    coefficients : tuple of float
+        ``c_i``, one per head.
+    offset_coord : int or None
+        The offset coordinate ``p``; ``None`` when the heads have none (the formula then holds on every input).
+    layer : AttentionLayer
+        The float64 layer on ``k = 2`` tokens with heads ``Θ_i = diag(θ_i)``, ``W_i = c_i e_t e_oᵀ``.
+    metadata : dict
+        JSON-ready record of the construction: family, variant, sizes, every head parameter, the construction and
+        formula in words, and its provenance.
+
+    See Also
+    --------
+    sq_hard_instance : Members of the SQ family (:class:`ParityInstance`).
+    lwr_hard_instance : Members of the LWE-style family (:class:`LWRInstance`).
+    gadget_layer : The two-token diagonal gadget the layer is made of.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lowerbounds import sq_hard_instance
+    >>> inst = sq_hard_instance(6, 3, subset=(2, 4), variant="steps")  # offset p = 5
+    >>> type(inst).__name__, inst.pattern, inst.offset_coord
+    ('ParityInstance', (0, 0, 1, 0, 1, 0), 5)
+    >>> X = np.array([[1, 1, -1, 1, -1, 1], [-1, 1, 1, 1, 1, -1.0]])  # tokens differ at 0, 2, 4 and p
+    >>> inst.hidden_sum(X), inst.on_signal_half(X), inst.formula(X), inst.layer(X)[0, 0].round(12)
+    (array([2]), array([ True]), array([1.]), np.float64(1.0))
     """
 
     d: int
@@ -104,7 +184,23 @@ class HardInstance:
 
     # -- what a family defines ---------------------------------------------
     def target(self, h: ArrayLike) -> np.ndarray:
-        """The family's target ``τ(h)`` on hidden sums ``h`` (array of ints)."""
+        """The family's target ``τ(h)`` on hidden sums ``h``.
+
+        Parameters
+        ----------
+        h : array_like of int
+            Hidden sums ``⟨v, b⟩``.
+
+        Returns
+        -------
+        ndarray
+            ``τ(h)``, the shape of ``h``.
+
+        Raises
+        ------
+        NotImplementedError
+            On :class:`HardInstance` itself; each family's subclass defines it.
+        """
         raise NotImplementedError
 
     # -- derived numbers -----------------------------------------------------
@@ -150,23 +246,67 @@ class HardInstance:
 
     # -- the stated formula ------------------------------------------------
     def hidden_sum(self, X: ArrayLike) -> np.ndarray:
-        """``h = ⟨v, b⟩`` per input, ``b = (1 − x_1 ⊙ x_2)/2``: integer array of shape (n,)."""
+        """``h = ⟨v, b⟩`` per input, ``b = (1 − x_1 ⊙ x_2)/2``.
+
+        Parameters
+        ----------
+        X : array_like, shape (2, d) or (n, 2, d)
+            Two-token Boolean inputs (entries ±1).
+
+        Returns
+        -------
+        ndarray of int64, shape (n,)
+            The hidden sum of each input.
+        """
         X = _check_pair_inputs(X, self.d)
         b = (X[:, 0] != X[:, 1]).astype(np.int64)
         return b @ np.asarray(self.pattern, dtype=np.int64)
 
     def signal(self, X: ArrayLike) -> np.ndarray:
-        """``(x_{1t} − x_{2t}) τ(h)``, straight from the definition: shape (n,)."""
+        """``(x_{1t} − x_{2t}) τ(h)``, straight from the definition.
+
+        Parameters
+        ----------
+        X : array_like, shape (2, d) or (n, 2, d)
+            Two-token Boolean inputs (entries ±1).
+
+        Returns
+        -------
+        ndarray, shape (n,)
+            The signal of each input: ``0`` where ``x_{1t} = x_{2t}``, else ``±2 τ(h)``.
+        """
         X = _check_pair_inputs(X, self.d)
         return (X[:, 0, self.t] - X[:, 1, self.t]) * self.target(self.hidden_sum(X))
 
     def formula(self, X: ArrayLike) -> np.ndarray:
-        """The stated value of ``F(X)_{1o}``: ``C x_{2t} + signal(X)`` (valid on :meth:`on_signal_half`)."""
+        """The stated value of ``F(X)_{1o}``: ``C x_{2t} + signal(X)`` (valid on :meth:`on_signal_half`).
+
+        Parameters
+        ----------
+        X : array_like, shape (2, d) or (n, 2, d)
+            Two-token Boolean inputs (entries ±1).
+
+        Returns
+        -------
+        ndarray, shape (n,)
+            The formula's value per input; the layer matches it to :attr:`sharpness_error` where it is claimed.
+        """
         X = _check_pair_inputs(X, self.d)
         return self.total * X[:, 1, self.t] + self.signal(X)
 
     def on_signal_half(self, X: ArrayLike) -> np.ndarray:
-        """Where the formula is claimed: every input without an offset, ``x_{1p} ≠ x_{2p}`` with one."""
+        """Where the formula is claimed: every input without an offset, ``x_{1p} ≠ x_{2p}`` with one.
+
+        Parameters
+        ----------
+        X : array_like, shape (2, d) or (n, 2, d)
+            Two-token Boolean inputs (entries ±1).
+
+        Returns
+        -------
+        ndarray of bool, shape (n,)
+            True where :meth:`formula` is claimed.
+        """
         X = _check_pair_inputs(X, self.d)
         if self.offset_coord is None:
             return np.ones(X.shape[0], dtype=bool)
@@ -179,6 +319,12 @@ class HardInstance:
         The layer's entry ``(1, o)`` is exactly ``C x_{2t} + (x_{1t} − x_{2t}) G_{b_p}(h)``
         (gadget identity). Computed once per instance from the float64
         parameters, so closed forms describe the float layer itself.
+
+        Returns
+        -------
+        G0, G1 : tuple of mpmath.mpf
+            ``G_0(h)`` and ``G_1(h)`` for ``h = 0..Σv``, at ``MP_DPS`` (50) digits (without an offset the two
+            rows are equal).
         """
         return self._g_row(0), self._g_row(1)
 
@@ -195,7 +341,18 @@ class HardInstance:
         return cache[a]
 
     def g_values(self, X: ArrayLike) -> np.ndarray:
-        """``G_{b_p}(h)`` per input in float64 (the layer's hidden factor)."""
+        """``G_{b_p}(h)`` per input in float64 (the layer's hidden factor).
+
+        Parameters
+        ----------
+        X : array_like, shape (2, d) or (n, 2, d)
+            Two-token Boolean inputs (entries ±1).
+
+        Returns
+        -------
+        ndarray, shape (n,)
+            The factor ``g`` of each input (``b_p = 0`` throughout without an offset).
+        """
         X = _check_pair_inputs(X, self.d)
         h = self.hidden_sum(X)
         bp = (X[:, 0, self.offset_coord] != X[:, 1, self.offset_coord]) if self.offset_coord is not None \
@@ -205,10 +362,30 @@ class HardInstance:
         return _sigmoid(2.0 * (h[:, None] * lam - bp[:, None] * mu)) @ np.asarray(self.coefficients)
 
     def outputs_given_g(self, X: ArrayLike, g: ArrayLike) -> np.ndarray:
-        """Full ``(n, 2, d)`` output with the factor ``g`` per input (the gadget identity)."""
+        """Full ``(n, 2, d)`` output with the factor ``g`` per input (the gadget identity).
+
+        Parameters
+        ----------
+        X : array_like, shape (2, d) or (n, 2, d)
+            Two-token Boolean inputs (entries ±1).
+        g : array_like, shape (n,)
+            The hidden factor per input, e.g. :meth:`g_values` (which gives the layer's own output) or a draw
+            independent of the hidden pattern.
+
+        Returns
+        -------
+        ndarray, shape (n, 2, d)
+            :func:`~lowerbounds.gadget.gadget_outputs` with this instance's ``t``, ``o`` and ``C``.
+        """
         X = _check_pair_inputs(X, self.d)
         return gadget_outputs(X, g, t=self.t, o=self.o, total=self.total)
 
     def assumption_report(self) -> AssumptionReport:
-        """``learner.assumptions`` on the layer (k = 2): which of the paper's conditions it violates."""
+        """``learner.assumptions`` on the layer (k = 2): which of the paper's conditions it violates.
+
+        Returns
+        -------
+        AssumptionReport
+            The report of :func:`learner.assumptions`; ``failed`` names the conditions the layer breaks.
+        """
         return assumptions(self.layer, k=2)

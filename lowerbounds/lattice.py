@@ -86,7 +86,27 @@ _SMALL_BETA_DELTA = ((2, 1.02190), (5, 1.01862), (10, 1.01616), (15, 1.01485), (
 
 @dataclass(frozen=True)
 class ReferenceEstimate:
-    """A published primal-uSVP estimate (lattice-estimator, GSA + ADPS16) to check the model against."""
+    """A published primal-uSVP estimate (lattice-estimator, GSA + ADPS16) to check the model against.
+
+    Parameters
+    ----------
+    n, q : int
+        LWE secret dimension and modulus.
+    sigma_s, sigma_e : float
+        Standard deviations of the secret and of the error.
+    m : int
+        Samples available.
+    beta : int
+        The published block size.
+    dimension : int
+        The published embedding dimension.
+    delta : float
+        The published root-Hermite factor δ(β), to six decimals.
+    log2_core_svp : float
+        The published core-SVP cost ``0.292 β``, to one decimal.
+    source : str
+        Where the numbers are printed.
+    """
 
     n: int
     q: int
@@ -121,15 +141,41 @@ REFERENCE_ESTIMATES = {
 class UsvpCost:
     """Result of :func:`primal_usvp_cost` (see there for the model).
 
-    ``n, q, sigma_s, sigma_e, m`` are the instance after the normal form
-    (``normal_form`` says whether it was applied; ``m`` is None for unlimited
-    samples). ``beta`` is the smallest block size that succeeds, ``dimension``
-    ``d = samples + n + 1`` the smallest embedding dimension that succeeds with
-    it, ``samples`` the LWE samples in the lattice, ``delta`` δ(β), ``xi`` the
-    Bai–Galbraith scale and ``tau`` the embedding constant. ``at_floor`` means
-    β = :data:`BETA_MIN` already succeeds: the model only says "β <= 40".
-    When no β <= :data:`BETA_MAX` succeeds, ``success`` is False and the
-    numeric fields are None.
+    When no β <= :data:`BETA_MAX` succeeds, ``success`` is False and
+    ``beta``, ``dimension``, ``samples``, ``delta`` and the costs are None.
+
+    Parameters
+    ----------
+    success : bool
+        Whether some block size up to :data:`BETA_MAX` succeeds.
+    n, q : int
+        Secret dimension and modulus.
+    sigma_s, sigma_e : float
+        Standard deviations of the secret and of the error, after the normal form.
+    m : int or None
+        Samples after the normal form; None for unlimited samples.
+    normal_form : bool
+        Whether the normal form was applied (``σ_s > σ_e`` given).
+    beta : int or None
+        The smallest block size that succeeds.
+    dimension : int or None
+        ``d = samples + n + 1``, the smallest embedding dimension that succeeds with ``beta``.
+    samples : int or None
+        The LWE samples in the lattice.
+    delta : float or None
+        δ(β) (:func:`root_hermite_factor`).
+    xi : float
+        The Bai–Galbraith scale ``σ_e/σ_s`` (1 when ``σ_s >= σ_e``).
+    tau : float
+        The embedding constant, ``σ_e``.
+    log2_classical : float or None
+        Core-SVP cost ``0.292 β`` (ADPS16).
+    log2_quantum : float or None
+        Quantum core-SVP cost ``0.265 β``.
+    at_floor : bool
+        β = :data:`BETA_MIN` already succeeds: the model only says "β <= 40".
+    message : str
+        One line saying what the model found.
     """
 
     success: bool
@@ -155,15 +201,28 @@ class UsvpCost:
 class LatticeOutcome:
     """Result of :func:`lattice_attack`.
 
-    ``secret`` is the recovered ``w`` (entries in ``0..q−1``) when ``success``;
-    it reproduces every given label but may differ from the planted secret when
-    the samples do not determine it (``matches_secret`` compares, when the
-    caller passed ``secret=``). ``samples`` is how many distinct samples went
-    in (``n`` for the normal form, the rest as lattice rows), ``dimension`` the
-    embedding dimension ``samples + 1``, ``block_size`` the largest BKZ block
-    size run (2 stands for LLL alone) and ``repair_steps`` the ``|v|_1 <= 2``
-    of the move from the lattice's candidate to the secret (0: the lattice
-    gave it exactly; see :func:`lattice_attack`, Notes).
+    Parameters
+    ----------
+    success : bool
+        Whether a secret reproducing every given label was found.
+    secret : tuple of int or None
+        The recovered ``w`` (entries in ``0..q−1``) when ``success``; it reproduces every given label but may
+        differ from the planted secret when the samples do not determine it.
+    matches_secret : bool or None
+        Whether ``secret`` equals the planted one, when the caller passed ``secret=`` (else None).
+    seconds : float
+        Wall time from the reduction's start.
+    dimension : int
+        The embedding dimension ``samples + 1``.
+    block_size : int
+        The largest BKZ block size run (2 stands for LLL alone).
+    samples : int
+        How many distinct samples went in (``n`` for the normal form, the rest as lattice rows).
+    repair_steps : int or None
+        The ``|v|_1 <= 2`` of the move from the lattice's candidate to the secret (0: the lattice gave it
+        exactly; see :func:`lattice_attack`, Notes); None without a secret.
+    message : str
+        One line saying what happened.
     """
 
     success: bool
@@ -181,11 +240,23 @@ class LatticeOutcome:
 class CostRow:
     """One row of :func:`cost_table`.
 
-    ``heads`` counts the transitions of ``y ↦ label(y)`` over ``y ∈ [0, n(q−1)]``
-    (the range of ``⟨w, b⟩`` over the integers): one head per jump of the label.
-    ``beta``, ``dimension`` and ``log2_core_svp`` (``0.292 β``) come from
-    :func:`lwr_cost` (None when it fails; ``at_floor`` as in :class:`UsvpCost`);
-    ``log2_exhaustive = n log2 q`` is trying every secret.
+    Parameters
+    ----------
+    n, q : int
+        Secret dimension and modulus.
+    heads : int
+        The transitions of ``y ↦ label(y)`` over ``y ∈ [0, n(q−1)]`` (the range of ``⟨w, b⟩`` over the
+        integers): one head per jump of the label.
+    beta : int or None
+        Block size from :func:`lwr_cost` (None when it fails).
+    dimension : int or None
+        Embedding dimension from :func:`lwr_cost` (None when it fails).
+    log2_core_svp : float or None
+        ``0.292 β`` (None when the model fails).
+    log2_exhaustive : float
+        ``n log2 q``: trying every secret.
+    at_floor : bool
+        As in :class:`UsvpCost`: the model only says ``β <= 40``.
     """
 
     n: int
@@ -269,6 +340,12 @@ def primal_usvp_cost(n: int, q: int, sigma_s: float, sigma_e: float, *, m: int |
     ------
     ValueError, TypeError
         For a non-integer or too small ``n, q, m`` or a non-positive σ.
+
+    See Also
+    --------
+    lwr_cost : The same model for 1-bit LWR.
+    root_hermite_factor : δ(β).
+    REFERENCE_ESTIMATES : The published values it reproduces.
 
     Notes
     -----
@@ -416,14 +493,22 @@ def lwr_cost(n: int, q: int, *, m: int | None = None) -> UsvpCost:
     Returns
     -------
     UsvpCost
+        The model's block size, dimension and costs (``success`` False beyond β = 4096).
+
+    See Also
+    --------
+    primal_usvp_cost : The model for LWE.
+    lwr_error_stddev : The rounding error it uses.
+    cost_table : The model over many ``n``.
+    lattice_attack : A real attack to compare with.
 
     Notes
     -----
     An assumption of the model: the public matrix is treated as uniform mod
     ``q``. The toolkit's public vectors are binary, and binary ones are weaker:
     :func:`lattice_attack` breaks ``q = 7`` instances up to ``n = 14`` with
-    LLL or BKZ-10 where this model asks for β = 58, and fails earlier on
-    uniform public vectors (module docstring). For small ``n`` the model is in
+    LLL or BKZ-10 where this model asks for β = 58, and fails from a smaller
+    ``n`` on uniform public vectors (module docstring). For small ``n`` the model is in
     the regime ``d = β`` (one SVP call in the whole lattice).
 
     Examples
@@ -454,6 +539,13 @@ def cost_table(ns: Iterable[int], q: int, *, m: int | None = None) -> tuple[Cost
     Returns
     -------
     tuple of CostRow
+        One row per ``n``, in the order given.
+
+    See Also
+    --------
+    lwr_cost : The model behind each row.
+    switch_count : The heads column.
+    time_attacks : Measured attack times at small ``n``.
 
     Notes
     -----
@@ -491,7 +583,23 @@ _INSTALL_HINT = 'lattice_attack needs fpylll (and cysignals); install the `latti
 
 
 def fpylll_available() -> bool:
-    """Whether fpylll (and cysignals) import here: the lattice attack's optional extra."""
+    """Whether fpylll (and cysignals) import here: the lattice attack's optional extra.
+
+    Returns
+    -------
+    bool
+        True when :func:`lattice_attack` can run; install the ``lattice`` extra otherwise.
+
+    See Also
+    --------
+    lattice_attack : The attack that needs fpylll.
+    time_attacks : Runs it with ``attacks=("lattice",)``.
+
+    Examples
+    --------
+    >>> fpylll_available() in (True, False)  # False without the `lattice` extra (the attack raises ImportError)
+    True
+    """
     try:
         _require_fpylll()
     except ImportError:
@@ -639,6 +747,7 @@ def lattice_attack(B: ArrayLike, labels: ArrayLike, q: int, *, n_samples: int | 
     Returns
     -------
     LatticeOutcome
+        The secret found (if any), how, and at what size.
 
     Raises
     ------
@@ -646,6 +755,12 @@ def lattice_attack(B: ArrayLike, labels: ArrayLike, q: int, *, n_samples: int | 
         Bad ``B``, ``labels``, ``q``, ``n_samples``, ``block_size`` or ``secret``.
     ImportError
         fpylll is missing (after the inputs are validated).
+
+    See Also
+    --------
+    lwr_cost : The cost model for parameters beyond reach.
+    exhaustive_search : The attack of last resort at small ``n``.
+    fpylll_available : Whether the attack can run here.
 
     Notes
     -----

@@ -77,11 +77,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: The study's families: the SQ family, its sparse-linear control, and the LWE-style family.
 FAMILIES = ("sq", "control", "lwr")
+#: The study's methods: Adam (``fit_gradient``), the paper's learner (``learn``), and exhaustive search (LWR only).
 METHODS = ("adam", "provable", "exhaustive")
-#: 2: the hidden subsets of a cell are distinct (drawn without replacement, :func:`cell_subset`); records of
-#: schema 1 drew each seed's subset on its own, so seeds of one cell could share a subset (still read by
-#: learner.study.records.read_record, never resumed).
+#: 2: the hidden subsets of a cell are distinct (drawn without replacement, :func:`cell_subset`). In schema-1
+#: records each seed's subset was drawn on its own, so seeds of one cell may share a subset; such records are
+#: read by learner.study.records.read_record and never resumed.
 RECORD_SCHEMA = schema_of("hard-run")
 #: Largest m of the SQ family and its control (ours: the interpolation meets lowerbounds.sq.FORMULA_ACCURACY up
 #: to m = 7).
@@ -123,10 +125,26 @@ QUICK = {"ds": (6, 8), "ms": (2, 3), "subsets": 1, "lwr_ns": (2, 3), "start": 20
 class HardSpec:
     """Everything that determines one run of the study (a specification for :mod:`learner.study.sweep`).
 
-    ``m`` is the number of heads (SQ family and control; 0 for LWR, whose m
-    depends on the secret), ``n`` and ``q`` the LWR secret's dimension and
-    modulus (0 otherwise). ``budget`` and ``options`` are sorted ``(name, value)``
-    pairs: the protocol's budgets and the method's keyword arguments.
+    Parameters
+    ----------
+    family : {"sq", "control", "lwr"}
+        The family the member is drawn from.
+    method : {"adam", "provable", "exhaustive"}
+        Who learns it.
+    m : int
+        The number of heads (SQ family and control; 0 for LWR, whose m depends on the secret).
+    d : int
+        Token dimension (``n + 2`` for LWR).
+    seed_index : int
+        Which seed of its cell (for the SQ family and control, which hidden subset: :func:`cell_subset`).
+    entropy : int
+        The study's seed.
+    n, q : int
+        The LWR secret's dimension and modulus (0 otherwise).
+    budget : tuple
+        Sorted ``(name, value)`` pairs: the protocol's budgets (Adam only; empty otherwise).
+    options : tuple
+        Sorted ``(name, value)`` pairs: the method's keyword arguments.
     """
 
     family: str
@@ -145,33 +163,88 @@ class HardSpec:
 
     @property
     def spawn_key(self) -> tuple[int, ...]:
+        """``(family code, m, d, n, q, seed_index)``: the run's seeds are ``SeedSequence(entropy, spawn_key=...)``.
+
+        The SQ family and its control share a family code, so seed ``s`` of both draws the same examples.
+        """
         return (_FAMILY_CODE[self.family], self.m, self.d, self.n, self.q, self.seed_index)
 
     @property
     def run_id(self) -> str:
+        """The run's name and record file name: ``method-family-m<m>-d<d>-s<seed>`` (``n<n>-q<q>`` for LWR)."""
         where = f"n{self.n}-q{self.q}" if self.family == "lwr" else f"m{self.m}-d{self.d}"
         return f"{self.method}-{self.family}-{where}-s{self.seed_index}"
 
     @property
     def example_stream(self) -> int:
+        """The stream of examples the run's record is drawn from (:func:`learner.study.methods.example_stream`)."""
         return example_stream(self.method)
 
     def to_dict(self) -> dict[str, Any]:
+        """The specification as a JSON-ready dict (``budget`` and ``options`` as dicts, with the spawn key).
+
+        Returns
+        -------
+        dict
+            What a record stores under ``"spec"``; :meth:`from_dict` reads it back.
+        """
         return {"family": self.family, "method": self.method, "m": self.m, "d": self.d, "n": self.n, "q": self.q,
                 "seed_index": self.seed_index, "entropy": self.entropy, "spawn_key": list(self.spawn_key),
                 "budget": dict(self.budget), "options": dict(self.options)}
 
     @classmethod
     def from_dict(cls, rec: Mapping[str, Any]) -> HardSpec:
+        """The specification a :meth:`to_dict` dict describes.
+
+        Parameters
+        ----------
+        rec : mapping
+            A record's ``"spec"``.
+
+        Returns
+        -------
+        HardSpec
+            Equal to the specification that wrote it.
+        """
         return cls(rec["family"], rec["method"], rec["m"], rec["d"], rec["seed_index"], rec["entropy"], n=rec["n"],
                    q=rec["q"], budget=tuple(sorted(rec["budget"].items())),
                    options=tuple(sorted(rec["options"].items())))
 
     def run(self, learn_workers: int | None = None) -> dict[str, Any]:
+        """Run it: :func:`run_hard`.
+
+        Parameters
+        ----------
+        learn_workers : int, optional
+            Processes of the learner's own pool (the ``"provable"`` method of the SQ family and control).
+
+        Returns
+        -------
+        dict
+            The run's JSON-ready record (an ``"error"`` record when the run raised).
+        """
         return run_hard(self, learn_workers)
 
     def failure_record(self, message: str, tb: str, timings: Mapping[str, float],
                        where: Mapping[str, Any]) -> dict[str, Any]:
+        """The record of a run that failed: ``"outcome": "error"``, not successful.
+
+        Parameters
+        ----------
+        message : str
+            What failed, one line.
+        tb : str
+            The traceback.
+        timings : mapping
+            Seconds spent (``{"total": ...}``).
+        where : mapping
+            Host and process id of the run.
+
+        Returns
+        -------
+        dict
+            The JSON-ready record (the sweep retries it on resume).
+        """
         return _head(self) | {"outcome": "error", "success": False, "status": "error", "message": message,
                               "traceback": tb, "timings": timings, "where": where, "attempts": []}
 
@@ -267,6 +340,20 @@ def run_hard(spec: HardSpec | dict[str, Any], learn_workers: int | None = None) 
 
     A failure of the run itself (an exception) becomes a record with
     ``"outcome": "error"`` and its traceback, so a sweep goes on.
+
+    Parameters
+    ----------
+    spec : HardSpec or dict
+        The run, or its :meth:`HardSpec.to_dict`.
+    learn_workers : int, optional
+        Processes of :func:`learner.learn`'s own pool (the ``"provable"`` method on the SQ family and control).
+
+    Returns
+    -------
+    dict
+        The record: the specification, ``"outcome"`` (``"finished"`` or ``"error"``), ``success``, ``status``,
+        ``message``, the member (subset or secret), examples, seconds, steps, final error, which budget ran
+        out, the attempts, timings and where it ran.
     """
     if isinstance(spec, dict):
         spec = HardSpec.from_dict(spec)
@@ -423,6 +510,43 @@ def check_study(*, ds: Sequence[int], ms: Sequence[int], subsets: int, lwr_ns: S
 
     Each parameter's own type and range is :func:`learn_hard_study`'s declared rule (checked at its call);
     here are the families and methods and what relates parameters (d >= m, subsets per cell, q^n, budgets).
+
+    Parameters
+    ----------
+    ds, ms : sequence of int
+        Token dimensions and heads of the SQ family and control (``m <= MAX_M`` = 7, ``d >= m``).
+    subsets : int
+        Hidden subsets per SQ cell; at most the smallest cell's ``C(d − 1, m − 1)``.
+    lwr_ns : sequence of int
+        LWR secret dimensions.
+    q : int
+        LWR modulus.
+    families : iterable of str
+        Entries of :data:`FAMILIES`, without repeats.
+    methods : iterable of str
+        Entries of :data:`METHODS`, without repeats; ``["exhaustive"]`` alone needs ``families=["lwr"]``.
+    start, max_examples : int
+        Adam's first training-set size and largest training set plus validation (which must allow the first).
+    max_seconds : float
+        Adam's time budget per run.
+    target : float
+        The relative error that counts as learned.
+    provable_seeds : int
+        Members per cell that the paper's learner runs on.
+    lwr_secrets : int
+        Secrets per ``n`` (default 1).
+
+    Returns
+    -------
+    dict
+        The checked parameters: ``families``, ``methods``, ``budget`` (start, max_examples, max_seconds,
+        target) and ``provable_seeds``; ``ds``, ``ms`` (sorted) and ``subsets`` with an SQ family;
+        ``lwr_ns`` (sorted), ``q`` and ``lwr_secrets`` with LWR.
+
+    Raises
+    ------
+    ValueError
+        The first parameter, or combination, that cannot work, named with its value.
     """
     from .attacks import MAX_SECRETS
 
@@ -472,7 +596,28 @@ def check_study(*, ds: Sequence[int], ms: Sequence[int], subsets: int, lwr_ns: S
 def plan_hard_runs(checked: Mapping[str, Any], *, entropy: int, adam_options: dict[str, Any] | None = None,
                    provable_options: dict[str, Any] | None = None,
                    provable_lwr_samples: int | None = None) -> list[HardSpec]:
-    """Specifications for a checked study (:func:`check_study`), seed-major so that a stopped sweep has every cell."""
+    """Specifications for a checked study (:func:`check_study`), seed-major so that a stopped sweep has every cell.
+
+    Parameters
+    ----------
+    checked : mapping
+        :func:`check_study`'s result.
+    entropy : int
+        The study's seed.
+    adam_options : dict, optional
+        Overrides of ``ADAM_OPTIONS`` (keyword arguments of :func:`learner.baselines.fit_gradient`).
+    provable_options : dict, optional
+        Overrides of ``PROVABLE_OPTIONS`` (fields of :class:`learner.LearnConfig`).
+    provable_lwr_samples : int, optional
+        LWR samples given to the learner (default ``PROVABLE_LWR_SAMPLES`` = 2 000 000).
+
+    Returns
+    -------
+    list of HardSpec
+        One per run: Adam on ``subsets`` (or ``lwr_secrets``) seeds per cell, the learner on the first
+        ``provable_seeds`` of them, the exhaustive search on every LWR secret; sorted by seed index, then
+        family, cell and method.
+    """
     budget = tuple(sorted(checked["budget"].items()))
     opts = {"adam": tuple(sorted((ADAM_OPTIONS | (adam_options or {})).items())),
             "provable": tuple(sorted((PROVABLE_OPTIONS | (provable_options or {})).items())),
@@ -510,6 +655,17 @@ def summarise_hard(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     fit through it (``censored`` says so). LWR rows carry the number of secrets,
     ``secrets_q_n`` (``q^n``; ``None`` beyond float64's range) and
     ``log2_secrets_q_n`` (``n log2 q``, always finite).
+
+    Parameters
+    ----------
+    records : iterable of mapping
+        The runs' records (:func:`run_hard`).
+
+    Returns
+    -------
+    dict
+        ``rows`` (one per family, method and cell), ``growth`` (Adam's fitted slopes in ``d`` per family and
+        ``m``), ``lwr`` (per ``n``, each method's row) and ``note`` (what is ours).
     """
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for rec in records:
@@ -604,10 +760,28 @@ def _fmt(x, spec=".3g"):
 
 @dataclass(frozen=True)
 class HardStudyResult(StudyResult):
-    """What :func:`learn_hard_study` measured (:class:`learner.study.records.StudyResult`)."""
+    """What :func:`learn_hard_study` measured (:class:`learner.study.records.StudyResult`).
+
+    Parameters
+    ----------
+    records : list of dict
+        The runs' records.
+    summary : dict
+        :func:`summarise_hard`'s summary with the parameters and versions (also ``out/summary.json``).
+    stats : dict
+        The sweep's counts: ``{"ran": runs run now, "skipped": runs whose finished records were kept}``.
+    files : dict
+        What was written: ``{name: path}`` (``summary_json``, ``summary_md``, and ``plot``).
+    """
 
     def table(self) -> str:
-        """The summary as Markdown: SQ family and control, the growth fits, the LWR rows."""
+        """The summary as Markdown: SQ family and control, the growth fits, the LWR rows.
+
+        Returns
+        -------
+        str
+            Three tables (the LWR one only when the study has LWR runs), as written to ``out/summary.md``.
+        """
         s = self.summary
         lines = [markdown_table(
             ["family", "method", "m", "d", "runs", "learned", "budget out", "median examples", "median s",
@@ -737,12 +911,89 @@ def learn_hard_study(out: PathLike, *, ds: Sequence[int] = DEFAULTS["ds"], ms: S
                      progress: bool = False, plot: bool = True) -> HardStudyResult:
     """Run the study, write ``out/runs/*.json``, ``summary.json``, ``summary.md`` and ``learn_hard.png``.
 
-    Every parameter is checked before anything runs (its declared rule, then :func:`check_study`).
-    ``subsets`` distinct hidden subsets per SQ cell (:func:`cell_subset`; the
-    control uses the same ones),
-    ``lwr_secrets`` secrets per n; the learner runs on the first
-    ``provable_seeds`` of them. ``backend``, ``workers``, ``scheduler`` and
-    ``progress`` are :func:`learner.study.sweep.run_sweep`'s. Returns :class:`HardStudyResult`.
+    Every parameter is checked before anything runs (its declared rule, then
+    :func:`check_study`). The protocol is the module docstring's; a directory
+    holds one study, and the same call again resumes it.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The study's directory (created; claimed for this study and these parameters).
+    ds : sequence of int
+        Token dimensions of the SQ family and its control, each ``>= 3`` (default 8, 12, 16, 24).
+    ms : sequence of int
+        Heads, each ``2 <= m <= 7`` and at most every ``d`` (default 2, 3, 4).
+    subsets : int
+        Distinct hidden subsets per SQ cell (:func:`cell_subset`; the control uses the same ones), at most
+        the smallest cell's ``C(d − 1, m − 1)`` (default 5).
+    lwr_ns : sequence of int
+        LWR secret dimensions (default 2..8; ``d = n + 2``).
+    q : int
+        LWR modulus, ``>= 3`` (default 7).
+    lwr_secrets : int
+        Secrets per ``n`` (default 1).
+    families : sequence of str
+        Entries of :data:`FAMILIES` (default all).
+    methods : sequence of str
+        Entries of :data:`METHODS` (default all); ``"exhaustive"`` runs on the LWE-style family only.
+    start : int
+        Adam's first training-set size (default 1000).
+    max_examples : int
+        Adam's largest training set plus validation per run (default 32 000).
+    max_seconds : float
+        Adam's time budget per run, in seconds (default 40).
+    target : float
+        Relative error of ``F`` on 8192 fresh inputs that counts as learned, below 1 (default 1e-3).
+    provable_seeds : int
+        The learner runs on the first this many subsets or secrets of each cell (default 1).
+    adam_options : dict, optional
+        Overrides of ``ADAM_OPTIONS`` (keyword arguments of :func:`learner.baselines.fit_gradient`).
+    provable_options : dict, optional
+        Overrides of ``PROVABLE_OPTIONS`` (fields of :class:`learner.LearnConfig`).
+    provable_lwr_samples : int, optional
+        LWR samples the learner is given (default ``PROVABLE_LWR_SAMPLES`` = 2 000 000).
+    seed : int
+        Entropy of every run's seeds (default 0).
+    backend : {"local", "serial", "dask"}
+        Where the runs go (:func:`learner.study.sweep.run_sweep`; default ``"local"``).
+    workers : int, optional
+        Processes of the local pool (default: all CPUs).
+    scheduler : str, optional
+        Address of a Dask scheduler (``backend="dask"``).
+    progress : bool
+        Show a progress bar (default False).
+    plot : bool
+        Write ``learn_hard.png`` (default True; skipped with a warning without matplotlib).
+
+    Returns
+    -------
+    HardStudyResult
+        The records, the summary, the sweep's counts and the files written.
+
+    Raises
+    ------
+    ValueError, TypeError
+        A parameter that breaks its rule, or another study already in ``out``.
+    learner.errors.SweepLocked
+        Another process is writing to ``out``.
+    learner.errors.SweepInterrupted
+        Ctrl-C during the sweep: the finished runs' records are kept, and the same call resumes.
+
+    See Also
+    --------
+    sq_hard_instance : The SQ family's members.
+    lwr_hard_instance : The LWE-style family's members.
+    exhaustive_search : The LWR method ``"exhaustive"``.
+    simulate_queries : The SQ query count, without learners.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     result = learn_hard_study(out, families=["lwr"], methods=["exhaustive"], lwr_ns=[2, 3], q=5,
+    ...                               backend="serial", plot=False)
+    >>> result.stats, [(row["n"], row["secrets_q_n"], row["exhaustive"]["successes"]) for row in result.summary["lwr"]]
+    ({'ran': 2, 'skipped': 0}, [(2, 25.0, 1), (3, 125.0, 1)])
     """
     checked = check_study(ds=ds, ms=ms, subsets=subsets, lwr_ns=lwr_ns, q=q, families=families, methods=methods,
                           start=start, max_examples=max_examples, max_seconds=max_seconds, target=target,

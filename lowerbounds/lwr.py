@@ -1,6 +1,6 @@
 """LWE-style hard instances: 1-bit learning with rounding carried by two-token attention.
 
-Construction ours (toolkit DESIGN §5). The paper's statement is only that, under
+Construction ours (derived for this toolkit). The paper's statement is only that, under
 an LWE variant, no polynomial-time algorithm learns multi-head attention; which
 variant and which layers are not available to us. **The hardness here is an
 assumption**: that learning with rounding with *binary* public vectors,
@@ -105,6 +105,20 @@ class LWRParams:
         ``True``: labels ``1[y mod q >= q/2]``; ``False``: the *unrounded*
         variant, labels ``y mod q`` (falls to linear algebra — the control
         showing that the rounding is what is assumed hard).
+
+    See Also
+    --------
+    sample_lwr : Draws samples with these parameters.
+    lwr_hard_instance : The attention layer that carries the rounded labels.
+    lwr_cost : The lattice cost model at these parameters.
+
+    Examples
+    --------
+    >>> params = LWRParams(3, 7)
+    >>> params.label([0, 3, 4, 7, 11]).tolist()  # 1 where y mod 7 >= 3.5
+    [0, 0, 1, 0, 1]
+    >>> LWRParams(3, 7, rounded=False).label([0, 3, 4, 7, 11]).tolist()
+    [0, 3, 4, 0, 4]
     """
 
     n: int
@@ -112,16 +126,56 @@ class LWRParams:
     rounded: bool = True
 
     def label(self, y: ArrayLike) -> np.ndarray:
-        """Labels of integer sums ``y``: ``1[y mod q >= q/2]`` (rounded) or ``y mod q``."""
+        """Labels of integer sums ``y``: ``1[y mod q >= q/2]`` (rounded) or ``y mod q``.
+
+        Parameters
+        ----------
+        y : array_like of int
+            Integer sums ``⟨w, b⟩`` (any integers; reduced mod ``q``).
+
+        Returns
+        -------
+        ndarray of int64
+            The labels, the shape of ``y``.
+        """
         y = np.asarray(y, dtype=np.int64) % self.q
         return (2 * y >= self.q).astype(np.int64) if self.rounded else y
 
     def check_secret(self, secret: Sequence[int]) -> tuple[int, ...]:
-        """``secret`` as a tuple of ints in ``[0, q)`` of length ``n``; errors name the bad entry."""
+        """``secret`` as a tuple of ints in ``[0, q)`` of length ``n``; errors name the bad entry.
+
+        Parameters
+        ----------
+        secret : sequence of int
+            A candidate ``w ∈ Z_q^n`` (integral floats are accepted).
+
+        Returns
+        -------
+        tuple of int
+            The secret.
+
+        Raises
+        ------
+        TypeError
+            A non-integer entry.
+        ValueError
+            An entry outside ``[0, q)`` or a length other than ``n``.
+        """
         return _check_secret(secret, self.q, n=self.n)
 
     def draw_secret(self, *, rng: SeedLike = None) -> tuple[int, ...]:
-        """A uniform secret in ``Z_q^n``."""
+        """A uniform secret in ``Z_q^n``.
+
+        Parameters
+        ----------
+        rng : seed or Generator, optional
+            Source of randomness.
+
+        Returns
+        -------
+        tuple of int
+            ``n`` entries in ``[0, q)``.
+        """
         rng = check_rng(rng)
         return tuple(int(v) for v in rng.integers(0, self.q, self.n))
 
@@ -155,7 +209,34 @@ def _check_secret(secret, q, *, n=None):
 
 @dataclass(frozen=True, eq=False)
 class PublicSamples:
-    """What an attacker sees: public vectors ``B`` (N, n) in {0, 1} and their labels (N,)."""
+    """What an attacker sees: public vectors ``B`` (N, n) in {0, 1} and their labels (N,).
+
+    Parameters
+    ----------
+    params : LWRParams
+        The problem the samples come from.
+    B : array_like of 0/1, shape (N, n)
+        The public vectors, one per row (stored as int64).
+    labels : array_like of int, shape (N,)
+        Their labels: 0/1 (rounded) or in ``[0, q)`` (unrounded); stored as int64.
+
+    Raises
+    ------
+    ValueError
+        A ``B`` or ``labels`` of the wrong shape or with values outside those ranges.
+
+    See Also
+    --------
+    sample_lwr : Draws them, with the secret kept apart.
+    exhaustive_search : An attack that sees only these.
+    attention_samples : Turns them into samples of the attention layer.
+
+    Examples
+    --------
+    >>> pub = PublicSamples(LWRParams(2, 3), [[0, 1], [1, 1]], [1, 0])
+    >>> len(pub), pub.consistent((1, 2)), pub.consistent((2, 1))  # (2, 1) gives y = 1 at b = (0, 1): label 0
+    (2, True, False)
+    """
 
     params: LWRParams
     B: np.ndarray
@@ -180,21 +261,62 @@ class PublicSamples:
         return self.B.shape[0]
 
     def take(self, n_samples: int) -> PublicSamples:
-        """The first ``n_samples`` samples."""
+        """The first ``n_samples`` samples.
+
+        Parameters
+        ----------
+        n_samples : int
+            How many, ``0 <= n_samples <= len(self)``.
+
+        Returns
+        -------
+        PublicSamples
+            The first ``n_samples`` rows, with the same ``params``.
+        """
         n_samples = check_int("n_samples", n_samples, minimum=0)
         if n_samples > len(self):
             raise ValueError(f"`n_samples` must be at most the {len(self)} available; got n_samples={n_samples}.")
         return PublicSamples(self.params, self.B[:n_samples], self.labels[:n_samples])
 
     def consistent(self, secret: Sequence[int]) -> bool:
-        """Whether ``secret`` reproduces every label (rounding is deterministic)."""
+        """Whether ``secret`` reproduces every label (rounding is deterministic).
+
+        Parameters
+        ----------
+        secret : sequence of int
+            A candidate ``w ∈ Z_q^n``.
+
+        Returns
+        -------
+        bool
+            ``params.label(B @ w)`` equals ``labels`` everywhere.
+        """
         w = np.asarray(_check_secret(secret, self.params.q, n=self.params.n), dtype=np.int64)
         return bool(np.array_equal(self.params.label(self.B @ w), self.labels))
 
 
 @dataclass(frozen=True, eq=False)
 class LWRSamples:
-    """A draw: the ``public`` samples an attacker gets, and the ``secret`` kept apart for scoring."""
+    """A draw: the ``public`` samples an attacker gets, and the ``secret`` kept apart for scoring.
+
+    Parameters
+    ----------
+    public : PublicSamples
+        What attacks see.
+    secret : tuple of int
+        The secret ``w`` the labels come from.
+
+    See Also
+    --------
+    sample_lwr : Produces it.
+    AttackOutcome.recovered : Scores an attack against ``secret``.
+
+    Examples
+    --------
+    >>> draw = sample_lwr(LWRParams(3, 7), 4, secret=(1, 5, 6), rng=0)
+    >>> draw.secret, draw.public.B.shape, draw.public.consistent(draw.secret)
+    ((1, 5, 6), (4, 3), True)
+    """
 
     public: PublicSamples
     secret: tuple
@@ -207,15 +329,24 @@ def sample_lwr(params: LWRParams, n_samples: int, *, secret: Sequence[int] | Non
     Parameters
     ----------
     params : LWRParams
+        ``n``, ``q`` and whether labels are rounded.
     n_samples : int
+        Samples, ``>= 1``.
     secret : sequence of int, optional
         ``w ∈ Z_q^n``; drawn uniformly with ``rng`` when omitted.
     rng : seed or Generator, optional
+        Draws the secret (when omitted) and then the public vectors.
 
     Returns
     -------
     LWRSamples
         ``.public`` (what attacks see) and ``.secret`` (apart).
+
+    See Also
+    --------
+    LWRParams : The problem's parameters and labels.
+    exhaustive_search : Recovers the secret's label function at small ``n``.
+    attention_samples : Turns the public samples into samples of the attention layer.
 
     Examples
     --------
@@ -234,7 +365,30 @@ def sample_lwr(params: LWRParams, n_samples: int, *, secret: Sequence[int] | Non
 
 
 def switch_points(q: int, y_max: int) -> list[tuple[int, int]]:
-    """The switches of ``y ↦ round_1(y mod q)`` in ``1..y_max``: list of ``(y*, ±1)`` (up = +1)."""
+    """The switches of ``y ↦ round_1(y mod q)`` in ``1..y_max``: one head of the LWE-style layer each.
+
+    Parameters
+    ----------
+    q : int
+        Modulus, ``>= 3``.
+    y_max : int
+        Largest sum, ``>= 0`` (``Σw`` for a secret ``w``).
+
+    Returns
+    -------
+    list of tuple of int
+        ``(y*, ±1)`` in increasing ``y*``: the label switches on at ``y*`` (``+1``) or off (``−1``).
+
+    See Also
+    --------
+    switch_count : Their number, in constant time.
+    lwr_hard_instance : Puts one head at each.
+
+    Examples
+    --------
+    >>> switch_points(7, 12)  # on at 4, off at 7, on at 11
+    [(4, 1), (7, -1), (11, 1)]
+    """
     q = check_int("q", q, minimum=3)
     y_max = check_int("y_max", y_max, minimum=0)
     y = np.arange(y_max + 1)
@@ -247,6 +401,23 @@ def switch_count(q: int, y_max: int) -> int:
     """``len(switch_points(q, y_max))`` without listing them: the label ``1[2(y mod q) >= q]`` turns on at every
     ``y ≡ ⌈q/2⌉`` and off at every ``y ≡ 0 (mod q)`` in ``1..y_max``, so the count is two arithmetic progressions'
     lengths (constant time and memory, for the cost table's large ``n``).
+
+    Parameters
+    ----------
+    q : int
+        Modulus, ``>= 3``.
+    y_max : int
+        Largest sum, ``>= 0``.
+
+    Returns
+    -------
+    int
+        The number of switches in ``1..y_max``: the heads of a member with ``Σw = y_max``.
+
+    See Also
+    --------
+    switch_points : The switches themselves.
+    cost_table : Reports it as the heads at each ``n``.
 
     Examples
     --------
@@ -262,8 +433,36 @@ def switch_count(q: int, y_max: int) -> int:
 class LWRLayout:
     """The public description of a member: everything the reduction may use (not the secret).
 
-    ``thresholds`` are the heads' ``τ_i``; ``total`` is ``C``; the secret sits on
-    ``coords``, the offset at ``p``, the reader at ``t``, the output column ``o``.
+    Parameters
+    ----------
+    n, q : int
+        Secret dimension and modulus.
+    d : int
+        Token dimension, ``>= n + 2``.
+    t, o, p : int
+        Reader coordinate (0), output column and offset coordinate (``n + 1``).
+    coords : tuple of int
+        Where the secret sits: ``1..n``.
+    m : int
+        Heads (public: the architecture).
+    total : float
+        ``C = Σ c_i``; ``0`` for an even number of heads.
+    sharpness : float
+        ``λ``.
+    thresholds : tuple of float
+        The heads' ``τ_i = y*_i − ½``.
+
+    See Also
+    --------
+    LWRInstance.layout : Where it comes from.
+    attention_samples : Uses it to write samples of ``F`` from LWR samples.
+    lwr_predictor : Uses it to read LWR labels off a predictor of ``F``.
+
+    Examples
+    --------
+    >>> layout = lwr_hard_instance((1, 5, 6), 7).layout
+    >>> layout.m, layout.total, layout.thresholds, layout.p
+    (3, 1.0, (3.5, 6.5, 10.5), 4)
     """
 
     n: int
@@ -284,7 +483,46 @@ class LWRInstance(HardInstance):
     """A member of the LWE-style family: a :class:`HardInstance` with target ``round_1(h mod q)``.
 
     The hidden sum is ``h = ⟨w, b⟩`` (the pattern is the secret on
-    ``coords``); ``layout`` is the public part.
+    ``coords``); ``layout`` is the public part. Built by :func:`lwr_hard_instance`.
+
+    Parameters
+    ----------
+    d, m, t, o : int
+        Token dimension, heads (one per switch), reader coordinate (0) and output column.
+    variant : str
+        Always ``"steps"``.
+    pattern : tuple of int
+        The secret on ``coords``, zero elsewhere (length ``d``).
+    lambdas, offsets, coefficients : tuple of float
+        ``λ`` (every head), ``μ_i = λ τ_i`` and ``c_i = ±1`` (up, down, …).
+    offset_coord : int
+        The offset ``p = n + 1`` (always present).
+    layer : AttentionLayer
+        The float64 layer on two tokens.
+    metadata : dict
+        JSON-ready record of the construction, with its ``sharpness_error``.
+    secret : tuple of int
+        ``w ∈ Z_q^n``.
+    q : int
+        Modulus.
+    coords : tuple of int
+        The secret's coordinates, ``1..n``.
+    sharpness : float
+        ``λ``.
+
+    See Also
+    --------
+    lwr_hard_instance : Builds a member.
+    LWRLayout : Its public part.
+    attention_attack : Learns it from the reduction's samples.
+
+    Examples
+    --------
+    >>> inst = lwr_hard_instance((1, 5, 6), 7)  # Σw = 12: switches at 4, 7, 11
+    >>> inst.n, inst.m, inst.total, inst.coords, inst.offset_coord
+    (3, 3, 1.0, (1, 2, 3), 4)
+    >>> inst.target([3, 4, 7, 11]).tolist()
+    [0, 1, 0, 1]
     """
 
     offset_coord: int  # narrowed: a member always has its offset p = n + 1 (the field keeps its place)
@@ -294,11 +532,23 @@ class LWRInstance(HardInstance):
     sharpness: float
 
     def target(self, h: ArrayLike) -> np.ndarray:
-        """``round_1(h mod q) = 1[h mod q >= q/2]``."""
+        """``round_1(h mod q) = 1[h mod q >= q/2]``.
+
+        Parameters
+        ----------
+        h : array_like of int
+            Hidden sums ``⟨w, b⟩``.
+
+        Returns
+        -------
+        ndarray of int64
+            The rounded labels, the shape of ``h``.
+        """
         return (2 * (np.asarray(h) % self.q) >= self.q).astype(np.int64)
 
     @property
     def n(self) -> int:
+        """The secret's dimension."""
         return len(self.secret)
 
     @property
@@ -314,7 +564,18 @@ class LWRInstance(HardInstance):
         return LWRParams(self.n, self.q)
 
     def public_vectors(self, X: ArrayLike) -> np.ndarray:
-        """``b`` on the secret's coordinates, ``(n_inputs, n)`` in {0, 1}."""
+        """``b`` on the secret's coordinates: the LWR public vectors behind inputs ``X``.
+
+        Parameters
+        ----------
+        X : array_like, shape (2, d) or (n_inputs, 2, d)
+            Two-token Boolean inputs (entries ±1).
+
+        Returns
+        -------
+        ndarray of int64, shape (n_inputs, n)
+            ``1`` where the tokens differ on a secret coordinate, else ``0``.
+        """
         X = _check_pair_inputs(X, self.d)
         return (X[:, 0, list(self.coords)] != X[:, 1, list(self.coords)]).astype(np.int64)
 
@@ -356,6 +617,19 @@ def lwr_hard_instance(secret: Sequence[int], q: int, *, sharpness: float = DEFAU
         ``sharpness_error``, ``metadata`` (provenance: construction ours,
         hardness assumed).
 
+    Raises
+    ------
+    ValueError
+        A bad secret, ``d < n + 2``, ``o >= d``, a secret whose sum never reaches the first switch, or an exact
+        table beyond ``max_evaluations``.
+
+    See Also
+    --------
+    named_lwr_instance : The named members.
+    sample_lwr : LWR samples of the same secret.
+    attention_samples : The reduction from those samples to samples of the layer.
+    sq_hard_instance : The SQ family, built from the same gadget.
+
     Examples
     --------
     >>> inst = lwr_hard_instance((1, 2), 3)       # the smallest member, "one-slab"
@@ -393,9 +667,9 @@ def lwr_hard_instance(secret: Sequence[int], q: int, *, sharpness: float = DEFAU
         "construction": (f"Θ_i = λ diag(w at coords 1..n, −τ_i at p={p}), λ = {lam}; τ_i = y*_i − 1/2 at the "
                          f"switches y* of y ↦ 1[y mod q >= q/2] up to Σw = {sum(w)}; c = ±1 (up/down)"),
         "formula": "F(X)[0, o] = C x_2t + (x_1t − x_2t) round_1(⟨w, b⟩ mod q) where x_1p ≠ x_2p",
-        "provenance": ("construction ours (toolkit DESIGN §5); hardness is an assumption (1-bit LWR with binary "
-                       "public vectors); the paper's statement is only that an LWE variant rules out poly-time "
-                       "learning"),
+        "provenance": ("construction ours (derived for this toolkit); hardness is an assumption (1-bit LWR with "
+                       "binary public vectors); the paper's statement is only that an LWE variant rules out "
+                       "poly-time learning"),
     }
     inst = LWRInstance(d=d, m=m, t=t, o=o, variant="steps", pattern=tuple(int(v) for v in pattern),
                        lambdas=(lam,) * m, offsets=tuple(lam * tau for tau in taus),
@@ -406,7 +680,36 @@ def lwr_hard_instance(secret: Sequence[int], q: int, *, sharpness: float = DEFAU
 
 
 def named_lwr_instance(name: str, *, sharpness: float = DEFAULT_SHARPNESS) -> LWRInstance:
-    """A member from :data:`NAMED_LWR` (``"one-slab"``: the smallest, two heads)."""
+    """A member from :data:`NAMED_LWR` (``"one-slab"``: the smallest, two heads).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`NAMED_LWR`.
+    sharpness : float
+        ``λ`` (default ``DEFAULT_SHARPNESS`` = 15).
+
+    Returns
+    -------
+    LWRInstance
+        :func:`lwr_hard_instance` of the named secret and modulus, with ``metadata["name"]``.
+
+    Raises
+    ------
+    ValueError
+        An unknown name.
+
+    See Also
+    --------
+    lwr_hard_instance : Any member.
+    attention_attack : The learners on the one-slab member (``python -m lowerbounds lwe-attack --attention``).
+
+    Examples
+    --------
+    >>> inst = named_lwr_instance("one-slab")
+    >>> inst.secret, inst.q, inst.m, inst.layout.thresholds
+    ((1, 2), 3, 2, (1.5, 2.5))
+    """
     if name not in NAMED_LWR:
         raise ValueError(f"`name` must be one of {sorted(NAMED_LWR)}; got name={name!r}.")
     entry = NAMED_LWR[name]
@@ -458,11 +761,36 @@ def attention_samples(samples: PublicSamples, layout: LWRLayout, *, half: str = 
         ``x_{1p} = x_{2p}`` where ``F = 0`` exactly. Needs ``C = 0`` (an even
         number of heads): otherwise ``F`` there depends on whether ``y = 0``.
     rng : seed or Generator, optional
+        Draws the free coordinates (and, with ``half="all"``, which examples are on the signal half).
 
     Returns
     -------
-    X, Y : ndarray, shapes (N, 2, d); with ``half="all"`` about half of the
-        LWR samples are used.
+    X : ndarray, shape (N, 2, d)
+        The inputs, one per LWR sample.
+    Y : ndarray, shape (N, 2, d)
+        Their labels, ``F(X)`` up to ``sharpness_error``. With ``half="all"``
+        about half of the LWR samples are used.
+
+    Raises
+    ------
+    ValueError
+        Samples whose ``n``, ``q`` or rounding differ from the layout's, a bad ``half``, or ``half="all"`` with
+        ``C ≠ 0``.
+
+    See Also
+    --------
+    lwr_predictor : The reduction the other way.
+    attention_attack : Feeds these samples to a learner.
+    gadget_outputs : Writes ``Y`` from the labels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> inst = lwr_hard_instance((1, 5, 6), 7)
+    >>> draw = sample_lwr(inst.params, 100, secret=inst.secret, rng=0)
+    >>> X, Y = attention_samples(draw.public, inst.layout, rng=1)  # the secret is not used
+    >>> X.shape, bool(np.abs(inst.layer(X) - Y).max() < 1e-5), bool((inst.public_vectors(X) == draw.public.B).all())
+    ((100, 2, 5), True, True)
     """
     rng = check_rng(rng)
     layout = _check_layout(layout)
@@ -507,13 +835,29 @@ def lwr_predictor(predict: Callable[[np.ndarray], ArrayLike], layout: LWRLayout,
     predict : callable
         ``X (N, 2, d) -> Y (N, 2, d)``, e.g. an :class:`~learner.AttentionLayer`.
     layout : LWRLayout
+        The member's public part.
     votes : int
+        Random fillings averaged per public vector (default 1).
     rng : seed or Generator, optional
+        Draws the fillings; the returned predictor keeps drawing from it.
 
     Returns
     -------
     callable
-        ``B (N, n) -> labels (N,)`` in {0, 1}.
+        ``B (N, n) -> labels (N,)`` in {0, 1}; it raises ValueError for a ``B`` that is not 0/1 of shape
+        (N, n).
+
+    See Also
+    --------
+    attention_samples : The reduction the other way.
+    predictor_accuracy : Scores the predictor on LWR samples.
+
+    Examples
+    --------
+    >>> inst = lwr_hard_instance((1, 5, 6), 7)
+    >>> test = sample_lwr(inst.params, 1000, secret=inst.secret, rng=1).public
+    >>> predictor_accuracy(lwr_predictor(inst.layer, inst.layout, rng=0), test)  # the true layer: no mistake
+    1.0
     """
     layout = _check_layout(layout)
     if not callable(predict):
@@ -536,7 +880,33 @@ def lwr_predictor(predict: Callable[[np.ndarray], ArrayLike], layout: LWRLayout,
 
 
 def predictor_accuracy(predictor: Callable[[np.ndarray], ArrayLike], samples: PublicSamples) -> float:
-    """Fraction of ``samples`` (PublicSamples) whose label ``predictor(B)`` gets right."""
+    """Fraction of ``samples`` whose label ``predictor(B)`` gets right.
+
+    Parameters
+    ----------
+    predictor : callable
+        ``B (N, n) -> labels (N,)``, e.g. from :func:`lwr_predictor`.
+    samples : PublicSamples
+        The labelled public vectors to score on.
+
+    Returns
+    -------
+    float
+        The accuracy, in ``[0, 1]``.
+
+    See Also
+    --------
+    lwr_predictor : Makes an LWR predictor from a predictor of ``F``.
+    attention_attack : Reports it for a learned layer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> test = sample_lwr(LWRParams(3, 7), 1000, secret=(1, 5, 6), rng=1).public
+    >>> always_zero = lambda B: np.zeros(len(B), dtype=int)
+    >>> bool(predictor_accuracy(always_zero, test) == 1 - test.labels.mean())  # the share of label 0
+    True
+    """
     if not isinstance(samples, PublicSamples):
         raise TypeError(f"`samples` must be PublicSamples; got {type(samples).__name__}.")
     return float(np.mean(np.asarray(predictor(samples.B)) == samples.labels))

@@ -46,6 +46,28 @@ class CharacterQuery:
 
     Its exact value is ``(ĝ(U) − ½C·1[U = ∅]) / B`` for ``t ∉ U``: the correlation
     of the label with one Fourier character.
+
+    Parameters
+    ----------
+    subset : iterable of int
+        The character's coordinates ``U`` (integers ``>= 0``; kept as a frozenset, so repeats collapse). The
+        oracle refuses a ``U`` that holds the reader ``t`` or leaves ``[0, d)``.
+
+    See Also
+    --------
+    SQOracle : Answers these queries exactly from the target's Fourier coefficients.
+    correlational_search : The learner that asks them degree by degree.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from learner import enumerate_cube
+    >>> from lowerbounds import sq_hard_instance
+    >>> inst = sq_hard_instance(6, 3, subset=(2, 4))
+    >>> X = np.concatenate(list(enumerate_cube(2, 6)))  # all 4^6 inputs
+    >>> phi = CharacterQuery({2, 4}).evaluate(X, inst.layer(X), t=0, o=0, bound=inst.label_bound)
+    >>> round(float(phi.mean()), 12), bool(np.abs(phi).max() <= 1 + 1e-12)  # ĝ(S)/B = 1/4
+    (0.25, True)
     """
 
     subset: frozenset
@@ -54,7 +76,24 @@ class CharacterQuery:
         object.__setattr__(self, "subset", frozenset(check_coordinate_set("subset", subset)))
 
     def evaluate(self, X: ArrayLike, Y: ArrayLike, *, t: int, o: int, bound: float) -> np.ndarray:
-        """Values of ``φ`` on inputs ``X`` with labels ``Y`` (for checks against enumeration)."""
+        """Values of ``φ`` on inputs ``X`` with labels ``Y`` (for checks against enumeration).
+
+        Parameters
+        ----------
+        X : array_like, shape (2, d) or (n, 2, d)
+            Two-token Boolean inputs (entries ±1).
+        Y : array_like, shape (n, 2, d)
+            Their labels ``F(X)``.
+        t, o : int
+            The target's reader coordinate and output column.
+        bound : float
+            ``B``, the label bound that scales ``φ`` into ``[−1, 1]``.
+
+        Returns
+        -------
+        ndarray, shape (n,)
+            ``½(x_{1t} − x_{2t}) χ_U(x_1 ⊙ x_2) Y_{1o} / B`` per input.
+        """
         X = _check_pair_inputs(X)
         z = X[:, 0] * X[:, 1]
         chi = np.prod(z[:, sorted(self.subset)], axis=1) if self.subset else np.ones(X.shape[0])
@@ -68,6 +107,39 @@ class SparseLinearTarget:
     the ``S``-dependent factor is linear in ``z``: its members overlap in
     low-degree characters, so a correlational search finds ``S`` coordinate by
     coordinate. Only :class:`CharacterQuery` queries are supported.
+
+    Parameters
+    ----------
+    d : int
+        Token dimension, ``>= 2``.
+    subset : iterable of int
+        The hidden ``S``: distinct coordinates in ``[0, d)`` without ``t``, fewer than ``d``.
+    t, o : int
+        Reader coordinate and output column (default 0, 0).
+
+    Attributes
+    ----------
+    offset_coord : None
+        No offset (the interface of :class:`ParityInstance`).
+    total : float
+        ``C = 2``.
+    label_bound : float
+        ``B = 2 + 2√|S|``, the largest ``|F_{1o}|``.
+
+    See Also
+    --------
+    SQOracle : The oracle that answers queries about it.
+    simulate_queries : Runs the search on it with ``family="control"``.
+    SparseLinearInstance : The same kind of control realised as a layer.
+
+    Examples
+    --------
+    >>> target = SparseLinearTarget(8, (2, 5))
+    >>> round(float(target.fourier({2})), 6), target.fourier({2, 5})  # weight 1/√2 on each degree-1 character
+    (0.707107, 0.0)
+    >>> oracle = SQOracle(target, tolerance=0.05)
+    >>> round(oracle.query(CharacterQuery({2})), 4), oracle.query(CharacterQuery({3}))
+    (0.1464, 0.0)
     """
 
     def __init__(self, d: int, subset: Iterable[int], *, t: int = 0, o: int = 0) -> None:
@@ -82,10 +154,34 @@ class SparseLinearTarget:
         self.label_bound = 2.0 + 2.0 * np.sqrt(len(S))
 
     def fourier(self, U: Iterable[int]) -> float:
+        """Fourier coefficient at ``χ_U(z)`` of the factor ``g(z) = Σ_{j∈S} z_j / √|S|``.
+
+        Parameters
+        ----------
+        U : iterable of int
+            Coordinates of the character.
+
+        Returns
+        -------
+        float
+            ``1/√|S|`` for ``U = {j}`` with ``j ∈ S``, zero otherwise.
+        """
         U = frozenset(U)
         return 1.0 / np.sqrt(len(self.subset)) if len(U) == 1 and next(iter(U)) in self.subset else 0.0
 
     def reference_fourier(self, U: Iterable[int]) -> float:
+        """Coefficient of the ``S``-independent part of ``g``: zero, since ``g`` has none.
+
+        Parameters
+        ----------
+        U : iterable of int
+            Coordinates of the character (unused).
+
+        Returns
+        -------
+        float
+            ``0.0``.
+        """
         return 0.0
 
 
@@ -95,11 +191,28 @@ class SQOracle:
     Parameters
     ----------
     target : ParityInstance or SparseLinearTarget
+        What the queries are about.
     tolerance : float
-        ``τ > 0``.
+        ``τ > 0``: every answer is within ``τ`` of the truth.
     adversary : {"reference", "random"}
+        How answers deviate from the truth (module docstring); default ``"reference"``, the SQ lower bounds'.
     rng : seed or Generator, optional
-        For the random adversary and Monte Carlo answers.
+        For the random adversary and Monte Carlo answers; :meth:`reset` restarts it from this seed.
+
+    Attributes
+    ----------
+    queries : int
+        Queries answered since construction or the last :meth:`reset`.
+    label_bound : float
+        ``B``, the target's largest ``|F_{1o}|``.
+    last_exact : bool
+        Whether the last :meth:`exact_value` was exact (False after a Monte Carlo estimate).
+
+    See Also
+    --------
+    CharacterQuery : The queries answered exactly from Fourier coefficients.
+    correlational_search : A learner run against the oracle.
+    HardFamily.query_lower_bound : How many queries any such learner needs.
 
     Examples
     --------
@@ -153,7 +266,28 @@ class SQOracle:
         self.rng = np.random.default_rng(self._seed)
 
     def exact_value(self, query: CharacterQuery | Callable[[np.ndarray, np.ndarray], ArrayLike]) -> tuple[float, float]:
-        """``(truth, reference)`` for ``query`` (exact where the module docstring says so)."""
+        """``(truth, reference)`` for ``query`` (exact where the module docstring says so); counts nothing.
+
+        Parameters
+        ----------
+        query : CharacterQuery or callable
+            A character, or ``φ(X, Y)`` returning one value in ``[−1, 1]`` per input for ``X, Y`` of shape
+            (n, 2, d) (a :class:`ParityInstance` target only).
+
+        Returns
+        -------
+        truth : float
+            ``E[φ(X, F(X))]`` under uniform Boolean inputs.
+        reference : float
+            The same with the ``S``-dependent factor replaced by the reference distribution's.
+
+        Raises
+        ------
+        ValueError
+            A character holding ``t`` or outside ``[0, d)``, or a callable whose values leave ``[−1, 1]``.
+        TypeError
+            A query of another kind, or a callable query about a :class:`SparseLinearTarget`.
+        """
         if isinstance(query, CharacterQuery):
             t, d = self.target.t, self.target.d
             if t in query.subset:
@@ -209,7 +343,19 @@ class SQOracle:
         return values
 
     def query(self, query: CharacterQuery | Callable[[np.ndarray, np.ndarray], ArrayLike]) -> float:
-        """One statistical query; returns the adversary's answer (within ``τ`` of the truth)."""
+        """One statistical query, counted in ``queries``.
+
+        Parameters
+        ----------
+        query : CharacterQuery or callable
+            As in :meth:`exact_value`.
+
+        Returns
+        -------
+        float
+            The adversary's answer, within ``τ`` of the truth: the reference value when it is that close
+            (``"reference"``), else the truth; or the truth plus uniform noise in ``[−τ, τ]`` (``"random"``).
+        """
         truth, ref = self.exact_value(query)
         self.queries += 1
         if self.adversary == "reference":

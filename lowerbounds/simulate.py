@@ -42,6 +42,35 @@ MAX_QUERIES = 2_000_000
 
 @dataclass(frozen=True)
 class SearchOutcome:
+    """What :func:`correlational_search` found, and how many queries it asked.
+
+    Parameters
+    ----------
+    found : tuple of tuple of int
+        The characters ``U`` whose answer exceeded ``τ`` in absolute value, in the order asked.
+    coefficients : tuple of float
+        Their estimated Fourier coefficients, ``B`` times the answer.
+    queries : int
+        Queries the search asked.
+    complete : bool
+        True when the search stopped because it accounted for the whole factor (or finished the degree at
+        which it found something); False when it hit ``max_queries`` or asked every degree up to
+        ``max_degree`` without finding anything.
+
+    See Also
+    --------
+    correlational_search : Produces it.
+    simulate_queries : Collects its query counts over many hidden subsets.
+
+    Examples
+    --------
+    >>> from lowerbounds import SQOracle, correlational_search, sq_hard_instance
+    >>> oracle = SQOracle(sq_hard_instance(10, 3, subset=(3, 7)), tolerance=0.05)
+    >>> out = correlational_search(oracle, max_degree=2, rng=0)
+    >>> out.found, round(out.coefficients[0], 6), out.complete
+    (((3, 7),), 1.0, True)
+    """
+
     found: tuple
     coefficients: tuple
     queries: int
@@ -50,7 +79,39 @@ class SearchOutcome:
 
 def correlational_search(oracle: SQOracle, *, max_degree: int, rng: SeedLike = None,
                          max_queries: int = MAX_QUERIES) -> SearchOutcome:
-    """Run the degree-ascending correlational search against ``oracle``; see the module docstring."""
+    """Run the degree-ascending correlational search against ``oracle``; see the module docstring.
+
+    Parameters
+    ----------
+    oracle : SQOracle
+        Answers the search's :class:`CharacterQuery` queries; its count goes on from where it is.
+    max_degree : int
+        Largest character size asked (``m − 1`` finds a member of the hard family).
+    rng : seed or Generator, optional
+        Orders the candidates of each degree.
+    max_queries : int
+        The search gives up after this many queries (default ``MAX_QUERIES`` = 2 000 000).
+
+    Returns
+    -------
+    SearchOutcome
+        The characters found, their coefficients, the queries asked and whether the search completed.
+
+    See Also
+    --------
+    SQOracle : The oracle searched.
+    simulate_queries : The search over many hidden subsets, against d and m.
+    HardFamily.query_lower_bound : What any SQ learner needs on the hard family.
+
+    Examples
+    --------
+    >>> from lowerbounds import SQOracle, SparseLinearTarget, sq_hard_instance
+    >>> hard = correlational_search(SQOracle(sq_hard_instance(10, 3, subset=(3, 7)), tolerance=0.05),
+    ...                             max_degree=2, rng=0)
+    >>> control = correlational_search(SQOracle(SparseLinearTarget(10, (3, 7)), tolerance=0.05), max_degree=2, rng=0)
+    >>> hard.found, hard.queries, control.found, control.queries  # the control is found among 9 singletons
+    (((3, 7),), 19, ((3,), (7,)), 4)
+    """
     max_degree = check_int("max_degree", max_degree)
     target = oracle.target
     coords = [j for j in range(target.d) if j != target.t]
@@ -78,7 +139,35 @@ def correlational_search(oracle: SQOracle, *, max_degree: int, rng: SeedLike = N
 
 
 def fit_slope(ds: ArrayLike, counts: ArrayLike) -> float:
-    """Least-squares slope of ``log(count)`` against ``log(d)``."""
+    """Least-squares slope of ``log(count)`` against ``log(d)``.
+
+    Parameters
+    ----------
+    ds : array_like
+        Dimensions, positive.
+    counts : array_like
+        Query counts (or other costs) at those dimensions, positive.
+
+    Returns
+    -------
+    float
+        The slope: ``count ∝ d^slope``.
+
+    Raises
+    ------
+    ValueError
+        Fewer than two points, or a non-positive value.
+
+    See Also
+    --------
+    simulate_queries : Fits it per m on its median counts.
+    fit_growth : The exponential fit ``seconds ≈ a · base^n`` of the attacks.
+
+    Examples
+    --------
+    >>> round(fit_slope([8, 16, 32], [28, 120, 496]), 2)  # C(d − 1, 2) grows like d²
+    2.07
+    """
     ds = np.asarray(ds, dtype=float)
     counts = np.asarray(counts, dtype=float)
     if ds.size < 2 or np.any(ds <= 0) or np.any(counts <= 0):
@@ -96,20 +185,38 @@ def simulate_queries(ds: Sequence[int], ms: Sequence[int], *, tolerance: float =
     Parameters
     ----------
     ds, ms : sequences of int
-        Dimensions and head counts (``m >= 2``; ``m − 1 < d − 1``).
-    tolerance, adversary :
-        Passed to :class:`SQOracle`.
+        Dimensions (``d >= 3``) and head counts (``m >= 2``; ``m − 1 < d − 1``); repeats are measured again.
+    tolerance : float
+        The oracle's ``τ`` (default 0.05).
+    adversary : {"reference", "random"}
+        The oracle's adversary (default ``"reference"``).
     trials : int
         Hidden subsets (and search orders) per cell; medians are reported.
     family : {"hard", "control"}
         The interpolation family or the sparse-linear negative control (sparsity ``m − 1``).
-    rng : seed
+    rng : int, optional
+        Seed of a :class:`numpy.random.SeedSequence`; each ``(m, d)`` cell spawns one child per trial.
 
     Returns
     -------
     dict
         ``cells`` (one record per (m, d): all counts, median, success count,
-        ``C(d−1, m−1)``), ``slopes`` (fitted on medians, per m) and the settings.
+        ``C(d−1, m−1)``), ``slopes`` (fitted on medians, per m; ``None``
+        with one d), ``predicted`` (``m − 1`` for the hard family, 1 for the
+        control) and the settings.
+
+    See Also
+    --------
+    correlational_search : The learner of each trial.
+    HardFamily : The hard family's exact correlations and query lower bound.
+    fit_slope : The slope fit.
+
+    Examples
+    --------
+    >>> hard = simulate_queries([8, 16, 32], [3], trials=15, rng=0)
+    >>> control = simulate_queries([8, 16, 32], [3], trials=15, rng=0, family="control")
+    >>> [c["median"] for c in hard["cells"]], round(hard["slopes"][3], 1), round(control["slopes"][3], 1)
+    ([17.0, 71.0, 234.0], 1.9, 1.0)
     """
     if family not in ("hard", "control"):
         raise ValueError(f"`family` must be 'hard' or 'control'; got family={family!r}.")

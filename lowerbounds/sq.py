@@ -1,4 +1,4 @@
-"""SQ-hard instances on two tokens (construction ours, DESIGN §5; the paper's claim is the d^Ω(m) SQ bound).
+"""SQ-hard instances on two tokens (construction ours, derived for this toolkit; the paper claims the d^Ω(m) SQ bound).
 
 Hidden subset ``S ⊂ [d] \\ {t}`` with ``|S| = r = m − 1``; ``z = x_1 ⊙ x_2`` and
 ``h = #{j ∈ S : z_j = −1}``, so the parity is ``χ_S(z) = (−1)^h``. Every head is
@@ -8,7 +8,7 @@ a two-token diagonal gadget (:mod:`lowerbounds.gadget`) with ``W_i = c_i e_t e_o
   ``Σ_i c_i σ(2 λ_i h) = (−1)^h`` for ``h = 0..r`` (``m = r + 1`` unknowns, solved
   in 50-digit arithmetic with mpmath; the condition number is reported). Then
   ``F(X)_{1o} = C x_{2t} + (x_{1t} − x_{2t}) χ_S(z)`` on every input, ``C = Σ c_i = 2``.
-* ``variant="steps"``: an offset coordinate ``p ∉ S ∪ {t}``;
+* ``variant="steps"``: an offset coordinate ``p ∉ S ∪ {t}`` (by default the largest);
   ``θ_i = λ (1_S − τ_i e_p)`` with thresholds ``τ_i = i − ½`` (``i = 0..r``) and
   ``c = (1, −2, 2, −2, …)``, so ``|c_i| <= 2``. Where the tokens differ at ``p``
   (``b_p = 1``, half of the inputs) head ``i``'s weight is
@@ -62,6 +62,16 @@ def default_lambdas(m: int) -> tuple[float, ...]:
     sum to the all-ones column, so symmetric grids are singular for m >= 4;
     the quarter shift avoids that. Measured condition numbers (1-norm): 15,
     1.7e2, 1.3e3, 1.9e4, 1.2e6 for m = 2..6 (``1, 2, ..., m`` gives up to 1e15).
+
+    Parameters
+    ----------
+    m : int
+        Heads (not validated here; :func:`sq_hard_instance` needs ``m >= 2``).
+
+    Returns
+    -------
+    tuple of float
+        The ``m`` head scales, increasing in steps of 1: ``(−1.25, −0.25, 0.75)`` for ``m = 3``.
     """
     return tuple(float(i - m / 2 + 0.25) for i in range(m))
 
@@ -75,9 +85,31 @@ def interpolation_coefficients(lambdas: Iterable[float], targets: Sequence[float
                                ) -> tuple[np.ndarray, float]:
     """Solve ``Σ_i c_i σ(2 λ_i h) = τ(h)`` (``h = 0..m−1``) in 50-digit arithmetic; ``τ(h) = (−1)^h`` by default.
 
-    ``targets`` gives other values ``τ(0..m−1)`` (numbers or mpmath values; the
-    sparse-linear control uses ``1 − 2h/r``). Returns ``(c, condition)``: the
-    coefficients as float64 and the 1-norm condition number of the system.
+    Parameters
+    ----------
+    lambdas : iterable of float
+        The head scales ``λ_i``: ``m >= 2`` distinct finite numbers.
+    targets : sequence of float or mpmath.mpf, optional
+        Other values ``τ(0..m−1)``, one per head (the sparse-linear control
+        uses ``1 − 2h/r``); default the parity ``(−1)^h``.
+
+    Returns
+    -------
+    c : ndarray, shape (m,)
+        The coefficients ``c_i``, rounded to float64.
+    condition : float
+        The 1-norm condition number of the system ``[σ(2 λ_i h)]_{h, i}``.
+
+    Raises
+    ------
+    ValueError
+        Fewer than two heads, repeated or non-finite ``λ``'s, a ``targets`` of the wrong length, or a singular system.
+
+    See Also
+    --------
+    default_lambdas : The head scales :func:`sq_hard_instance` uses by default.
+    sq_hard_instance : The SQ family's members, whose interpolation variant solves this system.
+    symmetric_fourier : Fourier coefficients of the solved factor ``g(h)``.
 
     Examples
     --------
@@ -110,11 +142,24 @@ def interpolation_coefficients(lambdas: Iterable[float], targets: Sequence[float
 def symmetric_fourier(values: Sequence[float | mpmath.mpf]) -> list[mpmath.mpf]:
     """Fourier coefficients of a symmetric function of ``r`` signs.
 
-    ``values[h]`` is the function where exactly ``h`` of the ``r`` signs are −1.
-    Returns ``ĝ[l]`` (``l = 0..r``), the coefficient of every ``χ_U`` with
-    ``|U| = l``: ``ĝ_l = 2^{−r} Σ_h g(h) Σ_i (−1)^i C(l, i) C(r − l, h − i)``
-    (count the inputs with ``h`` minus signs, ``i`` of them inside ``U``).
-    Computed in mpmath at the working precision.
+    ``ĝ_l = 2^{−r} Σ_h g(h) Σ_i (−1)^i C(l, i) C(r − l, h − i)`` (count the
+    inputs with ``h`` minus signs, ``i`` of them inside ``U``). Computed in
+    mpmath at the working precision.
+
+    Parameters
+    ----------
+    values : sequence of float or mpmath.mpf
+        ``values[h]`` (``h = 0..r``) is the function where exactly ``h`` of the ``r`` signs are −1.
+
+    Returns
+    -------
+    list of mpmath.mpf
+        ``ĝ[l]`` (``l = 0..r``): the coefficient of every character ``χ_U`` with ``|U| = l``.
+
+    See Also
+    --------
+    ParityInstance.fourier : The layer's Fourier coefficients, built from these.
+    interpolation_coefficients : The head mixture whose factor is a given symmetric function.
 
     Examples
     --------
@@ -145,14 +190,63 @@ class ParityInstance(HardInstance):
     ``g_S`` the parity ``χ_S(z)`` (interpolation: on every input; steps: where
     ``b_p = 1``, see :meth:`HardInstance.on_signal_half`). The pattern is ``v = 1_S``, so the
     hidden sum ``h`` counts the coordinates of ``S`` where the tokens differ.
-    Construction ours; every number that defines it is in ``metadata``.
+    Construction ours; every number that defines it is in ``metadata``. Built by
+    :func:`sq_hard_instance`.
+
+    Parameters
+    ----------
+    d, m, t, o : int
+        Token dimension, heads, reader coordinate and output column (:class:`HardInstance`).
+    variant : {"interpolation", "steps"}
+        How the heads were chosen (:func:`sq_hard_instance`).
+    pattern : tuple of int
+        ``1_S``, length ``d``.
+    lambdas, offsets, coefficients : tuple of float
+        ``λ_i``, ``μ_i`` and ``c_i`` per head (``μ = 0`` for the interpolation variant).
+    offset_coord : int or None
+        The offset ``p`` (steps), ``None`` (interpolation).
+    layer : AttentionLayer
+        The float64 layer on two tokens.
+    metadata : dict
+        JSON-ready record of the construction (:class:`HardInstance`).
+    subset : tuple of int
+        The hidden ``S``, sorted, ``|S| = m − 1``.
+    condition : float or None
+        The interpolation system's 1-norm condition number; ``None`` for steps.
+
+    See Also
+    --------
+    sq_hard_instance : Builds a member.
+    HardFamily : All members of one ``(d, m)``: correlations and query lower bounds.
+    SQOracle : Answers statistical queries about a member.
+    SparseLinearInstance : The control with the same heads and a sparse-linear signal.
+
+    Examples
+    --------
+    >>> from lowerbounds import sq_hard_instance
+    >>> inst = sq_hard_instance(6, 3, subset=(2, 4))
+    >>> inst.subset, inst.offset_coord, inst.target([0, 1, 2]).tolist()
+    ((2, 4), None, [1, -1, 1])
+    >>> round(float(inst.fourier({2, 4})), 12), abs(float(inst.fourier({2}))) < 1e-15  # all weight on χ_S
+    (1.0, True)
     """
 
     subset: tuple
     condition: float | None
 
     def target(self, h: ArrayLike) -> np.ndarray:
-        """The parity ``(−1)^h``."""
+        """The parity ``(−1)^h``.
+
+        Parameters
+        ----------
+        h : array_like of int
+            Hidden sums.
+
+        Returns
+        -------
+        ndarray of int
+            ``1`` where ``h`` is even, ``−1`` where it is odd; the shape of ``h``.
+        """
         return 1 - 2 * (np.asarray(h) % 2)
 
     @cached_property
@@ -174,7 +268,19 @@ class ParityInstance(HardInstance):
         return A, B
 
     def fourier(self, U: Iterable[int]) -> mpmath.mpf:
-        """Exact Fourier coefficient at ``χ_U(z)`` of the layer's factor ``g(z) = G_{b_p}(h_S(z))`` (mpmath)."""
+        """Exact Fourier coefficient at ``χ_U(z)`` of the layer's factor ``g(z) = G_{b_p}(h_S(z))`` (mpmath).
+
+        Parameters
+        ----------
+        U : iterable of int
+            Coordinates of the character ``χ_U(z) = Π_{j∈U} z_j``.
+
+        Returns
+        -------
+        mpmath.mpf
+            ``A_{|U|}`` for ``U ⊆ S``, ``B_{|U|−1}`` for ``U = U' ∪ {p}`` with ``U' ⊆ S``
+            (:attr:`fourier_by_degree`), zero otherwise.
+        """
         U = frozenset(int(u) for u in U)
         S = frozenset(self.subset)
         p = self.offset_coord
@@ -186,7 +292,19 @@ class ParityInstance(HardInstance):
         return mpmath.mpf(0)
 
     def reference_fourier(self, U: Iterable[int]) -> mpmath.mpf:
-        """Coefficients of the ``S``-independent part of ``g`` (characters ``U ⊆ {p}``), zero elsewhere."""
+        """Coefficients of the ``S``-independent part of ``g`` (characters ``U ⊆ {p}``), zero elsewhere.
+
+        Parameters
+        ----------
+        U : iterable of int
+            Coordinates of the character.
+
+        Returns
+        -------
+        mpmath.mpf
+            :meth:`fourier` ``(U)`` for ``U = ∅`` and ``U = {p}``, zero for every other ``U``: what the
+            reference adversary of :class:`SQOracle` answers with.
+        """
         U = frozenset(int(u) for u in U)
         if U <= ({self.offset_coord} if self.offset_coord is not None else set()):
             return self.fourier(U)
@@ -227,21 +345,40 @@ def sq_hard_instance(d: int, m: int, subset: Iterable[int] | None = None, *, var
         The hidden ``S ⊂ [d] \\ {t}`` (and ``∌ p`` for steps). Drawn uniformly
         with ``rng`` when omitted.
     variant : {"interpolation", "steps"}
+        How the heads make the parity (module docstring): interpolation on
+        every input, steps on the half where ``x_{1p} ≠ x_{2p}``.
     t, o : int
         Reader coordinate and output column (default 0, 0).
     offset : int, optional
-        Steps only: the offset coordinate ``p`` (default ``d − 1``, or the
-        largest coordinate outside ``S ∪ {t}``).
+        Steps only: the offset coordinate ``p``, outside ``S ∪ {t}``. Default:
+        the largest coordinate outside ``S ∪ {t}`` — ``d − 1`` unless ``t`` or
+        a given ``subset`` holds it (a drawn subset avoids ``d − 1``, or
+        ``d − 2`` when ``t = d − 1``).
     lambdas : sequence of float, optional
         Interpolation only: the head scales (default :func:`default_lambdas`).
     steepness : float
         Steps only: ``λ``; the formula holds on its half to ``~Σ|c_i| e^{−λ}``
         (default 40: ``~1e-17``, below float64 resolution).
     rng : seed or Generator, optional
+        Draws the subset when it is omitted (unused otherwise).
 
     Returns
     -------
     ParityInstance
+        The member; ``metadata["provenance"]`` says what is ours and what is the paper's.
+
+    Raises
+    ------
+    ValueError
+        A bad size, coordinate, subset or variant option; or a float64 layer that misses its formula by more
+        than ``FORMULA_ACCURACY`` = 1e-9 (an ill-conditioned interpolation: m >= 8 with the default λ's).
+
+    See Also
+    --------
+    HardFamily : Every member of one ``(d, m)``, with exact correlations and query lower bounds.
+    sparse_linear_instance : The control member with the same heads and a sparse-linear signal.
+    SQOracle : A statistical-query oracle for a member.
+    lwr_hard_instance : The LWE-style family built from the same gadget.
 
     Examples
     --------
@@ -255,7 +392,16 @@ def sq_hard_instance(d: int, m: int, subset: Iterable[int] | None = None, *, var
         raise ValueError(f"`variant` must be one of {VARIANTS}; got variant={variant!r}.")
     t, o = check_coordinates(d, t=t, o=o)
     if variant == "steps":
-        if offset is None:
+        if offset is None and subset is not None:
+            # The default for a given subset: the largest coordinate outside S ∪ {t} (d − 1 unless S or t holds it).
+            subset = _check_subset(subset, d, t, None)
+            free = [j for j in range(d) if j != t and j not in subset]
+            if not free:
+                raise ValueError(f"variant='steps' needs an offset coordinate outside S ∪ {{t}}; "
+                                 f"subset={list(subset)} and t={t} leave none of the d={d} coordinates "
+                                 "(the reader, S and p need d >= |S| + 2).")
+            offset = free[-1]
+        elif offset is None:
             offset = default_offset(d, t)
         if offset >= d or offset == t:
             raise ValueError(f"`offset` must be a coordinate in [0, d) other than t={t}; got offset={offset}.")
@@ -305,7 +451,8 @@ def sq_hard_instance(d: int, m: int, subset: Iterable[int] | None = None, *, var
         "construction": how,
         "formula": "F(X)[0, o] = C x_2t + (x_1t − x_2t) χ_S(x_1 ⊙ x_2)"
                    + (" where x_1p ≠ x_2p" if variant == "steps" else " on every Boolean input"),
-        "provenance": "construction ours (toolkit DESIGN §5); the paper's statement is the d^Ω(m) SQ lower bound",
+        "provenance": "construction ours (derived for this toolkit); the paper's statement is the d^Ω(m) SQ lower "
+                      "bound",
     }
     inst = ParityInstance(d=d, m=m, t=t, o=o, variant=variant, pattern=tuple(int(v) for v in ind),
                           lambdas=tuple(lams), offsets=tuple(mus), coefficients=tuple(float(c) for c in coeffs),
@@ -331,10 +478,60 @@ class SparseLinearInstance(ParityInstance):
     realised as a layer of the same shape. Its weight sits on degree-1
     characters, which a correlational or gradient method picks up coordinate by
     coordinate; for ``m = 2`` (``r = 1``) it equals the parity member. Ours.
+    Built by :func:`sparse_linear_instance`.
+
+    Parameters
+    ----------
+    d, m, t, o : int
+        Token dimension, heads, reader coordinate and output column (:class:`HardInstance`).
+    variant : str
+        Always ``"interpolation"``.
+    pattern : tuple of int
+        ``1_S``, length ``d``.
+    lambdas, offsets, coefficients : tuple of float
+        ``λ_i`` (the parity member's), ``μ_i = 0`` and the control's ``c_i``.
+    offset_coord : None
+        No offset: the formula holds on every input.
+    layer : AttentionLayer
+        The float64 layer on two tokens.
+    metadata : dict
+        JSON-ready record of the construction (``family`` is ``"sq-two-token-control"``).
+    subset : tuple of int
+        The hidden ``S``, sorted, ``|S| = m − 1``.
+    condition : float
+        The 1-norm condition number of the control's interpolation system.
+
+    See Also
+    --------
+    sparse_linear_instance : Builds a member.
+    ParityInstance : The SQ-hard member with the same heads.
+    SparseLinearTarget : The same control as an oracle target, without a layer.
+
+    Examples
+    --------
+    >>> from lowerbounds import sparse_linear_instance
+    >>> ctl = sparse_linear_instance(6, 3, subset=(2, 4))
+    >>> ctl.target([0, 1, 2]).tolist()  # 1 − 2h/r with r = 2
+    [1.0, 0.0, -1.0]
+    >>> [round(float(ctl.fourier(U)), 12) for U in [(2,), (4,)]]  # degree-1 weight: (z_2 + z_4)/2
+    [0.5, 0.5]
+    >>> abs(float(ctl.fourier((2, 4)))) < 1e-15  # none on the parity χ_S
+    True
     """
 
     def target(self, h: ArrayLike) -> np.ndarray:
-        """``1 − 2h/r`` (float)."""
+        """``1 − 2h/r`` with ``r = |S|``.
+
+        Parameters
+        ----------
+        h : array_like of int
+            Hidden sums.
+
+        Returns
+        -------
+        ndarray of float
+            ``1 − 2h/r``, the shape of ``h``: ``(1/r) Σ_{j∈S} z_j`` for an input with hidden sum ``h``.
+        """
         return 1.0 - 2.0 * np.asarray(h, dtype=float) / len(self.subset)
 
     @cached_property
@@ -353,6 +550,37 @@ def sparse_linear_instance(d: int, m: int, subset: Iterable[int] | None = None, 
     The hidden subset is drawn exactly as :func:`sq_hard_instance` draws it
     (the same ``rng`` gives the same ``S``), the heads are the same, and only
     the coefficients change (:class:`SparseLinearInstance`).
+
+    Parameters
+    ----------
+    d : int
+        Token dimension (``d >= 3``).
+    m : int
+        Heads, ``m >= 2``; the subset has ``m − 1`` coordinates.
+    subset : iterable of int, optional
+        The hidden ``S ⊂ [d] \\ {t}``; drawn uniformly with ``rng`` when omitted.
+    t, o : int
+        Reader coordinate and output column (default 0, 0).
+    lambdas : sequence of float, optional
+        The head scales (default :func:`default_lambdas`).
+    rng : seed or Generator, optional
+        Draws the subset when it is omitted.
+
+    Returns
+    -------
+    SparseLinearInstance
+        The control member; ``metadata["provenance"]`` marks it as ours and not SQ-hard.
+
+    Raises
+    ------
+    ValueError
+        As :func:`sq_hard_instance`, and when the float64 layer misses the control's formula by more than
+        ``FORMULA_ACCURACY`` (1e-9).
+
+    See Also
+    --------
+    sq_hard_instance : The SQ-hard member with the same heads.
+    SparseLinearTarget : The same control as an oracle target.
 
     Examples
     --------

@@ -108,6 +108,46 @@ class TestSteps:
         np.testing.assert_allclose(inst.layer(X), inst.outputs_given_g(X, inst.g_values(X)), atol=1e-13)
 
 
+class TestStepsDefaultOffset:
+    """A given subset that holds d − 1 (or t that does): the offset defaults to the largest free coordinate."""
+
+    @pytest.mark.parametrize(("d", "m", "subset", "t", "p"), [
+        (8, 3, (2, 7), 0, 6),  # d − 1 in S
+        (6, 2, (4,), 5, 3),  # t = d − 1 and d − 2 in S
+        (7, 4, (4, 5, 6), 0, 3),  # the top three in S
+        (8, 3, (2, 5), 0, 7),  # d − 1 free: the offset is d − 1 as without a subset
+    ])
+    def test_instance_equals_an_independent_construction(self, d, m, subset, t, p):
+        inst = sq_hard_instance(d, m, subset=subset, variant="steps", t=t)
+        assert inst.offset_coord == p and inst.metadata["offset"] == p
+        # The heads written out from the definition: Θ_i = λ diag(1_S − τ_i e_p), τ_i = i − 1/2, λ = 40;
+        # W_i = c_i e_t e_oᵀ with c = (1, −2, 2, −2, ...), o = 0.
+        lam, c = 40.0, [1.0] + [2.0 * (-1) ** i for i in range(1, m)]
+        thetas, ws = np.zeros((m, d, d)), np.zeros((m, d, d))
+        for i in range(m):
+            diag = np.zeros(d)
+            diag[list(subset)] = lam
+            diag[p] = -lam * (i - 0.5)
+            thetas[i] = np.diag(diag)
+            ws[i, t, 0] = c[i]
+        np.testing.assert_allclose(inst.layer.thetas, thetas, rtol=1e-15, atol=0)
+        np.testing.assert_array_equal(inst.layer.ws, ws)
+        # The same layer as naming the offset explicitly.
+        explicit = sq_hard_instance(d, m, subset=subset, variant="steps", t=t, offset=p)
+        np.testing.assert_array_equal(inst.layer.thetas, explicit.layer.thetas)
+        # Its stated formula on every input where x_1p ≠ x_2p, the parity computed from the definition.
+        X = _cube(d)
+        half = X[:, 0, p] != X[:, 1, p]
+        parity = np.prod(X[:, 0, list(subset)] * X[:, 1, list(subset)], axis=1)
+        want = sum(c) * X[:, 1, t] + (X[:, 0, t] - X[:, 1, t]) * parity
+        assert np.abs(inst.layer(X)[half, 0, 0] - want[half]).max() < FORMULA_TOL
+
+    def test_no_free_coordinate_is_named(self):
+        with pytest.raises(ValueError, match=r"needs an offset coordinate outside S ∪ \{t\}; subset=\[1, 2\] and t=0 "
+                                             r"leave none of the d=3 coordinates"):
+            sq_hard_instance(3, 3, subset=(1, 2), variant="steps")
+
+
 class TestFamily:
     @pytest.mark.parametrize("variant", ["interpolation", "steps"])
     def test_closed_form_matches_enumeration(self, variant):
@@ -156,7 +196,7 @@ class TestBadInput:
         ({"d": 6, "m": 3, "subset": (1,)}, "m − 1 = 2 coordinates; got |S|=1"),
         ({"d": 6, "m": 3, "subset": (1, 1)}, "must not repeat"),
         ({"d": 6, "m": 2, "subset": (7,)}, r"lie in \[0, d\)"),
-        ({"d": 6, "m": 2, "subset": (5,), "variant": "steps"}, "offset coordinate 5"),
+        ({"d": 6, "m": 2, "subset": (5,), "variant": "steps", "offset": 5}, "offset coordinate 5 must not be in"),
         ({"d": 6, "m": 2, "variant": "stairs"}, "`variant` must be one of"),
         ({"d": 6, "m": 2, "offset": 3}, "steps' only"),
         ({"d": 6, "m": 2, "variant": "steps", "steepness": -1.0}, "`steepness` must be finite and positive"),
@@ -235,7 +275,7 @@ class TestEveryAcceptedMemberMatchesItsFormula:
 
     @pytest.mark.parametrize(("d", "m"), [(16, 11), (40, 12), (16, 8)], ids=str)
     def test_ill_conditioned_members_are_refused(self, d, m):
-        """The issue's cases (errors 351 and 5.5e6 against the formula, 1.6e-8 at m = 8) are refused with the reason."""
+        """Members that miss their formula (by 351 and 5.5e6, and by 1.6e-8 at m = 8) are refused with the reason."""
         with pytest.raises(ValueError, match=r"misses its formula by .* > FORMULA_ACCURACY = 1e-09 .*condition number"):
             sq_hard_instance(d, m, rng=0)
 
