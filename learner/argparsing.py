@@ -38,13 +38,41 @@ __all__ = [
 
 
 def cli_seed(text: str) -> int:
-    """argparse type of ``--seed``: the :class:`Seed` rule, named ``--seed`` in the error."""
+    """argparse type of ``--seed``: the :class:`~learner.validation.Seed` rule, named ``--seed`` in the error.
+
+    Parameters
+    ----------
+    text : str
+        The option's text as typed.
+
+    Returns
+    -------
+    int
+        The seed: a non-negative integer of at most :data:`~learner.validation.SEED_MAX_DIGITS` digits.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        If ``text`` is not such a seed.
+    """
     return cli_type("--seed", Seed())(text)
 
 
 def cli_device(flag: str) -> Callable[[str], str]:
     """An argparse type: a torch device name torch can see (:func:`learner.arrays.torch_device`; the torch
-    extra), returned as torch spells it; errors name ``flag``."""
+    extra), returned as torch spells it; errors name ``flag``.
+
+    Parameters
+    ----------
+    flag : str
+        The option's flag (``--device``), named in the errors.
+
+    Returns
+    -------
+    callable
+        The type: ``str -> str``, raising ``argparse.ArgumentTypeError`` where torch is missing or does not see
+        the device.
+    """
     def parse(text):
         from .arrays import torch_device
 
@@ -58,7 +86,23 @@ def cli_device(flag: str) -> Callable[[str], str]:
 
 
 def cli_positive_int_or(flag: str, word: str, meaning: object) -> Callable[[str], Any]:
-    """An argparse type: a positive integer, or ``word`` (which stands for ``meaning``); errors name ``flag``."""
+    """An argparse type: a positive integer, or ``word`` (which stands for ``meaning``); errors name ``flag``.
+
+    Parameters
+    ----------
+    flag : str
+        The option's flag, named in the errors.
+    word : str
+        The word accepted besides integers (``"auto"``).
+    meaning : object
+        What the type returns for ``word``.
+
+    Returns
+    -------
+    callable
+        The type: ``str -> int`` (an integer in ``[1, CLI_INT_MAX]``) or ``meaning``; anything else raises
+        ``argparse.ArgumentTypeError``.
+    """
     def parse(text):
         if text == word:
             return meaning
@@ -94,8 +138,21 @@ def _declared_by(funcs, rename):
 
 
 def rules_of(*funcs: Callable[..., Any], rename: Mapping[str, str] | None = None) -> dict[str, Rule]:
-    """The declared rules of ``funcs`` by parameter name (the first function to declare a name wins);
-    ``rename`` maps a parameter's name to the option's ``dest`` (``{"n": "n_samples"}``)."""
+    """The declared rules of ``funcs`` by parameter name (the first function to declare a name wins).
+
+    Parameters
+    ----------
+    *funcs : callable
+        Functions decorated with :func:`~learner.validation.declare` (a class stands for its ``__init__``);
+        others declare nothing.
+    rename : mapping of str to str, optional
+        A parameter's name to the option's ``dest`` (``{"n": "n_samples"}``).
+
+    Returns
+    -------
+    dict
+        ``{dest: rule}``.
+    """
     return {dest: rule for dest, (_, rule) in _declared_by(funcs, rename).items()}
 
 
@@ -103,7 +160,28 @@ def declare_options(parser: CommandParser, *funcs: Callable[..., Any], rename: M
                     rules: Mapping[str, Rule] | None = None) -> CommandParser:
     """Give each option of ``parser`` that is passed to one of ``funcs`` the function's declared rule as
     its argparse type (named by the option's flag), so the command line and the function check alike.
-    ``rules`` adds rules for options that are not one function's parameter. Returns ``parser``."""
+
+    A :class:`~learner.validation.Choice` becomes the option's ``choices``; a
+    :class:`~learner.validation.Boolean` and flags without a value are left alone; an
+    :class:`~learner.validation.Each` types each value and checks the whole list after parsing
+    (:meth:`CommandParser.parse_known_args`).
+
+    Parameters
+    ----------
+    parser : CommandParser
+        The parser whose options (those of :attr:`CommandParser.options`, not its sub-commands') get types.
+    *funcs : callable
+        The functions the options are passed to, first declaration of a name winning (see :func:`rules_of`).
+    rename : mapping of str to str, optional
+        A parameter's name to the option's ``dest``.
+    rules : mapping of str to rule, optional
+        Rules by ``dest`` for options that are not one function's parameter; they override the functions'.
+
+    Returns
+    -------
+    CommandParser
+        ``parser``, changed in place.
+    """
     # Each option's rule and the function that declared it (None for ``rules``): the tests check the very rule.
     table = _declared_by(funcs, rename) | {dest: (None, rule) for dest, rule in (rules or {}).items()}
     for action in parser.options:
@@ -124,7 +202,18 @@ def declare_options(parser: CommandParser, *funcs: Callable[..., Any], rename: M
 def harden(parser: CommandParser) -> CommandParser:
     """Give every ``type=int`` / ``type=float`` option of ``parser`` and its sub-commands the validation layer's
     type: an integer of size at most :data:`CLI_INT_MAX`, a finite number; the message names the option.
-    Ranges stay with the functions the options are passed to (their messages name the parameter)."""
+    Ranges stay with the functions the options are passed to (their messages name the parameter).
+
+    Parameters
+    ----------
+    parser : CommandParser
+        The parser; its sub-commands' parsers are hardened too.
+
+    Returns
+    -------
+    CommandParser
+        ``parser``, changed in place.
+    """
     for sub in (parser.commands.choices.values() if parser.commands is not None else ()):
         harden(sub)
     for action in parser.options:
@@ -142,15 +231,37 @@ class CommandParser(argparse.ArgumentParser):
     API: :attr:`options`, the actions :meth:`add_argument` returned (also those added to a group), and
     :attr:`commands`, the sub-parsers' action :meth:`add_subparsers` returned (``None`` without sub-commands).
     Its sub-command parsers are of the same class.
+
+    Parameters
+    ----------
+    *args : object
+        ``argparse.ArgumentParser``'s positional arguments.
+    **kwargs : object
+        ``argparse.ArgumentParser``'s keyword arguments.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        #: The actions :meth:`add_argument` returned, in order, those added to a group included.
         self.options: list[argparse.Action] = []
+        #: The sub-parsers' action :meth:`add_subparsers` returned; ``None`` without sub-commands.
         self.commands: argparse._SubParsersAction[CommandParser] | None = None
         super().__init__(*args, **kwargs)
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
-        """argparse's ``add_argument``; the action it returns is kept in :attr:`options`."""
+        """argparse's ``add_argument``; the action it returns is kept in :attr:`options`.
+
+        Parameters
+        ----------
+        *args : str
+            The option's flags, or a positional's name.
+        **kwargs : object
+            argparse's keywords (``type``, ``default``, ``help``, ...).
+
+        Returns
+        -------
+        argparse.Action
+            The new action.
+        """
         action = super().add_argument(*args, **kwargs)
         self.options.append(action)
         return action
@@ -167,29 +278,101 @@ class CommandParser(argparse.ArgumentParser):
         return group
 
     def add_argument_group(self, *args: Any, **kwargs: Any) -> argparse._ArgumentGroup:
-        """argparse's ``add_argument_group``; the options added to the group are kept in :attr:`options`."""
+        """argparse's ``add_argument_group``; the options added to the group are kept in :attr:`options`.
+
+        Parameters
+        ----------
+        *args : object
+            argparse's positional arguments (the title, the description).
+        **kwargs : object
+            argparse's keyword arguments.
+
+        Returns
+        -------
+        argparse._ArgumentGroup
+            The group; its ``add_argument`` records each action in :attr:`options`.
+        """
         return self._recording(super().add_argument_group(*args, **kwargs))
 
     def add_mutually_exclusive_group(self, **kwargs: Any) -> argparse._MutuallyExclusiveGroup:
-        """argparse's ``add_mutually_exclusive_group``; its options are kept in :attr:`options`."""
+        """argparse's ``add_mutually_exclusive_group``; its options are kept in :attr:`options`.
+
+        Parameters
+        ----------
+        **kwargs : object
+            argparse's keyword arguments (``required``).
+
+        Returns
+        -------
+        argparse._MutuallyExclusiveGroup
+            The group; its ``add_argument`` records each action in :attr:`options`.
+        """
         return self._recording(super().add_mutually_exclusive_group(**kwargs))
 
     def add_subparsers(self, **kwargs: Any) -> argparse._SubParsersAction[Any]:
-        """argparse's ``add_subparsers``; the action it returns is :attr:`commands`."""
+        """argparse's ``add_subparsers``; the action it returns is :attr:`commands`.
+
+        Parameters
+        ----------
+        **kwargs : object
+            argparse's keyword arguments (``dest``, ``required``, ...).
+
+        Returns
+        -------
+        argparse._SubParsersAction
+            The sub-parsers' action, also kept as :attr:`commands`.
+        """
         self.commands = super().add_subparsers(**kwargs)
         return self.commands
 
     def command(self, name: str) -> CommandParser | None:
-        """The parser of sub-command ``name`` (``None`` when there is no such sub-command)."""
+        """The parser of sub-command ``name``.
+
+        Parameters
+        ----------
+        name : str
+            The sub-command.
+
+        Returns
+        -------
+        CommandParser or None
+            Its parser; ``None`` when there is no such sub-command (or no sub-commands).
+        """
         return None if self.commands is None else self.commands.choices.get(name)
 
     def error(self, message: str) -> NoReturn:
-        """Exit with status 2 after one line on standard error, ``PROG: error: MESSAGE`` (no usage)."""
+        """Exit with status 2 after one line on standard error, ``PROG: error: MESSAGE`` (no usage).
+
+        Parameters
+        ----------
+        message : str
+            The error, as argparse words it (``argument --d: ...``).
+
+        Raises
+        ------
+        SystemExit
+            Always, with status 2.
+        """
         self.exit(2, f"{self.prog}: error: {message}\n")
 
     def parse_known_args(self, args: Iterable[str] | None = None, namespace: Any = None) -> tuple[Any, list[str]]:
         """argparse's ``parse_known_args``, then the whole-list rules of :func:`declare_options` (distinct,
-        non-empty lists), each failure a usage error naming the flag."""
+        non-empty lists), each failure a usage error naming the flag.
+
+        Parameters
+        ----------
+        args : iterable of str, optional
+            The arguments; ``sys.argv[1:]`` when None.
+        namespace : argparse.Namespace, optional
+            The namespace to fill; a new one when None.
+
+        Returns
+        -------
+        namespace : argparse.Namespace
+            The parsed options, the declared lists replaced by what their rule returns.
+        extras : list of str
+            The arguments not recognised.
+        """
         namespace, extras = super().parse_known_args(args, namespace)
         for action in self.options:  # lists declared by a rule (declare_options): distinct, non-empty
             flag, rule = getattr(action, "whole_rule", (None, None))
@@ -203,7 +386,25 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def command_parser(**kwargs: Any) -> CommandParser:
-    """A :class:`CommandParser` (``kwargs`` are ``argparse.ArgumentParser``'s)."""
+    """A :class:`CommandParser`.
+
+    Parameters
+    ----------
+    **kwargs : object
+        ``argparse.ArgumentParser``'s keyword arguments (``prog``, ``description``, ...).
+
+    Returns
+    -------
+    CommandParser
+        The new parser.
+
+    Examples
+    --------
+    >>> parser = command_parser(prog="demo")
+    >>> _ = parser.add_argument("--n", type=int)
+    >>> parser.parse_args(["--n", "3"]).n, len(parser.options)
+    (3, 2)
+    """
     return CommandParser(**kwargs)
 
 
@@ -216,7 +417,36 @@ def _kind(rule):
 
 def cli_type(flag: str, rule: Rule) -> Callable[[str], Any]:
     """The argparse type of option ``flag`` from a validation ``rule``: the same check as the library's,
-    with the message naming ``flag`` (argparse prints it as ``argument --flag: …`` and exits 2)."""
+    with the message naming ``flag`` (argparse prints it as ``argument --flag: …`` and exits 2).
+
+    Parameters
+    ----------
+    flag : str
+        The option's flag (``--epochs``), named in the messages.
+    rule : Integer, Real, Seed, Boolean, Choice, Each or OrWord
+        The rule: its ``parse`` reads the text, its ``check`` checks the value; an integer (an
+        :class:`~learner.validation.Integer`, alone or in an :class:`~learner.validation.OrWord`) is also
+        capped at :data:`CLI_INT_MAX` in size.
+
+    Returns
+    -------
+    callable
+        The type: ``str -> value``, raising ``argparse.ArgumentTypeError``; it carries ``rule`` as its ``rule``
+        attribute.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from learner.validation import Integer
+    >>> parse = cli_type("--epochs", Integer())
+    >>> parse("5")
+    5
+    >>> try:
+    ...     parse("0")
+    ... except argparse.ArgumentTypeError as exc:
+    ...     print(exc)
+    `--epochs` must be at least 1; got --epochs=0
+    """
     def parse(text):
         try:
             value = rule.parse(text)
@@ -243,7 +473,23 @@ def flag_message(parser: CommandParser, command: str, text: str) -> str:
 
     For the checks that run inside a function because they relate several parameters (``--d`` against
     ``--m``, ``--fit-tol`` against the runs' tolerances), this names what the user typed. Only exact parameter names are
-    replaced (in backquotes, or before ``=`` after a space or bracket)."""
+    replaced (in backquotes, or before ``=`` after a space or bracket).
+
+    Parameters
+    ----------
+    parser : CommandParser
+        The command line's parser.
+    command : str
+        The sub-command whose options are looked up.
+    text : str
+        The library's message.
+
+    Returns
+    -------
+    str
+        The message with the option flags in place of the parameter names; ``text`` unchanged when there is no
+        such sub-command.
+    """
     import re
 
     p = parser.command(command)
@@ -266,7 +512,18 @@ INPUT_OPTIONS = ("layer", "torch_layer", "path")
 
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     """Whether two paths name one file: the same resolved path (``./x``, ``x`` and a symlink to ``x`` count as
-    one), or, when both exist, the same device and inode (hard links)."""
+    one), or, when both exist, the same device and inode (hard links).
+
+    Parameters
+    ----------
+    a, b : str or os.PathLike
+        The two paths; neither needs to exist.
+
+    Returns
+    -------
+    bool
+        True when writing one would replace the other.
+    """
     if os.path.realpath(a) == os.path.realpath(b):
         return True
     try:
@@ -278,9 +535,23 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 def check_output_options(parser: CommandParser, args: argparse.Namespace) -> None:
     """Check every output option of ``args`` before the command runs (a lost record costs the whole run).
 
-    A file's directory must exist and take files; a directory (metavar ``DIR``) is created and must
-    take files; a plot needs matplotlib. Raises ValueError naming the option. Shared by the
-    ``learner``, ``theory`` and ``lowerbounds`` command lines.
+    A file's directory must exist and take files; a directory (metavar ``DIR``) must take files, or be
+    creatable where files can be (:func:`~learner.io.check_writable_dir`; nothing is created here); a plot needs
+    matplotlib. No output may be the same file (:func:`same_file`) as another
+    output or as one of the command's inputs (:data:`INPUT_OPTIONS`), and no input's name may be longer
+    than a file system takes. Shared by the ``learner``, ``theory`` and ``lowerbounds`` command lines.
+
+    Parameters
+    ----------
+    parser : CommandParser
+        The command line's parser (its sub-command ``args.command`` names the options).
+    args : argparse.Namespace
+        The parsed arguments; ``args.command`` is the sub-command.
+
+    Raises
+    ------
+    ValueError
+        Naming the option, for the first output that cannot be written (or input that cannot be named).
     """
     files: list[tuple[str, str]] = []  # (option, path) of every file output, then of every input
     inputs: list[tuple[str, str]] = []

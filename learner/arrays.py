@@ -22,7 +22,18 @@ INSTALL_HINT = "install the torch extra: pip install -e '.[torch]'"
 
 
 def require_torch() -> Any:
-    """The ``torch`` module, or an ImportError saying how to install the optional ``torch`` extra."""
+    """The ``torch`` module, or an ImportError saying how to install the optional ``torch`` extra.
+
+    Returns
+    -------
+    module
+        ``torch``, imported.
+
+    Raises
+    ------
+    ImportError
+        If PyTorch is not installed; the message names :data:`INSTALL_HINT`.
+    """
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -32,7 +43,28 @@ def require_torch() -> Any:
 
 def torch_device(device: Any) -> Any:
     """The ``torch.device`` named by ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``torch.device``), or a
-    ValueError naming the parameter: for a name torch does not know, and for a CUDA device torch cannot see."""
+    ValueError naming the parameter: for a name torch does not know, and for a CUDA device torch cannot see.
+
+    Parameters
+    ----------
+    device : str or torch.device
+        The device (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...).
+
+    Returns
+    -------
+    torch.device
+        The device as torch spells it.
+
+    Raises
+    ------
+    ImportError
+        If torch is not installed.
+    TypeError
+        If ``device`` is neither a string nor a ``torch.device``.
+    ValueError
+        If torch does not know the name, or it is a CUDA device torch cannot see (an index beyond the count
+        included).
+    """
     torch = require_torch()
     if not isinstance(device, (str, torch.device)):
         raise TypeError(f"`device` must be a device name such as 'cpu' or 'cuda'; got device={device!r}.")
@@ -50,12 +82,34 @@ def torch_device(device: Any) -> Any:
 
 
 def is_numpy(a: Any) -> bool:
-    """Whether ``a`` is a numpy array (the default backend)."""
+    """Whether ``a`` is a numpy array (the default backend).
+
+    Parameters
+    ----------
+    a : object
+        An array of either backend.
+
+    Returns
+    -------
+    bool
+        True for a ``numpy.ndarray`` (a subclass included), False for a tensor or anything else.
+    """
     return isinstance(a, np.ndarray)
 
 
 def namespace(a: Any) -> Any:
-    """``numpy`` for a numpy array, else the array-API namespace of ``a`` (array-api-compat's wrapper for torch)."""
+    """``numpy`` for a numpy array, else the array-API namespace of ``a`` (array-api-compat's wrapper for torch).
+
+    Parameters
+    ----------
+    a : numpy.ndarray or torch.Tensor
+        The array.
+
+    Returns
+    -------
+    module
+        ``numpy``, or ``array_api_compat.array_namespace(a)`` (array-api-compat is imported at the first tensor).
+    """
     if is_numpy(a):
         return np
     from array_api_compat import array_namespace
@@ -64,56 +118,178 @@ def namespace(a: Any) -> Any:
 
 
 def to_device(a: Any, device: Any) -> Any:
-    """``a`` as a float64 torch tensor on ``device`` (:func:`torch_device` checks the name)."""
+    """``a`` as a float64 torch tensor on ``device`` (:func:`torch_device` checks the name).
+
+    Parameters
+    ----------
+    a : array_like
+        The data (converted to a float64 numpy array first).
+    device : str or torch.device
+        Where the tensor lives.
+
+    Returns
+    -------
+    torch.Tensor
+        A float64 copy of ``a`` on ``device``; ``a`` is not shared.
+    """
     torch = require_torch()
     return torch.tensor(np.asarray(a, dtype=np.float64), device=torch_device(device))  # a copy: the input stays ours
 
 
 def to_numpy(a: Any) -> np.ndarray:
-    """``a`` as a numpy array on the host (a numpy array is returned as it is)."""
+    """``a`` as a numpy array on the host (a numpy array is returned as it is).
+
+    Parameters
+    ----------
+    a : numpy.ndarray or torch.Tensor
+        The array.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``a`` itself, or the tensor detached and copied to the CPU, of its dtype.
+    """
     if is_numpy(a):
         return a
     return a.detach().to("cpu").numpy()
 
 
 def empty(shape: tuple[int, ...], like: Any) -> Any:
-    """An uninitialised float64 array of ``shape`` on ``like``'s backend and device."""
+    """An uninitialised float64 array of ``shape`` on ``like``'s backend and device.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The shape.
+    like : numpy.ndarray or torch.Tensor
+        An array of the backend and device wanted (a tensor also gives its dtype: float64 in the toolkit).
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        The new array; its entries are whatever the memory held.
+    """
     if is_numpy(like):
         return np.empty(shape)
     return namespace(like).empty(shape, dtype=like.dtype, device=like.device)
 
 
 def zeros(shape: tuple[int, ...], like: Any) -> Any:
-    """A float64 array of zeros of ``shape`` on ``like``'s backend and device."""
+    """A float64 array of zeros of ``shape`` on ``like``'s backend and device.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The shape.
+    like : numpy.ndarray or torch.Tensor
+        An array of the backend and device wanted (a tensor also gives its dtype: float64 in the toolkit).
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        The zeros.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> zeros((2, 3), like=np.ones(1)).shape
+    (2, 3)
+    """
     if is_numpy(like):
         return np.zeros(shape)
     return namespace(like).zeros(shape, dtype=like.dtype, device=like.device)
 
 
 def permute(a: Any, axes: tuple[int, ...]) -> Any:
-    """``a`` with its axes in the order ``axes`` (numpy's ``transpose``, the array API's ``permute_dims``)."""
+    """``a`` with its axes in the order ``axes`` (numpy's ``transpose``, the array API's ``permute_dims``).
+
+    Parameters
+    ----------
+    a : numpy.ndarray or torch.Tensor
+        The array.
+    axes : tuple of int
+        A permutation of ``range(a.ndim)``: axis ``i`` of the result is axis ``axes[i]`` of ``a``.
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        The permuted array (a view for numpy).
+    """
     return a.transpose(axes) if is_numpy(a) else namespace(a).permute_dims(a, axes)
 
 
 def diag(v: Any) -> Any:
-    """The square matrix with ``v`` on its diagonal."""
+    """The square matrix with ``v`` on its diagonal.
+
+    Parameters
+    ----------
+    v : numpy.ndarray or torch.Tensor
+        A vector of length n.
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        The (n, n) matrix, zero off the diagonal, on ``v``'s backend.
+    """
     return np.diag(v) if is_numpy(v) else namespace(v).diag(v)
 
 
 def floor_at(a: Any, low: float) -> Any:
-    """``max(a, low)`` elementwise."""
+    """``max(a, low)`` elementwise.
+
+    Parameters
+    ----------
+    a : numpy.ndarray or torch.Tensor
+        The array.
+    low : float
+        The floor.
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        A new array of ``a``'s shape and backend.
+    """
     return np.maximum(a, low) if is_numpy(a) else namespace(a).clip(a, min=low)
 
 
 def vector_norm(a: Any) -> float:
-    """The Euclidean norm of ``a``'s entries, as a float."""
+    """The Euclidean norm of ``a``'s entries, as a float.
+
+    Parameters
+    ----------
+    a : numpy.ndarray or torch.Tensor
+        The array, of any shape (a matrix's norm is its Frobenius norm).
+
+    Returns
+    -------
+    float
+        ``sqrt(Σ a²)`` on the host.
+    """
     return float(np.linalg.norm(a)) if is_numpy(a) else float(namespace(a).linalg.vector_norm(a))
 
 
 def cholesky_solve(M: Any, g: Any) -> Any:
-    """``M⁻¹g`` for a symmetric positive definite ``M`` by Cholesky; ``np.linalg.LinAlgError`` when ``M`` is not
-    numerically positive definite, whatever the backend. (The numpy backend's callers use SciPy's
-    ``cho_factor``/``cho_solve`` themselves.)"""
+    """``M⁻¹g`` for a symmetric positive definite ``M`` by Cholesky, on torch tensors only (the numpy backend's
+    callers use SciPy's ``cho_factor``/``cho_solve`` themselves).
+
+    Parameters
+    ----------
+    M : torch.Tensor, shape (n, n)
+        A symmetric positive definite matrix.
+    g : torch.Tensor, shape (n,)
+        The right-hand side.
+
+    Returns
+    -------
+    torch.Tensor, shape (n,)
+        The solution, on ``M``'s device.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If ``M`` is not numerically positive definite: numpy's exception, as SciPy's ``cho_factor`` raises on the
+        numpy backend, so one ``except`` serves both.
+    """
     import torch
 
     L, info = torch.linalg.cholesky_ex(M)

@@ -65,7 +65,7 @@ CUBE_WINDOW = 0.06
 #: cube offers 82–115 distinct ones, rank 64 = d², and the hull's gap stays below 3; twice d² separates it.
 CUBE_MARGIN = 2.0
 
-#: The learner's measured reach in logit scale with Boolean inputs (ours, issue 37): per (d, k), the smallest
+#: The learner's measured reach in logit scale with Boolean inputs (ours): per (d, k), the smallest
 #: measured logit scale ‖Θ_i‖_F from which on, at every larger measured scale too, at least half of the planted
 #: two-head layers failed (in phase 5, "the constraints do not determine the hull", or in phase 6), and what was
 #: measured. A (d, k) not listed has no measured boundary and is not refused. Made from the sharpness map's
@@ -98,6 +98,43 @@ class AssumptionRow:
 
     ``ok`` is ``None`` for rows that are reported but not checked (asymptotic
     statements such as "m at most logarithmic in d").
+
+    Parameters
+    ----------
+    name : str
+        The condition's identifier (``"theta_incoherence"``, ``"k_below_d"``, ...), the key of
+        ``AssumptionReport[name]``.
+    group : str
+        Which part of the setting it is about: ``"setting"`` (m, d, k and the inputs), ``"shape"``,
+        ``"attention"`` (the Θ_i) or ``"projection"`` (the W_i).
+    quantity : str
+        What ``value`` measures, in words (``"max |cos(Θi,Θj)|"``).
+    value : float
+        The measured quantity: over the heads (or pairs of heads), the worst one; may be ``inf`` for a degenerate
+        layer (a zero head).
+    relation : {"<=", ">=", "<"}
+        How ``value`` must compare with ``threshold`` for the condition to hold.
+    threshold : float
+        The bound (ours, except where ``source`` says otherwise).
+    ok : bool or None
+        Whether the condition holds; None for a row reported but not checked.
+    worst : str
+        Which head or pair gave ``value`` (``"head 0"``, ``"heads 0,1"``), or ``"-"`` where it is not about one.
+    source : str
+        Which statement is the talk's and which is ours (``"talk: incoherent heads; threshold ours"``).
+
+    See Also
+    --------
+    AssumptionReport : The rows of one layer, with the verdict.
+    assumptions : Measures the rows of a layer.
+    setting_conditions : The rows of a setting (m, d, k) alone.
+
+    Examples
+    --------
+    >>> from learner import random_layer
+    >>> row = assumptions(random_layer(2, 8, rng=0))["theta_incoherence"]
+    >>> row.quantity, round(row.value, 3), row.relation, row.threshold, row.ok, row.worst
+    ('max |cos(Θi,Θj)|', 0.167, '<=', 0.5, True, 'heads 0,1')
     """
 
     name: str
@@ -113,7 +150,41 @@ class AssumptionRow:
 
 @dataclass(frozen=True)
 class AssumptionReport:
-    """All measured conditions for one layer (and optionally a sequence length ``k``)."""
+    """All measured conditions for one layer (and optionally a sequence length ``k``).
+
+    ``str(report)`` is an aligned table of the rows and the verdict; ``report[name]`` is the row named ``name``
+    (``KeyError`` naming the rows there are otherwise).
+
+    Parameters
+    ----------
+    m : int
+        The layer's heads.
+    d : int
+        The layer's dimension.
+    k : int or None
+        The sequence length of the setting, when one was given (then the setting's rows are included).
+    rows : tuple of AssumptionRow
+        The conditions, in the order :func:`assumptions` measures them.
+
+    See Also
+    --------
+    assumptions : Builds the report of a layer.
+    AssumptionRow : One of its rows.
+    check_setting : The report of a setting alone, without a layer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from learner import AttentionLayer, random_layer
+    >>> assumptions(random_layer(2, 8, rng=0), k=4).ok
+    True
+    >>> twins = AttentionLayer(np.stack([np.eye(8)] * 2), np.stack([np.eye(8)] * 2))  # two equal heads, Θ = I
+    >>> report = assumptions(twins)
+    >>> report.ok, report.failed
+    (False, ('theta_incoherence', 'theta_diagonal', 'theta_nonarithmetic', 'w_incoherence'))
+    >>> print(str(report).splitlines()[-1])
+    FAILED: theta_incoherence, theta_diagonal, theta_nonarithmetic, w_incoherence
+    """
 
     m: int
     d: int
@@ -137,7 +208,14 @@ class AssumptionReport:
         raise KeyError(f"no condition named {name!r}; have {[r.name for r in self.rows]}")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
+        """JSON-ready dictionary.
+
+        Returns
+        -------
+        dict
+            ``m``, ``d``, ``k``, ``ok``, ``failed`` (a list) and ``rows``: one dict per row with the
+            :class:`AssumptionRow` fields, non-finite values as None (strict JSON).
+        """
         return {
             "m": self.m,
             "d": self.d,
@@ -182,10 +260,29 @@ def lattice_distance(values: ArrayLike, *, q_max: int = LATTICE_Q) -> float:
     through the origin with spacing ``max|v|/q``, ``q <= q_max``; all-zero input
     returns 0.
 
+    Parameters
+    ----------
+    values : array_like
+        Real numbers of any shape (flattened; zeros are ignored).
+    q_max : int, default 32
+        The finest lattice tried: spacing ``max|v|/q_max`` (the default is the module's ``LATTICE_Q``).
+
+    Returns
+    -------
+    float
+        The smallest root-mean-square distance to a lattice, in units of its spacing: in [0, 0.5].
+
+    See Also
+    --------
+    assumptions : Uses it for the non-arithmetic condition on each ``Θ_i``.
+
     Examples
     --------
     >>> lattice_distance([1.0, -2.0, 3.0])
     0.0
+    >>> import numpy as np
+    >>> round(lattice_distance(np.random.default_rng(0).standard_normal(64)), 2)  # a random head's entries
+    0.25
     """
     v = np.asarray(values, dtype=np.float64).ravel()
     v = v[v != 0]
@@ -243,6 +340,28 @@ def cube_constraint_count(m: int, d: int, k: int, *, window: float = CUBE_WINDOW
     acceptance window, each with probability about ``w`` (:data:`CUBE_WINDOW`,
     measured). Ours: the model and the constant. Returned as ``log N`` (natural
     log) to stay finite for large ``k·d``.
+
+    Parameters
+    ----------
+    m : int
+        Heads.
+    d : int
+        Token dimension.
+    k : int
+        Tokens per sequence (at least 2: ``k = 1`` has no constraints, and ``log 0`` fails).
+    window : float, default :data:`CUBE_WINDOW`
+        The probability ``w`` that one logit disagreement falls in the acceptance window.
+
+    Returns
+    -------
+    float
+        ``log N``, the natural logarithm of the expected count.
+
+    Examples
+    --------
+    >>> import math
+    >>> round(math.exp(cube_constraint_count(3, 8, 2)))  # below 2·d² = 128: (3, 8, 2) is not sound
+    118
     """
     return ((k * d - 1) * math.log(2) + math.log(k * (k - 1)) - math.lgamma(k + 1)
             + (m - 1) * (k - 1) * math.log(window))
@@ -274,9 +393,24 @@ def setting_conditions(m: int, d: int, k: int, *, distribution: str = "boolean",
       head's logits are small, and at small ``d`` the constraints then leave directions of the hull
       unpinned, which the learner otherwise finds out only in phase 5, after a million examples.
 
+    Parameters
+    ----------
+    m : int
+        Heads (at least 1).
+    d : int
+        Token dimension (at least 1).
+    k : int
+        Tokens per sequence (at least 1).
+    distribution : {"boolean", "gaussian"}
+        The input distribution; the cube and sharpness rows are Boolean-only.
+    logit_scale : float, optional
+        The layer's largest ``‖Θ_i‖_F``, when known (positive, below
+        :data:`~learner.validation.SCALE_BELOW`); it adds the ``sharpness_reach`` row.
+
     Returns
     -------
     tuple of AssumptionRow
+        The rows above, each with ``group="setting"`` and ``ok`` True or False (never None).
     """
     rows = [
         AssumptionRow("k_below_d", "setting", "sequence length k", float(k), "<", float(d), k < d, "-",
@@ -307,7 +441,34 @@ def setting_conditions(m: int, d: int, k: int, *, distribution: str = "boolean",
 
 def max_sound_m(d: int, k: int, *, distribution: str = "boolean", limit: int = 64,
                 logit_scale: float | None = None) -> int:
-    """The largest ``m <= limit`` for which every :func:`setting_conditions` row holds (0 if none)."""
+    """The largest ``m <= limit`` for which every :func:`setting_conditions` row holds (0 if none).
+
+    The rows fail from some m on and hold for every smaller one, so the count stops at the first m that fails.
+
+    Parameters
+    ----------
+    d : int
+        Token dimension.
+    k : int
+        Tokens per sequence.
+    distribution : {"boolean", "gaussian"}
+        The input distribution.
+    limit : int, default 64
+        The largest m tried.
+    logit_scale : float, optional
+        The layer's largest ``‖Θ_i‖_F``: with a measured boundary for ``(d, k)`` beyond it, no m of 2 or more is
+        sound.
+
+    Returns
+    -------
+    int
+        The largest sound m, in ``[0, limit]``.
+
+    Examples
+    --------
+    >>> max_sound_m(8, 2), max_sound_m(8, 2, distribution="gaussian"), max_sound_m(16, 2)
+    (2, 7, 6)
+    """
     best = 0
     for m in range(1, check_int("limit", limit) + 1):
         if all(row.ok for row in setting_conditions(m, d, k, distribution=distribution, logit_scale=logit_scale)):
@@ -319,7 +480,23 @@ def max_sound_m(d: int, k: int, *, distribution: str = "boolean", limit: int = 6
 
 @dataclass(frozen=True)
 class SettingReport:
-    """Whether a setting ``(m, d, k, distribution)`` admits a sound certificate (:func:`setting_conditions`)."""
+    """Whether a setting ``(m, d, k, distribution)`` admits a sound certificate (:func:`setting_conditions`).
+
+    Parameters
+    ----------
+    m : int
+        Heads.
+    d : int
+        Token dimension.
+    k : int
+        Tokens per sequence.
+    distribution : {"boolean", "gaussian"}
+        The input distribution.
+    rows : tuple of AssumptionRow
+        The rows of :func:`setting_conditions` at this setting.
+    max_m : int
+        The largest m the same ``(d, k)``, distribution and logit scale allow (:func:`max_sound_m`; 0 if none).
+    """
 
     m: int
     d: int
@@ -330,14 +507,22 @@ class SettingReport:
 
     @property
     def ok(self) -> bool:
+        """True when every row holds: certification is sound in this setting."""
         return all(row.ok for row in self.rows)
 
     @property
     def failed(self) -> tuple[str, ...]:
+        """Names of the rows that do not hold."""
         return tuple(row.name for row in self.rows if not row.ok)
 
     def message(self) -> str:
-        """One sentence per failed condition (or that none failed), and the largest m the setting allows."""
+        """One sentence per failed condition (or that none failed), and the largest m the setting allows.
+
+        Returns
+        -------
+        str
+            The message :func:`learner.learn` ends a refused run with (before its hint on ``allow_unsound``).
+        """
         parts = [f"{r.name}: {r.quantity} = {r.value:.4g}, needs {r.relation} {r.threshold:.4g} ({r.source})"
                  for r in self.rows if not r.ok]
         setting = f"(m, d, k) = ({self.m}, {self.d}, {self.k}) with {self.distribution} inputs"
@@ -349,6 +534,14 @@ class SettingReport:
         return f"{setting} {what}: " + "; ".join(parts) + f"; {tail}."
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary.
+
+        Returns
+        -------
+        dict
+            ``m``, ``d``, ``k``, ``distribution``, ``ok``, ``failed`` (a list), ``max_m`` and ``rows`` (one dict per
+            row with the :class:`AssumptionRow` fields).
+        """
         return {"m": self.m, "d": self.d, "k": self.k, "distribution": self.distribution, "ok": self.ok,
                 "failed": list(self.failed), "max_m": self.max_m,
                 "rows": [dict(r.__dict__) for r in self.rows]}
@@ -356,7 +549,45 @@ class SettingReport:
 
 def check_setting(m: int, d: int, k: int, *, distribution: str = "boolean",
                   logit_scale: float | None = None) -> SettingReport:
-    """:class:`SettingReport` of ``(m, d, k)`` (and of the layer's logit scale, when given)."""
+    """:class:`SettingReport` of ``(m, d, k)`` (and of the layer's logit scale, when given).
+
+    What :func:`learner.learn` checks before it draws any example; the conditions are ours
+    (:func:`setting_conditions`).
+
+    Parameters
+    ----------
+    m : int
+        Heads.
+    d : int
+        Token dimension.
+    k : int
+        Tokens per sequence.
+    distribution : {"boolean", "gaussian"}
+        The input distribution.
+    logit_scale : float, optional
+        The layer's largest ``‖Θ_i‖_F``, when known; checked against :data:`SHARPNESS_REACH`.
+
+    Returns
+    -------
+    SettingReport
+        The rows, the verdict and the largest sound m; ``message()`` words it.
+
+    See Also
+    --------
+    setting_conditions : The rows and where they come from.
+    max_sound_m : The largest m a (d, k) allows.
+    assumptions : The paper's conditions on a layer's parameters.
+
+    Examples
+    --------
+    >>> report = check_setting(3, 8, 2)
+    >>> report.ok, report.failed, report.max_m
+    (False, ('cube_configurations',), 2)
+    >>> print(report.message())  # doctest: +ELLIPSIS
+    (m, d, k) = (3, 8, 2) with boolean inputs is not sound ...: cube_configurations: ...; ... allows at most m = 2.
+    >>> check_setting(3, 8, 2, distribution="gaussian").ok
+    True
+    """
     return SettingReport(m, d, k, distribution,
                          setting_conditions(m, d, k, distribution=distribution, logit_scale=logit_scale),
                          max_sound_m(d, k, distribution=distribution, logit_scale=logit_scale))
@@ -369,6 +600,7 @@ def assumptions(layer: AttentionLayer, *, k: int | None = None, distribution: st
     Parameters
     ----------
     layer : AttentionLayer
+        The layer measured.
     k : int, optional
         Sequence length; when given, the setting's soundness conditions
         (:func:`setting_conditions`: ``k < d``, ``m(k−1) < d`` and, for Boolean
@@ -397,11 +629,20 @@ def assumptions(layer: AttentionLayer, *, k: int | None = None, distribution: st
 
     Conditions are the talk's; quantities and thresholds are ours.
 
+    See Also
+    --------
+    AssumptionReport : The report, printable as a table.
+    check_setting : The setting's conditions alone, without a layer.
+    learner.random_layer : Plants layers that meet these conditions.
+
     Examples
     --------
     >>> from learner import random_layer
-    >>> assumptions(random_layer(2, 8, rng=0), k=4).ok
-    True
+    >>> report = assumptions(random_layer(2, 8, rng=0), k=4)
+    >>> report.ok, len(report.rows)
+    (True, 15)
+    >>> print(str(report).splitlines()[0])
+    Assumption report: m=2, d=8, k=4
     """
     from .layer import AttentionLayer
 

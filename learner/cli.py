@@ -83,7 +83,14 @@ def _layer_args(p, *, unset=False, seed=None):
 
 
 def build_parser() -> CommandParser:
-    """The argparse parser (exposed for tests and documentation)."""
+    """The argparse parser (exposed for tests and documentation).
+
+    Returns
+    -------
+    CommandParser
+        The parser of ``python -m learner``, its sub-commands' options typed by the rules of the functions they
+        are passed to and every other numeric option hardened (:func:`~learner.argparsing.harden`).
+    """
     parser = command_parser(
         prog="python -m learner",
         description="Multi-head attention layers of Chen & Li (arXiv 2402.04084): planted "
@@ -361,7 +368,20 @@ _blas_threads = cli_positive_int_or("--blas-threads", "default", None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
+    """Entry point; returns the exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name; ``sys.argv[1:]`` when None.
+
+    Returns
+    -------
+    int
+        0 on success; 1 when ``learn``'s run did not succeed; 2 for an error, printed as one line on standard
+        error (a bad option, a missing or damaged file, an unreachable scheduler, a planting that failed, memory
+        exhausted); 130 on Ctrl-C. A usage error argparse finds exits with status 2 (``SystemExit``) instead.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")

@@ -1,6 +1,6 @@
 """Affine-hull geometry of the attention matrices: the minimum-norm point.
 
-The learner (phase 3, DESIGN §3) uses the minimum-norm point ``Θ*`` of the
+The learner (phase 3) uses the minimum-norm point ``Θ*`` of the
 affine hull ``aff{Θ_1..Θ_m}`` as a proxy for every head. It satisfies
 ``⟨Θ_i − Θ*, Θ*⟩ = 0`` for every ``i``: ``Θ*`` is the orthogonal projection of
 the origin onto the hull, so it is orthogonal to every direction in it.
@@ -50,10 +50,23 @@ def min_norm_point(points: ArrayLike, *, exact: bool = False) -> np.ndarray | li
     dropping dependent directions). Standard linear algebra, not specific to
     the paper.
 
+    See Also
+    --------
+    learner.phases.estimate_span : Phase 5, which takes ``Θ*`` of the hull it estimates.
+    learner.phases.refine_sum_w : Phase 3, which uses ``Θ*`` as a proxy for every head.
+
     Examples
     --------
     >>> [float(v) for v in min_norm_point([[1.0, 0.0], [0.0, 1.0]], exact=True)]
     [0.5, 0.5]
+
+    ``Θ*`` is orthogonal to every direction of the hull (here the line through two 2×2 matrices):
+
+    >>> import numpy as np
+    >>> heads = np.array([[[2.0, 1.0], [0.0, 1.0]], [[0.0, 1.0], [2.0, 1.0]]])
+    >>> star = min_norm_point(heads)
+    >>> star.round(12).tolist(), abs(float(np.sum((heads[1] - heads[0]) * star))) < 1e-12
+    ([[1.0, 1.0], [1.0, 1.0]], True)
     """
     pts = check_real_array("points", points)
     if pts.ndim < 1 or pts.shape[0] < 1:

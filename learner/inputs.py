@@ -55,6 +55,13 @@ def sample_inputs(n_samples: int, k: int, d: int, *, distribution: str = "boolea
     Returns
     -------
     X : ndarray, shape (n_samples, k, d), float64
+        The sequences, every entry drawn independently.
+
+    See Also
+    --------
+    enumerate_cube : Every Boolean input exactly once, instead of a sample.
+    check_inputs : Validate inputs that come from elsewhere.
+    learner.LayerOracle : Examples labelled by a layer, drawn from these distributions.
 
     Examples
     --------
@@ -87,10 +94,29 @@ def check_inputs(X: ArrayLike, *, k: int | None = None, d: int | None = None, bo
     boolean : bool
         Require every entry to be exactly ``-1`` or ``+1``.
 
+    Returns
+    -------
+    ndarray, shape (n, k, d), float64
+        The inputs (a view of ``X`` where it already is a float64 array); n = 1 for a single sequence.
+
     Raises
     ------
     ValueError
         On wrong shapes, non-finite entries, or non-``±1`` entries when ``boolean``.
+
+    See Also
+    --------
+    sample_inputs : Draw valid inputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_inputs(np.ones((3, 4))).shape  # one sequence becomes a batch of one
+    (1, 3, 4)
+    >>> check_inputs(np.zeros((2, 3, 4)), boolean=True)
+    Traceback (most recent call last):
+        ...
+    ValueError: `X` must be Boolean (entries -1 or +1); it contains 0.0.
     """
     arr = check_real_array("X", X, ndim=(2, 3))
     if arr.ndim == 2:
@@ -131,9 +157,16 @@ def enumerate_cube(k: int, d: int, *, batch: int = 65536) -> Iterator[np.ndarray
     batch : int
         Largest number of inputs per yielded array (bounds memory).
 
-    Yields
-    ------
-    X : ndarray, shape (b, k, d), float64, with ``b <= batch``
+    Returns
+    -------
+    iterator of ndarray
+        The batches, each of shape (b, k, d), float64, with ``b <= batch`` (only the last one shorter). The
+        arguments are checked at the call (``ValueError`` beyond ``k·d = 32``), not at the first batch.
+
+    See Also
+    --------
+    cube_expectation : The exact Boolean expectation of a function, summed over these batches.
+    sample_inputs : Random inputs, where the cube is too large to visit.
 
     Examples
     --------
@@ -198,6 +231,11 @@ def cube_expectation(fn: Callable[[np.ndarray], ArrayLike], k: int, d: int, *, b
     floating point and keeps the running sum below ``max|f|`` (no overflow for a
     representable mean; values below about ``2^{kd}·1e-308`` in magnitude become
     subnormal and lose relative precision). Complex or non-finite values are errors.
+
+    See Also
+    --------
+    enumerate_cube : The batches of inputs it visits.
+    sample_inputs : Random inputs, for a Monte Carlo estimate where the cube is too large.
 
     Examples
     --------

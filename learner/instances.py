@@ -57,10 +57,17 @@ def random_layer(m: int, d: int, *, logit_scale: float = DEFAULT_LOGIT_SCALE, w_
     max_tries : int
         Samples to try before raising :class:`PlantingError`.
     rng : None, int, SeedSequence or Generator
+        Source of randomness (:func:`learner.validation.check_rng`); the same seed gives the same layer.
 
     Returns
     -------
     AttentionLayer
+        The planted layer, ``m`` heads of dimension ``d``.
+
+    Raises
+    ------
+    PlantingError
+        With ``check``, when none of ``max_tries`` samples met the conditions (small ``d`` for its ``m``).
 
     Notes
     -----
@@ -68,6 +75,12 @@ def random_layer(m: int, d: int, *, logit_scale: float = DEFAULT_LOGIT_SCALE, w_
     rank about ``d/4``, light diagonals and columns, and non-arithmetic entries
     with probability one, which is why they are the natural planted instance.
     The construction and the default scale are ours.
+
+    See Also
+    --------
+    learner.assumptions : The conditions ``check`` asks for.
+    learner.LayerOracle : Draws labelled examples from the layer.
+    learner.AttentionLayer : The layer type.
 
     Examples
     --------

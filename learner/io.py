@@ -70,7 +70,13 @@ _EXAMPLES = "attention-examples"
 
 
 def versions() -> dict[str, str]:
-    """The versions a record is written with: learner, numpy, scipy, Python and the machine's architecture."""
+    """The versions a record is written with: learner, numpy, scipy, Python and the machine's architecture.
+
+    Returns
+    -------
+    dict of str to str
+        Keys ``"learner"``, ``"numpy"``, ``"scipy"``, ``"python"`` and ``"machine"`` (``platform.machine()``).
+    """
     import platform
 
     import scipy
@@ -99,7 +105,20 @@ NAME_MAX = 255
 
 
 def check_name_length(name: str, path: PathLike) -> None:
-    """ValueError naming ``name`` when a component of ``path`` is longer than :data:`NAME_MAX` bytes."""
+    """ValueError naming ``name`` when a component of ``path`` is longer than :data:`NAME_MAX` bytes.
+
+    Parameters
+    ----------
+    name : str
+        The parameter or option that gave the path, for the message.
+    path : str or os.PathLike
+        The path; each component is measured in bytes of the file system's encoding.
+
+    Raises
+    ------
+    ValueError
+        If a component is longer than :data:`NAME_MAX` bytes.
+    """
     for part in Path(path).parts:
         size = len(os.fsencode(part))
         if size > NAME_MAX:
@@ -113,6 +132,24 @@ def check_writable_dir(name: str, path: PathLike) -> Path:
     For the outputs of a long command: checked before it starts, so a bad path costs nothing.
     Nothing is created: a missing directory's nearest existing ancestor must be a directory
     that takes files. The ValueError names ``name`` and the path.
+
+    Parameters
+    ----------
+    name : str
+        The parameter or option that gave the path, for the message.
+    path : str or os.PathLike
+        The directory.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path`` as a Path.
+
+    Raises
+    ------
+    ValueError
+        If ``path`` is empty, names a file or a special file, has a name too long, or its nearest existing
+        ancestor is not a directory that takes files.
     """
     value = path
     if path is None or not str(path).strip():
@@ -133,7 +170,26 @@ def check_writable_dir(name: str, path: PathLike) -> Path:
 
 
 def check_writable_file(name: str, path: PathLike) -> Path:
-    """``path`` as a Path whose directory exists and takes files (the file itself is written later, atomically)."""
+    """``path`` as a Path whose directory exists and takes files (the file itself is written later, atomically).
+
+    Parameters
+    ----------
+    name : str
+        The parameter or option that gave the path, for the message.
+    path : str or os.PathLike
+        The file to be written; a symlink is checked at its target (:func:`write_target`).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path`` as a Path.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, if ``path`` is empty, a directory, a special file, read-only, a file the toolkit did not
+        write (:func:`foreign_file`), has a name too long, or its directory is missing or does not take files.
+    """
     value = path
     if path is None or not str(path).strip():
         raise ValueError(f"`{name}` must name a file; got {name}={value!r}.")
@@ -173,7 +229,19 @@ def foreign_file(path: PathLike) -> str | None:
     """Why an existing, non-empty regular file at ``path`` is not one the toolkit wrote ("a file that is not JSON",
     …), or None: it is new, empty, or of a kind the toolkit writes (a zip archive such as an ``.npz`` or torch
     file, a PNG/PDF/SVG figure, or a JSON object with one of the keys its records carry). An output option may
-    replace only the toolkit's own files (ours: the format is recognised, not the file's history)."""
+    replace only the toolkit's own files (ours: the format is recognised, not the file's history).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file an output would replace.
+
+    Returns
+    -------
+    str or None
+        Why the file is not the toolkit's, in words for a message; None when it may be replaced (or is missing
+        or unreadable: the writer's own checks say so).
+    """
     try:
         if not stat.S_ISREG(os.stat(path).st_mode) or os.path.getsize(path) == 0:
             return None
@@ -194,7 +262,19 @@ def foreign_file(path: PathLike) -> str | None:
 
 def special_kind(path: PathLike) -> str | None:
     """What ``path`` is when it exists and is neither a regular file nor a directory ("a FIFO", "a character
-    device", …, following symlinks); None otherwise. Outputs never replace such a file: it is not ours."""
+    device", …, following symlinks); None otherwise. Outputs never replace such a file: it is not ours.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The path.
+
+    Returns
+    -------
+    str or None
+        ``"a FIFO"``, ``"a character device"``, ``"a block device"``, ``"a socket"`` or ``"not a regular file"``;
+        None for a regular file, a directory, or a path that does not exist.
+    """
     try:
         mode = os.stat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -221,6 +301,25 @@ def open_regular(path: PathLike, what: str = "file") -> BinaryIO:
     is refused by name and never waited on (opening a FIFO for reading otherwise blocks until a writer
     comes): :class:`~learner.errors.NotRegularFile`, a FileFormatError. OSErrors (missing, unreadable) pass
     through.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    what : str, default "file"
+        The kind of file expected, in the messages (``"toolkit .npz file"``).
+
+    Returns
+    -------
+    file object
+        The file, open for reading in binary (blocking); the caller closes it.
+
+    Raises
+    ------
+    FileFormatError
+        If ``path`` is not a regular file (:class:`~learner.errors.NotRegularFile`) or a name in it is too long.
+    OSError
+        If it is missing or unreadable.
     """
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -261,6 +360,29 @@ def read_json(path: PathLike, what: str = "JSON file") -> Any:
     Only a regular file is read (:func:`open_regular`), of at most :data:`MAX_JSON_BYTES` bytes, UTF-8, and
     nested at most :data:`MAX_JSON_DEPTH` levels; ``what`` names the kind of file in the messages. An
     OSError (missing, unreadable) passes through.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    what : str, default "JSON file"
+        The kind of file expected, in the messages (``"study record"``).
+
+    Returns
+    -------
+    object
+        The parsed value (a dict for every record the toolkit writes).
+
+    Raises
+    ------
+    FileFormatError
+        If the file is not regular, too large, not UTF-8 JSON, or nested too deep.
+    OSError
+        If it is missing or unreadable.
+
+    See Also
+    --------
+    write_json : Write a record that this reads back.
     """
     with open_regular(path, what) as fh:
         blob = fh.read(MAX_JSON_BYTES + 1)
@@ -286,6 +408,23 @@ def write_target(path: PathLike) -> tuple[Path, int | None]:
     file keeps its permission bits (``mode``), and a new file gets None (0644 when written). ValueError, before
     anything is written, for a path that is a directory, a FIFO, a device or a socket (not ours), or an existing
     file without its owner's write permission (read-only: the toolkit does not replace it, root or not).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Where the caller asked to write.
+
+    Returns
+    -------
+    target : pathlib.Path
+        The path written: ``path``, or a symlink's resolved target.
+    mode : int or None
+        The existing file's permission bits, which the new file keeps; None for a new file.
+
+    Raises
+    ------
+    ValueError
+        If the target is a directory, a FIFO, a device, a socket or read-only, or a name in ``path`` is too long.
     """
     check_name_length("path", path)
     path = Path(path)
@@ -313,6 +452,25 @@ def atomic_write(path: PathLike, write: Callable[[BinaryIO], object]) -> None:
     What may be replaced is decided by :func:`write_target`, before anything is written: a symlink is written
     through to its target, an existing file keeps its permission bits, and a directory, a FIFO, a device, a
     socket or a read-only file is refused (ValueError) and left as it is.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write.
+    write : callable
+        Called once with the temporary file, open for writing in binary; it writes the whole content.
+
+    Raises
+    ------
+    ValueError
+        If :func:`write_target` refuses the path.
+    FileNotFoundError
+        If the file's directory does not exist.
+
+    Notes
+    -----
+    On any exception (``write``'s own, or an interruption) the temporary file is removed and ``path`` is left
+    as it was.
     """
     path, mode = write_target(path)
     if not path.parent.is_dir():
@@ -332,7 +490,22 @@ def atomic_write(path: PathLike, write: Callable[[BinaryIO], object]) -> None:
 
 
 def save_figure(fig: Figure, path: PathLike, **kwargs: Any) -> Path:
-    """Save a matplotlib figure to ``path`` atomically (format from the suffix, png without one); returns the Path."""
+    """Save a matplotlib figure to ``path`` atomically (format from the suffix, png without one).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    path : str or os.PathLike
+        The file; its suffix (``.png``, ``.pdf``, ``.svg``, ...) gives the format.
+    **kwargs : object
+        Passed to ``fig.savefig`` (``dpi``, ``bbox_inches``, ...).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path`` as a Path.
+    """
     path = Path(path)
     fmt = path.suffix[1:].lower() or "png"
     atomic_write(path, lambda fh: fig.savefig(fh, format=fmt, **kwargs))
@@ -340,14 +513,70 @@ def save_figure(fig: Figure, path: PathLike, **kwargs: Any) -> Path:
 
 
 def write_json(path: PathLike, record: object) -> Path:
-    """Write a JSON-serialisable ``record`` to ``path`` atomically (NaN and inf become null)."""
+    """Write a JSON-serialisable ``record`` to ``path`` atomically (NaN and inf become null).
+
+    The record passes through :func:`json_safe` first; the file is indented by two spaces, its keys sorted, and
+    written by :func:`atomic_write` (a crash never leaves half a file).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    record : object
+        Dicts, lists, tuples, strings, numbers, booleans, None, numpy scalars and arrays.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path`` as a Path.
+
+    Raises
+    ------
+    TypeError
+        If ``record`` holds something JSON cannot represent (a set, an arbitrary object).
+    ValueError
+        If :func:`write_target` refuses the path.
+
+    See Also
+    --------
+    read_json : Read it back, with limits on size and nesting.
+    json_safe : The conversion applied first.
+    save_layer : Layers go to ``.npz`` files instead.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = write_json(os.path.join(tmp, "run.json"), {"error": np.float64(0.5), "sigma": float("nan")})
+    ...     print(read_json(path))
+    {'error': 0.5, 'sigma': None}
+    """
     blob = json.dumps(json_safe(record), indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
     atomic_write(path, lambda fh: fh.write(blob))
     return Path(path)
 
 
 def json_safe(value: object) -> Any:
-    """Replace non-finite floats by None and numpy scalars/arrays by Python values."""
+    """Replace non-finite floats by None and numpy scalars/arrays by Python values.
+
+    Parameters
+    ----------
+    value : object
+        A record: dicts, lists and tuples are converted entry by entry.
+
+    Returns
+    -------
+    object
+        A copy ``json.dumps`` takes with ``allow_nan=False``: dict keys as strings, tuples and arrays as lists,
+        numpy scalars as Python ones, NaN and ±inf as None; anything else unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> json_safe({1: np.arange(2), "x": np.inf, "t": (np.float32(0.5),)})
+    {'1': [0, 1], 'x': None, 't': [0.5]}
+    """
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -447,6 +676,37 @@ def _read(path, kinds):
 def save_layer(path: PathLike, layer: AttentionLayer, *, metadata: dict[str, Any] | None = None) -> Path:
     """Write ``layer`` (and a JSON-serialisable ``metadata`` dict) to ``path`` atomically.
 
+    The file is an ``.npz`` archive of the arrays ``thetas`` and ``ws`` and a JSON header with each array's shape
+    and SHA-256 (the module's layout, schema version :data:`SCHEMA_VERSION`); no pickle.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (any suffix: ``numpy.savez`` writes to the open file, so none is added).
+    layer : AttentionLayer
+        The layer.
+    metadata : dict, optional
+        Anything JSON-serialisable without NaN or inf (a seed, a configuration), stored in the header.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path`` as a Path.
+
+    Raises
+    ------
+    TypeError
+        If ``layer`` is not an :class:`~learner.AttentionLayer` or ``metadata`` not a dict.
+    ValueError
+        If ``metadata`` is not JSON-serialisable, or :func:`write_target` refuses the path.
+
+    See Also
+    --------
+    load_layer : Read it back.
+    read_metadata : Read the header alone.
+    save_examples : The same for labelled examples.
+    learner.to_torch : A torch module, for PyTorch's own files.
+
     Examples
     --------
     >>> import tempfile, os
@@ -465,12 +725,37 @@ def save_layer(path: PathLike, layer: AttentionLayer, *, metadata: dict[str, Any
 def load_layer(path: PathLike) -> AttentionLayer:
     """Read a layer written by :func:`save_layer`.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+
+    Returns
+    -------
+    AttentionLayer
+        The layer, its arrays verified against the header's shapes and SHA-256 digests.
+
     Raises
     ------
     FileNotFoundError
         If ``path`` does not exist.
     FileFormatError
         If the file is damaged, of another kind, or of an unsupported schema.
+
+    See Also
+    --------
+    save_layer : Write it.
+    read_metadata : The header, with the metadata saved beside the layer.
+    learner.load_torch_layer : A layer from a PyTorch file instead.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from learner import random_layer
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = save_layer(os.path.join(tmp, "layer.npz"), random_layer(2, 4, check=False, rng=0))
+    ...     print(load_layer(path))
+    AttentionLayer(m=2, d=4)
     """
     arrays, _ = _read(path, (_LAYER,))
     if set(arrays) != {"thetas", "ws"}:
@@ -482,7 +767,52 @@ def load_layer(path: PathLike) -> AttentionLayer:
 
 
 def save_examples(path: PathLike, X: ArrayLike, Y: ArrayLike, *, metadata: dict[str, Any] | None = None) -> Path:
-    """Write labelled examples ``X`` (n, k, d) and ``Y = F(X)`` (n, k, d) to ``path`` atomically."""
+    """Write labelled examples ``X`` (n, k, d) and ``Y = F(X)`` (n, k, d) to ``path`` atomically.
+
+    The same layout as :func:`save_layer`'s, with arrays ``X`` and ``Y``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    X : array_like, shape (n, k, d)
+        The inputs; finite reals.
+    Y : array_like, shape (n, k, d)
+        Their labels (a layer's outputs, noisy or not); finite reals of ``X``'s shape.
+    metadata : dict, optional
+        Anything JSON-serialisable without NaN or inf, stored in the header.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path`` as a Path.
+
+    Raises
+    ------
+    ValueError
+        If the arrays are not finite, not 3-D, or of different shapes, if ``metadata`` is not JSON-serialisable,
+        or if :func:`write_target` refuses the path.
+    TypeError
+        If ``metadata`` is not a dict or the arrays are not real.
+
+    See Also
+    --------
+    load_examples : Read them back.
+    learner.ArraySource : Hand saved examples to :func:`learner.learn`.
+    learner.LayerOracle : Draw examples from a layer.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from learner import random_layer, sample_inputs
+    >>> layer = random_layer(2, 4, check=False, rng=0)
+    >>> X = sample_inputs(5, 2, 4, rng=1)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = save_examples(os.path.join(tmp, "examples.npz"), X, layer(X), metadata={"seed": 1})
+    ...     X2, Y2 = load_examples(path)
+    >>> X2.shape, bool(np.array_equal(Y2, layer(X)))
+    ((5, 2, 4), True)
+    """
     X = check_real_array("X", X, ndim=3)
     Y = check_real_array("Y", Y, ndim=3)
     if X.shape != Y.shape:
@@ -491,7 +821,43 @@ def save_examples(path: PathLike, X: ArrayLike, Y: ArrayLike, *, metadata: dict[
 
 
 def load_examples(path: PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """Read ``(X, Y)`` written by :func:`save_examples`; raises :class:`FileFormatError` if damaged."""
+    """Read ``(X, Y)`` written by :func:`save_examples`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+
+    Returns
+    -------
+    X : numpy.ndarray, shape (n, k, d)
+        The inputs, float64.
+    Y : numpy.ndarray, shape (n, k, d)
+        Their labels, float64; both verified against the header's shapes and SHA-256 digests.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    FileFormatError
+        If the file is damaged, of another kind, or of an unsupported schema.
+
+    See Also
+    --------
+    save_examples : Write them.
+    learner.ArraySource : The examples as a source for :func:`learner.learn`.
+    read_metadata : The header, with the metadata saved beside them.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> X = np.ones((3, 2, 4))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     X2, Y2 = load_examples(save_examples(os.path.join(tmp, "ex.npz"), X, 2 * X))
+    >>> X2.shape, float(Y2.max())
+    ((3, 2, 4), 2.0)
+    """
     arrays, _ = _read(path, (_EXAMPLES,))
     if set(arrays) != {"X", "Y"}:
         raise FileFormatError(f"{str(path)!r}: an examples file holds arrays X and Y; found {sorted(arrays)}.")
@@ -502,5 +868,42 @@ def load_examples(path: PathLike) -> tuple[np.ndarray, np.ndarray]:
 
 
 def read_metadata(path: PathLike) -> dict[str, Any]:
-    """The JSON header of a toolkit file (format, schema version, arrays, user metadata)."""
+    """The JSON header of a toolkit file (format, schema version, arrays, user metadata).
+
+    The whole file is read and verified, as by :func:`load_layer` and :func:`load_examples`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file written by :func:`save_layer` or :func:`save_examples`.
+
+    Returns
+    -------
+    dict
+        ``"format"`` (``"attention-layer"`` or ``"attention-examples"``), ``"schema_version"``, ``"created_by"``
+        (the toolkit's version), ``"arrays"`` (each array's shape and SHA-256) and ``"metadata"`` (the dict
+        passed when saving, ``{}`` if none).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    FileFormatError
+        If the file is damaged, of another kind, or of an unsupported schema.
+
+    See Also
+    --------
+    save_layer : Writes a layer with its metadata.
+    save_examples : Writes examples with their metadata.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     meta = read_metadata(save_examples(os.path.join(tmp, "ex.npz"), np.ones((3, 2, 4)), np.ones((3, 2, 4)),
+    ...                                        metadata={"seed": 7}))
+    >>> meta["format"], meta["arrays"]["X"]["shape"], meta["metadata"]
+    ('attention-examples', [3, 2, 4], {'seed': 7})
+    """
     return _read(path, (_LAYER, _EXAMPLES))[1]

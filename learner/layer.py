@@ -32,7 +32,22 @@ MAX_AUTO_BATCH = 512
 
 
 def auto_batch(k: int, d: int, m: int) -> int:
-    """Examples per chunk so that the (chunk, k, m·max(d, k)) work arrays hold ~``WORK_FLOATS``."""
+    """Examples per chunk so that the (chunk, k, m·max(d, k)) work arrays hold ~``WORK_FLOATS``.
+
+    Parameters
+    ----------
+    k : int
+        Tokens per sequence.
+    d : int
+        Token dimension.
+    m : int
+        Number of heads.
+
+    Returns
+    -------
+    int
+        The chunk size: ``WORK_FLOATS // (k·m·max(d, k))``, clipped to ``[16, MAX_AUTO_BATCH]``.
+    """
     return int(max(16, min(MAX_AUTO_BATCH, WORK_FLOATS // (k * m * max(d, k)))))
 
 
@@ -42,7 +57,22 @@ DEVICE_WORK_FLOATS = 1 << 25
 
 
 def device_batch(k: int, d: int, m: int) -> int:
-    """Examples per chunk on a torch device: the (chunk, k, m·max(d, k)) work arrays hold ~``DEVICE_WORK_FLOATS``."""
+    """Examples per chunk on a torch device: the (chunk, k, m·max(d, k)) work arrays hold ~``DEVICE_WORK_FLOATS``.
+
+    Parameters
+    ----------
+    k : int
+        Tokens per sequence.
+    d : int
+        Token dimension.
+    m : int
+        Number of heads.
+
+    Returns
+    -------
+    int
+        The chunk size: ``DEVICE_WORK_FLOATS // (k·m·max(d, k))``, at least 16 (no upper limit).
+    """
     return int(max(16, DEVICE_WORK_FLOATS // (k * m * max(d, k))))
 
 
@@ -52,6 +82,20 @@ def softmax_inplace(z: np.ndarray, axis: int, work: np.ndarray) -> np.ndarray:
     Subtracting the maximum makes every exponent ``<= 0`` (no overflow) and puts
     an exact ``1`` in every slice (the sum is ``>= 1``, no division by zero),
     so logits of any finite size, and exact ties, give finite correct weights.
+
+    Parameters
+    ----------
+    z : numpy.ndarray
+        Float64 logits, overwritten with the weights.
+    axis : int
+        The axis the weights sum to one along.
+    work : numpy.ndarray
+        Scratch of ``z``'s shape with ``axis`` reduced to length 1 (``keepdims``); overwritten with the sums.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``z`` itself, now holding the weights.
     """
     np.max(z, axis=axis, keepdims=True, out=work)
     # Finite logits more than ~1.8e308 apart make z - max overflow to -inf,
@@ -69,10 +113,31 @@ def softmax(z: ArrayLike, *, axis: int = -1) -> np.ndarray:
 
     .. math:: \\operatorname{softmax}(z)_j = e^{z_j - \\max z} / \\sum_l e^{z_l - \\max z}
 
+    Parameters
+    ----------
+    z : array_like
+        Finite real logits, at least one dimension (a scalar is refused with ``ValueError``).
+    axis : int, default -1
+        The axis the weights sum to one along.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float64 weights of ``z``'s shape, in [0, 1], summing to one along ``axis``; ``z`` is not modified.
+
+    See Also
+    --------
+    softmax_inplace : The same computation in place, with the caller's work array.
+    AttentionLayer.attention : The row-wise softmax of a layer's logits ``X Θ_i Xᵀ``.
+
     Examples
     --------
+    Logits far beyond ``exp``'s range give exact weights (no overflow):
+
     >>> softmax([1e4, 1e4, 0.0]).tolist()
     [0.5, 0.5, 0.0]
+    >>> softmax([[0.0, 0.0], [0.0, 1.0]], axis=0).round(3).tolist()
+    [[0.5, 0.269], [0.5, 0.731]]
     """
     z = check_real_array("z", z).copy()
     if z.ndim == 0:
@@ -100,6 +165,13 @@ class AttentionLayer:
     ``Σ_i (P_i X) W_i`` are single matrix products over the whole batch and the
     softmax reduces over a non-trailing axis (fast in numpy); ``batch`` bounds
     the working memory. Definition from arXiv 2402.04084 (the paper's).
+
+    See Also
+    --------
+    learner.random_layer : A planted layer meeting the paper's conditions.
+    learner.LayerOracle : Labelled examples drawn from a layer.
+    learner.learn : The paper's learner, which recovers a layer from its examples.
+    learner.assumptions : The paper's non-degeneracy conditions measured on a layer.
 
     Examples
     --------
@@ -183,10 +255,27 @@ class AttentionLayer:
     def __call__(self, X: ArrayLike, *, batch: int | None = None, device: Any = None) -> np.ndarray:
         """Evaluate ``F(X)``; ``X`` has shape (k, d) or (n, k, d), the result the same shape.
 
-        ``batch`` is the number of examples per chunk (default: :func:`auto_batch`, or
-        :func:`device_batch` on a device). ``device`` (a torch device name such as ``"cuda"``; the torch
-        extra) computes the chunks on torch tensors there, through :mod:`learner.arrays`, and returns a numpy
-        array all the same; the entries agree with numpy's to rounding (a few units of 1e-16 relative).
+        Parameters
+        ----------
+        X : array_like, shape (k, d) or (n, k, d)
+            One sequence of k tokens, or n of them; finite reals of the layer's dimension d.
+        batch : int, optional
+            Examples per chunk (bounds the working memory; the result does not depend on it). Default:
+            :func:`auto_batch`, or :func:`device_batch` on a device.
+        device : str, optional
+            A torch device name such as ``"cuda"`` (the torch extra): the chunks are computed on torch tensors
+            there, through :mod:`learner.arrays`, and the result is a numpy array all the same, agreeing with
+            numpy's to rounding (a few units of 1e-16 relative). None (default): numpy.
+
+        Returns
+        -------
+        numpy.ndarray, shape (k, d) or (n, k, d)
+            ``F(X)``, the shape of ``X``.
+
+        Raises
+        ------
+        FloatingPointError
+            If the logits or the outputs overflow float64.
         """
         if device is not None:
             return self._call_on(X, batch, device)
@@ -247,6 +336,18 @@ class AttentionLayer:
 
         Entry ``[n, i, a, j]`` is the weight that token ``a`` puts on token ``j``
         in head ``i``; every row sums to one.
+
+        Parameters
+        ----------
+        X : array_like, shape (k, d) or (n, k, d)
+            One sequence of k tokens, or n of them.
+        batch : int, optional
+            Examples per chunk (default :func:`auto_batch`); the result does not depend on it.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, m, k, k) or (m, k, k)
+            The weights, one (k, k) row-stochastic matrix per example and head.
         """
         X, single, batch = self._prepare(X, batch)
         n, k, _ = X.shape
@@ -262,6 +363,18 @@ def attention_patterns(thetas: ArrayLike, X: ArrayLike) -> np.ndarray:
 
     The same stable, chunked computation as :meth:`AttentionLayer.attention`
     (the projections play no part in the patterns).
+
+    Parameters
+    ----------
+    thetas : array_like, shape (m, d, d)
+        The attention matrices ``Θ_1..Θ_m``.
+    X : array_like, shape (k, d) or (n, k, d)
+        The inputs.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, m, k, k) or (m, k, k)
+        Entry ``[n, i, a, j]``: the weight token ``a`` puts on token ``j`` in head ``i``.
     """
     thetas = np.asarray(thetas, dtype=np.float64)
     return AttentionLayer(thetas, np.zeros_like(thetas)).attention(X)
@@ -269,7 +382,20 @@ def attention_patterns(thetas: ArrayLike, X: ArrayLike) -> np.ndarray:
 
 def head_features(theta: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Φ = softmax(XΘXᵀ) X, shape (n, k, d): the regressors of W for a head with this Θ (``F`` is linear in W given
-    the patterns: head i contributes ``Φ_i W_i``)."""
+    the patterns: head i contributes ``Φ_i W_i``).
+
+    Parameters
+    ----------
+    theta : numpy.ndarray, shape (d, d)
+        One head's attention matrix Θ.
+    X : numpy.ndarray, shape (n, k, d)
+        The inputs.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, k, d)
+        ``Φ = softmax(XΘXᵀ) X`` per example: each token's attention-weighted mean of the tokens.
+    """
     return attention_patterns(theta[None], X)[:, 0] @ X
 
 
@@ -279,6 +405,21 @@ def layer_jacobian(thetas: np.ndarray, ws: np.ndarray, X: np.ndarray) -> np.ndar
     Ours, written out for phase 6's refinement and the noise floor: ``∂F_a/∂W_i = (P_i X)_a ⊗ I`` and, with
     ``v_b = x_bᵀW_i`` and ``x̄ = Σ_b P_i[a,b] x_b``,
     ``∂F_a[e]/∂Θ_i[c, c'] = x_a[c] Σ_b P_i[a,b](x_b[c'] − x̄[c']) v_b[e]``.
+
+    Parameters
+    ----------
+    thetas : numpy.ndarray, shape (m, d, d)
+        The attention matrices Θ_i at which the derivative is taken.
+    ws : numpy.ndarray, shape (m, d, d)
+        The projections W_i.
+    X : numpy.ndarray, shape (n, k, d)
+        The inputs.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n·k·d, 2·m·d²)
+        Rows in the order of ``F(X).ravel()`` (example, token, coordinate); columns the entries of
+        ``Θ_1..Θ_m`` (the first m·d², row-major) then of ``W_1..W_m``.
     """
     n, k, d = X.shape
     m = len(thetas)

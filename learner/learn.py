@@ -100,8 +100,9 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
     With ``LearnConfig.adaptive`` (the default; ours) the example budgets are set by the data: phases 1 and 3
     stop when their estimates' relative standard errors meet ``crude_se`` and ``refine_se``, phase 4 when its
     hull stops moving (``hull_stability``) or at its cap, and the rounds of phases 3–5 end once phase 3 met its
-    target; every phase records why it stopped (``diagnostics[phase]["stopped"]``). ``FIXED_BUDGETS`` gives
-    the earlier fixed budgets.
+    target; every phase records why it stopped (``diagnostics[phase]["stopped"]``).
+    ``LearnConfig(**FIXED_BUDGETS)`` (:data:`learner.phases.FIXED_BUDGETS`) gives fixed budgets instead, for
+    comparison.
 
     Phase 4 starts each round with a pilot (ours, :mod:`learner.phases.forecast`): its
     first examples forecast the examples the constraints' target needs at each
@@ -127,12 +128,11 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
     k : int, optional
         Tokens per sequence (checked against the source's).
     config : LearnConfig, optional
+        The phases' budgets, tolerances and switches; None: ``LearnConfig()``, the defaults. Fields left at None
+        are chosen from the setting. A mapping is refused (``TypeError``): build ``LearnConfig(**mapping)``.
     truth : AttentionLayer, optional
-        The planted layer, for diagnostics only (errors of every intermediate estimate).
-    logit_scale : float, optional
-        The layer's largest ``‖Θ_i‖_F`` when you know it (a planted layer's; the command line passes it):
-        checked before the first example against the learner's measured reach in sharpness
-        (:data:`learner.assumptions.SHARPNESS_REACH`); a layer beyond it is refused with ``status="setting"``.
+        The planted layer, for diagnostics only (errors of every intermediate estimate, and the result's
+        ``errors``); it never changes what the phases do. Must have the examples' dimension.
     rng : None, int, SeedSequence or Generator
         Draws the fresh inputs on which the errors against ``truth`` are measured
         (the phases themselves are deterministic given the examples).
@@ -164,6 +164,10 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
         threads as there are local workers when they are more (the workers are idle then), in blocks that do
         not depend on their number; its factorisations keep this setting.
         ``execution["blas_threads"]`` records what was set.
+    logit_scale : float, optional
+        The layer's largest ``‖Θ_i‖_F`` when you know it (a planted layer's; the command line passes it):
+        checked before the first example against the learner's measured reach in sharpness
+        (:data:`learner.assumptions.SHARPNESS_REACH`); a layer beyond it is refused with ``status="setting"``.
     device : str, optional
         A torch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``; the torch extra) on which phase 6's search and
         refinement compute, on torch tensors (:mod:`learner.arrays`), and on which a :class:`LayerOracle` without
@@ -174,16 +178,46 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
     Returns
     -------
     LearnResult
-        ``execution`` says where the batches ran and the examples/s of each phase.
+        The outcome, failures included: ``success``, ``status`` and ``message`` say what happened, ``layer`` is
+        the learned layer, ``diagnostics`` records every phase; ``execution`` says where the batches ran and
+        the examples/s of each phase.
 
     Raises
     ------
     ValueError
         If ``k >= d`` (certification needs ``k < d``) or the arguments are invalid.
+    TypeError
+        If ``config`` is not a LearnConfig, ``truth`` not an AttentionLayer, or ``source`` of another kind.
     learner.errors.SourceError
         If the source hands out inputs or labels that are not finite (a ``ValueError`` naming the source).
     LearnInterrupted
         On Ctrl-C: the workers are stopped first; the exception carries the partial result.
+
+    See Also
+    --------
+    learner.LearnResult : The result, field by field.
+    learner.LearnConfig : The budgets, tolerances and switches of the phases.
+    learner.LayerOracle : A source of fresh examples from a planted layer.
+    learner.baselines.fit_gradient : The gradient-descent baseline it is compared with.
+
+    Examples
+    --------
+    One head in dimension 8, two tokens: learned to float64's rounding from some 60,000 examples.
+
+    >>> from learner import LayerOracle, random_layer
+    >>> truth = random_layer(1, 8, rng=0)
+    >>> result = learn(LayerOracle(truth, 2, rng=1), m=1, truth=truth, rng=2, progress=False)
+    >>> result.success, result.status, f"{result.examples_drawn:,}"
+    (True, '6_search', '59,000')
+    >>> result.errors["param_error"] < 1e-12
+    True
+
+    Three heads at (d, k) = (8, 2) are beyond what certification can do on the Boolean cube; the run says so
+    before drawing an example:
+
+    >>> refused = learn(LayerOracle(random_layer(3, 8, rng=0), 2, rng=1), m=3)
+    >>> refused.status, refused.examples_drawn, refused.diagnostics["0_setting"]["failed"]
+    ('setting', 0, ['cube_configurations'])
     """
     device = device_name(device)  # before the pool and the first example
     pool = Workers(workers, scheduler)
@@ -279,7 +313,13 @@ def _learn(source, *, m, k, config, truth, rng, pool, blas, logit_scale=None, de
 
 
 def physical_memory() -> int | None:
-    """Bytes of RAM on this machine, or None where the OS does not say (POSIX ``sysconf``)."""
+    """Bytes of RAM on this machine, or None where the OS does not say (POSIX ``sysconf``).
+
+    Returns
+    -------
+    int or None
+        Page size times physical pages; None where ``sysconf`` does not know them.
+    """
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
@@ -287,14 +327,41 @@ def physical_memory() -> int | None:
 
 
 def phase5_bytes(cfg: LearnConfig, d: int) -> int:
-    """A lower bound on phase 5's memory: three ``(constraints × d²)`` float64 arrays at the target count."""
+    """A lower bound on phase 5's memory: three ``(constraints × d²)`` float64 arrays at the target count.
+
+    Parameters
+    ----------
+    cfg : LearnConfig
+        The run's config, with ``refined_constraints`` resolved (not None: :func:`learner.phases.resolve_config`).
+    d : int
+        Token dimension.
+
+    Returns
+    -------
+    int
+        Bytes: ``3 · 8 · ⌊refined_constraints · d²⌋ · d²``.
+    """
     return 3 * 8 * int(cfg.refined_constraints * d * d) * d * d  # type: ignore[operator]  # resolved: not None
 
 
 def phase5_memory_problem(cfg: LearnConfig, d: int) -> str | None:
     """Why phase 5 at dimension ``d`` (with ``cfg``'s budgets resolved) cannot fit in this machine's RAM, or None
     (it fits, or the RAM is unknown): checked by :func:`learn` before the first example, and by the studies before
-    they plant anything."""
+    they plant anything.
+
+    Parameters
+    ----------
+    cfg : LearnConfig
+        The run's config, budgets resolved.
+    d : int
+        Token dimension.
+
+    Returns
+    -------
+    str or None
+        The reason, in words for a message (constraints, unknowns, GiB needed against GiB of RAM); None when it
+        fits or the RAM is unknown.
+    """
     need, have = phase5_bytes(cfg, d), physical_memory()
     if have is None or need <= have:
         return None

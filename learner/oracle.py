@@ -30,7 +30,27 @@ STREAM_TAG = 0x5354  # ours: ASCII "ST", an arbitrary fixed tag (changing it cha
 def checked_examples(X: np.ndarray, Y: np.ndarray, origin: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(X, Y)`` if every entry is finite, else :class:`SourceError` naming the source (``origin``) and how
     many examples are bad. Every batch and draw the learner and the baselines use passes here, so a NaN
-    from a user's oracle stops the run where it enters instead of surfacing as a phase's failure."""
+    from a user's oracle stops the run where it enters instead of surfacing as a phase's failure.
+
+    Parameters
+    ----------
+    X : numpy.ndarray, shape (n, k, d)
+        The inputs.
+    Y : numpy.ndarray, shape (n, k, d)
+        Their labels.
+    origin : str, optional
+        The source's class name, named in the message.
+
+    Returns
+    -------
+    X, Y : numpy.ndarray
+        The arrays themselves, unchanged.
+
+    Raises
+    ------
+    SourceError
+        If an entry of ``Y`` (checked first) or ``X`` is NaN or infinite.
+    """
     for name, arr in (("labels", Y), ("inputs", X)):
         finite = np.isfinite(arr).reshape(arr.shape[0], -1).all(axis=1)
         if not finite.all():
@@ -45,7 +65,21 @@ def checked_examples(X: np.ndarray, Y: np.ndarray, origin: str | None = None) ->
 
 
 def name_source(exc: SourceError, source: object) -> SourceError:
-    """``exc`` (a :class:`SourceError`) with the source's class named, when the batch could not name it."""
+    """``exc`` (a :class:`SourceError`) with the source's class named, when the batch could not name it.
+
+    Parameters
+    ----------
+    exc : SourceError
+        The error a batch raised.
+    source : object
+        The source the run drew from.
+
+    Returns
+    -------
+    SourceError
+        A new error: ``exc``'s message with ``(ClassName)`` after "the example source" where the batch named no
+        source, else the same message.
+    """
     text = str(exc)
     if text.startswith("the example source handed"):
         text = text.replace("the example source", f"the example source ({type(source).__name__})", 1)
@@ -53,13 +87,51 @@ def name_source(exc: SourceError, source: object) -> SourceError:
 
 
 def draw_checked(source: LayerOracle | ArraySource, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
-    """``source.draw(n_samples)``, checked by :func:`checked_examples` (names the source's class)."""
+    """``source.draw(n_samples)``, checked by :func:`checked_examples` (names the source's class).
+
+    Parameters
+    ----------
+    source : LayerOracle or ArraySource
+        The source.
+    n_samples : int
+        How many examples to draw.
+
+    Returns
+    -------
+    X, Y : numpy.ndarray, shape (n_samples, k, d)
+        The examples, checked finite.
+
+    Raises
+    ------
+    SourceError
+        If an entry is not finite.
+    ExamplesExhausted
+        If an :class:`ArraySource` has fewer than ``n_samples`` left.
+    """
     X, Y = source.draw(n_samples)
     return checked_examples(np.asarray(X), np.asarray(Y), type(source).__name__)
 
 
 def batch_sizes(total: int, batch: int) -> list[int]:
-    """Sizes of the batches that cover ``total`` examples ``batch`` at a time (the last one may be short)."""
+    """Sizes of the batches that cover ``total`` examples ``batch`` at a time (the last one may be short).
+
+    Parameters
+    ----------
+    total : int
+        Examples to cover.
+    batch : int
+        Examples per batch (positive).
+
+    Returns
+    -------
+    list of int
+        The sizes, summing to ``total`` (empty for ``total <= 0``).
+
+    Examples
+    --------
+    >>> batch_sizes(100, 32)
+    [32, 32, 32, 4]
+    """
     return [min(batch, total - start) for start in range(0, total, batch)]
 
 
@@ -72,6 +144,25 @@ def growing_sizes(total: int, batch: int, first: int | None = None) -> Iterator[
     afterwards. ``first=None`` (or ``first >= batch``) gives :func:`batch_sizes`'s fixed batches.
     The sizes depend only on the arguments, so a stream's batches (and their seeds) do not depend on
     where they are computed.
+
+    Parameters
+    ----------
+    total : int
+        The most examples to cover.
+    batch : int
+        The largest batch (positive).
+    first : int, optional
+        The first batch's size (positive); None starts at ``batch``.
+
+    Yields
+    ------
+    int
+        The next batch's size; the sizes sum to ``total``.
+
+    Examples
+    --------
+    >>> list(growing_sizes(100, 32, first=4))
+    [4, 8, 16, 32, 32, 8]
     """
     size = batch if first is None else min(first, batch)
     drawn = 0
@@ -84,7 +175,33 @@ def growing_sizes(total: int, batch: int, first: int | None = None) -> Iterator[
 
 class ExampleBatch:
     """One batch of a stream, as a recipe a worker can run: the layer, tokens, distribution, seed, size —
-    or, for fixed arrays, the slice itself. :meth:`examples` gives ``(X, Y)``."""
+    or, for fixed arrays, the slice itself. :meth:`examples` gives ``(X, Y)``.
+
+    Made by :meth:`LayerOracle.batches` and :meth:`ArraySource.batches`; it pickles to a worker with its
+    arguments as they are (a layer, a seed, or the slice).
+
+    Parameters
+    ----------
+    n : int
+        Examples in the batch.
+    layer : AttentionLayer, optional
+        The oracle's layer, which labels the drawn inputs (None for fixed arrays).
+    k : int, optional
+        Tokens per sequence of the drawn inputs.
+    distribution : {"boolean", "gaussian"}, optional
+        The drawn inputs' distribution.
+    seed : numpy.random.SeedSequence, optional
+        The batch's own seed: its inputs, then its label noise, are drawn from it.
+    X, Y : numpy.ndarray, optional
+        For fixed arrays: the batch's examples themselves (then ``layer``, ``k``, ``distribution`` and ``seed``
+        play no part).
+    origin : str, optional
+        The source's class name, named in a :class:`SourceError`.
+    noise : float, default 0.0
+        Standard deviation of the Gaussian noise added to every label entry of a drawn batch.
+    device : str, optional
+        The torch device on which ``layer`` computes the labels; None: numpy.
+    """
 
     __slots__ = ("X", "Y", "device", "distribution", "k", "layer", "n", "noise", "origin", "seed")
 
@@ -105,7 +222,19 @@ class ExampleBatch:
             setattr(self, name, value)
 
     def examples(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(X, Y)``, checked finite (:func:`checked_examples`)."""
+        """``(X, Y)``, checked finite (:func:`checked_examples`).
+
+        Returns
+        -------
+        X, Y : numpy.ndarray, shape (n, k, d)
+            The fixed arrays' slice, or inputs drawn from ``seed`` and labelled by ``layer`` (plus the
+            noise): the same arrays in whatever process runs it.
+
+        Raises
+        ------
+        SourceError
+            If an entry is not finite.
+        """
         if self.X is not None:
             return checked_examples(np.asarray(self.X), np.asarray(self.Y), self.origin)
         rng = np.random.default_rng(self.seed)
@@ -117,7 +246,18 @@ class ExampleBatch:
 
 def device_name(device: object) -> str | None:
     """``device`` as the name of a torch device torch can see (a ValueError or TypeError naming ``device``
-    otherwise: :func:`learner.arrays.torch_device`), or None for None (numpy)."""
+    otherwise: :func:`learner.arrays.torch_device`), or None for None (numpy).
+
+    Parameters
+    ----------
+    device : str, torch.device or None
+        The device.
+
+    Returns
+    -------
+    str or None
+        Torch's name for it (``"cuda:0"`` stays ``"cuda:0"``, ``"cuda"`` stays ``"cuda"``), or None.
+    """
     if device is None:
         return None
     from .arrays import torch_device
@@ -127,7 +267,22 @@ def device_name(device: object) -> str | None:
 
 def noisy_labels(Y: np.ndarray, noise: float, rng: np.random.Generator) -> np.ndarray:
     """``Y`` plus i.i.d. ``N(0, noise²)`` in every entry, drawn from ``rng`` after the inputs; ``Y`` itself (and
-    nothing drawn) when ``noise`` is 0, so a noiseless oracle's streams are those of the toolkit before noise."""
+    nothing drawn) when ``noise`` is 0, so a noiseless oracle draws its inputs alone from its seeds.
+
+    Parameters
+    ----------
+    Y : numpy.ndarray
+        Exact labels.
+    noise : float
+        The noise's standard deviation (0: none).
+    rng : numpy.random.Generator
+        Where the noise is drawn from.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new array of noisy labels, or ``Y`` itself when ``noise`` is 0.
+    """
     if not noise:
         return Y
     return Y + noise * rng.standard_normal(Y.shape)
@@ -148,9 +303,11 @@ class LayerOracle:
     Parameters
     ----------
     layer : AttentionLayer
+        The planted layer ``F`` that labels the inputs.
     k : int
         Tokens per sequence.
     distribution : {"boolean", "gaussian"}
+        The inputs' entries: uniform on ±1 (default; the paper's setting) or standard normal.
     noise : float
         Standard deviation of the Gaussian noise added to every label entry (default 0: exact labels). The
         noise is drawn from the same seeds as the inputs (after them), so noisy streams are reproducible and
@@ -163,6 +320,17 @@ class LayerOracle:
         examples are the same up to rounding (a few units of 1e-16 relative in the labels). None (default):
         numpy. A device torch cannot see is refused here. ``learn(..., device=...)`` sets it for its run on an
         oracle that has none.
+
+    Attributes
+    ----------
+    n_drawn : int
+        Examples drawn (or consumed from streams) since the last :meth:`reset`.
+
+    See Also
+    --------
+    ArraySource : A fixed set of examples instead.
+    learner.learn : Learns the layer from the oracle's examples.
+    learner.random_layer : A planted layer to draw from.
 
     Examples
     --------
@@ -208,6 +376,17 @@ class LayerOracle:
 
         Nothing is counted as drawn until :meth:`consume`; batches formed and
         not consumed (computed ahead by a worker, then not needed) leave no trace.
+
+        Parameters
+        ----------
+        sizes : iterable of int
+            The batches' sizes, in order (:func:`growing_sizes`, :func:`batch_sizes`).
+
+        Yields
+        ------
+        ExampleBatch
+            Batch ``b`` of the stream, seeded by ``SeedSequence(entropy, spawn_key=key + (STREAM_TAG, s, b))``;
+            the stream number ``s`` is taken when the generator starts.
         """
         stream = self._streams
         self._streams += 1
@@ -219,11 +398,30 @@ class LayerOracle:
                                origin=type(self).__name__, noise=self.noise, device=self.device)
 
     def consume(self, n_samples: int) -> None:
-        """Count ``n_samples`` examples of a stream as drawn."""
+        """Count ``n_samples`` examples of a stream as drawn.
+
+        Parameters
+        ----------
+        n_samples : int
+            The examples of the stream's batches that were used.
+        """
         self.n_drawn += n_samples
 
     def draw(self, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
-        """``n_samples`` fresh examples ``(X, Y)``, each of shape (n_samples, k, d)."""
+        """``n_samples`` fresh examples ``(X, Y)``, each of shape (n_samples, k, d).
+
+        Parameters
+        ----------
+        n_samples : int
+            How many (at least 1).
+
+        Returns
+        -------
+        X : numpy.ndarray, shape (n_samples, k, d)
+            The inputs, drawn from the oracle's sequential stream.
+        Y : numpy.ndarray, shape (n_samples, k, d)
+            Their labels ``F(X)``, plus the noise when ``noise > 0``.
+        """
         n_samples = check_int("n_samples", n_samples)
         X = sample_inputs(n_samples, self.k, self.d, distribution=self.distribution, rng=self._rng)
         self.n_drawn += n_samples
@@ -231,7 +429,43 @@ class LayerOracle:
 
 
 class ArraySource:
-    """A fixed set of labelled examples, handed out in order without replacement."""
+    """A fixed set of labelled examples, handed out in order without replacement.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, k, d)
+        The inputs; finite reals.
+    Y : array_like, shape (n, k, d)
+        Their labels, of ``X``'s shape.
+    distribution : {"boolean", "gaussian"}, optional
+        The distribution the inputs were drawn from, which decides which of the paper's settings the learner
+        checks; ``"boolean"`` also requires every entry of ``X`` to be ±1. None (default): the learner takes
+        "boolean" when every entry is ±1, else "gaussian". Other strings are not checked here.
+
+    Attributes
+    ----------
+    n_drawn : int
+        Examples handed out since the last :meth:`reset`.
+
+    See Also
+    --------
+    LayerOracle : Draws fresh examples from a layer instead.
+    learner.load_examples : Examples saved to a file.
+    learner.learn : Takes a source, or a pair ``(X, Y)`` that becomes one.
+
+    Examples
+    --------
+    >>> from learner import random_layer, sample_inputs
+    >>> X = sample_inputs(6, 2, 4, rng=0)
+    >>> source = ArraySource(X, random_layer(1, 4, check=False, rng=0)(X), distribution="boolean")
+    >>> X1, Y1 = source.draw(4)
+    >>> X1.shape, source.remaining
+    ((4, 2, 4), 2)
+    >>> source.draw(3)
+    Traceback (most recent call last):
+        ...
+    learner.errors.ExamplesExhausted: asked for 3 examples; only 2 of 6 remain. Pass more examples or a LayerOracle.
+    """
 
     def __init__(self, X: ArrayLike, Y: ArrayLike, *, distribution: str | None = None) -> None:
         X = check_inputs(X, boolean=distribution == "boolean")
@@ -245,15 +479,33 @@ class ArraySource:
 
     @property
     def remaining(self) -> int:
+        """Examples not yet handed out."""
         return self.X.shape[0] - self.n_drawn
 
     def reset(self) -> None:
+        """Hand the examples out again from the first."""
         self.n_drawn = 0
 
     def batches(self, sizes: Iterable[int]) -> Iterator[ExampleBatch]:
         """The examples from the current position on, cut into batches of the given sizes (the arrays'
         slices themselves). A batch that does not fit raises :class:`ExamplesExhausted` when it is formed;
-        nothing is handed out until :meth:`consume`."""
+        nothing is handed out until :meth:`consume`.
+
+        Parameters
+        ----------
+        sizes : iterable of int
+            The batches' sizes, in order.
+
+        Yields
+        ------
+        ExampleBatch
+            The next slice of the arrays (views, not copies).
+
+        Raises
+        ------
+        ExamplesExhausted
+            When the next size goes past the last example (raised as that batch is formed).
+        """
         start = self.n_drawn
         for n in sizes:
             if start + n > self.X.shape[0]:
@@ -264,13 +516,41 @@ class ArraySource:
             start += n
 
     def consume(self, n_samples: int) -> None:
-        """Hand out the next ``n_samples`` examples (after :meth:`batches` formed them)."""
+        """Hand out the next ``n_samples`` examples (after :meth:`batches` formed them).
+
+        Parameters
+        ----------
+        n_samples : int
+            The examples of the stream's batches that were used.
+
+        Raises
+        ------
+        ExamplesExhausted
+            If fewer than ``n_samples`` remain.
+        """
         if self.remaining < n_samples:
             raise ExamplesExhausted(f"asked for {n_samples} examples; only {self.remaining} of {self.X.shape[0]} "
                                     "remain.")
         self.n_drawn += n_samples
 
     def draw(self, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+        """The next ``n_samples`` examples ``(X, Y)``.
+
+        Parameters
+        ----------
+        n_samples : int
+            How many (at least 1).
+
+        Returns
+        -------
+        X, Y : numpy.ndarray, shape (n_samples, k, d)
+            Views of the arrays' next rows.
+
+        Raises
+        ------
+        ExamplesExhausted
+            If fewer than ``n_samples`` remain (nothing is handed out then).
+        """
         n_samples = check_int("n_samples", n_samples)
         if self.remaining < n_samples:
             raise ExamplesExhausted(
@@ -283,7 +563,23 @@ class ArraySource:
 
 
 def as_source(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike]) -> LayerOracle | ArraySource:
-    """A LayerOracle/ArraySource as given, or an ArraySource from a pair ``(X, Y)``."""
+    """A LayerOracle/ArraySource as given, or an ArraySource from a pair ``(X, Y)``.
+
+    Parameters
+    ----------
+    source : LayerOracle, ArraySource or tuple
+        A source, or a pair ``(X, Y)`` of arrays.
+
+    Returns
+    -------
+    LayerOracle or ArraySource
+        ``source`` itself, or ``ArraySource(X, Y)`` (no distribution given).
+
+    Raises
+    ------
+    TypeError
+        For anything else (a list ``[X, Y]`` included).
+    """
     if isinstance(source, (LayerOracle, ArraySource)):
         return source
     if isinstance(source, tuple) and len(source) == 2:

@@ -82,6 +82,22 @@ def blas_threads(n: int) -> Iterator[str]:
     environment's setting. Results are bit-reproducible for a given thread setting only (a
     multithreaded LAPACK call may sum in another order), so every run of a sweep, whatever its
     backend, and every worker of a parallel learn, computes with one thread.
+
+    Parameters
+    ----------
+    n : int
+        BLAS threads inside the block (at least 1).
+
+    Yields
+    ------
+    str
+        What was set, in words for a record (``"1 BLAS thread (threadpoolctl)"``), or why nothing was.
+
+    Examples
+    --------
+    >>> with blas_threads(1) as what:
+    ...     print(what)
+    1 BLAS thread (threadpoolctl)
     """
     n = check_int("n", n)
     plural = "" if n == 1 else "s"
@@ -118,7 +134,25 @@ DEFAULT_POOL = "auto"
 
 def pool_size(workers: int | str | None = DEFAULT_POOL) -> int:
     """The number of local processes ``workers`` asks for: ``None`` or ``"auto"`` is :func:`available_cores`;
-    otherwise a positive integer (a named error for anything else)."""
+    otherwise a positive integer (a named error for anything else).
+
+    A WARNING is logged (once per count and core count in a process) when the count exceeds the cores.
+
+    Parameters
+    ----------
+    workers : int, "auto" or None
+        The request.
+
+    Returns
+    -------
+    int
+        The number of processes, at least 1.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For anything but None, ``"auto"`` or a positive integer, naming ``workers``.
+    """
     if workers is None or workers == "auto":
         return available_cores()
     n = check_int("workers", workers)
@@ -131,7 +165,13 @@ def pool_size(workers: int | str | None = DEFAULT_POOL) -> int:
 
 
 def available_cores() -> int:
-    """Cores this process may run on (its CPU affinity where the OS reports it)."""
+    """Cores this process may run on (its CPU affinity where the OS reports it).
+
+    Returns
+    -------
+    int
+        The size of the CPU affinity set; ``os.cpu_count()`` where the OS has none (1 if unknown).
+    """
     with contextlib.suppress(AttributeError):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
@@ -139,7 +179,14 @@ def available_cores() -> int:
 
 @contextlib.contextmanager
 def worker_env() -> Iterator[None]:
-    """Set :data:`WORKER_ENV` while processes are spawned (they inherit it), then restore."""
+    """Set :data:`WORKER_ENV` while processes are spawned (they inherit it), then restore.
+
+    Yields
+    ------
+    None
+        Inside the block the environment holds :data:`WORKER_ENV`; on exit each variable is restored (or
+        removed where it was unset).
+    """
     saved = {key: os.environ.get(key) for key in WORKER_ENV}
     os.environ.update(WORKER_ENV)
     try:
@@ -202,7 +249,14 @@ def interrupt_on_sigterm() -> None:
 def sigint_ignored() -> Iterator[None]:
     """Ignore SIGINT while processes are started: they inherit the disposition, and Python keeps an ignored
     SIGINT ignored, so a Ctrl-C while a worker is still importing cannot print its traceback (the
-    initializer alone comes too late for that). Only the main thread may change signal handlers."""
+    initializer alone comes too late for that). Only the main thread may change signal handlers.
+
+    Yields
+    ------
+    None
+        Inside the block SIGINT is ignored (in the main thread; elsewhere nothing changes); the previous
+        handler is restored on exit.
+    """
     import signal
     import threading
 
@@ -248,7 +302,14 @@ def kill_pool(pool: Any) -> None:
     """End a local pool now: its processes are killed and reaped, pending work cancelled (a worker may be
     minutes into a task). ``_processes`` is the executor's own table (``shutdown`` clears it, so it is read
     first). loky's executor kills its workers itself (``shutdown(kill_workers=True)``); for the standard
-    library's, the processes are killed here (Python >= 3.14 has ``kill_workers()``)."""
+    library's, the processes are killed here (Python >= 3.14 has ``kill_workers()``).
+
+    Parameters
+    ----------
+    pool : concurrent.futures.Executor
+        A loky or standard-library process pool. The call returns once each process is gone, or after about
+        5 seconds in all.
+    """
     procs = list((getattr(pool, "_processes", None) or {}).values())
     from loky import ProcessPoolExecutor as LokyExecutor
 
@@ -279,7 +340,18 @@ def kill_pool(pool: Any) -> None:
 
 
 def dask_client_class() -> Any:
-    """``dask.distributed.Client``, or :class:`MissingExtra` saying how to install it."""
+    """``dask.distributed.Client``, or :class:`MissingExtra` saying how to install it.
+
+    Returns
+    -------
+    type
+        The ``Client`` class.
+
+    Raises
+    ------
+    MissingExtra
+        If the ``distributed`` extra is not installed.
+    """
     try:
         from dask.distributed import Client
     except ImportError as exc:
@@ -290,7 +362,27 @@ def dask_client_class() -> Any:
 
 def connect_client(scheduler: str, name: str = "scheduler") -> Any:
     """A ``dask.distributed.Client`` for the scheduler at address ``scheduler``, or a one-line ConnectionError
-    naming it and ``name`` (the parameter, or the option typed)."""
+    naming it and ``name`` (the parameter, or the option typed).
+
+    Parameters
+    ----------
+    scheduler : str
+        The scheduler's address (``"tcp://host:8786"``).
+    name : str, default "scheduler"
+        The parameter or option that gave it, for the message.
+
+    Returns
+    -------
+    dask.distributed.Client
+        A client connected to it; the caller closes it.
+
+    Raises
+    ------
+    ConnectionError
+        If the scheduler is not reached within :data:`SCHEDULER_CONNECT_TIMEOUT` seconds.
+    MissingExtra
+        If the ``distributed`` extra is not installed.
+    """
     Client = dask_client_class()
     try:
         return Client(scheduler, timeout=SCHEDULER_CONNECT_TIMEOUT)
@@ -302,7 +394,22 @@ def connect_client(scheduler: str, name: str = "scheduler") -> Any:
 
 def check_scheduler(scheduler: str, name: str = "scheduler") -> None:
     """Connect to the Dask scheduler at ``scheduler`` and disconnect: a command calls it before it claims or writes
-    anything, so an unreachable address is one line (:func:`connect_client`'s ConnectionError) and costs nothing."""
+    anything, so an unreachable address is one line (:func:`connect_client`'s ConnectionError) and costs nothing.
+
+    Parameters
+    ----------
+    scheduler : str
+        The scheduler's address.
+    name : str, default "scheduler"
+        The parameter or option that gave it, for the message.
+
+    Raises
+    ------
+    ConnectionError
+        If the scheduler cannot be reached.
+    MissingExtra
+        If the ``distributed`` extra is not installed.
+    """
     connect_client(scheduler, name).close()
 
 
@@ -329,19 +436,36 @@ class _Done:
 class Workers:
     """Where the batches of one learning run are computed.
 
+    Use as a context manager; :meth:`close` waits for nothing that is not
+    needed (batches computed ahead are cancelled) and :meth:`kill` ends local
+    workers at once (leaving the block by Ctrl-C kills them). The pool or the
+    client is made at the first batch, not here.
+
     Parameters
     ----------
-    workers : int or None
+    workers : int, "auto" or None
         Local processes. ``None`` or 1 (without ``scheduler``) computes in this
         process; ``"auto"`` uses :func:`available_cores`.
     scheduler : str or dask.distributed.Client, optional
         A Dask scheduler's address (a client is opened and closed here) or a
         client the caller owns (left open). ``workers`` must then be None.
 
-    Use as a context manager; :meth:`close` waits for nothing that is not
-    needed (batches computed ahead are cancelled) and :meth:`kill` ends local
-    workers at once. ``stats`` counts, per phase label, batches and examples
-    merged, examples computed ahead and discarded, and seconds.
+    Attributes
+    ----------
+    backend : {"serial", "local", "dask"}
+        Where the batches run.
+    workers : int
+        The processes that compute them (a Dask cluster's workers, counted at its first batch).
+    stats : dict
+        Per phase label: ``batches`` and ``examples`` merged, ``examples_ahead`` (computed ahead and
+        discarded), ``seconds`` and ``calls``.
+
+    Examples
+    --------
+    >>> with Workers() as pool:  # serial: this process computes every batch
+    ...     squares = list(pool.ordered("demo", lambda x: x * x, [((x,), 1) for x in range(4)]))
+    >>> squares, pool.backend, pool.stats["demo"]["examples"]
+    ([0, 1, 4, 9], 'serial', 4)
     """
 
     def __init__(self, workers: int | str | None = None, scheduler: Any = None) -> None:
@@ -386,7 +510,13 @@ class Workers:
             self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
 
     def pids(self) -> list[int]:
-        """Process ids of the local pool's workers (empty before the first batch and after close)."""
+        """Process ids of the local pool's workers (empty before the first batch and after close).
+
+        Returns
+        -------
+        list of int
+            The ids, sorted; empty for the serial and Dask backends.
+        """
         return pool_pids(self._pool) if self._pool is not None else []
 
     def close(self) -> None:
@@ -431,6 +561,21 @@ class Workers:
         merge reaches that batch. Stop early by closing the generator
         (``contextlib.closing``): batches in flight are cancelled and counted
         as computed ahead, not as merged.
+
+        Parameters
+        ----------
+        label : str
+            The phase's label, the key of ``stats``.
+        fn : callable
+            The batch's computation; for local and Dask workers it must pickle (a module-level function).
+        tasks : iterable of (tuple, int)
+            ``(args, size)`` per batch, in the merge order; read lazily, at most
+            ``AHEAD_PER_WORKER · workers`` batches ahead of the merge (one on the serial backend).
+
+        Yields
+        ------
+        object
+            ``fn(*args)`` of each batch, in the order of ``tasks``, whatever the order they finish in.
         """
         stats = self.stats.setdefault(label, {"batches": 0, "examples": 0, "examples_ahead": 0, "seconds": 0.0,
                                               "calls": 0})
@@ -497,6 +642,21 @@ def as_workers(workers: Workers | int | str | None) -> Iterator[Workers]:
     ``workers`` is a :class:`Workers` (used as it is and left open: :func:`learner.learn` shares
     one pool across its phases) or what :func:`learner.learn` accepts — an int, ``"auto"`` or
     None — for a pool that lives for this call only (ended on any exit, killed on Ctrl-C).
+
+    Parameters
+    ----------
+    workers : Workers, int, "auto" or None
+        The caller's pool, or the request for one.
+
+    Yields
+    ------
+    Workers
+        The pool to compute on.
+
+    Raises
+    ------
+    TypeError
+        For any other type (``bool`` included).
     """
     if isinstance(workers, Workers):
         yield workers

@@ -23,17 +23,45 @@ class NoBar:
     """The bar used when progress is off: every method does nothing."""
 
     def update(self, n: float = 1) -> None:
-        pass
+        """Do nothing (tqdm's advances the bar by ``n``).
+
+        Parameters
+        ----------
+        n : float, default 1
+            Ignored.
+        """
 
     def set_postfix_str(self, s: str) -> None:
-        pass
+        """Do nothing (tqdm's shows ``s`` after the bar).
+
+        Parameters
+        ----------
+        s : str
+            Ignored.
+        """
 
     def close(self) -> None:
-        pass
+        """Do nothing (tqdm's removes the bar)."""
 
 
 def resolve(progress: bool | None) -> bool:
-    """``True``/``False`` as given; ``None`` means "standard error is a terminal"."""
+    """``True``/``False`` as given; ``None`` means "standard error is a terminal".
+
+    Parameters
+    ----------
+    progress : bool or None
+        The caller's choice.
+
+    Returns
+    -------
+    bool
+        Whether bars are shown.
+
+    Raises
+    ------
+    TypeError
+        For anything but True, False or None (0 and 1 included).
+    """
     if progress is None:
         isatty = getattr(sys.stderr, "isatty", None)
         return bool(isatty and isatty())
@@ -44,7 +72,21 @@ def resolve(progress: bool | None) -> bool:
 
 @contextlib.contextmanager
 def showing(flag: bool) -> Iterator[None]:
-    """Show bars (or not) within the block."""
+    """Show bars (or not) within the block.
+
+    The setting is a context variable: it holds for this thread (or task) inside the block, and the previous one
+    comes back on exit.
+
+    Parameters
+    ----------
+    flag : bool
+        Whether :func:`bar` gives real bars inside the block.
+
+    Yields
+    ------
+    None
+        Nothing; the block runs with the setting.
+    """
     token = _ENABLED.set(bool(flag))
     try:
         yield
@@ -53,7 +95,28 @@ def showing(flag: bool) -> Iterator[None]:
 
 
 def bar(total: float, desc: str, unit: str) -> Any:
-    """A tqdm bar on standard error when progress is on, else a :class:`NoBar`."""
+    """A tqdm bar on standard error when progress is on, else a :class:`NoBar`.
+
+    Parameters
+    ----------
+    total : float
+        The count the bar fills to.
+    desc : str
+        The label before the bar (the phase).
+    unit : str
+        What is counted; ``"ex"`` (examples) also scales large counts (``1.2Mex``).
+
+    Returns
+    -------
+    tqdm.tqdm or NoBar
+        A bar that disappears when closed (``leave=False``), or one that does nothing.
+
+    Examples
+    --------
+    >>> with showing(False):
+    ...     print(type(bar(100, "phase 1", "ex")).__name__)
+    NoBar
+    """
     if not _ENABLED.get():
         return NoBar()
     from tqdm import tqdm

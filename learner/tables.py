@@ -25,14 +25,52 @@ MISSING = "–"
 
 def fmt(value: Any, spec: str = "", *, missing: str = MISSING) -> str:
     """``value`` formatted by ``spec`` (Python's format mini-language: ``".3g"``, ``","``, ``".1f"``), or
-    ``missing`` when it is None."""
+    ``missing`` when it is None.
+
+    Parameters
+    ----------
+    value : object
+        The value; None stands for a missing one.
+    spec : str, default ""
+        The format specification (``""``: ``str``).
+    missing : str, default :data:`MISSING`
+        What a missing value is written as.
+
+    Returns
+    -------
+    str
+        The formatted value.
+
+    Examples
+    --------
+    >>> fmt(0.123456, ".3g"), fmt(1234567, ","), fmt(None, ".3g")
+    ('0.123', '1,234,567', '–')
+    """
     return missing if value is None else format(value, spec)
 
 
 def markdown_table(header: Sequence[Any], rows: Iterable[Sequence[Any]]) -> str:
     """A Markdown table: the ``header`` row, the separator (``|---|`` per column), then one line per row; cells are
     written with ``str`` (format numbers with :func:`fmt` first). A row of another length than the header is a
-    ValueError naming it."""
+    ValueError naming it.
+
+    Parameters
+    ----------
+    header : sequence
+        The column names.
+    rows : iterable of sequence
+        The rows, each with as many cells as ``header``.
+
+    Returns
+    -------
+    str
+        The table's lines joined by newlines (no trailing newline); the module docstring shows one.
+
+    Raises
+    ------
+    ValueError
+        If a row's length differs from the header's.
+    """
     width = len(header)
     lines = ["| " + " | ".join(str(cell) for cell in header) + " |", "|" + "---|" * width]
     for i, row in enumerate(rows):
@@ -50,7 +88,23 @@ REPORT_WIDTH = 119
 def plain(value: Any) -> str:
     """One value in words for a text report: yes/no, an en dash for None, floats to 4 significant digits, integers
     from 10,000 on with thousands separators, a list as its items joined by commas ("none" when empty), a mapping as
-    ``key = value`` pairs; never a Python repr."""
+    ``key = value`` pairs; never a Python repr.
+
+    Parameters
+    ----------
+    value : object
+        The value; lists, tuples and mappings are written item by item, recursively.
+
+    Returns
+    -------
+    str
+        The words.
+
+    Examples
+    --------
+    >>> plain([1.23456, None, True, 12345]), plain({"tol": 0.015, "fixed": False}), plain([])
+    ('1.235, –, yes, 12,345', 'tol = 0.015; fixed = no', 'none')
+    """
     if value is None:
         return MISSING
     if isinstance(value, bool):
@@ -75,7 +129,32 @@ def report_lines(key: str, value: Any, indent: str = "    ", width: int = REPORT
     """The lines of one ``key: value`` of a text report, none wider than ``width``: scalars and short lists on one
     line (wrapped, continuation lines indented), a mapping with nested values as indented lines of its own, and a
     list of mappings as an aligned table (one row per mapping, a column per key) when it fits, else one wrapped line
-    per mapping."""
+    per mapping.
+
+    Parameters
+    ----------
+    key : str
+        The figure's name.
+    value : object
+        Its value, written by :func:`plain` (mappings and lists of mappings as described).
+    indent : str, default four spaces
+        The indentation of the first line; nested lines add four spaces each.
+    width : int, default :data:`REPORT_WIDTH`
+        The widest line.
+
+    Returns
+    -------
+    list of str
+        The lines, without newlines.
+
+    Examples
+    --------
+    >>> print("\\n".join(report_lines("rounds", [{"round": 0, "examples": 10000}, {"round": 1, "examples": 25000}])))
+        rounds:
+            round  examples
+                0    10,000
+                1    25,000
+    """
     if isinstance(value, Mapping) and any(isinstance(v, (Mapping, list, tuple)) for v in value.values()):
         lines = [f"{indent}{key}:"]
         for k, v in value.items():

@@ -64,6 +64,8 @@ __all__ = [
     "to_torch_mha",
     "torch_device", "torch_dtype", "DTYPES"]
 
+#: The parameter dtypes :func:`to_torch` and :func:`to_torch_mha` build modules in (float64 keeps the layer's
+#: parameters bit for bit).
 DTYPES = ("float64", "float32")
 #: Singular values below ``RANK_RTOL · σ_max`` count as zero in :func:`to_torch_mha`'s ranks (ours): far above the
 #: float64 rounding of a product of factors (~1e-16 relative), far below the smallest singular value of a random
@@ -73,7 +75,18 @@ RANK_RTOL = 1e-9
 
 def need_torch(option: str) -> None:
     """Check that torch is installed before a command runs, or raise a ValueError (one line on a command line)
-    that names ``option`` and says how to install the extra."""
+    that names ``option`` and says how to install the extra.
+
+    Parameters
+    ----------
+    option : str
+        The command-line option that needs torch (``--torch-layer``), named at the start of the message.
+
+    Raises
+    ------
+    ValueError
+        If torch is not installed.
+    """
     try:
         require_torch()
     except ImportError as exc:
@@ -81,7 +94,25 @@ def need_torch(option: str) -> None:
 
 
 def torch_dtype(dtype: str) -> Any:
-    """The torch dtype named ``dtype`` (one of :data:`DTYPES`), or a ValueError naming it."""
+    """The torch dtype named ``dtype`` (one of :data:`DTYPES`), or a ValueError naming it.
+
+    Parameters
+    ----------
+    dtype : {"float64", "float32"}
+        The dtype's name.
+
+    Returns
+    -------
+    torch.dtype
+        ``torch.float64`` or ``torch.float32``.
+
+    Raises
+    ------
+    ValueError
+        If ``dtype`` is not one of :data:`DTYPES` (checked before torch is imported).
+    ImportError
+        If torch is not installed.
+    """
     if dtype not in DTYPES:
         raise ValueError(f"`dtype` must be one of {DTYPES}; got dtype={dtype!r}.")
     return getattr(require_torch(), dtype)
@@ -152,7 +183,15 @@ def _module_class():
         ``forward(X)`` takes ``X`` of shape (..., k, d) and returns ``F(X)`` of the same shape;
         ``attention(X)`` returns the patterns, shape (..., m, k, k). ``torch.softmax`` subtracts the
         row maximum (stable). No ``1/√d`` scaling and no mask: the paper's definition, as
-        :class:`~learner.layer.AttentionLayer`.
+        :class:`~learner.layer.AttentionLayer`. Built by :func:`to_torch`; the class itself is defined when
+        ``learner.torch_interop.AttentionModule`` is first used (torch is imported then).
+
+        Parameters
+        ----------
+        thetas : torch.Tensor, shape (m, d, d)
+            The attention matrices ``Θ_i``; they become the parameter ``thetas`` (trainable).
+        ws : torch.Tensor, shape (m, d, d)
+            The projections ``W_i``; they become the parameter ``ws``.
         """
 
         def __init__(self, thetas, ws):
@@ -162,21 +201,53 @@ def _module_class():
 
         @property
         def m(self):
+            """Number of heads."""
             return self.thetas.shape[0]
 
         @property
         def d(self):
+            """Token dimension."""
             return self.thetas.shape[1]
 
         def attention(self, X):
+            """The attention patterns ``softmax(X Θ_i Xᵀ)``, with autograd.
+
+            Parameters
+            ----------
+            X : torch.Tensor, shape (..., k, d)
+                Inputs of the parameters' dtype and device.
+
+            Returns
+            -------
+            torch.Tensor, shape (..., m, k, k)
+                Entry ``[..., i, a, j]``: the weight token ``a`` puts on token ``j`` in head ``i``.
+            """
             logits = torch.einsum("...ac,ice,...be->...iab", X, self.thetas, X)
             return torch.softmax(logits, dim=-1)
 
         def forward(self, X):
-            """``F(X) = Σ_i softmax(X Θ_i Xᵀ) X W_i`` for ``X`` of shape ``(..., k, d)``; the same shape back."""
+            """``F(X) = Σ_i softmax(X Θ_i Xᵀ) X W_i`` for ``X`` of shape ``(..., k, d)``; the same shape back.
+
+            Parameters
+            ----------
+            X : torch.Tensor, shape (..., k, d)
+                Inputs of the parameters' dtype and device.
+
+            Returns
+            -------
+            torch.Tensor, shape (..., k, d)
+                ``F(X)``, differentiable in ``thetas`` and ``ws``.
+            """
             return torch.einsum("...iab,...bc,ice->...ae", self.attention(X), X, self.ws)
 
         def extra_repr(self):
+            """The module's line in its ``repr``: ``m=..., d=..., dtype=...``.
+
+            Returns
+            -------
+            str
+                The heads, the dimension and the parameters' dtype.
+            """
             return f"m={self.m}, d={self.d}, dtype={self.thetas.dtype}"
 
     AttentionModule.__module__ = __name__
@@ -198,6 +269,7 @@ def to_torch(layer: AttentionLayer, *, dtype: str = "float64") -> Any:
     Parameters
     ----------
     layer : AttentionLayer
+        The layer to convert (any m and d).
     dtype : {"float64", "float32"}
         The parameters' dtype; float64 keeps them bit for bit (``from_torch`` gives the layer back exactly).
 
@@ -215,6 +287,27 @@ def to_torch(layer: AttentionLayer, *, dtype: str = "float64") -> Any:
         If ``dtype`` is not one of ``DTYPES``.
     ImportError
         If torch is not installed.
+
+    See Also
+    --------
+    from_torch : The way back, exact from an ``AttentionModule``.
+    to_torch_mha : An ``nn.MultiheadAttention`` instead, for layers of low-rank heads.
+    learner.baselines.fit_torch : Trains such a module by gradient descent.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from learner import random_layer, sample_inputs
+    >>> layer = random_layer(2, 4, check=False, rng=0)
+    >>> module = to_torch(layer)
+    >>> module
+    AttentionModule(m=2, d=4, dtype=torch.float64)
+    >>> X = sample_inputs(3, 2, 4, rng=1)
+    >>> bool(np.allclose(module(torch.from_numpy(X)).detach().numpy(), layer(X)))
+    True
+    >>> bool(np.array_equal(from_torch(module).thetas, layer.thetas))  # float64: bit for bit
+    True
     """
     if not isinstance(layer, AttentionLayer):
         raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
@@ -260,17 +353,59 @@ def to_torch_mha(layer: AttentionLayer, *, dtype: str = "float64", batch_first: 
     Parameters
     ----------
     layer : AttentionLayer
-        ``m`` must divide ``d``.
+        The layer; ``m`` must divide ``d``.
     dtype : {"float64", "float32"}
+        The module's dtype.
     batch_first : bool
         Passed to ``nn.MultiheadAttention`` (the layout of its inputs; the function is the same).
     rank_rtol : float
-        Singular values at most ``rank_rtol · σ_max`` of their matrix count as zero.
+        Singular values at most ``rank_rtol · σ_max`` of their matrix count as zero; in (0, 1), default
+        ``RANK_RTOL`` (1e-9). At the default or below, the module's output is checked against the layer's on random
+        inputs; a larger value drops singular values by design, and nothing is checked.
+
+    Returns
+    -------
+    torch.nn.MultiheadAttention
+        ``nn.MultiheadAttention(d, m, bias=False)`` in evaluation mode, its ``in_proj_weight`` and
+        ``out_proj.weight`` set from the factors.
 
     Raises
     ------
     TorchConversionError
-        If ``m`` does not divide ``d`` or some ``Θ_i`` or ``W_i`` has rank above ``d/m`` (the ranks are named).
+        If ``m`` does not divide ``d`` or some ``Θ_i`` or ``W_i`` has rank above ``d/m`` (the ranks are named),
+        or if the module's output does not match the layer's.
+    TypeError
+        If ``layer`` is not an AttentionLayer, or ``batch_first`` not a bool.
+    ValueError
+        If ``dtype`` or ``rank_rtol`` is out of range.
+    ImportError
+        If torch is not installed.
+
+    See Also
+    --------
+    to_torch : Any layer, as a module of its own (no rank limit).
+    from_torch : The way back.
+    describe_heads : The ranks the conversion needs, of a layer.
+
+    Examples
+    --------
+    A layer read from a torch module has heads of rank at most d/m, so it goes back:
+
+    >>> import numpy as np
+    >>> import torch
+    >>> from learner import random_layer
+    >>> _ = torch.manual_seed(0)
+    >>> layer = from_torch(torch.nn.MultiheadAttention(4, 2, bias=False, dtype=torch.float64))
+    >>> mha = to_torch_mha(layer)
+    >>> mha.num_heads, bool(np.allclose(from_torch(mha).thetas, layer.thetas))
+    (2, True)
+
+    A random layer's heads are of full rank, which torch's heads cannot be:
+
+    >>> to_torch_mha(random_layer(2, 4, check=False, rng=0))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    learner.errors.TorchConversionError: a torch head has rank at most d/m = 2; ... are Θ: [4, 4], W: [4, 4]. ...
     """
     if not isinstance(layer, AttentionLayer):
         raise TypeError(f"`layer` must be an AttentionLayer; got {type(layer).__name__}.")
@@ -405,6 +540,32 @@ def from_torch(mha: Any, *, num_heads: int | None = None, attn_mask: Any = None,
         For ``mha`` of another type and a bad ``num_heads``.
     ImportError
         If torch is not installed.
+
+    See Also
+    --------
+    to_torch : The way back, as an ``AttentionModule``.
+    to_torch_mha : The way back, as an ``nn.MultiheadAttention``.
+    load_torch_layer : The same from a file.
+    describe_heads : What the head count implies for the converted layer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> mha = torch.nn.MultiheadAttention(4, 2, bias=False, dtype=torch.float64)
+    >>> layer = from_torch(mha)
+    >>> layer
+    AttentionLayer(m=2, d=4)
+    >>> X = torch.randn(5, 3, 4, dtype=torch.float64)  # 5 sequences of 3 tokens (batch_first=False: sequence first)
+    >>> with torch.no_grad():
+    ...     out = mha(X, X, X, need_weights=False)[0]
+    >>> bool(np.allclose(out.transpose(0, 1).numpy(), layer(X.transpose(0, 1).numpy())))
+    True
+    >>> from_torch(torch.nn.MultiheadAttention(4, 2))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    learner.errors.TorchConversionError: the paper's layer ... has no counterpart for biases (bias=True); ...
     """
     torch = require_torch()
     if attn_mask is not None or key_padding_mask is not None or is_causal:
@@ -447,7 +608,28 @@ def save_torch_layer(mha: Any, path: PathLike) -> Path:
 
     The module is converted first (:func:`from_torch`, which checks it against its own output), so a
     module the paper's layer cannot express is refused before anything is written; the file is written
-    atomically with ``torch.save`` and loads with ``torch.load(weights_only=True)``. Returns the Path.
+    atomically with ``torch.save`` and loads with ``torch.load(weights_only=True)``.
+
+    Parameters
+    ----------
+    mha : torch.nn.MultiheadAttention
+        The module.
+    path : str or os.PathLike
+        The file (``.pt`` by custom; any name).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path`` as a Path.
+
+    Raises
+    ------
+    TypeError
+        If ``mha`` is not an ``nn.MultiheadAttention``.
+    TorchConversionError
+        If :func:`from_torch` refuses it.
+    ValueError
+        If :func:`~learner.io.write_target` refuses the path.
     """
     from pathlib import Path
 
@@ -493,6 +675,19 @@ def load_torch_layer(path: PathLike, *, num_heads: int | None = None) -> Attenti
     :func:`describe_heads` says what the count implies) nor ``add_zero_attn=True`` (a different
     function too), so prefer :func:`save_torch_layer`.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    num_heads : int, optional
+        The module's heads: required for a bare state dict; for a :func:`save_torch_layer` file, checked against
+        the recorded count when given.
+
+    Returns
+    -------
+    AttentionLayer
+        The layer, as :func:`from_torch` converts the state dict (``num_heads`` heads, ``d = embed_dim``).
+
     Raises
     ------
     FileNotFoundError
@@ -501,6 +696,25 @@ def load_torch_layer(path: PathLike, *, num_heads: int | None = None) -> Attenti
         If the file is not a state dict of a convertible layer.
     ValueError
         For a bare state dict without ``num_heads``, or a ``num_heads`` other than the recorded one.
+
+    See Also
+    --------
+    save_torch_layer : Writes the file this reads best.
+    from_torch : The same from a module in memory.
+    learner.load_layer : The toolkit's own ``.npz`` layer files.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> mha = torch.nn.MultiheadAttention(4, 2, bias=False, dtype=torch.float64)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     saved = load_torch_layer(save_torch_layer(mha, os.path.join(tmp, "mha.pt")))
+    ...     torch.save(mha.state_dict(), os.path.join(tmp, "state.pt"))
+    ...     bare = load_torch_layer(os.path.join(tmp, "state.pt"), num_heads=2)  # a bare state dict: say the heads
+    >>> saved, bool((saved.thetas == bare.thetas).all())
+    (AttentionLayer(m=2, d=4), True)
     """
     import os
 
@@ -531,6 +745,17 @@ def describe_heads(layer: AttentionLayer) -> str:
 
     With ``m`` heads of ``d``, torch's head dimension is ``d/m`` and every ``Θ_i``, ``W_i`` has rank at most
     ``d/m``; a head count other than the module's gives other ranks and another scale ``1/√(d/m)``.
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+        A converted layer.
+
+    Returns
+    -------
+    str
+        ``"m heads of embed_dim d: head dim d//m; ranks of Θ_i [...], of W_i [...] (each at most the head dim)"``,
+        the ranks counted as in :func:`to_torch_mha` (``RANK_RTOL`` = 1e-9).
     """
     dh = layer.d // layer.m
     heads = f"{layer.m} head{'s' if layer.m > 1 else ''}"

@@ -44,6 +44,8 @@ __all__ = [
     "declare",
 ]
 
+#: The input distributions the toolkit draws from: ``"boolean"`` (entries uniform on ±1, the paper's setting) and
+#: ``"gaussian"`` (standard normal entries, the paper's stated extension).
 DISTRIBUTIONS = ("boolean", "gaussian")
 
 #: Exclusive upper bound of every scale a user gives (logit scale, W scale, label noise, sharpness; ours): a
@@ -56,13 +58,32 @@ _SCALE_WHY = " (larger values overflow float64 in the layer's products and their
 
 def Scale(*, allow_zero: bool = False, none: bool = False) -> Real:  # noqa: N802 - a rule, named like the others
     """The :class:`Real` rule of a user's scale: finite, positive (or 0 with ``allow_zero``), below
-    :data:`SCALE_BELOW`."""
+    :data:`SCALE_BELOW`.
+
+    Parameters
+    ----------
+    allow_zero : bool, default False
+        Accept 0 as well (a label noise of zero, say).
+    none : bool, default False
+        Accept None (a default the function chooses).
+
+    Returns
+    -------
+    Real
+        The rule; its message says why the bound is there (float64 overflow).
+    """
     return Real(allow_zero=allow_zero, none=none, below=SCALE_BELOW, why=_SCALE_WHY)
 
 
 def available_memory() -> int | None:
     """Bytes of memory this machine can still give a process (Linux's ``MemAvailable``; elsewhere the free
-    physical pages), or None where neither is known."""
+    physical pages), or None where neither is known.
+
+    Returns
+    -------
+    int or None
+        The available memory in bytes, read at the call; None where the OS says neither.
+    """
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:
@@ -89,7 +110,25 @@ def check_memory(name: str, nbytes: float, what: str, value: object) -> None:
     """ValueError naming ``name`` (a parameter or the option typed) and ``value`` when ``what`` needs about
     ``nbytes`` bytes, more than :func:`available_memory` says there is: checked before the work allocates it,
     instead of a MemoryError, or the kernel ending the process, after it. Nothing is checked where the
-    available memory is unknown."""
+    available memory is unknown.
+
+    Parameters
+    ----------
+    name : str
+        The parameter (``n_samples``) or the option typed (``--n``) that asked for the memory; an option is
+        written ``--n 10`` in the message, a parameter ``n=10``.
+    nbytes : float
+        The bytes the work needs (an estimate).
+    what : str
+        What needs them, in words (``"10,000,000 examples"``), for the message.
+    value : object
+        The value that was given for ``name``, for the message.
+
+    Raises
+    ------
+    ValueError
+        If ``nbytes`` exceeds :func:`available_memory`.
+    """
     free = available_memory()
     if free is not None and nbytes > free:
         raise ValueError(f"`{name}` asks for {what}, about {_size(nbytes)}, more than the {_size(free)} of memory "
@@ -100,7 +139,29 @@ INT64_MAX = 2**63 - 1
 
 
 def check_int(name: str, value: object, *, minimum: int = 1) -> int:
-    """Return ``value`` as an ``int`` if it is an integer ``>= minimum``."""
+    """Return ``value`` as an ``int`` if it is an integer ``>= minimum``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the messages.
+    value : object
+        The value to check: a Python or numpy integer (``bool`` is refused).
+    minimum : int, default 1
+        The smallest value accepted.
+
+    Returns
+    -------
+    int
+        ``value`` as a Python int.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not an integer.
+    ValueError
+        If it is below ``minimum`` or above ``INT64_MAX`` (2**63 − 1).
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"`{name}` must be an integer; got {name}={value!r}.")
     value = int(value)
@@ -112,14 +173,54 @@ def check_int(name: str, value: object, *, minimum: int = 1) -> int:
 
 
 def check_bool(name: str, value: object) -> bool:
-    """Return ``value`` as a ``bool`` if it is one (numpy's included): a string such as "no" is not."""
+    """Return ``value`` as a ``bool`` if it is one (numpy's included): a string such as "no" is not.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the message.
+    value : object
+        The value to check.
+
+    Returns
+    -------
+    bool
+        ``value`` as a Python bool.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a ``bool`` or ``numpy.bool_`` (0 and 1 are not accepted either).
+    """
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"`{name}` must be True or False; got {name}={value!r}.")
     return bool(value)
 
 
 def check_positive_float(name: str, value: object, *, allow_zero: bool = False) -> float:
-    """Return ``value`` as a finite float that is positive (or zero if allowed)."""
+    """Return ``value`` as a finite float that is positive (or zero if allowed).
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the messages.
+    value : object
+        The value to check: a real number (``bool`` is refused).
+    allow_zero : bool, default False
+        Accept 0 as well.
+
+    Returns
+    -------
+    float
+        ``value`` as a Python float.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it is not finite, or not positive (negative with ``allow_zero``).
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {name}={value!r}.")
     value = float(value)
@@ -131,7 +232,29 @@ def check_positive_float(name: str, value: object, *, allow_zero: bool = False) 
 
 
 def check_real_array(name: str, value: ArrayLike, *, ndim: int | Sequence[int] | None = None) -> np.ndarray:
-    """Return ``value`` as a float64 array, rejecting complex, object and non-finite data."""
+    """Return ``value`` as a float64 array, rejecting complex, object and non-finite data.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the messages.
+    value : array_like
+        Real numbers (float, integer or bool dtype).
+    ndim : int or sequence of int, optional
+        The number(s) of dimensions accepted; any when None.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``value`` as float64: ``value`` itself (not a copy) when it already is a float64 array.
+
+    Raises
+    ------
+    TypeError
+        If the data are not real numbers (complex, object, strings).
+    ValueError
+        If it cannot be made an array (ragged lists), has another number of dimensions, or is not finite.
+    """
     try:
         arr = np.asarray(value)
     except Exception as exc:  # ragged nested lists and the like
@@ -161,14 +284,43 @@ class Integer:
     """Declared once, checked everywhere: an integer ``>= minimum`` (a rule of the validation layer).
 
     ``rule.check(name, value)`` is the library's check (``TypeError``/``ValueError`` naming ``name``, as the
-    caller wrote it: ``epochs``); :func:`cli_type` turns the same rule into an argparse type whose error
-    names the option (``--epochs``).
+    caller wrote it: ``epochs``); :func:`~learner.argparsing.cli_type` turns the same rule into an argparse type
+    whose error names the option (``--epochs``).
+
+    Parameters
+    ----------
+    minimum : int or None, default 1
+        The smallest value accepted; None accepts any integer (the range is then the library's to check).
+    none : bool, default False
+        Accept None (it stands for a default the function chooses).
     """
 
     minimum: int | None = 1
     none: bool = False  # None is accepted (it stands for a default the function chooses)
 
     def check(self, name: str, value: object) -> int | None:
+        """The library's check of ``value``: an integer of at least ``minimum`` (see :func:`check_int`).
+
+        Parameters
+        ----------
+        name : str
+            The parameter's name as the caller wrote it (``lr`` in Python, ``--adam-lr`` on the command line),
+            named in the error message.
+        value : object
+            The value given.
+
+        Returns
+        -------
+        int or None
+            ``value`` as a Python int; None when it is None and ``none`` allows it.
+
+        Raises
+        ------
+        TypeError
+            If ``value`` is not an integer.
+        ValueError
+            If it is out of range.
+        """
         if value is None and self.none:
             return None
         if self.minimum is None:  # any integer: the range is the library's to check
@@ -178,13 +330,44 @@ class Integer:
         return check_int(name, value, minimum=self.minimum)
 
     def parse(self, text: str) -> int:
+        """The command line's reading of ``text``, before :meth:`check`: Python's ``int``.
+
+        Parameters
+        ----------
+        text : str
+            The option's text as typed.
+
+        Returns
+        -------
+        int
+            The integer written.
+
+        Raises
+        ------
+        ValueError
+            If ``text`` is not an integer literal.
+        """
         return int(text)
 
 
 @dataclass(frozen=True)
 class Real:
     """A finite real number, ``> 0`` (or ``>= 0`` with ``allow_zero``; any sign with ``sign=False``): a rule of
-    the validation layer."""
+    the validation layer.
+
+    Parameters
+    ----------
+    allow_zero : bool, default False
+        Accept 0 as well.
+    sign : bool, default True
+        Require a positive (or, with ``allow_zero``, non-negative) value; False accepts any finite number.
+    none : bool, default False
+        Accept None (a default the function chooses).
+    below : float, optional
+        An exclusive upper bound (a fraction or a tolerance: below 1; a scale: :data:`SCALE_BELOW`).
+    why : str, default ""
+        What the bound protects, said in the message (``" (larger values overflow ...)"``).
+    """
 
     allow_zero: bool = False
     sign: bool = True
@@ -193,6 +376,28 @@ class Real:
     why: str = ""  # what the bound protects, said in the message
 
     def check(self, name: str, value: object) -> float | None:
+        """The library's check of ``value``: finite, of the rule's sign, below ``below`` when set.
+
+        Parameters
+        ----------
+        name : str
+            The parameter's name as the caller wrote it (``lr`` in Python, ``--adam-lr`` on the command line),
+            named in the error message.
+        value : object
+            The value given (``bool`` is refused).
+
+        Returns
+        -------
+        float or None
+            ``value`` as a Python float; None when it is None and ``none`` allows it.
+
+        Raises
+        ------
+        TypeError
+            If ``value`` is not a real number.
+        ValueError
+            If it is not finite, of the wrong sign, or not below ``below``.
+        """
         if value is None and self.none:
             return None
         if not self.sign:
@@ -208,6 +413,23 @@ class Real:
         return value
 
     def parse(self, text: str) -> float:
+        """The command line's reading of ``text``, before :meth:`check`: Python's ``float``.
+
+        Parameters
+        ----------
+        text : str
+            The option's text as typed.
+
+        Returns
+        -------
+        float
+            The number written (``inf`` and ``nan`` too: :meth:`check` refuses them).
+
+        Raises
+        ------
+        ValueError
+            If ``text`` is not a number.
+        """
         return float(text)
 
 
@@ -219,11 +441,39 @@ SEED_MAX_DIGITS = 4300
 @dataclass(frozen=True)
 class Seed:
     """A seed: a non-negative integer of any size (``SeedSequence`` entropy), or None for fresh entropy when
-    ``none``: a rule of the validation layer. On the command line, at most :data:`SEED_MAX_DIGITS` digits."""
+    ``none``: a rule of the validation layer. On the command line, at most :data:`SEED_MAX_DIGITS` digits.
+
+    Parameters
+    ----------
+    none : bool, default False
+        Accept None (fresh entropy from the OS).
+    """
 
     none: bool = False
 
     def check(self, name: str, value: object) -> int | None:
+        """The library's check of ``value``: a non-negative integer.
+
+        Parameters
+        ----------
+        name : str
+            The parameter's name as the caller wrote it (``lr`` in Python, ``--adam-lr`` on the command line),
+            named in the error message.
+        value : object
+            The value given (``bool`` is refused).
+
+        Returns
+        -------
+        int or None
+            ``value`` as a Python int; None when it is None and ``none`` allows it.
+
+        Raises
+        ------
+        TypeError
+            If ``value`` is not an integer.
+        ValueError
+            If it is negative.
+        """
         if value is None and self.none:
             return None
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
@@ -233,6 +483,24 @@ class Seed:
         return int(value)
 
     def parse(self, text: str) -> int:
+        """The command line's reading of ``text``, before :meth:`check`: plain decimal digits.
+
+        Parameters
+        ----------
+        text : str
+            The option's text as typed.
+
+        Returns
+        -------
+        int
+            The seed written.
+
+        Raises
+        ------
+        ValueError
+            If ``text`` is not plain decimal digits (``1_000``, ``+3`` and ``-1`` are refused), or has more
+            than :data:`SEED_MAX_DIGITS` of them (the message then says ``at most ... digits``).
+        """
         digits = str(text).strip()
         if len(digits) > SEED_MAX_DIGITS and digits.isdigit():
             raise ValueError(f"at most {SEED_MAX_DIGITS} digits")
@@ -247,25 +515,95 @@ class Boolean:
     """True or False (numpy's included; a string such as ``"no"`` is not): a rule of the validation layer."""
 
     def check(self, name: str, value: object) -> bool:
+        """The library's check of ``value``: :func:`check_bool`.
+
+        Parameters
+        ----------
+        name : str
+            The parameter's name as the caller wrote it (``lr`` in Python, ``--adam-lr`` on the command line),
+            named in the error message.
+        value : object
+            The value given.
+
+        Returns
+        -------
+        bool
+            ``value`` as a Python bool.
+
+        Raises
+        ------
+        TypeError
+            If ``value`` is not a bool.
+        """
         return check_bool(name, value)
 
     def parse(self, text: str) -> NoReturn:  # command lines spell a flag as its presence (store_true), never as a value
+        """Refuse every text: a command line spells a flag by its presence (``store_true``), never as a value.
+
+        Parameters
+        ----------
+        text : str
+            The text typed.
+
+        Raises
+        ------
+        ValueError
+            Always.
+        """
         raise ValueError(text)
 
 
 @dataclass(frozen=True)
 class Choice:
     """One of ``values`` (strings): a rule of the validation layer. On the command line, argparse's
-    ``choices`` says the same (:func:`declare_options` sets them)."""
+    ``choices`` says the same (:func:`~learner.argparsing.declare_options` sets them).
+
+    Parameters
+    ----------
+    values : tuple of str
+        The accepted strings.
+    """
 
     values: tuple
 
     def check(self, name: str, value: object) -> str:
+        """The library's check of ``value``: one of ``values``.
+
+        Parameters
+        ----------
+        name : str
+            The parameter's name as the caller wrote it (``lr`` in Python, ``--adam-lr`` on the command line),
+            named in the error message.
+        value : object
+            The value given.
+
+        Returns
+        -------
+        str
+            ``value``, unchanged.
+
+        Raises
+        ------
+        ValueError
+            If ``value`` is not one of ``values`` (a non-string included).
+        """
         if not isinstance(value, str) or value not in self.values:
             raise ValueError(f"`{name}` must be one of {self.values}; got {name}={value!r}.")
         return value
 
     def parse(self, text: str) -> str:
+        """The command line's reading of ``text``: unchanged (argparse's ``choices`` checks it).
+
+        Parameters
+        ----------
+        text : str
+            The option's text as typed.
+
+        Returns
+        -------
+        str
+            ``text``.
+        """
         return text
 
 
@@ -273,7 +611,19 @@ class Choice:
 class Each:
     """A non-empty list whose every entry follows ``rule`` (distinct entries when ``distinct``); a single value
     is taken as itself when ``scalar``: a rule of the validation layer. On the command line the option takes
-    several values (``nargs``), each parsed by ``rule``, and the whole list is checked after parsing."""
+    several values (``nargs``), each parsed by ``rule``, and the whole list is checked after parsing.
+
+    Parameters
+    ----------
+    rule : Integer, Real, Seed, Boolean, Choice or OrWord
+        The rule every entry follows.
+    distinct : bool, default True
+        Refuse a list with repeated entries.
+    scalar : bool, default False
+        Accept a single number or string, checked by ``rule`` and returned as itself (not as a list).
+    none : bool, default False
+        Accept None (a default the function chooses).
+    """
 
     rule: Rule
     distinct: bool = True
@@ -281,6 +631,29 @@ class Each:
     none: bool = False
 
     def check(self, name: str, value: object) -> Any:
+        """The library's check of ``value``: a non-empty iterable whose entries pass ``rule``.
+
+        Parameters
+        ----------
+        name : str
+            The parameter's name as the caller wrote it (``lr`` in Python, ``--adam-lr`` on the command line),
+            named in the error message.
+        value : object
+            The value given: an iterable (not a string, bytes or dict), or one value with ``scalar``.
+
+        Returns
+        -------
+        list or object or None
+            The entries as ``rule`` returns them, in a list; a single value as ``rule`` returns it (with
+            ``scalar``); None when ``value`` is None and ``none`` allows it.
+
+        Raises
+        ------
+        TypeError
+            If ``value`` is not a list of values, or an entry has the wrong type.
+        ValueError
+            If the list is empty, an entry is out of range, or entries repeat with ``distinct``.
+        """
         if value is None and self.none:
             return None
         if self.scalar and isinstance(value, (numbers.Number, str)):
@@ -295,17 +668,62 @@ class Each:
         return values
 
     def parse(self, text: str) -> Any:
+        """The command line's reading of one entry: ``rule``'s ``parse``.
+
+        Parameters
+        ----------
+        text : str
+            One of the option's values as typed.
+
+        Returns
+        -------
+        object
+            The entry as ``rule`` reads it.
+
+        Raises
+        ------
+        ValueError
+            If ``rule`` cannot read it.
+        """
         return self.rule.parse(text)
 
 
 @dataclass(frozen=True)
 class OrWord:
-    """The word ``word`` (``"auto"``) or a value of ``rule``: a rule of the validation layer."""
+    """The word ``word`` (``"auto"``) or a value of ``rule``: a rule of the validation layer.
+
+    Parameters
+    ----------
+    word : str
+        The word accepted as itself (``"auto"``).
+    rule : Integer, Real, Seed, Boolean, Choice or Each
+        The rule of every other value.
+    """
 
     word: str
     rule: Rule
 
     def check(self, name: str, value: object) -> Any:
+        """The library's check of ``value``: ``word`` itself, or a value ``rule`` accepts.
+
+        Parameters
+        ----------
+        name : str
+            The parameter's name as the caller wrote it (``lr`` in Python, ``--adam-lr`` on the command line),
+            named in the error message.
+        value : object
+            The value given.
+
+        Returns
+        -------
+        object
+            ``word``, or ``value`` as ``rule`` returns it.
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``rule``'s error, its message saying that ``word`` is accepted too.
+        """
         if isinstance(value, str) and value == self.word:
             return value
         try:
@@ -315,6 +733,23 @@ class OrWord:
             raise type(exc)(f"{head} (or the word {self.word!r}){sep}{tail}") from None
 
     def parse(self, text: str) -> Any:
+        """The command line's reading of ``text``: ``word`` as itself, anything else by ``rule``.
+
+        Parameters
+        ----------
+        text : str
+            The option's text as typed.
+
+        Returns
+        -------
+        object
+            ``word``, or what ``rule`` reads.
+
+        Raises
+        ------
+        ValueError
+            If ``rule`` cannot read it.
+        """
         return text if text == self.word else self.rule.parse(text)
 
 
@@ -330,7 +765,32 @@ def declare(**rules: Rule) -> Callable[[_F], _F]:
 
     ``@declare(m=Integer(1), lr=Real())`` binds each call's arguments to the signature and passes every
     declared one that was given through its rule (so ``m=np.int64(2)`` arrives as ``2``); defaults are not
-    checked. The rules stay on the function as ``func.rules`` for :func:`declare_options` and the tests.
+    checked. The rules stay on the function as ``func.rules`` for :func:`~learner.argparsing.declare_options` and
+    the tests.
+
+    Parameters
+    ----------
+    **rules : Integer, Real, Seed, Boolean, Choice, Each or OrWord
+        One rule per parameter name of the decorated function.
+
+    Returns
+    -------
+    callable
+        The decorator. It raises ``TypeError`` at once when a rule names no parameter of the function; the
+        function it returns checks its arguments at each call and carries ``rules`` (the function's own merged
+        with these).
+
+    Examples
+    --------
+    >>> @declare(n=Integer())
+    ... def twice(n):
+    ...     return 2 * n
+    >>> twice(3)
+    6
+    >>> twice(0)
+    Traceback (most recent call last):
+        ...
+    ValueError: `n` must be at least 1; got n=0.
     """
     import functools
     import inspect
@@ -360,6 +820,25 @@ def check_rng(rng: SeedLike, name: str = "rng") -> np.random.Generator:
 
     Accepted: None (fresh entropy), a non-negative integer, a ``SeedSequence``, a
     ``BitGenerator`` or a ``Generator`` (returned as is), as SPEC 7 describes.
+
+    Parameters
+    ----------
+    rng : None, int, SeedSequence, BitGenerator or Generator
+        The seed.
+    name : str, default "rng"
+        The parameter's name, for the messages.
+
+    Returns
+    -------
+    numpy.random.Generator
+        ``rng`` itself when it is a Generator, else a new one seeded from it.
+
+    Raises
+    ------
+    TypeError
+        If ``rng`` is of another type (``bool`` included).
+    ValueError
+        If it is a negative integer.
     """
     if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator, np.random.Generator)):
         return np.random.default_rng(rng)
