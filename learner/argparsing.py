@@ -385,11 +385,13 @@ class CommandParser(argparse.ArgumentParser):
         return namespace, extras
 
 
-def command_parser(**kwargs: Any) -> CommandParser:
-    """A :class:`CommandParser`.
+def command_parser(*, version: bool = True, **kwargs: Any) -> CommandParser:
+    """A :class:`CommandParser`, with ``--version`` (the toolkit's version) unless ``version`` is False.
 
     Parameters
     ----------
+    version : bool, default True
+        Add ``--version``, which prints the program's name and ``learner.__version__`` and exits 0.
     **kwargs : object
         ``argparse.ArgumentParser``'s keyword arguments (``prog``, ``description``, ...).
 
@@ -402,10 +404,16 @@ def command_parser(**kwargs: Any) -> CommandParser:
     --------
     >>> parser = command_parser(prog="demo")
     >>> _ = parser.add_argument("--n", type=int)
-    >>> parser.parse_args(["--n", "3"]).n, len(parser.options)
-    (3, 2)
+    >>> parser.parse_args(["--n", "3"]).n, [a.dest for a in parser.options]
+    (3, ['help', 'version', 'n'])
     """
-    return CommandParser(**kwargs)
+    parser = CommandParser(**kwargs)
+    if version:
+        from ._version import __version__
+
+        parser.add_argument("--version", action="version", version=f"%(prog)s (provable-attention {__version__})",
+                            help="print the toolkit's version and exit")
+    return parser
 
 
 def _kind(rule):

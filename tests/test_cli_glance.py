@@ -59,3 +59,15 @@ def test_a_wrong_line_is_caught():
         parse("learner", ["learn", "--heads", "2"])
     with pytest.raises(AssertionError, match="does not parse"):
         parse("learner", ["learn", "--m", "two"])
+
+
+@pytest.mark.parametrize("package", ["learner", "theory", "lowerbounds"])
+def test_version_on_every_command(package, capsys):
+    """`--version` prints the program and the toolkit's version (learner.__version__, from pyproject.toml)."""
+    import learner
+
+    parser = importlib.import_module(f"{package}.cli").build_parser()
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"python -m {package} (provable-attention {learner.__version__})"

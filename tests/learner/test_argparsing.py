@@ -31,7 +31,7 @@ def test_every_option_of_the_three_command_lines_is_kept(package):
 
 
 def test_control_groups_and_exclusive_groups_are_kept_and_a_side_door_is_seen():
-    parser = command_parser(prog="toy")
+    parser = command_parser(prog="toy", version=False)
     parser.add_argument("--a", type=int)
     parser.add_argument_group("budgets").add_argument("--b", type=float)
     parser.add_mutually_exclusive_group().add_argument("--c", type=int)
