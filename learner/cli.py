@@ -298,7 +298,11 @@ def _execution_sentence(ex):
     threads = ex.get("blas_threads")
     threads = (f"{threads['alone']} here alone, {threads['while_workers_stream']} while workers stream; phase 6's "
                f"products on {threads.get('phase6_products', 1)} thread(s)" if isinstance(threads, dict) else threads)
-    return "\n".join(textwrap.wrap(f"batches: {ex.get('backend')} with {ex.get('workers')} worker(s); examples/s: "
+    where = f"{ex.get('backend')} with {ex.get('workers')} worker(s)"
+    if ex.get("backend") == "local" and ex.get("pool_started") is False:
+        where = (f"this process (the run merged fewer than {ex.get('pool_from', 0):,} examples, below which its pool "
+                 f"of {ex.get('workers')} worker(s) is not started)")
+    return "\n".join(textwrap.wrap(f"batches: {where}; examples/s: "
                                    f"{rates}; BLAS threads: {threads}", width=REPORT_WIDTH, subsequent_indent="    "))
 
 

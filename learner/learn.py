@@ -25,7 +25,7 @@ from .hints import SeedLike
 from .layer import AttentionLayer
 from .metrics import truth_errors
 from .oracle import LayerOracle, as_source, device_name, name_source
-from .parallel import Workers, blas_threads
+from .parallel import POOL_FROM_EXAMPLES, Workers, blas_threads
 from .phases import (
     NOISE_MIN,
     HullUndetermined,
@@ -220,7 +220,7 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
     ('setting', 0, ['cube_configurations'])
     """
     device = device_name(device)  # before the pool and the first example
-    pool = Workers(workers, scheduler)
+    pool = Workers(workers, scheduler, pool_from=POOL_FROM_EXAMPLES)
     with _bars.showing(_bars.resolve(progress)), pool, _labels_on(source, device):
         try:
             return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool, blas=blas_threads,

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 #: The worker counts already warned about in this process (a run asks for its pool more than once).
 _WARNED: set[tuple[int, int]] = set()
 
-__all__ = ["DEFAULT_POOL", "SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "as_workers",
+__all__ = ["DEFAULT_POOL", "POOL_FROM_EXAMPLES", "SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "as_workers",
            "available_cores", "pool_size",
            "blas_threads", "check_scheduler", "connect_client", "dask_client_class", "interrupt_on_sigterm",
            "kill_pool", "sigint_ignored",
@@ -47,6 +47,13 @@ SCHEDULER_CONNECT_TIMEOUT = 10.0
 WORKER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 #: Batches in flight per worker: two keeps every worker busy while the parent merges (ours).
 AHEAD_PER_WORKER = 2
+#: The examples :func:`learner.learn` computes in its own process before it starts a local pool (ours): starting the
+#: pool and shipping batches costs more than it saves on a small run. Measured on a 2-core machine against one process
+#: and against thresholds of 0 and 200,000 (``docs/sweeps/pool-threshold/``; the table is in the guide's page on
+#: parallel runs): a pool from the first batch cost about 1 s at 89,000 and 139,000 examples, and 400,000 was the
+#: fastest of the settings at 369,000 and 609,000. Below this many examples a run never starts its pool; above it,
+#: the pool takes over from the next batch. The result does not depend on where a batch is computed.
+POOL_FROM_EXAMPLES = 400_000
 
 
 def _openblas_thread_calls():
@@ -449,6 +456,9 @@ class Workers:
     scheduler : str or dask.distributed.Client, optional
         A Dask scheduler's address (a client is opened and closed here) or a
         client the caller owns (left open). ``workers`` must then be None.
+    pool_from : int, default 0
+        Examples this process computes itself before a local pool starts (:data:`POOL_FROM_EXAMPLES` is
+        :func:`learner.learn`'s); 0 starts the pool at the first batch. Ignored by the other backends.
 
     Attributes
     ----------
@@ -459,6 +469,10 @@ class Workers:
     stats : dict
         Per phase label: ``batches`` and ``examples`` merged, ``examples_ahead`` (computed ahead and
         discarded), ``seconds`` and ``calls``.
+    merged : int
+        Examples merged so far, over every phase label.
+    pool_started : bool
+        Whether the local pool has started (a local backend under ``pool_from`` examples never starts it).
 
     Examples
     --------
@@ -468,7 +482,7 @@ class Workers:
     ([0, 1, 4, 9], 'serial', 4)
     """
 
-    def __init__(self, workers: int | str | None = None, scheduler: Any = None) -> None:
+    def __init__(self, workers: int | str | None = None, scheduler: Any = None, pool_from: int = 0) -> None:
         if workers is not None:
             workers = pool_size(workers)
         if scheduler is not None and workers is not None:
@@ -483,6 +497,11 @@ class Workers:
         self.scheduler = scheduler
         self.backend = "dask" if scheduler is not None else "local" if (workers or 1) > 1 else "serial"
         self.workers = workers or 1
+        if isinstance(pool_from, bool) or not isinstance(pool_from, int) or pool_from < 0:
+            raise ValueError(f"`pool_from` must be a count of examples, at least 0; got pool_from={pool_from!r}.")
+        self.pool_from = pool_from
+        self.merged = 0  # examples merged so far, over every phase
+        self.pool_started = False
         self._pool = self._client = None
         self._own_client = False
         self.stats: dict[str, dict[str, Any]] = {}
@@ -499,9 +518,15 @@ class Workers:
             self.close()
         return False
 
+    def _in_process(self):
+        """Whether the next batch is computed here: a local backend whose pool has not started, below
+        ``pool_from`` merged examples."""
+        return self.backend == "local" and self._pool is None and self.merged < self.pool_from
+
     def _ensure(self):
         if self.backend == "local" and self._pool is None:
             self._pool = local_pool(self.workers)
+            self.pool_started = True
         elif self.backend == "dask" and self._client is None:
             if isinstance(self.scheduler, str):
                 self._client, self._own_client = connect_client(self.scheduler), True
@@ -547,7 +572,8 @@ class Workers:
             rate = s["examples"] / s["seconds"] if s["seconds"] > 0 else None
             phases[label] = dict(s, examples_per_second=rate,
                                  examples_per_second_per_worker=None if rate is None else rate / self.workers)
-        return {"backend": self.backend, "workers": self.workers, "phases": phases}
+        return {"backend": self.backend, "workers": self.workers, "phases": phases, "pool_from": self.pool_from,
+                "pool_started": self.pool_started}
 
     # -- the ordered map -------------------------------------------------------------------------
 
@@ -582,12 +608,14 @@ class Workers:
         stats["calls"] += 1
         t0 = time.perf_counter()
         tasks = iter(tasks)
-        self._ensure()
-        window = 1 if self.backend == "serial" else AHEAD_PER_WORKER * self.workers
         inflight: list[tuple[Any, int]] = []  # (future-like, size)
         finished = False
         try:
             while True:
+                here = self.backend == "serial" or self._in_process()
+                if not here:
+                    self._ensure()
+                window = 1 if here else AHEAD_PER_WORKER * self.workers
                 while not finished and len(inflight) < window:
                     try:
                         args, size = next(tasks)
@@ -598,13 +626,14 @@ class Workers:
                         inflight.append((_Exhausted(exc), 0))
                         finished = True
                         break
-                    inflight.append((self._submit(fn, args), size))
+                    inflight.append((_Done(fn(*args)) if here else self._submit(fn, args), size))
                 if not inflight:
                     return
                 fut, size = inflight.pop(0)
                 value = self._result(fut)
                 stats["batches"] += 1
                 stats["examples"] += size
+                self.merged += size
                 yield value
         finally:
             for fut, size in inflight:

@@ -145,3 +145,16 @@ def pytest_runtest_call(item):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture(autouse=True)
+def _pool_from_the_first_batch(monkeypatch):
+    """``learn`` computes a run's first ``POOL_FROM_EXAMPLES`` examples in its own process and starts its local pool
+    only after them (small runs never start it). The tests' runs are small: here the pool starts at the first
+    batch, as in a large run, so that the tests of workers test workers. The rule itself is tested with the
+    threshold set explicitly (``tests/learner/test_parallel.py::TestPoolFrom``)."""
+    import sys
+
+    import learner  # noqa: F401  (learner.learn, the module, is in sys.modules from here on)
+
+    monkeypatch.setattr(sys.modules["learner.learn"], "POOL_FROM_EXAMPLES", 0)

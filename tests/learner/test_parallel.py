@@ -403,8 +403,12 @@ class TestShutdown:
         phase 1 has begun (its log line, -v): the workers have batches to compute when Ctrl-C comes."""
         import threading
 
-        argv = [sys.executable, "-m", "learner", "-v", "learn", "--m", "4", "--d", "12", "--k", "2",
-                "--logit-scale", "1", "--workers", "2", "--no-progress"]
+        # the command line as `python -m learner`, its pool started at the first batch (this run is smaller than
+        # learner.parallel.POOL_FROM_EXAMPLES, below which the pool would not start at all)
+        argv = [sys.executable, "-c", "import sys, learner; sys.modules['learner.learn'].POOL_FROM_EXAMPLES = 0; "
+                "from learner.cli import main; sys.exit(main(sys.argv[1:]))",
+                "-v", "learn", "--m", "4", "--d", "12", "--k", "2", "--logit-scale", "1", "--workers", "2",
+                "--no-progress"]
         env = os.environ | {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         # Ctrl-C's disposition as a terminal's shell gives it: a test run started in the background by a
         # non-interactive shell (`... &`) ignores SIGINT, and the child would inherit that.
@@ -590,3 +594,63 @@ class TestOversubscription:
             assert parallel.pool_size(64) == 64 and parallel.pool_size(64) == 64
         [record] = caplog.records
         assert record.getMessage().startswith("64 workers on 2 core(s)") and "give at most 2" in record.getMessage()
+
+
+def _pid_of(x):
+    return os.getpid(), x
+
+
+class TestPoolFrom:
+    """A local pool starts only after ``pool_from`` merged examples (learn's POOL_FROM_EXAMPLES): below it the
+    batches are computed in this process, above it on the pool, and the results are the same."""
+
+    def test_batches_below_the_threshold_run_here_and_the_rest_on_the_pool(self):
+        # sizes 4: batches 0 and 1 are formed after 0 and 4 merged examples (< 8): here; batch 2, after exactly 8,
+        # and the rest: the pool
+        with Workers(2, pool_from=8) as pool:
+            out = list(pool.ordered("demo", _pid_of, [((i,), 4) for i in range(8)]))
+            assert pool.pool_started and len(pool.pids()) == 2
+        assert [x for _, x in out] == list(range(8))
+        here = [pid == os.getpid() for pid, _ in out]
+        assert here[:2] == [True] * 2 and not any(here[2:]), here
+        assert pool.merged == 32 and pool.info["pool_started"] is True and pool.info["pool_from"] == 8
+
+    def test_a_small_run_never_starts_the_pool(self):
+        with Workers(2, pool_from=100) as pool:
+            out = list(pool.ordered("demo", _pid_of, [((i,), 4) for i in range(5)]))
+            assert pool.pids() == []
+        assert all(pid == os.getpid() for pid, _ in out) and not pool.pool_started
+
+    def test_zero_starts_the_pool_at_the_first_batch(self):
+        with Workers(2) as pool:
+            out = list(pool.ordered("demo", _pid_of, [((i,), 4) for i in range(4)]))
+        assert not any(pid == os.getpid() for pid, _ in out) and pool.pool_started
+
+    @pytest.mark.parametrize("bad", [-1, 1.5, True, "10", None])
+    def test_pool_from_must_be_a_count(self, bad):
+        with pytest.raises(ValueError, match="pool_from"):
+            Workers(2, pool_from=bad)
+
+    def test_learn_with_the_default_threshold(self, monkeypatch):
+        """The default threshold (the conftest starts pools at once for the other tests): a run of this size
+        stays in this process, with the result of one process; with the threshold at 0 it starts its pool."""
+        monkeypatch.setattr(sys.modules["learner.learn"], "POOL_FROM_EXAMPLES", parallel.POOL_FROM_EXAMPLES)
+        truth = _truth()
+        cfg = LearnConfig(n_crude=40_000, n_refine=40_000, batch=20_000, outer_rounds=1)
+        small = learn(LayerOracle(truth, 2, rng=1), m=2, config=cfg, rng=2, workers=2)
+        alone = learn(LayerOracle(truth, 2, rng=1), m=2, config=cfg, rng=2, workers=1)
+        assert small.examples_drawn < parallel.POOL_FROM_EXAMPLES
+        assert small.execution["backend"] == "local" and small.execution["pool_started"] is False
+        assert np.array_equal(small.layer.thetas, alone.layer.thetas) and small.examples_drawn == alone.examples_drawn
+        monkeypatch.setattr(sys.modules["learner.learn"], "POOL_FROM_EXAMPLES", 0)
+        pooled = learn(LayerOracle(truth, 2, rng=1), m=2, config=cfg, rng=2, workers=2)
+        assert pooled.execution["pool_started"] is True
+        assert np.array_equal(pooled.layer.thetas, alone.layer.thetas)
+
+    def test_the_report_says_where_the_batches_ran(self):
+        from learner.cli import _execution_sentence
+
+        here = _execution_sentence({"backend": "local", "workers": 2, "pool_from": 400_000, "pool_started": False})
+        assert here.startswith("batches: this process (the run merged fewer than 400,000 examples, below which")
+        pooled = _execution_sentence({"backend": "local", "workers": 2, "pool_from": 400_000, "pool_started": True})
+        assert pooled.startswith("batches: local with 2 worker(s);")
