@@ -6,6 +6,7 @@ The build works offline: the intersphinx inventories are written at build time f
 """
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ sys.path.insert(0, str(HERE / "_ext"))
 sys.path.insert(0, str(HERE.parent))
 
 import apicheck  # noqa: E402  (docs/_ext, on the path above)
+import figures  # noqa: E402
 
 from learner import __version__  # noqa: E402
 
@@ -43,8 +45,9 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "sweeps", "mutation", "examples/README.rst", "**/README.md", "auto_examples/*.ipynb",
-                    "auto_examples/*.py", "auto_examples/*.zip", "auto_examples/*.md5", "auto_examples/*.json"]
+exclude_patterns = ["_build", "sweeps", "mutation", "results/tables", "examples/README.rst", "**/README.md",
+                    "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip", "auto_examples/*.md5",
+                    "auto_examples/*.json"]
 templates_path = ["_templates"]
 html_static_path = ["_static"]
 html_theme = "pydata_sphinx_theme"
@@ -63,7 +66,9 @@ html_sidebars = {page: [] for page in ("index", "install", "getting-started", "c
 copybutton_prompt_text = r"\$ |>>> |\.\.\. "  # the copy button copies commands and code, not prompts
 copybutton_prompt_is_regexp = True
 
-myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist", "substitution"]
+# figures the prose quotes, read from their records (docs/_ext/figures.py): {{ main_examples }}, {{ main_seconds }}
+myst_substitutions = figures.substitutions(HERE / "sweeps")
 myst_heading_anchors = 3
 
 autosummary_generate = True
@@ -76,6 +81,8 @@ numpydoc_class_members_toctree = False
 # or Yields; a failure is a warning, so the strict build fails (docs/_ext/apicheck.py adds See Also and Examples for
 # the names of each package's top-level __all__, and lists failures without a build: python docs/_ext/apicheck.py)
 numpydoc_validation_checks = set(apicheck.CHECKS)
+# attributes and constants: numpydoc would read their values' docstrings; apicheck checks their #: comments instead
+numpydoc_validation_exclude = {re.escape(name) + "$" for name in apicheck.attribute_names()}
 numpydoc_xref_param_type = True
 numpydoc_xref_ignore = "all"  # link only the aliases below and names written as roles
 numpydoc_xref_aliases = {

@@ -161,7 +161,7 @@ def fit_slope(ds: ArrayLike, counts: ArrayLike) -> float:
     See Also
     --------
     simulate_queries : Fits it per m on its median counts.
-    fit_growth : The exponential fit ``seconds ≈ a · base^n`` of the attacks.
+    lowerbounds.attacks.fit_growth : The exponential fit ``seconds ≈ a · base^n`` of the attacks.
 
     Examples
     --------

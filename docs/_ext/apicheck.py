@@ -115,6 +115,28 @@ def _validate(full):
         return validate(full, validator_cls=Sourceless)["errors"]
 
 
+def attribute_names():
+    """The documented full names of the public attributes, fields and constants. numpydoc validates an
+    attribute from its value's docstring (``None``'s, ``float``'s), not from the ``#:`` comment autodoc shows, so
+    ``docs/conf.py`` leaves them out of numpydoc's validation; :func:`problems` checks their documentation."""
+    found, _, data = _documented()
+    names = set(data)
+    for modname, rows in __import__("apigen").plan().items():
+        module = importlib.import_module(modname)
+        names.update(full for name, full in rows if full == f"{modname}.{name}"
+                     and not (inspect.isclass(getattr(module, name)) or inspect.isroutine(getattr(module, name))))
+    for full, cls in found.items():
+        if not inspect.isclass(cls):
+            continue
+        for name, member in vars(cls).items():
+            if not name.startswith("_") and not (inspect.isfunction(member) or inspect.isclass(member)
+                                                 or isinstance(member, (classmethod, staticmethod, property))):
+                names.add(f"{full}.{name}")
+        names.update(f"{full}.{name}" for name in getattr(cls, "__dataclass_fields__", {}))
+        names.update(f"{full}.{name}" for name in getattr(cls, "_fields", ()))
+    return sorted(names)
+
+
 def problems(prefixes=("",), top_only=False):
     """``[(full name, code, message)]``: every failure of :data:`CHECKS` (and of :data:`TOP_CHECKS` for top-level
     names) under the dotted ``prefixes``; with ``top_only``, only the :data:`TOP_CHECKS` of top-level names."""

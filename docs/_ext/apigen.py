@@ -181,7 +181,8 @@ def module_page(modname, rows):
             # a constant re-exported from a private module: autodoc reads ``#:`` comments in the module it is
             # asked about only, so the entry carries the comment from where the constant is assigned
             value = [] if options else [f"   :value: {getattr(module, name)!r}"]
-            lines += [f".. py:data:: {full}", *value, ""] + [f"   {line}" for line in borrowed] + [""]
+            lines += [f".. py:data:: {name}", f"   :module: {modname}", *value, ""]
+            lines += [f"   {line}" for line in borrowed] + [""]
             continue
         lines += [f".. {directive}:: {full}"] + [f"   {o}" for o in options] + [""]
     subs = [m for m in plan_cache[0] if m.rpartition(".")[0] == modname]

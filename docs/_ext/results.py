@@ -355,6 +355,91 @@ def reach_table(folder):
     return lines
 
 
+PHASES = ("1_crude_sum", "2_crude_sculpt", "3_refine_sum", "4_refined_sculpt", "5_span", "6_search")
+#: The study whose records the guide's phase tables are built from: the current learner's frontier to ten heads.
+GUIDE_STUDY = "frontier-reach"
+
+
+def _guide_runs(sweeps):
+    """The learner's measured runs of :data:`GUIDE_STUDY`, grouped by (m, d, k), and the learner versions."""
+    groups = {}
+    for rec in _records(sweeps / GUIDE_STUDY):
+        spec = rec["spec"]
+        if spec["role"] == "eval" and spec["method"] == "provable":
+            groups.setdefault((spec["m"], spec["d"], spec["k"]), []).append(rec)
+    versions = sorted({r["versions"]["learner"] for runs in groups.values() for r in runs})
+    return dict(sorted(groups.items())), versions
+
+
+def _source_line(sweeps, versions, runs):
+    return (f"Generated at this site's build from the {runs} measured runs of the learner in "
+            f"`docs/sweeps/{GUIDE_STUDY}/` (learner {', '.join(versions)}, its default configuration; "
+            f"{{doc}}`/results/generated/{GUIDE_STUDY}` says how they were made): medians over the runs of each "
+            "setting.")
+
+
+def phase_seconds_table(sweeps):
+    """Median seconds per phase and in all, per (m, d, k), for the phases' overview in the guide."""
+    import statistics
+
+    groups, versions = _guide_runs(sweeps)
+    lines = [_source_line(sweeps, versions, sum(map(len, groups.values()))), "",
+             "| $(m, d, k)$ | $n$ | runs | 1 | 2 | 3 | 4 | 5 | 6 | total, s | examples |", "|" + "---|" * 11]
+    for (m, d, k), runs in groups.items():
+        med = [statistics.median(r["timings"].get(ph, 0.0) for r in runs) for ph in PHASES]
+        lines.append(f"| ({m}, {d}, {k}) | {(m - 1) * (k - 1)} | {len(runs)} | " + " | ".join(f"{x:.2g}" for x in med)
+                     + f" | {statistics.median(r['timings']['total'] for r in runs):.3g} "
+                     f"| {statistics.median(r['examples_drawn'] for r in runs):,.0f} |")
+    return lines
+
+
+def phase4_table(sweeps):
+    """Phase 4 per (m, d, k): the tolerance its pilot chose, its median seconds and examples, the pilot's forecast
+    and the examples needed to reach the target against it."""
+    import statistics
+
+    groups, versions = _guide_runs(sweeps)
+    lines = [_source_line(sweeps, versions, sum(map(len, groups.values()))), "",
+             "| $(m, d, k)$ | $n$ | tolerance chosen | phase 4, median s | examples, median | forecast, median "
+             "| needed / forecast, range |", "|" + "---|" * 7]
+    for (m, d, k), runs in groups.items():
+        p4 = [r["diagnostics"]["4_refined_sculpt"] for r in runs]
+        tols = sorted({p["tol"] for p in p4})
+        ratios = [p["needed_ratio"] for p in p4 if p.get("needed_ratio") is not None]
+        low, high = (f"{min(ratios):.2f}", f"{max(ratios):.2f}") if ratios else ("–", "–")
+        span = low if low == high else f"{low}–{high}"
+        lines.append(f"| ({m}, {d}, {k}) | {(m - 1) * (k - 1)} | {', '.join(f'{t:g}' for t in tols)} "
+                     f"| {statistics.median(p['seconds'] for p in p4):.2g} "
+                     f"| {statistics.median(p['examples'] for p in p4):,.0f} "
+                     f"| {statistics.median(p['forecast']['predicted_examples'] for p in p4):,.0f} | {span} |")
+    return lines
+
+
+def pool_threshold_table(sweeps):
+    """Median seconds per cell and setting of ``docs/sweeps/pool-threshold/runs.json``: one process, and a local
+    pool started from the first batch or after a number of merged examples."""
+    import statistics
+
+    rec = json.loads((sweeps / "pool-threshold" / "runs.json").read_text(encoding="utf-8"))
+    cells, settings = {}, []
+    for run in rec["runs"]:
+        key = "one process" if run["workers"] == 1 else (
+            "pool at once" if run["pool_from"] == 0 else f"pool from {run['pool_from']:,}")
+        if key not in settings:
+            settings.append(key)
+        cell = (run["m"], run["d"], run["k"], run["logit_scale"], run["examples_drawn"])
+        cells.setdefault(cell, {}).setdefault(key, []).append(run["seconds"])
+    rounds = {len(v) for by in cells.values() for v in by.values()}
+    lines = [f"Medians of {'/'.join(map(str, sorted(rounds)))} runs per setting, from `docs/sweeps/pool-threshold/` "
+             f"({rec['date']}, learner {rec['versions']['learner']}; its README says how they were made):", "",
+             "| $(m, d, k)$, logit scale | examples | " + " | ".join(settings) + " |",
+             "|" + "---|" * (2 + len(settings))]
+    for (m, d, k, ls, n), by in cells.items():
+        lines.append(f"| ({m}, {d}, {k}), {ls:g} | {n:,} | "
+                     + " | ".join(f"{statistics.median(by[s]):.2f} s" if s in by else "–" for s in settings) + " |")
+    return lines
+
+
 def notes_page(folder, title, what, sweeps):
     rel = folder.relative_to(sweeps.parent.parent)
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
@@ -411,6 +496,11 @@ def build(docs, out=None):
     for name, lines in pages.items():
         lines[2:2] = provenance_lines(name, sweeps, __version__)
         _write(out / f"{name}.md", "\n".join(lines).rstrip() + "\n")
+    # tables the guide includes (```{include}```), not pages of their own
+    (out.parent / "tables").mkdir(parents=True, exist_ok=True)
+    for name, lines in (("phase-seconds", phase_seconds_table(sweeps)), ("phase4-cost", phase4_table(sweeps)),
+                        ("pool-threshold", pool_threshold_table(sweeps))):
+        _write(out.parent / "tables" / f"{name}.md", "\n".join(lines) + "\n")
     return took
 
 

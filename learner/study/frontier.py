@@ -579,7 +579,7 @@ def fits_table(fits: Mapping[str, Mapping[str, Any]]) -> str:
     Parameters
     ----------
     fits : mapping
-        ``{method: {"seconds": [...], "examples": [...]}}`` as :func:`fits_of` returns it, each list from
+        ``{method: {"seconds": [...], "examples": [...]}}`` as ``fits_of`` returns it, each list from
         :func:`fit_shapes`.
 
     Returns

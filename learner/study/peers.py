@@ -86,7 +86,7 @@ def peer_rows(records: Iterable[Mapping[str, Any]], *,
     records : iterable of mapping
         Run records of registered study methods (every role counts: give the measured ones).
     milestones : iterable of float
-        The relative errors whose first crossing is timed: distinct, in (0, 1); default :data:`MILESTONES`.
+        The relative errors whose first crossing is timed: distinct, in (0, 1); default ``MILESTONES``.
 
     Returns
     -------

@@ -449,9 +449,9 @@ def sound_d(m: int, k: int, *, distribution: str = "boolean", start: int = SOUND
     distribution : str
         The inputs' distribution the setting is checked for (default ``"boolean"``).
     start : int
-        The first ``d`` tried (default :data:`SOUND_D_START`, 12); never below ``k + 1``.
+        The first ``d`` tried (default ``SOUND_D_START``, 12); never below ``k + 1``.
     step : int
-        The step between the ``d`` tried (default :data:`SOUND_D_STEP`, 4).
+        The step between the ``d`` tried (default ``SOUND_D_STEP``, 4).
     limit : int
         The largest ``d`` tried (default 64); beyond it, a ValueError.
 

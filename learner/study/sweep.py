@@ -95,7 +95,7 @@ def comparable(record: Any) -> Any:
     Returns
     -------
     object
-        A copy of the dicts and lists without the keys of :data:`VOLATILE_KEYS` and those ending in
+        A copy of the dicts and lists without the keys of ``VOLATILE_KEYS`` and those ending in
         ``_seconds``; other values as they are.
 
     Examples

@@ -1,0 +1,61 @@
+"""The figures the prose quotes about the main job come from its records (docs/sweeps/main-job/), and the records
+are those of today's learner: the README (not built, so not substituted) quotes them, and a fresh run of the main
+job draws the examples they record."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+figures = pytest.importorskip("figures")
+JOB = figures.main_job(ROOT / "docs" / "sweeps")
+
+
+def test_the_records_are_the_default_job_and_succeeded():
+    assert JOB["runs"] >= 3 and JOB["success"]
+
+
+def test_the_readme_quotes_the_records():
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    seconds = figures.seconds_text(*JOB["seconds"])
+    assert f"{JOB['examples']:,} examples in {seconds}" in readme, (JOB["examples"], seconds)
+    assert f"runs of version {JOB['version']}" in readme
+
+
+def test_the_pages_quote_the_records_through_substitutions():
+    pages = ["getting-started.md", "install.md", "guide/learner.md"]
+    for page in pages:
+        assert "{{ main_examples }}" in (ROOT / "docs" / page).read_text(encoding="utf-8"), page
+    subs = figures.substitutions(ROOT / "docs" / "sweeps")
+    assert subs["main_examples"] == f"{JOB['examples']:,}" and subs["main_version"] == JOB["version"]
+
+
+def test_seconds_text():
+    assert figures.seconds_text(0.79, 0.81) == "0.8 s"
+    assert figures.seconds_text(2.44, 2.51) == "2.4–2.5 s"
+
+
+def test_records_that_disagree_are_refused(tmp_path):
+    runs = tmp_path / "main-job" / "records"
+    runs.mkdir(parents=True)
+    base = json.loads(sorted((ROOT / "docs" / "sweeps" / "main-job" / "records").glob("*.json"))[0].read_text())
+    for i, n in enumerate((89_000, 90_000)):
+        rec = json.loads(json.dumps(base))
+        rec["result"]["examples_drawn"] = n
+        (runs / f"run-{i}.json").write_text(json.dumps(rec))
+    with pytest.raises(ValueError, match="disagree"):
+        figures.main_job(tmp_path)
+
+
+def test_a_fresh_run_draws_the_recorded_examples(tmp_path):
+    """The learner of this checkout, the main job's defaults (one process: the result does not depend on it)."""
+    out = tmp_path / "run.json"
+    proc = subprocess.run([sys.executable, "-m", "learner", "learn", "--workers", "1", "--no-progress", "--json",
+                           str(out)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(out.read_text())["result"]
+    assert result["success"] and result["examples_drawn"] == JOB["examples"]
