@@ -16,6 +16,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import apicheck  # noqa: E402  (docs/_ext, on the path above)
 import figures  # noqa: E402
+import results  # noqa: E402
 
 from learner import __version__  # noqa: E402
 
@@ -57,12 +58,17 @@ html_theme_options = {
     "show_toc_level": 2,
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
+    # the results pages' tables are wide: their width goes to the tables rather than to an "On this page" column
+    "secondary_sidebar_items": {"**": ["page-toc"]} | {f"results/generated/{page}": [] for page in results.PAGES},
 }
 html_show_sourcelink = False
 html_css_files = ["custom.css"]  # docs/_static/custom.css: long code, tables and equations stay inside their box
 # pages without a section of their own have nothing for the left sidebar; an empty one only narrows the text
 html_sidebars = {page: [] for page in ("index", "install", "getting-started", "cli", "formats", "citing", "changelog",
                                        "measurements", "development", "search", "genindex", "py-modindex")}
+# the results pages' tables have a dozen columns: the full width is theirs (the results index and the breadcrumb
+# lead from one page to the next)
+html_sidebars |= {f"results/generated/{page}": [] for page in results.PAGES}
 copybutton_prompt_text = r"\$ |>>> |\.\.\. "  # the copy button copies commands and code, not prompts
 copybutton_prompt_is_regexp = True
 

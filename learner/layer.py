@@ -32,7 +32,7 @@ MAX_AUTO_BATCH = 512
 
 
 def auto_batch(k: int, d: int, m: int) -> int:
-    """Examples per chunk so that the (chunk, k, m·max(d, k)) work arrays hold ~``WORK_FLOATS``.
+    """Examples per chunk so that the (chunk, k, m·max(d, k)) work arrays hold about ``WORK_FLOATS``.
 
     Parameters
     ----------
@@ -57,7 +57,7 @@ DEVICE_WORK_FLOATS = 1 << 25
 
 
 def device_batch(k: int, d: int, m: int) -> int:
-    """Examples per chunk on a torch device: the (chunk, k, m·max(d, k)) work arrays hold ~``DEVICE_WORK_FLOATS``.
+    """Examples per chunk on a torch device: the (chunk, k, m·max(d, k)) work arrays hold about ``DEVICE_WORK_FLOATS``.
 
     Parameters
     ----------

@@ -347,7 +347,7 @@ def to_torch_mha(layer: AttentionLayer, *, dtype: str = "float64", batch_first: 
     Each ``√d_h·Θ_i`` and ``W_i`` is factored by its SVD, ``U S Vᵀ = (U√S)(√S Vᵀ)``: the query rows
     ``s_i`` get ``(U√S)ᵀ``, the key rows ``√S Vᵀ`` (so ``W_{Q,i}ᵀ W_{K,i}/√d_h = Θ_i``), the value rows
     and the ``s_i`` columns of ``out_proj`` likewise for ``W_i``; rows past the rank are zero. The
-    result equals the layer to ~``rank_rtol`` relative (exactly, up to rounding, for heads of exact
+    result equals the layer to about ``rank_rtol`` relative (exactly, up to rounding, for heads of exact
     rank ≤ d/m, such as those of :func:`from_torch`).
 
     Parameters

@@ -59,3 +59,21 @@ def test_a_fresh_run_draws_the_recorded_examples(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(out.read_text())["result"]
     assert result["success"] and result["examples_drawn"] == JOB["examples"]
+
+
+def test_the_readme_quotes_the_last_ci_run():
+    run = figures.latest_ci(ROOT / "docs" / "sweeps")
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    for quoted in (f"({run['default_tests']} tests", f"took {run['default_s']} s", f"(at {run['commit']})",
+                   f"on {run['date']}", f"took {run['total']}", f"the wheel check {run['wheel_check_s']} s",
+                   f"the documentation {run['docs_s']} s", f"install {run['docs_install_s']} s",
+                   f"gallery {run['docs_site_s']} s", f"then {run['doctests']} doctests",
+                   f"({run['slow_tests']} tests in {run['slow_s']} s)"):
+        assert quoted in readme, quoted
+
+
+def test_the_install_page_takes_the_ci_figures_from_the_record():
+    page = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    for key in ("ci_date", "ci_commit", "ci_default_tests", "ci_default_s", "ci_slow_tests", "ci_total"):
+        assert "{{ " + key + " }}" in page, key
+    assert figures.latest_ci(ROOT / "docs" / "sweeps")["total"].endswith(" s")

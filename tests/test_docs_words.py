@@ -56,3 +56,22 @@ def test_the_pattern_catches(tmp_path, line):
 
 def test_the_pattern_spares_ordinary_words():
     assert not FORBIDDEN.search("the issue is the tolerance; 35 issues of a journal; designed for §5 of the paper")
+
+
+#: Markup that Sphinx shows raw: a tilde before a literal (``~``X````), a role inside a literal (````:meth:`x` ````).
+RAW_MARKUP = re.compile(r"~``|``:[a-z]+:`")
+
+
+def test_no_markup_that_renders_raw():
+    rendered = ("learner", "theory", "lowerbounds", "docs")  # the packages' docstrings and the pages, not tools
+    sources = [p for p in tracked_files() if p.suffix in {".py", ".md", ".rst"} and p.relative_to(ROOT).parts[0]
+               in rendered and p.relative_to(ROOT).parts[:2] != ("docs", "_ext")]
+    lines = [f"{p.relative_to(ROOT)}:{n}: {line.strip()[:100]}" for p in sources if p.is_file()
+             for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+             if RAW_MARKUP.search(line)]
+    assert not lines, "\n".join(lines[:40])
+
+
+def test_the_raw_markup_pattern_catches():
+    assert RAW_MARKUP.search("hold ~``WORK_FLOATS``") and RAW_MARKUP.search("see ``:meth:`close` ``")
+    assert not RAW_MARKUP.search("hold about ``WORK_FLOATS``; see :meth:`close`")

@@ -4,6 +4,8 @@ The main job's figures — the examples it draws and the seconds it took — com
 ``docs/sweeps/main-job/records/``: ``docs/conf.py`` hands :func:`substitutions` to MyST, so the pages cannot quote
 another number than the records hold, and ``tests/test_docs_figures.py`` checks that the README (which is not
 built) quotes the same figures and that a fresh run of the main job still draws the examples the records say.
+The test suite's and CI's figures come the same way from ``docs/sweeps/ci/runs.json``, one entry per fresh-clone
+CI run.
 """
 
 import json
@@ -39,8 +41,19 @@ def seconds_text(fastest, slowest):
     return f"{low} s" if low == high else f"{low}–{high} s"
 
 
+def latest_ci(sweeps):
+    """The last fresh-clone CI run of ``docs/sweeps/ci/runs.json``, with ``total`` as "9 min 48 s"."""
+    run = dict(json.loads((Path(sweeps) / "ci" / "runs.json").read_text(encoding="utf-8"))["runs"][-1])
+    run["total"] = f"{run['total_s'] // 60} min {run['total_s'] % 60} s"
+    return run
+
+
 def substitutions(sweeps):
-    """The MyST substitutions of the pages: ``main_examples``, ``main_seconds``, ``main_runs``, ``main_version``."""
+    """The MyST substitutions of the pages: ``main_examples``, ``main_seconds``, ``main_runs``, ``main_version``
+    from the main job's records, and ``ci_*`` (``ci_commit``, ``ci_date``, ``ci_total``, ``ci_default_tests``, ...)
+    from the last CI run."""
     job = main_job(sweeps)
-    return {"main_examples": f"{job['examples']:,}", "main_seconds": seconds_text(*job["seconds"]),
+    subs = {"main_examples": f"{job['examples']:,}", "main_seconds": seconds_text(*job["seconds"]),
             "main_runs": WORDS.get(job["runs"], str(job["runs"])), "main_version": job["version"]}
+    subs |= {f"ci_{key}": str(value) for key, value in latest_ci(sweeps).items()}
+    return subs

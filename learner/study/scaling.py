@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -536,7 +537,9 @@ def plot_scaling(records: Sequence[Mapping[str, Any]], path: PathLike, *, succes
             dk.setdefault(r["spec"]["m"], (r["spec"]["d"], r["spec"]["k"]))
         axes[1].plot(ms, [param_limit(m, *dk[m]) for m in ms], "k:", label="limit 2md²/(kd)")
         ds = ", ".join(f"{m}: {dk[m][0]}" for m in ms)
-        axes[0].set_title(f"time per run (d per m: {ds}; k = {', '.join(map(str, ks))})", fontsize=9)
+        # wrapped: with ten values of m the title is wider than its panel
+        axes[0].set_title(textwrap.fill(f"time per run (d per m: {ds}; k = {', '.join(map(str, ks))})", 48),
+                          fontsize=9)
         axes[1].set_title("examples drawn")
     for ax, label in zip(axes, ("seconds", "examples"), strict=False):
         if evals:
