@@ -40,7 +40,7 @@ from .io import (
 )
 from .metrics import attention_statistics
 from .oracle import NOISE_RULE, LayerOracle, noisy_labels
-from .parallel import DEFAULT_POOL, interrupt_on_sigterm
+from .parallel import DEFAULT_POOL, POOL_FROM_EXAMPLES, interrupt_on_sigterm
 from .phases import CONFIG_RULES
 from .study import cli as study_cli
 from .study.records import command_record
@@ -134,7 +134,8 @@ def _add_learn(sub):
                    help="no progress bars (they are shown only when stderr is a terminal)")
     p.add_argument("--workers", type=_workers, default=None,
                    help="local processes for the example-streaming phases; 1 runs in this process "
-                        f"(default {DEFAULT_POOL}: every core; not with --scheduler). The result does not depend on it")
+                        f"(default {DEFAULT_POOL}: every core; not with --scheduler). The pool starts once the run has "
+                        f"merged {POOL_FROM_EXAMPLES:,} examples; the result does not depend on it")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="compute the batches on this Dask scheduler instead (extra `distributed`)")
     p.add_argument("--blas-threads", type=_blas_threads, default=1,
