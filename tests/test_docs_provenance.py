@@ -33,7 +33,7 @@ def test_each_page_names_its_versions_and_date(name):
     assert entry["committed"] in lines and entry["commit"] in lines and "version 9.9.9" in lines
     assert ("**Superseded.**" in lines) == bool(entry["superseded_by"])
     for later in entry["superseded_by"]:
-        assert f"({later}.md)" in lines
+        assert f"{{doc}}`/results/generated/{later}`" in lines
     versions = results.record_versions(SWEEPS / results.FOLDERS.get(name, name))
     for version in versions:
         assert f"{version} (" in lines

@@ -51,9 +51,17 @@ def latest_ci(sweeps):
 def substitutions(sweeps):
     """The MyST substitutions of the pages: ``main_examples``, ``main_seconds``, ``main_runs``, ``main_version``
     from the main job's records, and ``ci_*`` (``ci_commit``, ``ci_date``, ``ci_total``, ``ci_default_tests``, ...)
-    from the last CI run."""
+    from the last CI run, and ``provenance_<study>`` (``provenance_frontier_reach``, ...): the lines that open the
+    study's results page, for the guide's account of it."""
     job = main_job(sweeps)
     subs = {"main_examples": f"{job['examples']:,}", "main_seconds": seconds_text(*job["seconds"]),
             "main_runs": WORDS.get(job["runs"], str(job["runs"])), "main_version": job["version"]}
     subs |= {f"ci_{key}": str(value) for key, value in latest_ci(sweeps).items()}
+    import results  # docs/_ext: the studies' provenance, one home for the results pages and the guide
+
+    from learner import __version__
+
+    subs |= {f"provenance_{name.replace('-', '_')}": "\n".join(results.provenance_lines(name, Path(sweeps),
+                                                                                       __version__))
+             for name in results.PAGES}
     return subs

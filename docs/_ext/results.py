@@ -49,9 +49,6 @@ PAGES = ("main", "ksweep", "m5-parallel", "frontier", "frontier-adaptive", "fron
          "noise", "sharpness", "peers", "race", "learn-hard", "yield", "blas", "reach", "torch")
 #: The folder of ``docs/sweeps`` whose records a page is built from, where its name differs from the page's.
 FOLDERS = {"sharpness": "reach-sharpness"}
-#: Page titles, for the links of a superseded page to the current one.
-TITLES = {name: title for name, (title, _) in SCALING.items()} | {
-    "race": "The race", "peers": "The learner, numpy Adam and torch Adam side by side"}
 
 
 def record_versions(folder):
@@ -69,8 +66,10 @@ def record_versions(folder):
 
 
 def provenance_lines(name, sweeps, current):
-    """The lines that open page ``name``: the learner versions of its records, when they were committed, and a
-    warning box naming the current study when a later one supersedes it. ``current`` is the toolkit's version."""
+    """The provenance of study ``name``'s records: their learner versions, when they were committed, and a box
+    naming the current study when a later one supersedes it, or saying that they are of the fixed-budget learner.
+    ``current`` is the toolkit's version. The lines open the study's results page and, through the MyST
+    substitution ``provenance_<name>`` (``docs/_ext/figures.py``), the guide's account of the study."""
     studies = json.loads((sweeps / "provenance.json").read_text(encoding="utf-8"))["studies"]
     if name not in studies:
         raise ValueError(f"docs/sweeps/provenance.json has no entry for the results page {name!r}")
@@ -79,17 +78,18 @@ def provenance_lines(name, sweeps, current):
     versions = record_versions(folder) if folder.is_dir() else {}
     made = (", ".join(f"{v} ({n} record{'s' * (n != 1)})" for v, n in versions.items())
             or "not in these files (each section below names the studies whose records it reads)")
-    lines = [f"*Provenance.* Records committed on {entry['committed']} (commit {entry['commit']}); learner version "
-             f"of the records: {made}; budgets: {entry['budgets']}. This site documents version {current}.", ""]
+    lines = [f"*Provenance.* Records in `docs/sweeps/{folder.name}/`, committed on {entry['committed']} (commit "
+             f"{entry['commit']}); learner version of the records: {made}; budgets: {entry['budgets']}. This site "
+             f"documents version {current}.", ""]
     later = entry["superseded_by"]
     if not later and entry["budgets"] == "fixed budgets":
         lines[-1:-1] = ["", ":::{note}", "These records were made by the learner with fixed budgets, before its "
                         "data-driven budgets; no later study measures this question, so its times and example "
                         f"counts are that learner's ({entry['why']}).", ":::"]
     if later:
-        links = " and ".join(f"[{TITLES.get(p, p)}]({p}.md)" for p in later)
+        links = " and ".join(f"{{doc}}`/results/generated/{p}`" for p in later)
         lines[-1:-1] = ["", ":::{warning}", f"**Superseded.** These records were made by an earlier learner; the "
-                        f"current figures are on {links} ({entry['why']}). The page is kept for comparison.", ":::"]
+                        f"current figures are on {links} ({entry['why']}). They are kept for comparison.", ":::"]
     return lines
 
 
