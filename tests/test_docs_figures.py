@@ -49,6 +49,17 @@ def test_records_that_disagree_are_refused(tmp_path):
         (runs / f"run-{i}.json").write_text(json.dumps(rec))
     with pytest.raises(ValueError, match="disagree"):
         figures.main_job(tmp_path)
+    # the same examples from another setting are refused too; another --json path is not another setting
+    for i, (m, name) in enumerate(((2, "a.json"), (3, "b.json"))):
+        rec = json.loads(json.dumps(base))
+        rec["parameters"] |= {"m": m, "json": name}
+        (runs / f"run-{i}.json").write_text(json.dumps(rec))
+    with pytest.raises(ValueError, match="disagree"):
+        figures.main_job(tmp_path)
+    (runs / "run-1.json").write_text(json.dumps(json.loads(json.dumps(base)) | {
+        "parameters": base["parameters"] | {"json": "b.json"}}))
+    (runs / "run-0.json").write_text(json.dumps(base))
+    assert figures.main_job(tmp_path)["runs"] == 2
 
 
 def test_a_fresh_run_draws_the_recorded_examples(tmp_path):

@@ -17,10 +17,10 @@ from pathlib import Path
 PACKAGES = ("learner", "theory", "lowerbounds")
 
 
-def public_modules(packages=PACKAGES):
-    """Dotted names of the public modules, packages first, in import order."""
+def public_modules(packages=None):
+    """Dotted names of the public modules, packages first, in import order (``packages``: :data:`PACKAGES`)."""
     names = []
-    for top in packages:
+    for top in packages or PACKAGES:
         names.append(top)
         pkg = importlib.import_module(top)
         for info in pkgutil.walk_packages(pkg.__path__, top + "."):
@@ -44,7 +44,7 @@ def _shared(obj):
     return inspect.isclass(obj) or inspect.isroutine(obj) or isinstance(obj, (dict, tuple, list, frozenset))
 
 
-def plan(packages=PACKAGES):
+def plan(packages=None):
     """``{module: [(name, documented_at), ...]}`` with ``documented_at`` the full name of the one entry.
 
     A name is documented in the module that defines it when that module is public and lists it; otherwise (a
