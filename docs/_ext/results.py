@@ -415,6 +415,63 @@ def phase4_table(sweeps):
     return lines
 
 
+def _range(values, fmt):
+    """``"a–b"`` of the smallest and largest value (one figure when they print alike), ``"–"`` for none."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return "–"
+    low, high = fmt.format(min(values)), fmt.format(max(values))
+    return low if low == high else f"{low}–{high}"
+
+
+def _gap_at_m(d, m):
+    ratios = d.get("gap_ratios") or []
+    return ratios[m - 2] if m >= 2 and len(ratios) > m - 2 else None
+
+
+#: Per phase page: the phase's diagnostics key and its columns, (header, value of a run's diagnostics and m,
+#: "median" or "range", format).
+PHASE_COLUMNS = {
+    "phase1-cost": ("1_crude_sum", [("examples, median", lambda d, m: d["examples"], "median", "{:,.0f}"),
+                                     ("ΣW error", lambda d, m: d.get("sum_w_error"), "range", "{:.1%}")]),
+    "phase2-cost": ("2_crude_sculpt", [("examples, median", lambda d, m: d["examples"], "median", "{:,.0f}"),
+                                        ("constraints, median", lambda d, m: d["constraints"], "median", "{:,.0f}"),
+                                        ("per 1000 examples", lambda d, m: d["constraints_per_1000_examples"],
+                                         "median", "{:.3g}")]),
+    "phase3-cost": ("3_refine_sum", [("examples, median", lambda d, m: d["examples"], "median", "{:,.0f}"),
+                                      ("ΣW error", lambda d, m: d.get("sum_w_error"), "range", "{:.2%}")]),
+    "phase5-cost": ("5_span", [("ratio at m", _gap_at_m, "range", "{:.2f}"),
+                                ("smallest principal cosine", lambda d, m: min(d["principal_cosines"])
+                                 if d.get("principal_cosines") else None, "range", "{:.3f}")]),
+    "phase6-cost": ("6_search", [("refinement, median s", lambda d, m: d.get("refine_seconds"), "median", "{:.2g}"),
+                                  ("held-out relative error", lambda d, m: d.get("heldout_relative_error"), "range",
+                                   "{:.0e}")]),
+}
+
+
+def phase_cost_table(sweeps, name):
+    """A phase page's cost table (:data:`PHASE_COLUMNS`): per (m, d, k) of the guide's study, the phase's median
+    seconds and its own figures, from the runs' diagnostics."""
+    import statistics
+
+    key, columns = PHASE_COLUMNS[name]
+    groups, versions = _guide_runs(sweeps)
+    lines = [_source_line(sweeps, versions, sum(map(len, groups.values()))), "",
+             "| $(m, d, k)$ | runs | seconds, median | " + " | ".join(c[0] for c in columns) + " |",
+             "|" + "---|" * (3 + len(columns))]
+    for (m, d, k), runs in groups.items():
+        diags = [r["diagnostics"][key] for r in runs]
+        cells = []
+        for _, value, how, fmt in columns:
+            values = [value(diag, m) for diag in diags]
+            present = [v for v in values if v is not None]
+            cells.append(fmt.format(statistics.median(present)) if how == "median" and present
+                         else _range(values, fmt) if how == "range" else "–")
+        lines.append(f"| ({m}, {d}, {k}) | {len(runs)} | {statistics.median(r['timings'][key] for r in runs):.2g} | "
+                     + " | ".join(cells) + " |")
+    return lines
+
+
 def pool_threshold_table(sweeps):
     """Median seconds per cell and setting of ``docs/sweeps/pool-threshold/runs.json``: one process, and a local
     pool started from the first batch or after a number of merged examples."""
@@ -498,8 +555,10 @@ def build(docs, out=None):
         _write(out / f"{name}.md", "\n".join(lines).rstrip() + "\n")
     # tables the guide includes (```{include}```), not pages of their own
     (out.parent / "tables").mkdir(parents=True, exist_ok=True)
-    for name, lines in (("phase-seconds", phase_seconds_table(sweeps)), ("phase4-cost", phase4_table(sweeps)),
-                        ("pool-threshold", pool_threshold_table(sweeps))):
+    tables = {"phase-seconds": phase_seconds_table(sweeps), "phase4-cost": phase4_table(sweeps),
+              "pool-threshold": pool_threshold_table(sweeps)}
+    tables |= {name: phase_cost_table(sweeps, name) for name in PHASE_COLUMNS}
+    for name, lines in tables.items():
         _write(out.parent / "tables" / f"{name}.md", "\n".join(lines) + "\n")
     return took
 
