@@ -67,3 +67,12 @@ def test_the_recorded_commits_and_dates_are_git_history():
             pytest.skip("a shallow clone without the studies' commits")
         assert shown.returncode == 0, (name, shown.stderr)
         assert shown.stdout.strip() == entry["committed"], (name, entry)
+
+
+def test_every_generated_table_is_included_by_a_page():
+    """The tables docs/_ext/results.py writes for the guide (results/tables/*.md) are each shown by a page."""
+    pages = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs").rglob("*.md")
+                      if "_build" not in p.parts and "generated" not in p.parts)
+    names = [*results.PHASE_COLUMNS, "phase4-cost", "phase-seconds", "pool-threshold"]
+    for name in names:
+        assert f"results/tables/{name}.md" in pages, name
