@@ -497,9 +497,7 @@ class Workers:
         self.scheduler = scheduler
         self.backend = "dask" if scheduler is not None else "local" if (workers or 1) > 1 else "serial"
         self.workers = workers or 1
-        if isinstance(pool_from, bool) or not isinstance(pool_from, int) or pool_from < 0:
-            raise ValueError(f"`pool_from` must be a count of examples, at least 0; got pool_from={pool_from!r}.")
-        self.pool_from = pool_from
+        self.pool_from = check_int("pool_from", pool_from, minimum=0)
         self.merged = 0  # examples merged so far, over every phase
         self.pool_started = False
         self._pool = self._client = None

@@ -626,9 +626,10 @@ class TestPoolFrom:
             out = list(pool.ordered("demo", _pid_of, [((i,), 4) for i in range(4)]))
         assert not any(pid == os.getpid() for pid, _ in out) and pool.pool_started
 
-    @pytest.mark.parametrize("bad", [-1, 1.5, True, "10", None])
-    def test_pool_from_must_be_a_count(self, bad):
-        with pytest.raises(ValueError, match="pool_from"):
+    @pytest.mark.parametrize("bad, error", [(-1, ValueError), (1.5, TypeError), (True, TypeError),
+                                            ("10", TypeError), (None, TypeError)])
+    def test_pool_from_must_be_a_count(self, bad, error):
+        with pytest.raises(error, match="pool_from"):
             Workers(2, pool_from=bad)
 
     def test_learn_with_the_default_threshold(self, monkeypatch):
