@@ -37,12 +37,18 @@ PYTEST_VALUE_OPTIONS = {"-m", "-k", "-n", "-p", "-o", "-c", "--durations", "--ma
                         "--deselect", "--ignore"}
 
 
+#: Where a reader's virtual environment lives is the reader's choice: a path into it (``.venv/bin/mypy``) names
+#: no file of the repository, and the suite must pass from a venv anywhere (or none named ``.venv``).
+ENVIRONMENT_PREFIXES = (".venv/", "venv/", ".tox/")
+
+
 def backquoted_paths(text):
-    """The backquoted spans outside fenced blocks that look like repository paths, test ids cut at ``::``."""
+    """The backquoted spans outside fenced blocks that look like repository paths, test ids cut at ``::``; paths
+    into a virtual environment (:data:`ENVIRONMENT_PREFIXES`) are not the repository's."""
     prose = FENCE.sub("", text)
     paths = []
     for span in re.findall(r"`([^`\s]+)`", prose):
-        if "://" in span:
+        if "://" in span or span.startswith(ENVIRONMENT_PREFIXES):
             continue
         if "/" in span or span.endswith(PATH_SUFFIXES):
             paths.append(span.split("::", 1)[0])
@@ -164,7 +170,7 @@ class TestGuidePaths:
 
     def test_control_a_made_up_path_is_reported(self):
         text = ("Copy `theory/minnorm.py` and `theory/no_such_lemma.py`; see `tests/theory/test_core.py::TestX`,\n"
-                "`no_such_notes.md` and `pip install pre-commit`; not `https://example.org/a/b`.\n"
+                "`no_such_notes.md` and `pip install pre-commit`; not `https://example.org/a/b` nor `.venv/bin/mypy`.\n"
                 "```bash\ncat `theory/also_made_up.py`\n```\n")
         assert backquoted_paths(text) == ["no_such_notes.md", "tests/theory/test_core.py", "theory/minnorm.py",
                                           "theory/no_such_lemma.py"]

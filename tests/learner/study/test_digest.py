@@ -97,6 +97,7 @@ def test_ctrl_c_counts_the_whole_study(tmp_path, monkeypatch):
 
 
 def test_ctrl_c_in_the_race_counts_its_measured_runs_too(tmp_path, monkeypatch):
+    pytest.importorskip("torch", reason="the race runs torch Adam: the torch extra")
     from learner.errors import SweepInterrupted
     from learner.study import peers
 
