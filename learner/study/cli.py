@@ -34,8 +34,8 @@ from .bench import (
     run_span_benchmark,
 )
 from .frontier import DEFAULT_GRID
+from .methods import METHODS, method_names, quick_options
 from .methods import get as get_method
-from .methods import method_names, present_names, quick_options
 from .peers import peer_study, race_study
 from .records import command_record, print_study
 from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE
@@ -274,13 +274,19 @@ def _add_race(sub):
                    help="learning rates each Adam is tuned over, per cell (default 0.01 0.03)")
     p.add_argument("--search-methods", nargs="+", default=None, choices=list(method_names()),
                    help="the methods searched (default every study method this machine can run: "
-                        f"{' '.join(present_names())})")
+                        f"{_methods_help()})")
     p.add_argument("--search-rounds", type=int, default=0,
                    help="search each method's fewest examples per cell: at most this many sizes of a fixed set, "
                         "bisecting the ladder of halvings (default 0: no search; 4 settled the frontier's cells)")
     _add_study_options(p)
     declare_options(p, race_study, rules=POOL_RULES)
     p.set_defaults(handler=_race)
+
+
+def _methods_help():
+    """The registered methods for ``--search-methods``' help, those that run only where a device is present marked:
+    said without asking (asking imports torch, seconds that every command's help would pay)."""
+    return " ".join(f"{name}{' (where present)' if mt.present is not None else ''}" for name, mt in METHODS.items())
 
 
 def _torch_study_checks(args, command):
