@@ -1,15 +1,18 @@
 """The array backends of phase 6 and of the layer's evaluation: numpy arrays, or torch tensors on a device (ours).
 
 Here too live :func:`require_torch` and :func:`torch_device`, which every device path goes through (the torch
-extra is optional). Phase 6's refinement is written once. The operations it needs beyond the array API standard
-go through the helpers here, which dispatch on the array's type. A numpy array takes numpy's (or SciPy's) own
-call, the same bits as a plain numpy implementation of the refinement. Anything else goes through its array-API
+extra is optional): the one place that decides whether this torch build can use a device. Phase 6's refinement
+is written once. The operations it needs beyond the array API standard go through the helpers here, which
+dispatch on the array's type. A numpy array takes numpy's (or SciPy's) own call, the same bits as a plain numpy
+implementation of the refinement. Anything else goes through its array-API
 namespace (``array_api_compat.array_namespace``, as SciPy and scikit-learn do it) or, where the standard has no
 such function, through torch. Torch and array-api-compat are imported only when a tensor is met.
 """
 
 from __future__ import annotations
 
+import functools
+import warnings
 from typing import Any
 
 import numpy as np
@@ -42,8 +45,8 @@ def require_torch() -> Any:
 
 
 def torch_device(device: Any) -> Any:
-    """The ``torch.device`` named by ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``torch.device``), or a
-    ValueError naming the parameter: for a name torch does not know, and for a CUDA device torch cannot see.
+    """The ``torch.device`` named by ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``torch.device``), or an
+    error naming the parameter for any device this torch build cannot use: one message for every such device.
 
     Parameters
     ----------
@@ -60,25 +63,66 @@ def torch_device(device: Any) -> Any:
     ImportError
         If torch is not installed.
     TypeError
-        If ``device`` is neither a string nor a ``torch.device``.
+        If ``device`` is neither a string nor a ``torch.device`` (with the ValueError's message).
     ValueError
-        If torch does not know the name, or it is a CUDA device torch cannot see (an index beyond the count
-        included).
+        If this torch build cannot use the device: a name torch does not know (``"gpu7"``), a CUDA device torch
+        does not see (``"cuda"`` on a CPU build, ``"cuda:7"`` beyond the count), or a device type this build was
+        not compiled for or cannot hold float64 data on (``"mps"``, ``"xpu"``, ``"xla"``, ``"vulkan"``), and
+        ``"meta"``, which holds no data at all. The message lists the devices it can use.
+
+    Notes
+    -----
+    ``"cpu"`` is always usable and CUDA devices are counted (``torch.cuda.device_count()``, without starting
+    CUDA); any other device type is tried once per process by a float64 tensor of one entry put there and read
+    back (ours: the layer, the oracle and phase 6 compute in float64 there, and every device path reads its
+    results on the host).
     """
     torch = require_torch()
     if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"`device` must be a device name such as 'cpu' or 'cuda'; got device={device!r}.")
+        raise TypeError(_unusable(torch, device))
     try:
-        found = torch.device(device)
+        with warnings.catch_warnings():  # a deprecated name ('mkldnn') warns before it fails the probe below
+            warnings.simplefilter("ignore")
+            found = torch.device(device)
     except (RuntimeError, ValueError):
-        raise ValueError(f"`device` must be a device name torch knows, such as 'cpu' or 'cuda'; "
-                         f"got device={device!r}.") from None
+        raise ValueError(_unusable(torch, device)) from None
+    if found.type == "cpu":
+        return found
     if found.type == "cuda":
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if count == 0 or (found.index is not None and found.index >= count):
-            raise ValueError(f"`device` asks for {found} but torch sees {count} CUDA device(s) "
-                             f"(torch {torch.__version__}); got device={device!r}. Use 'cpu'.")
+        count = _cuda_count(torch)
+        if count == 0 or (found.index is not None and not 0 <= found.index < count):
+            raise ValueError(_unusable(torch, device))
+        return found
+    if not _holds_float64(str(found)):
+        raise ValueError(_unusable(torch, device))
     return found
+
+
+def _cuda_count(torch):
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@functools.cache
+def _holds_float64(name):
+    """Whether a float64 tensor can be made on device ``name`` and read back on the host. Torch's failures here
+    have no common type (NotImplementedError, AssertionError, RuntimeError, TypeError, a ModuleNotFoundError), so
+    any exception means no."""
+    torch = require_torch()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.zeros(1, dtype=torch.float64, device=name).to("cpu").numpy()
+    except Exception:
+        return False
+    return True
+
+
+def _unusable(torch, device):
+    """The one message for a device this torch build cannot use: the devices it can use, and what was given."""
+    count = _cuda_count(torch)
+    cuda = {0: "", 1: ", 'cuda' or 'cuda:0'"}.get(count, f", 'cuda' or 'cuda:0' to 'cuda:{count - 1}'")
+    return (f"`device` must be a device this torch build can use in float64: 'cpu'{cuda} (torch "
+            f"{torch.__version__} sees {count} CUDA device{'' if count == 1 else 's'}); got device={device!r}.")
 
 
 def is_numpy(a: Any) -> bool:

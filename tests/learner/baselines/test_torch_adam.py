@@ -98,7 +98,7 @@ class TestFitTorch:
         if torch.cuda.is_available():
             pytest.skip("this machine has a CUDA device")
         oracle = LayerOracle(_truth(), 2, rng=1)
-        with pytest.raises(ValueError, match=r"`device` asks for cuda but torch sees 0 CUDA device\(s\)"):
+        with pytest.raises(ValueError, match=r"^`device` must be a device .* sees 0 CUDA devices\)"):
             fit_torch(oracle, m=1, device="cuda", **QUICK)
         assert oracle.n_drawn == 0
 
@@ -125,10 +125,9 @@ BAD = [
     ({"milestones": (5.0,)}, ValueError, "`milestones` must be distinct relative errors below 1"),
     ({"k": 3}, ValueError, "`k` must match the examples' 2 tokens"),
     ({"truth": "layer"}, TypeError, "`truth` must be an AttentionLayer"),
-    ({"device": "gpu7"}, ValueError, "`device` must be a device name torch knows, such as 'cpu' or 'cuda'; "
-                                     "got device='gpu7'"),
-    ({"device": 3}, TypeError, "`device` must be a device name such as 'cpu' or 'cuda'; got device=3"),
-    ({"device": "cuda:99"}, ValueError, r"`device` asks for cuda:99 but torch sees \d+ CUDA device"),
+    ({"device": "gpu7"}, ValueError, r"^`device` must be a device this torch build can use.*; got device='gpu7'"),
+    ({"device": 3}, TypeError, r"^`device` must be a device this torch build can use.*; got device=3"),
+    ({"device": "cuda:99"}, ValueError, r"^`device` must be a .* CUDA devices?\); got device='cuda:99'"),
 ]
 
 
