@@ -371,3 +371,106 @@ def test_output_overflow_is_a_named_error():
     layer = AttentionLayer(base.thetas, base.ws * 1e308)
     with pytest.raises(FloatingPointError, match="F\\(X\\) overflowed float64"):
         layer(np.ones((3, 2, 4)))
+
+
+# Large logits on every backend: the numpy forward pass and the one on torch tensors (``device=``). The tokens are
+# ±1 vectors and each Θ_i is ±1000 times a 0/1 matrix, so every logit is an integer of size 1000 to 3000, beyond
+# exp's range (it overflows above 709.8 and gives 0 below −745.1): a softmax that does not subtract its row maximum
+# returns inf/inf or 0/0 here. Row by row the logits tie or fall at least 2000 below the row maximum, and
+# exp(−2000) is exactly 0 in float64, so the weights are exactly 0, 1/4, 1/2 or 1 and every backend must give the
+# hand-computed outputs to the bit.
+LARGE_X = np.array([[1.0, 1.0, -1.0], [1.0, 1.0, 1.0], [-1.0, 1.0, 1.0], [-1.0, 1.0, -1.0]])
+LARGE_THETAS = np.array([
+    1000.0 * np.eye(3),  # x_a·x_a = 3 and x_a·x_b <= 1 (a ≠ b): each token attends to itself alone
+    1000.0 * np.diag([1.0, 0.0, 0.0]),  # logit 1000·x_a[0]·x_b[0]: ties at +1000 between same-sign tokens
+    -1000.0 * np.diag([0.0, 1.0, 0.0]),  # x_b[1] = 1 for every token: all logits tie at −1000
+])
+LARGE_PATTERNS = np.array([
+    np.eye(4),
+    [[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.5]],
+    np.full((4, 4), 0.25),
+])
+LARGE_WS = np.array([np.eye(3), [[0.0, 2.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]], 3.0 * np.eye(3)])
+HEAD_SETS = [pytest.param([0], id="one-hot"), pytest.param([1], id="tie-at-plus-1000"),
+             pytest.param([2], id="tie-at-minus-1000"), pytest.param([0, 1, 2], id="three-heads")]
+BACKENDS = [pytest.param(None, id="numpy"), pytest.param("cpu", id="torch-cpu")]
+
+
+def _forward(layer, X, device, batch=None):
+    """``layer(X)`` on the numpy path (``device`` None) or on torch tensors on ``device`` (skipped without torch)."""
+    if device is not None:
+        pytest.importorskip("torch", reason="the torch extra is not installed (pip install -e '.[torch]')")
+        pytest.importorskip("array_api_compat", reason="the torch extra is not installed (pip install -e '.[torch]')")
+    return layer(X, batch=batch, device=device)
+
+
+def _mp_forward(thetas, ws, X, digits=60):
+    """F(X) with every logit, exponential and sum in mpmath at ``digits`` digits, from the float64 parameters, and
+    the size of the terms summed, ``S = Σ_i P_i |X| |W_i|``.
+
+    An independent reference: at 60 digits the products of three float64 numbers are exact and the softmax needs
+    no shift (mpmath's exponent range is unbounded).
+    """
+    import mpmath
+
+    n, k, d = X.shape
+    out, size = np.zeros(X.shape), np.zeros(X.shape)
+    with mpmath.workdps(digits):
+        for e in range(n):
+            x = mpmath.matrix(X[e].tolist())
+            total, terms = mpmath.zeros(k, d), mpmath.zeros(k, d)
+            for theta, w in zip(thetas, ws, strict=True):
+                logits = x * mpmath.matrix(theta.tolist()) * x.T
+                weights = mpmath.matrix(k, k)
+                for a in range(k):
+                    exps = [mpmath.exp(logits[a, b]) for b in range(k)]
+                    for b in range(k):
+                        weights[a, b] = exps[b] / mpmath.fsum(exps)
+                total += weights * x * mpmath.matrix(w.tolist())
+                terms += weights * mpmath.matrix(np.abs(X[e]).tolist()) * mpmath.matrix(np.abs(w).tolist())
+            out[e], size[e] = (np.array(t.tolist(), dtype=np.float64) for t in (total, terms))
+    return out, size
+
+
+class TestLargeLogitsOnEveryBackend:
+    @pytest.mark.parametrize("device", BACKENDS)
+    @pytest.mark.parametrize("heads", HEAD_SETS)
+    def test_hand_computed_outputs_to_the_bit(self, heads, device):
+        """Logits of ±1000 to ±3000, one-hot rows and ties: F(X) = Σ_i P_i X W_i with the hand-made P_i exactly."""
+        layer = AttentionLayer(LARGE_THETAS[heads], LARGE_WS[heads])
+        expected = sum(LARGE_PATTERNS[i] @ LARGE_X @ LARGE_WS[i] for i in heads)
+        assert_array_equal(_forward(layer, LARGE_X, device), expected)
+        X = np.stack([LARGE_X, LARGE_X[::-1], LARGE_X])  # a token permutation permutes the output rows alike
+        assert_array_equal(_forward(layer, X, device, batch=2), np.stack([expected, expected[::-1], expected]))
+
+    @pytest.mark.parametrize("heads", HEAD_SETS)
+    def test_hand_computed_patterns(self, heads):
+        """The patterns themselves (the numpy path's :meth:`AttentionLayer.attention`) are the hand-made ones."""
+        layer = AttentionLayer(LARGE_THETAS[heads], LARGE_WS[heads])
+        assert_array_equal(layer.attention(LARGE_X), LARGE_PATTERNS[heads])
+
+    @pytest.mark.parametrize("device", BACKENDS)
+    @pytest.mark.parametrize("spread", [1000.0, 1.0], ids=["gaps-of-1000", "gaps-of-1"])
+    def test_logit_scale_1000_matches_mpmath(self, device, spread):
+        """Gaussian tokens whose first coordinate is 1, and Θ_i = 1000·v_i e_0ᵀ + G_i with ‖G_i‖_F = ``spread``:
+        each row's logits are offset by 1000·x_a·v_i (both signs, beyond exp's range), and differ by ~1000 (nearly
+        one-hot rows) or ~1 (spread weights). Against the 60-digit reference."""
+        rng = np.random.default_rng(0)
+        m, d, k, n = 2, 4, 3, 6
+        X = rng.standard_normal((n, k, d))
+        X[:, :, 0] = 1.0
+        v = rng.standard_normal((m, d))
+        G = rng.standard_normal((m, d, d))
+        thetas = 1000.0 * np.einsum("ic,e->ice", v / np.linalg.norm(v, axis=1, keepdims=True), np.eye(d)[0])
+        thetas += spread * G / np.linalg.norm(G, axis=(1, 2), keepdims=True)
+        ws = rng.standard_normal((m, d, d))
+        logits = np.einsum("nac,ice,nbe->niab", X, thetas, X)
+        assert logits.max(axis=-1).max() > 800 and logits.max(axis=-1).min() < -800  # beyond exp's range both ways
+        # A float64 logit is off by at most (2d + 1)·eps·L, L = max_ab Σ_ce |x_a[c] θ_ce x_b[e]|; a weight then by a
+        # relative 2·that plus (k + 2)·eps for the exponential and the normalisation, and each output entry by that
+        # times S = Σ_i P_i |X| |W_i| plus (k + m·d)·eps·S for the two products.
+        L = np.einsum("nac,ice,nbe->niab", np.abs(X), np.abs(thetas), np.abs(X)).max()
+        eps = np.finfo(np.float64).eps
+        rtol = 2 * (2 * d + 1) * eps * L + (2 * k + m * d + 2) * eps
+        reference, scale = _mp_forward(thetas, ws, X)
+        assert np.all(np.abs(_forward(AttentionLayer(thetas, ws), X, device) - reference) <= rtol * scale)
