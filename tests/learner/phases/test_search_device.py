@@ -247,3 +247,89 @@ class TestRefused:
         assert "argument --device: --device must be a device this torch build can use in float64" in err
         assert "sees 0 CUDA devices)" in err
         assert "got --device 'cuda'" in err and "Traceback" not in err
+
+
+BACKENDS = [pytest.param(None, id="numpy"), pytest.param("cpu", id="torch-cpu")]
+
+# Hand-made heads whose logits are integers of size 1000 to 3000, beyond exp's range (overflow above 709.8, 0 below
+# −745.1): a softmax without its row maximum subtracted gets inf/inf or 0/0. Rows tie or fall at least 2000 below
+# their maximum (exp(−2000) is 0 in float64), so the weights are exactly 0, 1/4, 1/2 or 1.
+HAND_X = np.array([[1.0, 1.0, -1.0], [1.0, 1.0, 1.0], [-1.0, 1.0, 1.0], [-1.0, 1.0, -1.0]])
+HAND_THETAS = np.array([
+    1000.0 * np.eye(3),  # x_a·x_a = 3 and x_a·x_b <= 1 (a ≠ b): one-hot on the token itself
+    1000.0 * np.diag([1.0, 0.0, 0.0]),  # logit 1000·x_a[0]·x_b[0]: ties at +1000
+    -1000.0 * np.diag([0.0, 1.0, 0.0]),  # x_b[1] = 1 for every token: every logit ties at −1000
+])
+HAND_PATTERNS = np.array([
+    np.eye(4),
+    [[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.5]],
+    np.full((4, 4), 0.25),
+])
+HAND_WS = np.array([np.eye(3), [[0.0, 2.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]], 3.0 * np.eye(3)])
+
+
+def _row_offset_case(n, seed=0):
+    """Tokens whose first coordinate is 1 and ``Θ_i = 1000·v_i e_0ᵀ + G_i`` (unit ``v_i``, ``‖G_i‖_F = 1``): every
+    logit of row a is offset by ``1000·x_a·v_i`` (row maxima from about −2900 to +3300), which leaves the patterns
+    those of the ``G_i`` alone (spread weights), with the labels from a head-by-head reference."""
+    rng = np.random.default_rng(seed)
+    m, d, k = 2, 6, 2
+    X = rng.standard_normal((n, k, d))
+    X[:, :, 0] = 1.0
+    v = rng.standard_normal((m, d))
+    G = rng.standard_normal((m, d, d))
+    thetas = 1000.0 * np.einsum("ic,e->ice", v / np.linalg.norm(v, axis=1, keepdims=True), np.eye(d)[0])
+    thetas += G / np.linalg.norm(G, axis=(1, 2), keepdims=True)
+    from learner.layer import AttentionLayer
+
+    layer = AttentionLayer(thetas, rng.standard_normal((m, d, d)))
+    logits = np.einsum("nac,ice,nbe->niab", X, thetas, X).max(axis=-1)
+    assert logits.max() > 800 and logits.min() < -800  # beyond exp's range both ways
+    return layer, X, _naive(layer, X), thetas + 0.05 * rng.standard_normal(thetas.shape)
+
+
+# Float64 logits of size L ≈ 3300 are off by up to ~(2d + 1)·eps·L ≈ 1e-11 (d = 6), and the labels a fit reproduces
+# by about as much relative: a relative residual ‖F − Y‖²/‖Y‖² of ~1e-22 at worst (measured 1e-27 to 2e-27 on both
+# backends). The start, 0.05 off, is at ~1e-3.
+LARGE_FIT = 1e-22
+
+
+class TestLargeLogits:
+    """Phase 6 at logits far beyond exp's range, on both backends, against hand-computed patterns and labels from
+    a head-by-head reference."""
+
+    @pytest.mark.parametrize("device", BACKENDS)
+    def test_the_projection_has_the_hand_computed_patterns(self, device):
+        perms = [np.arange(4), np.arange(4)[::-1], np.array([2, 0, 3, 1])]
+        X = np.stack([HAND_X[p] for p in perms])  # permuting the tokens permutes each pattern's rows and columns
+        expected = np.stack([HAND_PATTERNS[:, p][:, :, p] for p in perms])
+        Y = np.einsum("nmab,nbc,mce->nae", expected, X, HAND_WS)
+        args = (HAND_THETAS, X, Y) if device is None else (arrays.to_device(a, device) for a in (HAND_THETAS, X, Y))
+        _, residual, _, patterns = _vp_solve(*args)
+        np.testing.assert_array_equal(arrays.to_numpy(patterns), expected)
+        # The labels lie in the span of the design: the least-squares residual is rounding alone (entries <= 12).
+        assert np.abs(arrays.to_numpy(residual)).max() < 1e-12
+
+    @pytest.mark.parametrize("device", BACKENDS)
+    def test_the_refinement_fits_row_offsets_of_1000(self, device):
+        _, X, Y, start = _row_offset_case(60)
+        z, ws, _, rel = _refine_vp(start, X, Y, max_iter=100, device=device)
+        assert rel < LARGE_FIT
+        assert np.isfinite(z).all() and np.isfinite(ws).all()
+
+    @pytest.mark.parametrize("device", BACKENDS)
+    def test_the_search_fits_row_offsets_of_1000(self, device):
+        layer, X, Y, _ = _row_offset_case(400)
+        T = layer.thetas.reshape(layer.m, -1)
+        hull = min_norm_point(layer.thetas), np.linalg.qr((T[1:] - T[0]).T)[0]
+        found = search_heads(ArraySource(X, Y), *hull, layer.m, n_search=200, search="vp", vp_starts=2,
+                             device=device)
+        # The held-out labels come from the reference; the Θ's themselves are not compared: a shift along v_i e_0ᵀ
+        # adds a constant to every logit of a row and changes no label.
+        assert found.heldout_error < LARGE_FIT
+
+    def test_control_an_unrefined_start_is_told_apart(self):
+        """Control: the start itself, with its best W's, is far above the threshold."""
+        _, X, Y, start = _row_offset_case(60)
+        ws, residual, _, _ = _vp_solve(start, X, Y)
+        assert float((residual**2).sum() / (Y**2).sum()) > 1e6 * LARGE_FIT
