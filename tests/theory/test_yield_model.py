@@ -709,3 +709,54 @@ _K_BELOW_D = r"^`k` must be smaller than `d` for certification; got k={k}, d=6\.
 def test_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+class TestFailureBudget:
+    """The check's failure probability α is split evenly between the prediction's interval and the measurement's,
+    and each interval is two-sided: each of the four tails gets α/4. Checked against coverage computed in mpmath
+    (the normal tail ``ncdf`` and the Poisson tails as regularised incomplete gammas), independently of the code's
+    quantiles."""
+
+    @pytest.mark.parametrize("alpha", [0.05, 0.2, 1e-6])
+    def test_each_tail_gets_a_quarter(self, alpha):
+        import mpmath
+
+        n_examples = 20_000
+        layer = random_layer(2, 12, logit_scale=1.0, rng=0)
+        result = check_yield_prediction(layer, 2, n_examples=n_examples, n_geometry=2000, failure_probability=alpha,
+                                        rng=3)
+        d = result.details
+        predicted, se = d["predicted_per_1000"], d["predicted_standard_error"]
+        p_lo, p_hi = d["predicted_interval"]
+        assert se > 0 and p_lo > 0  # a true two-sided interval, not clipped at 0
+        z = mpmath.mpf(p_hi - predicted) / se
+        # The prediction's interval predicted ± z·se misses with probability 2·(1 − Φ(z)): half of the budget.
+        # Tolerance: z carries the rounding of p_hi − predicted, ~1e-15 relative, and the tail's slope is ~z.
+        assert float(2 * (1 - mpmath.ncdf(z))) == pytest.approx(alpha / 2, rel=1e-9)
+        assert (predicted - p_lo) / se == pytest.approx(float(z), rel=1e-12)
+        # The measurement's interval is the Garwood interval of the certified rows, scaled by constraints per row
+        # (per 1000 examples): its ends μ satisfy P(Poisson(μ_lo) >= r) = α/4 and P(Poisson(μ_hi) <= r) = α/4.
+        rows, constraints = d["rows_certified"], d["constraints"]
+        assert rows > 0
+        unit = 1000 / n_examples * constraints / rows
+        mu_lo, mu_hi = (mpmath.mpf(v) / unit for v in d["measured_interval"])
+        with mpmath.workdps(30):
+            upper_tail = mpmath.gammainc(rows, 0, mu_lo, regularized=True)  # P(Poisson(μ) >= r)
+            lower_tail = mpmath.gammainc(rows + 1, mu_hi, mpmath.inf, regularized=True)  # P(Poisson(μ) <= r)
+        # Measured: within 1e-14 relative at α = 0.05 and 0.2, 1.4e-10 at α = 1e-6 (scipy's far chi2 quantiles).
+        assert float(upper_tail) == pytest.approx(alpha / 4, rel=1e-6)
+        assert float(lower_tail) == pytest.approx(alpha / 4, rel=1e-6)
+
+    def test_control_a_one_sided_quantile_is_told_apart(self, monkeypatch):
+        """Control: with the prediction's quantile taken one-sided (Φ⁻¹(1 − α/2) where 1 − α/4 is asked), its
+        interval misses with probability α, twice its share, and the coverage computation above sees it."""
+        import mpmath
+
+        alpha = 0.05
+        real = yield_model.ndtri
+        monkeypatch.setattr(yield_model, "ndtri", lambda q: real(1 - 2 * (1 - q)))
+        layer = random_layer(2, 12, logit_scale=1.0, rng=0)
+        d = check_yield_prediction(layer, 2, n_examples=20_000, n_geometry=2000, failure_probability=alpha,
+                                   rng=3).details
+        z = mpmath.mpf(d["predicted_interval"][1] - d["predicted_per_1000"]) / d["predicted_standard_error"]
+        assert float(2 * (1 - mpmath.ncdf(z))) == pytest.approx(alpha, rel=1e-9)
