@@ -171,3 +171,86 @@ class TestFitSlope:
     def test_refuses_non_positive_or_single_points(self, ds, counts):
         with pytest.raises(ValueError, match="need at least two positive"):
             fit_slope(ds, counts)
+
+
+class TestSuccessIsTheWholeHiddenSet:
+    """simulate_queries counts a trial as a success only when the search completed and found exactly the hidden set
+    (``{S}`` for the hard family, the singletons of ``S`` for the control): never part of it, never more."""
+
+    @staticmethod
+    def _spied(monkeypatch, change=None):
+        """Replace the simulator's search by the real one followed by ``change``; log (hidden set, outcome)."""
+        import lowerbounds.simulate as simulate
+
+        real, log = simulate.correlational_search, []
+
+        def search(oracle, **kwargs):
+            out = real(oracle, **kwargs)
+            out = out if change is None else change(out, oracle.target)
+            log.append((oracle.target, out))
+            return out
+
+        monkeypatch.setattr(simulate, "correlational_search", search)
+        return log
+
+    @staticmethod
+    def _whole_set(target):
+        S = tuple(target.subset)
+        return {(j,) for j in S} if isinstance(target, SparseLinearTarget) else {S}
+
+    @staticmethod
+    def _part(out, target):
+        """A proper part of the hidden set: the control's singletons but the last; for the hard family, whose hidden
+        set is the one character ``S``, the character of ``S`` without its last coordinate."""
+        if isinstance(target, SparseLinearTarget):
+            return SearchOutcome(out.found[:-1], out.coefficients[:-1], out.queries, True)
+        return SearchOutcome((tuple(target.subset[:-1]),), (1.0,), out.queries, True)
+
+    @pytest.mark.parametrize("adversary", ["reference", "random"])
+    @pytest.mark.parametrize("family", ["hard", "control"])
+    @pytest.mark.parametrize("change", [
+        pytest.param(lambda out, target: TestSuccessIsTheWholeHiddenSet._part(out, target), id="part-of-the-set"),
+        pytest.param(lambda out, target: SearchOutcome((), (), out.queries, True), id="nothing-yet-complete"),
+        # the character of every coordinate but t: never the hidden set (|S| = m − 1 < d − 1)
+        pytest.param(lambda out, target: SearchOutcome(out.found + (tuple(range(1, target.d)),),
+                                                       out.coefficients + (0.5,), out.queries, True),
+                     id="more-than-the-set"),
+        pytest.param(lambda out, target: SearchOutcome(out.found, out.coefficients, out.queries, False),
+                     id="not-complete"),
+    ])
+    def test_constructed_outcomes_that_are_not_successes(self, monkeypatch, family, adversary, change):
+        from lowerbounds import simulate_queries
+
+        log = self._spied(monkeypatch, change)
+        run = simulate_queries([8, 12], [3, 4], tolerance=0.05, adversary=adversary, trials=4, family=family, rng=0)
+        assert len(log) == 16
+        assert not any(out.complete and set(out.found) == self._whole_set(t) for t, out in log)  # by construction
+        assert [c["successes"] for c in run["cells"]] == [0, 0, 0, 0]
+
+    @pytest.mark.parametrize("adversary", ["reference", "random"])
+    @pytest.mark.parametrize("family", ["hard", "control"])
+    def test_control_the_whole_set_is_a_success(self, monkeypatch, family, adversary):
+        """Control: the unchanged search at τ = 0.05 finds the whole set in most trials (every one against the
+        reference adversary), and each of those is counted."""
+        from lowerbounds import simulate_queries
+
+        log = self._spied(monkeypatch)
+        run = simulate_queries([8, 12], [3, 4], tolerance=0.05, adversary=adversary, trials=4, family=family, rng=0)
+        whole = [out.complete and set(out.found) == self._whole_set(t) for t, out in log]
+        assert [c["successes"] for c in run["cells"]] == [sum(whole[i:i + 4]) for i in range(0, 16, 4)]
+        assert all(whole) if adversary == "reference" else sum(whole) >= 12
+
+    @pytest.mark.parametrize("tolerance", [0.1, 0.2])
+    def test_the_random_adversary_stops_searches_early(self, monkeypatch, tolerance):
+        """At τ = 0.1 and 0.2 the random adversary's noisy coefficients (up to B·τ too large) fill the unit mass
+        before the last coordinate of the control is found: such complete but partial searches are failures, and
+        the successes are exactly the searches that found the whole set."""
+        from lowerbounds import simulate_queries
+
+        log = self._spied(monkeypatch)
+        run = simulate_queries([8, 16], [3, 4], tolerance=tolerance, adversary="random", trials=10, family="control",
+                               rng=0)
+        whole = [out.complete and set(out.found) == self._whole_set(t) for t, out in log]
+        partial = [out.complete and set(out.found) < self._whole_set(t) for t, out in log]
+        assert sum(partial) >= 5  # the case at hand: many complete searches with part of S (measured 18 and 28)
+        assert [c["successes"] for c in run["cells"]] == [sum(whole[i:i + 10]) for i in range(0, 40, 10)]
