@@ -64,6 +64,45 @@ class TestCertificationPremiseFields:
 
 
 
+class TestWorstHead:
+    """The premise is held against each row's worst head, not an average over heads. The constructed layer has two
+    uniform heads (Θ = 0) carrying the labels and a third head with W_3 = 0, invisible in the labels, whose
+    Θ_3 = 50·I makes it attend to the token itself: on ±1 tokens in d = 4 its logits are 200 on the token itself
+    and at most 100 elsewhere. Every row fits the uniform pattern exactly, so the rows certify, and the third head
+    is a total variation 1 − 1/k = 1/2 (k = 2) from the fit on every row whose two tokens differ (up to e^{−100}):
+    the worst head is 1/2 off, the mean over the three heads 1/6."""
+
+    @staticmethod
+    def _layer(theta3_scale):
+        w = np.random.default_rng(0).standard_normal((2, 4, 4))
+        thetas = np.stack([np.zeros((4, 4)), np.zeros((4, 4)), theta3_scale * np.eye(4)])
+        return AttentionLayer(thetas, np.stack([w[0], w[1], np.zeros((4, 4))]))
+
+    def test_one_disagreeing_head_fails_the_premise(self):
+        from scipy.special import softmax
+
+        n = 5000
+        result = check_certification_premise(self._layer(50.0), 2, bound=0.3, n_samples=n, rng=0)
+        # The reference: the third head's patterns by scipy on the inputs the check draws (the first draw of seed
+        # 0), and their total variation from the uniform fit, by hand 1/2 for distinct tokens and 0 for equal ones.
+        X = sample_inputs(n, 2, 4, rng=np.random.default_rng(0))
+        third = softmax(50.0 * X @ X.transpose(0, 2, 1), axis=2)
+        tv = 0.5 * np.abs(third - 0.5).sum(axis=2)  # (n, a)
+        distinct = np.any(X[:, 0] != X[:, 1], axis=1)
+        np.testing.assert_allclose(tv[distinct], 0.5, rtol=0, atol=1e-40)
+        assert np.all(tv[~distinct] == 0.0)
+        assert result.details["certified"] > n  # most of the 2n rows certify: the quantile is over them
+        # 95 % quantile of the worst head over the certified rows: 1/2 (rounding of the fit: ~1e-16, far below 1e-9),
+        # above the bound 0.3; the mean over heads, 1/6, would be below it.
+        assert result.measured == pytest.approx(0.5, abs=1e-9) and not result.holds
+        assert np.mean([0.0, 0.0, 0.5]) < result.bound < result.measured
+
+    def test_control_agreeing_heads_hold(self):
+        """Control: with Θ_3 = 0 every head is uniform, the fit's, and the premise holds with room."""
+        result = check_certification_premise(self._layer(0.0), 2, bound=0.3, n_samples=5000, rng=0)
+        assert result.details["certified"] > 5000 and result.measured < 1e-9 and result.holds
+
+
 class TestCertificationPremise:
     @pytest.mark.parametrize("seed", [0, 1, 2])
     def test_certified_rows_agree(self, seed):
