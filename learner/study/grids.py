@@ -13,6 +13,7 @@ layers (for noise: the same inputs and the same noise draws, scaled). The grid's
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -25,12 +26,14 @@ from ..io import atomic_write, save_figure, write_json
 from ..oracle import NOISE_RULE
 from ..tables import fmt, markdown_table
 from ..validation import Each, Integer, Real, Scale, Seed, declare
-from .records import read_record
+from .records import digest_problem, read_record, record_problem, study_path
 from .runs import STUDY_LOGIT_SCALE
 
 __all__ = ["NOISE_CELLS", "NOISE_SIGMAS", "SHARPNESS_D", "SHARPNESS_K", "SHARPNESS_SCALES", "grid_rows",
            "noise_study", "noise_summary", "noise_tables", "plot_noise", "plot_sharpness", "reach_boundaries",
            "sharpness_study", "sharpness_summary", "sharpness_tables"]
+
+log = logging.getLogger(__name__)
 
 #: The noise study's levels and cells (ours: σ from exact labels to 10⁻¹ on a logarithmic ladder; at least
 #: three (m, k) cells).
@@ -76,7 +79,11 @@ def grid_rows(out: PathLike, prefix: str) -> list[dict[str, Any]]:
     for folder in _point_dirs(out, prefix):
         for path in sorted((folder / "runs").glob("*.json")):
             rec = read_record(path)
-            spec = rec.get("spec", {})
+            problem = _untrusted(rec, path)
+            if problem:
+                log.warning("ignoring record %s (%s): not summarised", path, problem)
+                continue
+            spec = rec["spec"]
             if spec.get("role") != "eval":
                 continue
             errors = rec.get("errors") or {}
@@ -88,6 +95,23 @@ def grid_rows(out: PathLike, prefix: str) -> list[dict[str, Any]]:
                          "noise_estimate": rec.get("noise"), "expected_param_error": rec.get("expected_param_error"),
                          "seconds": (rec.get("timings") or {}).get("total"), "message": rec.get("message", "")})
     return rows
+
+
+def _untrusted(rec, path):
+    """Why a point's record is not summarised, or None: its digest (required), the types of what the rows read,
+    and its ``run_id``, which must be its file's and the one its specification gives."""
+    from .runs import RunSpec
+
+    problem = digest_problem(rec) or record_problem(rec, RunSpec.record_rules(rec))
+    if problem:
+        return problem
+    try:
+        expected = RunSpec.from_dict(rec["spec"]).run_id
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return f"`spec` does not describe a run ({type(exc).__name__}: {exc})"
+    if rec["run_id"] != expected or path.stem != expected:
+        return f"`run_id` must be {expected!r}, the one its spec gives and its file's name; got {rec['run_id']!r:.80}"
+    return None
 
 
 def _median(values):
@@ -106,28 +130,39 @@ def _quick(quick):
 
 def _write(out, lines, summary):
     blob = ("\n".join(lines) + "\n").encode("utf-8")
-    atomic_write(out / "summary.md", lambda fh: fh.write(blob))
-    write_json(out / "summary.json", summary)
+    md, js = study_path(out, "summary.md"), study_path(out, "summary.json")  # both checked before either is written
+    atomic_write(md, lambda fh: fh.write(blob))
+    write_json(js, summary)
 
 
 def _summarise(out, tables, plot, figure):
     """Write a grid's summary (``tables(out)``: the summary and its Markdown lines) and, with a ``plot``
-    function, its figure ``out/<figure>``; returns the summary."""
+    function, its figure ``out/<figure>`` (without matplotlib: a warning saying how to draw it); returns the
+    summary."""
     out = Path(out)
     summary, lines = tables(out)
     _write(out, lines, summary)
     if plot is not None and summary["rows"]:
-        plot(summary["rows"], out / figure)
+        path = study_path(out, figure)
+        try:
+            plot(summary["rows"], path)
+        except ImportError as exc:  # matplotlib is the optional `plot` extra: the tables stand without the figure
+            log.warning("%s not drawn: matplotlib is not installed (%s). The tables are in %s; to draw it, "
+                        "install the plot extra (pip install 'matplotlib>=3.8') and summarise again (the same "
+                        "command with --summarise-only).", figure, exc, out / "summary.md")
     return summary
 
 
-def _claim_grid(out: Path, prefix: str, run: bool, what: str) -> None:
+def _claim_grid(out: Path, prefix: str, run: bool, what: str, figure: str) -> None:
     """Check ``out`` as the folder of a grid of scaling studies (its points ``out/<prefix>*``); create it when new.
 
     To run, the folder must be new, empty or already hold points of this grid: anything else is not ours to
     write summaries over (ValueError). To re-summarise (``run`` False), it must hold points: nothing is created.
+    Either way the summaries and ``figure`` are checked first (:func:`~learner.study.records.study_path`).
     """
     out = Path(out)
+    for name in ("summary.md", "summary.json", figure):
+        study_path(out, name)
     points = _point_dirs(out, prefix) if out.is_dir() else []
     if not run:
         if not points:
@@ -150,6 +185,8 @@ def _run_points(points, common, run):
     never run is named), so a summary never leaves a cell out silently."""
     from .scaling import scaling_study
 
+    for folder, _ in points:  # every point's folder checked before any runs: a link to elsewhere is refused
+        study_path(folder.parent, folder.name)
     for folder, kwargs in points:
         scaling_study(folder, **common, **kwargs, run=run)
 
@@ -209,7 +246,7 @@ def noise_study(out: PathLike, *, sigmas: Iterable[float] = NOISE_SIGMAS, cells:
     except ValueError as exc:
         raise ValueError(str(exc).replace("`grid`", "`cells`", 1)) from None
     out = Path(out)
-    _claim_grid(out, "sigma-", run, "noise study")
+    _claim_grid(out, "sigma-", run, "noise study", "noise.png")
     common = {"grid": list(cells), "seeds": seeds, "logit_scale": logit_scale, "adam_lrs": (adam_lr,),
               "seed": seed, "backend": backend, "workers": workers, "progress": progress, "plot": False,
               **_quick(quick)}
@@ -237,7 +274,8 @@ def noise_summary(out: PathLike, plot: bool = True) -> dict[str, Any]:
     out : str or path-like
         The noise study's folder (its points ``out/sigma-*``).
     plot : bool
-        Also draw ``out/noise.png`` (:func:`plot_noise`) when there are rows (default True; needs matplotlib).
+        Also draw ``out/noise.png`` (:func:`plot_noise`) when there are rows (default True; without matplotlib
+        the tables are written and a warning says how to draw the figure).
 
     Returns
     -------
@@ -403,7 +441,7 @@ def sharpness_study(out: PathLike, *, scales: Iterable[float] = SHARPNESS_SCALES
     """
     adam_seeds = min(adam_seeds, seeds)
     out = Path(out)
-    _claim_grid(out, "ls-", run, "sharpness map")
+    _claim_grid(out, "ls-", run, "sharpness map", "sharpness.png")
     k_block = f"{min(ks)}..{max(ks)}" if list(ks) == list(range(min(ks), max(ks) + 1)) else None
     points = []
     for s in scales:
@@ -431,8 +469,8 @@ def sharpness_summary(out: PathLike, plot: bool = True) -> dict[str, Any]:
     out : str or path-like
         The map's folder (its points ``out/ls-*``).
     plot : bool
-        Also draw ``out/sharpness.png`` (:func:`plot_sharpness`) when there are rows (default True; needs
-        matplotlib).
+        Also draw ``out/sharpness.png`` (:func:`plot_sharpness`) when there are rows (default True; without
+        matplotlib the tables are written and a warning says how to draw the figure).
 
     Returns
     -------

@@ -24,7 +24,7 @@ from ..io import versions
 from ..tables import MISSING, fmt, markdown_table
 from ..validation import Each, Integer, OrWord, Real, Scale, Seed, check_int, declare
 from .methods import METHODS, check_methods, get, method_names, present_names
-from .records import StudyResult, write_summary
+from .records import StudyResult, study_path, write_summary
 from .runs import STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_runs, sound_d
 from .sweep import claim_study, median, run_sweep, sweep_lock
 
@@ -168,12 +168,17 @@ def _counted_sweep(total, at_least, out, ex):
 
 
 def _previous(path):
+    """The study's earlier summary as a dict (empty when missing, unreadable or not an object), its
+    ``concurrency`` kept only when it is a string."""
     from ..io import read_json
 
     try:
-        return read_json(path, "summary")
+        found = read_json(path, "summary")
     except (OSError, ValueError):  # FileFormatError is a ValueError
         return {}
+    if not isinstance(found, dict):
+        return {}
+    return {key: value for key, value in found.items() if key != "concurrency" or isinstance(value, str)}
 
 
 def _extra_versions(records, methods):
@@ -743,7 +748,7 @@ def race_study(out: PathLike, *, grid: Sequence[str] | None = None, seeds: int =
                   "tune_seeds": tune_seeds, "options": base, "milestones": list(MILESTONES), "seed": seed}
     common: dict[str, Any] = {"entropy": seed, "logit_scale": STUDY_LOGIT_SCALE}
     with sweep_lock(out, create=run):
-        claim_study(out, "race-study", RunSpec.RECORD_KIND, parameters, write=run)
+        claim_study(out, "race-study", RunSpec.RECORD_KIND, parameters, write=run, files=("race.png",) if plot else ())
         tune = [s for method in tuned for lr in lrs for m, d, k, _ in cells
                 for s in plan_runs(ms=[m], d=d, k=k, seeds=tune_seeds, methods=[method], role="tune",
                                    options={method: base[method] | {"lr": lr}}, **common)]
@@ -796,7 +801,7 @@ def race_study(out: PathLike, *, grid: Sequence[str] | None = None, seeds: int =
         files |= write_summary(out, summary, result.table() + "\n")
         if plot:
             try:
-                files["plot"] = plot_race(rows, out / "race.png", search)
+                files["plot"] = plot_race(rows, study_path(out, "race.png"), search)
             except ImportError as exc:  # matplotlib is the plot extra
                 logging.getLogger(__name__).warning("race.png not written: %s", exc)
     return result

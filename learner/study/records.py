@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,7 @@ __all__ = [
     "record_digest",
     "record_problem",
     "schema_of",
+    "study_path",
     "timings_problem",
     "write_summary",
 ]
@@ -174,6 +176,9 @@ def record_digest(rec: Mapping[str, Any]) -> str:
 def digest_problem(rec: Mapping[str, Any]) -> str | None:
     """Why ``rec``'s :data:`DIGEST_FIELD` does not vouch for it, or None.
 
+    The digest is required (ours): every run record the toolkit writes carries it, so a record without one, or
+    with null, is one whose content nothing vouches for.
+
     Parameters
     ----------
     rec : mapping
@@ -182,8 +187,8 @@ def digest_problem(rec: Mapping[str, Any]) -> str | None:
     Returns
     -------
     str or None
-        The problem, in words, when the stored digest differs from :func:`record_digest`; None when it matches or
-        the record has no digest (nothing to check).
+        The problem, in words, when the digest is missing, null, or differs from :func:`record_digest`; None when it
+        matches.
 
     Examples
     --------
@@ -191,13 +196,73 @@ def digest_problem(rec: Mapping[str, Any]) -> str | None:
     >>> rec[DIGEST_FIELD] = record_digest(rec)
     >>> digest_problem(rec) is None, digest_problem(rec | {"outcome": "error"}) is None
     (True, False)
+    >>> print(digest_problem({"outcome": "finished"}))
+    `record_sha256` is missing: nothing vouches for the record's content (the toolkit writes it with every record)
     """
     stored = rec.get(DIGEST_FIELD)
     if stored is None:
-        return None
+        state = "null" if DIGEST_FIELD in rec else "missing"
+        return (f"`{DIGEST_FIELD}` is {state}: nothing vouches for the record's content (the toolkit writes it "
+                "with every record)")
     if stored != record_digest(rec):
         return f"`{DIGEST_FIELD}` does not match the record's content: it was edited or damaged after it was written"
     return None
+
+
+def study_path(out: PathLike, name: str) -> Path:
+    """The path of ``name`` in the study folder ``out``, checked to stay inside it: every file a study writes.
+
+    A study writes only its own files, inside its folder (ours): ``name`` is relative and has no ``..``, no
+    part of it below ``out`` is a symbolic link (a link is never written through, whether it points out of the
+    folder or into it: the link is the user's, and the study stops rather than replace it or write where it
+    points), and the resolved path lies inside the resolved ``out``. ``out`` itself may be a link.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The study's folder (it need not exist yet).
+    name : str
+        The file, relative to ``out``, with ``/`` between folders (``"summary.md"``, ``"runs/<run id>.json"``).
+
+    Returns
+    -------
+    pathlib.Path
+        ``out / name``, safe to write.
+
+    Raises
+    ------
+    ValueError
+        When ``name`` would leave ``out`` (absolute, or a ``..``), or a part of it is a symbolic link, or a folder
+        on the way is a file; the message names the file.
+
+    Examples
+    --------
+    >>> study_path("sc", "runs/a.json").as_posix()
+    'sc/runs/a.json'
+    >>> study_path("sc", "runs/../../notes.txt")
+    Traceback (most recent call last):
+    ...
+    ValueError: `name` must be a file inside the study folder; got name='runs/../../notes.txt', which leaves it.
+    """
+    out = Path(out)
+    parts = str(name).split("/")
+    if not name or os.path.isabs(name) or any(part in ("", ".", "..") or os.sep in part or "\0" in part
+                                               for part in parts):
+        raise ValueError(f"`name` must be a file inside the study folder; got name={name!r:.200}, which leaves it.")
+    here = out
+    for i, part in enumerate(parts):
+        here = here / part
+        if here.is_symlink():
+            raise ValueError(f"{str(here)!r} is a symbolic link (to {os.readlink(here)!r:.200}); a study writes "
+                             f"only its own files, inside its folder {str(out)!r}, never through a link: remove "
+                             "the link (its target is left as it is) and run again.")
+        if i < len(parts) - 1 and here.exists() and not here.is_dir():
+            raise ValueError(f"{str(here)!r} is a file where the study keeps a folder; move it away and run again.")
+    root = os.path.realpath(out)
+    if os.path.commonpath([root, os.path.realpath(here)]) != root:  # belt and braces: no link, no `..`, yet outside
+        raise ValueError(f"{str(here)!r} resolves outside the study folder {str(out)!r}; a study writes only "
+                         "inside its folder.")
+    return here
 
 
 def read_run_record(path: PathLike, kind: str, schema: int) -> dict[str, Any] | None:
@@ -312,8 +377,11 @@ FIELD_CHECKS = {
     "count?": (lambda v: v is None or _is_count(v), "a non-negative integer or null"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
     "str": (lambda v: isinstance(v, str), "a string"),
+    "str?": (lambda v: v is None or isinstance(v, str), "a string or null"),
     "dict": (lambda v: isinstance(v, dict), "an object"),
     "dict?": (lambda v: v is None or isinstance(v, dict), "an object or null"),
+    "durations?": (lambda v: v is None or (isinstance(v, dict) and all(x is None or is_seconds(x) for x in v.values())),
+                   f"an object of durations in seconds (0 to {MAX_SECONDS:g}) or nulls, or null"),
 }
 
 
@@ -392,7 +460,7 @@ def write_summary(out: PathLike, summary: Mapping[str, Any], table: str) -> dict
     Parameters
     ----------
     out : str or path-like
-        The study's folder (it must exist).
+        The study's folder (it must exist); both files are checked by :func:`study_path` first.
     summary : mapping
         The JSON summary, written to ``summary.json``.
     table : str
@@ -402,11 +470,16 @@ def write_summary(out: PathLike, summary: Mapping[str, Any], table: str) -> dict
     -------
     dict
         ``{"summary_json": path, "summary_md": path}``, the paths as strings.
+
+    Raises
+    ------
+    ValueError
+        When :func:`study_path` refuses either file (a symbolic link, say): nothing is written.
     """
-    out = Path(out)
-    files = {"summary_json": str(write_json(out / "summary.json", summary))}
-    atomic_write(out / "summary.md", lambda fh: fh.write(table.encode("utf-8")))
-    files["summary_md"] = str(out / "summary.md")
+    md, js = study_path(out, "summary.md"), study_path(out, "summary.json")  # both checked before either is written
+    files = {"summary_json": str(write_json(js, summary))}
+    atomic_write(md, lambda fh: fh.write(table.encode("utf-8")))
+    files["summary_md"] = str(md)
     return files
 
 

@@ -260,12 +260,31 @@ class RunSpec:
         dict
             ``{dotted field: check}``, checks of :data:`learner.study.records.FIELD_CHECKS` or ``"timings"``.
         """
-        rules = {"spec": "dict", "outcome": "str", "success": "bool", "status": "str", "message": "str",
-                 "errors": "dict", "timings": "timings"}
+        rules = {"run_id": "str", "spec": "dict", **_SPEC_RULES, "outcome": "str", "success": "bool", "status": "str",
+                 "message": "str", "errors": "dict", "timings": "timings", "diagnostics": "dict?"}
         if isinstance(rec, dict) and rec.get("outcome") == "finished":
             rules |= {"examples_drawn": "count", "examples_ratio": "nonneg", "timings.total": "seconds",
-                      "errors.relative_error": "nonneg?", "errors.param_error": "nonneg?", "diagnostics": "dict?"}
+                      "errors.relative_error": "nonneg?", "errors.param_error": "nonneg?",
+                      "noise": "nonneg?", "expected_param_error": "nonneg?"} | _DIAGNOSTICS_RULES
         return rules
+
+
+#: The types of a record's specification (:meth:`RunSpec.to_dict`), for a reader that rebuilds it.
+_SPEC_RULES = {"spec.method": "str", "spec.role": "str", "spec.m": "count", "spec.d": "count", "spec.k": "count",
+               "spec.distribution": "str", "spec.seed_index": "count", "spec.entropy": "count",
+               "spec.options": "dict", "spec.logit_scale": "nonneg", "spec.noise": "nonneg?"}
+_P4 = "diagnostics.4_refined_sculpt"
+#: What the summaries read of a finished run's diagnostics (the learner's phase 4, a baseline's fit), parents
+#: before their fields so that a value of the wrong type is named before anything walks into it.
+_DIAGNOSTICS_RULES = {
+    _P4: "dict?", f"{_P4}.tol": "nonneg?", f"{_P4}.certified_per_1000_examples": "nonneg?",
+    f"{_P4}.constraints_per_1000_examples": "nonneg?", f"{_P4}.forecast": "dict?",
+    f"{_P4}.forecast.predicted_examples": "nonneg?",
+    "diagnostics.fit": "dict?", "diagnostics.fit.val_relative_error": "nonneg?",
+    "diagnostics.fit.seconds_to": "durations?",
+    # the version of each method's optional extra that the peers summary joins
+    **{f"diagnostics.fit.{get(name).extra}_version": "str?" for name in method_names() if get(name).extra},
+}
 
 
 def planted_instance(spec: RunSpec) -> tuple[AttentionLayer, LayerOracle, np.random.SeedSequence]:

@@ -37,7 +37,7 @@ from ..io import versions as _versions
 from ..oracle import NOISE_RULE
 from ..tables import fmt, markdown_table
 from ..validation import DISTRIBUTIONS, Choice, Each, Integer, OrWord, Real, Scale, Seed, declare
-from .records import StudyResult, write_summary
+from .records import StudyResult, study_path, write_summary
 from .runs import (
     METHODS,
     STUDY_LOGIT_SCALE,
@@ -311,7 +311,8 @@ def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | st
         parameters["cell_seeds"] = [[m, dd, kk, ss] for (m, dd, kk), ss in seed_rules.items()]
 
     with sweep_lock(out, create=run):  # the whole study: tuning, measured runs, summary and plot
-        claim_study(out, "scaling-study", RunSpec.RECORD_KIND, parameters, write=run)
+        claim_study(out, "scaling-study", RunSpec.RECORD_KIND, parameters, write=run,
+                    files=("scaling.png", "frontier.png") if plot else ())
         plan = _Plan(settings, seed_rules, methods, adam_options, provable_options,
                      {"entropy": entropy, "distribution": distribution, "logit_scale": logit_scale,
                       "noise": noise})
@@ -468,14 +469,14 @@ def _plots(records, summary, out, success_tol):
     """``scaling.png`` and, with a grid, ``frontier.png`` (skipped with a warning without matplotlib)."""
     files = {}
     try:
-        files["plot"] = str(plot_scaling(records, out / "scaling.png", success_tol=success_tol))
+        files["plot"] = str(plot_scaling(records, study_path(out, "scaling.png"), success_tol=success_tol))
     except ImportError:
         log.warning("matplotlib is not installed (the `plot` extra): no scaling.png")
     if summary.get("frontier") is not None:
         from .frontier import plot_frontier
 
         try:
-            files["frontier_plot"] = str(plot_frontier(summary["frontier"], out / "frontier.png")[0])
+            files["frontier_plot"] = str(plot_frontier(summary["frontier"], study_path(out, "frontier.png"))[0])
         except ImportError:
             log.warning("matplotlib is not installed (the `plot` extra): no frontier.png")
     return files

@@ -45,6 +45,7 @@ import logging
 import math
 import os
 import socket
+import tempfile
 import time
 import traceback
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -60,12 +61,21 @@ from ..io import read_json
 from ..parallel import kill_pool as _kill_pool
 from ..parallel import pool_size, sigint_ignored
 from ..validation import check_int
-from .records import DIGEST_FIELD, digest_problem, read_run_record, record_digest, record_problem, schema_of
+from .records import (
+    DIGEST_FIELD,
+    digest_problem,
+    read_run_record,
+    record_digest,
+    record_problem,
+    schema_of,
+    study_path,
+)
 
 __all__ = [
     "BACKENDS",
     "LOCK_NAME",
     "STUDY_FILE",
+    "STUDY_OUTPUTS",
     "check_learn_workers",
     "claim_study",
     "comparable",
@@ -234,26 +244,32 @@ def sweep_lock(out: PathLike, *, create: bool = True) -> Iterator[Path]:
     ------
     SweepLocked
         When another live process holds the lock, or it is unreadable, or it could not be taken in 3 attempts.
+    ValueError
+        When ``out/sweep.lock`` is a symbolic link (:func:`~learner.study.records.study_path`), or ``create`` is
+        False and ``out`` is not a folder.
     """
     out = Path(out)
-    path = (out / LOCK_NAME).resolve()
-    if _HELD_LOCKS.get(path):
-        _HELD_LOCKS[path] += 1
+    key = Path(os.path.realpath(out)) / LOCK_NAME
+    if _HELD_LOCKS.get(key):
+        _HELD_LOCKS[key] += 1
         try:
-            yield path
+            yield key
         finally:
-            _HELD_LOCKS[path] -= 1
+            _HELD_LOCKS[key] -= 1
         return
     if not create and not out.is_dir():
         raise ValueError(f"`out` must be the folder of a study to summarise; got out={str(out)!r}, which "
                          f"{'is not a folder' if out.exists() else 'does not exist'}: there is nothing to "
                          "summarise (run the study first).")
     out.mkdir(parents=True, exist_ok=True)
+    path = study_path(out, LOCK_NAME)  # a link named sweep.lock is refused, never written through
     me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     blob = json.dumps(me).encode("utf-8")
     for _attempt in range(3):
-        tmp = path.with_name(f".{LOCK_NAME}.{me['pid']}.tmp")
-        tmp.write_bytes(blob)
+        fd, name = tempfile.mkstemp(dir=out, prefix=f".{LOCK_NAME}.", suffix=".tmp")  # a new file, never a link
+        tmp = Path(name)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
         try:
             os.link(tmp, path)  # atomic: fails if the lock exists, and the lock is never seen half-written
             break
@@ -279,11 +295,11 @@ def sweep_lock(out: PathLike, *, create: bool = True) -> Iterator[Path]:
                           "process is gone, delete the lock file and run again.")
     else:
         raise SweepLocked(f"could not take the lock {path} after 3 attempts; another sweep is starting in {out}.")
-    _HELD_LOCKS[path] = 1
+    _HELD_LOCKS[key] = 1
     try:
-        yield path
+        yield key
     finally:
-        del _HELD_LOCKS[path]
+        del _HELD_LOCKS[key]
         with contextlib.suppress(OSError, ValueError):
             if read_json(path, "lock file").get("pid") == me["pid"]:
                 path.unlink()
@@ -310,6 +326,8 @@ def _progress_bar(total, enabled, desc="sweep"):
 
 #: A study's claim on its directory: kind, parameters and schema (written by :func:`claim_study`).
 STUDY_FILE = "study.json"
+#: The files every study writes into its folder, summarising or not (:func:`claim_study` checks them first).
+STUDY_OUTPUTS = ("summary.json", "summary.md")
 
 
 def _normalised(value):
@@ -355,7 +373,7 @@ def check_learn_workers(learn_workers: int | None, backend: str) -> int | None:
 
 
 def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[str, Any], *,
-                write: bool = True) -> Path:
+                write: bool = True, files: Sequence[str] = ()) -> Path:
     """Make ``out`` the directory of one study, or raise ValueError saying whose it is (ours).
 
     ``kind`` names the study (e.g. ``"scaling-study"``), ``record_kind`` its runs' records and
@@ -367,6 +385,10 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
     written (atomically). ``write`` False (re-summarising) checks the same and claims nothing: a folder
     without this study's records is refused, as there is nothing to summarise. Call it while holding
     :func:`sweep_lock`.
+
+    Before anything is read, every file the study will write — :data:`STUDY_OUTPUTS`, ``files``, and when
+    ``write`` is True ``study.json`` and ``runs/`` — is checked by :func:`~learner.study.records.study_path`: a
+    symbolic link among them stops the study before it runs (ValueError naming it).
 
     Parameters
     ----------
@@ -381,6 +403,8 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
         What the study was asked for, JSON-ready; compared after a JSON round trip.
     write : bool
         Write ``study.json`` (default True); False only checks.
+    files : sequence of str
+        The study's other files in ``out`` (its figures, ``"scaling.png"``), checked as the summaries are.
 
     Returns
     -------
@@ -391,6 +415,8 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
 
     out = Path(out)
     mine = _normalised(parameters)
+    for name in (*STUDY_OUTPUTS, *files, *((STUDY_FILE, "runs") if write else ())):
+        study_path(out, name)
     path = out / STUDY_FILE
     hint = "use another `out` directory (or the same parameters to resume this one)"
     if path.exists():
@@ -449,31 +475,44 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
                          f"not empty and holds no study ({shown}; no {STUDY_FILE}, no {record_kind} records in "
                          "runs/): its files are not a study's to replace.")
     if write:
-        write_json(path, {"schema_version": schema_of(kind), "kind": kind, "parameters": mine})
+        write_json(study_path(out, STUDY_FILE), {"schema_version": schema_of(kind), "kind": kind, "parameters": mine})
     return path
 
 
-def _checked_record(spec, runs, invalid_then, other_spec_hint):
-    """``spec``'s record in ``runs`` if it exists and passes the spec's ``record_rules`` (else None, with a
-    warning naming the file and field), or a ValueError when it records another specification."""
-    path = runs / f"{spec.run_id}.json"
+def _checked_record(spec, out, invalid_then, other_spec_hint):
+    """``spec``'s record in ``out/runs`` if it exists and can be trusted (else None, with a warning naming the file
+    and field), or a ValueError when it records another specification.
+
+    Trusted: its digest matches (:func:`~learner.study.records.digest_problem`; a record without one is not
+    trusted), its ``run_id`` is the file's, and it passes the spec's ``record_rules`` (each field's type, before a
+    summary reads it). Its path is checked by :func:`~learner.study.records.study_path` (a link is refused)."""
+    path = study_path(out, f"runs/{spec.run_id}.json")
     rec = read_run_record(path, spec.RECORD_KIND, spec.RECORD_SCHEMA) if path.exists() else None
     rules = getattr(spec, "record_rules", None)
-    problem = rec is not None and (digest_problem(rec) or (rules and record_problem(rec, rules(rec))))
+    problem = rec is not None and (digest_problem(rec) or _run_id_problem(rec, spec)
+                                   or (rules and record_problem(rec, rules(rec))))
     if problem:
         log.warning("ignoring invalid record %s (%s)%s", path, problem, invalid_then)
         rec = None
     if rec is not None and rec["spec"] != json.loads(json.dumps(spec.to_dict())):
-        raise ValueError(f"{path} records another specification ({rec['spec']}) than this sweep's "
+        raise ValueError(f"{path} records another specification ({str(rec['spec']):.300}) than this sweep's "
                          f"({spec.to_dict()}); {other_spec_hint}.")
     return rec
 
 
-def _recorded(specs, runs, ids):
+def _run_id_problem(rec, spec):
+    """Why a record's ``run_id`` is not its file's (the spec's own), or None: a record names only itself."""
+    if rec.get("run_id") != spec.run_id:
+        return f"`run_id` must be {spec.run_id!r}, the name of its file; got {rec.get('run_id')!r:.80}"
+    return None
+
+
+def _recorded(specs, out, ids):
     """``run=False``: the finished records of ``specs`` as they are, or a ValueError counting the missing ones."""
+    runs = out / "runs"
     done, missing, older = {}, [], 0
     for spec in specs:
-        rec = _checked_record(spec, runs, "", "give the parameters it was run with")
+        rec = _checked_record(spec, out, "", "give the parameters it was run with")
         if rec is None or rec.get("outcome") != "finished":
             missing.append(spec.run_id)
             continue
@@ -556,14 +595,14 @@ def run_sweep(specs: Sequence[Any], out: PathLike, *, backend: str = "local", wo
 def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn_workers, run=True):
     from ..io import write_json
 
-    runs = out / "runs"
     if not run:
-        return _recorded(specs, runs, ids)
+        return _recorded(specs, out, ids)
+    runs = study_path(out, "runs")
     runs.mkdir(parents=True, exist_ok=True)
-    done, todo = {}, []
-    for spec in specs:
-        path = runs / f"{spec.run_id}.json"
-        rec = _checked_record(spec, runs, "; its run is repeated",
+    done, todo, paths = {}, [], {}
+    for spec in specs:  # every record's path checked before anything runs
+        path = paths[spec.run_id] = study_path(out, f"runs/{spec.run_id}.json")
+        rec = _checked_record(spec, out, "; its run is repeated",
                               "use a new `out` directory or the same parameters")
         stream = spec.example_stream
         if rec is not None and rec.get("example_stream", 1) != stream:
@@ -580,8 +619,8 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn
     def save(spec, rec):
         rec["where"] = rec.get("where", {}) | {"backend": backend}
         rec[DIGEST_FIELD] = record_digest(rec)
-        write_json(runs / f"{spec.run_id}.json", rec)
-        done[spec.run_id] = read_json(runs / f"{spec.run_id}.json", "record")
+        write_json(study_path(out, f"runs/{spec.run_id}.json"), rec)  # checked again: a link made meanwhile
+        done[spec.run_id] = read_json(paths[spec.run_id], "record")
         log.info("run %s: %s (%s)", spec.run_id, done[spec.run_id]["status"], done[spec.run_id]["message"][:120])
 
     runner = _Runner(todo, backend=backend, workers=workers, scheduler=scheduler, learn_workers=learn_workers)

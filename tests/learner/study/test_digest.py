@@ -35,7 +35,8 @@ class TestPieces:
         rec = {"a": 1, "b": [1.5, None], DIGEST_FIELD: "x"}
         assert record_digest(rec) == record_digest({"b": [1.5, None], "a": 1})  # order does not matter
         assert record_digest(rec) != record_digest({"a": 2, "b": [1.5, None]})  # content does
-        assert digest_problem({"a": 1}) is None  # a record of a version that wrote none
+        assert "`record_sha256` is missing" in digest_problem({"a": 1})  # required: nothing vouches for it
+        assert "`record_sha256` is null" in digest_problem({"a": 1, DIGEST_FIELD: None})
         assert digest_problem({"a": 1, DIGEST_FIELD: record_digest({"a": 1})}) is None
         assert "edited or damaged" in digest_problem({"a": 2, DIGEST_FIELD: record_digest({"a": 1})})
 

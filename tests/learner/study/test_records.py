@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from learner.cli import main
-from learner.study.records import MAX_SECONDS, record_problem, timings_problem
+from learner.study.records import DIGEST_FIELD, MAX_SECONDS, record_digest, record_problem, timings_problem
 from learner.study.runs import RunSpec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -49,6 +49,7 @@ def test_summarise_only_names_the_file_and_field_and_does_not_use_the_record(tmp
     shutil.copytree(MAIN, out, ignore=shutil.ignore_patterns("*.png"))
     rec = _record()
     rec["timings"]["total"] = 1e300
+    rec[DIGEST_FIELD] = record_digest(rec)  # signed again: the field's own check must refuse it
     (out / "runs" / RECORD).write_text(json.dumps(rec), encoding="utf-8")
     with caplog.at_level(logging.WARNING, logger="learner.study.sweep"):
         assert main(["scaling", "--summarise-only", "--no-progress", "--out", str(out)]) == 2
