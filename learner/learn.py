@@ -616,8 +616,9 @@ def _refined_sculpt_round(run, r, w_sum):
     if fc.over_budget and censored:
         # The time estimate depends on where the batches ran: it goes with `execution`, not the message.
         run.state["forecast_time"] = fc.time_message()
-        log.info("phase 4: %s; %s", fc.budget_message(), run.state["forecast_time"])
-        run.stop("budget", fc.budget_message())
+        message = fc.budget_message(distinct_inputs=_distinct_inputs(run))
+        log.info("phase 4: %s; %s", message, run.state["forecast_time"])
+        run.stop("budget", message)
     ratio = p4.needed_ratio  # the examples up to the target's, not the whole batches drawn
     if ratio is not None and p4.stopped == "target" and not 1 / FORECAST_MISS <= ratio <= FORECAST_MISS:
         log.warning("phase 4 (round %d): reached the target at example %s, %.3g times the pilot's "
@@ -627,6 +628,16 @@ def _refined_sculpt_round(run, r, w_sum):
         run.stop("4_refined_sculpt", f"only {p4.count} constraints from {p4.n_examples:,} examples; "
                  f"the hull needs at least d²={d * d} (raise max_examples or loosen refined_tol).")
     return p4
+
+
+def _distinct_inputs(run):
+    """The distinct inputs the source can give, which bound what more examples can add: ``2^(kd)`` for an oracle
+    of exact labels on the Boolean cube; None elsewhere (Gaussian inputs; noisy labels, whose repeated inputs
+    come with fresh noise; a fixed set, which ends when it runs out)."""
+    source = run.source
+    if not isinstance(source, LayerOracle) or source.noise or source.distribution != "boolean":
+        return None
+    return 2 ** (run.k * run.d)
 
 
 def _span_round(run, r, p4):

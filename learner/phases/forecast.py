@@ -54,6 +54,7 @@ __all__ = [
     "RULES",
     "Forecast",
     "ToleranceForecast",
+    "covering_examples",
     "pilot_forecast",
     "poisson_interval",
     "window_exponent",
@@ -129,6 +130,51 @@ def poisson_interval(count: int, failure_probability: float) -> tuple[float, flo
     lo = 0.0 if count == 0 else 0.5 * float(chi2.ppf(a / 2, 2 * count))
     hi = 0.5 * float(chi2.ppf(1 - a / 2, 2 * count + 2))
     return lo, hi
+
+
+def covering_examples(distinct: int, failure_probability: float = 0.05) -> int:
+    """The examples a uniform stream needs to draw every one of ``distinct`` equally likely inputs.
+
+    .. math:: n^* = \\lceil D \\ln(D / \\alpha) \\rceil
+
+    with ``D = distinct`` and ``α = failure_probability``: by the union bound, the chance that ``n*`` independent
+    uniform draws miss some input is at most ``D (1 − 1/D)^{n*} <= D e^{−n*/D} <= α``. On the Boolean cube an
+    exact oracle's sequences of ``k`` tokens in dimension ``d`` take ``D = 2^{kd}`` values; past ``n*`` examples
+    every new one repeats an input already drawn (ours: the cap of phase 4's advice).
+
+    Parameters
+    ----------
+    distinct : int
+        ``D``, the number of distinct inputs, at least 1.
+    failure_probability : float
+        ``α``, in (0, 1): the chance that some input is still missing after ``n*`` draws is at most this.
+
+    Returns
+    -------
+    int
+        ``n*``.
+
+    Raises
+    ------
+    ValueError
+        If ``distinct`` is below 1 or ``failure_probability`` is not in (0, 1).
+
+    See Also
+    --------
+    Forecast.budget_message : Advises no budget beyond ``n*`` when the inputs are that few.
+
+    Examples
+    --------
+    The 2^8 = 256 sequences of two tokens on the cube in dimension 4:
+
+    >>> covering_examples(2**8)
+    2187
+    """
+    distinct = check_int("distinct", distinct, minimum=1)
+    a = check_positive_float("failure_probability", failure_probability)
+    if a >= 1:
+        raise ValueError(f"`failure_probability` must be in (0, 1); got failure_probability={a!r}.")
+    return math.ceil(distinct * math.log(distinct / a))
 
 
 def window_exponent(m: int, k: int) -> int:
@@ -366,17 +412,26 @@ class Forecast:
         return (f"pilot of {self.n_examples:,} examples: " + "; ".join(parts) + f"; {law}; "
                 + ("fixed" if self.fixed else "chosen") + f" tol {self.tol:g}" + eta)
 
-    def budget_message(self) -> str:
+    def budget_message(self, distinct_inputs: int | None = None) -> str:
         """Why phase 4 stops before drawing the rest, and what would make it fit.
 
         Deterministic given the examples (no rate, no workers), so a run's record is the same
         wherever its batches ran; :meth:`time_message` adds the time estimates.
 
+        Parameters
+        ----------
+        distinct_inputs : int, optional
+            The distinct inputs the source can give (an exact oracle on the Boolean cube: ``2^{kd}``). A budget
+            beyond :func:`covering_examples` of them is never advised (ours): past it every example repeats an
+            input already drawn, whose rows certify or not as they did, so it adds no constraint the target
+            needs. None: no such limit (Gaussian inputs, noisy labels).
+
         Returns
         -------
         str
             The forecast at the chosen tolerance against ``max_examples``, a budget that would fit (rounded up
-            to two significant digits) and the tolerance with the smallest forecast.
+            to two significant digits) — or, where that exceeds what the distinct inputs can give, that no
+            budget does — and the tolerance with the smallest forecast.
         """
         c = self.chosen
         lo, hi = c.predicted_interval
@@ -389,9 +444,18 @@ class Forecast:
         need = c.predicted_examples if math.isfinite(c.predicted_examples) else 10 * lo
         mag = 10.0 ** (math.floor(math.log10(need)) - 1)
         suggest = int(math.ceil(need / mag) * mag)  # rounded up to two significant digits
-        upper = f"its 95 % upper end is {hi:.2g}" if math.isfinite(hi) else "ten times the lower end: no upper end yet"
-        text += (f". To run it: pass a budget of at least {suggest:,} examples ({upper}): "
-                 f"LearnConfig(max_examples={suggest}) or --max-examples {suggest}")
+        cover = covering_examples(distinct_inputs, self.failure_probability) if distinct_inputs else None
+        if cover is not None and suggest > cover:
+            sure = 100 * (1 - self.failure_probability)
+            text += (f". No budget reaches it: the inputs take only {distinct_inputs:,} distinct values, and "
+                     f"{cover:,} examples draw every one of them with probability {sure:g} % (the pilot drew "
+                     f"{self.n_examples:,}); more examples only repeat inputs already drawn, whose rows certify as "
+                     "they did")
+        else:
+            upper = (f"its 95 % upper end is {hi:.2g}" if math.isfinite(hi)
+                     else "ten times the lower end: no upper end yet")
+            text += (f". To run it: pass a budget of at least {suggest:,} examples ({upper}): "
+                     f"LearnConfig(max_examples={suggest}) or --max-examples {suggest}")
         best = min(self.table, key=lambda r: (r.predicted_examples, -r.tol))
         if best.tol != c.tol:
             text += (f"; the tolerance with the smallest forecast is tol {best.tol:g} "

@@ -18,6 +18,7 @@ from learner.phases.forecast import (
     PILOT_EXAMPLES,
     PILOT_MAX_FRACTION,
     Forecast,
+    covering_examples,
     pilot_forecast,
     poisson_interval,
     window_exponent,
@@ -50,6 +51,36 @@ class TestPoissonInterval:
         # A failure probability of 1 or more is no interval (1 − a/2 ≤ 1/2): refused, not computed.
         with pytest.raises((TypeError, ValueError), match=f"`{name}`"):
             poisson_interval(count, failure_probability)
+
+
+def _all_drawn(distinct, n):
+    """The chance that ``n`` uniform draws among ``distinct`` inputs draw every one: the number drawn so far is a
+    Markov chain that moves from c to c + 1 with probability (D − c)/D (no inclusion–exclusion, no cancellation)."""
+    p = np.zeros(distinct + 1)
+    p[0] = 1.0
+    up = (distinct - np.arange(distinct + 1)) / distinct
+    for _ in range(n):
+        p[1:] = p[1:] * (1 - up[1:]) + p[:-1] * up[:-1]
+        p[0] = 0.0
+    return p[-1]
+
+
+class TestCoveringExamples:
+    @pytest.mark.parametrize("distinct", [1, 16, 256])
+    def test_every_input_is_drawn_with_the_probability_stated(self, distinct):
+        """At n* the chance of drawing all D inputs is at least 95 %; at 0.8 n* it is below (the union bound is
+        within a fifth of the examples the exact chance needs, so the cap is not a loose one)."""
+        n = covering_examples(distinct)
+        assert _all_drawn(distinct, n) >= 0.95
+        if distinct > 1:
+            assert _all_drawn(distinct, int(0.8 * n)) < 0.95
+
+    @pytest.mark.parametrize(("kwargs", "match"), [
+        ({"distinct": 0}, "distinct"), ({"distinct": 4, "failure_probability": 1.0}, "failure_probability"),
+        ({"distinct": 4, "failure_probability": 0.0}, "failure_probability")], ids=["no-input", "alpha-1", "alpha-0"])
+    def test_refuses(self, kwargs, match):
+        with pytest.raises(ValueError, match=match):
+            covering_examples(**kwargs)
 
 
 class TestWindowLaw:
@@ -124,6 +155,31 @@ class TestPilotForecast:
         # Lower end from Garwood's 3.69: 4800·2e6/3.69 = 2.6e9 > budget, so the pilot has settled.
         assert fc.settled and fc.chosen.predicted_interval[0] > 10**9
         assert "more than 2.6e+09 examples" in fc.budget_message()
+
+    def test_advice_never_exceeds_what_the_inputs_give(self):
+        """On the cube of k·d = 8 coordinates (256 inputs), a pilot with no constraint in 38 M examples: no budget is
+        advised (10 times the lower end, 1.1e10, is far past the 2,187 examples that draw every input), and the
+        message says why. Control: with 2^32 inputs (n* = 1.1e11) or no limit, the same budget is advised."""
+        import re
+
+        fc = pilot_forecast(np.empty(0), 38_455_000, target=96, n=0, budget=10**9)
+        capped = fc.budget_message(distinct_inputs=2**8)
+        advised = [int(v.replace(",", "")) for v in re.findall(r"(?:at least |max_examples=|--max-examples )([\d,]+)",
+                                                               capped)]
+        assert advised == [10**9]  # only the budget the run had, quoted
+        assert "No budget reaches it: the inputs take only 256 distinct values" in capped
+        assert f"{covering_examples(256):,} examples draw every one of them" in capped
+        for limit in (2**32, None):
+            assert "pass a budget of at least 11,000,000,000 examples" in fc.budget_message(distinct_inputs=limit)
+
+    @pytest.mark.slow
+    def test_learn_on_a_cube_of_256_inputs(self):
+        """The command's setting (1, 4, 2), exact labels: phase 4 certifies nothing, and the message advises no
+        budget beyond what the cube's 256 inputs give (with a budget of 10⁶ so the test takes seconds)."""
+        oracle = LayerOracle(random_layer(1, 4, logit_scale=3.0, rng=0), 2, rng=1)
+        result = learn(oracle, m=1, config=LearnConfig(max_examples=10**6), progress=False, workers=1)
+        assert result.status == "budget", result.message
+        assert "256 distinct values" in result.message and "pass a budget" not in result.message
 
     def test_integer_layer_rejects_the_window_law(self):
         """Negative control: integer Θ put an atom at D = 0, the yield hardly depends on tol (exponent ~0):
@@ -231,9 +287,13 @@ SMALL = {"n_crude": 50_000, "crude_max_examples": 100_000, "n_refine": 50_000, "
 
 
 class TestBudgetStop:
-    def test_learn_stops_after_the_pilot(self, caplog):
+    @pytest.mark.parametrize("noise", [0.0, 1e-3], ids=["exact", "noisy"])
+    def test_learn_stops_after_the_pilot(self, caplog, noise):
+        """The forecast at tol 1e-4 (billions of examples) exceeds the budget. Exact labels on the cube of
+        k·d = 24 coordinates: past the 3.3e8 examples that draw each of its 2^24 inputs, more only repeat them, so
+        no budget is advised; noisy labels (each repeat with fresh noise, the control): a budget is advised."""
         truth = random_layer(3, 12, logit_scale=1.0, rng=0)
-        oracle = LayerOracle(truth, 2, rng=1)
+        oracle = LayerOracle(truth, 2, noise=noise, rng=1)
         budget = 200_000
         # refined_tol fixed so tight that the forecast far exceeds the budget (0 or few rows at 1e-4).
         cfg = LearnConfig(max_examples=budget, refined_tol=1e-4, **SMALL)
@@ -241,9 +301,14 @@ class TestBudgetStop:
             result = learn(oracle, m=3, config=cfg, truth=truth)
         assert not result.success and result.status == "budget" and result.layer is None
         # The loosest candidate of the data-driven budgets has the smallest forecast.
-        for text in ("phase 4 would need", "max_examples=200,000", "LearnConfig(max_examples=", "--max-examples",
-                     "tol 0.08"):
+        for text in ("phase 4 would need", "max_examples=200,000", "tol 0.08"):
             assert text in result.message, result.message
+        advice = ("LearnConfig(max_examples=", "--max-examples")
+        if noise:
+            assert all(text in result.message for text in advice), result.message
+        else:
+            assert not any(text in result.message for text in advice), result.message
+            assert "No budget reaches it: the inputs take only 16,777,216 distinct values" in result.message
         fc = result.diagnostics["4_refined_sculpt"]["forecast"]
         assert fc["over_budget"] and fc["fixed"] and fc["tol"] == 1e-4
         pilot = result.diagnostics["4_refined_sculpt"]["examples"]
