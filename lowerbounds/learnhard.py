@@ -55,7 +55,7 @@ import numpy as np
 from learner.hints import PathLike
 from learner.io import check_writable_dir, versions
 from learner.study.methods import example_stream
-from learner.study.records import StudyResult, schema_of, write_summary
+from learner.study.records import StudyResult, schema_of, study_path, write_summary
 from learner.study.sweep import claim_study, fit_growth, median, run_sweep, sweep_lock
 from learner.tables import fmt, markdown_table
 from learner.validation import Each, Integer, Real, Seed, check_int, declare
@@ -1006,7 +1006,7 @@ def learn_hard_study(out: PathLike, *, ds: Sequence[int] = DEFAULTS["ds"], ms: S
     with sweep_lock(out):
         # One study per directory: another study's (a scaling sweep, or learn-hard with other parameters)
         # is refused before anything runs, instead of having its summaries overwritten.
-        claim_study(out, "learn-hard-study", HardSpec.RECORD_KIND, parameters)
+        claim_study(out, "learn-hard-study", HardSpec.RECORD_KIND, parameters, files=("learn_hard.png",))
         log.info("learn-hard: %d runs", len(specs))
         records, stats = run_sweep(specs, out, backend=backend, workers=workers, scheduler=scheduler,
                                    progress=progress)
@@ -1016,7 +1016,7 @@ def learn_hard_study(out: PathLike, *, ds: Sequence[int] = DEFAULTS["ds"], ms: S
         files |= write_summary(out, summary, result.table() + "\n")
         if plot:
             try:
-                files["plot"] = str(plot_hard(summary, out / "learn_hard.png"))
+                files["plot"] = str(plot_hard(summary, study_path(out, "learn_hard.png")))
             except ImportError:
                 log.warning("matplotlib is not installed (the `plot` extra): no learn_hard.png")
         return result
