@@ -633,9 +633,10 @@ def _refined_sculpt_round(run, r, w_sum):
 def _distinct_inputs(run):
     """The distinct inputs the source can give, which bound what more examples can add: ``2^(kd)`` for an oracle
     of exact labels on the Boolean cube; None elsewhere (Gaussian inputs; noisy labels, whose repeated inputs
-    come with fresh noise; a fixed set, which ends when it runs out)."""
+    come with fresh noise; a fixed set, which ends when it runs out), and past 2^62 inputs, whose n* of
+    :func:`~learner.phases.forecast.covering_examples` (above 10^20 examples) no budget comes near."""
     source = run.source
-    if not isinstance(source, LayerOracle) or source.noise or source.distribution != "boolean":
+    if not isinstance(source, LayerOracle) or source.noise or source.distribution != "boolean" or run.k * run.d > 62:
         return None
     return 2 ** (run.k * run.d)
 

@@ -161,7 +161,7 @@ def covering_examples(distinct: int, failure_probability: float = 0.05) -> int:
 
     See Also
     --------
-    Forecast.budget_message : Advises no budget beyond ``n*`` when the inputs are that few.
+    learner.phases.forecast.Forecast.budget_message : Advises no budget beyond ``n*`` when the inputs are that few.
 
     Examples
     --------

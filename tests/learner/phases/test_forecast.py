@@ -172,6 +172,24 @@ class TestPilotForecast:
         for limit in (2**32, None):
             assert "pass a budget of at least 11,000,000,000 examples" in fc.budget_message(distinct_inputs=limit)
 
+    @pytest.mark.parametrize(("k", "d", "noise", "distribution", "distinct"), [
+        (2, 4, 0.0, "boolean", 256), (2, 31, 0.0, "boolean", 2**62), (4, 16, 0.0, "boolean", None),
+        (2, 4, 0.01, "boolean", None), (2, 4, 0.0, "gaussian", None)],
+        ids=["cube", "largest", "past-int64", "noisy", "gaussian"])
+    def test_which_runs_are_capped(self, k, d, noise, distribution, distinct):
+        """Exact labels on the cube are capped at 2^(kd) inputs; noisy labels, Gaussian inputs and cubes whose
+        n* no budget comes near (2^64 inputs at (d, k) = (16, 4), past an int64) are not, and the message is
+        still formed."""
+        from types import SimpleNamespace
+
+        from learner.learn import _distinct_inputs
+
+        oracle = LayerOracle(random_layer(1, d, check=False, rng=0), k, noise=noise, distribution=distribution)
+        distinct_inputs = _distinct_inputs(SimpleNamespace(source=oracle, k=k, d=d))
+        assert distinct_inputs == distinct
+        fc = pilot_forecast(np.empty(0), 38_455_000, target=96, n=0, budget=10**9)
+        assert ("No budget reaches it" in fc.budget_message(distinct_inputs=distinct_inputs)) is (distinct == 256)
+
     @pytest.mark.slow
     def test_learn_on_a_cube_of_256_inputs(self):
         """The command's setting (1, 4, 2), exact labels: phase 4 certifies nothing, and the message advises no
