@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
-from .io import NAME_MAX, check_name_length, check_writable_dir, check_writable_file
+from .io import NAME_MAX, check_path, check_writable_dir, check_writable_file
 from .validation import SEED_MAX_DIGITS, Boolean, Choice, Each, Integer, OrWord, Real, Rule, Seed
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "cli_seed",
     "cli_type",
     "command_parser",
+    "declare_files",
     "declare_options",
     "flag_message",
     "same_file",
@@ -514,8 +516,30 @@ def flag_message(parser: CommandParser, command: str, text: str) -> str:
 
 #: Options that name an output (a file, or a directory where their metavar is DIR); inputs are not listed.
 OUTPUT_OPTIONS = ("json", "out", "examples", "plot", "plot_dir")
-#: Options (and positionals) that name a file a command reads: no output of the same command may be that file.
-INPUT_OPTIONS = ("layer", "torch_layer", "path")
+#: Options (and positionals) that name what a command reads, a file or a folder (metavar DIR): no output of the
+#: same command may be that file or lie inside that folder.
+INPUT_OPTIONS = ("layer", "torch_layer", "path", "sweeps")
+
+
+def declare_files(action: argparse.Action, names: Iterable[str]) -> argparse.Action:
+    """Declare the files a folder option (metavar ``DIR``) writes into its folder, so that each is checked as a
+    file output is (:func:`check_output_options`): not a file the toolkit did not write, not the same file as
+    another output or an input.
+
+    Parameters
+    ----------
+    action : argparse.Action
+        The folder option, as ``add_argument`` returned it.
+    names : iterable of str
+        The names of the files the command writes into the folder.
+
+    Returns
+    -------
+    argparse.Action
+        ``action``, which now carries the names as its ``files`` attribute.
+    """
+    action.files = tuple(names)  # type: ignore[attr-defined]
+    return action
 
 
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
@@ -540,14 +564,107 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
         return False
 
 
+def _inside(path, folder):
+    """Whether ``path`` is ``folder`` or lies in it (resolved paths, or a hard link to a file in it)."""
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    if real == top or os.path.commonpath([real, top]) == top:
+        return True
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2 or not os.path.isdir(folder):
+        return False
+    for root, _, names in os.walk(folder):  # a hard link elsewhere to a file the command reads there
+        for name in names:
+            try:
+                other = os.stat(os.path.join(root, name))
+            except OSError:
+                continue
+            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                return True
+    return False
+
+
+def _collision(output, other, role):
+    """The message when ``output`` (``(option, path, kind)``) overlaps ``other``, which the command ``role``s;
+    None when they are apart."""
+    (option, path, kind), (them, their_path, their_kind) = output, other
+    folder, their_folder = kind == "dir", their_kind == "dir"
+    if not folder and not their_folder:
+        if same_file(path, their_path):
+            return (f"{option} {path!r} is the same file as {them} {their_path!r}, which the command {role}: "
+                    f"one would replace the other. Give {option} another name.")
+        return None
+    if their_folder and _inside(path, their_path):
+        return (f"{option} {path!r} lies inside {them} {their_path!r}, a folder the command {role}: what it writes "
+                f"there could replace what is there. Give {option} a path outside it.")
+    if folder and _inside(their_path, path):
+        return (f"{option} {path!r} holds {them} {their_path!r}, which the command {role}: what it writes into the "
+                f"folder could replace it. Give {option} another folder.")
+    return None
+
+
+def _paths_of(parser, args):
+    """``(outputs, inputs)`` of ``args``: ``(option, path, kind)`` of every path given, ``kind`` one of ``"file"``,
+    ``"dir"`` (a folder), ``"listed"`` (a folder whose files are declared, :func:`declare_files`) and ``"in"``
+    (one of those files, which count as file outputs of the folder's option)."""
+    outputs, inputs = [], []
+    for action in parser.command(args.command).options:  # type: ignore[union-attr]
+        value = getattr(args, action.dest, None)
+        option = action.option_strings[-1] if action.option_strings else "the input"
+        listed = getattr(action, "files", ())
+        for path in (str(v) for v in (value if isinstance(value, list) else [value])
+                     if isinstance(v, (str, os.PathLike))):
+            if action.dest in INPUT_OPTIONS:
+                inputs.append((option, path, "dir" if action.metavar == "DIR" or os.path.isdir(path) else "file"))
+            elif action.dest in OUTPUT_OPTIONS:
+                kind = "file" if action.metavar != "DIR" else "listed" if listed else "dir"
+                outputs.append((option, path, kind))
+                outputs += [(option, os.path.join(path, name), "in") for name in listed]
+    return outputs, inputs
+
+
+def _check_input(option, path):
+    """A name too long or a symlink loop in an input, named by its option (a positional: by its path)."""
+    try:  # else either fails later, inside the reader, as an OSError
+        check_path(option, path)
+    except ValueError as exc:
+        if option != "the input":
+            raise
+        why = (f"a name in it is longer than {NAME_MAX} bytes, which file systems refuse." if "bytes long" in str(exc)
+               else "it runs into a symlink loop (a link that leads back to itself); remove the loop.")
+        raise ValueError(f"cannot read {path!r}: {why}") from None
+
+
+def _check_output(option, path, kind):
+    """The checks of one output before the command runs (see :func:`check_output_options`)."""
+    if option.startswith("--plot") and kind != "in":
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise ValueError(f"{option} needs matplotlib (the `plot` extra: pip install -e '.[plot]'); "
+                             f"got {option} {path!r} without it.")
+    if kind in ("dir", "listed"):
+        check_writable_dir(option, path)
+    elif kind == "file" or os.path.lexists(path):
+        check_writable_file(option, path, given=path if kind == "file" else os.path.dirname(path))
+    else:  # a file the folder option will write into a folder that may not exist yet
+        check_path(option, path)
+
+
 def check_output_options(parser: CommandParser, args: argparse.Namespace) -> None:
     """Check every output option of ``args`` before the command runs (a lost record costs the whole run).
 
-    A file's directory must exist and take files; a directory (metavar ``DIR``) must take files, or be
-    creatable where files can be (:func:`~learner.io.check_writable_dir`; nothing is created here); a plot needs
-    matplotlib. No output may be the same file (:func:`same_file`) as another
-    output or as one of the command's inputs (:data:`INPUT_OPTIONS`), and no input's name may be longer
-    than a file system takes. Shared by the ``learner``, ``theory`` and ``lowerbounds`` command lines.
+    A file's directory must exist and take files, and an existing file must be one the toolkit wrote
+    (:func:`~learner.io.check_writable_file`); a directory (metavar ``DIR``) must take files, or be creatable
+    where files can be (:func:`~learner.io.check_writable_dir`; nothing is created here), and the files declared
+    for it (:func:`declare_files`) are checked as file outputs; a plot needs matplotlib. No output may be the same
+    file (:func:`same_file`) as another output or as one of the command's inputs (:data:`INPUT_OPTIONS`), nor lie
+    inside a folder the command reads (``theory yield-study sc --json sc/summary.json``), nor be a folder that
+    holds an input. Every path, input or output, is refused by its option when a name in it is too long for a
+    file system or it runs into a symlink loop. Shared by the ``learner``, ``theory`` and ``lowerbounds``
+    command lines.
 
     Parameters
     ----------
@@ -559,39 +676,17 @@ def check_output_options(parser: CommandParser, args: argparse.Namespace) -> Non
     Raises
     ------
     ValueError
-        Naming the option, for the first output that cannot be written (or input that cannot be named).
+        Naming the option, for the first path that cannot be read or written, or that would replace another.
     """
-    files: list[tuple[str, str]] = []  # (option, path) of every file output, then of every input
-    inputs: list[tuple[str, str]] = []
-    for action in parser.command(args.command).options:  # type: ignore[union-attr]
-        value = getattr(args, action.dest, None)
-        if value is None or not isinstance(value, (str, os.PathLike)):
-            continue
-        option = action.option_strings[-1] if action.option_strings else "the input"
-        if action.dest in INPUT_OPTIONS:
-            try:  # a longer name would fail inside the reader as an OSError
-                check_name_length(option, value)
-            except ValueError:
-                if action.option_strings:
-                    raise
-                raise ValueError(f"cannot read {str(value)!r}: a name in it is longer than {NAME_MAX} bytes, which "
-                                 "file systems refuse.") from None
-            inputs.append((option, str(value)))
-        if action.dest not in OUTPUT_OPTIONS:
-            continue
-        if action.metavar != "DIR":
-            files.append((option, str(value)))
-        if action.dest.startswith("plot"):
-            import importlib.util
-
-            if importlib.util.find_spec("matplotlib") is None:
-                raise ValueError(f"{option} needs matplotlib (the `plot` extra: pip install -e '.[plot]'); "
-                                 f"got {option} {value!r} without it.")
-        check = check_writable_dir if action.metavar == "DIR" else check_writable_file
-        check(option, value)
-    for i, (option, path) in enumerate(files):
-        for other, other_path in files[i + 1:] + inputs:
-            if same_file(path, other_path):
-                role = "reads" if (other, other_path) in inputs else "also writes"
-                raise ValueError(f"{option} {path!r} is the same file as {other} {other_path!r}, which the command "
-                                 f"{role}: one would replace the other. Give {option} another name.")
+    outputs, inputs = _paths_of(parser, args)
+    for option, path, _ in inputs:
+        _check_input(option, path)
+    for output in outputs:
+        _check_output(*output)
+    outputs = [o for o in outputs if o[2] != "listed"]  # a listed folder collides through its files
+    for i, output in enumerate(outputs):
+        others = [(o, "also writes") for o in outputs[i + 1:] if o[0] != output[0]] + [(o, "reads") for o in inputs]
+        for other, role in others:
+            problem = _collision(output, other, role)
+            if problem:
+                raise ValueError(problem)

@@ -1,7 +1,13 @@
-"""No output of a command may be the same file as one of its inputs or another of its outputs: every command line
-goes through one check (``learner.argparsing.check_output_options``), which compares resolved paths and inodes,
-so ``./x``, ``x``, a symlink to ``x`` and a hard link to it all count as ``x``. Each case is refused before any
-work, naming both options, and the file is left as it was."""
+"""No output of a command may be the same file as one of its inputs or another of its outputs, nor lie inside a
+folder it reads: every command line goes through one check (``learner.argparsing.check_output_options``), which
+compares resolved paths and inodes, so ``./x``, ``x``, a symlink to ``x`` and a hard link to it all count as ``x``,
+and a symlink loop is refused by its option. Each case is refused before any work, naming the options, and the
+files are left as they were.
+
+The commands and their path options are read from the three parsers, so a new command or option is covered
+without being listed here; a path option that is neither an input nor an output fails
+:func:`test_every_path_option_is_an_input_or_an_output`.
+"""
 
 from __future__ import annotations
 
@@ -9,61 +15,198 @@ import os
 
 import pytest
 
-from learner.argparsing import same_file
+from learner.argparsing import INPUT_OPTIONS, OUTPUT_OPTIONS, check_output_options, same_file
+from learner.io import write_json
 
-# (package, argv with {a} and {b} for the two names, the option refused first, the option it collides with)
-CASES = [
-    ("learner", ["learn", "--torch-layer", "{a}", "--json", "{b}"], "--json", "--torch-layer"),
-    ("learner", ["sample", "--layer", "{a}", "--examples", "{b}", "--n-samples", "5"], "--examples", "--layer"),
-    ("learner", ["sample", "--out", "{a}", "--examples", "{b}", "--n-samples", "5"], "--out", "--examples"),
-    ("learner", ["info", "{a}", "--json", "{b}"], "--json", "the input"),
-    ("learner", ["demo", "--json", "{a}"], None, None),  # one output: nothing to collide with (control)
-    ("theory", ["check", "one_step", "--json", "{a}", "--plot", "{b}"], "--json", "--plot"),
-    ("theory", ["yield-study", "sweep", "--json", "{a}", "--plot", "{b}"], "--json", "--plot"),
-    ("lowerbounds", ["sq-simulate", "--plot", "{a}", "--json", "{b}"], "--plot", "--json"),
-    ("lowerbounds", ["lwe-attack", "--plot", "{a}", "--json", "{b}"], "--plot", "--json"),
-]
+PACKAGES = ("learner", "theory", "lowerbounds")
+
+
+def _parser(package):
+    return __import__(f"{package}.cli", fromlist=["build_parser"]).build_parser()
 
 
 def _main(package):
     return __import__(f"{package}.cli", fromlist=["main"]).main
 
 
-@pytest.mark.parametrize("spelling", ["same", "dot-slash", "symlink", "hard-link"])
-@pytest.mark.parametrize(("package", "argv", "first", "other"), [c for c in CASES if c[2]],
-                         ids=[f"{c[0]}-{c[1][0]}-{c[2]}" for c in CASES if c[2]])
-def test_a_shared_file_is_refused_before_any_work(tmp_path, monkeypatch, capsys, package, argv, first, other,
-                                                  spelling):
-    if "--plot" in argv:
-        pytest.importorskip("matplotlib")
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "sweep").mkdir()
-    target = tmp_path / "f.bin"
-    own = b'{"kind": "command-record", "schema_version": 1}'  # a file of the toolkit's: only its sameness is at stake
-    target.write_bytes(own)
-    second = {"same": "f.bin", "dot-slash": "./f.bin", "symlink": "link.bin", "hard-link": "hard.bin"}[spelling]
+def _label(action):
+    return action.option_strings[-1] if action.option_strings else "the input"
+
+
+def _commands():
+    """``(package, command, parser, path actions)`` of every sub-command that takes a path."""
+    found = []
+    for package in PACKAGES:
+        for command, sub in _parser(package).commands.choices.items():
+            actions = [a for a in sub.options if a.dest in INPUT_OPTIONS + OUTPUT_OPTIONS]
+            if actions:
+                found.append((package, command, sub, actions))
+    return found
+
+
+def _argv(command, sub, values):
+    """The command line of ``command`` with ``values`` (``{dest: path}``) and what else it requires."""
+    argv = [command]
+    for action in sub.options:
+        value = values.get(action.dest)
+        if value is None and action.required:  # a choice, or a new name that collides with nothing
+            value = sorted(action.choices)[0] if action.choices else f"fresh-{action.dest}"
+        if not action.option_strings:
+            argv.append(value)
+        elif value is not None:
+            argv += [action.option_strings[-1], value]
+    return argv
+
+
+def _targets(actions):
+    """``(dest, value, shared, kind, label)`` of what an output may collide with: each input (a file or a folder),
+    each file output, and each file a folder output declares (``declare_files``); ``shared`` is the file that
+    exists, ``value`` what the option is given."""
+    targets = []
+    for action in actions:
+        if action.dest in INPUT_OPTIONS and action.metavar == "DIR":
+            targets.append((action.dest, "sc", "sc/runs/r.json", "folder", _label(action)))
+        elif action.dest in INPUT_OPTIONS or action.metavar != "DIR":
+            targets.append((action.dest, "f.bin", "f.bin", "file", _label(action)))
+        for name in getattr(action, "files", ()):
+            targets.append((action.dest, "pd", f"pd/{name}", "file", _label(action)))
+    return targets
+
+
+def _cases():
+    """Every output file option against every other thing of its command it could replace."""
+    cases = []
+    for package, command, _, actions in _commands():
+        outputs = [a for a in actions if a.dest in OUTPUT_OPTIONS and a.metavar != "DIR"]
+        for out in outputs:
+            for dest, value, shared, kind, label in _targets(actions):
+                if dest != out.dest:
+                    cases.append((package, command, out.dest, _label(out), dest, value, shared, kind, label))
+    return cases
+
+
+CASES = _cases()
+IDS = [f"{c[0]}-{c[1]}-{c[3]}-vs-{c[8]}" for c in CASES]
+#: How the output names the shared file: for a folder input, a file in it (the command reads the folder's runs).
+SPELLINGS = {
+    "file": {"same": "{shared}", "dot-slash": "./{shared}", "symlink": "link.bin", "hard-link": "hard.bin",
+             "dangling-symlink": "link.bin"},
+    "folder": {"same": "sc/summary.json", "dot-slash": "./sc/summary.json", "symlink": "link.bin",
+               "hard-link": "hard.bin", "dangling-symlink": "link.bin"},
+}
+
+
+def _lay_out(tmp_path, shared, spelling):
+    """The files of a case: the shared file (one of the toolkit's, so only its sameness is at stake), the
+    folder input's summary, and the link the spelling needs; returns the bytes of every file, to compare after."""
+    (tmp_path / "sc" / "runs").mkdir(parents=True)
+    (tmp_path / "pd").mkdir()
+    write_json(tmp_path / "sc" / "summary.json", {"parameters": {"m": [1]}})
+    if spelling == "dangling-symlink":  # to a file not yet written, which the other option will write or read
+        os.symlink(shared if not shared.startswith("sc/") else "sc/new.json", tmp_path / "link.bin")
+        return {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    write_json(tmp_path / shared, {"kind": "command-record", "schema_version": 1})
     if spelling == "symlink":
-        os.symlink("f.bin", "link.bin")
+        os.symlink(shared if not shared.startswith("sc/") else "sc/summary.json", tmp_path / "link.bin")
     elif spelling == "hard-link":
-        os.link("f.bin", "hard.bin")
-    code = _main(package)([x.format(a="f.bin", b=second) for x in argv])
+        os.link(tmp_path / shared, tmp_path / "hard.bin")
+    elif spelling == "loop":
+        os.symlink("loop-b", tmp_path / "loop-a")
+        os.symlink("loop-a", tmp_path / "loop-b")
+    return {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+
+
+def _run(package, argv, capsys):
+    code = _main(package)(argv)
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2, err
-    assert err[-1].startswith(f"error: {first} ") and f"is the same file as {other}" in err[-1], err
-    assert target.read_bytes() == own  # nothing was written
+    return code, err
 
 
-@pytest.mark.parametrize(("package", "argv", "first", "other"), [c for c in CASES if c[0] == "learner"][1:3])
-def test_control_distinct_names_pass(tmp_path, monkeypatch, package, argv, first, other):
-    """Control: the same commands with two names are not refused (``sample`` runs in well under a second)."""
+@pytest.mark.parametrize("spelling", ["same", "dot-slash", "symlink", "dangling-symlink", "hard-link", "loop"])
+@pytest.mark.parametrize(("package", "command", "dest", "option", "other_dest", "value", "shared", "kind", "other"),
+                         CASES, ids=IDS)
+def test_an_output_that_would_replace_what_the_command_reads_or_writes_is_refused(
+        tmp_path, monkeypatch, capsys, package, command, dest, option, other_dest, value, shared, kind, other,
+        spelling):
+    """Exit 2 before any work, one line naming the output's option and the other (or the loop), every file as it
+    was and nothing new written. A dangling symlink is one to a file not yet written (``sample --out new.npz
+    --examples link.npz``, the link to new.npz): only resolving the link, not comparing inodes, sees it."""
+    sub = _parser(package).command(command)
+    if any(a.dest.startswith("plot") for a in sub.options if a.dest in (dest, other_dest)):
+        pytest.importorskip("matplotlib", reason="a plot option needs matplotlib (the `plot` extra)")
     monkeypatch.chdir(tmp_path)
-    from learner.cli import main
+    before = _lay_out(tmp_path, shared, spelling)
+    name = "loop-a" if spelling == "loop" else SPELLINGS[kind][spelling].format(shared=shared)
+    code, err = _run(package, _argv(command, sub, {dest: name, other_dest: value}), capsys)
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: "), err
+    if spelling == "loop":
+        assert f"`{option}` cannot be followed" in err[0] and "symlink loop" in err[0], err
+    else:
+        assert option in err[0] and other in err[0], err
+        assert ("is the same file as" if kind == "file" else "lies inside") in err[0], err
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before  # nothing replaced, nothing written
 
-    assert main(["sample", "--m", "2", "--d", "6", "--out", "layer.npz"]) == 0
-    names = {"--layer": "layer.npz", "--out": "new.npz"}
-    a = names[argv[1]] if argv[1] in names else "x.npz"
-    assert main([x.format(a=a, b="examples.npz") for x in argv]) == 0
-    assert (tmp_path / "examples.npz").stat().st_size > 0
+
+@pytest.mark.parametrize(("package", "command", "dest", "option", "other_dest", "value", "shared", "kind", "other"),
+                         CASES, ids=IDS)
+def test_control_distinct_names_pass(tmp_path, monkeypatch, package, command, dest, option, other_dest, value, shared,
+                                     kind, other):
+    """Control: the same command lines with a name of its own for the output pass the check."""
+    parser = _parser(package)
+    sub = parser.command(command)
+    if any(a.dest.startswith("plot") for a in sub.options if a.dest in (dest, other_dest)):
+        pytest.importorskip("matplotlib", reason="a plot option needs matplotlib (the `plot` extra)")
+    monkeypatch.chdir(tmp_path)
+    _lay_out(tmp_path, shared, "same")
+    check_output_options(parser, parser.parse_args(_argv(command, sub, {dest: "elsewhere.json", other_dest: value})))
+
+
+PATH_OPTIONS = [(package, command, action.dest, _label(action)) for package, command, _, actions in _commands()
+                for action in actions]
+
+
+@pytest.mark.parametrize(("package", "command", "dest", "option"), PATH_OPTIONS,
+                         ids=[f"{p}-{c}-{o}" for p, c, _, o in PATH_OPTIONS])
+def test_a_symlink_loop_is_one_line_naming_the_option(tmp_path, monkeypatch, capsys, package, command, dest,
+                                                      option):
+    """``a.json → b.json → a.json`` given to any path option, input or output, file or folder: exit 2, one line
+    naming the option (a positional input: naming the path), no OSError traceback."""
+    sub = _parser(package).command(command)
+    if dest.startswith("plot"):
+        pytest.importorskip("matplotlib", reason="a plot option needs matplotlib (the `plot` extra)")
+    monkeypatch.chdir(tmp_path)
+    os.symlink("b.json", "a.json")
+    os.symlink("a.json", "b.json")
+    code, err = _run(package, _argv(command, sub, {dest: "a.json"}), capsys)
+    assert code == 2 and len(err) == 1, err
+    named = f"`{option}` cannot be followed" if option != "the input" else "cannot read 'a.json'"
+    assert err[0].startswith("error: ") and named in err[0] and "symlink loop" in err[0], err
+    assert sorted(os.listdir(tmp_path)) == ["a.json", "b.json"]
+
+
+def test_a_loop_inside_a_folder_option_is_named_too(tmp_path, monkeypatch, capsys):
+    """A file that a folder option writes into its folder, when it is a loop, is named by the folder's option."""
+    pytest.importorskip("matplotlib", reason="--plot-dir needs matplotlib (the `plot` extra)")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pd").mkdir()
+    os.symlink("other.png", "pd/one_step.png")
+    os.symlink("one_step.png", "pd/other.png")
+    code, err = _run("theory", ["all", "--plot-dir", "pd"], capsys)
+    assert code == 2 and len(err) == 1 and "`--plot-dir` cannot be followed" in err[0] and "loop" in err[0], err
+
+
+def test_every_path_option_is_an_input_or_an_output():
+    """The check knows every option that names a file or a folder (metavar FILE or DIR) as an input or an output,
+    so none escapes the comparison; and every command with both is among the cases above."""
+    for package in PACKAGES:
+        for command, sub in _parser(package).commands.choices.items():
+            for action in sub.options:
+                if action.metavar in ("FILE", "DIR"):
+                    assert action.dest in INPUT_OPTIONS + OUTPUT_OPTIONS, (package, command, action.dest)
+    covered = {(c[0], c[1]) for c in CASES}
+    assert {("learner", "sample"), ("learner", "learn"), ("learner", "info"), ("theory", "yield-study"),
+            ("theory", "all"), ("lowerbounds", "lwe-attack")} <= covered
 
 
 def test_same_file_against_a_reference(tmp_path):

@@ -355,7 +355,9 @@ class TestWriteJson:
         path = learner.io.write_json(tmp_path / "run.json", record)
         assert path == tmp_path / "run.json"
         text = path.read_text(encoding="utf-8")
-        assert json.loads(text) == {
+        written = json.loads(text)
+        assert written.pop("written_by")["tool"] == "provable-attention"  # the toolkit's mark (test_outputs_ours)
+        assert written == {
             "a": {"flag": True, "n": 3, "v": [1.0, None, None]},
             "b": 0.25,
             "c": [1, None, "text"],
