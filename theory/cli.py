@@ -15,6 +15,7 @@ from learner.argparsing import (
     check_output_options,
     cli_seed,
     command_parser,
+    declare_files,
     declare_options,
     flag_message,
     harden,
@@ -71,7 +72,8 @@ def build_parser() -> CommandParser:
     p = sub.add_parser("all", help="run every check and every negative control; print one table of verdicts")
     p.add_argument("--seed", type=cli_seed, default=0, help="seed (default 0)")
     p.add_argument("--json", metavar="FILE", help="write all results as JSON")
-    p.add_argument("--plot-dir", metavar="DIR", help="also write every check's figure into DIR")
+    declare_files(p.add_argument("--plot-dir", metavar="DIR", help="also write every check's figure into DIR"),
+                  [f"{name}.png" for name, spec in CHECKS.items() if spec.plot])  # the names _all writes
 
     p = sub.add_parser("yield-study", help="the learner's certification yield in scaling sweeps: measured, "
                                           "predicted from the planted layers, and fitted against (m−1)(k−1)")
