@@ -227,6 +227,8 @@ def _read_run(path):
         cell = tuple(_field(rec, f"spec.{key}", _integer(1)) for key in ("m", "d", "k"))
         return _Unmeasured(cell, str(rec.get("status")))
     values = {path: _field(rec, path, rule) for path, rule in _FIELDS}
+    if "noise" in rec["spec"]:  # optional (exact runs have none); the run id is rebuilt from it
+        _field(rec, "spec.noise", _real(0))
     _check_consistency(rec, values)
     # The time predictions read the timings where a record has them (a record without them gets none).
     problem = None if rec.get("timings") is None else timings_problem(rec["timings"])

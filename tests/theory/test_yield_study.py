@@ -255,6 +255,9 @@ BAD_RECORDS = [
     ("outcome", None, "field `outcome` must be a non-empty string; got None"),
     ("diagnostics", None, "field `diagnostics` must be a JSON object; got None"),
     ("run_id", 7, "field `run_id` must be a non-empty string; got 7"),
+    ("run_id", "../../x", "field `run_id` must be the one its spec gives"),
+    ("spec.noise", "x", "field `spec.noise` must be a finite number >= 0; got 'x'"),
+    ("spec.noise", [], "field `spec.noise` must be a finite number >= 0; got []"),
     ("success", "yes", "field `success` must be true or false; got 'yes'"),
     ("success", _DELETE, "field `success` is missing"),
     ("spec.m", 2.5, "field `spec.m` must be an integer >= 1; got 2.5"),
@@ -329,6 +332,22 @@ def test_an_unsigned_edit_is_skipped_with_a_warning(sweep, tmp_path, caplog):
         records = load_learner_records(edited)
     assert len(records) == len(load_learner_records(sweep)) - 1
     assert "edited or damaged after it was written" in caplog.text
+
+
+@pytest.mark.parametrize("null", [False, True], ids=["digest missing", "digest null"])
+def test_a_record_without_its_digest_is_skipped_with_a_warning(sweep, tmp_path, caplog, null):
+    """The digest is required: a record without one, or with null, is left out by name (nothing vouches for it)."""
+    rec = json.loads((sweep / "runs" / _EDITED).read_text())
+    if null:
+        rec[DIGEST_FIELD] = None
+    else:
+        del rec[DIGEST_FIELD]
+    edited = _sweep_with(sweep, tmp_path, json.dumps(rec), sign=False)
+    with caplog.at_level(logging.WARNING, logger="theory.yield_study"):
+        records = load_learner_records(edited)
+    assert {r["run_id"] for r in records} == {r["run_id"] for r in load_learner_records(sweep)} - {_EDITED[:-5]}
+    state = "null" if null else "missing"
+    assert f"ignoring record {edited / 'runs' / _EDITED}: `{DIGEST_FIELD}` is {state}" in caplog.text
 
 
 @pytest.mark.parametrize(("path", "value", "words"), BAD_RECORDS,

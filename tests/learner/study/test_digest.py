@@ -115,3 +115,21 @@ def test_ctrl_c_in_the_race_counts_its_measured_runs_too(tmp_path, monkeypatch):
     tuned = roles.count("tune") // 2  # each tuned method tries two learning rates on one layer
     assert exc.value.recorded == 2 and exc.value.total == len(roles) + 2 * tuned  # + each tuned method's 2 layers
     assert "runs of the study are recorded" in str(exc.value)
+
+
+def test_every_committed_run_record_carries_its_digest():
+    """The studies' committed records (docs/sweeps) are read by resume, --summarise-only and the yield study, which
+    require the digest: each carries one that matches its content (checked against a fresh SHA-256 of the canonical
+    JSON, independent of record_digest)."""
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3] / "docs" / "sweeps"
+    paths = sorted(root.glob("*/runs/*.json"))
+    if not paths:
+        pytest.skip("no committed sweeps")
+    for path in paths:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        body = {key: value for key, value in rec.items() if key != DIGEST_FIELD}
+        blob = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+        assert rec.get(DIGEST_FIELD) == hashlib.sha256(blob.encode("utf-8")).hexdigest(), path
