@@ -5,6 +5,8 @@ Library functions never parse ``argv``; this module does, calls them, and prints
 
 from __future__ import annotations
 
+import argparse
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -466,7 +468,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         The exit status: 0 on success, 2 for a bad value or file (one ``error:`` line on stderr, naming the
-        flag) or a locked study directory, 130 for an interrupted ``learn-hard`` sweep.
+        flag), a locked study directory or memory run out (one line), 130 for Ctrl-C (one line) or an
+        interrupted ``learn-hard`` sweep.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -478,3 +481,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError, FileNotFoundError, FileFormatError, ConnectionError) as exc:
         print(f"error: {flag_message(parser, args.command, str(exc))}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # one line and the shell's status for SIGINT, as `python -m learner` ends
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is ending: more Ctrl-Cs change nothing now
+        print(f"\ninterrupted: `{args.command}` stopped by Ctrl-C.", file=sys.stderr)
+        return 130
+    except MemoryError as exc:
+        sizes = ", ".join(_sizes_given(parser, args))
+        print(f"error: out of memory in `{args.command}`{f' ({sizes})' if sizes else ''}: the arrays of this "
+              f"setting do not fit in RAM{f' ({exc})' if str(exc) else ''}; give smaller sizes.", file=sys.stderr)
+        return 2
+
+
+def _sizes_given(parser, args):
+    """The numeric options of ``args.command`` set away from their defaults (``--lattice-n 500``)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+    given = [(a.option_strings[-1], getattr(args, a.dest, None), a.default) for a in sub._actions if a.option_strings]
+    return [f"{flag} {value}" for flag, value, default in given
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value != default
+            and flag != "--seed"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ast
 import logging
+import signal
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -203,21 +204,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         The exit status: 0 when every verdict is the expected one (and for ``list``), 1 when one is not, 2 when
-        an input is refused (a ValueError, TypeError or FileNotFoundError, reported on standard error as one
-        line). A usage error exits with status 2 through argparse (``SystemExit``) instead of returning.
+        an input is refused (a ValueError, TypeError or FileNotFoundError) or memory runs out, 130 on Ctrl-C;
+        each of the last two reported on standard error as one line. A usage error exits with status 2 through
+        argparse (``SystemExit``) instead of returning.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
-    if args.command == "list":
-        for name, spec in CHECKS.items():
-            print(f"{name:<24} {spec.summary}")
-            if spec.plot:
-                print(f"{'':<24} plot: {spec.plot_help}")
-        return 0
     try:
         check_output_options(parser, args)
+        if args.command == "list":
+            return _list()
         return {"check": _check, "all": _all, "yield-study": _yield_study}[args.command](args)
     except (ValueError, TypeError, FileNotFoundError) as exc:
         print(f"error: {flag_message(parser, args.command, str(exc))}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # one line and the shell's status for SIGINT, as `python -m learner` ends
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is ending: more Ctrl-Cs change nothing now
+        print(f"\ninterrupted: `{args.command}` stopped by Ctrl-C.", file=sys.stderr)
+        return 130
+    except MemoryError as exc:
+        sizes = ", ".join(_sizes_given(parser, args))
+        print(f"error: out of memory in `{args.command}`{f' ({sizes})' if sizes else ''}: the arrays of this "
+              f"setting do not fit in RAM{f' ({exc})' if str(exc) else ''}; give smaller sizes.", file=sys.stderr)
+        return 2
+
+
+def _list():
+    for name, spec in CHECKS.items():
+        print(f"{name:<24} {spec.summary}")
+        if spec.plot:
+            print(f"{'':<24} plot: {spec.plot_help}")
+    return 0
+
+
+def _sizes_given(parser, args):
+    """The numeric options of ``args.command`` set away from their defaults (``--n-geometry 300``)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+    given = [(a.option_strings[-1], getattr(args, a.dest, None), a.default) for a in sub._actions if a.option_strings]
+    return [f"{flag} {value}" for flag, value, default in given
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value != default
+            and flag != "--seed"]
