@@ -28,8 +28,13 @@ raises :class:`SweepInterrupted`; the same call again resumes.
 
 Resume. A run whose record exists in ``OUT/runs/`` with the same
 specification is skipped; a record of a run that raised (``"outcome":
-"error"``) is retried. A record with the same name but another specification
+"error"``) is retried, and so is a record that does not vouch for itself (its
+digest missing, null or wrong, its ``run_id`` not its file's, a field of the
+wrong type), with a warning naming the file. A record with the same name but another specification
 stops the sweep with an error rather than mixing two studies in one directory.
+
+Every file a sweep or a study writes in ``OUT`` goes through
+:func:`learner.study.records.study_path`: inside ``OUT``, never through a symbolic link.
 
 One study per directory. A study (scaling, learn-hard) claims its directory
 with ``OUT/study.json`` — its kind and parameters (:func:`claim_study`) — and
