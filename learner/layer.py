@@ -276,6 +276,8 @@ class AttentionLayer:
         ------
         FloatingPointError
             If the logits or the outputs overflow float64.
+        ValueError
+            If this torch build cannot use ``device`` (:func:`learner.arrays.torch_device`'s one message).
         """
         if device is not None:
             return self._call_on(X, batch, device)
