@@ -219,3 +219,85 @@ def test_same_file_against_a_reference(tmp_path):
     assert not same_file(tmp_path / "x", tmp_path / "y")  # control
     assert not same_file(tmp_path / "x", tmp_path / "new")  # a path that does not exist yet is another file
     assert same_file(tmp_path / "new", tmp_path / "." / "new")  # ... unless it is the same path
+    os.symlink("new", tmp_path / "dangling")  # ... or a link to it, made before either is written
+    assert same_file(tmp_path / "dangling", tmp_path / "new") and same_file(tmp_path / "new", tmp_path / "dangling")
+    assert not same_file(tmp_path / "dangling", tmp_path / "other")  # control: a link to the one new name only
+
+
+def _lay_out_links(root, layout):
+    """Make ``layout`` in the folder ``root``: ``{name: what}``, ``what`` being ``"=text"`` (a file), ``"/"``
+    (a folder), ``"hard:x"`` (a hard link to x) or any other name (a symbolic link to it, which may not exist)."""
+    root.mkdir()
+    for name, what in layout.items():
+        if what == "/":
+            (root / name).mkdir()
+        elif what.startswith("="):
+            (root / name).write_text(what[1:])
+        elif what.startswith("hard:"):
+            os.link(root / what[5:], root / name)
+        else:
+            os.symlink(what, root / name)
+    return root
+
+
+# (layout, a, b, the same file?) — the last by hand; the test checks it by writing too.
+SAME_FILE_CASES = {
+    "dangling-link-to-the-other": ({"link.npz": "new.npz"}, "new.npz", "link.npz", True),
+    "chain-of-dangling-links": ({"a": "b", "b": "new"}, "a", "new", True),
+    "dangling-link-into-a-folder": ({"sub": "/", "link": "sub/new"}, "link", "sub/new", True),
+    "folder-link-to-a-file-not-yet-written": ({"sub": "/", "alias": "sub"}, "alias/new", "sub/new", True),
+    "dot-dot-after-a-folder-link": ({"sub": "/", "sub/deep": "/", "alias": "sub/deep"}, "alias/../new", "sub/new",
+                                    True),
+    "existing-file-by-link": ({"x": "=x", "s": "x"}, "s", "x", True),
+    "hard-link": ({"x": "=x", "h": "hard:x"}, "h", "x", True),
+    "control-two-new-names": ({}, "new", "other", False),
+    "control-dangling-link-elsewhere": ({"link": "elsewhere"}, "link", "new", False),
+    "control-folder-link-elsewhere": ({"sub": "/", "deep": "/", "alias": "deep"}, "alias/new", "sub/new", False),
+    "control-existing-and-new": ({"x": "=x"}, "x", "new", False),
+    # alias/.. is sub, not the folder alias sits in: the same name spelt lexically is another file
+    "control-dot-dot-after-a-folder-link": ({"sub": "/", "sub/deep": "/", "alias": "sub/deep"}, "alias/../new", "new",
+                                            False),
+}
+
+
+@pytest.mark.parametrize(("layout", "a", "b", "same"), SAME_FILE_CASES.values(), ids=SAME_FILE_CASES.keys())
+def test_same_file_against_writing_one_and_reading_the_other(tmp_path, layout, a, b, same):
+    """Asked before anything is written (when a command asks), ``same_file`` says what writing then shows: bytes
+    written through one path are read through the other. A dangling link, to a file not yet written, is the case
+    that only resolving the links (not comparing the inodes of existing files) sees."""
+    root = _lay_out_links(tmp_path / "asked", layout)
+    assert same_file(root / a, root / b) is same and same_file(root / b, root / a) is same
+    written = _lay_out_links(tmp_path / "written", layout)
+    (written / a).write_bytes(b"through a")  # through a dangling link: creates its target, as an output would
+    assert ((written / b).exists() and (written / b).read_bytes() == b"through a") is same
+
+
+@pytest.mark.parametrize("order", ["link-is-the-examples", "link-is-the-output"])
+def test_sample_refuses_a_dangling_link_to_its_other_output(tmp_path, monkeypatch, capsys, order):
+    """``python -m learner sample --out new.npz --examples link.npz``, the link to new.npz (not yet written), run
+    as a user runs it: exit 2 with one line naming both options, nothing written (the link still dangles)."""
+    import subprocess
+    import sys
+
+    from learner.cli import main
+
+    os.symlink("new.npz", tmp_path / "link.npz")
+    out, examples = ("new.npz", "link.npz") if order == "link-is-the-examples" else ("link.npz", "new.npz")
+    argv = ["sample", "--m", "2", "--d", "6", "--n-samples", "5", "--out", out, "--examples", examples]
+    import learner
+
+    # The child imports the learner under test, wherever it is (an installed or a checked-out copy).
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [os.path.dirname(os.path.dirname(learner.__file__)), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    run = subprocess.run([sys.executable, "-m", "learner", *argv], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120, env=env)
+    err = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(err) == 1, run.stderr
+    assert "is the same file as" in err[0] and "--out" in err[0] and "--examples" in err[0], err
+    assert sorted(os.listdir(tmp_path)) == ["link.npz"] and not (tmp_path / "link.npz").exists()  # still dangling
+    # Control: the link pointed elsewhere, the same command writes both files.
+    os.remove(tmp_path / "link.npz")
+    os.symlink("elsewhere.npz", tmp_path / "link.npz")
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 0
+    assert (tmp_path / "new.npz").stat().st_size > 0 and (tmp_path / "elsewhere.npz").stat().st_size > 0
