@@ -32,6 +32,7 @@ __all__ = [
     "OrWord",
     "Real",
     "SCALE_BELOW",
+    "SIZE_LIMITS",
     "Scale",
     "Seed",
     "available_memory",
@@ -42,6 +43,7 @@ __all__ = [
     "check_real_array",
     "check_rng",
     "declare",
+    "limited",
 ]
 
 #: The input distributions the toolkit draws from: ``"boolean"`` (entries uniform on ±1, the paper's setting) and
@@ -53,6 +55,43 @@ DISTRIBUTIONS = ("boolean", "gaussian")
 #: phases form, at every d the toolkit plants; larger values only overflow later, far from the option that set them.
 #: The learner's measured reach in logit scale is below 10, so the bound refuses nothing learnable.
 SCALE_BELOW = 1e100
+#: Size limits of the command lines' options, ``{name: (maximum, how it was sized)}`` (ours), given to an option
+#: by :func:`learner.argparsing.limit_options` and checked while the options are read: a run at a limit ends in
+#: minutes to hours on a laptop; a larger one would run for days or exhaust memory before its first line of output.
+#: Each entry says how it was sized (a measured rate or a memory formula). Commands with sizes of their own
+#: (``lowerbounds``) keep theirs beside their parsers.
+SIZE_LIMITS: dict[str, tuple[float, str]] = {
+    # demo at its defaults (m = 2, k = 4, 20 000 inputs) measured 17 s at d = 250 and 57 s at d = 500 on 2 cores,
+    # its attention figures costing n·k·m·d² products: about a minute at the limit, 15 min at d = 2000.
+    "d": (512, " (ours: a pass over 20 000 inputs takes about a minute at d = 512, its time growing as d²)"),
+    # the layer holds 2·m·d² float64 numbers: 268 MB at (m, d) = (64, 512), and every command's time grows as m.
+    "m": (64, " (ours: the layer's 2·m·d² numbers take 268 MB at m = 64, d = 512)"),
+    # each example holds m·k² attention logits: at k = 512 a batch of 1000 two-head examples holds 4 GB of them.
+    "k": (512, " (ours: an example holds m·k² attention logits, 4 GB per 1000 at k = 512)"),
+    # n·k·d float64 inputs: 10⁸ examples of 4 tokens at d = 8 are 26 GB (sample's memory check refuses sooner).
+    "n_samples": (10**8, " (ours: 10⁸ examples of 4 tokens in dimension 8 take 26 GB)"),
+    # phase 4 measured 97 628 examples/s at (2, 8, 4): 10⁹ examples are about 3 hours.
+    "max_examples": (10**9, " (ours: phase 4 streams about 10⁵ examples/s, so 10⁹ take about 3 hours)"),
+    # at (m, d, k) = (2, 8, 4) a learn measured 28 s at logit scale 1000, while at 10⁴, 10⁶, 10¹⁰ and 10⁹⁹
+    # phase 4 had not finished after 60 s (it certifies almost no rows); the measured reach is below 10.
+    "learn_logit_scale": (1e3, " (ours: beyond it phase 4 certifies almost no rows and runs for hours; the "
+                               "learner's measured reach is below 10)"),
+    # a worker process holds numpy, scipy and the learner, about 100 MB resident: 25 GB for 256.
+    "workers": (256, " (ours: each worker process holds about 100 MB)"),
+    # more BLAS threads than cores only slow the products down; 256 covers the largest machines.
+    "threads": (256, " (ours: more threads than cores only slow BLAS down)"),
+    # the studies' runs take 1 s to minutes each (docs/sweeps): 1000 layers per setting are hours to days.
+    "seeds": (1000, " (ours: study runs take 1 s to minutes each, so 1000 per setting take hours to days)"),
+    # a benchmark's figure is a median over repeats: 1000 of the default benchmark's (about 2 s) are 30 min.
+    "repeat": (1000, " (ours: 1000 repeats of a 2 s benchmark take 30 min)"),
+    # an epoch of torch Adam at the studies' sizes (4000 examples, batches of 64) is 62 steps: 10⁵ epochs per
+    # restart are 6.2 M steps, hours at the milliseconds a step takes.
+    "epochs": (10**5, " (ours: 10⁵ epochs of 62 steps are 6.2 M steps per restart, hours)"),
+    # a mini-batch holds batch·k·d inputs and m·batch·k² logits: 10⁷ two-token examples at d = 12 are 2 GB.
+    "batch": (10**7, " (ours: a batch of 10⁷ two-token examples at d = 12 holds 2 GB)"),
+    # race's search halves its ladder once per round: 64 rounds reach below one example from 2⁶³.
+    "search_rounds": (64, " (ours: 64 halvings reach below one example from any int64 budget)"),
+}
 _SCALE_WHY = " (larger values overflow float64 in the layer's products and their squares)"
 
 
@@ -293,10 +332,16 @@ class Integer:
         The smallest value accepted; None accepts any integer (the range is then the library's to check).
     none : bool, default False
         Accept None (it stands for a default the function chooses).
+    maximum : int or None, default None
+        The largest value accepted (a size limit; see :func:`limited`); None: no upper bound but int64's.
+    why : str, default ""
+        What ``maximum`` protects, said in the message (``" (ours: ...)"``).
     """
 
     minimum: int | None = 1
     none: bool = False  # None is accepted (it stands for a default the function chooses)
+    maximum: int | None = None  # an inclusive upper bound: a size limit checked before the work it sizes
+    why: str = ""  # what the upper bound protects, said in the message
 
     def check(self, name: str, value: object) -> int | None:
         """The library's check of ``value``: an integer of at least ``minimum`` (see :func:`check_int`).
@@ -326,8 +371,12 @@ class Integer:
         if self.minimum is None:  # any integer: the range is the library's to check
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
                 raise TypeError(f"`{name}` must be an integer; got {name}={value!r}.")
-            return int(value)
-        return check_int(name, value, minimum=self.minimum)
+            value = int(value)
+        else:
+            value = check_int(name, value, minimum=self.minimum)
+        if self.maximum is not None and value > self.maximum:
+            raise ValueError(f"`{name}` must be at most {self.maximum:,}{self.why}; got {name}={value}.")
+        return value
 
     def parse(self, text: str) -> int:
         """The command line's reading of ``text``, before :meth:`check`: Python's ``int``.
@@ -813,6 +862,56 @@ def declare(**rules: Rule) -> Callable[[_F], _F]:
         return checked
 
     return decorate
+
+
+def limited(rule: Rule, maximum: float, why: str) -> Rule:
+    """``rule`` with an upper bound: the size limit of a command-line option, checked while the options are read,
+    before any work.
+
+    An :class:`Integer` (alone, or in an :class:`Each` or :class:`OrWord`) gets ``maximum`` as its inclusive
+    ``maximum``; a :class:`Real` gets it as its exclusive ``below``. The rule's other terms (its minimum, None)
+    are kept.
+
+    Parameters
+    ----------
+    rule : Integer, Real, Each or OrWord
+        The option's rule (the function's declared one, or ``Integer(minimum=None)`` for an undeclared count).
+    maximum : int or float
+        The limit, sized from a time or memory estimate by the command that sets it.
+    why : str
+        How the limit was sized, said in the message (``" (ours: ...)"``).
+
+    Returns
+    -------
+    Integer, Real, Each or OrWord
+        A new rule of the same kind.
+
+    Raises
+    ------
+    TypeError
+        If ``rule`` has no number to bound (a :class:`Choice`, a :class:`Seed`, a :class:`Boolean`).
+
+    Examples
+    --------
+    >>> rule = limited(Integer(), 100, " (ours: a minute at 0.6 s each)")
+    >>> rule.check("trials", 100)
+    100
+    >>> rule.check("trials", 101)
+    Traceback (most recent call last):
+        ...
+    ValueError: `trials` must be at most 100 (ours: a minute at 0.6 s each); got trials=101.
+    """
+    import dataclasses
+
+    if isinstance(rule, Each):
+        return dataclasses.replace(rule, rule=limited(rule.rule, maximum, why))
+    if isinstance(rule, OrWord):
+        return dataclasses.replace(rule, rule=limited(rule.rule, maximum, why))
+    if isinstance(rule, Integer):
+        return dataclasses.replace(rule, maximum=int(maximum), why=why)
+    if isinstance(rule, Real):
+        return dataclasses.replace(rule, below=float(maximum), why=why)
+    raise TypeError(f"`rule` must be an Integer, Real, Each or OrWord rule to bound; got {rule!r}.")
 
 
 def check_rng(rng: SeedLike, name: str = "rng") -> np.random.Generator:
