@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
 from .io import NAME_MAX, check_path, check_writable_dir, check_writable_file
-from .validation import SEED_MAX_DIGITS, Boolean, Choice, Each, Integer, OrWord, Real, Rule, Seed
+from .validation import SEED_MAX_DIGITS, Boolean, Choice, Each, Integer, OrWord, Real, Rule, Seed, limited
 
 __all__ = [
     "CLI_INT_MAX",
@@ -35,6 +35,7 @@ __all__ = [
     "flag_message",
     "same_file",
     "harden",
+    "limit_options",
     "rules_of",
 ]
 
@@ -198,6 +199,46 @@ def declare_options(parser: CommandParser, *funcs: Callable[..., Any], rename: M
         action.declared = (owner, rule)  # type: ignore[attr-defined]
         if isinstance(rule, Each) and action.nargs in ("+", "*"):
             action.whole_rule = (flag, rule)  # type: ignore[attr-defined]  # whole list: after parsing (command_parser)
+    return parser
+
+
+def limit_options(parser: CommandParser, limits: Mapping[str, tuple[float, str]]) -> CommandParser:
+    """Bound the options of ``parser`` named in ``limits`` (by ``dest``): each keeps its rule (the declared one,
+    or an integer's or a number's) with the upper bound :func:`~learner.validation.limited` gives it, so that a
+    size no run could finish is refused while the options are read, naming the flag.
+
+    Parameters
+    ----------
+    parser : CommandParser
+        A sub-command's parser, after :func:`declare_options`.
+    limits : mapping of str to (number, str)
+        ``{dest: (maximum, why)}``: the limit and how it was sized.
+
+    Returns
+    -------
+    CommandParser
+        ``parser``, changed in place.
+
+    Raises
+    ------
+    ValueError
+        If a name of ``limits`` is no option of ``parser`` (a limit that would bound nothing).
+    """
+    actions = {action.dest: action for action in parser.options if action.option_strings}
+    unknown = sorted(set(limits) - set(actions))
+    if unknown:
+        raise ValueError(f"limit_options: {parser.prog} has no option(s) {unknown}")
+    for dest, (maximum, why) in limits.items():
+        action = actions[dest]
+        whole = getattr(action, "whole_rule", (None, None))[1]
+        rule = whole or getattr(action.type, "rule", None) or (Real(sign=False) if action.type is float
+                                                               else Integer(minimum=None))
+        action.unlimited = action.type  # type: ignore[attr-defined]  # the rule as declared, before its limit
+        rule = limited(rule, maximum, why)
+        flag = action.option_strings[-1]
+        action.type = cli_type(flag, rule.rule if isinstance(rule, Each) else rule)
+        if whole is not None:
+            action.whole_rule = (flag, rule)  # type: ignore[attr-defined]
     return parser
 
 
