@@ -8,6 +8,7 @@ commands (``demo``, ``learn``, ``sample``, ``info``) and takes the studies' (``b
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 import textwrap
@@ -26,6 +27,7 @@ from .argparsing import (
     command_parser,
     declare_options,
     harden,
+    limit_options,
 )
 from .assumptions import assumptions
 from .errors import FileFormatError, LearnInterrupted, PlantingError
@@ -46,7 +48,7 @@ from .study import cli as study_cli
 from .study.records import command_record
 from .tables import REPORT_WIDTH
 from .torch_interop import need_torch
-from .validation import check_memory
+from .validation import SIZE_LIMITS, Integer, OrWord, check_memory
 
 __all__ = ["OUTPUT_OPTIONS", "build_parser", "check_output_options", "main"]
 
@@ -110,6 +112,7 @@ def _add_demo(sub):
     p.add_argument("--n-samples", type=int, default=20000, help="inputs for the figures (default 20000)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
     declare_options(p, attention_statistics)
+    limit_options(p, {dest: SIZE_LIMITS[dest] for dest in ("m", "d", "k", "n_samples")})
     p.set_defaults(handler=_demo)
 
 
@@ -146,6 +149,8 @@ def _add_learn(sub):
                         "phase 6 searches and refines, on torch tensors (extra torch); default: numpy throughout")
     p.add_argument("--json", metavar="FILE", help="also write the run's record as JSON")
     declare_options(p, LayerOracle, rules={"max_examples": CONFIG_RULES["max_examples"]})
+    limit_options(p, {dest: SIZE_LIMITS[dest] for dest in ("m", "d", "k", "max_examples")}
+                  | {"logit_scale": SIZE_LIMITS["learn_logit_scale"]})
     p.set_defaults(handler=_learn)
 
 
@@ -161,6 +166,7 @@ def _add_sample(sub):
     p.add_argument("--noise", type=float, default=0.0,
                    help="standard deviation of Gaussian noise added to every label entry (default 0: Y = F(X))")
     declare_options(p, sample_inputs, rules={"noise": NOISE_RULE})
+    limit_options(p, {dest: SIZE_LIMITS[dest] for dest in ("m", "d", "k", "n_samples")})
     p.set_defaults(handler=_sample)
 
 
@@ -170,6 +176,7 @@ def _add_info(sub):
     p.add_argument("--k", type=int, default=None, help="sequence length to check k < d against")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
     declare_options(p, assumptions)
+    limit_options(p, {"k": SIZE_LIMITS["k"]})
     p.set_defaults(handler=_info)
 
 
@@ -355,7 +362,8 @@ def _sample(args):
 
 
 def _info(args):
-    layer = load_layer(args.path)
+    # The report's cost grows as d³ (and the file may inflate to gigabytes): the d limit, from the header.
+    layer = load_layer(args.path, max_d=int(SIZE_LIMITS["d"][0]))
     meta = read_metadata(args.path)
     report = assumptions(layer, k=args.k)
     print(f"{args.path}: {layer!r}, written by {meta.get('created_by')}, schema {meta['schema_version']}")
@@ -368,8 +376,23 @@ def _info(args):
     return 0
 
 
-_workers = cli_positive_int_or("--workers", "auto", "auto")
-_blas_threads = cli_positive_int_or("--blas-threads", "default", None)
+def _bounded(flag, word, meaning, limit):
+    """:func:`~learner.argparsing.cli_positive_int_or` with an upper bound (``limit``: the maximum and how it was
+    sized); its ``rule`` says the same, for the tests and the docs."""
+    parse, (maximum, why) = cli_positive_int_or(flag, word, meaning), limit
+
+    def bounded(text):
+        value = parse(text)
+        if isinstance(value, int) and value > maximum:
+            raise argparse.ArgumentTypeError(f"`{flag}` must be at most {maximum:,}{why}; got {flag}={value}")
+        return value
+
+    bounded.rule = OrWord(word, Integer(maximum=maximum, why=why))  # type: ignore[attr-defined]
+    return bounded
+
+
+_workers = _bounded("--workers", "auto", "auto", SIZE_LIMITS["workers"])
+_blas_threads = _bounded("--blas-threads", "default", None, SIZE_LIMITS["threads"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

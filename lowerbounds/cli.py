@@ -22,11 +22,12 @@ from learner.argparsing import (
     declare_options,
     flag_message,
     harden,
+    limit_options,
 )
 from learner.io import save_figure
 from learner.study.records import print_study
 from learner.tables import fmt
-from learner.validation import Integer
+from learner.validation import SIZE_LIMITS, Integer
 
 from .attacks import time_attacks
 from .family import HardFamily
@@ -47,6 +48,56 @@ from .simulate import simulate_queries
 from .sq import sq_hard_instance
 
 __all__ = ["build_parser", "main"]
+
+
+#: Size limits of the lower bounds' options, ``{dest: (maximum, how it was sized)}`` (ours), beside the model's
+#: (:data:`learner.validation.SIZE_LIMITS`): checked while the options are read, before any work.
+LIMITS: dict[str, tuple[float, str]] = {
+    # sq and sq-simulate: C(d − 1, m − 1) candidate subsets; sq-simulate measured 0.7 s per trial on its default
+    # grid (d <= 64, m <= 4, 39 711 candidates at the largest cell): d = 256 at m = 4 is 2.7 M candidates.
+    "sq_d": (256, " (ours: the search's C(d − 1, m − 1) candidates reach millions at d = 256)"),
+    "sq_m": (8, " (ours: C(255, 7) candidates at m = 8 are 10¹³)"),
+    "trials": (1000, " (ours: a trial of the default grid takes 0.7 s, so 1000 take 12 min)"),
+    # lwe: the checks' two forward passes measured 26 s at n = 200 (q = 7), their cost growing as n²(q − 1).
+    "lwe_n": (200, " (ours: the instance's checks take 26 s at n = 200, growing as n²)"),
+    "q": (31, " (ours: heads ≈ n(q − 1)/2, and exhaustive search tries q^n secrets)"),
+    # the exact sharpness table: 5·10⁶ mpmath head-terms measured about 3 min (lowerbounds.instance).
+    "max_evaluations": (10**8, " (ours: 5·10⁶ head-terms take about 3 min, so 10⁸ take an hour)"),
+    # lwe-attack: exhaustive search tries q^n secrets (7⁸ = 5.8 M at the default largest n); the linear attack's
+    # memory is checked against the machine's; fpylll's lattice reduction grows exponentially in n.
+    "exhaustive_n": (10, " (ours: exhaustive search tries q^n secrets, 2.8·10⁸ at q = 7, n = 10)"),
+    "linear_n": (4096, " (ours: the linear attack's matrices grow as n², 12.5 GiB at n = 4096)"),
+    "lattice_n": (40, " (ours: lattice reduction's time grows exponentially in n; the default stops at 12)"),
+    "cost_n": (10**8, " (ours: the cost table is closed-form; 10⁸ is far beyond any attack)"),
+    "repeats": (1000, " (ours: the defaults' attacks take seconds per secret, so 1000 secrets take an hour)"),
+    # learn-hard runs the learner and Adam on each member: the learner's phase-5 memory grows as d⁴.
+    "hard_d": (64, " (ours: the learner's phase-5 memory grows as d⁴, 134 MB at d = 64)"),
+    "lwr_n": (10, " (ours: exhaustive search tries q^n secrets, 2.8·10⁸ at q = 7, n = 10)"),
+    "subsets": (1000, " (ours: each subset is a run of every method: 1000 per cell take hours)"),
+    "max_seconds": (86_400, " (ours: a day per run)"),
+    "examples": (10**8, " (ours: 10⁸ two-token examples at d = 64 hold 100 GB)"),
+}
+
+
+#: The largest exhaustive search (q^n secrets) and LWE checks (n²(q − 1), heads times dimension) run, at the limits'
+#: own defaults: q = 7 with n = 10 and n = 200 (ours; see :data:`LIMITS`).
+EXHAUSTIVE_LIMIT = 7**10
+LWE_WORK_LIMIT = 200**2 * 6
+
+
+def _check_lwe_work(flag, n, q):
+    """Refuse, before any work, an (n, q) whose checks (heads ≈ n(q − 1)/2 over d = n + 2) exceed the measured
+    n = 200, q = 7 (26 s), naming ``flag`` and the values."""
+    if n * n * (q - 1) > LWE_WORK_LIMIT:
+        raise ValueError(f"`{flag}` asks for an instance of about {n * (q - 1) // 2:,} heads in dimension {n + 2}, "
+                         f"beyond the n = 200, q = 7 its checks take 26 s at (ours: n²(q − 1) <= {LWE_WORK_LIMIT:,}); "
+                         f"got {flag} {n} with --q {q}.")
+
+
+def _limit(p, **limits):
+    """Give each option (``dest=name``) the size limit ``name`` of :data:`LIMITS` or, failing that, of
+    :data:`learner.validation.SIZE_LIMITS`."""
+    limit_options(p, {dest: LIMITS.get(name) or SIZE_LIMITS[name] for dest, name in limits.items()})
 
 
 def build_parser() -> CommandParser:
@@ -82,6 +133,7 @@ def _add_sq(sub):
     p.add_argument("--tolerance", type=float, default=0.05, help="τ for the printed query lower bound (default 0.05)")
     # --seed seeds a SeedSequence (cli_seed), not one function's parameter.
     declare_options(p, sq_hard_instance, HardFamily, HardFamily.query_lower_bound)
+    _limit(p, d="sq_d", m="sq_m", subset="sq_d")  # a hidden coordinate is below d
 
 
 def _add_sq_simulate(sub):
@@ -95,6 +147,7 @@ def _add_sq_simulate(sub):
     p.add_argument("--plot", metavar="FILE", help="log-log plot of median queries against d (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
     declare_options(p, simulate_queries, rename={"ds": "d", "ms": "m"})
+    _limit(p, d="sq_d", m="sq_m", trials="trials")
 
 
 def _add_lwe(sub):
@@ -113,6 +166,7 @@ def _add_lwe(sub):
     # --max-evaluations is the command line's own (0 stands for lwr_hard_instance's None: no limit), so of
     # lwr_hard_instance's rules --sharpness alone is given here.
     declare_options(p, LWRParams, rules={"sharpness": lwr_hard_instance.rules["sharpness"]})
+    _limit(p, n="lwe_n", q="q", secret="q", max_evaluations="max_evaluations")
 
 
 def _add_lwe_attack(sub):
@@ -137,6 +191,7 @@ def _add_lwe_attack(sub):
     ns = time_attacks.rules["ns"]
     declare_options(p, time_attacks, rename={"ns": "n"},
                     rules={"linear_n": ns, "lattice_n": ns.rule, "cost_n": cost_table.rules["ns"]})
+    _limit(p, q="q", n="exhaustive_n", linear_n="linear_n", lattice_n="lattice_n", cost_n="cost_n", repeats="repeats")
 
 
 def _add_learn_hard(sub):
@@ -173,6 +228,8 @@ def _add_learn_hard(sub):
                    help="tiny sizes and budgets, a smoke test in seconds (flags given explicitly still apply)")
     p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
     declare_options(p, learn_hard_study, rename={"ds": "d", "ms": "m", "lwr_ns": "lwr_n"})
+    _limit(p, d="hard_d", m="sq_m", subsets="subsets", lwr_n="lwr_n", q="q", lwr_secrets="subsets", start="examples",
+           max_examples="examples", max_seconds="max_seconds", provable_seeds="subsets", workers="workers")
 
 
 def _sq(args):
@@ -240,6 +297,8 @@ def _lwe(args):
     args.n, args.q = 6 if args.n is None else args.n, 7 if args.q is None else args.q
     if args.max_evaluations is None:
         args.max_evaluations = MAX_G_EVALUATIONS
+    if args.name is None:
+        _check_lwe_work("--n", args.n, args.q)
     if args.name is not None:
         inst = named_lwr_instance(args.name, sharpness=args.sharpness)
     else:
@@ -286,6 +345,9 @@ def _lwe_attack(args):
     from .attacks import attention_attack, linear_attack_bytes
     from .lattice import REFERENCE_ESTIMATES, fpylll_available, primal_usvp_cost
 
+    if args.q ** max(args.n) > EXHAUSTIVE_LIMIT:  # before the first attack: q^n secrets to try
+        raise ValueError(f"`--n` asks exhaustive search for {args.q}^{max(args.n)} secrets, more than the "
+                         f"7^10 = {EXHAUSTIVE_LIMIT:,} it is given (ours); got --n {max(args.n)} with --q {args.q}.")
     # Before the first attack: the linear attack's matrices at the largest --linear-n must fit in memory.
     check_memory("--linear-n", linear_attack_bytes(max(args.linear_n), args.q),
                  f"the linear-algebra attack at n = {max(args.linear_n)}", max(args.linear_n))

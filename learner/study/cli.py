@@ -16,13 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..argparsing import cli_seed, declare_options
+from ..argparsing import cli_seed, declare_options, limit_options
 from ..baselines import OPTION_RULES, fit_torch
 from ..io import write_json
 from ..parallel import DEFAULT_POOL, interrupt_on_sigterm
 from ..phases import CONFIG_RULES
 from ..torch_interop import need_torch
-from ..validation import Integer
+from ..validation import SIZE_LIMITS, Integer
 from .bench import (
     DEFAULT_CASES,
     PARALLEL_BENCH_WORKERS,
@@ -99,6 +99,7 @@ def _add_bench(sub):
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     # --m/--d/--k/--tol are --certification's; --workers is --parallel's and --search's (--repeat is every benchmark's).
     declare_options(p, run_certification_benchmark, run_parallel_benchmark, run_benchmark)
+    _limit(p, "m", "d", "k", "repeat", "workers")
     p.set_defaults(handler=_bench)
 
 
@@ -142,6 +143,7 @@ def _add_scaling(sub):
                        out_help="directory of the sweep; an interrupted sweep resumes from the records in it")
     declare_options(p, scaling_study, rename={"ms": "m", "adam_lrs": "adam_lr"},
                     rules={name: CONFIG_RULES[name] for name in ("max_examples", "refined_tol")} | POOL_RULES)
+    _limit(p, "m", "d", "k", "seeds", "max_examples", "workers", tune_seeds="seeds", learn_workers="workers")
     p.set_defaults(handler=_scaling)
 
 
@@ -170,6 +172,8 @@ def _add_grids(sub):
                            out_help="the study's folder: one scaling study per point, then summary.md/json")
         declare_options(parser, func, rename={"sigmas": "sigma", "scales": "logit_scale", "ds": "d"},
                         rules=POOL_RULES)
+        _limit(parser, "seeds", "workers")
+    _limit(q, "d", adam_seeds="seeds")
     p.set_defaults(handler=_noise_study)
     q.set_defaults(handler=_sharpness)
 
@@ -245,7 +249,15 @@ def _add_peers(sub):
     declare_options(p, peer_study, rename={"ms": "m"}, rules={
         "adam_lr": OPTION_RULES["lr"], "torch_lr": OPTION_RULES["lr"], "epochs": OPTION_RULES["epochs"],
         "batch": OPTION_RULES["batch"]} | POOL_RULES)
+    _limit(p, "m", "k", "d", "seeds", "epochs", "batch", "workers")
     p.set_defaults(handler=_peers)
+
+
+def _limit(p, *names, **renamed):
+    """Give the options ``names`` (and ``renamed``: an option's dest to the limit it shares) their size limits
+    (:data:`learner.validation.SIZE_LIMITS`)."""
+    limit_options(p, {name: SIZE_LIMITS[name] for name in names}
+                  | {dest: SIZE_LIMITS[name] for dest, name in renamed.items()})
 
 
 def _add_study_options(p, *, serial_help="one run at a time, in this process",
@@ -280,6 +292,7 @@ def _add_race(sub):
                         "bisecting the ladder of halvings (default 0: no search; 4 settled the frontier's cells)")
     _add_study_options(p)
     declare_options(p, race_study, rules=POOL_RULES)
+    _limit(p, "seeds", "search_rounds", "workers")
     p.set_defaults(handler=_race)
 
 

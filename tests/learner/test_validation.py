@@ -315,7 +315,8 @@ class TestDeclare:
                 continue
             target = owner.__init__ if isinstance(owner, type) else owner
             assert rule in target.rules.values(), (command, flag)
-            inner = action.type.rule
+            # A size option keeps the declared rule under its limit (learner.argparsing.limit_options).
+            inner = getattr(action, "unlimited", action.type).rule
             assert inner is (rule.rule if type(rule).__name__ == "Each" else rule), (command, flag)
 
     def test_every_declared_option_refuses_at_parsing_naming_the_flag(self):

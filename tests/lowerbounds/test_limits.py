@@ -51,10 +51,10 @@ class TestCheckMemory:
         from lowerbounds.cli import main
 
         monkeypatch.setattr(validation, "available_memory", lambda: 2**30)
-        assert main(["lwe-attack", "--linear-n", "100000"]) == 2
+        assert main(["lwe-attack", "--linear-n", "4096"]) == 2  # within its size limit, beyond the memory
         captured = capsys.readouterr()
-        assert captured.err.startswith("error: `--linear-n` asks for the linear-algebra attack at n = 100000")
-        assert "got --linear-n 100000" in captured.err and captured.out == ""  # nothing ran, nothing printed
+        assert captured.err.startswith("error: `--linear-n` asks for the linear-algebra attack at n = 4096")
+        assert "got --linear-n 4096" in captured.err and captured.out == ""  # nothing ran, nothing printed
 
 
 def test_sample_refuses_examples_that_cannot_fit_before_writing_anything(tmp_path, capsys, monkeypatch):
