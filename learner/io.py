@@ -33,7 +33,7 @@ from ._version import __version__
 from .errors import FileFormatError, NotRegularFile
 from .hints import PathLike
 from .layer import AttentionLayer
-from .validation import check_real_array
+from .validation import available_memory, check_real_array
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -825,8 +825,48 @@ def _write_record(path, kind, arrays, metadata):
     return path
 
 
-def _read(path, kinds):
-    """Return (arrays, meta) from a file whose format is one of ``kinds``, verified."""
+#: The largest JSON header a toolkit file may have (ours): headers hold shapes, digests and a run's metadata, a few
+#: KB; a larger one is damaged or a compression bomb, refused before it is inflated.
+META_MAX_BYTES = 16 * 2**20
+#: Room for an .npy member's own header beyond its data (ours: numpy pads it to a multiple of 64 bytes).
+_NPY_HEADER_ROOM = 4096
+
+
+def _check_sizes(path, archive, meta):
+    """Before anything is inflated: the header's size (``meta`` None), or each array member's size as the zip
+    directory declares it against the shape the header declares, and their total against the free memory."""
+    sizes = {name[:-4]: info.file_size for name, info in archive.zip.NameToInfo.items() if name.endswith(".npy")}
+    if meta is None:
+        if sizes.get(_META, 0) > META_MAX_BYTES:
+            raise FileFormatError(f"{str(path)!r}: its header inflates to {sizes[_META]:,} bytes, more than the "
+                                  f"{META_MAX_BYTES:,} a toolkit file's header takes (ours); damaged or not ours.")
+        return
+    declared = meta.get("arrays") if isinstance(meta, dict) else None
+    if not isinstance(declared, dict):
+        return  # the checks after reading name the problem
+    total = 0
+    for name, size in sizes.items():
+        shape = declared.get(name, {}).get("shape") if isinstance(declared.get(name), dict) else None
+        if name == _META or not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+            continue
+        expected = 8 * int(np.prod(shape, dtype=object))
+        if size > expected + _NPY_HEADER_ROOM:
+            raise FileFormatError(f"{str(path)!r}: array {name!r} inflates to {size:,} bytes; its header declares "
+                                  f"float64 of shape {tuple(shape)}, {expected:,} bytes.")
+        total += size
+    free = available_memory()
+    if free is not None and total > free:
+        raise _Refused(f"{str(path)!r} holds arrays of {total:,} bytes once inflated, more than the {free:,} bytes of "
+                       "memory this machine has free.")
+
+
+class _Refused(ValueError):
+    """A file refused from its header, before its arrays are inflated (not a damaged file)."""
+
+
+def _read(path, kinds, limit=None):
+    """Return (arrays, meta) from a file whose format is one of ``kinds``, verified; ``limit(meta)`` may refuse
+    the file from its header, before its arrays are inflated."""
     path = Path(path)
     if path.is_dir():
         raise FileFormatError(f"{str(path)!r} is a directory, not a toolkit .npz file.")
@@ -850,9 +890,16 @@ def _read(path, kinds):
             with archive:
                 if _META not in archive.files:
                     raise FileFormatError(f"{str(path)!r} is not a toolkit file (no {_META} entry).")
+                _check_sizes(path, archive, None)  # the header's own size, before it is inflated
                 meta = json.loads(archive[_META].tobytes().decode("utf-8"))
+                _check_sizes(path, archive, meta)  # every array's, from the header, before any is inflated
+                if limit is not None:
+                    try:
+                        limit(meta)
+                    except ValueError as exc:
+                        raise _Refused(str(exc)) from None
                 arrays = {name: archive[name] for name in archive.files if name != _META}
-        except FileFormatError:
+        except (FileFormatError, _Refused):
             raise
         except Exception as exc:  # zipfile/npy parsing fails in many ways on damaged bytes
             raise FileFormatError(f"{str(path)!r} is damaged or not a toolkit .npz file: {exc}") from exc
@@ -931,13 +978,18 @@ def save_layer(path: PathLike, layer: AttentionLayer, *, metadata: dict[str, Any
     return _write_record(path, _LAYER, {"thetas": layer.thetas, "ws": layer.ws}, metadata)
 
 
-def load_layer(path: PathLike) -> AttentionLayer:
+def load_layer(path: PathLike, *, max_d: int | None = None) -> AttentionLayer:
     """Read a layer written by :func:`save_layer`.
+
+    Every array's size is checked from the file's header and the archive's directory before it is inflated (a
+    small file may inflate to gigabytes): against the shapes declared, the memory free, and ``max_d``.
 
     Parameters
     ----------
     path : str or os.PathLike
         The file.
+    max_d : int, optional
+        Refuse a layer of a larger token dimension (a command's size limit), before its arrays are read.
 
     Returns
     -------
@@ -950,6 +1002,8 @@ def load_layer(path: PathLike) -> AttentionLayer:
         If ``path`` does not exist.
     FileFormatError
         If the file is damaged, of another kind, or of an unsupported schema.
+    ValueError
+        If its arrays would not fit in the memory free, or its d exceeds ``max_d``.
 
     See Also
     --------
@@ -966,7 +1020,13 @@ def load_layer(path: PathLike) -> AttentionLayer:
     ...     print(load_layer(path))
     AttentionLayer(m=2, d=4)
     """
-    arrays, _ = _read(path, (_LAYER,))
+    def limit(meta):
+        shape = ((meta.get("arrays") or {}).get("thetas") or {}).get("shape")
+        if max_d is not None and isinstance(shape, list) and len(shape) == 3 and shape[-1] > max_d:
+            raise ValueError(f"{str(path)!r} holds a layer of d = {shape[-1]} (m = {shape[0]}), more than the "
+                             f"d = {max_d} this command takes; got max_d={max_d}.")
+
+    arrays, _ = _read(path, (_LAYER,), limit)
     if set(arrays) != {"thetas", "ws"}:
         raise FileFormatError(f"{str(path)!r}: a layer file holds arrays thetas and ws; found {sorted(arrays)}.")
     try:
