@@ -116,6 +116,14 @@ def _lay_out(tmp_path, shared, spelling):
     return {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
 
 
+def _refusal(package, command, values):
+    """The check's refusal (the check itself: a missed refusal must not start the command's work)."""
+    parser = _parser(package)
+    with pytest.raises(ValueError) as exc:
+        check_output_options(parser, parser.parse_args(_argv(command, parser.command(command), values)))
+    return str(exc.value)
+
+
 def _run(package, argv, capsys):
     code = _main(package)(argv)
     err = capsys.readouterr().err.strip().splitlines()
@@ -126,24 +134,24 @@ def _run(package, argv, capsys):
 @pytest.mark.parametrize(("package", "command", "dest", "option", "other_dest", "value", "shared", "kind", "other"),
                          CASES, ids=IDS)
 def test_an_output_that_would_replace_what_the_command_reads_or_writes_is_refused(
-        tmp_path, monkeypatch, capsys, package, command, dest, option, other_dest, value, shared, kind, other,
+        tmp_path, monkeypatch, package, command, dest, option, other_dest, value, shared, kind, other,
         spelling):
-    """Exit 2 before any work, one line naming the output's option and the other (or the loop), every file as it
-    was and nothing new written. A dangling symlink is one to a file not yet written (``sample --out new.npz
-    --examples link.npz``, the link to new.npz): only resolving the link, not comparing inodes, sees it."""
+    """Refused by the check before any work, naming the output's option and the other (or the loop), every file
+    as it was and nothing new written (the exit status and the one line: below). A dangling symlink is one to a
+    file not yet written (``sample --out new.npz --examples link.npz``, the link to new.npz): only resolving the
+    link, not comparing inodes, sees it."""
     sub = _parser(package).command(command)
     if any(a.dest.startswith("plot") for a in sub.options if a.dest in (dest, other_dest)):
         pytest.importorskip("matplotlib", reason="a plot option needs matplotlib (the `plot` extra)")
     monkeypatch.chdir(tmp_path)
     before = _lay_out(tmp_path, shared, spelling)
     name = "loop-a" if spelling == "loop" else SPELLINGS[kind][spelling].format(shared=shared)
-    code, err = _run(package, _argv(command, sub, {dest: name, other_dest: value}), capsys)
-    assert code == 2 and len(err) == 1 and err[0].startswith("error: "), err
+    message = _refusal(package, command, {dest: name, other_dest: value})
     if spelling == "loop":
-        assert f"`{option}` cannot be followed" in err[0] and "symlink loop" in err[0], err
+        assert f"`{option}` cannot be followed" in message and "symlink loop" in message, message
     else:
-        assert option in err[0] and other in err[0], err
-        assert ("is the same file as" if kind == "file" else "lies inside") in err[0], err
+        assert option in message and other in message, message
+        assert ("is the same file as" if kind == "file" else "lies inside") in message, message
     after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     assert after == before  # nothing replaced, nothing written
 
@@ -168,32 +176,50 @@ PATH_OPTIONS = [(package, command, action.dest, _label(action)) for package, com
 
 @pytest.mark.parametrize(("package", "command", "dest", "option"), PATH_OPTIONS,
                          ids=[f"{p}-{c}-{o}" for p, c, _, o in PATH_OPTIONS])
-def test_a_symlink_loop_is_one_line_naming_the_option(tmp_path, monkeypatch, capsys, package, command, dest,
-                                                      option):
-    """``a.json → b.json → a.json`` given to any path option, input or output, file or folder: exit 2, one line
-    naming the option (a positional input: naming the path), no OSError traceback."""
-    sub = _parser(package).command(command)
+def test_a_symlink_loop_is_refused_naming_the_option(tmp_path, monkeypatch, package, command, dest, option):
+    """``a.json → b.json → a.json`` given to any path option, input or output, file or folder: refused naming the
+    option (a positional input: naming the path), never an OSError."""
     if dest.startswith("plot"):
         pytest.importorskip("matplotlib", reason="a plot option needs matplotlib (the `plot` extra)")
     monkeypatch.chdir(tmp_path)
     os.symlink("b.json", "a.json")
     os.symlink("a.json", "b.json")
-    code, err = _run(package, _argv(command, sub, {dest: "a.json"}), capsys)
-    assert code == 2 and len(err) == 1, err
+    message = _refusal(package, command, {dest: "a.json"})
     named = f"`{option}` cannot be followed" if option != "the input" else "cannot read 'a.json'"
-    assert err[0].startswith("error: ") and named in err[0] and "symlink loop" in err[0], err
+    assert named in message and "symlink loop" in message, message
     assert sorted(os.listdir(tmp_path)) == ["a.json", "b.json"]
 
 
-def test_a_loop_inside_a_folder_option_is_named_too(tmp_path, monkeypatch, capsys):
+MAINS = [("learner", ["sample", "--layer", "f.bin", "--out", "{name}"], "--out"),
+         ("learner", ["info", "f.bin", "--json", "{name}"], "--json"),
+         ("theory", ["yield-study", "sc", "--json", "{name}"], "--json"),
+         ("lowerbounds", ["lwe-attack", "--plot", "f.bin", "--json", "{name}"], "--json")]
+
+
+@pytest.mark.parametrize("spelling", ["same", "loop"])
+@pytest.mark.parametrize(("package", "argv", "option"), MAINS, ids=[f"{p}-{a[0]}" for p, a, _ in MAINS])
+def test_the_command_lines_exit_2_with_one_line(tmp_path, monkeypatch, capsys, package, argv, option, spelling):
+    """Through ``main``: exit status 2 and one line on standard error, no traceback, nothing written."""
+    if "--plot" in argv:
+        pytest.importorskip("matplotlib", reason="a plot option needs matplotlib (the `plot` extra)")
+    monkeypatch.chdir(tmp_path)
+    before = _lay_out(tmp_path, "f.bin", "loop" if spelling == "loop" else "same")
+    name = "loop-a" if spelling == "loop" else "sc/summary.json" if argv[0] == "yield-study" else "f.bin"
+    code, err = _run(package, [a.format(name=name) for a in argv], capsys)
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: "), err
+    assert ("symlink loop" if spelling == "loop" else option) in err[0], err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_a_loop_inside_a_folder_option_is_named_too(tmp_path, monkeypatch):
     """A file that a folder option writes into its folder, when it is a loop, is named by the folder's option."""
     pytest.importorskip("matplotlib", reason="--plot-dir needs matplotlib (the `plot` extra)")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pd").mkdir()
     os.symlink("other.png", "pd/one_step.png")
     os.symlink("one_step.png", "pd/other.png")
-    code, err = _run("theory", ["all", "--plot-dir", "pd"], capsys)
-    assert code == 2 and len(err) == 1 and "`--plot-dir` cannot be followed" in err[0] and "loop" in err[0], err
+    message = _refusal("theory", "all", {"plot_dir": "pd"})
+    assert "`--plot-dir` cannot be followed" in message and "loop" in message, message
 
 
 def test_every_path_option_is_an_input_or_an_output():

@@ -1,0 +1,297 @@
+"""An output replaces a file only when the toolkit wrote it, known by a mark the toolkit can check, never by the
+file's look (``learner.io.foreign_file``): a JSON object's ``written_by`` with the SHA-256 of the rest (or a run
+record's own ``record_sha256``), a figure's mark with the SHA-256 of the rest of the file, an ``.npz`` whose header
+and array digests check out.
+
+Every file output of every command (read from the parsers, with the files a folder option declares) refuses a
+user's file of each kind, naming the option, and leaves it as it was; the toolkit's own files pass (controls). The
+marks are checked against a reference written here (chunk parsing, canonical JSON), not against the code's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import zipfile
+import zlib
+
+import numpy as np
+import pytest
+
+from learner import random_layer, save_examples, save_layer
+from learner.argparsing import OUTPUT_OPTIONS, check_output_options
+from learner.io import atomic_write, check_writable_file, foreign_file, write_json
+
+PACKAGES = ("learner", "theory", "lowerbounds")
+
+
+def _chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _png(*extra):
+    """A 1×1 grey PNG built by hand (signature, IHDR, IDAT, the ``extra`` chunks, IEND)."""
+    ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(b"\x00\x80"))
+            + b"".join(extra) + _chunk(b"IEND", b""))
+
+
+def _chunks(blob):
+    """``(type, data)`` of every chunk of a PNG, each CRC checked: the reference parser of these tests."""
+    pos, out = 8, []
+    while pos < len(blob):
+        (size,) = struct.unpack(">I", blob[pos:pos + 4])
+        kind, data = blob[pos + 4:pos + 8], blob[pos + 8:pos + 8 + size]
+        assert struct.unpack(">I", blob[pos + 8 + size:pos + 12 + size])[0] == zlib.crc32(kind + data)
+        out.append((kind, data))
+        pos += 12 + size
+    return out
+
+
+def _canonical_sha256(value):
+    blob = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _user_zip(path):
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("notes.txt", "my notes")
+
+
+def _plain_npz(path):
+    with open(path, "wb") as fh:  # numpy adds .npz to a bare name
+        np.savez(fh, thetas=np.ones((2, 4, 4)))
+
+
+def _npz_of_another_tool(path):
+    """The toolkit's layout to the letter (format, schema, each array's SHA-256), written by another program."""
+    thetas = np.ones((1, 2, 2))
+    meta = {"format": "attention-layer", "schema_version": 1, "created_by": "another-tool 1.0", "metadata": {},
+            "arrays": {"thetas": {"shape": [1, 2, 2], "sha256": hashlib.sha256(thetas.tobytes()).hexdigest()},
+                       "ws": {"shape": [1, 2, 2], "sha256": hashlib.sha256(thetas.tobytes()).hexdigest()}}}
+    with open(path, "wb") as fh:
+        np.savez(fh, thetas=thetas, ws=thetas, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8))
+
+
+def _edited_json(path):
+    write_json(path, {"kind": "command-record", "schema_version": 1, "note": "ours"})
+    path.write_text(path.read_text().replace('"ours"', '"mine now"'))
+
+
+def _forged_mark(path):
+    path.write_text(json.dumps({"parameters": {"m": 2}, "written_by": {"tool": "provable-attention",
+                                                                        "sha256": "0" * 64}}))
+
+
+def _edited_png(path):
+    atomic_write(path, lambda fh: fh.write(_png()))
+    blob = path.read_bytes()
+    at = blob.index(b"IDAT") + 4
+    path.write_bytes(blob[:at] + zlib.compress(b"\x00\x00") + blob[at + len(zlib.compress(b"\x00\x80")):])
+
+
+#: A user's files, each written by hand: a look the toolkit's files share, never the toolkit's mark.
+USER_FILES = {
+    "thesis-pdf": lambda p: p.write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << >>\n%%EOF\n"),
+    "png-holding-text": lambda p: p.write_bytes(_png(_chunk(b"tEXt", b"Comment\x00my notes, keep them"))),
+    "svg": lambda p: p.write_bytes(b'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"></svg>\n'),
+    "zip": _user_zip,
+    "plain-npz": _plain_npz,
+    "npz-of-another-tool": _npz_of_another_tool,
+    "json-with-parameters": lambda p: p.write_text('{"parameters": {"m": 2}, "kind": "scaling-study"}'),
+    "json-of-ours-edited": _edited_json,
+    "json-with-a-forged-mark": _forged_mark,
+    "png-of-ours-edited": _edited_png,
+}
+
+
+def _file_outputs():
+    """``(package, command, dest, option, inside)`` of every file output: the file options, and each file a
+    folder option declares (``inside`` its name in the folder)."""
+    found = []
+    for package in PACKAGES:
+        parser = __import__(f"{package}.cli", fromlist=["build_parser"]).build_parser()
+        for command, sub in parser.commands.choices.items():
+            for action in sub.options:
+                if action.dest not in OUTPUT_OPTIONS:
+                    continue
+                option = action.option_strings[-1]
+                if action.metavar != "DIR":
+                    found.append((package, command, action.dest, option, None))
+                found += [(package, command, action.dest, option, name) for name in getattr(action, "files", ())]
+    return found
+
+
+OUTPUTS = _file_outputs()
+
+
+def _argv(package, command, dest, value):
+    parser = __import__(f"{package}.cli", fromlist=["build_parser"]).build_parser()
+    sub = parser.command(command)
+    argv = [command]
+    for action in sub.options:
+        given = value if action.dest == dest else None
+        if given is None and action.required:
+            given = sorted(action.choices)[0] if action.choices else f"fresh-{action.dest}"
+        if not action.option_strings:
+            argv.append(given)
+        elif given is not None:
+            argv += [action.option_strings[-1], given]
+    return parser, argv
+
+
+def _refusal(package, command, dest, value):
+    """The check's refusal of the command line (the check itself: a missed refusal must not start the work)."""
+    parser, argv = _argv(package, command, dest, value)
+    with pytest.raises(ValueError) as exc:
+        check_output_options(parser, parser.parse_args(argv))
+    return str(exc.value)
+
+
+@pytest.mark.parametrize("kind", sorted(USER_FILES))
+@pytest.mark.parametrize(("package", "command", "dest", "option", "inside"), OUTPUTS,
+                         ids=[f"{p}-{c}-{o}" + (f"-{i}" if i else "") for p, c, _, o, i in OUTPUTS])
+def test_a_users_file_is_refused_by_every_output(tmp_path, monkeypatch, package, command, dest, option, inside, kind):
+    if dest.startswith("plot"):
+        pytest.importorskip("matplotlib", reason="a plot option needs matplotlib (the `plot` extra)")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pd").mkdir()
+    path = tmp_path / "pd" / inside if inside else tmp_path / "user.file"
+    USER_FILES[kind](path)
+    before = path.read_bytes()
+    message = _refusal(package, command, dest, "pd" if inside else "user.file")
+    assert message.startswith(f"`{option}` would replace") and "did not write" in message, message
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted(["pd", path.name])  # nothing new written
+
+
+@pytest.mark.parametrize(("package", "argv", "option"), [
+    ("learner", ["demo", "--json", "{path}"], "--json"),
+    ("theory", ["all", "--plot-dir", "pd"], "--plot-dir"),
+    ("lowerbounds", ["sq", "--out", "{path}"], "--out"),
+])
+def test_the_command_lines_exit_2_with_one_line(tmp_path, monkeypatch, capsys, package, argv, option):
+    """The refusal through ``main``: exit status 2, one line naming the option, the user's file untouched."""
+    if option == "--plot-dir":
+        pytest.importorskip("matplotlib", reason="--plot-dir needs matplotlib (the `plot` extra)")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pd").mkdir()
+    path = tmp_path / "pd" / "one_step.png" if option == "--plot-dir" else tmp_path / "thesis.pdf"
+    USER_FILES["png-holding-text" if option == "--plot-dir" else "thesis-pdf"](path)
+    before = path.read_bytes()
+    code = __import__(f"{package}.cli", fromlist=["main"]).main([a.format(path=path) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"error: `{option}` would replace"), err
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(("package", "command", "dest", "option", "inside"), OUTPUTS,
+                         ids=[f"{p}-{c}-{o}" + (f"-{i}" if i else "") for p, c, _, o, i in OUTPUTS])
+def test_control_a_file_of_ours_passes_every_output(tmp_path, monkeypatch, package, command, dest, option, inside):
+    """Control: the same outputs over a file the toolkit wrote (a marked figure or a marked record) pass."""
+    if dest.startswith("plot"):
+        pytest.importorskip("matplotlib", reason="a plot option needs matplotlib (the `plot` extra)")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pd").mkdir()
+    path = tmp_path / "pd" / inside if inside else tmp_path / "ours.file"
+    if str(path).endswith(".png"):
+        atomic_write(path, lambda fh: fh.write(_png()))
+    else:
+        write_json(path, {"kind": "command-record", "schema_version": 1})
+    parser, argv = _argv(package, command, dest, "pd" if inside else "ours.file")
+    check_output_options(parser, parser.parse_args(argv))
+
+
+class TestMarks:
+    """The marks, read back by a reference parser written here."""
+
+    def test_json_mark_is_the_sha256_of_the_rest_as_canonical_json(self, tmp_path):
+        from learner.study.records import record_digest
+
+        record = {"b": [1.5, None], "a": {"é": 1}, "kind": "command-record"}
+        value = json.loads(write_json(tmp_path / "r.json", record).read_text(encoding="utf-8"))
+        mark = value.pop("written_by")
+        assert mark["tool"] == "provable-attention" and value == record
+        assert mark["sha256"] == _canonical_sha256(record) == record_digest(record)  # the run records' canon
+
+    def test_a_run_record_vouches_for_itself_and_gets_no_second_mark(self, tmp_path):
+        from learner.study.records import DIGEST_FIELD, record_digest
+
+        rec = {"kind": "scaling-run", "outcome": "finished"}
+        rec[DIGEST_FIELD] = record_digest(rec)
+        path = write_json(tmp_path / "run.json", rec)
+        assert json.loads(path.read_text()) == rec and foreign_file(path) is None
+        path.write_text(path.read_text().replace("finished", "error"))  # edited by hand: someone's work now
+        assert "did not write" in foreign_file(path)
+
+    def test_a_png_gets_one_text_chunk_with_the_sha256_of_the_rest(self, tmp_path):
+        plain = _png()
+        path = tmp_path / "f.png"
+        atomic_write(path, lambda fh: fh.write(plain))
+        chunks = _chunks(path.read_bytes())
+        marks = [data for kind, data in chunks if kind == b"tEXt" and data.startswith(b"provable-attention\x00")]
+        assert len(marks) == 1 and marks[0].endswith(b" sha256:" + hashlib.sha256(plain).hexdigest().encode())
+        assert [kind for kind, _ in chunks] == [b"IHDR", b"IDAT", b"tEXt", b"IEND"]  # before IEND, nothing lost
+        assert foreign_file(path) is None
+
+    @pytest.mark.parametrize("fmt", ["png", "pdf", "svg"])
+    def test_a_figure_saved_by_the_toolkit_is_ours_and_readable(self, tmp_path, fmt):
+        matplotlib = pytest.importorskip("matplotlib", reason="figures need matplotlib (the `plot` extra)")
+        matplotlib.use("Agg")
+        from matplotlib.figure import Figure
+
+        from learner.io import save_figure
+
+        fig = Figure()
+        fig.add_subplot().plot([0, 1], [1, 0])
+        path = save_figure(fig, tmp_path / f"f.{fmt}")
+        fig.savefig(tmp_path / f"theirs.{fmt}")  # the same figure, saved by matplotlib alone: no mark
+        assert foreign_file(path) is None and "did not write" in foreign_file(tmp_path / f"theirs.{fmt}")
+        blob = path.read_bytes()
+        if fmt == "pdf":  # the mark is a comment line before the last %%EOF, which stays the last line
+            assert blob.endswith(b"\n%%EOF\n") and b"\n%provable-attention " in blob[-200:]
+        elif fmt == "svg":
+            import xml.dom.minidom
+
+            xml.dom.minidom.parseString(blob)  # still well-formed XML
+        else:
+            import matplotlib.image
+
+            assert matplotlib.image.imread(path).shape[:2] == matplotlib.image.imread(tmp_path / "theirs.png").shape[:2]
+
+    def test_control_layers_and_examples_of_ours_pass(self, tmp_path):
+        layer = random_layer(2, 4, check=False, rng=0)
+        save_layer(tmp_path / "layer.npz", layer)
+        save_examples(tmp_path / "ex.npz", np.ones((2, 2, 4)), np.ones((2, 2, 4)))
+        assert foreign_file(tmp_path / "layer.npz") is None and foreign_file(tmp_path / "ex.npz") is None
+        check_writable_file("--out", tmp_path / "layer.npz")
+
+
+def test_control_sample_replaces_its_own_layer(tmp_path):
+    """End to end: a layer the toolkit wrote is replaced by the next ``sample --out`` (well under a second)."""
+    from learner.cli import main
+
+    path = tmp_path / "layer.npz"
+    assert main(["sample", "--m", "2", "--d", "6", "--out", str(path), "--seed", "1"]) == 0
+    first = path.read_bytes()
+    assert main(["sample", "--m", "2", "--d", "6", "--out", str(path), "--seed", "2"]) == 0
+    assert path.read_bytes() != first
+
+
+def test_a_study_folder_is_ours_through_its_claim(tmp_path, capsys):
+    """Inside a study's folder the study's claim vouches for its files: summaries written before the marks existed
+    (no ``written_by``) are re-summarised in place, as the committed studies under docs/sweeps/ are."""
+    from learner.cli import main
+
+    argv = ["scaling", "--m", "1", "--d", "6", "--k", "2", "--seeds", "1", "--methods", "provable", "--quick",
+            "--serial", "--no-progress", "--out", str(tmp_path / "sc")]
+    assert main(argv) == 0
+    for name in ("summary.json", "study.json"):  # as an older version wrote them: no mark
+        path = tmp_path / "sc" / name
+        value = json.loads(path.read_text())
+        value.pop("written_by")
+        path.write_text(json.dumps(value, indent=2, sort_keys=True))
+        assert "did not write" in foreign_file(path)
+    assert main(argv + ["--summarise-only"]) == 0
+    assert foreign_file(tmp_path / "sc" / "summary.json") is None  # rewritten, with the mark
