@@ -651,7 +651,7 @@ def _paths_of(parser, args):
     ``"dir"`` (a folder), ``"listed"`` (a folder whose files are declared, :func:`declare_files`) and ``"in"``
     (one of those files, which count as file outputs of the folder's option)."""
     outputs, inputs = [], []
-    for action in parser.command(args.command).options:  # type: ignore[union-attr]
+    for action in parser.command(args.command).options:
         value = getattr(args, action.dest, None)
         option = action.option_strings[-1] if action.option_strings else "the input"
         listed = getattr(action, "files", ())
