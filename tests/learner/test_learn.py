@@ -610,10 +610,23 @@ class TestLearnCommand:
         cfg = LearnConfig(n_crude=1000, crude_max_examples=1000, n_refine=1000, max_examples=1000, batch=1000)
         assert learn(LayerOracle(truth, 4, rng=0), m=1, truth=truth, config=cfg).examples_drawn > 0
 
-    def test_out_of_memory_is_one_line(self, capsys):
-        assert main(["learn", "--m", "2", "--d", "100000", "--k", "2", "--seed", "0"]) == 2
+    def test_out_of_memory_is_one_line(self, capsys, monkeypatch):
+        from learner import cli
+
+        def exhausted(args):
+            raise MemoryError("a test's")
+
+        monkeypatch.setattr(cli, "_learn", exhausted)
+        assert main(["learn", "--m", "2", "--d", "500", "--k", "2", "--seed", "0"]) == 2
         err = capsys.readouterr().err
-        assert err.startswith("error: out of memory in `learn` (--m 2, --d 100000, --k 2)") and "Traceback" not in err
+        assert err.startswith("error: out of memory in `learn` (--m 2, --d 500, --k 2)") and "Traceback" not in err
+        assert err.count("\n") == 1
+
+    def test_a_size_beyond_the_limit_is_refused_before_any_work(self, capsys):
+        with pytest.raises(SystemExit) as exc:
+            main(["learn", "--m", "2", "--d", "100000", "--k", "2", "--seed", "0"])
+        assert exc.value.code == 2
+        assert "`--d` must be at most 512" in capsys.readouterr().err
 
     def test_unsound_setting_exits_at_once_naming_the_condition(self, capsys):
         assert main(["learn", "--m", "3", "--d", "8", "--k", "2", "--logit-scale", "1"]) == 1

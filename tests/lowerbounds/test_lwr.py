@@ -487,8 +487,11 @@ class TestCommandLine:
         assert "argument --q: `--q` must be at least 3; got --q=2\n" in capsys.readouterr().err
         assert main(["lwe", "--n", "2", "--q", "7", "--secret", "1", "9"]) == 2
         assert "secret[1]=9" in capsys.readouterr().err
-        assert main(["lwe", "--n", "200", "--q", "1009", "--seed", "1"]) == 2
-        assert "--max-evaluations=5e+06" in capsys.readouterr().err
+        # A large setting is refused before its exact table is costed: n²(q − 1) beyond the measured n = 200, q = 7.
+        assert main(["lwe", "--n", "200", "--q", "31", "--seed", "1"]) == 2
+        assert "got --n 200 with --q 31" in capsys.readouterr().err
+        assert main(["lwe", "--n", "200", "--q", "7", "--secret", *["1"] * 200, "--max-evaluations", "1000"]) == 2
+        assert "--max-evaluations=1e+03" in capsys.readouterr().err
         assert main(["lwe", "--n", "2", "--q", "3", "--secret", "1", "2", "--max-evaluations", "1"]) == 2
         assert "--max-evaluations=1" in capsys.readouterr().err
         assert main(["lwe", "--n", "2", "--q", "3", "--secret", "1", "2", "--max-evaluations", "0"]) == 0
