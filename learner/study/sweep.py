@@ -62,7 +62,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import SweepInterrupted, SweepLocked
 from ..hints import PathLike
-from ..io import read_json
+from ..io import foreign_file, read_json
 from ..parallel import kill_pool as _kill_pool
 from ..parallel import pool_size, sigint_ignored
 from ..validation import check_int
@@ -462,7 +462,7 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
             theirs = read_json(summary, "summary").get("parameters")
         except (OSError, ValueError, AttributeError):  # FileFormatError is a ValueError
             theirs = None
-    if isinstance(theirs, dict):  # a summary the toolkit wrote (its format recognised)
+    if isinstance(theirs, dict) and foreign_file(summary) is None:  # a summary the toolkit wrote: its mark checks out
         ours += 1
         shared = set(mine) & set(theirs)
         diff = _differences({k: mine[k] for k in shared}, {k: theirs[k] for k in shared})

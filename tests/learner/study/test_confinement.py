@@ -288,3 +288,33 @@ def test_summarise_only_does_not_read_a_record_through_a_link(studies, tmp_path,
     record.symlink_to(tmp_path / record.name)
     assert _summarise("scaling", out) == 2
     assert f"{record.name}' is a symbolic link" in capsys.readouterr().err
+
+
+class TestASummaryIsOursByItsMark:
+    """A folder holding only a ``summary.json`` is a study's only when the toolkit's mark on it checks out: a user's
+    JSON with a ``parameters`` object is not a study to overwrite."""
+
+    ARGV = ["scaling", "--m", "1", "--d", "6", "--k", "2", "--seeds", "1", "--methods", "provable", "--quick",
+            "--serial", "--no-progress"]
+
+    def test_a_users_summary_with_parameters_is_not_replaced(self, tmp_path, capsys):
+        from learner.cli import main
+
+        out = tmp_path / "mine"
+        out.mkdir()
+        blob = json.dumps({"parameters": {"m": [1]}, "notes": "my own"}).encode()
+        (out / "summary.json").write_bytes(blob)
+        assert main([*self.ARGV, "--out", str(out)]) == 2
+        assert "not empty and holds no study" in capsys.readouterr().err
+        assert (out / "summary.json").read_bytes() == blob and sorted(p.name for p in out.iterdir()) == ["summary.json"]
+
+    def test_control_a_marked_summary_counts_as_a_study(self, tmp_path):
+        from learner.io import foreign_file, write_json
+        from learner.study.sweep import claim_study
+
+        out = tmp_path / "ours"
+        out.mkdir()
+        write_json(out / "summary.json", {"parameters": {"m": [1]}})
+        assert foreign_file(out / "summary.json") is None
+        claim_study(out, "scaling-study", "scaling-run", {"m": [1]})  # accepted: no error
+        assert (out / "study.json").exists()
