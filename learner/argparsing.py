@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import stat
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
@@ -36,6 +38,7 @@ __all__ = [
     "same_file",
     "harden",
     "limit_options",
+    "end_in_one_line",
     "rules_of",
 ]
 
@@ -731,3 +734,42 @@ def check_output_options(parser: CommandParser, args: argparse.Namespace) -> Non
             problem = _collision(output, other, role)
             if problem:
                 raise ValueError(problem)
+
+
+def _sizes_given(parser, args):
+    """The numeric options of ``args.command`` set away from their defaults (``--lattice-n 500``), seeds left out."""
+    sub = parser.command(args.command)
+    given = [(a.option_strings[-1], getattr(args, a.dest, None), a.default) for a in sub.options if a.option_strings]
+    return [f"{flag} {value}" for flag, value, default in given
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value != default
+            and flag != "--seed"]
+
+
+def end_in_one_line(parser: CommandParser, args: argparse.Namespace, exc: KeyboardInterrupt | MemoryError) -> int:
+    """End a command stopped by Ctrl-C or by memory run out with one line on standard error, no traceback.
+
+    Ctrl-C: SIGINT is ignored from then on (the command is ending: more Ctrl-Cs change nothing) and the status is
+    the shell's for SIGINT. Memory run out: the line names the numeric options set away from their defaults.
+
+    Parameters
+    ----------
+    parser : CommandParser
+        The command line's parser.
+    args : argparse.Namespace
+        The parsed arguments; ``args.command`` is the sub-command.
+    exc : KeyboardInterrupt or MemoryError
+        What stopped the command.
+
+    Returns
+    -------
+    int
+        130 for Ctrl-C, 2 for memory run out.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print(f"\ninterrupted: `{args.command}` stopped by Ctrl-C.", file=sys.stderr)
+        return 130
+    sizes = ", ".join(_sizes_given(parser, args))
+    print(f"error: out of memory in `{args.command}`{f' ({sizes})' if sizes else ''}: the arrays of this setting do "
+          f"not fit in RAM{f' ({exc})' if str(exc) else ''}; give smaller sizes.", file=sys.stderr)
+    return 2

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import ast
 import logging
-import signal
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -18,6 +17,7 @@ from learner.argparsing import (
     command_parser,
     declare_files,
     declare_options,
+    end_in_one_line,
     flag_message,
     harden,
     limit_options,
@@ -231,15 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError, FileNotFoundError) as exc:
         print(f"error: {flag_message(parser, args.command, str(exc))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # one line and the shell's status for SIGINT, as `python -m learner` ends
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is ending: more Ctrl-Cs change nothing now
-        print(f"\ninterrupted: `{args.command}` stopped by Ctrl-C.", file=sys.stderr)
-        return 130
-    except MemoryError as exc:
-        sizes = ", ".join(_sizes_given(parser, args))
-        print(f"error: out of memory in `{args.command}`{f' ({sizes})' if sizes else ''}: the arrays of this "
-              f"setting do not fit in RAM{f' ({exc})' if str(exc) else ''}; give smaller sizes.", file=sys.stderr)
-        return 2
+    except (KeyboardInterrupt, MemoryError) as exc:  # one line, as `python -m learner` ends
+        return end_in_one_line(parser, args, exc)
 
 
 def _list():
@@ -249,11 +242,3 @@ def _list():
             print(f"{'':<24} plot: {spec.plot_help}")
     return 0
 
-
-def _sizes_given(parser, args):
-    """The numeric options of ``args.command`` set away from their defaults (``--n-geometry 300``)."""
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
-    given = [(a.option_strings[-1], getattr(args, a.dest, None), a.default) for a in sub._actions if a.option_strings]
-    return [f"{flag} {value}" for flag, value, default in given
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value != default
-            and flag != "--seed"]
