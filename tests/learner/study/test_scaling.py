@@ -476,10 +476,12 @@ class TestStudyDirectory:
         (runs / "x.json").write_text(json.dumps({"kind": "learn-hard-run"}))
         with pytest.raises(ValueError, match=r"another kind \(x.json: 'learn-hard-run', not 'scaling-run'\)"):
             claim_study(tmp_path / "a", "scaling-study", "scaling-run", {"seeds": 2})
-        # An earlier version's study: no study.json, but its summary.json names the parameters.
+        # A study without study.json whose summary.json (the toolkit's: its mark checks out) names the parameters.
+        from learner.io import write_json
+
         old = tmp_path / "b"
         old.mkdir()
-        (old / "summary.json").write_text(json.dumps({"parameters": {"seeds": 10, "ms": [1, 2]}}))
+        write_json(old / "summary.json", {"parameters": {"seeds": 10, "ms": [1, 2]}})
         with pytest.raises(ValueError, match=r"from its summary.json: seeds: 10 there, 2 here"):
             claim_study(old, "scaling-study", "scaling-run", {"seeds": 2, "ms": [1, 2]})
         claim_study(old, "scaling-study", "scaling-run", {"seeds": 10, "ms": [1, 2], "k": [2]})  # control: agrees
