@@ -239,6 +239,7 @@ def _forgery_cases():
             for command in COMMANDS for forge in FORGERIES]
 
 
+@pytest.mark.slow  # every study command times every forgery; the default tier keeps resume's forgeries
 @pytest.mark.parametrize(("command", "forge"), _forgery_cases())
 def test_summarise_only_refuses_a_forged_record(studies, tmp_path, caplog, capsys, command, forge):
     """A forged record is refused by name, never summarised and never a traceback; the command exits 2."""
