@@ -158,3 +158,33 @@ def _pool_from_the_first_batch(monkeypatch):
     import learner  # noqa: F401  (learner.learn, the module, is in sys.modules from here on)
 
     monkeypatch.setattr(sys.modules["learner.learn"], "POOL_FROM_EXAMPLES", 0)
+
+
+@pytest.fixture(scope="session")
+def large_logit_case():
+    """Hand-made heads with logits beyond exp's range, and their exact patterns: ``x`` (4 tokens of ±1 in
+    dimension 3), ``thetas``, ``ws`` and ``patterns`` (three heads).
+
+    Each Θ_i is ±1000 times a 0/1 matrix, so every logit is an integer of size 1000 to 3000 (exp overflows above
+    709.8 and gives 0 below −745.1): a softmax that does not subtract its row maximum returns inf/inf or 0/0 here.
+    Row by row the logits tie or fall at least 2000 below the row maximum, and exp(−2000) is exactly 0 in float64,
+    so the weights are exactly 0, 1/4, 1/2 or 1 and every backend must give them to the bit.
+    """
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    return SimpleNamespace(
+        x=np.array([[1.0, 1.0, -1.0], [1.0, 1.0, 1.0], [-1.0, 1.0, 1.0], [-1.0, 1.0, -1.0]]),
+        thetas=np.array([
+            1000.0 * np.eye(3),  # x_a·x_a = 3 and x_a·x_b <= 1 (a ≠ b): each token attends to itself alone
+            1000.0 * np.diag([1.0, 0.0, 0.0]),  # logit 1000·x_a[0]·x_b[0]: ties at +1000 between same-sign tokens
+            -1000.0 * np.diag([0.0, 1.0, 0.0]),  # x_b[1] = 1 for every token: all logits tie at −1000
+        ]),
+        patterns=np.array([
+            np.eye(4),
+            [[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.5]],
+            np.full((4, 4), 0.25),
+        ]),
+        ws=np.array([np.eye(3), [[0.0, 2.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]], 3.0 * np.eye(3)]),
+    )

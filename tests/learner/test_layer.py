@@ -373,24 +373,8 @@ def test_output_overflow_is_a_named_error():
         layer(np.ones((3, 2, 4)))
 
 
-# Large logits on every backend: the numpy forward pass and the one on torch tensors (``device=``). The tokens are
-# ±1 vectors and each Θ_i is ±1000 times a 0/1 matrix, so every logit is an integer of size 1000 to 3000, beyond
-# exp's range (it overflows above 709.8 and gives 0 below −745.1): a softmax that does not subtract its row maximum
-# returns inf/inf or 0/0 here. Row by row the logits tie or fall at least 2000 below the row maximum, and
-# exp(−2000) is exactly 0 in float64, so the weights are exactly 0, 1/4, 1/2 or 1 and every backend must give the
-# hand-computed outputs to the bit.
-LARGE_X = np.array([[1.0, 1.0, -1.0], [1.0, 1.0, 1.0], [-1.0, 1.0, 1.0], [-1.0, 1.0, -1.0]])
-LARGE_THETAS = np.array([
-    1000.0 * np.eye(3),  # x_a·x_a = 3 and x_a·x_b <= 1 (a ≠ b): each token attends to itself alone
-    1000.0 * np.diag([1.0, 0.0, 0.0]),  # logit 1000·x_a[0]·x_b[0]: ties at +1000 between same-sign tokens
-    -1000.0 * np.diag([0.0, 1.0, 0.0]),  # x_b[1] = 1 for every token: all logits tie at −1000
-])
-LARGE_PATTERNS = np.array([
-    np.eye(4),
-    [[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.5]],
-    np.full((4, 4), 0.25),
-])
-LARGE_WS = np.array([np.eye(3), [[0.0, 2.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]], 3.0 * np.eye(3)])
+# Large logits on every backend: the numpy forward pass and the one on torch tensors (``device=``), on the
+# hand-made heads of the ``large_logit_case`` fixture (tests/conftest.py), whose outputs are exact to the bit.
 HEAD_SETS = [pytest.param([0], id="one-hot"), pytest.param([1], id="tie-at-plus-1000"),
              pytest.param([2], id="tie-at-minus-1000"), pytest.param([0, 1, 2], id="three-heads")]
 BACKENDS = [pytest.param(None, id="numpy"), pytest.param("cpu", id="torch-cpu")]
@@ -435,19 +419,21 @@ def _mp_forward(thetas, ws, X, digits=60):
 class TestLargeLogitsOnEveryBackend:
     @pytest.mark.parametrize("device", BACKENDS)
     @pytest.mark.parametrize("heads", HEAD_SETS)
-    def test_hand_computed_outputs_to_the_bit(self, heads, device):
+    def test_hand_computed_outputs_to_the_bit(self, heads, device, large_logit_case):
         """Logits of ±1000 to ±3000, one-hot rows and ties: F(X) = Σ_i P_i X W_i with the hand-made P_i exactly."""
-        layer = AttentionLayer(LARGE_THETAS[heads], LARGE_WS[heads])
-        expected = sum(LARGE_PATTERNS[i] @ LARGE_X @ LARGE_WS[i] for i in heads)
-        assert_array_equal(_forward(layer, LARGE_X, device), expected)
-        X = np.stack([LARGE_X, LARGE_X[::-1], LARGE_X])  # a token permutation permutes the output rows alike
+        c = large_logit_case
+        layer = AttentionLayer(c.thetas[heads], c.ws[heads])
+        expected = sum(c.patterns[i] @ c.x @ c.ws[i] for i in heads)
+        assert_array_equal(_forward(layer, c.x, device), expected)
+        X = np.stack([c.x, c.x[::-1], c.x])  # a token permutation permutes the output rows alike
         assert_array_equal(_forward(layer, X, device, batch=2), np.stack([expected, expected[::-1], expected]))
 
     @pytest.mark.parametrize("heads", HEAD_SETS)
-    def test_hand_computed_patterns(self, heads):
+    def test_hand_computed_patterns(self, heads, large_logit_case):
         """The patterns themselves (the numpy path's :meth:`AttentionLayer.attention`) are the hand-made ones."""
-        layer = AttentionLayer(LARGE_THETAS[heads], LARGE_WS[heads])
-        assert_array_equal(layer.attention(LARGE_X), LARGE_PATTERNS[heads])
+        c = large_logit_case
+        layer = AttentionLayer(c.thetas[heads], c.ws[heads])
+        assert_array_equal(layer.attention(c.x), c.patterns[heads])
 
     @pytest.mark.parametrize("device", BACKENDS)
     @pytest.mark.parametrize("spread", [1000.0, 1.0], ids=["gaps-of-1000", "gaps-of-1"])

@@ -597,3 +597,16 @@ class TestPilotForecastBoundaries:
         # Without a budget: settled from PILOT_EXAMPLES examples on, not before.
         assert pilot_forecast(_residuals((4, 6, 9)), 1_000_000, target=10, n=1).settled
         assert not pilot_forecast(_residuals((4, 6, 9)), 999_999, target=10, n=1).settled
+
+
+def test_the_guides_covering_figures_are_the_functions():
+    """The learner guide's example (``--m 1 --d 4 --k 2``) names the cube's inputs and the examples that draw them
+    all: both figures as :func:`covering_examples` and 2^(kd) give them, not typed-in ones."""
+    import re
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[3] / "docs" / "guide" / "learner.md").read_text().split())
+    match = re.search(r"--m 1 --d 4 --k 2`.*?names the cube's ([\d,]+) inputs and the ([\d,]+) examples", text)
+    assert match, "the guide's covering example is gone"
+    inputs, examples = (int(g.replace(",", "")) for g in match.groups())
+    assert inputs == 2 ** (2 * 4) and examples == covering_examples(inputs)

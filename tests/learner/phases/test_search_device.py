@@ -251,23 +251,6 @@ class TestRefused:
 
 BACKENDS = [pytest.param(None, id="numpy"), pytest.param("cpu", id="torch-cpu")]
 
-# Hand-made heads whose logits are integers of size 1000 to 3000, beyond exp's range (overflow above 709.8, 0 below
-# −745.1): a softmax without its row maximum subtracted gets inf/inf or 0/0. Rows tie or fall at least 2000 below
-# their maximum (exp(−2000) is 0 in float64), so the weights are exactly 0, 1/4, 1/2 or 1.
-HAND_X = np.array([[1.0, 1.0, -1.0], [1.0, 1.0, 1.0], [-1.0, 1.0, 1.0], [-1.0, 1.0, -1.0]])
-HAND_THETAS = np.array([
-    1000.0 * np.eye(3),  # x_a·x_a = 3 and x_a·x_b <= 1 (a ≠ b): one-hot on the token itself
-    1000.0 * np.diag([1.0, 0.0, 0.0]),  # logit 1000·x_a[0]·x_b[0]: ties at +1000
-    -1000.0 * np.diag([0.0, 1.0, 0.0]),  # x_b[1] = 1 for every token: every logit ties at −1000
-])
-HAND_PATTERNS = np.array([
-    np.eye(4),
-    [[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.5]],
-    np.full((4, 4), 0.25),
-])
-HAND_WS = np.array([np.eye(3), [[0.0, 2.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]], 3.0 * np.eye(3)])
-
-
 def _row_offset_case(n, seed=0):
     """Tokens whose first coordinate is 1 and ``Θ_i = 1000·v_i e_0ᵀ + G_i`` (unit ``v_i``, ``‖G_i‖_F = 1``): every
     logit of row a is offset by ``1000·x_a·v_i`` (row maxima from about −2900 to +3300), which leaves the patterns
@@ -299,12 +282,14 @@ class TestLargeLogits:
     a head-by-head reference."""
 
     @pytest.mark.parametrize("device", BACKENDS)
-    def test_the_projection_has_the_hand_computed_patterns(self, device):
+    def test_the_projection_has_the_hand_computed_patterns(self, device, large_logit_case):
+        """The hand-made heads of the ``large_logit_case`` fixture (logits of ±1000 to ±3000, one-hot rows, ties)."""
+        c = large_logit_case
         perms = [np.arange(4), np.arange(4)[::-1], np.array([2, 0, 3, 1])]
-        X = np.stack([HAND_X[p] for p in perms])  # permuting the tokens permutes each pattern's rows and columns
-        expected = np.stack([HAND_PATTERNS[:, p][:, :, p] for p in perms])
-        Y = np.einsum("nmab,nbc,mce->nae", expected, X, HAND_WS)
-        args = (HAND_THETAS, X, Y) if device is None else (arrays.to_device(a, device) for a in (HAND_THETAS, X, Y))
+        X = np.stack([c.x[p] for p in perms])  # permuting the tokens permutes each pattern's rows and columns
+        expected = np.stack([c.patterns[:, p][:, :, p] for p in perms])
+        Y = np.einsum("nmab,nbc,mce->nae", expected, X, c.ws)
+        args = (c.thetas, X, Y) if device is None else (arrays.to_device(a, device) for a in (c.thetas, X, Y))
         _, residual, _, patterns = _vp_solve(*args)
         np.testing.assert_array_equal(arrays.to_numpy(patterns), expected)
         # The labels lie in the span of the design: the least-squares residual is rounding alone (entries <= 12).
