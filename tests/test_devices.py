@@ -100,8 +100,10 @@ def _public_device_takers():
                     continue  # listed where it is defined
                 members = [(name, obj)]
                 if inspect.isclass(obj):
+                    # "__mutmut_" names are mutmut's copies of a method during a mutation run, not an API
                     members = [(name, obj)] + [(f"{name}.{m}", f) for m, f in vars(obj).items()
-                                               if inspect.isfunction(f) and (m == "__call__" or not m.startswith("_"))]
+                                               if inspect.isfunction(f) and (m == "__call__" or not m.startswith("_"))
+                                               and "__mutmut_" not in m]
                 for qual, f in members:
                     try:
                         params = inspect.signature(f).parameters
