@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
 from .io import NAME_MAX, check_path, check_writable_dir, check_writable_file
+from .parallel import set_ctrl_c
 from .validation import SEED_MAX_DIGITS, Boolean, Choice, Each, Integer, OrWord, Real, Rule, Seed, limited
 
 __all__ = [
@@ -766,7 +767,7 @@ def end_in_one_line(parser: CommandParser, args: argparse.Namespace, exc: Keyboa
         130 for Ctrl-C, 2 for memory run out.
     """
     if isinstance(exc, KeyboardInterrupt):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        set_ctrl_c(signal.SIG_IGN)
         print(f"\ninterrupted: `{args.command}` stopped by Ctrl-C.", file=sys.stderr)
         return 130
     sizes = ", ".join(_sizes_given(parser, args))

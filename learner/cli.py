@@ -434,7 +434,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # records, or one before a run starts): one line, the shell's status for SIGINT, no traceback.
         import signal
 
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is ending
+        from .parallel import set_ctrl_c
+
+        set_ctrl_c(signal.SIG_IGN)  # the command is ending
         print(f"\ninterrupted: `{args.command}` stopped by Ctrl-C; finished records are kept (see above).",
               file=sys.stderr)
         return 130

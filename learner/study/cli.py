@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from ..argparsing import cli_seed, declare_options, limit_options
 from ..baselines import OPTION_RULES, fit_torch
 from ..io import write_json
-from ..parallel import DEFAULT_POOL, interrupt_on_sigterm
+from ..parallel import DEFAULT_POOL, interrupt_on_sigterm, set_ctrl_c
 from ..phases import CONFIG_RULES
 from ..torch_interop import need_torch
 from ..validation import SIZE_LIMITS, Integer
@@ -448,7 +448,7 @@ def run_study(run: Callable[[], _T], *, sigterm: bool = True) -> _T | int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except SweepInterrupted as exc:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is ending: more Ctrl-Cs change nothing now
+        set_ctrl_c(signal.SIG_IGN)  # the command is ending: more Ctrl-Cs change nothing now
         print(f"\n{exc}", file=sys.stderr)
         return 130
 
