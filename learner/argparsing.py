@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
 from .io import NAME_MAX, check_path, check_writable_dir, check_writable_file
-from .parallel import set_ctrl_c
+from .parallel import kill_live_pools, set_ctrl_c
 from .validation import SEED_MAX_DIGITS, Boolean, Choice, Each, Integer, OrWord, Real, Rule, Seed, limited
 
 __all__ = [
@@ -768,6 +768,7 @@ def end_in_one_line(parser: CommandParser, args: argparse.Namespace, exc: Keyboa
     """
     if isinstance(exc, KeyboardInterrupt):
         set_ctrl_c(signal.SIG_IGN)
+        kill_live_pools()
         print(f"\ninterrupted: `{args.command}` stopped by Ctrl-C.", file=sys.stderr)
         return 130
     sizes = ", ".join(_sizes_given(parser, args))

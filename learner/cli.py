@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import textwrap
 import time
@@ -42,7 +43,7 @@ from .io import (
 )
 from .metrics import attention_statistics
 from .oracle import NOISE_RULE, LayerOracle, noisy_labels
-from .parallel import DEFAULT_POOL, POOL_FROM_EXAMPLES, interrupt_on_sigterm
+from .parallel import DEFAULT_POOL, POOL_FROM_EXAMPLES, interrupt_on_sigterm, kill_live_pools, set_ctrl_c
 from .phases import CONFIG_RULES
 from .study import cli as study_cli
 from .study.records import command_record
@@ -432,11 +433,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         # A Ctrl-C that lands outside the commands' own handling (e.g. a second one while a sweep saves its
         # records, or one before a run starts): one line, the shell's status for SIGINT, no traceback.
-        import signal
-
-        from .parallel import set_ctrl_c
-
         set_ctrl_c(signal.SIG_IGN)  # the command is ending
+        kill_live_pools()  # a Ctrl-C in a sweep's own clean-up can leave its pool running
         print(f"\ninterrupted: `{args.command}` stopped by Ctrl-C; finished records are kept (see above).",
               file=sys.stderr)
         return 130

@@ -23,6 +23,7 @@ import contextlib
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
 from typing import Any
@@ -37,7 +38,7 @@ _WARNED: set[tuple[int, int]] = set()
 __all__ = ["DEFAULT_POOL", "POOL_FROM_EXAMPLES", "SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "as_workers",
            "available_cores", "pool_size",
            "blas_threads", "check_scheduler", "connect_client", "dask_client_class", "interrupt_on_sigterm",
-           "kill_pool", "sigint_ignored",
+           "kill_pool", "kill_live_pools", "sigint_ignored",
            "worker_env"]
 
 #: Seconds to wait for a Dask scheduler before giving up with a ConnectionError naming its address (ours: fail
@@ -352,8 +353,32 @@ def local_pool(workers: int) -> Executor:
     with worker_env(), sigint_ignored():
         pool = ProcessPoolExecutor(max_workers=workers, initializer=init_worker, initargs=(os.getpid(),),
                                    env=dict(WORKER_ENV))
+        _LIVE_POOLS.add(pool)
         pool.submit(_noop)  # the first submit starts every process (fork + exec, in this call)
     return pool
+
+
+#: The local pools started by :func:`local_pool` and not yet ended by :func:`kill_pool` (weakly held: a pool
+#: shut down and dropped leaves the set by itself).
+_LIVE_POOLS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def kill_live_pools() -> int:
+    """End every local pool still running (:func:`kill_pool` on each), with Ctrl-C ignored meanwhile.
+
+    For a command line that is ending on Ctrl-C: a second Ctrl-C can cut a sweep's own clean-up short and
+    leave a pool running, and the interpreter's exit would then wait on the pool's threads.
+
+    Returns
+    -------
+    int
+        The number of pools ended.
+    """
+    pools = list(_LIVE_POOLS)
+    with sigint_ignored():
+        for pool in pools:
+            kill_pool(pool)
+    return len(pools)
 
 
 def _noop():
@@ -378,6 +403,7 @@ def kill_pool(pool: Any) -> None:
         5 seconds in all.
     """
     procs = list((getattr(pool, "_processes", None) or {}).values())
+    _LIVE_POOLS.discard(pool)
     from loky import ProcessPoolExecutor as LokyExecutor
 
     if isinstance(pool, LokyExecutor):

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from ..argparsing import cli_seed, declare_options, limit_options
 from ..baselines import OPTION_RULES, fit_torch
 from ..io import write_json
-from ..parallel import DEFAULT_POOL, interrupt_on_sigterm, set_ctrl_c
+from ..parallel import DEFAULT_POOL, interrupt_on_sigterm, kill_live_pools, set_ctrl_c
 from ..phases import CONFIG_RULES
 from ..torch_interop import need_torch
 from ..validation import SIZE_LIMITS, Integer
@@ -449,6 +449,7 @@ def run_study(run: Callable[[], _T], *, sigterm: bool = True) -> _T | int:
         return 2
     except SweepInterrupted as exc:
         set_ctrl_c(signal.SIG_IGN)  # the command is ending: more Ctrl-Cs change nothing now
+        kill_live_pools()
         print(f"\n{exc}", file=sys.stderr)
         return 130
 

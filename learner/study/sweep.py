@@ -187,10 +187,12 @@ class _Runner:
     def stop(self):
         """End the workers now (idempotent); runs in flight are lost, finished ones were returned."""
         if self._pool is not None:
-            pool, self._pool = self._pool, None
             # Kill rather than wait: a worker may be minutes into a run. ``_processes`` is the executor's
-            # own table (Python >= 3.14 has ``kill_workers()``; use it when present).
-            _kill_pool(pool)
+            # own table (Python >= 3.14 has ``kill_workers()``; use it when present). A Ctrl-C meanwhile
+            # would leave the pool half ended: it waits.
+            with sigint_ignored():
+                _kill_pool(self._pool)
+                self._pool = None
         if self._client is not None:
             client, self._client = self._client, None
             with contextlib.suppress(Exception):

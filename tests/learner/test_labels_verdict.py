@@ -151,7 +151,7 @@ class TestNoiseFloor:
         assert FITS in message and "pass more examples" in message
 
     @pytest.mark.parametrize(("kind", "why"), [
-        ("random", "no better than zero"),
+        pytest.param("random", "no better than zero", marks=pytest.mark.slow),
         ("mixed", "which this residual is not"),
         pytest.param("parity", "which this residual is not", marks=pytest.mark.slow),
         pytest.param("square", "which this residual is not", marks=pytest.mark.slow),

@@ -74,6 +74,7 @@ class TestLearnFast:
         json.dumps(result.to_dict())  # the record is JSON-ready
         assert "[3_refine_sum]" in result.report()
 
+    @pytest.mark.slow  # a whole run end to end; the rules it meets have their own default-tier tests
     def test_fixed_budgets_repeat_the_rounds_and_draw_every_count(self):
         """Control of the data-driven budgets: ``FIXED_BUDGETS`` draws every count in full and runs both rounds."""
         _, result = _run(2, 8, 4, 0, **FAST, **FIXED_BUDGETS)

@@ -112,6 +112,7 @@ def _assert_noise_success(result, truth, sigma):
 
 
 class TestLearnOnNoisyLabels:
+    @pytest.mark.slow  # a whole run end to end; the rules it meets have their own default-tier tests
     def test_a_fit_to_the_noise_floor_is_a_success(self):
         """(2, 8, 2) at σ = 1e-3: a fit to the noise floor is a success, not "did not reach the planted layer"."""
         truth = random_layer(2, 8, rng=7)

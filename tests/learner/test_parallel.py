@@ -57,6 +57,11 @@ def _square(x, delay=0.0):
     return x * x
 
 
+def _zombie(pid):
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
 def _no_children(before=()):
     """Child processes started since ``before`` (pids) that are still alive: a finished or killed pool's
     processes are reaped, so anything listed would outlive the run. Children of earlier tests are not ours."""
@@ -96,6 +101,7 @@ class TestIdenticalResults:
         assert serial_result.execution["phases"]["2_crude_sculpt"]["examples_ahead"] == 0
         assert _no_children(before) == []
 
+    @pytest.mark.slow  # a whole phase 6 on a pool; the two-worker learn beside it stays in the default tier
     def test_phase_6_on_two_workers_gives_the_serial_result(self):
         """The variable-projection search's starts on the pool and the refinement's products on two BLAS threads
         (the serial run: one) give the serial run's layer, bit for bit."""
@@ -258,6 +264,7 @@ class TestOrderedMerge:
         np.testing.assert_array_equal(c4.b, d4.b)
         assert c4.count >= 200 and c4.n_examples < 400_000 and n == n2 == 50_000 + c4.n_examples
 
+    @pytest.mark.slow  # a whole run end to end; the rules it meets have their own default-tier tests
     def test_phases_take_what_learn_takes(self):
         """An int, "auto" or None for ``workers``, as `learn` takes them: a pool for the call, the serial result."""
         layer = random_layer(2, 12, logit_scale=1.0, rng=2)
@@ -354,6 +361,18 @@ def load(request):
 
 
 class TestShutdown:
+    def test_a_pool_left_running_is_ended_by_kill_live_pools(self):
+        """A pool whose owner was cut short (a Ctrl-C in its clean-up) is found and ended; one ended by
+        kill_pool is no longer counted."""
+        from learner.parallel import kill_live_pools, kill_pool, local_pool, pool_pids
+
+        left, ended = local_pool(1), local_pool(1)
+        pids = pool_pids(left)
+        kill_pool(ended)
+        assert pids and kill_live_pools() == 1
+        assert all(not os.path.exists(f"/proc/{pid}") or _zombie(pid) for pid in pids)
+        assert kill_live_pools() == 0  # control: nothing left to end
+
     def test_interrupted_run_ends_its_workers_and_keeps_the_diagnostics(self, load):
         """Interrupted in phase 4: no worker outlives the run, on a quiet machine and under load (the
         guarantee failed once on a loaded machine: the executor's thread and ours raced to reap a worker)."""
@@ -512,6 +531,7 @@ class TestBadInput:
         with pytest.raises((TypeError, ValueError), match=match):
             learn(LayerOracle(_truth(), 2, rng=3), m=2, config=CONFIG, progress=False, **kw)
 
+    @pytest.mark.slow  # waits for a connection to fail
     def test_unreachable_scheduler_is_named(self, monkeypatch):
         pytest.importorskip("dask.distributed")
         from learner import parallel
@@ -632,6 +652,7 @@ class TestPoolFrom:
         with pytest.raises(error, match="pool_from"):
             Workers(2, pool_from=bad)
 
+    @pytest.mark.slow  # a whole run end to end; the rules it meets have their own default-tier tests
     def test_learn_with_the_default_threshold(self, monkeypatch):
         """The default threshold (the conftest starts pools at once for the other tests): a run of this size
         stays in this process, with the result of one process; with the threshold at 0 it starts its pool."""

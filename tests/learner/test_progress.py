@@ -63,7 +63,8 @@ def test_bars_for_phases_1_to_4_and_the_same_result(capsys):
     assert comparable(quiet.to_dict()) == comparable(shown.to_dict())
 
 
-@pytest.mark.parametrize("rows_cols", [(24, 80), (0, 0)], ids=["sized", "unsized"])
+@pytest.mark.parametrize("rows_cols", [(24, 80), pytest.param((0, 0), marks=pytest.mark.slow)],
+                         ids=["sized", "unsized"])
 def test_auto_shows_bars_on_a_real_terminal_only(rows_cols):
     code = ("from learner import random_layer, LayerOracle, learn\n"
             "from learner.phases import LearnConfig\nfrom learner.study.runs import QUICK_OPTIONS\n"

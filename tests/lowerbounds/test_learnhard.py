@@ -263,6 +263,7 @@ class TestCellSubset:
 
 
 class TestStudy:
+    @pytest.mark.slow  # a quick study end to end
     def test_quick_cli_end_to_end_and_resume(self, tmp_path, capsys):
         out = tmp_path / "study"
         assert main(["learn-hard", "--quick", "--out", str(out), "--no-progress", "--workers", "2"]) == 0

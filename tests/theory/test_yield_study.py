@@ -94,9 +94,9 @@ def test_simulation_sees_a_wrong_sum(sweep, tmp_path):
 
 
 def test_progress_bar_only_when_asked(sweep, capsys):
-    yield_study(sweep, n_geometry=500, rng=1)
+    yield_study(sweep, n_geometry=500, rng=1, n_simulate=0)  # the bar is the predictions' (no simulation needed)
     assert "yield predictions" not in capsys.readouterr().err
-    yield_study(sweep, n_geometry=500, rng=1, progress=True)
+    yield_study(sweep, n_geometry=500, rng=1, progress=True, n_simulate=0)
     assert "yield predictions" in capsys.readouterr().err
 
 
@@ -396,13 +396,13 @@ def test_a_study_goes_on_without_the_bad_record_and_lists_it(sweep, tmp_path, ca
     rec = json.loads((sweep / "runs" / _EDITED).read_text())
     rec["spec"]["m"] = 5
     edited = _sweep_with(sweep, tmp_path, json.dumps(rec))
-    study = yield_study(edited, n_geometry=500, rng=1)
+    study = yield_study(edited, n_geometry=500, rng=1, n_simulate=0)
     assert _EDITED[:-5] not in {r["run_id"] for r in study.runs}
     assert all(r["m"] <= 2 for r in study.runs)
     [skipped] = study.skipped
     assert skipped["file"] == str(edited / "runs" / _EDITED) and "`spec.m`" in skipped["reason"]
     assert study.to_dict()["skipped"] == study.skipped
-    assert main(["yield-study", str(edited), "--n-geometry", "500"]) == 0
+    assert main(["yield-study", str(edited), "--n-geometry", "500", "--n-simulate", "0"]) == 0
     assert "1 records skipped as unreadable or invalid (see the warnings)" in capsys.readouterr().out
 
 
@@ -438,12 +438,13 @@ def test_every_cell_gets_a_row_even_without_a_measurement(sweep, tmp_path):
         path.write_text(json.dumps(rec))
         changed += 1
     assert changed
-    study = yield_study(out, n_geometry=500, rng=1)
+    study = yield_study(out, n_geometry=500, rng=1, n_simulate=0)
     rows = {(s["m"], s["k"]): s for s in study.settings}
     assert rows[(2, 3)]["runs"] == 0 and rows[(2, 3)]["statuses"] == {"error": changed}
     assert "| 2 | 6 | 3 | 2 | – | 0 | no run reached phase 4 (error 2) |" in study.table()
     # Control: the untouched sweep measures that cell.
-    assert {(s["m"], s["k"]): s for s in yield_study(sweep, n_geometry=500, rng=1).settings}[(2, 3)]["runs"] > 0
+    assert {(s["m"], s["k"]): s for s in yield_study(sweep, n_geometry=500, rng=1,
+                                                          n_simulate=0).settings}[(2, 3)]["runs"] > 0
 
 
 def test_predicted_examples_and_time_of_a_run(sweep):
@@ -476,8 +477,9 @@ def test_a_study_that_would_take_hours_is_refused_with_its_estimate(sweep):
 
 def test_the_estimate_does_not_touch_the_predictions(sweep):
     """Control: the calibration has its own generator; with or without the limit the study is the same."""
-    a = yield_study(sweep, n_geometry=500, rng=1)
-    b = yield_study(sweep, n_geometry=500, rng=1, max_seconds=None)
+    a = yield_study(sweep, n_geometry=500, rng=1, n_simulate=2000)
+    b = yield_study(sweep, n_geometry=500, rng=1, max_seconds=None, n_simulate=2000)
+    assert [r["predicted_simulated"] for r in a.runs] == [r["predicted_simulated"] for r in b.runs]
     assert [r["predicted"] for r in a.runs] == [r["predicted"] for r in b.runs]
 
 

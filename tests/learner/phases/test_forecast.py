@@ -259,7 +259,7 @@ class TestRefinedSculptPilot:
         args = {"min_weight": 0.02, "target": 300, "max_examples": 2_000_000, "batch": 20_000} | kw
         return refined_sculpt(LayerOracle(layer, k, rng=1), layer.ws.sum(axis=0), workers=workers, **args)
 
-    @pytest.mark.parametrize("workers", [None, 2], ids=["serial", "2-workers"])
+    @pytest.mark.parametrize("workers", [None, pytest.param(2, marks=pytest.mark.slow)], ids=["serial", "2-workers"])
     def test_pilot_then_continuation_equals_a_direct_run(self, workers):
         """The pilot's constraints below the chosen tol plus the continuation are exactly a run at that tol."""
         if workers:
@@ -335,6 +335,7 @@ class TestBudgetStop:
         assert any("pilot of" in rec.getMessage() for rec in caplog.records)
         json.dumps(result.to_dict())
 
+    @pytest.mark.slow  # a command line end to end
     def test_cli_prints_the_forecast(self, capsys, monkeypatch):
         import functools
 

@@ -69,6 +69,7 @@ class TestSearchBenchmark:
         assert "layers identical: True" in table
         assert set(res.to_dict()) >= {"speedup", "serial_seconds", "parallel_seconds", "identical"}
 
+    @pytest.mark.slow  # the benchmark's command line end to end; its measurement has its own test
     def test_cli(self, capsys, tmp_path):
         import json
 

@@ -217,6 +217,7 @@ def test_race_rows_give_examples_to_each_milestone():
     assert "| (2, 12, 2) | adam | 2 | 2/2, 7 s, 25,000 | 1/2, 30 s, 25,000 |" in table
 
 
+@pytest.mark.slow  # a race search end to end
 @needs_torch
 def test_race_search_bisects_the_halving_ladder(tmp_path):
     """The minimum-examples search on real runs: fixed sets of the oracle's first N examples on the measured runs'

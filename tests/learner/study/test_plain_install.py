@@ -46,7 +46,9 @@ def _says_how_to_get_the_figure(done, out, figure):
     assert not (out / figure).exists()
 
 
-@pytest.mark.parametrize("command", sorted(STUDIES))
+# The sharpness study runs the same check with -m slow (a second whole study, about 3 s).
+@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if c == "sharpness" else c
+                                     for c in sorted(STUDIES)])
 def test_the_tables_without_matplotlib_and_the_figure_with_it(command, tmp_path, capsys):
     argv, figure = STUDIES[command]
     out = tmp_path / "study"

@@ -339,6 +339,7 @@ class TestStudy:
 
 
 class TestCli:
+    @pytest.mark.slow  # a quick sweep end to end
     def test_quick_sweep(self, tmp_path, capsys):
         code = main(["scaling", "--m", "1", "2", "--d", "6", "--k", "3", "--seeds", "1", "--quick", "--serial",
                      "--no-progress", "--adam-lr", "0.03", "--out", str(tmp_path)])

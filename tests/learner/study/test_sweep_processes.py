@@ -58,7 +58,7 @@ def _records(out):
 
 
 class TestRealProcesses:
-    @pytest.mark.slow  # ~20 s; the default run keeps SIGTERM's and three Ctrl-Cs' tests with real processes
+    @pytest.mark.slow  # ~20 s; the default run keeps the three Ctrl-Cs' test with real processes
     def test_second_writer_refused_ctrl_c_keeps_finished_runs_and_resume_completes(self, tmp_path):
         out = tmp_path / "sweep"
         # Its own group, as a shell job is, with SIGINT as an interactive shell leaves it (a test run started
@@ -172,6 +172,7 @@ def _gone(pid):
         return True
 
 
+@pytest.mark.slow  # real processes, like the three Ctrl-Cs' test in the default tier
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to find the pool's processes")
 def test_sigterm_stops_like_ctrl_c_and_leaves_no_worker(tmp_path):
     out = tmp_path / "sweep"
