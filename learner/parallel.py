@@ -38,7 +38,7 @@ _WARNED: set[tuple[int, int]] = set()
 __all__ = ["DEFAULT_POOL", "POOL_FROM_EXAMPLES", "SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "as_workers",
            "available_cores", "pool_size",
            "blas_threads", "check_scheduler", "connect_client", "dask_client_class", "interrupt_on_sigterm",
-           "kill_pool", "kill_live_pools", "sigint_ignored",
+           "kill_pool", "kill_live_pools", "race_reports_dropped", "set_ctrl_c", "sigint_ignored",
            "worker_env"]
 
 #: Seconds to wait for a Dask scheduler before giving up with a ConnectionError naming its address (ours: fail
