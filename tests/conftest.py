@@ -26,14 +26,30 @@ settings.register_profile("dev", deadline=None, max_examples=200, print_blob=Tru
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def _skip_torch_doctests(items):
+    """Without the torch extra, the docstring examples that use torch are skipped with that reason."""
+    import importlib.util
+    import re
+
+    if importlib.util.find_spec("torch") is not None:
+        return
+    mark = pytest.mark.skip(reason="the example uses torch; install the torch extra")
+    for item in items:
+        dtest = getattr(item, "dtest", None)
+        if dtest is not None and any(re.search(r"\btorch\b", ex.source) for ex in dtest.examples):
+            item.add_marker(mark)
+
+
 def pytest_collection_modifyitems(config, items):
     """Under a mutation run (``.ci/mutants``), keep only the tests ``.ci/mutants.toml`` names for the module.
 
     mutmut runs each mutant against every fast-tier test that calls its function; for a module with a ``tests``
     set, the tests outside it are deselected, so that a mutant of a phase is judged by the tests of the learner
     and its phases rather than by the studies built on them (minutes per surviving mutant). Deselecting can only
-    let more mutants survive, never kill one. Outside a mutation run this does nothing.
+    let more mutants survive, never kill one. Outside a mutation run only the examples that need torch are
+    skipped when it is missing.
     """
+    _skip_torch_doctests(items)
     mutant = os.environ.get("MUTANT_UNDER_TEST", "")
     if "__mutmut_" not in mutant:
         return

@@ -1,11 +1,15 @@
 """The grids of scaling studies: noise levels and logit scales (plumbing, on tiny budgets)."""
 
+import importlib.util
 import json
 
 import pytest
 
 from learner.cli import main
 from learner.study.grids import grid_rows, noise_study, sharpness_study
+
+# peers and race run torch's Adam: without the torch extra they stop first, with the extra's message.
+_NEEDS_TORCH = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs the torch extra")
 
 
 @pytest.fixture(scope="module")
@@ -148,8 +152,8 @@ def test_reach_boundaries_rule(monkeypatch, pattern, expected):
 
 @pytest.mark.parametrize("argv", [
     ["scaling", "--m", "1", "--d", "6", "--k", "2", "--seeds", "1", "--quick", "--serial"],
-    ["peers", "--m", "1", "--d", "6", "--seeds", "1", "--quick", "--serial"],
-    ["race", "--grid", "m=1,k=2,d=6", "--seeds", "1", "--quick", "--serial"],
+    pytest.param(["peers", "--m", "1", "--d", "6", "--seeds", "1", "--quick", "--serial"], marks=_NEEDS_TORCH),
+    pytest.param(["race", "--grid", "m=1,k=2,d=6", "--seeds", "1", "--quick", "--serial"], marks=_NEEDS_TORCH),
     ["noise-study", "--sigma", "0", "--cells", "m=1,k=2,d=6", "--seeds", "1", "--quick", "--serial"],
     ["sharpness", "--logit-scale", "1", "--d", "6", "--seeds", "1", "--quick", "--serial"],
     ["learn-hard", "--quick", "--serial"],
