@@ -262,7 +262,7 @@ _RACE_REPORT = "ignored due to race condition"
 @contextlib.contextmanager
 def race_reports_dropped() -> Iterator[None]:
     """Drop CPython's report of a SIGINT that found its handler just changed to SIG_IGN; pass every other
-    unraisable exception on to :data:`sys.unraisablehook`, which is restored on exit.
+    unraisable exception on to ``sys.unraisablehook``, which is restored on exit.
 
     Yields
     ------
@@ -302,7 +302,7 @@ def set_ctrl_c(handler: Any) -> Any:
     Returns
     -------
     object
-        The previous handler, as :func:`signal.signal` returns it.
+        The previous handler, as ``signal.signal`` returns it.
     """
     import signal
 
