@@ -58,12 +58,19 @@ def _flood(how, seconds):
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signals")
 def test_no_race_report_under_a_flood_of_ctrl_cs_and_the_plain_change_shows_one():
-    """Measured on 2 cores: the plain change wrote 7-18 reports in 3 s; set_ctrl_c none in 3 runs of 3 s."""
-    err = _flood("set_ctrl_c", 3.0)
+    """Measured on 2 cores: the plain change wrote 7-18 reports in 3 s on a quiet machine, fewer beside other
+    tests; set_ctrl_c none in 3 runs of 3 s.
+
+    Control first: the plain ``signal.signal`` is flooded in rounds of 2 s until it shows the report (up to a
+    minute: a loaded machine makes the race rarer); then set_ctrl_c gets at least as long a flood and must show none.
+    """
+    start = time.monotonic()
+    while "race condition" not in _flood("signal.signal", 2.0):
+        assert time.monotonic() - start < 60, "the control never showed the race: the flood is too weak to judge"
+    needed = time.monotonic() - start
+    err = _flood("set_ctrl_c", max(3.0, needed))
     assert "race condition" not in err and "Traceback" not in err, err
     assert "hits" in err and int(err.split("hits")[1]) > 0  # the signals did reach Python: the flood was real
-    # Control: the same flood against signal.signal shows the report (up to three tries: it is a race).
-    assert any("race condition" in _flood("signal.signal", 3.0) for _ in range(3))
 
 
 class TestSetCtrlC:
