@@ -101,6 +101,7 @@ def _mypy():
     return mypy
 
 
+@pytest.mark.slow  # the whole packages through mypy; lint (ruff) stays in the default tier
 def test_mypy_is_clean():
     """mypy on the three packages, with the settings of pyproject.toml (a cache under .mypy_cache)."""
     proc = subprocess.run([_mypy()], cwd=ROOT, capture_output=True, text=True, timeout=600)

@@ -69,7 +69,8 @@ def _verdict(kind, config=None):
     return _module()._labels_verdict(run, EXHAUSTED)
 
 
-@pytest.mark.parametrize("kind", ["shuffled", pytest.param("tanh", marks=pytest.mark.slow)])
+@pytest.mark.slow  # whole runs; TestNoiseFloor's mixed labels give this verdict in the default tier
+@pytest.mark.parametrize("kind", ["shuffled", "tanh"])
 def test_labels_no_layer_fits(kind):
     message = _message(kind)
     assert NO_FIT + " these labels" in message and "Pass more" not in message

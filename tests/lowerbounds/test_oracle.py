@@ -94,6 +94,7 @@ def test_bad_input():
 class TestSimulator:
     DS = (16, 24, 32, 48, 64)
 
+    @pytest.mark.slow  # simulated searches at five d
     def test_slopes_follow_m_minus_one(self):
         run = simulate_queries(self.DS, [2, 3, 4], tolerance=0.05, trials=25, rng=0)
         assert all(c["successes"] == c["trials"] for c in run["cells"])

@@ -55,6 +55,7 @@ class TestSpanBenchmark:
 
 
 class TestSearchBenchmark:
+    @pytest.mark.slow  # two whole searches
     def test_both_sides_learn_the_same_layer_and_the_ratio_is_theirs(self):
         """Phase 6 in one process and on two workers: the same layer bit for bit (the starts merged in order, the
         products in fixed blocks), refined to float64's floor; the speed-up is the ratio of the two medians."""

@@ -229,6 +229,7 @@ def study(tmp_path_factory):
     return out, json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # a quick study end to end (its set-up runs the study)
 class TestQuickStudy:
     """The frontier, the table and the fits of the quick study."""
 

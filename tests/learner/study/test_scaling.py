@@ -101,6 +101,7 @@ class TestSweep:
         # The comparison is not vacuous: the records differ between runs.
         assert len({json.dumps(comparable(r), sort_keys=True) for r in dask}) == len(specs)
 
+    @pytest.mark.slow  # waits for a connection to fail
     def test_unreachable_scheduler_is_named(self, tmp_path, capsys, monkeypatch):
         """No scheduler at the address: a clear error naming it, from the API and the CLI (exit 2), no traceback."""
         pytest.importorskip("dask.distributed")
