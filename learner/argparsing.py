@@ -730,7 +730,7 @@ def check_output_options(parser: CommandParser, args: argparse.Namespace) -> Non
         _check_output(*output)
     outputs = [o for o in outputs if o[2] != "listed"]  # a listed folder collides through its files
     for i, output in enumerate(outputs):
-        others = [(o, "also writes") for o in outputs[i + 1:] if o[0] != output[0]] + [(o, "reads") for o in inputs]
+        others = [(o, "also writes") for o in outputs[i + 1:]] + [(o, "reads") for o in inputs]  # a folder's files too
         for other, role in others:
             problem = _collision(output, other, role)
             if problem:

@@ -307,9 +307,9 @@ def vector_norm(a: Any) -> float:
     Returns
     -------
     float
-        ``sqrt(Σ a²)`` on the host.
+        ``sqrt(Σ a²)`` on the host (a tensor that records gradients is read detached).
     """
-    return float(np.linalg.norm(a)) if is_numpy(a) else float(namespace(a).linalg.vector_norm(a))
+    return float(np.linalg.norm(a)) if is_numpy(a) else float(to_numpy(namespace(a).linalg.vector_norm(a)))
 
 
 def cholesky_solve(M: Any, g: Any) -> Any:

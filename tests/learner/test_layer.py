@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from learner import AttentionLayer, softmax
-from learner.layer import auto_batch
+from learner.layer import DEVICE_WORK_FLOATS, auto_batch, device_batch
 
 # Entry bounds for generated layers and inputs. With |x| <= 2 and |θ| <= 3 every
 # logit obeys Σ_{c,e} |x_c θ_ce x_e| <= 25·12 = 300, so the absolute rounding
@@ -361,6 +361,77 @@ class TestAutoBatch:
         sizes = [1, 2, 4, 8, 16, 32, 64, 128]
         batches = [auto_batch(*[s if j == axis else 8 for j in range(3)]) for s in sizes]
         assert batches == sorted(batches, reverse=True)
+
+
+def test_the_work_arrays_stay_near_their_budget_when_tokens_outnumber_dimensions():
+    """k = 64 tokens of d = 2: the chunk must be sized by k·m·max(d, k) (128 examples), not as if k were d (512, four
+    times the memory). Peak memory traced, less the input, against WORK_FLOATS floats: about 1.1 measured here, 4.3
+    with chunks of 512; the bound of 2 leaves room for numpy's own temporaries."""
+    import tracemalloc
+
+    from learner import random_layer
+    from learner.layer import WORK_FLOATS
+
+    layer = random_layer(1, 2, rng=0, check=False)
+    X = np.random.default_rng(0).standard_normal((1024, 64, 2))
+    tracemalloc.start()
+    try:
+        layer(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (peak - X.nbytes) / (WORK_FLOATS * 8) < 2
+
+
+class TestDeviceBatch:
+    """The device's chunk: 2**25 floats over k·m·max(d, k) per example, at least 16, with no cap (the values are
+    worked out here by hand)."""
+
+    @pytest.mark.parametrize(("k", "d", "m", "chunk"), [
+        (4, 8, 2, 2**25 // 64),           # k·m·max(d, k) = 4·2·8
+        (8, 4, 2, 2**25 // 128),          # k > d: max(d, k) = k = 8
+        (3, 10, 5, 2**25 // 150),         # a remainder: 2**25 = 150·223696 + 32
+        (1, 1, 1, 2**25),                 # no upper limit, unlike the CPU's chunk
+        (512, 512, 16, 16),               # 2**25 // 2**22 = 8, raised to the floor of 16
+        (256, 256, 32, 16),               # exactly 16 from the formula too
+    ])
+    def test_the_formula(self, k, d, m, chunk):
+        assert DEVICE_WORK_FLOATS == 2**25
+        assert device_batch(k, d, m) == chunk and type(device_batch(k, d, m)) is int
+
+
+class TestDevicePathArguments:
+    """The device path checks its arguments as the numpy path does, and covers every example whatever the chunk."""
+
+    @pytest.fixture
+    def layer_and_inputs(self):
+        pytest.importorskip("torch", reason="the device path needs the torch extra (pip install -e '.[torch]')")
+        from learner import random_layer
+
+        return random_layer(2, 4, rng=0), np.random.default_rng(1).standard_normal((5, 3, 4))
+
+    @pytest.mark.parametrize("batch", [1, 2, 3, 5, 64])
+    def test_every_chunk_size_gives_the_numpy_result(self, layer_and_inputs, batch):
+        layer, X = layer_and_inputs
+        assert_allclose(layer(X, batch=batch, device="cpu"), layer(X), rtol=1e-12, atol=1e-14)
+
+    @pytest.mark.parametrize("batch", [0, -1, 2.5, True])
+    def test_a_bad_batch_is_refused_naming_it(self, layer_and_inputs, batch):
+        layer, X = layer_and_inputs
+        with pytest.raises((ValueError, TypeError), match="`batch`"):
+            layer(X, batch=batch, device="cpu")
+
+    def test_inputs_of_another_dimension_are_refused_naming_d(self, layer_and_inputs):
+        layer, X = layer_and_inputs
+        with pytest.raises(ValueError, match="d = 4|d=4"):
+            layer(np.ones((5, 3, 6)), device="cpu")
+        with pytest.raises(ValueError, match="d = 4|d=4"):
+            layer(np.ones((5, 3, 6)))  # control: the numpy path's message
+
+
+def test_softmax_names_its_argument_in_errors():
+    with pytest.raises(ValueError, match="`z` must be finite; it contains nan"):
+        softmax([1.0, float("nan")])
 
 
 def test_output_overflow_is_a_named_error():
