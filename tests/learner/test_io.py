@@ -373,3 +373,140 @@ class TestWriteJson:
             learner.io.write_json(path, {"bad": object()})
         assert path.read_bytes() == before
         assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
+class TestSizesBeforeInflation:
+    """``_check_sizes`` against constructed zip directories: each member's inflated size against 8 bytes per
+    declared entry plus the .npy header's room, the total against the free memory, the header against its cap.
+    The boundaries are the rules' own (at the limit passes, one byte over is refused)."""
+
+    ROOM = learner.io._NPY_HEADER_ROOM
+
+    @staticmethod
+    def _archive(**sizes):
+        from types import SimpleNamespace
+
+        infos = {f"{name}.npy": SimpleNamespace(file_size=size) for name, size in sizes.items()}
+        return SimpleNamespace(zip=SimpleNamespace(NameToInfo=infos))
+
+    @staticmethod
+    def _meta(**shapes):
+        return {"arrays": {name: {"shape": shape} for name, shape in shapes.items()}}
+
+    @pytest.fixture(autouse=True)
+    def _plenty_of_memory(self, monkeypatch):
+        monkeypatch.setattr(learner.io, "available_memory", lambda: 2**40)
+
+    def test_a_member_up_to_its_declared_size_and_room_passes_one_byte_more_does_not(self):
+        limit = 8 * 2 * 3 * 4 + self.ROOM
+        learner.io._check_sizes("f", self._archive(X=limit), self._meta(X=[2, 3, 4]))
+        with pytest.raises(learner.io.FileFormatError, match="array 'X' inflates to .* shape \\(2, 3, 4\\), 192 bytes"):
+            learner.io._check_sizes("f", self._archive(X=limit + 1), self._meta(X=[2, 3, 4]))
+
+    def test_an_empty_declared_array_leaves_room_for_the_header_only(self):
+        with pytest.raises(learner.io.FileFormatError, match="array 'X' inflates to"):
+            learner.io._check_sizes("f", self._archive(X=10**7), self._meta(X=[0, 4]))
+
+    def test_every_member_is_checked_whatever_comes_before_it(self):
+        sizes = {learner.io._META: 100, "skipped": 10**9, "X": 8 + self.ROOM, "Y": 10**7}
+        meta = {"arrays": {"X": {"shape": [1]}, "Y": {"shape": [1]}, "skipped": 3}}
+        with pytest.raises(learner.io.FileFormatError, match="array 'Y' inflates to"):
+            learner.io._check_sizes("f", self._archive(**sizes), meta)
+
+    @pytest.mark.parametrize("shape", [["a"], [2.0, 3], "23", None], ids=repr)
+    def test_a_shape_that_is_not_a_list_of_counts_is_left_to_the_checks_after_reading(self, shape):
+        learner.io._check_sizes("f", self._archive(X=10**7), {"arrays": {"X": {"shape": shape}}})
+
+    @pytest.mark.parametrize("meta", [[1, 2], "text", {"arrays": [1]}, {"arrays": {"X": 5}}], ids=repr)
+    def test_a_header_of_the_wrong_shape_is_left_to_the_checks_after_reading(self, meta):
+        learner.io._check_sizes("f", self._archive(X=10**7), meta)
+
+    def test_the_total_against_the_free_memory_is_inclusive(self, monkeypatch):
+        sizes, meta = {"X": 4000, "Y": 4000}, self._meta(X=[500], Y=[500])
+        monkeypatch.setattr(learner.io, "available_memory", lambda: 8000)
+        learner.io._check_sizes("f", self._archive(**sizes), meta)
+        monkeypatch.setattr(learner.io, "available_memory", lambda: 7999)
+        with pytest.raises(ValueError, match="holds arrays of 8,000 bytes once inflated, more than the 7,999"):
+            learner.io._check_sizes("f", self._archive(**sizes), meta)
+
+    def test_no_free_memory_figure_skips_only_the_total(self, monkeypatch):
+        monkeypatch.setattr(learner.io, "available_memory", lambda: None)
+        learner.io._check_sizes("f", self._archive(X=4000), self._meta(X=[500]))
+
+    def test_the_header_up_to_its_cap_passes_one_byte_more_does_not(self):
+        cap = learner.io.META_MAX_BYTES
+        learner.io._check_sizes("f", self._archive(**{learner.io._META: cap}), None)
+        learner.io._check_sizes("f", self._archive(X=10**12), None)  # no header member: nothing to size yet
+        with pytest.raises(learner.io.FileFormatError, match="its header inflates to"):
+            learner.io._check_sizes("f", self._archive(**{learner.io._META: cap + 1}), None)
+
+
+class TestExamplesShapes:
+    def test_save_refuses_arrays_that_are_not_three_dimensional(self, tmp_path):
+        with pytest.raises(ValueError, match="`X`"):
+            learner.io.save_examples(tmp_path / "e.npz", np.ones((4, 3)), np.ones((4, 3)))
+        with pytest.raises(ValueError, match="`Y` must be finite"):
+            learner.io.save_examples(tmp_path / "e.npz", np.ones((2, 3, 4)), np.full((2, 3, 4), np.nan))
+        assert not (tmp_path / "e.npz").exists()
+
+    def test_load_refuses_a_verified_file_of_two_dimensional_arrays(self, tmp_path):
+        path = learner.io._write_record(tmp_path / "e.npz", learner.io._EXAMPLES, {"X": np.ones((4, 3)),
+                                                                                   "Y": np.ones((4, 3))}, None)
+        with pytest.raises(learner.io.FileFormatError, match="are not \\(n, k, d\\) alike"):
+            learner.io.load_examples(path)
+
+
+class TestRecordsOnDisk:
+    def test_files_are_byte_identical_whatever_the_metadatas_key_order(self, tmp_path):
+        X = np.ones((2, 3, 4))
+        a = learner.io.save_examples(tmp_path / "a.npz", X, X, metadata={"b": 1, "a": {"y": 1, "x": 2}})
+        b = learner.io.save_examples(tmp_path / "b.npz", X, X, metadata={"a": {"x": 2, "y": 1}, "b": 1})
+        assert a.read_bytes() == b.read_bytes()
+
+    def test_integer_arrays_are_stored_as_float64(self, tmp_path):
+        X = np.ones((2, 3, 4), dtype=np.int64)
+        path = learner.io._write_record(tmp_path / "e.npz", learner.io._EXAMPLES, {"X": X, "Y": X}, None)
+        X2, Y2 = learner.io.load_examples(path)
+        assert X2.dtype == np.float64 and Y2.dtype == np.float64
+
+    def test_max_d_is_the_largest_d_read(self, tmp_path):
+        from learner import random_layer
+
+        path = learner.io.save_layer(tmp_path / "L.npz", random_layer(2, 4, check=False, rng=0))
+        assert learner.io.load_layer(path, max_d=4).d == 4
+        with pytest.raises(ValueError, match="d = 4"):
+            learner.io.load_layer(path, max_d=3)
+
+    def test_a_pickled_member_is_refused_not_unpickled(self, tmp_path):
+        path = tmp_path / "p.npz"
+        np.savez(path, X=np.array([{"a": 1}], dtype=object))  # numpy pickles object arrays
+        with pytest.raises(learner.io.FileFormatError):
+            learner.io.load_examples(path)
+
+    def test_only_the_first_bytes_of_a_file_that_is_not_an_archive_are_read(self, tmp_path):
+        import tracemalloc
+
+        path = tmp_path / "big.npz"
+        path.write_bytes(b"\0" * 2**25)  # 32 MiB that is neither a zip nor a .npy
+        tracemalloc.start()
+        try:
+            with pytest.raises(learner.io.FileFormatError):
+                learner.io.load_examples(path)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 2**22
+
+    @pytest.mark.parametrize("header", [[1, 2], {"format": "attention-examples", "arrays": {"X": 5, "Y": 5}}],
+                             ids=["a list", "arrays entries not objects"])
+    def test_a_header_of_the_wrong_shape_is_a_format_error(self, tmp_path, header):
+        path = tmp_path / "h.npz"
+        X = np.ones((2, 3, 4))
+        np.savez(path, X=X, Y=X, **{learner.io._META: np.frombuffer(json.dumps(header).encode(), np.uint8)})
+        with pytest.raises(learner.io.FileFormatError):
+            learner.io.load_examples(path)
+
+    def test_a_user_file_is_named_as_given(self, tmp_path):
+        (tmp_path / "x.json").write_text("a user's notes")
+        with pytest.raises(ValueError, match=r"got out='[^']*x.json'\."):
+            learner.io.check_writable_file("out", tmp_path / "x.json")

@@ -1,0 +1,185 @@
+"""The worker pool's small rules, run in this process: which OpenBLAS thread calls are found, what a worker's
+initializer sets up, and when a worker whose parent is gone ends itself.
+
+A worker's initializer runs in the worker, where the test process cannot watch it; here its pieces are called
+directly, with the thread, the clock and the exit replaced by recorders, so a wrong rule fails a test in this
+process. The answers are written from the rules (a pair per library, the parent's pid compared), not read from the
+code.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+
+import numpy as np  # noqa: F401  (loads numpy's OpenBLAS, which the first test looks for)
+import pytest
+
+from learner import parallel
+
+
+def _openblas_paths():
+    with open("/proc/self/maps") as maps:
+        return sorted({line.split()[-1] for line in maps if "openblas" in line.split()[-1].lower()})
+
+
+class TestOpenblasCalls:
+    @pytest.fixture(autouse=True)
+    def _linux(self):
+        if not os.path.exists("/proc/self/maps"):
+            pytest.skip("reads /proc/self/maps, which only Linux has")
+
+    def test_one_working_pair_per_openblas_loaded(self):
+        import scipy.linalg  # noqa: F401  (scipy's own OpenBLAS, where the wheels ship one)
+
+        paths = _openblas_paths()
+        if not paths:
+            pytest.skip("this numpy is not linked to OpenBLAS")
+        calls = parallel._openblas_thread_calls()
+        assert isinstance(calls, list) and len(calls) == len(paths)
+        for get, put in calls:
+            before = get()
+            try:
+                put(1)
+                assert get() == 1
+            finally:
+                put(before)
+
+    class _Lib:
+        """A library holding the named functions only."""
+
+        def __init__(self, *names):
+            for name in names:
+                setattr(self, name, lambda: 1)
+
+    @pytest.mark.parametrize("prefix, suffix", [("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "")])
+    def test_each_naming_of_the_calls_is_found(self, monkeypatch, prefix, suffix):
+        get, put = f"{prefix}openblas_get_num_threads{suffix}", f"{prefix}openblas_set_num_threads{suffix}"
+        monkeypatch.setattr(ctypes, "CDLL", lambda path: self._Lib(get, put))
+        monkeypatch.setattr("builtins.open", _fake_maps(["/lib/libopenblas.so"]))
+        calls = parallel._openblas_thread_calls()
+        assert len(calls) == 1
+
+    def test_a_library_with_only_one_of_the_two_calls_gives_none(self, monkeypatch):
+        monkeypatch.setattr(ctypes, "CDLL", lambda path: self._Lib("openblas_get_num_threads"))
+        monkeypatch.setattr("builtins.open", _fake_maps(["/lib/libopenblas.so"]))
+        assert parallel._openblas_thread_calls() == []
+        monkeypatch.setattr(ctypes, "CDLL", lambda path: self._Lib("openblas_set_num_threads"))
+        assert parallel._openblas_thread_calls() == []
+
+    def test_the_first_naming_wins_and_a_library_that_does_not_load_is_passed_over(self, monkeypatch):
+        def load(path):
+            if path.endswith("a-libopenblas.so"):
+                raise OSError("cannot load")
+            return self._Lib("openblas_get_num_threads", "openblas_set_num_threads",
+                             "openblas_get_num_threads64_", "openblas_set_num_threads64_")
+
+        monkeypatch.setattr(ctypes, "CDLL", load)
+        monkeypatch.setattr("builtins.open", _fake_maps(["/lib/a-libopenblas.so", "/lib/b-libopenblas.so"]))
+        calls = parallel._openblas_thread_calls()
+        assert len(calls) == 1  # b's, once, though it has two namings
+
+
+def _fake_maps(paths):
+    """``open`` that serves ``/proc/self/maps`` listing ``paths`` (and a line of another library)."""
+    import builtins
+    import io
+
+    real = builtins.open
+    lines = [f"7f00-7f01 r-xp 00000000 08:01 {i} {p}\n" for i, p in enumerate(paths)]
+    lines.append("7f02-7f03 r-xp 00000000 08:01 99 /lib/libc.so.6\n")
+
+    def fake(file, *args, **kwargs):
+        if file == "/proc/self/maps":
+            return io.StringIO("".join(lines))
+        return real(file, *args, **kwargs)
+
+    return fake
+
+
+class TestWorkerStart:
+    def test_ignore_sigint_ignores_ctrl_c(self):
+        before = signal.getsignal(signal.SIGINT)
+        try:
+            parallel.ignore_sigint()
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        finally:
+            signal.signal(signal.SIGINT, before)
+
+    def test_init_worker_ignores_ctrl_c_and_watches_its_parent_from_a_daemon_thread(self, monkeypatch):
+        started = []
+
+        class Thread:
+            def __init__(self, target, args, daemon, name):
+                started.append((target, args, daemon, name))
+
+            def start(self):
+                started.append("started")
+
+        import threading
+
+        monkeypatch.setattr(threading, "Thread", Thread)
+        before = signal.getsignal(signal.SIGINT)
+        try:
+            parallel.init_worker(4321)
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        finally:
+            signal.signal(signal.SIGINT, before)
+        assert started == [(parallel._exit_with_parent, (4321,), True, "exit-with-parent"), "started"]
+
+
+class _Exit(Exception):
+    pass
+
+
+class TestExitWithParent:
+    def test_exits_with_status_0_once_re_parented_and_not_before(self, monkeypatch):
+        parents = iter([100, 100, 100, 1])  # the parent (pid 100) dies after three checks: init adopts the worker
+        naps, exits = [], []
+        monkeypatch.setattr(parallel.time, "sleep", naps.append)
+        monkeypatch.setattr(os, "getppid", lambda: next(parents))
+
+        def leave(status):
+            exits.append(status)
+            raise _Exit
+
+        monkeypatch.setattr(os, "_exit", leave)
+        with pytest.raises(_Exit):
+            parallel._exit_with_parent(100)
+        assert exits == [0] and naps == [parallel.PARENT_CHECK_SECONDS] * 4
+
+
+class _Client:
+    """A Dask client's surface that Workers uses."""
+
+    def __init__(self):
+        self.closed = 0
+
+    def submit(self, *a, **k):  # pragma: no cover - never called here
+        raise AssertionError
+
+    def scheduler_info(self):
+        return {"workers": {"a": {}, "b": {}}}
+
+    def close(self):
+        self.closed += 1
+
+
+class TestWorkersKill:
+    @pytest.mark.parametrize("end", ["kill", "close"])
+    def test_a_client_it_opened_is_closed_once_and_one_it_was_given_is_left_open(self, monkeypatch, end):
+        opened = _Client()
+        monkeypatch.setattr(parallel, "connect_client", lambda address, name="scheduler": opened)
+        own = parallel.Workers(scheduler="tcp://example:8786")
+        own._ensure()
+        assert own.workers == 2
+        getattr(own, end)()
+        getattr(own, end)()  # idempotent
+        assert opened.closed == 1
+
+        given = _Client()
+        theirs = parallel.Workers(scheduler=given)
+        theirs._ensure()
+        getattr(theirs, end)()
+        assert given.closed == 0
