@@ -49,6 +49,10 @@ class TestDeclaredRules:
     def test_the_first_declaring_function_wins_over_an_undeclared_one(self):
         assert set(rules_of(_undeclared, _function)) == {"n", "flag", "sizes", "one", "scale"}
 
+    def test_rename_maps_a_parameter_to_its_options_dest(self):
+        rules = rules_of(_function, rename={"n": "n_samples"})
+        assert "n_samples" in rules and "n" not in rules and rules["n_samples"] == Integer(1)
+
     def test_which_options_get_the_rule_as_their_type(self):
         parser = command_parser(prog="t")
         n = parser.add_argument("--n")
