@@ -235,3 +235,16 @@ def test_version_has_its_help_line(capsys):
     with pytest.raises(SystemExit):
         command_parser(prog="t").parse_args(["--help"])
     assert "print the toolkit's version and exit" in capsys.readouterr().out
+
+
+def test_a_positive_integer_or_a_word():
+    from learner.argparsing import cli_positive_int_or
+
+    parse = cli_positive_int_or("--workers", "auto", "AUTO")
+    assert parse("auto") == "AUTO" and parse("1") == 1 and parse(str(CLI_INT_MAX)) == CLI_INT_MAX
+    for text in ("0", "-3", "x", "1.5", "Auto", ""):
+        words = f"--workers must be a positive integer or auto; got {text!r}"
+        with pytest.raises(argparse.ArgumentTypeError, match=words):
+            parse(text)
+    with pytest.raises(argparse.ArgumentTypeError, match=f"--workers must be at most {CLI_INT_MAX:,} or auto"):
+        parse(str(CLI_INT_MAX + 1))

@@ -620,3 +620,23 @@ class TestMarkPlacement:
     def test_a_body_without_a_final_newline_gets_exactly_one(self):
         marked = learner.io._mark_figure(b"<svg></svg>", "svg")
         assert marked.startswith(b"<svg></svg>\n<!-- ")
+
+
+class TestFolderMessagesNameWhatWasGiven:
+    def test_a_file_given_as_a_folder(self, tmp_path):
+        (tmp_path / "f").write_text("x")
+        with pytest.raises(ValueError, match=r"`out` must be a directory; got out='[^']*f', which is a file"):
+            learner.io.check_writable_dir("out", tmp_path / "f")
+
+    @pytest.mark.parametrize("check, kind", [("check_writable_dir", "directory"), ("check_writable_file", "file")])
+    def test_a_folder_that_cannot_be_written(self, tmp_path, monkeypatch, check, kind):
+        # As root every folder takes files, so the refusal is staged where the probe opens its file.
+        import tempfile
+
+        def refuse(*args, **kwargs):
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(tempfile, "NamedTemporaryFile", refuse)
+        target = tmp_path / ("new" if kind == "directory" else "new.json")
+        with pytest.raises(ValueError, match=rf"`out` {kind} cannot be written: .* got out='[^']*{target.name}'\."):
+            getattr(learner.io, check)("out", target)
