@@ -92,10 +92,15 @@ class TestParseErrorWords:
         assert words in str(exc.value)
 
 
+def _run_parser():
+    """A parser with one command ``run``, and that command's parser."""
+    parser = command_parser(prog="t")
+    return parser, parser.add_subparsers(dest="command").add_parser("run")
+
+
 def _io_parser(*, out_files=None, input_metavar="FILE"):
     """A command ``run`` with an input file ``--layer``, an output folder ``--out`` and an output file ``--json``."""
-    parser = command_parser(prog="t")
-    sub = parser.add_subparsers(dest="command").add_parser("run")
+    parser, sub = _run_parser()
     sub.add_argument("--layer", metavar=input_metavar)
     out = sub.add_argument("--out", metavar="DIR")
     if out_files:
@@ -179,8 +184,7 @@ class TestHardLinks:
 class TestInputNames:
     def test_a_positional_input_with_a_name_too_long_says_so(self):
         name = "x" * (NAME_MAX + 1) + ".npz"
-        parser = command_parser(prog="t")
-        sub = parser.add_subparsers(dest="command").add_parser("run")
+        parser, sub = _run_parser()
         sub.add_argument("path")
         with pytest.raises(ValueError, match=rf"cannot read '{name}': a name in it is longer than {NAME_MAX} bytes"):
             check_output_options(parser, parser.parse_args(["run", name]))
@@ -193,8 +197,7 @@ class TestPlotsNeedMatplotlib:
         real = importlib.util.find_spec
         monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else
                             real(name, *a))
-        parser = command_parser(prog="t")
-        sub = parser.add_subparsers(dest="command").add_parser("run")
+        parser, sub = _run_parser()
         sub.add_argument("--json", metavar="FILE")
         sub.add_argument("--plot", metavar="FILE")
         check_output_options(parser, parser.parse_args(["run", "--json", str(tmp_path / "x.json")]))

@@ -512,59 +512,6 @@ class TestRecordsOnDisk:
             learner.io.check_writable_file("out", tmp_path / "x.json")
 
 
-def _png(*chunks):
-    """A PNG of the given (kind, data) chunks between IHDR and IEND, each with its CRC."""
-    import zlib
-
-    def chunk(kind, data):
-        return len(data).to_bytes(4, "big") + kind + data + zlib.crc32(kind + data).to_bytes(4, "big")
-
-    ihdr = (1).to_bytes(4, "big") * 2 + bytes([8, 0, 0, 0, 0])
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + b"".join(chunk(k, d) for k, d in chunks)
-            + chunk(b"IEND", b""))
-
-
-class TestFigureMarks:
-    """Which figures carry the toolkit's mark, on constructed files: the mark is a line (a PNG chunk) of its own
-    whose last field is the SHA-256 of the rest of the file."""
-
-    TOOL = learner.io.TOOL.encode("ascii")
-
-    def _svg_marked_by_hand(self, body, text):
-        return body + b"\n<!-- " + text + b" -->\n"
-
-    @pytest.mark.parametrize("fmt, body", [("svg", b"<svg></svg>"), ("pdf", b"%PDF-1.4\n1 0 obj\n%%EOF\n"),
-                                           ("svg", b""), ("png", None)], ids=["svg", "pdf", "empty-svg", "png"])
-    def test_control_a_marked_figure_is_ours(self, fmt, body):
-        blob = learner.io._mark_figure(_png() if body is None else body, fmt)
-        assert learner.io._figure_marked(blob, fmt)
-        assert not learner.io._figure_marked(blob.replace(b"svg>", b"svG>") if fmt == "svg" and body else
-                                             blob + b"x", fmt)  # edited since: not ours
-
-    def test_an_earlier_line_that_looks_like_a_mark_is_not_the_mark(self):
-        body = b"<svg>\n<!-- " + self.TOOL + b" a title that names the tool -->\n</svg>"
-        assert learner.io._figure_marked(learner.io._mark_figure(body, "svg"), "svg")
-
-    def test_the_digest_is_the_marks_last_field(self):
-        body = b"<svg></svg>"
-        digest = hashlib.sha256(body + b"\n").hexdigest().encode()
-        text = self.TOOL + b" note sha256:abc sha256:" + digest
-        assert learner.io._figure_marked(self._svg_marked_by_hand(body, text), "svg")
-        assert not learner.io._figure_marked(self._svg_marked_by_hand(body, self.TOOL + b" sha256:abc"), "svg")
-
-    def test_a_mark_that_is_not_on_a_line_of_its_own_is_not_found(self):
-        rest = b"<svg></svg>\n"
-        text = self.TOOL + b" 0 sha256:" + hashlib.sha256(rest).hexdigest().encode()
-        assert not learner.io._figure_marked(b"<!-- " + text + b" -->\n" + rest, "svg")
-
-    def test_a_png_with_two_marks_or_damaged_chunks_is_not_ours(self):
-        once = learner.io._mark_figure(_png(), "png")
-        assert learner.io._figure_marked(once, "png")
-        assert not learner.io._figure_marked(learner.io._mark_figure(once, "png"), "png")
-        assert not learner.io._figure_marked(once[:-3], "png")
-        assert not learner.io._figure_marked(_png((b"tEXt", b"Title\0plot")), "png")
-
-
 @pytest.mark.parametrize("value", [[1, 2], "text", 3, None], ids=repr)
 def test_json_that_is_not_an_object_is_never_ours(tmp_path, value):
     path = tmp_path / "x.json"
@@ -593,33 +540,6 @@ class TestJsonLimits:
         path = learner.io.write_json(tmp_path / "r.json", {"a": 1})
         again = learner.io.write_json(tmp_path / "r.json", learner.io.read_json(path) | {"b": 2})
         assert learner.io.foreign_file(again) is None
-
-
-class TestMarkPlacement:
-    """Where the mark goes (written by hand for each case): a PDF's just before its last ``%%EOF`` line, anything
-    else at the end, after exactly one newline."""
-
-    @pytest.mark.parametrize("fmt, body, before", [
-        ("svg", b"<svg></svg>", None),
-        ("svg", b"\n<svg></svg>\n", None),
-        ("svg", b"<svg>\n\n", None),
-        ("svg", b"<svg>\n%%EOF</svg>\n", None),
-        ("pdf", b"%PDF-1.4\n%%EOF\nupdate\n%%EOF\n", b"%%EOF\n"),
-        ("pdf", b"\n%%EOF\n", b"%%EOF\n"),
-        ("pdf", b"%PDF-1.4 %%EOF\n", None),
-    ], ids=["svg", "svg-leading-newline", "svg-blank-last-line", "svg-with-eof-text", "pdf-two-eofs",
-            "pdf-eof-at-1", "pdf-eof-mid-line"])
-    def test_the_mark_goes_where_the_rule_says(self, fmt, body, before):
-        normal = body if body.endswith(b"\n") else body + b"\n"
-        at = len(normal) - len(before) if before else len(normal)
-        head, tail = learner.io._TRAILERS[fmt]
-        expected = normal[:at] + head + learner.io._mark_text(normal) + tail + normal[at:]
-        assert learner.io._mark_figure(body, fmt) == expected
-        assert learner.io._figure_marked(expected, fmt)
-
-    def test_a_body_without_a_final_newline_gets_exactly_one(self):
-        marked = learner.io._mark_figure(b"<svg></svg>", "svg")
-        assert marked.startswith(b"<svg></svg>\n<!-- ")
 
 
 class TestFolderMessagesNameWhatWasGiven:
