@@ -35,11 +35,11 @@ log = logging.getLogger(__name__)
 #: The worker counts already warned about in this process (a run asks for its pool more than once).
 _WARNED: set[tuple[int, int]] = set()
 
-__all__ = ["DEFAULT_POOL", "POOL_FROM_EXAMPLES", "SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV", "Workers", "as_workers",
-           "available_cores", "pool_size",
+__all__ = ["DEFAULT_POOL", "INTERRUPT_POLL_SECONDS", "POOL_FROM_EXAMPLES", "SCHEDULER_CONNECT_TIMEOUT", "WORKER_ENV",
+           "DeferredInterrupt", "Workers", "as_workers", "available_cores", "pool_size",
            "blas_threads", "check_scheduler", "connect_client", "dask_client_class", "interrupt_on_sigterm",
-           "kill_pool", "kill_live_pools", "race_reports_dropped", "set_ctrl_c", "sigint_ignored",
-           "worker_env"]
+           "interrupts_deferred", "kill_pool", "kill_live_pools", "race_reports_dropped", "set_ctrl_c",
+           "sigint_ignored", "wait_one", "worker_env"]
 
 #: Seconds to wait for a Dask scheduler before giving up with a ConnectionError naming its address (ours: fail
 #: fast on a wrong address; not tuned).
@@ -336,6 +336,141 @@ def sigint_ignored() -> Iterator[None]:
         yield
     finally:
         set_ctrl_c(saved)
+
+
+#: Seconds between a waiting command's checks for a deferred Ctrl-C (:func:`interrupts_deferred`): a Ctrl-C is acted
+#: on within about this long (ours; not tuned).
+INTERRUPT_POLL_SECONDS = 0.1
+
+
+class DeferredInterrupt:
+    """A Ctrl-C (or a SIGTERM made to interrupt, :func:`interrupt_on_sigterm`) noted while
+    :func:`interrupts_deferred` holds, and raised as ``KeyboardInterrupt`` only where the caller checks.
+
+    Attributes
+    ----------
+    requested : bool
+        Whether a signal arrived since the last :meth:`check`.
+    active : bool
+        Whether the signals are being noted here (False: the guard changes nothing, as outside the main thread).
+    """
+
+    def __init__(self, active: bool = False) -> None:
+        self.requested = False
+        self.active = active
+        self._raising = False
+
+    def _note(self, signum: int, frame: Any) -> None:
+        if self._raising:  # inside interruptible(): the signal interrupts at once, as without the guard
+            raise KeyboardInterrupt(f"signal {signum}")
+        self.requested = True
+
+    def check(self) -> None:
+        """Raise ``KeyboardInterrupt`` here if a signal was noted (and forget it).
+
+        Raises
+        ------
+        KeyboardInterrupt
+            When :attr:`requested`.
+        """
+        if self.requested:
+            self.requested = False
+            raise KeyboardInterrupt("Ctrl-C")
+
+    @contextlib.contextmanager
+    def interruptible(self) -> Iterator[None]:
+        """A section a signal interrupts at once (a computation in this process that may take minutes).
+
+        Yields
+        ------
+        None
+
+        Raises
+        ------
+        KeyboardInterrupt
+            At entry, when a signal was noted before it.
+        """
+        self.check()
+        saved, self._raising = self._raising, True
+        try:
+            yield
+        finally:
+            self._raising = saved
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[DeferredInterrupt]:
+    """Hold Ctrl-C (and a SIGTERM made to interrupt) as a flag, acted on where the caller checks.
+
+    A ``KeyboardInterrupt`` raised by the signal handler lands at any bytecode, including inside the standard
+    library's ``with lock:`` right after the lock was taken and before the block that releases it; a future's lock
+    left held that way blocks the pool's management thread for good, and the interpreter's exit waits on that
+    thread. A command that waits on workers therefore notes the signal here and raises ``KeyboardInterrupt`` itself
+    (:meth:`DeferredInterrupt.check`) between waits of :data:`INTERRUPT_POLL_SECONDS`.
+
+    Only the main thread receives signals: elsewhere, or when Ctrl-C is not Python's default handler (ignored, as in
+    a pool's worker, or a handler of the caller's own), nothing is changed and the guard never requests.
+
+    Yields
+    ------
+    DeferredInterrupt
+        The guard. A signal noted and not yet checked when the block ends without an exception is raised then.
+    """
+    import signal
+    import threading
+
+    guard = DeferredInterrupt()
+    current = signal.getsignal(signal.SIGINT)
+    guarded = getattr(current, "__func__", None) is DeferredInterrupt._note  # an outer guard's
+    python_default = current is signal.default_int_handler or guarded
+    if threading.current_thread() is not threading.main_thread() or not python_default:
+        yield guard
+        return
+    guard.active = True
+    term = signal.getsignal(signal.SIGTERM)
+    saved = set_ctrl_c(guard._note)
+    if term is _raise_interrupt:
+        signal.signal(signal.SIGTERM, guard._note)
+    try:
+        yield guard
+    finally:
+        if term is _raise_interrupt:
+            signal.signal(signal.SIGTERM, term)
+        set_ctrl_c(saved)
+    guard.check()  # reached only without an exception: a signal that came after the last check ends the command
+
+
+def wait_one(future: Any, guard: DeferredInterrupt) -> Any:
+    """``future.result()``, checking ``guard`` every :data:`INTERRUPT_POLL_SECONDS` (see :func:`interrupts_deferred`).
+
+    Parameters
+    ----------
+    future : concurrent.futures.Future or dask.distributed.Future
+        The result to wait for.
+    guard : DeferredInterrupt
+        Where a Ctrl-C is noted.
+
+    Returns
+    -------
+    object
+        The future's result (its exception is raised).
+    """
+    import concurrent.futures
+
+    guard.check()
+    if isinstance(future, concurrent.futures.Future):  # the local pools' (loky's futures are of this class)
+        while not concurrent.futures.wait([future], timeout=INTERRUPT_POLL_SECONDS).done:
+            guard.check()
+    else:  # Dask's: `wait` bounds the computation only (a timeout on `result` would also bound the transfer)
+        from distributed import wait
+
+        while True:
+            try:
+                wait(future, timeout=INTERRUPT_POLL_SECONDS)
+                break
+            except TimeoutError:
+                guard.check()
+    return future.result()
 
 
 def local_pool(workers: int) -> Executor:
@@ -727,12 +862,16 @@ class Workers:
             stats["seconds"] += time.perf_counter() - t0
 
     def _result(self, fut):
-        if self.backend != "dask":
+        if isinstance(fut, (_Done, _Exhausted)):
             return fut.result()
+        if self.backend != "dask":
+            with interrupts_deferred() as guard:  # a Ctrl-C while waiting is raised here, not inside the future's lock
+                return wait_one(fut, guard)
         import concurrent.futures
 
         try:
-            return fut.result()
+            with interrupts_deferred() as guard:
+                return wait_one(fut, guard)
         except (concurrent.futures.CancelledError, OSError, TimeoutError) as exc:
             # A cluster that stopped (its scheduler or every worker) cancels the futures or closes the comm.
             where = self.scheduler if isinstance(self.scheduler, str) else "the client's cluster"

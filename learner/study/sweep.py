@@ -63,8 +63,8 @@ from numpy.typing import ArrayLike
 from ..errors import SweepInterrupted, SweepLocked
 from ..hints import PathLike
 from ..io import foreign_file, read_json
+from ..parallel import DeferredInterrupt, interrupts_deferred, pool_size, sigint_ignored
 from ..parallel import kill_pool as _kill_pool
-from ..parallel import pool_size, sigint_ignored
 from ..validation import check_int
 from .records import (
     DIGEST_FIELD,
@@ -135,9 +135,11 @@ class _Runner:
     killed; Dask futures are cancelled).
     """
 
-    def __init__(self, specs, *, backend, workers, scheduler, learn_workers=None):
+    def __init__(self, specs, *, backend, workers, scheduler, learn_workers=None, interrupt=None):
         self.specs, self.backend, self.workers, self.scheduler = list(specs), backend, workers, scheduler
         self.learn_workers = learn_workers
+        # Where a Ctrl-C is noted while the runs are waited on (see learner.parallel.interrupts_deferred).
+        self.interrupt = interrupt if interrupt is not None else DeferredInterrupt()
         self._futures, self._pool, self._client = {}, None, None
 
     def __iter__(self):
@@ -149,28 +151,43 @@ class _Runner:
             for spec in self.specs:
                 # One BLAS thread, as in the pool's and Dask's workers: records are bit-identical across
                 # backends only for one thread setting (a multithreaded SVD sums in another order).
-                with blas_threads(1):
+                with self.interrupt.interruptible(), blas_threads(1):  # a run here is stopped where it is
                     result = spec.run(learn_workers=self.learn_workers)
                 yield spec, result
         elif self.backend == "local":
-            from concurrent.futures import as_completed
+            from concurrent.futures import FIRST_COMPLETED, wait
 
-            from ..parallel import local_pool
+            from ..parallel import INTERRUPT_POLL_SECONDS, local_pool
 
             self._pool = local_pool(self.workers)
             self._futures = {self._pool.submit(_execute, spec): spec for spec in self.specs}
-            for fut in as_completed(self._futures):
-                yield self._futures[fut], _collect(self._futures[fut], fut.result)
+            # Waits of a bounded length, a noted Ctrl-C checked between them: never a KeyboardInterrupt inside the
+            # futures' own locks (one left held stops the pool's management thread, and the exit waits on it).
+            order = {fut: i for i, fut in enumerate(self._futures)}
+            pending = set(self._futures)
+            while pending:
+                self.interrupt.check()
+                done, pending = wait(pending, timeout=INTERRUPT_POLL_SECONDS, return_when=FIRST_COMPLETED)
+                for fut in sorted(done, key=order.__getitem__):
+                    yield self._futures[fut], _collect(self._futures[fut], fut.result)
         else:
             from dask.distributed import as_completed
 
-            from ..parallel import connect_client
+            from ..parallel import INTERRUPT_POLL_SECONDS, connect_client
 
             self._client = connect_client(self.scheduler)
             self._futures = {self._client.submit(_execute, spec, key=f"{spec.RECORD_KIND}-{spec.run_id}-{spec.entropy}",
                                                  pure=False): spec for spec in self.specs}
-            for fut in as_completed(self._futures):
-                yield self._futures[fut], _collect(self._futures[fut], fut.result)
+            finished = as_completed(self._futures)
+            while True:
+                self.interrupt.check()
+                batch = finished.next_batch(block=False)
+                if not batch:
+                    if finished.is_empty():
+                        break
+                    time.sleep(INTERRUPT_POLL_SECONDS)
+                for fut in batch:
+                    yield self._futures[fut], _collect(self._futures[fut], fut.result)
 
     def finished(self):
         """``(spec, record)`` of every run whose worker has returned a record so far."""
@@ -594,12 +611,14 @@ def run_sweep(specs: Sequence[Any], out: PathLike, *, backend: str = "local", wo
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ValueError(f"`specs` must have distinct run ids; {dup!r} appears twice.")
-    with sweep_lock(out):
+    # Ctrl-C is held as a flag from here to the lock's release, and raised only where the runs are waited on (or
+    # inside a run this process computes): the records and the lock are never left half written or held.
+    with interrupts_deferred() as interrupt, sweep_lock(out):
         return _run_locked(specs, Path(out), ids, backend=backend, workers=workers, scheduler=scheduler,
-                           progress=progress, learn_workers=learn_workers, run=run)
+                           progress=progress, learn_workers=learn_workers, run=run, interrupt=interrupt)
 
 
-def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn_workers, run=True):
+def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn_workers, run=True, interrupt=None):
     from ..io import write_json
 
     if not run:
@@ -630,7 +649,8 @@ def _run_locked(specs, out, ids, *, backend, workers, scheduler, progress, learn
         done[spec.run_id] = read_json(paths[spec.run_id], "record")
         log.info("run %s: %s (%s)", spec.run_id, done[spec.run_id]["status"], done[spec.run_id]["message"][:120])
 
-    runner = _Runner(todo, backend=backend, workers=workers, scheduler=scheduler, learn_workers=learn_workers)
+    runner = _Runner(todo, backend=backend, workers=workers, scheduler=scheduler, learn_workers=learn_workers,
+                     interrupt=interrupt)
     bar = _progress_bar(len(todo), progress, desc=specs[0].RECORD_KIND.split("-")[0] if specs else "sweep")
     saved, clean = set(), False
     try:

@@ -276,6 +276,7 @@ class TestWritePaths:
     def test_damaged_zip_closes_its_file(self, layer_path):
         """Loading a truncated file leaves no file handle open (no ResourceWarning)."""
         layer_path.write_bytes(layer_path.read_bytes()[:-30])
+        gc.collect()  # garbage left by earlier tests (a killed subprocess's pipes) is not this load's
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ResourceWarning)
             with pytest.raises(FileFormatError, match=DAMAGED):

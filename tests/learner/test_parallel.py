@@ -565,22 +565,14 @@ class TestDaskFailures:
         """A cluster killed mid-run cancels the futures (FutureCancelledError) or closes the comm: one clear error."""
         import concurrent.futures
 
-        class Future:
-            def __init__(self, exc):
-                self.exc = exc
-
-            def result(self):
-                raise self.exc
-
-            def cancel(self):
-                pass
-
         class Client:  # what Workers uses of a dask.distributed.Client
             def __init__(self, exc):
                 self.exc = exc
 
             def submit(self, fn, *args, pure=False):
-                return Future(self.exc)
+                future = concurrent.futures.Future()  # what is waited on: a future that failed as Dask's do
+                future.set_exception(self.exc)
+                return future
 
             def scheduler_info(self):
                 return {"workers": {"a": {}, "b": {}}}

@@ -245,3 +245,53 @@ class TestLockFile:
             run_sweep(_tiny(), tmp_path, backend="serial")  # the study holds the lock around its sweeps
             assert path.exists()
         assert not path.exists()
+
+
+def _innermost_frame(exc):
+    import traceback
+
+    return traceback.extract_tb(exc.__traceback__)[-1]
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs POSIX signals")
+def test_a_ctrl_c_while_the_sweep_waits_is_raised_where_it_checks_not_inside_the_pool_s_locks(tmp_path):
+    """A local sweep in this process, interrupted while it waits on its pool: the interrupt starts in the sweep's own
+    check (a KeyboardInterrupt inside a future's lock can leave the lock held, and the pool's thread then blocks the
+    interpreter's exit), the finished runs are kept and the lock file is gone."""
+    import threading
+
+    from learner.errors import SweepInterrupted
+
+    specs = plan_runs(ms=(1,), d=6, k=3, seeds=SEEDS, methods=("adam",), entropy=5,
+                      options={"adam": runs.QUICK_OPTIONS["adam"] | {"lr": 0.03, "max_iter": 150, "patience": 150,
+                                                                     "tol": 0.0, "n_train": 5000, "n_val": 500}})
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Thread(target=lambda: (_wait_for(lambda: list((tmp_path / "runs").glob("*.json")), _Alive()),
+                                             os.kill(os.getpid(), signal.SIGINT)), daemon=True)
+    try:
+        timer.start()
+        with pytest.raises(SweepInterrupted) as info:
+            try:
+                run_sweep(specs, tmp_path, backend="local", workers=2)
+            except KeyboardInterrupt as exc:  # a bare one would end the whole test run: fail this test instead
+                if isinstance(exc, SweepInterrupted):
+                    raise
+                pytest.fail(f"the Ctrl-C escaped the sweep as {exc!r}")
+    finally:
+        timer.join(timeout=300)
+        signal.signal(signal.SIGINT, saved)
+    cause = info.value.__context__
+    assert isinstance(cause, KeyboardInterrupt)
+    assert _innermost_frame(cause).name == "check", _innermost_frame(cause)
+    kept = _records(tmp_path)
+    assert 1 <= len(kept) < SEEDS and all(r["outcome"] == "finished" for r in kept)
+    assert not (tmp_path / LOCK_NAME).exists()
+
+
+class _Alive:
+    """A stand-in process for ``_wait_for`` in this process's own thread: it never ends."""
+
+    returncode = None
+
+    def poll(self):
+        return None
