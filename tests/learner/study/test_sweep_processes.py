@@ -250,7 +250,7 @@ class TestLockFile:
 def _innermost_frame(exc):
     import traceback
 
-    return traceback.extract_tb(exc.__traceback__)[-1]
+    return traceback.extract_tb(exc.__traceback__)[-1]  # where the interrupt started
 
 
 @pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs POSIX signals")
@@ -282,7 +282,8 @@ def test_a_ctrl_c_while_the_sweep_waits_is_raised_where_it_checks_not_inside_the
         signal.signal(signal.SIGINT, saved)
     cause = info.value.__context__
     assert isinstance(cause, KeyboardInterrupt)
-    assert _innermost_frame(cause).name == "check", _innermost_frame(cause)
+    start = _innermost_frame(cause)  # the check's name, which mutation testing may decorate, in learner/parallel.py
+    assert start.filename.endswith(os.path.join("learner", "parallel.py")) and "check" in start.name, start
     kept = _records(tmp_path)
     assert 1 <= len(kept) < SEEDS and all(r["outcome"] == "finished" for r in kept)
     assert not (tmp_path / LOCK_NAME).exists()
