@@ -427,6 +427,9 @@ def foreign_file(path: PathLike) -> str | None:
             blob = head + fh.read(MAX_JSON_BYTES + 1 - len(head))
     except (OSError, FileFormatError):
         return None  # missing or unreadable: the writer's own checks say so
+    if len(blob) > MAX_JSON_BYTES:  # more than read_json reads: not a JSON file of the toolkit's
+        return (f"a file the toolkit did not write (larger than the {MAX_JSON_BYTES:,} bytes of its JSON files, and "
+                "not a layer, examples file or figure of its)")
     try:
         value = json.loads(blob.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):

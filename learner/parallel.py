@@ -882,9 +882,10 @@ class Workers:
     def _submit(self, fn, args):
         if self.backend == "serial":
             return _Done(fn(*args))
-        if self.backend == "local":
-            return self._pool.submit(fn, *args)
-        return self._client.submit(fn, *args, pure=False)
+        with interrupts_deferred():  # submit takes the pool's locks: a Ctrl-C is raised once it returns
+            if self.backend == "local":
+                return self._pool.submit(fn, *args)
+            return self._client.submit(fn, *args, pure=False)
 
 
 @contextlib.contextmanager

@@ -364,3 +364,85 @@ class TestMarkPlacement:
     def test_a_body_without_a_final_newline_gets_exactly_one(self):
         marked = learner_io._mark_figure(b"<svg></svg>", "svg")
         assert marked.startswith(b"<svg></svg>\n<!-- ")
+
+
+class TestWhatIsReadToJudge:
+    """How much of a file is read to judge it, and the limits at their edges (the limits made small here, so the
+    edges are files of a few kilobytes)."""
+
+    LIMIT = 10_000  # above the 4096 bytes read first, so a JSON file's judgement reads a head and then the rest
+
+    def _marked_json_of(self, path, size):
+        """A JSON file written (and marked) by the toolkit, padded to exactly ``size`` bytes."""
+        write_json(path, {"pad": ""})
+        pad = size - path.stat().st_size
+        write_json(path, {"pad": "x" * pad})
+        assert path.stat().st_size == size
+        return path
+
+    def test_a_marked_json_file_is_ours_up_to_the_readers_limit_and_not_past_it(self, tmp_path, monkeypatch):
+        monkeypatch.setattr(learner_io, "MAX_JSON_BYTES", self.LIMIT)
+        at = self._marked_json_of(tmp_path / "at.json", self.LIMIT)
+        past = self._marked_json_of(tmp_path / "past.json", self.LIMIT + 1)
+        assert foreign_file(at) is None and learner_io.read_json(at)["pad"]
+        assert f"larger than the {self.LIMIT:,} bytes" in foreign_file(past)
+        with pytest.raises(learner_io.FileFormatError, match="larger than"):  # the reader's own limit agrees
+            learner_io.read_json(past)
+
+    def test_a_large_file_is_judged_and_refused_from_its_first_bytes(self, tmp_path, monkeypatch):
+        import tracemalloc
+
+        monkeypatch.setattr(learner_io, "MAX_JSON_BYTES", self.LIMIT)
+        path = tmp_path / "big.json"
+        path.write_bytes(b"[" + b" " * (4 << 20))  # 4 MiB that no limit here lets anyone read whole
+        tracemalloc.start()
+        try:
+            assert "did not write" in foreign_file(path)
+            with pytest.raises(learner_io.FileFormatError, match="larger than"):
+                learner_io.read_json(path)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 1 << 20, f"read {peak:,} bytes to judge a file that the first {self.LIMIT + 1:,} decide"
+
+    def test_a_marked_figure_is_ours_up_to_the_figure_limit(self, tmp_path, monkeypatch):
+        blob = learner_io._mark_figure(_png(), "png")
+        path = tmp_path / "f.png"
+        path.write_bytes(blob)
+        monkeypatch.setattr(learner_io, "_MAX_MARKED_BYTES", len(blob))
+        assert foreign_file(path) is None
+        monkeypatch.setattr(learner_io, "_MAX_MARKED_BYTES", len(blob) - 1)  # past the limit: not judged a figure
+        assert "did not write" in foreign_file(path)
+
+    def test_an_unmarked_figure_is_named_by_its_format(self, tmp_path):
+        (tmp_path / "f.png").write_bytes(_png())
+        assert foreign_file(tmp_path / "f.png").startswith("a PNG figure the toolkit did not write")
+        (tmp_path / "f.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")
+        assert foreign_file(tmp_path / "f.pdf").startswith("a PDF figure")
+
+    def test_save_figure_passes_its_options_to_matplotlib(self, tmp_path):
+        matplotlib = pytest.importorskip("matplotlib", reason="figures need matplotlib (the `plot` extra)")
+        matplotlib.use("Agg")
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(2, 1))
+        widths = []
+        for dpi in (20, 40):
+            blob = learner_io.save_figure(fig, tmp_path / f"f{dpi}.png", dpi=dpi).read_bytes()
+            widths.append(struct.unpack(">I", blob[16:20])[0])  # IHDR's width, the first field after its type
+        assert widths == [40, 80]
+
+    def test_a_write_that_is_no_figure_is_not_read_back_whole(self, tmp_path):
+        """Every atomic write looks at its file's first bytes for a figure to mark; a large examples file must not
+        be read back into memory for that."""
+        import tracemalloc
+
+        payload = b"PK\x03\x04" + bytes(4 << 20)  # 4 MiB, allocated before the measurement
+        tracemalloc.start()
+        try:
+            atomic_write(tmp_path / "big.npz", lambda fh: fh.write(payload))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert (tmp_path / "big.npz").stat().st_size == len(payload)
+        assert peak < 1 << 20, f"{peak:,} bytes held to find out that {len(payload):,} bytes are no figure"

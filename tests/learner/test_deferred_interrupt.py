@@ -178,3 +178,22 @@ class TestWaiting:
             list(pool.ordered("demo", time.sleep, [((60,), 1)]))
         assert _raised_by_the_check(info.value), "".join(traceback.format_tb(info.value.__traceback__))
         assert pool.pids() == []
+
+    def test_a_ctrl_c_during_a_submit_is_raised_once_the_submit_returns(self):
+        """A submit takes the pool's locks; a Ctrl-C arriving inside it must not cut it short."""
+        done = []
+
+        class Pool:  # stands for the executor: the signal arrives while its submit runs
+            def submit(self, fn, *args):
+                _ctrl_c()  # a handler that raised would raise here, inside the pool's lock
+                done.append("submitted")
+                return concurrent.futures.Future()
+
+        pool = parallel.Workers(2)
+        pool._pool = Pool()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                pool._submit(abs, (1,))
+        finally:
+            pool._pool = None
+        assert done == ["submitted"]

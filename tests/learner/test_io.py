@@ -4,6 +4,8 @@ import gc
 import hashlib
 import json
 import math
+import pickle
+import re
 import warnings
 
 import numpy as np
@@ -484,6 +486,42 @@ class TestRecordsOnDisk:
         with pytest.raises(learner.io.FileFormatError):
             learner.io.load_examples(path)
 
+    def test_a_pickled_member_beside_a_well_formed_header_is_never_unpickled(self, tmp_path):
+        """The header checks pass (format, schema, sizes), so the refusal must come from the member's pickle
+        never being run: unpickling it would call ``_note_unpickled``."""
+        path = tmp_path / "p.npz"
+        header = {"format": "attention-examples", "schema_version": learner.io.SCHEMA_VERSION,
+                  "arrays": {"X": {"shape": [1000, 1, 1]}, "Y": {"shape": [1000, 1, 1]}}}
+        watched = np.array([_Watched()], dtype=object)
+        np.savez(path, X=watched, Y=watched, **{learner.io._META: np.frombuffer(json.dumps(header).encode(), np.uint8)})
+        _UNPICKLED.clear()
+        with pytest.raises(learner.io.FileFormatError, match="damaged or not a toolkit"):
+            learner.io.load_examples(path)
+        assert _UNPICKLED == []
+        pickle.loads(pickle.dumps(_Watched()))  # control: unpickling it is seen
+        assert _UNPICKLED == ["unpickled"]
+
+    def test_refusals_before_inflating_name_the_file(self, tmp_path):
+        big_header = tmp_path / "header.npz"
+        np.savez(big_header, X=np.ones(1), **{learner.io._META: np.zeros(learner.io.META_MAX_BYTES + 1, np.uint8)})
+        with pytest.raises(learner.io.FileFormatError, match=f"^{re.escape(repr(str(big_header)))}: its header"):
+            learner.io.load_examples(big_header)
+        big_member = tmp_path / "member.npz"
+        header = {"format": "attention-examples", "schema_version": learner.io.SCHEMA_VERSION,
+                  "arrays": {"X": {"shape": [1]}, "Y": {"shape": [1]}}}
+        np.savez(big_member, X=np.ones(10**5), Y=np.ones(1),
+                 **{learner.io._META: np.frombuffer(json.dumps(header).encode(), np.uint8)})
+        with pytest.raises(learner.io.FileFormatError, match=f"^{re.escape(repr(str(big_member)))}: array 'X'"):
+            learner.io.load_examples(big_member)
+
+    def test_max_d_reads_d_from_the_last_axis_of_thetas(self, tmp_path):
+        """A header declaring thetas (1, 2, 100): d is the last axis, so max_d = 10 refuses it from the header
+        (a reader taking another axis would let it through to the layer's own check)."""
+        path = learner.io._write_record(tmp_path / "L.npz", learner.io._LAYER,
+                                        {"thetas": np.ones((1, 2, 100)), "ws": np.ones((1, 2, 100))}, None)
+        with pytest.raises(ValueError, match="holds a layer of d = 100 .m = 1., more than the d = 10"):
+            learner.io.load_layer(path, max_d=10)
+
     def test_only_the_first_bytes_of_a_file_that_is_not_an_archive_are_read(self, tmp_path):
         import tracemalloc
 
@@ -498,8 +536,10 @@ class TestRecordsOnDisk:
             tracemalloc.stop()
         assert peak < 2**22
 
-    @pytest.mark.parametrize("header", [[1, 2], {"format": "attention-examples", "arrays": {"X": 5, "Y": 5}}],
-                             ids=["a list", "arrays entries not objects"])
+    @pytest.mark.parametrize("header", [[1, 2], {"format": "attention-examples", "arrays": {"X": 5, "Y": 5}},
+                                        {"format": "attention-examples", "schema_version": learner.io.SCHEMA_VERSION,
+                                         "arrays": {"X": 5, "Y": 5}}],
+                             ids=["a list", "arrays entries not objects", "entries not objects, schema right"])
     def test_a_header_of_the_wrong_shape_is_a_format_error(self, tmp_path, header):
         path = tmp_path / "h.npz"
         X = np.ones((2, 3, 4))
@@ -561,3 +601,18 @@ class TestFolderMessagesNameWhatWasGiven:
         target = tmp_path / ("new" if kind == "directory" else "new.json")
         with pytest.raises(ValueError, match=rf"`out` {kind} cannot be written: .* got out='[^']*{target.name}'\."):
             getattr(learner.io, check)("out", target)
+
+
+_UNPICKLED: list[str] = []
+
+
+def _note_unpickled(tag):
+    _UNPICKLED.append(tag)
+    return tag
+
+
+class _Watched:
+    """An object whose unpickling is seen (it calls ``_note_unpickled``)."""
+
+    def __reduce__(self):
+        return _note_unpickled, ("unpickled",)
