@@ -4,6 +4,7 @@ A set that selected nothing would let every mutant survive, and one that kept th
 days: both are checked here on constructed test ids, and every pattern is checked against the test files.
 """
 
+import ast
 import fnmatch
 import importlib.util
 import re
@@ -224,3 +225,48 @@ class TestOverrunUnderAMutant:
                 "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); m._stop_as_timeout()")
         done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, timeout=60)
         assert done.returncode == -signal.SIGXCPU
+
+
+def _ci_mutants():
+    from importlib.machinery import SourceFileLoader
+
+    loader = SourceFileLoader("_ci_mutants_under_test", str(ROOT / ".ci" / "mutants"))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+class TestEquivalentsArePinned:
+    """An equivalent mutant is excused by name, and mutmut renumbers a function's mutants when the function changes:
+    an entry counts only while the mutant of that name still changes the line the entry was judged on."""
+
+    def test_the_changed_line_ignores_comments_spacing_and_the_mutants_name(self):
+        ci = _ci_mutants()
+        orig = ast.parse("def f__mutmut_orig(x):\n    y = x+1   # one more\n    return y\n").body[0]
+        mutant = ast.parse("def f__mutmut_3(x):\n    y = x - 1\n    return y\n").body[0]
+        assert ci.changed_lines(orig, mutant) == "y = x - 1"
+        two = ast.parse("def f__mutmut_4(x):\n    y = x + 2\n    return None\n").body[0]
+        assert ci.changed_lines(orig, two) == "y = x + 2 / return None"
+
+    def test_an_entry_counts_only_while_its_mutant_changes_the_pinned_line(self, monkeypatch):
+        ci = _ci_mutants()
+        monkeypatch.setattr(ci, "_CHANGED", {"m.f__mutmut_3": "y = x - 1", "m.f__mutmut_4": "return None"})
+        equivalent = ci.load_equivalents('"m.f__mutmut_3" = {reason = "r", line = "y = x - 1"}\n'
+                                         '"m.f__mutmut_4" = {reason = "renumbered", line = "y = x * 1"}\n'
+                                         '"m.gone__mutmut_1" = {reason = "r", line = "z = 1"}\n'
+                                         '"m.f__mutmut_5" = {reason = "not looked at again", line = ""}\n')
+        valid, stale = ci.pinned(equivalent, [])
+        assert valid == {"m.f__mutmut_3"}
+        assert dict(stale) == {"m.f__mutmut_4": "now changes: return None", "m.gone__mutmut_1": "no longer exists",
+                               "m.f__mutmut_5": "no longer exists"}
+
+    def test_an_entry_without_its_line_is_refused(self):
+        ci = _ci_mutants()
+        with pytest.raises(SystemExit, match="needs a table with `reason` and `line`"):
+            ci.load_equivalents('"m.f__mutmut_3" = "a reason alone"\n')
+
+    def test_the_projects_equivalents_all_read(self):
+        ci = _ci_mutants()
+        entries = ci.load_equivalents((ROOT / ".ci" / "mutants-equivalent.toml").read_text())
+        assert entries and all(reason.strip() for reason, _ in entries.values())
