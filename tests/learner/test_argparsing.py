@@ -63,3 +63,40 @@ def test_rules_hardening_and_flag_names_reach_options_in_groups_and_sub_commands
         parser.parse_args(["go", "--x", "nan"])  # hardened: a finite number
     assert flag_message(parser, "go", "`n` must be at least 2; got n=1") == "`--n` must be at least 2; got --n=1"
     assert flag_message(parser, "stop", "`n` must be at least 2") == "`n` must be at least 2"
+
+
+def _list_parser():
+    from learner.validation import Each
+
+    @declare(ms=Each(Integer(minimum=1)))
+    def run(ms=(1,)):
+        return ms
+
+    parser = command_parser(prog="toy", version=False)
+    parser.add_argument("--m", dest="ms", type=int, nargs="+")
+    declare_options(parser, run)
+    return parser
+
+
+def test_a_whole_list_refusal_is_one_line_naming_the_flag(capsys):
+    parser = _list_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--m", "2", "2"])
+    # The rule's message with the flag in it, after argparse's "argument --m: ", its final full stop dropped once.
+    expected = "toy: error: argument --m: `--m` must hold distinct values; got --m=[2, 2]"
+    assert capsys.readouterr().err.splitlines()[-1] == expected
+    assert parser.parse_args(["--m", "2", "3"]).ms == [2, 3]  # control
+
+
+def test_a_namespace_given_to_the_parser_is_the_one_filled():
+    parser = _list_parser()
+    given = argparse.Namespace(kept="from the caller")
+    parsed = parser.parse_args(["--m", "2"], namespace=given)
+    assert parsed is given and given.kept == "from the caller" and given.ms == [2]
+
+
+def test_limit_options_refuses_a_name_that_is_no_option():
+    from learner.argparsing import limit_options
+
+    with pytest.raises(ValueError, match=r"limit_options: toy has no option\(s\) \['n'\]"):
+        limit_options(_list_parser(), {"n": (10, "a test's limit")})

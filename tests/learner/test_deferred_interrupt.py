@@ -52,12 +52,12 @@ def _raised_by_the_check(exc):
 class TestTheFlag:
     def test_a_ctrl_c_inside_is_noted_not_raised_and_check_raises_it_once(self):
         with interrupts_deferred() as guard:
-            assert guard.active and not guard.requested
+            assert guard.active is True and guard.requested is False  # documented as booleans
             _ctrl_c()
-            assert guard.requested, "the Ctrl-C was noted"
+            assert guard.requested is True, "the Ctrl-C was noted"
             with pytest.raises(KeyboardInterrupt):
                 guard.check()
-            assert not guard.requested, "a checked interrupt is forgotten"
+            assert guard.requested is False, "a checked interrupt is forgotten"
             guard.check()  # nothing noted since: no interrupt
 
     def test_the_handlers_are_restored_on_the_way_out(self):
@@ -173,10 +173,12 @@ class TestWaiting:
 
     def test_a_pool_s_wait_is_interrupted_at_the_check(self):
         """``Workers.ordered`` on a local pool: the Ctrl-C lands in the check, not in the future's locks."""
+        start = time.monotonic()
         with pytest.raises(KeyboardInterrupt) as info, parallel.Workers(2) as pool:
             threading.Timer(1.0, os.kill, args=(os.getpid(), signal.SIGINT)).start()
             list(pool.ordered("demo", time.sleep, [((60,), 1)]))
         assert _raised_by_the_check(info.value), "".join(traceback.format_tb(info.value.__traceback__))
+        assert time.monotonic() - start < 30, "interrupted only once the 60 s batch had ended"  # a guard, not a timing
         assert pool.pids() == []
 
     def test_a_ctrl_c_during_a_submit_is_raised_once_the_submit_returns(self):
@@ -197,3 +199,41 @@ class TestWaiting:
         finally:
             pool._pool = None
         assert done == ["submitted"]
+
+
+#: What a Dask task of this module waits on (the cluster runs in this process); set once the test is done with it.
+_RELEASE = threading.Event()
+
+
+def _held():
+    return _RELEASE.wait(60)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """An in-process Dask cluster of one thread."""
+    distributed = pytest.importorskip("distributed", reason="Dask's futures need the `dask` extra")
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None) as c:
+        yield c
+
+
+class TestDaskWaits:
+    """``wait_one`` on Dask's futures: it waits for the computation in bounded steps (a timeout on ``result`` would
+    also bound the transfer of the result)."""
+
+    def test_a_result_that_takes_several_polls_arrives(self, client):
+        future = client.submit(lambda: (time.sleep(0.5), 7)[1], pure=False)
+        assert wait_one(future, DeferredInterrupt()) == 7
+
+    def test_a_ctrl_c_during_the_wait_is_raised_by_the_check(self, client):
+        _RELEASE.clear()
+        future = client.submit(_held, pure=False)
+        timer = threading.Timer(0.3, os.kill, args=(os.getpid(), signal.SIGINT))
+        try:
+            with pytest.raises(KeyboardInterrupt) as info, interrupts_deferred() as guard:
+                timer.start()
+                wait_one(future, guard)
+            assert _raised_by_the_check(info.value), "".join(traceback.format_tb(info.value.__traceback__))
+            assert not future.done(), "the interrupt came while the task still ran, not after it"
+        finally:
+            _RELEASE.set()
