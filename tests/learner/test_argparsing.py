@@ -100,3 +100,20 @@ def test_limit_options_refuses_a_name_that_is_no_option():
 
     with pytest.raises(ValueError, match=r"limit_options: toy has no option\(s\) \['n'\]"):
         limit_options(_list_parser(), {"n": (10, "a test's limit")})
+
+
+def test_limit_options_bounds_undeclared_options_by_their_type_and_says_why(capsys):
+    """Options without a declared rule: a float takes any finite number, an int any integer, each up to its limit
+    (the number's exclusive, the integer's inclusive), and a refusal says how the limit was sized."""
+    from learner.argparsing import limit_options
+
+    parser = command_parser(prog="toy", version=False)
+    parser.add_argument("--x", type=float)
+    parser.add_argument("--n", type=int)
+    limit_options(parser, {"x": (10.0, " (the x limit)"), "n": (5, " (the n limit)")})
+    got = parser.parse_args(["--x", "-2.5", "--n", "5"])
+    assert (got.x, got.n) == (-2.5, 5)
+    for argv, said in ((["--x", "10"], "(the x limit)"), (["--n", "6"], "(the n limit)"), (["--n", "2.5"], "--n")):
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
+        assert said in capsys.readouterr().err, argv
