@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import struct
 import zipfile
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -446,3 +448,56 @@ class TestWhatIsReadToJudge:
             tracemalloc.stop()
         assert (tmp_path / "big.npz").stat().st_size == len(payload)
         assert peak < 1 << 20, f"{peak:,} bytes held to find out that {len(payload):,} bytes are no figure"
+
+
+class TestWhereAWriteLands:
+    """``write_target`` and ``atomic_write``: what is written, where the temporary file lies, what a refusal says."""
+
+    def test_a_path_is_written_as_given_unless_it_is_itself_a_symlink(self, tmp_path):
+        (tmp_path / "real").mkdir()
+        (tmp_path / "via").symlink_to(tmp_path / "real")
+        through_folder = tmp_path / "via" / "out.json"  # a link in a parent folder, not the file itself
+        assert learner_io.write_target(through_folder) == (through_folder, None)
+        (tmp_path / "real" / "t.json").write_text("{}")
+        (tmp_path / "link.json").symlink_to(tmp_path / "real" / "t.json")
+        target, _ = learner_io.write_target(tmp_path / "link.json")
+        assert target == tmp_path / "real" / "t.json"
+
+    def test_a_refusal_names_a_symlink_only_when_there_is_one(self, tmp_path):
+        (tmp_path / "d").mkdir()
+        with pytest.raises(ValueError) as plain:
+            learner_io.write_target(tmp_path / "d")
+        assert "the target of the symlink" not in str(plain.value)
+        (tmp_path / "l").symlink_to(tmp_path / "d")
+        with pytest.raises(ValueError, match=f"the target of the symlink {re.escape(repr(str(tmp_path / 'l')))}"):
+            learner_io.write_target(tmp_path / "l")
+
+    def test_a_name_too_long_is_refused_as_the_path(self, tmp_path):
+        with pytest.raises(ValueError, match="^`path` names a file or folder 300 bytes long"):
+            learner_io.write_target(tmp_path / ("a" * 300))
+
+    def test_the_temporary_file_is_hidden_beside_the_target(self, tmp_path, monkeypatch):
+        """The rename is atomic only within one file system, so the temporary file lies in the target's folder; it is
+        hidden and ends in .tmp, so that a folder's listing does not show a half-written result."""
+        renamed = []
+        replace = learner_io.os.replace
+
+        def spy(src, dst):
+            renamed.append((Path(src), Path(dst)))
+            return replace(src, dst)
+
+        monkeypatch.setattr(learner_io.os, "replace", spy)
+        atomic_write(tmp_path / "r.json", lambda fh: fh.write(b"{}"))
+        (src, dst), = renamed
+        assert dst == tmp_path / "r.json" and src.parent == tmp_path
+        assert src.name.startswith(".r.json.") and src.name.endswith(".tmp")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+    def test_a_figure_is_marked_up_to_the_size_limit(self, tmp_path, monkeypatch):
+        plain = _png()
+        monkeypatch.setattr(learner_io, "_MAX_MARKED_BYTES", len(plain))
+        atomic_write(tmp_path / "at.png", lambda fh: fh.write(plain))
+        assert learner_io._figure_marked((tmp_path / "at.png").read_bytes(), "png")
+        monkeypatch.setattr(learner_io, "_MAX_MARKED_BYTES", len(plain) - 1)
+        atomic_write(tmp_path / "past.png", lambda fh: fh.write(plain))
+        assert (tmp_path / "past.png").read_bytes() == plain  # left as written: too large to be read back and marked

@@ -117,3 +117,29 @@ def test_limit_options_bounds_undeclared_options_by_their_type_and_says_why(caps
         with pytest.raises(SystemExit):
             parser.parse_args(argv)
         assert said in capsys.readouterr().err, argv
+
+
+def test_argparse_s_own_arguments_reach_it_through_the_parser_and_its_groups():
+    parser = CommandParser("toy", "the usage line")  # argparse's positional prog and usage
+    assert (parser.prog, parser.usage) == ("toy", "the usage line")
+    group = parser.add_argument_group("sizes", "how large")
+    other = parser.add_argument_group(title="budgets", description="how long")
+    group.add_argument("--n", type=int, default=3, help="the n")
+    other.add_argument("--t", type=float, default=0.5)
+    assert (group.title, group.description, other.title, other.description) == ("sizes", "how large", "budgets",
+                                                                                "how long")
+    assert vars(parser.parse_args([])) == {"n": 3, "t": 0.5}
+    assert vars(parser.parse_args(["--n", "4"])) == {"n": 4, "t": 0.5}
+    assert [a.dest for a in parser.options] == ["help", "n", "t"]
+
+
+def test_harden_keeps_a_float_s_sign_and_an_int_s_whole_values():
+    parser = command_parser(prog="toy", version=False)
+    parser.add_argument("--x", type=float)
+    parser.add_argument("--n", type=int)
+    harden(parser)
+    got = parser.parse_args(["--x", "-1.5", "--n", "-2"])
+    assert (got.x, got.n) == (-1.5, -2)
+    for argv in (["--x", "inf"], ["--n", "2.5"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
