@@ -610,7 +610,8 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 
 
 def _inside(path, folder):
-    """Whether ``path`` is ``folder`` or lies in it (resolved paths, or a hard link to a file in it)."""
+    """Whether ``path`` is ``folder`` or lies in it: by resolved paths, or as a file the folder reads under another
+    name (a hard link in it, or a symlink in it that leads to the file)."""
     real, top = os.path.realpath(path), os.path.realpath(folder)
     if real == top or os.path.commonpath([real, top]) == top:
         return True
@@ -618,9 +619,9 @@ def _inside(path, folder):
         st = os.stat(path)
     except OSError:
         return False
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2 or not os.path.isdir(folder):
+    if not stat.S_ISREG(st.st_mode) or not os.path.isdir(folder):
         return False
-    for root, _, names in os.walk(folder):  # a hard link elsewhere to a file the command reads there
+    for root, _, names in os.walk(folder):  # another name in the folder for a file outside it (stat follows links)
         for name in names:
             try:
                 other = os.stat(os.path.join(root, name))

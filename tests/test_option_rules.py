@@ -173,6 +173,16 @@ class TestHardLinks:
         os.link(tmp_path / "sc" / "r.json", tmp_path / "hard.json")
         assert argparsing._inside(tmp_path / "hard.json", tmp_path / "sc")
 
+    def test_a_file_a_symlink_in_the_folder_leads_to_is_inside_it(self, tmp_path):
+        """The command reads the folder, the link with it, and so the file: writing the file changes what it reads."""
+        (tmp_path / "sc").mkdir()
+        (tmp_path / "out.json").write_text("{}")  # one link only: no hard link anywhere
+        os.symlink(tmp_path / "out.json", tmp_path / "sc" / "r.json")
+        assert argparsing._inside(tmp_path / "out.json", tmp_path / "sc")
+        os.symlink(tmp_path / "elsewhere.json", tmp_path / "sc" / "dangling.json")
+        (tmp_path / "elsewhere2.json").write_text("{}")
+        assert not argparsing._inside(tmp_path / "elsewhere2.json", tmp_path / "sc")  # control: no name leads to it
+
     def test_control_a_hard_linked_file_whose_links_are_all_outside(self, tmp_path):
         (tmp_path / "sc").mkdir()
         (tmp_path / "sc" / "other.json").write_text("{}")
