@@ -347,6 +347,11 @@ class DeferredInterrupt:
     """A Ctrl-C (or a SIGTERM made to interrupt, :func:`interrupt_on_sigterm`) noted while
     :func:`interrupts_deferred` holds, and raised as ``KeyboardInterrupt`` only where the caller checks.
 
+    Parameters
+    ----------
+    active : bool, default False
+        Whether the signals are noted here (:func:`interrupts_deferred` makes an active guard where it installs one).
+
     Attributes
     ----------
     requested : bool
@@ -880,8 +885,7 @@ class Workers:
                                   "workers.") from exc
 
     def _submit(self, fn, args):
-        if self.backend == "serial":
-            return _Done(fn(*args))
+        """Hand one batch to the pool (``ordered`` computes the serial backend's batches itself)."""
         with interrupts_deferred():  # submit takes the pool's locks: a Ctrl-C is raised once it returns
             if self.backend == "local":
                 return self._pool.submit(fn, *args)

@@ -183,3 +183,57 @@ class TestWorkersKill:
         theirs._ensure()
         getattr(theirs, end)()
         assert given.closed == 0
+
+
+def _worker_facts():
+    """What a local-pool worker runs with (called in the worker)."""
+    import threading
+
+    return (sorted(t.name for t in threading.enumerate()), os.environ.get("OMP_NUM_THREADS"),
+            os.environ.get("OPENBLAS_NUM_THREADS"), signal.getsignal(signal.SIGINT) == signal.SIG_IGN)
+
+
+class TestALocalPool:
+    def test_its_size_threads_environment_and_ctrl_c(self):
+        """Three workers (not the machine's core count), each watching its parent, with one BLAS thread and Ctrl-C
+        ignored."""
+        pool = parallel.local_pool(3)
+        try:
+            facts = [pool.submit(_worker_facts).result(timeout=120) for _ in range(3)]
+            assert len(parallel.pool_pids(pool)) == 3
+        finally:
+            parallel.kill_pool(pool)
+        for threads, omp, openblas, ignored in facts:
+            assert "exit-with-parent" in threads and (omp, openblas, ignored) == ("1", "1", True)
+
+    def test_workers_sizes_its_pool_from_its_own_count(self):
+        with parallel.Workers(3) as pool:
+            pool._ensure()
+            assert len(pool.pids()) == 3
+
+
+class TestDaskClientOfWorkers:
+    """What ``Workers`` takes from a scheduler: the address it connects to, the count of workers it reports."""
+
+    class _Client:
+        def __init__(self, count):
+            self.count = count
+
+        def scheduler_info(self):
+            return {"workers": {f"w{i}": {} for i in range(self.count)}}
+
+        def submit(self, *args, **kwargs):  # what marks a client; no batch is submitted here
+            raise AssertionError("nothing is submitted in these tests")
+
+    def test_the_address_given_is_the_one_connected_to(self, monkeypatch):
+        seen = []
+        monkeypatch.setattr(parallel, "connect_client", lambda address: seen.append(address) or self._Client(2))
+        pool = parallel.Workers(scheduler="tcp://scheduler.example:8786")
+        pool._ensure()
+        assert seen == ["tcp://scheduler.example:8786"] and pool.workers == 2
+
+    @pytest.mark.parametrize("count, workers", [(0, 1), (1, 1), (3, 3)])
+    def test_the_workers_counted_are_the_clusters_with_one_at_least(self, count, workers):
+        pool = parallel.Workers(scheduler=self._Client(count))
+        pool._ensure()
+        assert pool.workers == workers
