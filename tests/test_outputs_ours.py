@@ -501,3 +501,22 @@ class TestWhereAWriteLands:
         monkeypatch.setattr(learner_io, "_MAX_MARKED_BYTES", len(plain) - 1)
         atomic_write(tmp_path / "past.png", lambda fh: fh.write(plain))
         assert (tmp_path / "past.png").read_bytes() == plain  # left as written: too large to be read back and marked
+
+
+class TestWhichFilesAreFigures:
+    """A figure is told by its first bytes: an SVG starts (after blank space) with its XML prolog or ``<svg``."""
+
+    @pytest.mark.parametrize("body", [b"<svg></svg>", b"\n  <svg></svg>", b"<?xml version='1.0'?>\n<svg></svg>"],
+                             ids=["bare", "after-blank-lines", "with-prolog"])
+    def test_a_marked_svg_is_ours_however_it_starts(self, tmp_path, body):
+        path = tmp_path / "f.svg"
+        path.write_bytes(learner_io._mark_figure(body, "svg"))
+        assert foreign_file(path) is None
+        path.write_bytes(body)  # control: unmarked, it is a figure the toolkit did not write
+        assert foreign_file(path).startswith("a SVG figure")
+
+    def test_a_json_file_that_mentions_svg_is_still_json(self, tmp_path):
+        value = {"note": "drawn as <svg> by the plot command"}
+        path = write_json(tmp_path / "notes.json", value)
+        assert foreign_file(path) is None
+        assert learner_io.read_json(path)["note"] == value["note"]  # still JSON: no figure mark appended
