@@ -376,7 +376,7 @@ class DeferredInterrupt:
         Raises
         ------
         KeyboardInterrupt
-            When :attr:`requested`.
+            When ``requested`` is set.
         """
         if self.requested:
             self.requested = False
