@@ -206,6 +206,22 @@ class TestALocalPool:
         for threads, omp, openblas, ignored in facts:
             assert "exit-with-parent" in threads and (omp, openblas, ignored) == ("1", "1", True)
 
+    def test_workers_started_later_get_the_worker_environment_too(self, monkeypatch):
+        """loky starts a worker again outside local_pool's environment block (after a worker's idle exit or loss):
+        the pool itself must carry WORKER_ENV for those (loky's ``env``), not only the environment of its start."""
+        import loky
+
+        seen = {}
+
+        class Spy(loky.ProcessPoolExecutor):
+            def __init__(self, *args, **kwargs):
+                seen.update(kwargs)
+                super().__init__(*args, **kwargs)
+
+        monkeypatch.setattr(loky, "ProcessPoolExecutor", Spy)
+        parallel.kill_pool(parallel.local_pool(1))
+        assert seen["env"] == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
     def test_workers_sizes_its_pool_from_its_own_count(self):
         with parallel.Workers(3) as pool:
             pool._ensure()
