@@ -82,6 +82,27 @@ class TestSetCtrlC:
         finally:
             signal.signal(signal.SIGINT, before)
 
+    def test_the_pending_handlers_run_inside_the_guard(self, monkeypatch):
+        """The rule that keeps the report out: the signals pending at the change are run at once (POSIX:
+        ``pthread_sigmask`` with an empty set runs them), while the report is still dropped, not at some later
+        check, when the default hook prints it."""
+        if not hasattr(signal, "pthread_sigmask"):
+            pytest.skip("no pthread_sigmask on this platform: the pending handlers run at the next check")
+        default, calls = sys.unraisablehook, []
+        real = signal.pthread_sigmask
+
+        def spy(how, mask):
+            calls.append((how, list(mask), sys.unraisablehook is not default))
+            return real(how, mask)
+
+        monkeypatch.setattr(signal, "pthread_sigmask", spy)
+        before = signal.getsignal(signal.SIGINT)
+        try:
+            set_ctrl_c(signal.SIG_IGN)
+        finally:
+            signal.signal(signal.SIGINT, before)
+        assert calls == [(signal.SIG_BLOCK, [], True)]  # a mask unchanged, under the guard
+
     def test_only_the_race_report_is_dropped_and_the_hook_is_restored(self, monkeypatch):
         seen = []
         monkeypatch.setattr(sys, "unraisablehook", seen.append)

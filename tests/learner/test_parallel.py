@@ -582,6 +582,11 @@ class TestDaskFailures:
             with pytest.raises(ConnectionError, match=r"the Dask cluster \(the client's cluster\) lost this run's "
                                                       r"batches \((CancelledError|OSError)"):
                 list(pool.ordered("x", _square, [((2,), 1)]))
+        # A cluster given by its address is named by it (the client stands in for the one the address opens).
+        pool = Workers(scheduler="tcp://10.1.2.3:8786")
+        pool._client = Client(OSError("comm closed"))
+        with pytest.raises(ConnectionError, match=r"the Dask cluster \(tcp://10\.1\.2\.3:8786\) lost this run's"):
+            list(pool.ordered("x", _square, [((2,), 1)]))
         # Control: a value arrives as it is; an error of the task itself is not turned into a cluster failure.
         class Ok(Client):
             def submit(self, fn, *args, pure=False):

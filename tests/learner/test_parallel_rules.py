@@ -228,6 +228,22 @@ class TestALocalPool:
             assert len(pool.pids()) == 3
 
 
+class TestOrderedStats:
+    """What ``Workers.ordered`` adds to ``stats`` per label, against counts and a clock read here."""
+
+    def test_calls_add_up_and_seconds_are_the_time_spent(self):
+        import time
+
+        pool = parallel.Workers()
+        t0 = time.perf_counter()
+        assert list(pool.ordered("x", abs, [((-2,), 3), ((-5,), 4)])) == [2, 5]
+        assert list(pool.ordered("x", abs, [((-1,), 2)])) == [1]
+        wall = time.perf_counter() - t0
+        stats = pool.stats["x"]
+        assert (stats["calls"], stats["batches"], stats["examples"]) == (2, 3, 9)
+        assert 0.0 <= stats["seconds"] <= wall  # from zero: no time is counted that was not spent
+
+
 class TestDaskClientOfWorkers:
     """What ``Workers`` takes from a scheduler: the address it connects to, the count of workers it reports."""
 
