@@ -228,8 +228,56 @@ class TestALocalPool:
             assert len(pool.pids()) == 3
 
 
+class _Ahead(parallel.Workers):
+    """A pool that forms batches ahead as a local pool of two workers does (a window of 2 × AHEAD_PER_WORKER) and
+    computes them here."""
+
+    def __init__(self):
+        super().__init__(None)
+        self.backend, self.workers = "in-process, ahead", 2
+
+    def _ensure(self):
+        pass
+
+    def _submit(self, fn, args):
+        return parallel._Done(fn(*args))
+
+
+class _FailsOnce:
+    """Tasks: batch 1 of 5 examples, an error forming batch 2, then further batches to whoever asks."""
+
+    def __init__(self):
+        self.asked = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.asked += 1
+        if self.asked == 2:
+            raise ValueError("batch 2 cannot be formed")
+        return ((-self.asked,), 5)
+
+
 class TestOrderedStats:
     """What ``Workers.ordered`` adds to ``stats`` per label, against counts and a clock read here."""
+
+    def test_a_batch_that_cannot_be_formed_ends_the_stream_in_its_turn(self):
+        pool, tasks = _Ahead(), _FailsOnce()
+        stream = pool.ordered("x", abs, tasks)
+        assert next(stream) == 1  # the batch before it arrives first
+        with pytest.raises(ValueError, match="batch 2 cannot be formed"):
+            next(stream)
+        assert tasks.asked == 2  # nothing after the failure was formed, though the window had room
+
+    def test_a_failed_batch_left_in_flight_counts_no_examples_ahead(self):
+        import contextlib
+
+        pool, tasks = _Ahead(), _FailsOnce()
+        with contextlib.closing(pool.ordered("x", abs, tasks)) as stream:
+            assert next(stream) == 1
+        stats = pool.stats["x"]
+        assert (stats["batches"], stats["examples"], stats["examples_ahead"]) == (1, 5, 0) and tasks.asked == 2
 
     def test_calls_add_up_and_seconds_are_the_time_spent(self):
         import time
