@@ -270,6 +270,32 @@ class TestOrderedStats:
             next(stream)
         assert tasks.asked == 2  # nothing after the failure was formed, though the window had room
 
+    def test_an_exhausted_stream_is_not_asked_again(self):
+        # Three batches, then StopIteration: the window (4) asks once past the end and never again, however many
+        # batches are still to be handed out.
+        asked = []
+
+        def tasks():
+            for i in range(3):
+                asked.append(i)
+                yield (-i,), 1
+            asked.append("end")
+
+        class Counting:
+            def __init__(self):
+                self.calls, self.inner = 0, tasks()
+
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                self.calls += 1
+                return next(self.inner)
+
+        stream = Counting()
+        assert list(_Ahead().ordered("x", abs, stream)) == [0, 1, 2]
+        assert stream.calls == 4 and asked == [0, 1, 2, "end"]
+
     def test_a_failed_batch_left_in_flight_counts_no_examples_ahead(self):
         import contextlib
 
