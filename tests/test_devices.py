@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the device paths need the torch extra (pip install -e '.[torch]')")
 
-from learner import LayerOracle, arrays, learn, random_layer  # noqa: E402
+from learner import LayerOracle, LearnConfig, arrays, learn, random_layer  # noqa: E402
 from learner.baselines import fit_torch  # noqa: E402
 from learner.oracle import ArraySource, ExampleBatch, device_name  # noqa: E402
 from learner.phases.search import refit, search_heads  # noqa: E402
@@ -62,7 +62,7 @@ def _fit_case():
 def _search(device, seen):
     source = ArraySource(*LayerOracle(_layer(), 2, rng=1).draw(200))
     seen.append(source)
-    search_heads(source, np.zeros((4, 4)), np.zeros((16, 1)), 1, device=device, n_search=50)
+    search_heads(source, np.zeros((4, 4)), np.zeros((16, 1)), 1, LearnConfig(n_search=50), device=device)
 
 
 #: Every public API that takes ``device``, by its qualified name (TestEveryEntryPointIsListed keeps this complete).

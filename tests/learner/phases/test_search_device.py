@@ -8,6 +8,7 @@ torch = pytest.importorskip("torch", reason="the torch extra is not installed (p
 
 from learner import (  # noqa: E402
     LayerOracle,
+    LearnConfig,
     arrays,  # noqa: E402
     learn,
     min_norm_point,
@@ -93,8 +94,9 @@ class TestParity:
         X, Y = LayerOracle(layer, 2, rng=7).draw(400)
         T = layer.thetas.reshape(3, -1)
         hull = min_norm_point(layer.thetas), np.linalg.qr((T[1:] - T[0]).T)[0]
-        a = search_heads(ArraySource(X, Y), *hull, 3, n_search=200, search="vp", vp_starts=2)
-        b = search_heads(ArraySource(X, Y), *hull, 3, n_search=200, search="vp", vp_starts=2, device="cpu")
+        config = LearnConfig(n_search=200, search="vp", vp_starts=2)
+        a = search_heads(ArraySource(X, Y), *hull, 3, config)
+        b = search_heads(ArraySource(X, Y), *hull, 3, config, device="cpu")
         # The search runs on the device too: the same heads, possibly in another order (both fit to ~1e-31).
         assert match_heads(a.warm_start, b.warm_start).max_error < 1e-6
         assert match_heads(a.layer, b.layer).max_error < PARITY
@@ -120,8 +122,8 @@ class TestParity:
 
         monkeypatch.setattr(search_module, "_vp_start", spy)
         with Workers(2) as pool:
-            search_heads(ArraySource(X, Y), *hull, 2, n_search=100, search="vp", vp_starts=3, device="cpu",
-                         workers=pool)
+            search_heads(ArraySource(X, Y), *hull, 2, LearnConfig(n_search=100, search="vp", vp_starts=3),
+                         device="cpu", workers=pool)
             assert "6_search" not in pool.stats  # nothing went to the pool
         assert seen == [("cpu", "ndarray")] * 3  # moved to the device inside the start
 
@@ -307,7 +309,7 @@ class TestLargeLogits:
         layer, X, Y, _ = _row_offset_case(400)
         T = layer.thetas.reshape(layer.m, -1)
         hull = min_norm_point(layer.thetas), np.linalg.qr((T[1:] - T[0]).T)[0]
-        found = search_heads(ArraySource(X, Y), *hull, layer.m, n_search=200, search="vp", vp_starts=2,
+        found = search_heads(ArraySource(X, Y), *hull, layer.m, LearnConfig(n_search=200, search="vp", vp_starts=2),
                              device=device)
         # The held-out labels come from the reference; the Θ's themselves are not compared: a shift along v_i e_0ᵀ
         # adds a constant to every logit of a row and changes no label.
