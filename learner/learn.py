@@ -18,13 +18,14 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from . import arrays
 from . import progress as _bars
 from .assumptions import assumptions, check_setting
 from .errors import ExamplesExhausted, LearnInterrupted, SourceError
 from .hints import SeedLike
 from .layer import AttentionLayer
 from .metrics import truth_errors
-from .oracle import LayerOracle, as_source, device_name, name_source
+from .oracle import LayerOracle, as_source, name_source
 from .parallel import POOL_FROM_EXAMPLES, Workers, blas_threads
 from .phases import (
     NOISE_MIN,
@@ -170,11 +171,12 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
         The layer's largest ``‖Θ_i‖_F`` when you know it (a planted layer's; the command line passes it):
         checked before the first example against the learner's measured reach in sharpness
         (:data:`learner.assumptions.SHARPNESS_REACH`); a layer beyond it is refused with ``status="setting"``.
-    device : str, optional
+    device : str or learner.arrays.Backend, optional
         A torch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``; the torch extra) on which phase 6's search and
         refinement compute, on torch tensors (:mod:`learner.arrays`), and on which a :class:`LayerOracle` without
-        a device of its own computes the labels of phases 1–4 (its ``device`` for the run); the phases'
-        own statistics stay on numpy. A device torch cannot see is refused before the first example. None
+        a device of its own computes the labels of phases 1–4 (through :meth:`LayerOracle.labelled_on`, a view:
+        the oracle itself is not changed); the phases' own statistics stay on numpy. The device is resolved once
+        (:func:`learner.arrays.backend`), and a device torch cannot see is refused before the first example. None
         (default): numpy throughout. ``execution["device"]`` records it.
 
     Returns
@@ -221,29 +223,15 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
     >>> refused.status, refused.examples_drawn, refused.diagnostics["0_setting"]["failed"]
     ('setting', 0, ['cube_configurations'])
     """
-    device = device_name(device)  # before the pool and the first example
+    backend = arrays.backend(device)  # resolved once, before the pool and the first example
     pool = Workers(workers, scheduler, pool_from=POOL_FROM_EXAMPLES)
-    with _bars.showing(_bars.resolve(progress)), pool, _labels_on(source, device):
+    with _bars.showing(_bars.resolve(progress)), pool:
         try:
             run = _Run.start(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool, blas=blas_threads,
-                             logit_scale=logit_scale, device=device)
+                             logit_scale=logit_scale, backend=backend)
             return _execute(run)
         except SourceError as exc:
             raise name_source(exc, source) from None
-
-
-@contextlib.contextmanager
-def _labels_on(source, device):
-    """While the run lasts, a :class:`LayerOracle` without a device of its own computes its labels on
-    ``device`` (its inputs and noise, drawn by numpy, are unchanged); anything else is left as it is."""
-    lend = device is not None and isinstance(source, LayerOracle) and source.device is None
-    if lend:
-        source.device = device
-    try:
-        yield
-    finally:
-        if lend:
-            source.device = None
 
 
 def _threads(n, pool, alone):
@@ -366,7 +354,7 @@ class _Run:
     pool: Workers
     blas: int | None
     logit_scale: float | None = None
-    device: str | None = None
+    backend: arrays.Backend = arrays.NUMPY
     plan_m: int = 0
     phases: dict = dataclasses.field(default_factory=dict)
     diag: dict = dataclasses.field(default_factory=dict)
@@ -378,11 +366,15 @@ class _Run:
 
     @classmethod
     def start(cls, source: Any, *, m: int | None, k: int | None, config: Any, truth: Any, rng: SeedLike,
-              pool: Workers, blas: int | None, logit_scale: float | None, device: str | None) -> _Run:
-        """The run of ``learn``'s arguments, each checked once (before the first example)."""
+              pool: Workers, blas: int | None, logit_scale: float | None, backend: arrays.Backend) -> _Run:
+        """The run of ``learn``'s arguments, each checked once (before the first example). A
+        :class:`LayerOracle` without a device of its own computes the run's labels on ``backend`` through a view
+        (:meth:`LayerOracle.labelled_on`): the caller's oracle is not changed."""
         t_start = time.perf_counter()
         rng = check_rng(rng)
         source = as_source(source)
+        if not backend.on_host and isinstance(source, LayerOracle) and source.device is None:
+            source = source.labelled_on(backend)
         if config is not None and not isinstance(config, LearnConfig):
             raise TypeError(f"`config` must be a LearnConfig; got {type(config).__name__}.")
         cfg = as_config(config)
@@ -397,7 +389,7 @@ class _Run:
                             f"{type(truth).__name__}.")
         if truth is not None and truth.d != d:
             raise ValueError(f"`truth` must have the examples' dimension d={d}; got a layer with d={truth.d}.")
-        return cls(source, m, k, cfg, truth, rng, pool, blas, logit_scale=logit_scale, device=device,
+        return cls(source, m, k, cfg, truth, rng, pool, blas, logit_scale=logit_scale, backend=backend,
                    drawn0=source.n_drawn, t_start=t_start)
 
     @property
@@ -420,8 +412,8 @@ class _Run:
             {"alone": blas, "while_workers_stream": blas if pool.backend == "serial" else 1, "workers": 1,
              "phase6_products": _products_threads(blas, pool)}
             if blas is not None else "not set: the process's own setting (numpy's default or the environment)")
-        if self.device is not None:
-            execution["device"] = self.device
+        if not self.backend.on_host:
+            execution["device"] = self.backend.name
         if self.forecast_time:
             execution["phase4_time_estimate"] = self.forecast_time
         return LearnResult(layer, success, status, message, self.m if m_final is _RUN_M else m_final,
@@ -823,7 +815,7 @@ def _search_phase(run, p5, record=True):
     run.phase = "6_search"
     log.info("phase 6: searching the hull (m = %d, search=%s)", p5.m, cfg.search)
     p6 = search_heads(run.source, p5.theta_star, p5.directions, p5.m, cfg, truth=run.truth, workers=run.pool,
-                      threads=_products_threads(run.blas, run.pool), device=run.device)
+                      threads=_products_threads(run.blas, run.pool), device=run.backend)
     log.info("phase 6: %s search, held-out relative error %.3g", p6.search, p6.heldout_error)
     if record:
         run.phases["6_search"], run.diag["6_search"] = p6, p6.summary()

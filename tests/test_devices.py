@@ -70,6 +70,9 @@ def _search(device, seen):
 API = {
     "learner.arrays.torch_device": lambda device, seen: arrays.torch_device(device),
     "learner.arrays.to_device": lambda device, seen: arrays.to_device(np.ones(2), device),
+    "learner.arrays.backend": lambda device, seen: arrays.backend(device),
+    "learner.arrays.Backend": lambda device, seen: arrays.Backend(device),
+    "learner.oracle.LayerOracle.labelled_on": lambda device, seen: _oracle(seen).labelled_on(device).draw(3),
     "learner.oracle.device_name": lambda device, seen: device_name(device),
     "learner.layer.AttentionLayer.__call__": lambda device, seen: _layer()(np.ones((2, 4)), device=device),
     "learner.oracle.LayerOracle": lambda device, seen: seen.append(LayerOracle(_layer(), 2, device=device)),

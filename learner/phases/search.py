@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg import solve_triangular
 from scipy.optimize import least_squares
 
 from .. import arrays
@@ -270,8 +270,9 @@ def refit(thetas: ArrayLike, X: np.ndarray, Y: np.ndarray, *, max_iter: int = 20
         A kept step that lowers the residual by less than this, relative, ends the fit.
     max_bytes : int
         Memory budget of the normal equations' blocks (bytes).
-    device : str, optional
-        A torch device name such as ``"cuda"`` (torch extra): computes on torch tensors there. None: numpy.
+    device : str or learner.arrays.Backend, optional
+        A torch device name such as ``"cuda"`` (torch extra), or its backend (:func:`learner.arrays.backend`):
+        computes on torch tensors there. None: numpy.
 
     Returns
     -------
@@ -290,16 +291,17 @@ def refit(thetas: ArrayLike, X: np.ndarray, Y: np.ndarray, *, max_iter: int = 20
     True
     """
     thetas = np.asarray(thetas, dtype=float)
-    z, ws, _, _ = _refine_vp(thetas, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes, device=device)
+    z, ws, _, _ = _refine_vp(thetas, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes,
+                             backend=arrays.backend(device))
     return AttentionLayer(z.reshape(thetas.shape), ws)
 
 
-def _refine_vp(theta0, X, Y, *, max_iter, ftol=1e-15, max_bytes=2**30, threads=1, device=None):
-    """:func:`_levenberg_marquardt` in the ``Θ``'s, on numpy arrays (``device`` None) or on torch tensors on
-    ``device``; its ``(params, ws, evaluations, relative residual)`` as numpy arrays either way."""
-    if device is None:
+def _refine_vp(theta0, X, Y, *, max_iter, ftol=1e-15, max_bytes=2**30, threads=1, backend=arrays.NUMPY):
+    """:func:`_levenberg_marquardt` in the ``Θ``'s on ``backend`` (a :class:`learner.arrays.Backend`); its
+    ``(params, ws, evaluations, relative residual)`` as numpy arrays either way."""
+    if backend.on_host:
         return _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes, threads=threads)
-    theta0, X, Y = (arrays.to_device(a, device) for a in (theta0, X, Y))
+    theta0, X, Y = (backend.asarray(a) for a in (theta0, X, Y))
     z, ws, evaluations, rel = _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes)
     return arrays.to_numpy(z), arrays.to_numpy(ws), evaluations, rel
 
@@ -338,7 +340,7 @@ def _vp_solve(thetas, X, Y):
     ``I − QQᵀ`` onto the residual space. Returns ``(ws, residual, Q, patterns)``; ``residual`` is
     ``DW − Y`` with shape (n·k, d). Torch tensors take :func:`_vp_solve_tensors`.
     """
-    if not arrays.is_numpy(X):
+    if not arrays.backend_of(X).on_host:
         return _vp_solve_tensors(thetas, X, Y)
     n, k, d = X.shape
     m = len(thetas)
@@ -413,7 +415,7 @@ def _vp_jacobian(thetas, ws, X, patterns, Q, basis):
     G = _head_gradients(thetas, ws, X, patterns).reshape(n, k, m, d, d)
     XB = xp.einsum("nac,cpr->napr", X, basis.reshape(d, d, -1))  # basis as (c, c', r)
     cols = [xp.einsum("napr,nape->naer", XB, G[:, :, i]).reshape(n * k, d, -1) for i in range(m)]
-    J = np.concatenate(cols, axis=2) if arrays.is_numpy(X) else xp.concat(cols, axis=2)  # (n·k, e, cols)
+    J = arrays.backend_of(X).concat(cols, axis=2)  # (n·k, e, cols)
     if Q is not None:
         J -= xp.einsum("Nq,qec->Nec", Q, xp.einsum("Nq,Nec->qec", Q, J))
     return J.reshape(n * k * d, -1)
@@ -470,7 +472,7 @@ def _products(A, B, threads, *, symmetric=False):
         else:
             out[:, s:e] = A.T @ B[:, s:e]
 
-    if threads > 1 and len(starts) > 1 and arrays.is_numpy(A):  # one block: nothing to share; a device: its own
+    if threads > 1 and len(starts) > 1 and arrays.backend_of(A).shares_threads:  # one block: nothing to share
         from concurrent.futures import ThreadPoolExecutor
 
         with blas_threads(1), ThreadPoolExecutor(threads) as pool:
@@ -548,7 +550,8 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     def thetas_of(z):
         return z.reshape(m, d, d) if basis is None else origin[None] + (z.reshape(m, -1) @ basis.T).reshape(m, d, d)
 
-    z = theta0.ravel().copy() if arrays.is_numpy(theta0) else theta0.reshape(-1).clone()
+    backend = arrays.backend_of(X)
+    z = backend.flat_copy(theta0)
     ws, r, Q, patterns = _vp_solve(thetas_of(z), X, Y)
     cost = float((r**2).sum())
     evaluations, lam = 1, 1e-3
@@ -559,7 +562,7 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
         while evaluations < max_iter and lam < 1e16:
             try:
                 damped = A + lam * arrays.diag(scale)
-                step = -(cho_solve(cho_factor(damped), g) if arrays.is_numpy(A) else arrays.cholesky_solve(damped, g))
+                step = -backend.solve_spd(damped, g)
             except np.linalg.LinAlgError:
                 lam *= 10
                 continue
@@ -581,19 +584,18 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     return z, ws, evaluations, cost / yy
 
 
-def _vp_start(alpha0, X, Y, max_iter, ftol, directions, theta_star, device=None):
+def _vp_start(alpha0, X, Y, max_iter, ftol, directions, theta_star):
     """One start of :func:`_vp_search` (a task for the run's workers): ``(relative residual, evaluations, α)``, on
-    numpy arrays, or on torch tensors on ``device`` (α comes back as a numpy array either way)."""
-    if device is not None:
-        alpha0, X, Y, directions, theta_star = (arrays.to_device(a, device)
-                                                for a in (alpha0, X, Y, directions, theta_star))
+    the backend of ``X`` (numpy arrays, or torch tensors already on their device: only the start ``alpha0`` is
+    moved there); α comes back as a numpy array either way."""
+    alpha0 = arrays.backend_of(X).asarray(alpha0)
     z, _, evaluations, rel = _levenberg_marquardt(alpha0, X, Y, max_iter=max_iter, ftol=ftol, basis=directions,
                                                   origin=theta_star)
     return rel, evaluations, arrays.to_numpy(z)
 
 
 def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_iter, rng, ftol=1e-8, workers=None,
-               device=None):
+               backend=arrays.NUMPY):
     """Multi-start variable projection in the hull's ``m(m − 1)`` coordinates (ours).
 
     Each start puts the ``m`` heads at uniform random points of the grid's box
@@ -602,15 +604,16 @@ def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_ite
     ``(best parameter tuples, residual evaluations, details)``, the tuples as ``(m, d, d)`` arrays
     ranked by in-sample residual. The starts are independent: they are drawn first, in order, and run on
     ``workers`` (a :class:`~learner.parallel.Workers`; None: here, one after another), each worker with one
-    BLAS thread, so the result does not depend on where they ran. With a ``device`` (torch) they run here, one
-    after another, on that device.
+    BLAS thread, so the result does not depend on where they ran. On a device ``backend`` (torch) they run here,
+    one after another, on that device, where the examples and the hull are copied once for all the starts.
     """
     d = theta_star.shape[0]
     found = []
     evaluations = 0
     alphas = [rng.uniform(-radius, radius, size=(m, m - 1)) for _ in range(starts)]
-    tasks = (((alpha0, X, Y, max_iter, ftol, directions, theta_star, device), 0) for alpha0 in alphas)
-    with as_workers(None if device is not None else workers) as pool, \
+    on = [backend.asarray(a) for a in (X, Y, directions, theta_star)]  # numpy as it is; a device: copied once
+    tasks = (((alpha0, *on[:2], max_iter, ftol, *on[2:]), 0) for alpha0 in alphas)
+    with as_workers(workers if backend.on_host else None) as pool, \
             contextlib.closing(pool.ordered("6_search", _vp_start, tasks)) as results:
         for rel, ev, z in results:
             evaluations += ev
@@ -777,11 +780,12 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
         Threads of the refinement's normal-equation products, each with one BLAS thread, in blocks that do not
         depend on their number, so the result does not either (:func:`learner.learn` passes every core its run
         has: the workers are idle then).
-    device : str, optional
-        A torch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``; the torch extra) on which the variable-projection
-        search (its starts one after another there, not on ``workers``) and refinement compute, on torch tensors
-        (:mod:`learner.arrays`); the exhaustive and swap searches, the warm start and the noise-floor refit stay
-        on numpy. None (default): numpy throughout.
+    device : str or learner.arrays.Backend, optional
+        A torch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``; the torch extra), or its backend
+        (:func:`learner.arrays.backend`; :func:`learner.learn` resolves it once per run), on which the
+        variable-projection search (its starts one after another there, not on ``workers``, the examples copied
+        there once) and refinement compute, on torch tensors (:mod:`learner.arrays`); the exhaustive and swap
+        searches, the warm start and the noise-floor refit stay on numpy. None (default): numpy throughout.
 
     Returns
     -------
@@ -794,10 +798,7 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
         For ``search="exhaustive"`` beyond ``max_tuples`` or ``search_memory``.
     """
     t0 = time.perf_counter()
-    if device is not None:  # before any example: a device torch cannot see is refused at once
-        from ..arrays import torch_device
-
-        torch_device(device)
+    backend = arrays.backend(device)  # before any example: a device torch cannot see is refused at once
     m = check_int("m", m, minimum=1)
     cfg, _ = resolve_config(as_config(config), m)
     n_search, search, refine, search_memory = cfg.n_search, cfg.search, cfg.refine, cfg.search_memory
@@ -812,7 +813,7 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     tuples, scored, details = _search_tuples(
         chosen, theta_star, directions, m, Xs, Ys, n_search=n_search, radius=radius, p=p, net_points=net_points,
         net_points_3d=net_points_3d, keep_tuples=cfg.keep_tuples, max_nfev=max_nfev, search_memory=search_memory,
-        swap_starts=cfg.swap_starts, vp_starts=cfg.vp_starts, seed=cfg.search_seed, workers=workers, device=device)
+        swap_starts=cfg.swap_starts, vp_starts=cfg.vp_starts, seed=cfg.search_seed, workers=workers, backend=backend)
     warm_err, warm = _warm_start(tuples, Xs, Ys, Xh, Yh)
     # Residuals = refine_examples_per_param × parameters: enough to pin the parameters in the
     # realizable case, few enough for the dense normal equations (or trust-region steps) to stay cheap.
@@ -825,7 +826,7 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     t1 = time.perf_counter()
     if refine == "vp":
         z, ws, nfev, _ = _refine_vp(warm.thetas, Xr, Yr, max_iter=max_nfev, max_bytes=search_memory,
-                                    threads=threads, device=device)
+                                    threads=threads, backend=backend)
         thetas = z.reshape(m, d, d)
     else:
         thetas, ws, nfev = _refine(warm.thetas, warm.ws, Xr, Yr, max_nfev)
@@ -914,7 +915,8 @@ def _choose_search(search, m, p, d, *, max_tuples, search_memory):
 
 
 def _search_tuples(chosen, theta_star, directions, m, Xs, Ys, *, n_search, radius, p, net_points, net_points_3d,
-                   keep_tuples, max_nfev, search_memory, swap_starts, vp_starts, seed, workers=None, device=None):
+                   keep_tuples, max_nfev, search_memory, swap_starts, vp_starts, seed, workers=None,
+                   backend=arrays.NUMPY):
     """Run the ``chosen`` tuple search; its best tuples of Θ's (best first), the tuples scored, its figures."""
     d = theta_star.shape[0]
     k = Xs.shape[1]
@@ -924,7 +926,7 @@ def _search_tuples(chosen, theta_star, directions, m, Xs, Ys, *, n_search, radiu
         n_fit = min(n_search, max(32, int(np.ceil(2 * (m * d * d + m * (m - 1)) / (k * d)))))
         found, scored, sd = _vp_search(theta_star, directions, m, Xs[:n_fit], Ys[:n_fit], radius, keep_tuples,
                                        starts=vp_starts, max_iter=max_nfev, rng=np.random.default_rng(seed),
-                                       workers=workers, device=device)
+                                       workers=workers, backend=backend)
         return found, scored, details | sd | {"scoring_examples": int(n_fit)}
     alphas = _grid(m, net_points, net_points_3d) * radius
     points = theta_star[None] + (alphas @ directions.T).reshape(-1, d, d) if m > 1 else theta_star[None]

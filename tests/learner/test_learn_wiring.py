@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from learner import random_layer, relative_error
+from learner import arrays, random_layer, relative_error
 from learner.errors import LearnInterrupted
 from learner.learn import learn
 from learner.oracle import LayerOracle
@@ -142,7 +142,7 @@ class TestPhaseArguments:
         assert args6[2] is last5.directions
         assert isinstance(kw6.pop("workers"), Workers)
         assert kw6.pop("threads") == 1  # no local workers: the run's one BLAS thread
-        assert kw6.pop("device") is None  # numpy unless learn(device=...)
+        assert kw6.pop("device") is arrays.NUMPY  # the run's one backend: numpy unless learn(device=...)
         assert kw6 == {"truth": run.truth}
 
 

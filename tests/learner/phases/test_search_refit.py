@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from learner import AttentionLayer, LayerOracle, LearnConfig, min_norm_point, random_layer
+from learner import AttentionLayer, LayerOracle, LearnConfig, arrays, min_norm_point, random_layer
 from learner.layer import attention_patterns, head_features, layer_jacobian
 from learner.oracle import ArraySource
 from learner.phases import search
@@ -224,7 +224,7 @@ class _Trace:
 
     def __init__(self, monkeypatch, fail=()):
         self.events, self.fail, self.n_chol = [], set(fail), 0
-        solve, normal, factor, back = search._vp_solve, search._normal_equations, search.cho_factor, search.cho_solve
+        solve, normal, factor, back = search._vp_solve, search._normal_equations, arrays.cho_factor, arrays.cho_solve
 
         def spy_solve(thetas, X, Y):
             out = solve(thetas, X, Y)
@@ -248,9 +248,11 @@ class _Trace:
             self.events.append(("step", -x))
             return x
 
-        for name, spy in [("_vp_solve", spy_solve), ("_normal_equations", spy_normal), ("cho_factor", spy_factor),
-                          ("cho_solve", spy_back)]:
+        for name, spy in [("_vp_solve", spy_solve), ("_normal_equations", spy_normal)]:
             monkeypatch.setattr(search, name, spy)
+        # The host backend's Cholesky (learner.arrays.Backend.solve_spd) is SciPy's, called through learner.arrays.
+        monkeypatch.setattr(arrays, "cho_factor", spy_factor)
+        monkeypatch.setattr(arrays, "cho_solve", spy_back)
 
     def replay(self, yy, *, max_iter, ftol):
         """The documented loop on the recorded figures: damped normal equations ``(A + λ·diag) δ = −g`` from
@@ -672,13 +674,14 @@ def test_the_refinement_products_take_the_threads_given_and_the_rest_keeps_the_s
         return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
 
     seen = {"products": set(), "factorisations": set(), "starts": set()}
-    real = {name: getattr(search, name) for name in ("_products", "cho_factor", "_vp_start")}
+    homes = {"_products": search, "cho_factor": arrays, "_vp_start": search}
+    real = {name: getattr(home, name) for name, home in homes.items()}
 
     def spy(name, key, value):
         def wrapped(*args, **kwargs):
             seen[key] |= value(args)
             return real[name](*args, **kwargs)
-        monkeypatch.setattr(search, name, wrapped)
+        monkeypatch.setattr(homes[name], name, wrapped)
 
     spy("_products", "products", lambda args: {args[2]})
     spy("cho_factor", "factorisations", lambda args: now())
