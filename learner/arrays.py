@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import functools
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
 
-__all__ = ["INSTALL_HINT", "cholesky_solve", "diag", "empty", "floor_at", "is_numpy", "namespace", "permute",
-           "require_torch", "to_device", "to_numpy", "torch_device", "vector_norm", "zeros"]
+__all__ = ["INSTALL_HINT", "NUMPY", "Backend", "backend", "backend_of", "cholesky_solve", "diag", "empty", "floor_at",
+           "is_numpy", "namespace", "permute", "require_torch", "to_device", "to_numpy", "torch_device", "vector_norm",
+           "zeros"]
 
 #: What the ``torch`` extra installs; the message of every function that needs torch says so.
 INSTALL_HINT = "install the torch extra: pip install -e '.[torch]'"
@@ -340,3 +343,155 @@ def cholesky_solve(M: Any, g: Any) -> Any:
     if int(info) != 0:
         raise np.linalg.LinAlgError(f"the matrix is not positive definite (minor {int(info)})")
     return torch.cholesky_solve(g[:, None], L)[:, 0]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where phase 6 and the layer's evaluation compute: numpy on the host, or torch tensors on one device.
+
+    Made once from a device name by :func:`backend`, which checks the name (:func:`torch_device`), or read off an
+    array by :func:`backend_of`; the computations ask it, not the arrays' types. On the host every method is numpy's
+    (or SciPy's) own call, the same bits as a plain numpy implementation.
+
+    Parameters
+    ----------
+    device : str or torch.device, optional
+        The device, checked on construction (:func:`torch_device`); None (default): numpy on the host.
+
+    Raises
+    ------
+    ImportError, TypeError, ValueError
+        As :func:`torch_device`, for a device this torch build cannot use.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> NUMPY.on_host, NUMPY.name, backend(None) is NUMPY
+    (True, None, True)
+    >>> NUMPY.zeros((2, 3)).shape
+    (2, 3)
+    """
+
+    device: Any = None
+
+    def __post_init__(self) -> None:
+        if self.device is not None:  # a device this build can use, as torch spells it (the one message otherwise)
+            object.__setattr__(self, "device", torch_device(self.device))
+
+    @property
+    def on_host(self) -> bool:
+        """Whether the arrays are numpy arrays on the host."""
+        return self.device is None
+
+    @property
+    def name(self) -> str | None:
+        """The device's name as torch spells it (``"cuda:0"``), None on the host: what records keep."""
+        return None if self.device is None else str(self.device)
+
+    def asarray(self, a: Any) -> Any:
+        """``a`` as a float64 array of this backend: a numpy array on the host (not copied when it is one), a
+        tensor on the device (a copy of host data; a tensor already there is returned as it is).
+
+        Parameters
+        ----------
+        a : array_like or torch.Tensor
+            The data.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor
+            The float64 array.
+        """
+        if self.device is None:
+            return np.asarray(to_numpy(a), dtype=np.float64)
+        torch = require_torch()
+        if isinstance(a, torch.Tensor):
+            return a.to(device=self.device, dtype=torch.float64)
+        return torch.tensor(np.asarray(a, dtype=np.float64), device=self.device)
+
+    def empty(self, shape: tuple[int, ...]) -> Any:
+        """An uninitialised float64 array of ``shape`` on this backend."""
+        if self.device is None:
+            return np.empty(shape)
+        torch = require_torch()
+        return torch.empty(shape, dtype=torch.float64, device=self.device)
+
+    def zeros(self, shape: tuple[int, ...]) -> Any:
+        """A float64 array of zeros of ``shape`` on this backend."""
+        if self.device is None:
+            return np.zeros(shape)
+        torch = require_torch()
+        return torch.zeros(shape, dtype=torch.float64, device=self.device)
+
+    def concat(self, parts: list[Any], axis: int) -> Any:
+        """The arrays ``parts`` joined along ``axis``."""
+        return np.concatenate(parts, axis=axis) if self.device is None else namespace(parts[0]).concat(parts, axis=axis)
+
+    def flat_copy(self, a: Any) -> Any:
+        """A flat copy of ``a`` that owns its data."""
+        return a.ravel().copy() if self.device is None else a.reshape(-1).clone()
+
+    def solve_spd(self, M: Any, g: Any) -> Any:
+        """``M⁻¹g`` for a symmetric positive definite ``M`` by Cholesky (SciPy's ``cho_factor``/``cho_solve`` on the
+        host, :func:`cholesky_solve` on the device); ``numpy.linalg.LinAlgError`` on both when ``M`` is not
+        numerically positive definite."""
+        if self.device is None:
+            return cho_solve(cho_factor(M), g)
+        return cholesky_solve(M, g)
+
+    @property
+    def shares_threads(self) -> bool:
+        """Whether a computation here may split its products over threads of this process (the host's BLAS); a
+        device runs its own."""
+        return self.device is None
+
+
+#: The host's backend: numpy arrays.
+NUMPY = Backend()
+
+
+def backend(device: Any = None) -> Backend:
+    """The backend of ``device``: :data:`NUMPY` for None, a :class:`Backend` for a torch device this build can use
+    (checked here, once: :func:`torch_device`'s one message otherwise); a :class:`Backend` is returned as it is.
+
+    Parameters
+    ----------
+    device : str, torch.device, Backend or None
+        The device (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...).
+
+    Returns
+    -------
+    Backend
+        Where to compute.
+
+    Raises
+    ------
+    ImportError, TypeError, ValueError
+        As :func:`torch_device`.
+    """
+    if device is None:
+        return NUMPY
+    if isinstance(device, Backend):
+        return device
+    return Backend(device)
+
+
+def backend_of(a: Any) -> Backend:
+    """The backend an array lives on: :data:`NUMPY` for a numpy array, its tensor's device otherwise (not checked
+    again: the tensor is there).
+
+    Parameters
+    ----------
+    a : numpy.ndarray or torch.Tensor
+        The array.
+
+    Returns
+    -------
+    Backend
+        Its backend.
+    """
+    if is_numpy(a):
+        return NUMPY
+    found = object.__new__(Backend)  # the tensor is on its device already: not checked again
+    object.__setattr__(found, "device", a.device)
+    return found

@@ -262,10 +262,11 @@ class AttentionLayer:
         batch : int, optional
             Examples per chunk (bounds the working memory; the result does not depend on it). Default:
             :func:`auto_batch`, or :func:`device_batch` on a device.
-        device : str, optional
-            A torch device name such as ``"cuda"`` (the torch extra): the chunks are computed on torch tensors
-            there, through :mod:`learner.arrays`, and the result is a numpy array all the same, agreeing with
-            numpy's to rounding (a few units of 1e-16 relative). None (default): numpy.
+        device : str or learner.arrays.Backend, optional
+            A torch device name such as ``"cuda"`` (the torch extra), or its backend
+            (:func:`learner.arrays.backend`, checked once where it was made): the chunks are computed on torch
+            tensors there, through :mod:`learner.arrays`, and the result is a numpy array all the same, agreeing
+            with numpy's to rounding (a few units of 1e-16 relative). None (default): numpy.
 
         Returns
         -------
@@ -280,7 +281,11 @@ class AttentionLayer:
             If this torch build cannot use ``device`` (:func:`learner.arrays.torch_device`'s one message).
         """
         if device is not None:
-            return self._call_on(X, batch, device)
+            from . import arrays
+
+            backend = arrays.backend(device)
+            if not backend.on_host:
+                return self._call_on(X, batch, backend)
         X, single, batch = self._prepare(X, batch)
         n, k, d = X.shape
         m = self.m
@@ -299,9 +304,9 @@ class AttentionLayer:
             )
         return out[0] if single else out
 
-    def _call_on(self, X, batch, device):
-        """:meth:`__call__` on torch tensors on ``device``: the same chunked products and the same stable softmax
-        (the largest logit of each row subtracted before the exponential), written with the array API."""
+    def _call_on(self, X, batch, backend):
+        """:meth:`__call__` on torch tensors on ``backend``'s device: the same chunked products and the same stable
+        softmax (the largest logit of each row subtracted before the exponential), written with the array API."""
         from . import arrays
 
         single = np.ndim(X) == 2
@@ -309,11 +314,11 @@ class AttentionLayer:
         n, k, d = X.shape
         m = self.m
         batch = device_batch(k, d, m) if batch is None else check_int("batch", batch)
-        theta_cat, w_stack = (arrays.to_device(a, device) for a in (self._theta_cat, self._w_stack))
+        theta_cat, w_stack = (backend.asarray(a) for a in (self._theta_cat, self._w_stack))
         xp = arrays.namespace(theta_cat)
         out = np.empty(X.shape)
         for start in range(0, n, max(1, batch)):
-            x = arrays.to_device(X[start:start + batch], device)
+            x = backend.asarray(X[start:start + batch])
             nb = x.shape[0]
             a = xp.reshape(xp.reshape(x, (nb * k, d)) @ theta_cat, (nb, k * m, d))
             p = x @ arrays.permute(a, (0, 2, 1))  # p[n, j, (a, i)] = (x_a Θ_i) · x_j, as in _chunks

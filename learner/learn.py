@@ -14,22 +14,24 @@ import logging
 import os
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
+from . import arrays
 from . import progress as _bars
 from .assumptions import assumptions, check_setting
 from .errors import ExamplesExhausted, LearnInterrupted, SourceError
 from .hints import SeedLike
 from .layer import AttentionLayer
 from .metrics import truth_errors
-from .oracle import LayerOracle, as_source, device_name, name_source
+from .oracle import LayerOracle, as_source, name_source
 from .parallel import POOL_FROM_EXAMPLES, Workers, blas_threads
 from .phases import (
     NOISE_MIN,
     HullUndetermined,
     LearnConfig,
+    as_config,
     crude_sculpt,
     crude_sum_w,
     estimate_span,
@@ -169,11 +171,12 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
         The layer's largest ``‖Θ_i‖_F`` when you know it (a planted layer's; the command line passes it):
         checked before the first example against the learner's measured reach in sharpness
         (:data:`learner.assumptions.SHARPNESS_REACH`); a layer beyond it is refused with ``status="setting"``.
-    device : str, optional
+    device : str or learner.arrays.Backend, optional
         A torch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``; the torch extra) on which phase 6's search and
         refinement compute, on torch tensors (:mod:`learner.arrays`), and on which a :class:`LayerOracle` without
-        a device of its own computes the labels of phases 1–4 (its ``device`` for the run); the phases'
-        own statistics stay on numpy. A device torch cannot see is refused before the first example. None
+        a device of its own computes the labels of phases 1–4 (through :meth:`LayerOracle.labelled_on`, a view:
+        the oracle itself is not changed); the phases' own statistics stay on numpy. The device is resolved once
+        (:func:`learner.arrays.backend`), and a device torch cannot see is refused before the first example. None
         (default): numpy throughout. ``execution["device"]`` records it.
 
     Returns
@@ -220,28 +223,15 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
     >>> refused.status, refused.examples_drawn, refused.diagnostics["0_setting"]["failed"]
     ('setting', 0, ['cube_configurations'])
     """
-    device = device_name(device)  # before the pool and the first example
+    backend = arrays.backend(device)  # resolved once, before the pool and the first example
     pool = Workers(workers, scheduler, pool_from=POOL_FROM_EXAMPLES)
-    with _bars.showing(_bars.resolve(progress)), pool, _labels_on(source, device):
+    with _bars.showing(_bars.resolve(progress)), pool:
         try:
-            return _learn(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool, blas=blas_threads,
-                          logit_scale=logit_scale, device=device)
+            run = _Run.start(source, m=m, k=k, config=config, truth=truth, rng=rng, pool=pool, blas=blas_threads,
+                             logit_scale=logit_scale, backend=backend)
+            return _execute(run)
         except SourceError as exc:
             raise name_source(exc, source) from None
-
-
-@contextlib.contextmanager
-def _labels_on(source, device):
-    """While the run lasts, a :class:`LayerOracle` without a device of its own computes its labels on
-    ``device`` (its inputs and noise, drawn by numpy, are unchanged); anything else is left as it is."""
-    lend = device is not None and isinstance(source, LayerOracle) and source.device is None
-    if lend:
-        source.device = device
-    try:
-        yield
-    finally:
-        if lend:
-            source.device = None
 
 
 def _threads(n, pool, alone):
@@ -259,58 +249,20 @@ def _products_threads(n, pool):
     return max(n or 1, pool.workers if pool.backend == "local" else 1)
 
 
-def _learn(source, *, m, k, config, truth, rng, pool, blas, logit_scale=None, device=None):
-    t_start = time.perf_counter()
-    rng = check_rng(rng)
-    source = as_source(source)
-    cfg = config if config is not None else LearnConfig()
-    if not isinstance(cfg, LearnConfig):
-        raise TypeError(f"`config` must be a LearnConfig; got {type(cfg).__name__}.")
-    d = source.d
-    if k is not None and k != source.k:
-        raise ValueError(f"`k` must match the examples' {source.k} tokens; got k={k}.")
-    k = source.k
-    if k >= d:
-        raise ValueError(f"`k` must be smaller than `d` for certification; got k={k}, d={d}.")
-    if truth is not None and not isinstance(truth, AttentionLayer):
-        raise TypeError(f"`truth` must be an AttentionLayer (the planted layer, for the errors) or None; got "
-                        f"{type(truth).__name__}.")
-    if truth is not None and truth.d != d:
-        raise ValueError(f"`truth` must have the examples' dimension d={d}; got a layer with d={truth.d}.")
-    phases, diag, timings = {}, {}, {}
-    drawn0 = source.n_drawn
-    state = {"phase": "0_setting"}  # the phase running, for the message of an interruption
-
-    def done(status, message, layer=None, m_final=m, success=False, noise=None, expected=None):
-        errors = truth_errors(truth, layer, k, source, rng) if status != "interrupted" else {}
-        timings["total"] = time.perf_counter() - t_start
-        execution = pool.info
-        execution["blas_threads"] = (
-            {"alone": blas, "while_workers_stream": blas if pool.backend == "serial" else 1, "workers": 1,
-             "phase6_products": _products_threads(blas, pool)}
-            if blas is not None else "not set: the process's own setting (numpy's default or the environment)")
-        if device is not None:
-            execution["device"] = device
-        if state.get("forecast_time"):
-            execution["phase4_time_estimate"] = state["forecast_time"]
-        return LearnResult(layer, success, status, message, m_final, m is None, source.n_drawn - drawn0,
-                           dict(timings), phases, diag, errors, execution, noise, expected)
-
+def _execute(run):
+    """The phases of ``run`` in order, the whole run at the BLAS setting of the phases this process computes alone
+    (3, 5, 6, the errors against the truth; the streaming phases narrow it to one thread while workers compute).
+    On Ctrl-C the workers are stopped first, and :class:`LearnInterrupted` carries the partial result."""
     try:
-        # The whole run at the setting of the phases this process computes alone (3, 5, 6, the errors
-        # against the truth); the streaming phases narrow it to one thread while workers compute.
-        with _threads(blas, pool, alone=True):
-            return _phases(source, m=m, k=k, cfg=cfg, truth=truth, pool=pool, phases=phases, diag=diag,
-                           timings=timings, done=done, state=state, blas=blas, logit_scale=logit_scale,
-                           device=device)
+        with _threads(run.blas, run.pool, alone=True):
+            return _phases(run)
     except KeyboardInterrupt:
-        pool.kill()  # first: the workers must not outlive the run
-        running = state["phase"]
-        diag["interrupted"] = {"phase": running}
-        log.info("learn: interrupted in %s", running)
-        raise LearnInterrupted(done("interrupted", f"interrupted by the user in phase {running} after "
-                                    f"{source.n_drawn - drawn0:,} examples; the diagnostics are those of the "
-                                    "phases that finished")) from None
+        run.pool.kill()  # first: the workers must not outlive the run
+        run.diag["interrupted"] = {"phase": run.phase}
+        log.info("learn: interrupted in %s", run.phase)
+        raise LearnInterrupted(run.done("interrupted", f"interrupted by the user in phase {run.phase} after "
+                                        f"{run.drawn:,} examples; the diagnostics are those of the phases that "
+                                        "finished")) from None
 
 
 def physical_memory() -> int | None:
@@ -379,46 +331,108 @@ class _Stop(Exception):
         self.result = result
 
 
+#: ``done``'s default for the final m: the run's own m.
+_RUN_M = object()
+
+
 @dataclasses.dataclass
 class _Run:
-    """One run of the phases: what the steps share (the examples, the config, the records they fill)."""
+    """One run of the phases, built once by :func:`learn`: the examples and the setting, the budgets and where they
+    compute, and the records the phases fill as they go.
 
-    source: object
+    ``m`` is the given number of heads (None when it is estimated); ``plan_m`` the most heads the run plans for
+    (``m``, or ``max_m`` capped by the setting: set by :func:`_plan`). ``phase`` names the phase running, for the
+    message of an interruption.
+    """
+
+    source: Any
     m: int | None
     k: int
     cfg: LearnConfig
-    truth: object
+    truth: AttentionLayer | None
+    rng: np.random.Generator
     pool: Workers
-    phases: dict
-    diag: dict
-    timings: dict
-    done: object
-    state: dict
     blas: int | None
-    plan_m: int = 0
     logit_scale: float | None = None
-    device: str | None = None
+    backend: arrays.Backend = arrays.NUMPY
+    plan_m: int = 0
+    phases: dict = dataclasses.field(default_factory=dict)
+    diag: dict = dataclasses.field(default_factory=dict)
+    timings: dict = dataclasses.field(default_factory=dict)
+    phase: str = "0_setting"
+    forecast_time: str | None = None
+    drawn0: int = 0
+    t_start: float = dataclasses.field(default_factory=time.perf_counter)
+
+    @classmethod
+    def start(cls, source: Any, *, m: int | None, k: int | None, config: Any, truth: Any, rng: SeedLike,
+              pool: Workers, blas: int | None, logit_scale: float | None, backend: arrays.Backend) -> _Run:
+        """The run of ``learn``'s arguments, each checked once (before the first example). A
+        :class:`LayerOracle` without a device of its own computes the run's labels on ``backend`` through a view
+        (:meth:`LayerOracle.labelled_on`): the caller's oracle is not changed."""
+        t_start = time.perf_counter()
+        rng = check_rng(rng)
+        source = as_source(source)
+        if not backend.on_host and isinstance(source, LayerOracle) and source.device is None:
+            source = source.labelled_on(backend)
+        if config is not None and not isinstance(config, LearnConfig):
+            raise TypeError(f"`config` must be a LearnConfig; got {type(config).__name__}.")
+        cfg = as_config(config)
+        d = source.d
+        if k is not None and k != source.k:
+            raise ValueError(f"`k` must match the examples' {source.k} tokens; got k={k}.")
+        k = source.k
+        if k >= d:
+            raise ValueError(f"`k` must be smaller than `d` for certification; got k={k}, d={d}.")
+        if truth is not None and not isinstance(truth, AttentionLayer):
+            raise TypeError(f"`truth` must be an AttentionLayer (the planted layer, for the errors) or None; got "
+                            f"{type(truth).__name__}.")
+        if truth is not None and truth.d != d:
+            raise ValueError(f"`truth` must have the examples' dimension d={d}; got a layer with d={truth.d}.")
+        return cls(source, m, k, cfg, truth, rng, pool, blas, logit_scale=logit_scale, backend=backend,
+                   drawn0=source.n_drawn, t_start=t_start)
 
     @property
-    def d(self):
+    def d(self) -> int:
         return self.source.d
 
-    def stop(self, status, message, **kwargs):
+    @property
+    def drawn(self) -> int:
+        """Examples drawn since the run started."""
+        return self.source.n_drawn - self.drawn0
+
+    def done(self, status: str, message: str, layer: AttentionLayer | None = None, m_final: Any = _RUN_M,
+             success: bool = False, noise: float | None = None, expected: float | None = None) -> LearnResult:
+        """The run's result, with the errors against the truth (none when interrupted) and where it computed."""
+        errors = truth_errors(self.truth, layer, self.k, self.source, self.rng) if status != "interrupted" else {}
+        self.timings["total"] = time.perf_counter() - self.t_start
+        blas, pool = self.blas, self.pool
+        execution = pool.info
+        execution["blas_threads"] = (
+            {"alone": blas, "while_workers_stream": blas if pool.backend == "serial" else 1, "workers": 1,
+             "phase6_products": _products_threads(blas, pool)}
+            if blas is not None else "not set: the process's own setting (numpy's default or the environment)")
+        if not self.backend.on_host:
+            execution["device"] = self.backend.name
+        if self.forecast_time:
+            execution["phase4_time_estimate"] = self.forecast_time
+        return LearnResult(layer, success, status, message, self.m if m_final is _RUN_M else m_final,
+                           self.m is None, self.drawn, dict(self.timings), self.phases, self.diag, errors,
+                           execution, noise, expected)
+
+    def stop(self, status: str, message: str, **kwargs: Any) -> NoReturn:
         """End the run here with ``done(status, message, ...)``."""
         raise _Stop(self.done(status, message, **kwargs))
 
-    def streaming(self):
+    def streaming(self) -> Any:
         """The BLAS thread limit of a phase whose batches may run in workers."""
         return _threads(self.blas, self.pool, alone=False)
 
-    def add_time(self, name, seconds):
+    def add_time(self, name: str, seconds: float) -> None:
         self.timings[name] = self.timings.get(name, 0.0) + seconds
 
 
-def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, state, blas, logit_scale=None,
-            device=None):
-    run = _Run(source, m, k, cfg, truth, pool, phases, diag, timings, done, state, blas, logit_scale=logit_scale,
-               device=device)
+def _phases(run):
     try:
         _plan(run)
         try:
@@ -434,7 +448,7 @@ def _phases(source, *, m, k, cfg, truth, pool, phases, diag, timings, done, stat
                     p5, p6, unresolved = _tight_retry(run, p5, p6, unresolved)
             return _verdict(run, p5, p6, unresolved)
         except ExamplesExhausted as exc:
-            return done("examples", _labels_verdict(run, str(exc)))
+            return run.done("examples", _labels_verdict(run, str(exc)))
     except _Stop as stop:
         return stop.result
 
@@ -471,13 +485,11 @@ def _crude_phases(run):
     Returns ``(ΣŴ, Θ* of the crude hull or None)``.
     """
     cfg, d, truth = run.cfg, run.d, run.truth
-    run.state["phase"] = "1_crude_sum"
-    adaptive = _adaptive(cfg)
+    run.phase = "1_crude_sum"
     log.info("phase 1: one-step estimate of ΣW from %s examples", f"at most {cfg.n_crude:,}" if cfg.adaptive
              else f"{cfg.n_crude:,}")
     with run.streaming():
-        p1 = crude_sum_w(run.source, n_samples=cfg.n_crude, batch=cfg.batch, truth=truth, workers=run.pool,
-                         se_target=adaptive["crude_se"], first_batch=adaptive["first_batch"])
+        p1 = crude_sum_w(run.source, cfg, truth=truth, workers=run.pool)
     run.phases["1_crude_sum"], run.diag["1_crude_sum"], run.timings["1_crude_sum"] = p1, _sum_diag(p1), p1.seconds
     with np.errstate(over="ignore", invalid="ignore"):  # an overflowed estimate is named just below
         norm = float(np.linalg.norm(p1.w_sum))
@@ -493,30 +505,21 @@ def _crude_phases(run):
                  "phases 2–4 read the attention patterns through ΣW, so the learner cannot start "
                  "(the heads' W_i cancel; outside the paper's conditions).")
     target2 = int(cfg.crude_constraints * d * d)
-    run.state["phase"] = "2_crude_sculpt"
+    run.phase = "2_crude_sculpt"
     log.info("phase 2: crude sculpting, up to %d constraints from at most %s examples", target2,
              f"{cfg.crude_max_examples:,}")
     with run.streaming():
-        p2 = crude_sculpt(run.source, p1.w_sum, tol=cfg.crude_tol, min_weight=cfg.min_weight, target=target2,
-                          max_examples=cfg.crude_max_examples, batch=cfg.batch, truth=truth, workers=run.pool,
-                          first_batch=adaptive["first_batch"])
+        p2 = crude_sculpt(run.source, p1.w_sum, cfg, truth=truth, workers=run.pool)
     run.phases["2_crude_sculpt"], run.diag["2_crude_sculpt"], run.timings["2_crude_sculpt"] = (
         p2, p2.summary(), p2.seconds)
     theta_star = None
     if p2.count >= d * d:
-        run.state["phase"] = "5_span"
+        run.phase = "5_span"
         try:
-            theta_star = estimate_span(p2, m=run.m, gap_min=cfg.gap_min, max_m=run.plan_m,
-                                       weighting=cfg.hull_weighting).theta_star
+            theta_star = estimate_span(p2, cfg, m=run.m, plan_m=run.plan_m).theta_star
         except HullUndetermined as exc:  # phase 3 then picks tokens by their vertex residuals alone
             log.info("phase 2: no crude hull for phase 3 (%s)", exc)
     return p1.w_sum, theta_star
-
-
-def _adaptive(cfg):
-    """The data-driven rules' settings (all None with ``adaptive=False``: the fixed budgets)."""
-    names = ("crude_se", "first_batch", "refine_se", "hull_stability")
-    return {name: getattr(cfg, name) if cfg.adaptive else None for name in names}
 
 
 def _refine_rounds(run, w_sum, theta_star):
@@ -527,14 +530,11 @@ def _refine_rounds(run, w_sum, theta_star):
     ``diagnostics["3_refine_sum"]["rounds_stopped"]``.
     """
     cfg = run.cfg
-    adaptive = _adaptive(cfg)
     for r in range(cfg.outer_rounds):
-        run.state["phase"] = "3_refine_sum"
+        run.phase = "3_refine_sum"
         log.info("phase 3 (round %d of at most %d): refining ΣW from %s examples", r + 1, cfg.outer_rounds,
                  f"at most {cfg.n_refine:,}" if cfg.adaptive else f"{cfg.n_refine:,}")
-        p3 = refine_sum_w(run.source, w_sum, theta_star, n_samples=cfg.n_refine, rounds=cfg.refine_rounds,
-                          keep=cfg.refine_keep, batch=cfg.batch, truth=run.truth, se_target=adaptive["refine_se"],
-                          first=cfg.refine_first)
+        p3 = refine_sum_w(run.source, w_sum, theta_star, cfg, truth=run.truth)
         w_sum = p3.w_sum
         rounds3 = run.diag.get("3_refine_sum", {}).get("rounds", [])
         run.phases["3_refine_sum"], run.diag["3_refine_sum"] = p3, _sum_diag(p3) | {"round": r}
@@ -587,18 +587,12 @@ def _tight_retry(run, p5, p6, unresolved):
 def _refined_sculpt_round(run, r, w_sum):
     """Phase 4 of round ``r``: the pilot's forecast, then sculpting to the target; its row of ``rounds``."""
     cfg, d = run.cfg, run.d
-    run.state["phase"] = "4_refined_sculpt"
+    run.phase = "4_refined_sculpt"
     target4 = int(cfg.refined_constraints * d * d)
     log.info("phase 4 (round %d): refined sculpting, up to %d constraints from at most %s examples; "
              "a pilot forecasts the examples first", r + 1, target4, f"{cfg.max_examples:,}")
     with run.streaming():
-        adaptive = _adaptive(cfg)
-        p4 = refined_sculpt(run.source, w_sum, tol=cfg.refined_tol, min_weight=cfg.min_weight, target=target4,
-                            max_examples=cfg.max_examples, batch=cfg.batch, truth=run.truth, workers=run.pool,
-                            pilot=True, n=(max(run.plan_m, 1) - 1) * (run.k - 1),
-                            first_batch=adaptive["first_batch"], stability=adaptive["hull_stability"],
-                            hull_m=run.m, gap_min=cfg.gap_min, max_m=run.plan_m, weighting=cfg.hull_weighting,
-                            **({"candidates": ADAPTIVE_CANDIDATES, "rule": "cost"} if cfg.adaptive else {}))
+        p4 = refined_sculpt(run.source, w_sum, cfg, m=run.m, plan_m=run.plan_m, truth=run.truth, workers=run.pool)
     fc = p4.forecast
     rounds4 = run.diag.get("4_refined_sculpt", {}).get("rounds", [])
     summary = run.diag["4_refined_sculpt"] = p4.summary() | {"round": r}
@@ -615,9 +609,9 @@ def _refined_sculpt_round(run, r, w_sum):
     run.add_time("4_refined_sculpt", p4.seconds)
     if fc.over_budget and censored:
         # The time estimate depends on where the batches ran: it goes with `execution`, not the message.
-        run.state["forecast_time"] = fc.time_message()
+        run.forecast_time = fc.time_message()
         message = fc.budget_message(distinct_inputs=_distinct_inputs(run))
-        log.info("phase 4: %s; %s", message, run.state["forecast_time"])
+        log.info("phase 4: %s; %s", message, run.forecast_time)
         run.stop("budget", message)
     ratio = p4.needed_ratio  # the examples up to the target's, not the whole batches drawn
     if ratio is not None and p4.stopped == "target" and not 1 / FORECAST_MISS <= ratio <= FORECAST_MISS:
@@ -643,14 +637,13 @@ def _distinct_inputs(run):
 
 def _span_round(run, r, p4):
     """Phase 5 of round ``r``: the hull's span and Θ* from phase 4's constraints."""
-    run.state["phase"] = "5_span"
+    run.phase = "5_span"
     try:
         # With m given, a hull the constraints leave partly unpinned no longer stops the run (ours): phase 6's
         # refinement fits Θ to the labels, which see every direction, and the held-out error decides. Measured
         # at one head, (d, k) = (8, 2), logit scale 3: the learn command's seeds 0, 1, 6, 7 and 9 stopped here
         # (rank 37–63 of 64, even from 6,144 constraints) and were then learned to ~1e-30 from Θ* 0.35–0.81 off.
-        p5 = estimate_span(p4, m=run.m, gap_min=run.cfg.gap_min, max_m=run.plan_m, weighting=run.cfg.hull_weighting,
-                           truth=run.truth, allow_deficit=run.m is not None)
+        p5 = estimate_span(p4, run.cfg, m=run.m, plan_m=run.plan_m, truth=run.truth, allow_deficit=run.m is not None)
     except HullUndetermined as exc:
         run.stop("5_span", f"{exc} Phase 4 certified {p4.count} constraints from {p4.n_examples:,} "
                  "examples; more examples add no new ones where the inputs are few.")
@@ -701,8 +694,7 @@ def _labels_floor(run, fit, error, X, Y, fit_rows, val_rows):
     if not cfg.noise_floor:
         return False, f"; an attention layer's is below {LABELS_FIT_TOL:g} (the noise-floor test is switched off)"
     try:
-        floor = noise_floor(fit, X[fit_rows], Y[fit_rows], X[val_rows], Y[val_rows], z=cfg.noise_z,
-                            max_bytes=cfg.search_memory)
+        floor = noise_floor(fit, X[fit_rows], Y[fit_rows], X[val_rows], Y[val_rows], cfg, max_bytes=cfg.search_memory)
     except ValueError:  # the Jacobian on the fit's examples exceeds the memory budget
         return False, (f"; an attention layer's is below {LABELS_FIT_TOL:g}, and the noise-floor test does not fit "
                        f"search_memory={cfg.search_memory:,} bytes here")
@@ -788,9 +780,8 @@ def _fits(run, p6):
 def _select_m(run, p5):
     """Unknown m: :func:`~learner.phases.select.select_m` on this run's hulls with its phase 6; the kept m's hull
     and fit become the run's phases 5 and 6, and ``diagnostics["5_span"]["model_selection"]`` lists every m tried."""
-    span, p6, tried = select_m(run.phases["4_refined_sculpt"], p5, lambda hull: _search_phase(run, hull),
-                               plan_m=run.plan_m, success_tol=run.cfg.success_tol, gap_min=run.cfg.gap_min,
-                               weighting=run.cfg.hull_weighting, truth=run.truth)
+    span, p6, tried = select_m(run.phases["4_refined_sculpt"], p5, lambda hull: _search_phase(run, hull), run.cfg,
+                               plan_m=run.plan_m, truth=run.truth)
     run.phases["5_span"], run.phases["6_search"] = span, p6
     run.diag["5_span"] = span.summary() | {"round": run.diag["5_span"].get("round", 0), "gap_m": p5.m,
                                           "model_selection": tried}
@@ -802,9 +793,7 @@ def _more_heads(run, p6):
     """:func:`~learner.phases.select.probe_more_heads` with this run's phase 6 (a probe: not recorded as the run's
     phase 6); the probe goes to ``diagnostics["6_search"]["more_heads_probe"]``. The clause, or ""."""
     probe, clause = probe_more_heads(run.phases.get("4_refined_sculpt"), p6,
-                                     lambda hull: _search_phase(run, hull, record=False), m=run.m,
-                                     max_m=run.cfg.max_m, success_tol=run.cfg.success_tol, gap_min=run.cfg.gap_min,
-                                     weighting=run.cfg.hull_weighting)
+                                     lambda hull: _search_phase(run, hull, record=False), run.cfg, m=run.m)
     if probe is not None:
         run.diag["6_search"]["more_heads_probe"] = probe
     return clause
@@ -813,9 +802,7 @@ def _more_heads(run, p6):
 def _drop_redundant(run, layer):
     """:func:`~learner.phases.select.drop_redundant` with this run's source and budgets; its record goes to
     ``diagnostics["redundant_heads"]``. ``(layer, held-out error, note)`` or None."""
-    cfg = run.cfg
-    kept, record = drop_redundant(layer, run.source, n_search=cfg.n_search, max_nfev=cfg.max_nfev,
-                                  search_memory=cfg.search_memory, success_tol=cfg.success_tol)
+    kept, record = drop_redundant(layer, run.source, run.cfg)
     if record is not None:
         run.diag["redundant_heads"] = record
     return kept
@@ -825,17 +812,10 @@ def _search_phase(run, p5, record=True):
     """Phase 6: search the hull for the heads, refine them, score on held-out examples (recorded as the
     run's phase 6 unless ``record`` is False: a probe; its time is added either way)."""
     cfg = run.cfg
-    run.state["phase"] = "6_search"
+    run.phase = "6_search"
     log.info("phase 6: searching the hull (m = %d, search=%s)", p5.m, cfg.search)
-    p6 = search_heads(run.source, p5.theta_star, p5.directions, p5.m, net_radius=cfg.net_radius,
-                      net_points=cfg.net_points, net_points_3d=cfg.net_points_3d, n_search=cfg.n_search,
-                      keep_tuples=cfg.keep_tuples, examples_per_param=cfg.refine_examples_per_param,
-                      max_nfev=cfg.max_nfev, search=cfg.search, max_tuples=cfg.max_tuples,
-                      search_memory=cfg.search_memory, swap_starts=cfg.swap_starts, vp_starts=cfg.vp_starts,
-                      seed=cfg.search_seed, refine=cfg.refine,
-                      truth=run.truth, noise_tol=NOISE_MIN if cfg.noise_floor else None,
-                      noise_z=cfg.noise_z, workers=run.pool, threads=_products_threads(run.blas, run.pool),
-                      device=run.device)
+    p6 = search_heads(run.source, p5.theta_star, p5.directions, p5.m, cfg, truth=run.truth, workers=run.pool,
+                      threads=_products_threads(run.blas, run.pool), device=run.backend)
     log.info("phase 6: %s search, held-out relative error %.3g", p6.search, p6.heldout_error)
     if record:
         run.phases["6_search"], run.diag["6_search"] = p6, p6.summary()

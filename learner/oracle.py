@@ -8,6 +8,7 @@ The PAC model hands the learner i.i.d. labelled examples ``(X, F(X))``; an
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -199,8 +200,9 @@ class ExampleBatch:
         The source's class name, named in a :class:`SourceError`.
     noise : float, default 0.0
         Standard deviation of the Gaussian noise added to every label entry of a drawn batch.
-    device : str, optional
-        The torch device on which ``layer`` computes the labels; None: numpy.
+    device : str or learner.arrays.Backend, optional
+        The torch device on which ``layer`` computes the labels (a :class:`~learner.arrays.Backend` made once by
+        the oracle); None: numpy.
     """
 
     __slots__ = ("X", "Y", "device", "distribution", "k", "layer", "n", "noise", "origin", "seed")
@@ -212,7 +214,7 @@ class ExampleBatch:
         self.n, self.layer, self.k, self.distribution, self.seed, self.X, self.Y = n, layer, k, distribution, seed, X, Y
         self.origin = origin  # the source's class name, for SourceError
         self.noise = noise
-        self.device = device  # where the layer computes the labels (a torch device name), None: numpy
+        self.device = device  # where the layer computes the labels (a Backend or a device name), None: numpy
 
     def __getstate__(self):
         return {name: getattr(self, name) for name in self.__slots__}
@@ -318,8 +320,9 @@ class LayerOracle:
         A torch device (``"cuda"``, ``"cpu"``; the torch extra) on which the layer computes the labels
         (``layer(X, device=...)``); the inputs and the noise are drawn by numpy as always, so the
         examples are the same up to rounding (a few units of 1e-16 relative in the labels). None (default):
-        numpy. A device torch cannot see is refused here. ``learn(..., device=...)`` sets it for its run on an
-        oracle that has none.
+        numpy. A device torch cannot see is refused here, once (:func:`learner.arrays.backend`).
+        ``learn(..., device=...)`` draws from an oracle that has none through :meth:`labelled_on`, a view that
+        leaves this oracle as it is.
 
     Attributes
     ----------
@@ -352,13 +355,56 @@ class LayerOracle:
         self.d = layer.d
         self.distribution = distribution
         self.noise = noise
-        self.device = device_name(device)
+        self.device = device
         if not isinstance(rng, (np.random.SeedSequence, np.random.Generator)):
             check_rng(rng)  # the error names `rng` for a seed numpy would refuse in its own words
         self._seed = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(
             rng if not isinstance(rng, np.random.Generator) else rng.integers(2**63)
         )
         self.reset()
+
+    @property
+    def device(self) -> str | None:
+        """The name of the torch device that computes the labels (None: numpy); setting it checks the name once."""
+        return self._backend.name
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        from .arrays import backend
+
+        self._backend = backend(value)
+
+    @property
+    def _origin(self) -> str:
+        """The name a :class:`SourceError` gives this source: its class's."""
+        return type(self).__name__
+
+    def labelled_on(self, device: Any) -> LayerOracle:
+        """This oracle with its labels computed on ``device``: a view whose stream, count and every other attribute
+        are this oracle's own (read and written through), so drawing from it draws from this oracle, which is not
+        changed otherwise.
+
+        Parameters
+        ----------
+        device : str or learner.arrays.Backend
+            Where the view computes the labels (:func:`learner.arrays.backend`).
+
+        Returns
+        -------
+        LayerOracle
+            The view.
+
+        Examples
+        --------
+        >>> from learner import random_layer
+        >>> oracle = LayerOracle(random_layer(1, 4, rng=0), 2, rng=1)
+        >>> view = oracle.labelled_on("cpu")  # doctest: +SKIP
+        >>> view.draw(5)[0].shape, oracle.n_drawn, oracle.device  # doctest: +SKIP
+        ((5, 2, 4), 5, None)
+        """
+        from .arrays import backend
+
+        return _LabelledOn(self, backend(device))
 
     @property
     def seed_entropy(self) -> int | Sequence[int] | None:
@@ -395,7 +441,8 @@ class LayerOracle:
             seed = np.random.SeedSequence(base.entropy, spawn_key=tuple(base.spawn_key) + (STREAM_TAG, stream, b),
                                           pool_size=base.pool_size)
             yield ExampleBatch(int(n), layer=self.layer, k=self.k, distribution=self.distribution, seed=seed,
-                               origin=type(self).__name__, noise=self.noise, device=self.device)
+                               origin=self._origin, noise=self.noise,
+                               device=None if self._backend.on_host else self._backend)
 
     def consume(self, n_samples: int) -> None:
         """Count ``n_samples`` examples of a stream as drawn.
@@ -425,7 +472,33 @@ class LayerOracle:
         n_samples = check_int("n_samples", n_samples)
         X = sample_inputs(n_samples, self.k, self.d, distribution=self.distribution, rng=self._rng)
         self.n_drawn += n_samples
-        return X, noisy_labels(self.layer(X, device=self.device), self.noise, self._rng)
+        return X, noisy_labels(self.layer(X, device=None if self._backend.on_host else self._backend), self.noise,
+                               self._rng)
+
+
+class _LabelledOn(LayerOracle):
+    """:meth:`LayerOracle.labelled_on`'s view: ``base`` with its labels computed on ``backend``. Every attribute is
+    read from ``base`` and written to it, so the stream and the count are ``base``'s; only the backend is the view's
+    own. The name of a batch's origin stays the oracle's."""
+
+    @property
+    def _origin(self) -> str:
+        return type(self.__dict__["_base"]).__name__
+
+    def __init__(self, base: LayerOracle, backend: Any) -> None:  # noqa: D107 - no LayerOracle.__init__: a view
+        self.__dict__["_base"], self.__dict__["_backend"] = base, backend
+
+    def __getattr__(self, name: str) -> Any:
+        base = self.__dict__.get("_base")
+        if base is None:  # half-made (a copy being built): nothing to delegate to
+            raise AttributeError(name)
+        return getattr(base, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "_backend":
+            self.__dict__["_backend"] = value
+        else:
+            setattr(self.__dict__["_base"], name, value)
 
 
 class ArraySource:

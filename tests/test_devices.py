@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the device paths need the torch extra (pip install -e '.[torch]')")
 
-from learner import LayerOracle, arrays, learn, random_layer  # noqa: E402
+from learner import LayerOracle, LearnConfig, arrays, learn, random_layer  # noqa: E402
 from learner.baselines import fit_torch  # noqa: E402
 from learner.oracle import ArraySource, ExampleBatch, device_name  # noqa: E402
 from learner.phases.search import refit, search_heads  # noqa: E402
@@ -62,7 +62,7 @@ def _fit_case():
 def _search(device, seen):
     source = ArraySource(*LayerOracle(_layer(), 2, rng=1).draw(200))
     seen.append(source)
-    search_heads(source, np.zeros((4, 4)), np.zeros((16, 1)), 1, device=device, n_search=50)
+    search_heads(source, np.zeros((4, 4)), np.zeros((16, 1)), 1, LearnConfig(n_search=50), device=device)
 
 
 #: Every public API that takes ``device``, by its qualified name (TestEveryEntryPointIsListed keeps this complete).
@@ -70,6 +70,9 @@ def _search(device, seen):
 API = {
     "learner.arrays.torch_device": lambda device, seen: arrays.torch_device(device),
     "learner.arrays.to_device": lambda device, seen: arrays.to_device(np.ones(2), device),
+    "learner.arrays.backend": lambda device, seen: arrays.backend(device),
+    "learner.arrays.Backend": lambda device, seen: arrays.Backend(device),
+    "learner.oracle.LayerOracle.labelled_on": lambda device, seen: _oracle(seen).labelled_on(device).draw(3),
     "learner.oracle.device_name": lambda device, seen: device_name(device),
     "learner.layer.AttentionLayer.__call__": lambda device, seen: _layer()(np.ones((2, 4)), device=device),
     "learner.oracle.LayerOracle": lambda device, seen: seen.append(LayerOracle(_layer(), 2, device=device)),

@@ -17,7 +17,7 @@ After phase 6, :mod:`learner.phases.select` decides how many heads the layer has
 too large (ours: the paper is given m).
 """
 
-from ._config import CONFIG_RULES, FIXED_BUDGETS, LearnConfig, resolve_config
+from ._config import CONFIG_RULES, FIXED_BUDGETS, LearnConfig, as_config, resolve_config
 from .crude_sum import SumEstimate, crude_sum_w
 from .noise import NOISE_MIN, NOISE_Z, STRUCTURE_ALPHA, NoiseFloor, candidate_thetas, noise_floor
 from .refine_sum import refine_sum_w
@@ -34,10 +34,12 @@ __all__ = [
     "NOISE_MIN",
     "NOISE_Z",
     "NoiseFloor",
+    "PHASES",
     "STRUCTURE_ALPHA",
     "SearchResult",
     "SpanEstimate",
     "SumEstimate",
+    "as_config",
     "crude_sculpt",
     "crude_sum_w",
     "candidate_thetas",
@@ -48,3 +50,8 @@ __all__ = [
     "resolve_config",
     "search_heads",
 ]
+
+#: The phases, in the order they run (with the noise-floor test of phase 6): each takes its settings from one
+#: ``config`` (:class:`LearnConfig`) and declares no default of its own (tests/learner/phases/test_config_home.py
+#: holds every entry to that). A new phase is one entry here.
+PHASES = (crude_sum_w, crude_sculpt, refine_sum_w, refined_sculpt, estimate_span, search_heads, noise_floor)

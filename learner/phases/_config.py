@@ -14,9 +14,10 @@ from typing import Any
 
 from ..validation import Boolean, Choice, Integer, Real
 
-__all__ = ["CONFIG_RULES", "FIXED_BUDGETS", "LearnConfig", "resolve_config"]
+__all__ = ["CHOICES", "CONFIG_RULES", "FIXED_BUDGETS", "LearnConfig", "as_config", "resolve_config"]
 
-_CHOICES = {"hull_weighting": ("precision", "irls", "none"), "search": ("auto", "exhaustive", "swap", "vp"),
+#: The choices of every field that takes one of a few names: their one list (phases 5 and 6 read it).
+CHOICES = {"hull_weighting": ("precision", "irls", "none"), "search": ("auto", "exhaustive", "swap", "vp"),
             "refine": ("vp", "trf")}
 #: Fields that may be None (chosen from m by resolve_config, or by phase 4's pilot).
 _AUTO = ("refined_tol", "refined_constraints", "max_examples", "net_points_3d", "gap_min")
@@ -414,6 +415,52 @@ class LearnConfig:
         for name, rule in CONFIG_RULES.items():
             object.__setattr__(self, name, rule.check(name, getattr(self, name)))
 
+    def if_adaptive(self, name: str) -> Any:
+        """The field ``name`` with ``adaptive``, None without: the settings of the data-driven rules
+        (``crude_se``, ``first_batch``, ``refine_se``, ``hull_stability``), which the fixed budgets do not use.
+
+        Parameters
+        ----------
+        name : str
+            A field's name.
+
+        Returns
+        -------
+        object
+            The field's value, or None without ``adaptive``.
+
+        Examples
+        --------
+        >>> LearnConfig().if_adaptive("crude_se"), LearnConfig(adaptive=False).if_adaptive("crude_se")
+        (0.025, None)
+        """
+        return getattr(self, name) if self.adaptive else None
+
+    def plan(self, m: int | None, plan_m: int | None = None) -> int:
+        """The most heads a phase plans for: ``plan_m`` when given, else ``m`` when given, else ``max_m``.
+
+        :func:`learner.learn` passes ``plan_m`` when m is estimated: ``max_m`` capped by the setting
+        (:func:`learner.check_setting`); a phase called on its own with ``m`` None plans for ``max_m``.
+
+        Parameters
+        ----------
+        m : int or None
+            The given number of heads; None when it is estimated.
+        plan_m : int, optional
+            The heads planned by the caller.
+
+        Returns
+        -------
+        int
+            The most heads planned for.
+
+        Examples
+        --------
+        >>> LearnConfig().plan(None), LearnConfig().plan(2), LearnConfig().plan(None, plan_m=4)
+        (6, 2, 4)
+        """
+        return plan_m if plan_m is not None else m if m is not None else self.max_m
+
     @classmethod
     def groups(cls) -> dict[str, list[str]]:
         """``{group: [field names]}``: every field under its group, groups and fields in declaration order.
@@ -457,8 +504,8 @@ FIXED_BUDGETS = {"adaptive": False, "crude_tol": 0.05, "crude_constraints": 3.0}
 
 def _field_rule(f):
     """A field's rule of the validation layer, from its type and the tables above."""
-    if f.name in _CHOICES:
-        return Choice(_CHOICES[f.name])
+    if f.name in CHOICES:
+        return Choice(CHOICES[f.name])
     if f.type == "bool":
         return Boolean()
     none = f.name in _AUTO
@@ -472,6 +519,41 @@ _FRACTIONS = ("crude_tol", "refined_tol", "min_weight", "refine_keep", "crude_se
 #: Every field's rule, declared once: checked on construction and the type of the command lines' options
 #: that set a field (``learn --max-examples``).
 CONFIG_RULES = {f.name: _field_rule(f) for f in dataclasses.fields(LearnConfig)}
+
+
+def as_config(config: Any) -> LearnConfig:
+    """``config``, or ``LearnConfig()`` for None: the one settings object every phase takes.
+
+    Parameters
+    ----------
+    config : LearnConfig or None
+        The budgets, tolerances and switches; None gives the defaults.
+
+    Returns
+    -------
+    LearnConfig
+        ``config`` itself, or the defaults.
+
+    Raises
+    ------
+    TypeError
+        For anything else (a mapping too: build ``LearnConfig(**mapping)``).
+
+    Examples
+    --------
+    >>> as_config(None) == LearnConfig()
+    True
+    >>> as_config({"batch": 10})
+    Traceback (most recent call last):
+        ...
+    TypeError: `config` must be a LearnConfig or None; got dict (build LearnConfig(**mapping) from a mapping).
+    """
+    if config is None:
+        return LearnConfig()
+    if not isinstance(config, LearnConfig):
+        raise TypeError(f"`config` must be a LearnConfig or None; got {type(config).__name__} (build "
+                        "LearnConfig(**mapping) from a mapping).")
+    return config
 
 
 def resolve_config(cfg: LearnConfig, m: int) -> tuple[LearnConfig, list[str]]:

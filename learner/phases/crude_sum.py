@@ -18,7 +18,7 @@ import numpy as np
 from ..oracle import growing_sizes
 from ..parallel import as_workers
 from ..progress import bar
-from ..validation import check_int, check_positive_float
+from ._config import LearnConfig, as_config
 from .stopping import sample_until_precise
 
 if TYPE_CHECKING:
@@ -126,40 +126,33 @@ def relative_standard_error(total: np.ndarray, total_sq: float, n: int) -> float
     return float(np.sqrt(var / n / norm2))
 
 
-def crude_sum_w(source: LayerOracle | ArraySource, *, n_samples: int = 400_000, batch: int = 100_000,
-                truth: AttentionLayer | None = None, workers: Workers | int | str | None = None,
-                se_target: float | None = None, first_batch: int | None = None) -> SumEstimate:
-    """Phase 1: ``Ŵ = (1/k) Ê[Xᵀ J Y]`` over up to ``n_samples`` examples drawn from ``source``.
+def crude_sum_w(source: LayerOracle | ArraySource, config: LearnConfig | None = None, *,
+                truth: AttentionLayer | None = None, workers: Workers | int | str | None = None) -> SumEstimate:
+    """Phase 1: ``Ŵ = (1/k) Ê[Xᵀ J Y]`` over up to ``config.n_crude`` examples drawn from ``source``.
 
     ``workers`` computes the batches' partial sums: a :class:`learner.parallel.Workers`,
     or an int, ``"auto"`` or None as :func:`learner.learn` takes them (a pool for this
     call only). The sums are added in batch order, so the estimate does not depend on it.
 
-    With ``se_target`` (ours; :func:`learner.learn` passes ``LearnConfig.crude_se``) the phase is
-    sequential: after each batch it computes the running mean's relative standard error
-    (:func:`relative_standard_error`, from the batches' sums of squares) and stops as soon as it is at
-    most ``se_target``; ``n_samples`` is then a cap (:func:`learner.phases.stopping.sample_until_precise`).
-    The batches start at ``first_batch`` examples and double up to ``batch``
-    (:func:`learner.oracle.growing_sizes`). Without it every one of the ``n_samples`` examples is drawn, as
-    the paper's phase does with its fixed count.
+    With ``config.adaptive`` (ours) the phase is sequential: after each batch it computes the running mean's
+    relative standard error (:func:`relative_standard_error`, from the batches' sums of squares) and stops as
+    soon as it is at most ``config.crude_se``; ``n_crude`` is then a cap
+    (:func:`learner.phases.stopping.sample_until_precise`). The batches start at ``config.first_batch``
+    examples and double up to ``config.batch`` (:func:`learner.oracle.growing_sizes`). Without it every one
+    of the ``n_crude`` examples is drawn in batches of ``batch``, as the paper's phase does with its fixed
+    count.
 
     Parameters
     ----------
     source : LayerOracle or ArraySource
         Where the examples come from; the examples taken in are marked consumed.
-    n_samples : int
-        Examples to draw (a cap with ``se_target``); at least 1.
-    batch : int
-        Examples per batch (the largest batch with ``first_batch``); at least 1.
+    config : LearnConfig, optional
+        Reads ``n_crude``, ``batch``, ``adaptive``, ``crude_se`` and ``first_batch``; None: the defaults, as
+        :func:`learner.learn` runs them.
     truth : AttentionLayer, optional
         The planted layer (oracle mode): sets ``error`` of the result.
     workers : Workers, int, "auto" or None
         Where the batches' partial sums are computed (see above); None: here.
-    se_target : float, optional
-        The target relative standard error of the sequential rule (positive); None draws all ``n_samples``.
-    first_batch : int, optional
-        The first batch's size (at least 1); each next batch doubles, up to ``batch``. None: every batch is
-        ``batch``.
 
     Returns
     -------
@@ -169,17 +162,10 @@ def crude_sum_w(source: LayerOracle | ArraySource, *, n_samples: int = 400_000, 
         ``"not finite"`` when the sums overflowed).
     """
     t0 = time.perf_counter()
-    n_samples = check_int("n_samples", n_samples)
-    if n_samples < 1:
-        raise ValueError(f"`n_samples` must be positive; got n_samples={n_samples}.")
-    batch = check_int("batch", batch)
-    if se_target is not None:
-        se_target = check_positive_float("se_target", se_target)
-    if first_batch is not None:
-        first_batch = check_int("first_batch", first_batch, minimum=1)
-    sizes = growing_sizes(n_samples, batch, first_batch)
+    cfg = as_config(config)
+    sizes = growing_sizes(cfg.n_crude, cfg.batch, cfg.if_adaptive("first_batch"))
     with as_workers(workers) as pool:
-        return _crude_sum_on(source, n_samples, sizes, truth, pool, t0, se_target)
+        return _crude_sum_on(source, cfg.n_crude, sizes, truth, pool, t0, cfg.if_adaptive("crude_se"))
 
 
 def _crude_sum_on(source, n_samples, sizes, truth, workers, t0, se_target):

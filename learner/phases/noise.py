@@ -50,6 +50,7 @@ import numpy as np
 
 from ..hints import SeedLike
 from ..layer import AttentionLayer, head_features, layer_jacobian
+from ._config import LearnConfig, as_config
 
 __all__ = ["NOISE_MIN", "NOISE_Z", "STRUCTURE_ALPHA", "NoiseFloor", "candidate_thetas", "noise_floor"]
 
@@ -61,9 +62,10 @@ NOISE_MIN = 1e-20
 #: 10⁴ fits, as NOISE_Z; the misfits measured above had p <= 9e-5, the right layers p >= 0.055.
 STRUCTURE_ALPHA = 1e-4
 
-#: The test's width in standard deviations (ours: 4 sd of a chi-square ratio is exceeded by chance
-#: about once in 10⁴ fits, while a missed layer falls below by tens of sd in the cases measured).
-NOISE_Z = 4.0
+#: The test's width in standard deviations: ``LearnConfig.noise_z``'s default, its one home (ours: 4 sd of a
+#: chi-square ratio is exceeded by chance about once in 10⁴ fits, while a missed layer falls below by tens of sd
+#: in the cases measured).
+NOISE_Z: float = LearnConfig.noise_z
 
 
 @dataclass(frozen=True)
@@ -261,8 +263,8 @@ def _structure(layer, X, r, basis, sigma2, candidates):
     return min(1.0, best_p * max(len(thetas), 1)), worst
 
 
-def noise_floor(layer: AttentionLayer, X: np.ndarray, Y: np.ndarray, Xh: np.ndarray, Yh: np.ndarray, *,
-                z: float = NOISE_Z, max_bytes: int = 2**28,
+def noise_floor(layer: AttentionLayer, X: np.ndarray, Y: np.ndarray, Xh: np.ndarray, Yh: np.ndarray,
+                config: LearnConfig | None = None, *, max_bytes: int | None = None,
                 candidates: tuple[Sequence[str], Sequence[np.ndarray]] | None = None) -> NoiseFloor:
     """The :class:`NoiseFloor` of ``layer`` fitted to ``(X, Y)`` and scored on held-out ``(Xh, Yh)``.
 
@@ -282,11 +284,12 @@ def noise_floor(layer: AttentionLayer, X: np.ndarray, Y: np.ndarray, Xh: np.ndar
         Held-out inputs.
     Yh : ndarray, shape (n_h, k, d)
         Their labels.
-    z : float
-        The test's width in standard deviations (recorded in the result; :attr:`NoiseFloor.consistent`
-        applies it).
-    max_bytes : int
-        Memory budget of each Jacobian (the full Jacobian on ``X`` must fit it; bytes).
+    config : LearnConfig, optional
+        Reads ``noise_z``, the test's width in standard deviations (recorded in the result;
+        :attr:`NoiseFloor.consistent` applies it), and ``search_memory``; None: the defaults.
+    max_bytes : int, optional
+        Memory budget of each Jacobian (the full Jacobian on ``X`` must fit it; bytes). None: a quarter of
+        ``config.search_memory``, phase 6's budget for each of its test's Jacobians.
     candidates : (sequence of str, sequence of ndarray), optional
         The structure test's candidate patterns ``(names, thetas)``; None: :func:`candidate_thetas` of
         ``layer`` without a hull. ``([], [])`` skips the structure test (``structure_p`` 1).
@@ -328,6 +331,10 @@ def noise_floor(layer: AttentionLayer, X: np.ndarray, Y: np.ndarray, Xh: np.ndar
     >>> abs(miss.rho - 1) <= miss.z * miss.sd, miss.structure_p < STRUCTURE_ALPHA, miss.consistent
     (True, True, False)
     """
+    cfg = as_config(config)
+    z = cfg.noise_z
+    if max_bytes is None:
+        max_bytes = cfg.search_memory // 4
     r = (layer(X) - Y).ravel()
     J, n_used = _jacobian_rows(layer, X, max_bytes)
     if n_used < X.shape[0]:

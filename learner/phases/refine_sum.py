@@ -27,7 +27,7 @@ import numpy as np
 from ..layer import attention_patterns
 from ..oracle import batch_sizes
 from ..progress import bar
-from ..validation import check_int, check_positive_float
+from ._config import LearnConfig, as_config
 from .crude_sum import SumEstimate, _sum_error
 from .sculpt import _dot, fit_patterns
 from .stopping import sample_until_precise
@@ -226,12 +226,16 @@ def _fit_quantile(X, Y, w_sum, q):
     return float(np.quantile(res, q, method="inverted_cdf"))
 
 
-def refine_sum_w(source: LayerOracle | ArraySource, w_sum: ArrayLike, theta_star: np.ndarray | None = None, *,
-                 n_samples: int = 400_000, rounds: int = 8, keep: float = 0.02, batch: int = 100_000,
-                 cert_rounds: int = 60, cert_keep: float = 0.003, cert_pool: float = 0.05,
-                 truth: AttentionLayer | None = None, se_target: float | None = None,
-                 first: int | None = None) -> SumEstimate:
+def refine_sum_w(source: LayerOracle | ArraySource, w_sum: ArrayLike, theta_star: np.ndarray | None = None,
+                 config: LearnConfig | None = None, *, truth: AttentionLayer | None = None,
+                 cert_rounds: int = 60, cert_keep: float = 0.003, cert_pool: float = 0.05) -> SumEstimate:
     """Phase 3: trimmed regression of ``y_a`` on the dominant token's ``x_{j*}``.
+
+    With ``config.adaptive`` the sequential rule (ours) applies: draw ``refine_first`` examples, estimate, and
+    while the certified regression's relative standard error (:func:`regression_se`) is above ``refine_se``,
+    draw as many again (the sample doubles, up to ``n_refine``) and estimate afresh from ``w_sum`` on the whole
+    sample (:func:`learner.phases.stopping.sample_until_precise`). Without it all ``n_refine`` examples are
+    drawn at once.
 
     Parameters
     ----------
@@ -243,23 +247,18 @@ def refine_sum_w(source: LayerOracle | ArraySource, w_sum: ArrayLike, theta_star
         The hull's min-norm point. When given, ``j*`` is ``Θ*``'s heaviest token
         and only rows where it also has the smallest vertex residual are used;
         otherwise ``j*`` is the token of smallest vertex residual.
-    n_samples, rounds, keep, batch :
-        Examples drawn (a cap with ``se_target``), regression rounds, fraction of rows kept per
-        round (halved after the first three rounds), streaming batch.
+    config : LearnConfig, optional
+        Reads ``n_refine`` (examples drawn, a cap with ``adaptive``), ``refine_rounds`` and ``refine_keep``
+        (the vertex regression's rounds and fraction of rows kept per round, halved after the first three),
+        ``batch``, and with ``adaptive`` ``refine_se`` and ``refine_first`` (above); None: the defaults, as
+        :func:`learner.learn` runs them.
+    truth : AttentionLayer, optional
+        The planted layer (oracle mode): sets the result's ``error`` and each round's and stage's error.
     cert_rounds, cert_keep, cert_pool :
         The certified regression's rounds, fraction of rows regressed on, and the
         pool of best-fitting rows it refits (:func:`certified_regression`). It
         starts from the vertex estimate or from ``w_sum``, whichever makes the
         pool's quantile of row-fit residuals smaller (``details["start"]``).
-    se_target, first :
-        The sequential rule (ours; :func:`learner.learn` passes ``LearnConfig.refine_se`` and
-        ``refine_first``): draw ``first`` examples, estimate, and while the certified regression's
-        relative standard error (:func:`regression_se`) is above ``se_target``, draw as many again
-        (the sample doubles, up to ``n_samples``) and estimate afresh from ``w_sum`` on the whole
-        sample (:func:`learner.phases.stopping.sample_until_precise`). Without ``se_target`` all
-        ``n_samples`` examples are drawn at once.
-    truth : AttentionLayer, optional
-        The planted layer (oracle mode): sets the result's ``error`` and each round's and stage's error.
 
     Returns
     -------
@@ -268,11 +267,13 @@ def refine_sum_w(source: LayerOracle | ArraySource, w_sum: ArrayLike, theta_star
         error against the truth) and ``stopped`` (``"standard error"``, ``"cap"`` or ``"fixed"``).
     """
     t0 = time.perf_counter()
+    cfg = as_config(config)
     w_sum = np.asarray(w_sum, dtype=float)
+    n_samples, rounds, keep, batch = cfg.n_refine, cfg.refine_rounds, cfg.refine_keep, cfg.batch
+    se_target = cfg.if_adaptive("refine_se")
     stages_n = [n_samples]
     if se_target is not None:
-        se_target = check_positive_float("se_target", se_target)
-        size = min(check_int("first", first, minimum=1) if first is not None else n_samples, n_samples)
+        size = min(cfg.refine_first, n_samples)
         stages_n = [size]
         while stages_n[-1] < n_samples:
             stages_n.append(min(2 * stages_n[-1], n_samples))

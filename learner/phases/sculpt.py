@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,8 @@ from ..oracle import growing_sizes
 from ..parallel import as_workers
 from ..progress import bar
 from ..validation import check_int, check_positive_float
-from .forecast import AFFORDABLE_EXAMPLES, DEFAULT_CANDIDATES, Forecast, pilot_forecast
+from ._config import LearnConfig, as_config, resolve_config
+from .forecast import ADAPTIVE_CANDIDATES, AFFORDABLE_EXAMPLES, DEFAULT_CANDIDATES, Forecast, pilot_forecast
 
 if TYPE_CHECKING:
     from ..layer import AttentionLayer
@@ -845,8 +846,7 @@ class _Stream:
             c = self.next_check
             self.next_check = int(np.ceil(CHECKPOINT_GROWTH * c))
             try:
-                hull = estimate_span(self.prefix(c), m=spec["m"], gap_min=spec["gap_min"], max_m=spec["max_m"],
-                                     weighting=spec["weighting"])
+                hull = estimate_span(self.prefix(c), spec["config"], m=spec["m"], plan_m=spec["plan_m"])
             except HullUndetermined:
                 self.checkpoints.append({"constraints": c, "change": None, "m": None})
                 self.previous_hull = None
@@ -903,19 +903,19 @@ class _Stream:
                            certified, tuple(self.checkpoints))
 
 
-def crude_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, *, tol: float = 0.05, min_weight: float = 0.1,
-                 target: int = 192, max_examples: int = 20_000_000, batch: int = 100_000,
-                 truth: AttentionLayer | None = None, workers: Workers | int | str | None = None,
-                 first_batch: int | None = None) -> Constraints:
+def crude_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, config: LearnConfig | None = None, *,
+                 truth: AttentionLayer | None = None, workers: Workers | int | str | None = None) -> Constraints:
     """Phase 2: constraints from rows certified against the crude ``ΣW`` estimate.
 
-    Draws batches from ``source`` until ``target`` constraints or
-    ``max_examples`` examples. ``workers`` certifies batches in parallel: a
+    Draws batches from ``source`` until ``int(config.crude_constraints·d²)`` constraints or
+    ``config.crude_max_examples`` examples, certifying rows at ``config.crude_tol`` with tokens of fitted
+    weight at least ``config.min_weight``. ``workers`` certifies batches in parallel: a
     :class:`learner.parallel.Workers`, or an int, ``"auto"`` or None as
     :func:`learner.learn` takes them (a pool for this call only). The blocks are
-    merged in batch order, so the constraints do not depend on it. ``first_batch`` (ours) makes the
-    batches start there and double up to ``batch`` (:func:`learner.oracle.growing_sizes`): the last
-    batch, drawn whole, then overshoots the target by at most what came before.
+    merged in batch order, so the constraints do not depend on it. With ``config.adaptive`` (ours) the
+    batches start at ``config.first_batch`` and double up to ``config.batch``
+    (:func:`learner.oracle.growing_sizes`): the last batch, drawn whole, then overshoots the target by at most
+    what came before; without, every batch is ``batch``.
 
     Parameters
     ----------
@@ -923,98 +923,90 @@ def crude_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, *, tol: fl
         Where the examples come from; the examples merged are marked consumed.
     w_sum : array_like, shape (d, d)
         The crude estimate of ``ΣW_i`` (phase 1's).
-    tol : float
-        The certification tolerance (relative residual), in (0, 1).
-    min_weight : float
-        The smallest fitted weight of a token that gives a constraint (positive).
-    target : int
-        Constraints to collect (:func:`learner.learn` passes ``int(crude_constraints·d²)``).
-    max_examples : int
-        The example budget: the stream stops there short of the target.
-    batch : int
-        Examples per batch (the largest batch with ``first_batch``).
+    config : LearnConfig, optional
+        Reads ``crude_tol``, ``min_weight``, ``crude_constraints``, ``crude_max_examples``, ``batch``,
+        ``adaptive`` and ``first_batch``; None: the defaults, as :func:`learner.learn` runs them.
     truth : AttentionLayer, optional
         The planted layer (oracle mode): sets each constraint's error.
     workers : Workers, int, "auto" or None
         Where the batches are certified (see above); None: here.
-    first_batch : int, optional
-        The first batch's size (at least 1); each next batch doubles, up to ``batch``. None: every batch is
-        ``batch``.
 
     Returns
     -------
     Constraints
         The constraints certified, in batch order, with ``stopped`` ``"target"`` or ``"budget"``.
     """
-    return _sculpt(source, np.asarray(w_sum, dtype=float), tol=tol, min_weight=min_weight,
-                   target=check_int("target", target), max_examples=max_examples, batch=batch, truth=truth,
-                   label="phase 2", workers=workers, first_batch=_first(first_batch))
+    cfg = as_config(config)
+    w = np.asarray(w_sum, dtype=float)
+    return _sculpt(source, w, tol=cfg.crude_tol, min_weight=cfg.min_weight, target=_target(cfg.crude_constraints, w),
+                   max_examples=cfg.crude_max_examples, batch=cfg.batch, truth=truth, label="phase 2",
+                   workers=workers, first_batch=cfg.if_adaptive("first_batch"))
 
 
-def _first(first_batch):
-    return None if first_batch is None else check_int("first_batch", first_batch, minimum=1)
+def _target(multiple, w_sum):
+    """Constraints to collect: ``int(multiple·d²)`` for a ``(d, d)`` ``ΣW``."""
+    d = w_sum.shape[0] if w_sum.ndim == 2 and w_sum.shape[0] == w_sum.shape[1] else 0
+    if d == 0:
+        raise ValueError(f"`w_sum` must be a square (d, d) matrix; got shape {w_sum.shape}.")
+    return int(multiple * d * d)
 
 
-def refined_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, *, tol: float | None = 0.015,
-                   min_weight: float = 0.1, target: int = 384, max_examples: int = 20_000_000, batch: int = 100_000,
-                   truth: AttentionLayer | None = None, workers: Workers | int | str | None = None,
-                   pilot: bool = False, n: int | None = None, candidates: Iterable[float] = DEFAULT_CANDIDATES,
-                   threshold: float = AFFORDABLE_EXAMPLES, first_batch: int | None = None,
-                   stability: float | None = None, hull_m: int | None = None, gap_min: float = 3.0, max_m: int = 6,
-                   weighting: str = "precision", rule: str = "affordable") -> Constraints:
+def refined_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, config: LearnConfig | None = None, *,
+                   m: int | None = None, plan_m: int | None = None, truth: AttentionLayer | None = None,
+                   workers: Workers | int | str | None = None, pilot: bool = True) -> Constraints:
     """Phase 4: the same sculpting with the refined ``ΣW`` and a tighter tolerance.
 
-    With ``pilot=True`` (ours) the first batches are a *pilot*: they are certified at the
-    loosest of ``candidates`` (and ``tol``), and after each one
-    :func:`learner.phases.forecast.pilot_forecast` forecasts the examples the ``target`` needs at
+    The fields of ``config`` left at None are first chosen for the heads planned
+    (:func:`learner.phases.resolve_config`, :meth:`LearnConfig.plan`); the target is
+    ``int(config.refined_constraints·d²)`` constraints within ``config.max_examples`` examples.
+
+    With ``pilot=True`` (ours; what :func:`learner.learn` runs) the first batches are a *pilot*: they are
+    certified at the loosest candidate tolerance (and ``refined_tol``), and after each one
+    :func:`learner.phases.forecast.pilot_forecast` forecasts the examples the target needs at
     every tolerance, until the forecast settles (enough rows, or a clear verdict on the
-    budget; see there). Then the tolerance is chosen — ``tol`` when given, else the smallest
-    candidate forecast at most ``threshold`` examples — the forecast is logged at INFO with a
+    budget; see there). The candidates are :data:`~learner.phases.forecast.ADAPTIVE_CANDIDATES` chosen by
+    smallest forecast cost with ``config.adaptive``, else :data:`~learner.phases.forecast.DEFAULT_CANDIDATES`
+    chosen by the smallest forecast at most :data:`~learner.phases.forecast.AFFORDABLE_EXAMPLES`. The
+    tolerance is ``refined_tol`` when set, else the forecast's choice; the forecast is logged at INFO with a
     time estimate from the pilot's examples/s, and the stream continues at that tolerance.
     The pilot's constraints with residual below it are exactly those a run at that tolerance
     certifies on the same batches (see :func:`pilot_batch`), so they are kept, and the result
-    equals ``refined_sculpt(..., tol=chosen)`` on the same source. When the forecast exceeds
-    ``max_examples`` the phase stops after the pilot (``forecast.over_budget``; the caller
+    equals ``refined_sculpt(..., pilot=False)`` at that ``refined_tol`` on the same source. When the forecast
+    exceeds ``max_examples`` the phase stops after the pilot (``forecast.over_budget``; the caller
     decides). Batches computed ahead at the pilot's tolerance are filtered the same way, so
     ``workers`` change nothing.
 
-    With ``stability`` (ours; :func:`learner.learn` passes ``LearnConfig.hull_stability``) ``target`` is a
-    cap: at checkpoints of ``c`` merged constraints (the first at 1.25·d², each next 1.25 times further)
-    the hull of the first ``c`` is estimated (:func:`learner.phases.estimate_span` with ``hull_m``,
-    ``gap_min``, ``max_m``, ``weighting``), and the stream stops at the first checkpoint whose hull moved
-    at most ``stability`` from the previous one's (:func:`hull_change`). The constraints are then the first
-    ``c`` (``stopped="stable"``, ``constraints_certified`` counts all those certified in the examples
-    drawn, ``checkpoints`` lists every hull's change). A prefix of the merged stream does not depend on
-    the batches' sizes or on ``workers``.
+    With ``config.adaptive`` (ours) the target is a cap: at checkpoints of ``c`` merged constraints (the
+    first at 1.25·d², each next 1.25 times further) the hull of the first ``c`` is estimated
+    (:func:`learner.phases.estimate_span` with ``config``, ``m`` and ``plan_m``), and the stream stops at the
+    first checkpoint whose hull moved at most ``config.hull_stability`` from the previous one's
+    (:func:`hull_change`). The constraints are then the first ``c`` (``stopped="stable"``,
+    ``constraints_certified`` counts all those certified in the examples drawn, ``checkpoints`` lists every
+    hull's change). A prefix of the merged stream does not depend on the batches' sizes or on ``workers``.
+    The batches start at ``config.first_batch`` and double up to ``batch``.
 
     Parameters
     ----------
-    source, w_sum, min_weight, target, max_examples, batch, truth, workers, first_batch
-        As for :func:`crude_sculpt`.
-    tol : float or None
-        Certification tolerance; with ``pilot``, None lets the forecast choose it.
+    source : LayerOracle or ArraySource
+        Where the examples come from; the examples merged are marked consumed.
+    w_sum : array_like, shape (d, d)
+        The refined estimate of ``ΣW_i`` (phase 3's).
+    config : LearnConfig, optional
+        Reads ``refined_tol``, ``min_weight``, ``refined_constraints``, ``max_examples``, ``batch``,
+        ``adaptive``, ``first_batch``, ``hull_stability`` and phase 5's ``gap_min``, ``hull_weighting`` and
+        ``max_m``; None: the defaults, as :func:`learner.learn` runs them.
+    m : int, optional
+        The number of heads when known; None: estimated at the checkpoints from the singular-value gap.
+    plan_m : int, optional
+        The most heads planned for (:meth:`LearnConfig.plan`: ``m``, else ``config.max_m``); sets the pilot's
+        window exponent ``(plan_m − 1)(k − 1)`` and the checkpoints' largest m.
+    truth : AttentionLayer, optional
+        The planted layer (oracle mode): sets each constraint's error.
+    workers : Workers, int, "auto" or None
+        Where the batches are certified; None: here.
     pilot : bool
-        Run the pilot and attach its :class:`learner.phases.forecast.Forecast` as ``forecast``.
-    n : int
-        ``(m−1)(k−1)``, the window law's exponent (needed with ``pilot``).
-    candidates : sequence of float
-        Tolerances the pilot forecasts (default 0.015, 0.02, 0.03).
-    threshold : float
-        Examples up to which the smaller tolerance is affordable (default 2·10^7; ``rule="affordable"``).
-    rule : {"affordable", "cost"}
-        How the pilot chooses the tolerance (:func:`learner.phases.forecast.pilot_forecast`).
-    stability : float, optional
-        The hull stability rule's threshold (positive; see above). None: no rule, ``target`` is the target.
-    hull_m : int, optional
-        The m of the checkpoints' hulls (at least 1); None estimates it from the singular-value gap.
-    gap_min : float
-        The checkpoints' singular-value ratio that marks the hull's dimension (positive; used with
-        ``stability``).
-    max_m : int
-        The largest m of the checkpoints' hulls (at least 1; used with ``stability``).
-    weighting : {"precision", "irls", "none"}
-        The checkpoints' weighting of the constraints (:data:`learner.phases.span.WEIGHTINGS`; used with
-        ``stability``).
+        Run the pilot and attach its :class:`learner.phases.forecast.Forecast` as ``forecast`` (default);
+        False certifies every batch at ``refined_tol``, which must then be set.
 
     Returns
     -------
@@ -1025,31 +1017,29 @@ def refined_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, *, tol: 
     Raises
     ------
     ValueError
-        Without ``n`` under ``pilot``, without ``tol`` and ``pilot``, or for an unknown ``weighting`` or a
-        value out of range.
+        Without ``refined_tol`` and ``pilot``, or for a value out of range.
     """
     if not isinstance(pilot, bool):
         raise TypeError(f"`pilot` must be True or False; got pilot={pilot!r}.")
+    if m is not None:
+        m = check_int("m", m, minimum=1)
+    if plan_m is not None:
+        plan_m = check_int("plan_m", plan_m, minimum=1)
+    cfg = as_config(config)
+    plan = cfg.plan(m, plan_m)
+    cfg, _ = resolve_config(cfg, max(plan, 1))
+    w = np.asarray(w_sum, dtype=float)
     spec: dict[str, Any] | None = None
     if pilot:
-        if n is None:
-            raise ValueError("`n` must be given with pilot=True (the window law's exponent (m−1)(k−1)); got n=None.")
-        spec = {"n": check_int("n", n, minimum=0), "threshold": check_positive_float("threshold", threshold),
-                "candidates": tuple(candidates), "rule": rule}
-        pilot_forecast(np.empty(0), 1, target=1, n=spec["n"], candidates=spec["candidates"], tol=tol,
-                       rule=rule)  # validates
-    elif tol is None:
-        raise ValueError("`tol` must be given unless pilot=True; got tol=None.")
+        candidates, rule = (ADAPTIVE_CANDIDATES, "cost") if cfg.adaptive else (DEFAULT_CANDIDATES, "affordable")
+        spec = {"n": (max(plan, 1) - 1) * (source.k - 1), "threshold": AFFORDABLE_EXAMPLES,
+                "candidates": candidates, "rule": rule}
+    elif cfg.refined_tol is None:
+        raise ValueError("`config.refined_tol` must be set unless pilot=True; got refined_tol=None.")
     stable = None
-    if stability is not None:
-        from .span import WEIGHTINGS
-
-        if weighting not in WEIGHTINGS:
-            raise ValueError(f"`weighting` must be one of {WEIGHTINGS}; got {weighting!r}.")
-        stable = {"tol": check_positive_float("stability", stability),
-                  "m": None if hull_m is None else check_int("hull_m", hull_m, minimum=1),
-                  "gap_min": check_positive_float("gap_min", gap_min), "max_m": check_int("max_m", max_m, minimum=1),
-                  "weighting": weighting}
-    return _sculpt(source, np.asarray(w_sum, dtype=float), tol=tol, min_weight=min_weight,
-                   target=check_int("target", target), max_examples=max_examples, batch=batch, truth=truth,
-                   label="phase 4", workers=workers, pilot=spec, first_batch=_first(first_batch), stability=stable)
+    if cfg.adaptive:
+        stable = {"tol": cfg.hull_stability, "config": cfg, "m": m, "plan_m": plan}
+    return _sculpt(source, w, tol=cfg.refined_tol, min_weight=cfg.min_weight,
+                   target=_target(cfg.refined_constraints, w), max_examples=cfg.max_examples, batch=cfg.batch,
+                   truth=truth, label="phase 4", workers=workers, pilot=spec,
+                   first_batch=cfg.if_adaptive("first_batch"), stability=stable)

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg import solve_triangular
 from scipy.optimize import least_squares
 
 from .. import arrays
@@ -69,9 +69,11 @@ from ..layer import head_features as _features
 from ..metrics import match_heads, relative_error
 from ..oracle import draw_checked
 from ..parallel import Workers, as_workers, blas_threads
+from ..validation import check_int
+from ._config import CHOICES, LearnConfig, as_config, resolve_config
+from .noise import NOISE_MIN
 
 if TYPE_CHECKING:
-    from ..hints import SeedLike
     from ..oracle import ArraySource, LayerOracle
     from .noise import NoiseFloor
 
@@ -79,7 +81,7 @@ __all__ = ["REFINEMENTS", "SEARCHES", "SearchResult", "heldout_relative_error", 
            "search_heads"]
 
 #: The tuple searches of :func:`search_heads`.
-SEARCHES = ("auto", "exhaustive", "swap", "vp")
+SEARCHES = CHOICES["search"]
 #: Below this relative residual (far below any success tolerance) a kept step of Levenberg–Marquardt that
 #: gains less than :data:`FLOOR_GAIN` times ends the run: on a zero-residual fit its steps gain orders of
 #: magnitude each (Gauss–Newton converges quadratically), so a small gain there is float64's rounding of
@@ -94,7 +96,7 @@ FLOOR_GAIN = 10.0
 PRODUCT_BLOCK = 256
 #: The joint refinements of :func:`search_heads`: variable projection (Levenberg–Marquardt on the
 #: Θ's, W's eliminated) or a trust-region refinement of all parameters (kept for comparison).
-REFINEMENTS = ("vp", "trf")
+REFINEMENTS = CHOICES["refine"]
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,8 @@ class SearchResult:
         With the truth and the same m: the warm start's largest per-head parameter error
         (:func:`learner.metrics.match_heads`'s ``max_error``).
     noise_test : NoiseFloor, optional
-        With a held-out error above ``noise_tol``: the noise-floor test on the refinement set.
+        With ``config.noise_floor`` and a held-out error above :data:`~learner.phases.noise.NOISE_MIN`: the
+        noise-floor test on the refinement set.
     noise : NoiseFloor, optional
         When that test passed: the noise floor of the refit on more examples.
     refit_examples : int, default 0
@@ -160,7 +163,7 @@ class SearchResult:
     search_details: dict = field(default_factory=dict)
     warm_start_error: float | None = None
     warm_start_param_error: float | None = None
-    #: With a held-out error above ``noise_tol``: the noise-floor test on the refinement set
+    #: With ``noise_floor`` and a held-out error above NOISE_MIN: the noise-floor test on the refinement set
     #: (:mod:`learner.phases.noise`), and when it passed, the noise floor of the refit on more examples.
     noise_test: NoiseFloor | None = None
     noise: NoiseFloor | None = None
@@ -267,8 +270,9 @@ def refit(thetas: ArrayLike, X: np.ndarray, Y: np.ndarray, *, max_iter: int = 20
         A kept step that lowers the residual by less than this, relative, ends the fit.
     max_bytes : int
         Memory budget of the normal equations' blocks (bytes).
-    device : str, optional
-        A torch device name such as ``"cuda"`` (torch extra): computes on torch tensors there. None: numpy.
+    device : str or learner.arrays.Backend, optional
+        A torch device name such as ``"cuda"`` (torch extra), or its backend (:func:`learner.arrays.backend`):
+        computes on torch tensors there. None: numpy.
 
     Returns
     -------
@@ -287,16 +291,17 @@ def refit(thetas: ArrayLike, X: np.ndarray, Y: np.ndarray, *, max_iter: int = 20
     True
     """
     thetas = np.asarray(thetas, dtype=float)
-    z, ws, _, _ = _refine_vp(thetas, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes, device=device)
+    z, ws, _, _ = _refine_vp(thetas, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes,
+                             backend=arrays.backend(device))
     return AttentionLayer(z.reshape(thetas.shape), ws)
 
 
-def _refine_vp(theta0, X, Y, *, max_iter, ftol=1e-15, max_bytes=2**30, threads=1, device=None):
-    """:func:`_levenberg_marquardt` in the ``Θ``'s, on numpy arrays (``device`` None) or on torch tensors on
-    ``device``; its ``(params, ws, evaluations, relative residual)`` as numpy arrays either way."""
-    if device is None:
+def _refine_vp(theta0, X, Y, *, max_iter, ftol=1e-15, max_bytes=2**30, threads=1, backend=arrays.NUMPY):
+    """:func:`_levenberg_marquardt` in the ``Θ``'s on ``backend`` (a :class:`learner.arrays.Backend`); its
+    ``(params, ws, evaluations, relative residual)`` as numpy arrays either way."""
+    if backend.on_host:
         return _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes, threads=threads)
-    theta0, X, Y = (arrays.to_device(a, device) for a in (theta0, X, Y))
+    theta0, X, Y = (backend.asarray(a) for a in (theta0, X, Y))
     z, ws, evaluations, rel = _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes)
     return arrays.to_numpy(z), arrays.to_numpy(ws), evaluations, rel
 
@@ -335,7 +340,7 @@ def _vp_solve(thetas, X, Y):
     ``I − QQᵀ`` onto the residual space. Returns ``(ws, residual, Q, patterns)``; ``residual`` is
     ``DW − Y`` with shape (n·k, d). Torch tensors take :func:`_vp_solve_tensors`.
     """
-    if not arrays.is_numpy(X):
+    if not arrays.backend_of(X).on_host:
         return _vp_solve_tensors(thetas, X, Y)
     n, k, d = X.shape
     m = len(thetas)
@@ -410,7 +415,7 @@ def _vp_jacobian(thetas, ws, X, patterns, Q, basis):
     G = _head_gradients(thetas, ws, X, patterns).reshape(n, k, m, d, d)
     XB = xp.einsum("nac,cpr->napr", X, basis.reshape(d, d, -1))  # basis as (c, c', r)
     cols = [xp.einsum("napr,nape->naer", XB, G[:, :, i]).reshape(n * k, d, -1) for i in range(m)]
-    J = np.concatenate(cols, axis=2) if arrays.is_numpy(X) else xp.concat(cols, axis=2)  # (n·k, e, cols)
+    J = arrays.backend_of(X).concat(cols, axis=2)  # (n·k, e, cols)
     if Q is not None:
         J -= xp.einsum("Nq,qec->Nec", Q, xp.einsum("Nq,Nec->qec", Q, J))
     return J.reshape(n * k * d, -1)
@@ -467,7 +472,7 @@ def _products(A, B, threads, *, symmetric=False):
         else:
             out[:, s:e] = A.T @ B[:, s:e]
 
-    if threads > 1 and len(starts) > 1 and arrays.is_numpy(A):  # one block: nothing to share; a device: its own
+    if threads > 1 and len(starts) > 1 and arrays.backend_of(A).shares_threads:  # one block: nothing to share
         from concurrent.futures import ThreadPoolExecutor
 
         with blas_threads(1), ThreadPoolExecutor(threads) as pool:
@@ -545,7 +550,8 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     def thetas_of(z):
         return z.reshape(m, d, d) if basis is None else origin[None] + (z.reshape(m, -1) @ basis.T).reshape(m, d, d)
 
-    z = theta0.ravel().copy() if arrays.is_numpy(theta0) else theta0.reshape(-1).clone()
+    backend = arrays.backend_of(X)
+    z = backend.flat_copy(theta0)
     ws, r, Q, patterns = _vp_solve(thetas_of(z), X, Y)
     cost = float((r**2).sum())
     evaluations, lam = 1, 1e-3
@@ -556,7 +562,7 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
         while evaluations < max_iter and lam < 1e16:
             try:
                 damped = A + lam * arrays.diag(scale)
-                step = -(cho_solve(cho_factor(damped), g) if arrays.is_numpy(A) else arrays.cholesky_solve(damped, g))
+                step = -backend.solve_spd(damped, g)
             except np.linalg.LinAlgError:
                 lam *= 10
                 continue
@@ -578,19 +584,18 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     return z, ws, evaluations, cost / yy
 
 
-def _vp_start(alpha0, X, Y, max_iter, ftol, directions, theta_star, device=None):
+def _vp_start(alpha0, X, Y, max_iter, ftol, directions, theta_star):
     """One start of :func:`_vp_search` (a task for the run's workers): ``(relative residual, evaluations, α)``, on
-    numpy arrays, or on torch tensors on ``device`` (α comes back as a numpy array either way)."""
-    if device is not None:
-        alpha0, X, Y, directions, theta_star = (arrays.to_device(a, device)
-                                                for a in (alpha0, X, Y, directions, theta_star))
+    the backend of ``X`` (numpy arrays, or torch tensors already on their device: only the start ``alpha0`` is
+    moved there); α comes back as a numpy array either way."""
+    alpha0 = arrays.backend_of(X).asarray(alpha0)
     z, _, evaluations, rel = _levenberg_marquardt(alpha0, X, Y, max_iter=max_iter, ftol=ftol, basis=directions,
                                                   origin=theta_star)
     return rel, evaluations, arrays.to_numpy(z)
 
 
 def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_iter, rng, ftol=1e-8, workers=None,
-               device=None):
+               backend=arrays.NUMPY):
     """Multi-start variable projection in the hull's ``m(m − 1)`` coordinates (ours).
 
     Each start puts the ``m`` heads at uniform random points of the grid's box
@@ -599,15 +604,16 @@ def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_ite
     ``(best parameter tuples, residual evaluations, details)``, the tuples as ``(m, d, d)`` arrays
     ranked by in-sample residual. The starts are independent: they are drawn first, in order, and run on
     ``workers`` (a :class:`~learner.parallel.Workers`; None: here, one after another), each worker with one
-    BLAS thread, so the result does not depend on where they ran. With a ``device`` (torch) they run here, one
-    after another, on that device.
+    BLAS thread, so the result does not depend on where they ran. On a device ``backend`` (torch) they run here,
+    one after another, on that device, where the examples and the hull are copied once for all the starts.
     """
     d = theta_star.shape[0]
     found = []
     evaluations = 0
     alphas = [rng.uniform(-radius, radius, size=(m, m - 1)) for _ in range(starts)]
-    tasks = (((alpha0, X, Y, max_iter, ftol, directions, theta_star, device), 0) for alpha0 in alphas)
-    with as_workers(None if device is not None else workers) as pool, \
+    on = [backend.asarray(a) for a in (X, Y, directions, theta_star)]  # numpy as it is; a device: copied once
+    tasks = (((alpha0, *on[:2], max_iter, ftol, *on[2:]), 0) for alpha0 in alphas)
+    with as_workers(workers if backend.on_host else None) as pool, \
             contextlib.closing(pool.ordered("6_search", _vp_start, tasks)) as results:
         for rel, ev, z in results:
             evaluations += ev
@@ -728,14 +734,30 @@ def _swap_search(Phi, Ys, m, keep, *, starts, rng):
     return np.array(ranked[:keep]), scorer.evaluations, details
 
 
-def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, directions: np.ndarray, m: int, *,
-                 net_radius: float = 2.0, net_points: int = 41, net_points_3d: int = 13, n_search: int = 2000,
-                 keep_tuples: int = 20, examples_per_param: float = 1.5, max_nfev: int = 200, search: str = "auto",
-                 max_tuples: int = 100_000, search_memory: int = 2**30, swap_starts: int = 8, vp_starts: int = 8,
-                 seed: SeedLike = 0, refine: str = "vp", truth: AttentionLayer | None = None, k: int | None = None,
-                 noise_tol: float | None = None, noise_z: float | None = None,
+def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, directions: np.ndarray, m: int,
+                 config: LearnConfig | None = None, *, truth: AttentionLayer | None = None,
                  workers: Workers | int | str | None = None, threads: int = 1, device: Any = None) -> SearchResult:
     """Phase 6: the best m-tuple on an ε-net of the hull, then joint least-squares refinement.
+
+    Every setting comes from ``config`` (fields left at None chosen for ``m``,
+    :func:`learner.phases.resolve_config`):
+
+    - the net: radius ``net_radius`` × ‖Θ*‖_F, ``net_points`` points on the axis at m = 2 and
+      ``net_points_3d`` per axis beyond;
+    - the tuple search ``search`` (module docstring; ``"auto"`` is the exhaustive one where ``max_tuples``
+      and ``search_memory``, the bytes of its Gram matrix, allow it, the variable-projection search
+      otherwise), with ``swap_starts`` and ``vp_starts`` random starts from the seed ``search_seed``; tuples
+      are scored on ``n_search`` examples (the swap descent on as many as its feature cache fits in
+      ``search_memory``), and as many again are held out to compare the ``keep_tuples`` best;
+    - the joint refinement ``refine``: ``"vp"`` (ours) Levenberg–Marquardt on the ``Θ``'s with the ``W``'s
+      solved exactly at every step (variable projection), or ``"trf"``, a trust-region refinement of all
+      ``2md²`` parameters with the full analytic Jacobian (kept for comparison; no noise-floor test follows
+      it), on ``refine_examples_per_param`` residuals per parameter (× 2md²/(kd) examples, at least
+      2d²/(k(k−1)) and at most ``n_search``), within ``max_nfev`` residual evaluations;
+    - with ``noise_floor``, a held-out relative error above :data:`learner.phases.noise.NOISE_MIN` is tested
+      for label noise (:func:`learner.phases.noise.noise_floor`, width ``noise_z`` sd) and, when it passes,
+      the layer is refitted on every scoring example the memory budget allows (``noise_test``, ``noise``,
+      ``refit_examples`` of the result).
 
     Parameters
     ----------
@@ -747,40 +769,10 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
         Orthonormal hull directions (phase 5).
     m : int
         Heads.
-    net_radius, net_points, net_points_3d :
-        Grid radius (× ‖Θ*‖_F) and points per axis (for m − 1 = 1, and for m − 1 >= 2).
-    n_search : int
-        Examples for scoring tuples; as many again are held out for choosing among them.
-        Swap descent scores on as many of them as its feature cache fits in ``search_memory``.
-    keep_tuples : int
-        Best in-sample tuples compared on held-out examples.
-    examples_per_param, max_nfev :
-        Refinement set size (residuals per parameter: × 2md²/(kd) examples, and at least
-        2d²/(k(k−1)) examples, at most n_search) and the cap on its residual evaluations.
-    refine : {"vp", "trf"}
-        The joint refinement: ``"vp"`` (default, ours) Levenberg–Marquardt on the ``Θ``'s with the
-        ``W``'s solved exactly at every step (variable projection); ``"trf"`` a trust-region
-        refinement of all ``2md²`` parameters with the full analytic Jacobian (kept for comparison; no
-        noise-floor test follows it).
-    search : {"auto", "exhaustive", "swap", "vp"}
-        Which tuple search (module docstring); ``"auto"`` is the exhaustive one where ``max_tuples``
-        and ``search_memory`` allow it, the variable-projection search otherwise.
-    max_tuples, search_memory : int
-        Limits of the exhaustive search (tuples; bytes of its Gram matrix) and the swap
-        descent's feature cache (bytes).
-    swap_starts, vp_starts, seed :
-        Random starting tuples of the swap descent (besides the greedy one), random starts of the
-        variable-projection search, and their seed.
+    config : LearnConfig, optional
+        The settings above; None: the defaults, as :func:`learner.learn` runs them.
     truth : AttentionLayer, optional
         Records the warm start's errors.
-    k : int, optional
-        Unused: the number of tokens is read from the examples drawn.
-    noise_tol, noise_z : float, optional
-        When the refined layer's held-out relative error is above ``noise_tol`` (the learner passes
-        :data:`learner.phases.noise.NOISE_MIN`), test whether the
-        residual is label noise (:func:`learner.phases.noise.noise_floor`, width ``noise_z`` sd) and,
-        if so, refit on every scoring example the memory budget allows (``noise_test``, ``noise``,
-        ``refit_examples`` of the result). None: no test.
     workers : Workers, int, "auto" or None
         Where the variable-projection search's starts run (:func:`learner.learn` passes its pool); the result
         is the same wherever they run. None: here, one after another.
@@ -788,11 +780,12 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
         Threads of the refinement's normal-equation products, each with one BLAS thread, in blocks that do not
         depend on their number, so the result does not either (:func:`learner.learn` passes every core its run
         has: the workers are idle then).
-    device : str, optional
-        A torch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``; the torch extra) on which the variable-projection
-        search (its starts one after another there, not on ``workers``) and refinement compute, on torch tensors
-        (:mod:`learner.arrays`); the exhaustive and swap searches, the warm start and the noise-floor refit stay
-        on numpy. None (default): numpy throughout.
+    device : str or learner.arrays.Backend, optional
+        A torch device (``"cuda"``, ``"cuda:1"``, ``"cpu"``; the torch extra), or its backend
+        (:func:`learner.arrays.backend`; :func:`learner.learn` resolves it once per run), on which the
+        variable-projection search (its starts one after another there, not on ``workers``, the examples copied
+        there once) and refinement compute, on torch tensors (:mod:`learner.arrays`); the exhaustive and swap
+        searches, the warm start and the noise-floor refit stay on numpy. None (default): numpy throughout.
 
     Returns
     -------
@@ -802,41 +795,38 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     Raises
     ------
     ValueError
-        For an unknown ``search``, or ``"exhaustive"`` beyond ``max_tuples`` or ``search_memory``.
+        For ``search="exhaustive"`` beyond ``max_tuples`` or ``search_memory``.
     """
     t0 = time.perf_counter()
-    if device is not None:  # before any example: a device torch cannot see is refused at once
-        from ..arrays import torch_device
-
-        torch_device(device)
-    if search not in SEARCHES:
-        raise ValueError(f"`search` must be one of {SEARCHES}; got {search!r}.")
-    if refine not in REFINEMENTS:
-        raise ValueError(f"`refine` must be one of {REFINEMENTS}; got {refine!r}.")
+    backend = arrays.backend(device)  # before any example: a device torch cannot see is refused at once
+    m = check_int("m", m, minimum=1)
+    cfg, _ = resolve_config(as_config(config), m)
+    n_search, search, refine, search_memory = cfg.n_search, cfg.search, cfg.refine, cfg.search_memory
+    net_points, net_points_3d, max_nfev = cfg.net_points, cfg.net_points_3d, cfg.max_nfev
     d = theta_star.shape[0]
     Xs, Ys = draw_checked(source, n_search)
     Xh, Yh = draw_checked(source, n_search)
     k = Xs.shape[1]
-    radius = net_radius * max(float(np.linalg.norm(theta_star)), 1e-3)
+    radius = cfg.net_radius * max(float(np.linalg.norm(theta_star)), 1e-3)
     p = 1 if m == 1 else net_points if m == 2 else net_points_3d ** (m - 1)  # grid points
-    chosen = _choose_search(search, m, p, d, max_tuples=max_tuples, search_memory=search_memory)
+    chosen = _choose_search(search, m, p, d, max_tuples=cfg.max_tuples, search_memory=search_memory)
     tuples, scored, details = _search_tuples(
         chosen, theta_star, directions, m, Xs, Ys, n_search=n_search, radius=radius, p=p, net_points=net_points,
-        net_points_3d=net_points_3d, keep_tuples=keep_tuples, max_nfev=max_nfev, search_memory=search_memory,
-        swap_starts=swap_starts, vp_starts=vp_starts, seed=seed, workers=workers, device=device)
+        net_points_3d=net_points_3d, keep_tuples=cfg.keep_tuples, max_nfev=max_nfev, search_memory=search_memory,
+        swap_starts=cfg.swap_starts, vp_starts=cfg.vp_starts, seed=cfg.search_seed, workers=workers, backend=backend)
     warm_err, warm = _warm_start(tuples, Xs, Ys, Xh, Yh)
-    # Residuals = examples_per_param × parameters: enough to pin the parameters in the
+    # Residuals = refine_examples_per_param × parameters: enough to pin the parameters in the
     # realizable case, few enough for the dense normal equations (or trust-region steps) to stay cheap.
     # But a head's Θ enters F only through the k(k−1) logit differences of each example, so the
     # examples must also give each head at least 2·d² of them: with fewer, exact fits that are not
     # the layer exist (measured at (2, 12, 2): 48 examples fit to 1e-31 with held-out error 3e-5).
-    n_ref = min(n_search, max(32, int(np.ceil(examples_per_param * 2 * m * d * d / (k * d))),
+    n_ref = min(n_search, max(32, int(np.ceil(cfg.refine_examples_per_param * 2 * m * d * d / (k * d))),
                               int(np.ceil(2 * d * d / (k * (k - 1))))))
     Xr, Yr = Xs[:n_ref], Ys[:n_ref]
     t1 = time.perf_counter()
     if refine == "vp":
         z, ws, nfev, _ = _refine_vp(warm.thetas, Xr, Yr, max_iter=max_nfev, max_bytes=search_memory,
-                                    threads=threads, device=device)
+                                    threads=threads, backend=backend)
         thetas = z.reshape(m, d, d)
     else:
         thetas, ws, nfev = _refine(warm.thetas, warm.ws, Xr, Yr, max_nfev)
@@ -844,9 +834,8 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     heldout = heldout_relative_error(refined, Xh, Yh)
     rss = float(np.sum((refined(Xr) - Yr) ** 2))
     noise: dict[str, Any] = {"residual_sigma": float(np.sqrt(rss / max(Yr.size - 2 * m * d * d, 1)))}
-    if noise_tol is not None and refine == "vp" and heldout > noise_tol:
-        found, extra_nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=noise_z, max_nfev=max_nfev,
-                                         max_bytes=search_memory, hull=(theta_star, directions, radius),
+    if cfg.noise_floor and refine == "vp" and heldout > NOISE_MIN:
+        found, extra_nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, cfg, hull=(theta_star, directions, radius),
                                          threads=threads)
         if "refit" in found:
             refined, heldout = found.pop("refit")
@@ -875,21 +864,24 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     )
 
 
-def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_bytes, hull=None, threads=1):
+def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, config, *, hull=None, threads=1):
     """The noise-floor test of the refined layer; when it passes, the refit on more scoring examples.
 
-    Returns ``(SearchResult fields, residual evaluations)``: the test, and when it passed the noise floor of
-    the refit and ``"refit"``, the refit layer and its held-out error.
+    ``config`` gives the test's width (``noise_z``), the refit's ``max_nfev`` and the memory (``search_memory``:
+    a quarter of it for each of the test's Jacobians, all of it for the refit's normal equations). Returns
+    ``(SearchResult fields, residual evaluations)``: the test, and when it passed the noise floor of the refit
+    and ``"refit"``, the refit layer and its held-out error.
     """
-    from .noise import NOISE_Z, candidate_thetas, noise_floor
+    from .noise import candidate_thetas, noise_floor
 
-    z = NOISE_Z if noise_z is None else noise_z
+    max_bytes, max_nfev = config.search_memory, config.max_nfev
     budget = max_bytes // 4  # the Jacobians of the test: a quarter of the search's memory each
     m, d = refined.m, refined.d
     k = Xs.shape[1]
     if Xr.shape[0] * 8 * k * d * 2 * m * d * d > budget:  # the refinement's Jacobian would not fit: no test
         return {}, 0
-    test = noise_floor(refined, Xr, Yr, Xh, Yh, z=z, max_bytes=budget, candidates=candidate_thetas(refined, hull))
+    test = noise_floor(refined, Xr, Yr, Xh, Yh, config, max_bytes=budget,
+                       candidates=candidate_thetas(refined, hull))
     if not test.consistent:
         return {"noise_test": test}, 0
     n_fit = int(min(Xs.shape[0], max(Xr.shape[0], budget // (8 * k * d * 2 * m * d * d))))
@@ -898,7 +890,7 @@ def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, *, noise_z, max_nfev, max_byte
     refit = AttentionLayer(z_fit.reshape(m, d, d), ws)
     # The features were tried on the refinement set (a few residuals per parameter, a small design); the
     # refit's own test is the held-out ratio, and it carries the features' verdict.
-    floor = noise_floor(refit, Xs[:n_fit], Ys[:n_fit], Xh, Yh, z=z, max_bytes=budget, candidates=([], []))
+    floor = noise_floor(refit, Xs[:n_fit], Ys[:n_fit], Xh, Yh, config, max_bytes=budget, candidates=([], []))
     floor = dataclasses.replace(floor, structure_p=test.structure_p, structure_features=test.structure_features,
                                 structure_worst=test.structure_worst)  # the features' verdict, made above
     return {"noise_test": test, "noise": floor, "refit_examples": n_fit,
@@ -923,7 +915,8 @@ def _choose_search(search, m, p, d, *, max_tuples, search_memory):
 
 
 def _search_tuples(chosen, theta_star, directions, m, Xs, Ys, *, n_search, radius, p, net_points, net_points_3d,
-                   keep_tuples, max_nfev, search_memory, swap_starts, vp_starts, seed, workers=None, device=None):
+                   keep_tuples, max_nfev, search_memory, swap_starts, vp_starts, seed, workers=None,
+                   backend=arrays.NUMPY):
     """Run the ``chosen`` tuple search; its best tuples of Θ's (best first), the tuples scored, its figures."""
     d = theta_star.shape[0]
     k = Xs.shape[1]
@@ -933,7 +926,7 @@ def _search_tuples(chosen, theta_star, directions, m, Xs, Ys, *, n_search, radiu
         n_fit = min(n_search, max(32, int(np.ceil(2 * (m * d * d + m * (m - 1)) / (k * d)))))
         found, scored, sd = _vp_search(theta_star, directions, m, Xs[:n_fit], Ys[:n_fit], radius, keep_tuples,
                                        starts=vp_starts, max_iter=max_nfev, rng=np.random.default_rng(seed),
-                                       workers=workers, device=device)
+                                       workers=workers, backend=backend)
         return found, scored, details | sd | {"scoring_examples": int(n_fit)}
     alphas = _grid(m, net_points, net_points_3d) * radius
     points = theta_star[None] + (alphas @ directions.T).reshape(-1, d, d) if m > 1 else theta_star[None]

@@ -1,7 +1,7 @@
 """After phase 6: how many heads (ours, not the paper's: the paper is given m).
 
 Three decisions on top of phase 6's fit, each a function of phase 4's constraints, phase 5's hull and a
-phase-6 callable (``search(span) -> SearchResult``), so that they are tested on constructed hulls and fits:
+phase-6 callable (``phase6(span) -> SearchResult``), so that they are tested on constructed hulls and fits:
 
 - :func:`select_m` — m unknown: phase 6 for each m the singular-value gap allows, smallest first; the first
   layer that reaches the floor and meets the paper's conditions is kept.
@@ -24,6 +24,7 @@ import numpy as np
 
 from ..assumptions import assumptions
 from ..oracle import draw_checked
+from ._config import LearnConfig, as_config, resolve_config
 from .noise import STRUCTURE_ALPHA
 from .search import heldout_relative_error, refit
 from .span import HullUndetermined, estimate_span
@@ -97,8 +98,8 @@ def candidate_ms(gap_ratios: Any, gap_m: int, plan_m: int) -> list[int]:
                                 if len(ratios) >= c - 1 and ratios[c - 2] >= CANDIDATE_GAP})
 
 
-def select_m(p4: Any, p5: Any, search: Search, *, plan_m: int, success_tol: float, gap_min: float,
-             weighting: str, truth: Any = None) -> tuple[Any, Any, list[dict]]:
+def select_m(p4: Any, p5: Any, phase6: Search, config: LearnConfig | None = None, *, plan_m: int | None = None,
+             truth: Any = None) -> tuple[Any, Any, list[dict]]:
     """Unknown m: phase 6 for each m the gap allows, smallest first; the first whose layer reaches the
     floor and meets the paper's conditions is kept.
 
@@ -113,16 +114,13 @@ def select_m(p4: Any, p5: Any, search: Search, *, plan_m: int, success_tol: floa
         Phase 4's constraints, from which the hulls of the other m's are estimated.
     p5 : SpanEstimate
         Phase 5's hull, with the gap rule's m and its ``gap_ratios``.
-    search : callable
-        Phase 6: ``search(span) -> SearchResult``.
-    plan_m : int
-        The largest m the run plans for.
-    success_tol : float
-        As for :func:`reaches_floor`.
-    gap_min : float
-        The hulls' singular-value ratio (:func:`learner.phases.estimate_span`).
-    weighting : {"precision", "irls", "none"}
-        The hulls' weighting of the constraints.
+    phase6 : callable
+        Phase 6: ``phase6(span) -> SearchResult``.
+    config : LearnConfig, optional
+        Reads ``success_tol`` (:func:`reaches_floor`) and the hulls' settings (:func:`learner.phases.estimate_span`);
+        None: the defaults.
+    plan_m : int, optional
+        The largest m the run plans for (:meth:`LearnConfig.plan`; None: ``config.max_m``).
     truth : AttentionLayer, optional
         The planted layer: the hulls record their errors against it.
 
@@ -136,6 +134,9 @@ def select_m(p4: Any, p5: Any, search: Search, *, plan_m: int, success_tol: floa
         Every m tried, in order, with its held-out relative error and verdict (``"kept"``, ``"does not
         reach the floor"``, the conditions it violates, or an undetermined hull).
     """
+    cfg = as_config(config)
+    plan_m = cfg.plan(None, plan_m)
+    cfg, _ = resolve_config(cfg, max(plan_m, 1))
     tried: list[dict[str, Any]] = []
     results: dict[int, tuple[Any, Any]] = {}
     for c in candidate_ms(p5.gap_ratios, p5.m, plan_m):
@@ -143,13 +144,13 @@ def select_m(p4: Any, p5: Any, search: Search, *, plan_m: int, success_tol: floa
             span = p5
         else:
             try:
-                span = estimate_span(p4, m=c, gap_min=gap_min, max_m=plan_m, weighting=weighting, truth=truth)
+                span = estimate_span(p4, cfg, m=c, plan_m=plan_m, truth=truth)
             except HullUndetermined as exc:
                 tried.append({"m": c, "verdict": f"hull undetermined: {exc}"})
                 continue
-        p6 = search(span)
+        p6 = phase6(span)
         results[c] = (span, p6)
-        if not reaches_floor(p6, success_tol):
+        if not reaches_floor(p6, cfg.success_tol):
             verdict = "does not reach the floor"
         else:
             report = assumptions(p6.layer)
@@ -165,10 +166,10 @@ def select_m(p4: Any, p5: Any, search: Search, *, plan_m: int, success_tol: floa
     return span, p6, tried
 
 
-def probe_more_heads(p4: Any, p6: Any, search: Search, *, m: int | None, max_m: int, success_tol: float,
-                     gap_min: float, weighting: str) -> tuple[dict | None, str]:
+def probe_more_heads(p4: Any, p6: Any, phase6: Search, config: LearnConfig | None = None, *,
+                     m: int | None) -> tuple[dict | None, str]:
     """With m given and a residual that is not noise (structure p-value below
-    :data:`~learner.phases.noise.STRUCTURE_ALPHA`): whether m + 1 heads (at most ``max_m``) reach the floor, by
+    :data:`~learner.phases.noise.STRUCTURE_ALPHA`): whether m + 1 heads (at most ``config.max_m``) reach the floor, by
     phase 6 on phase 4's constraints.
 
     Parameters
@@ -177,36 +178,32 @@ def probe_more_heads(p4: Any, p6: Any, search: Search, *, m: int | None, max_m: 
         Phase 4's constraints, from which the hull of m + 1 heads is estimated.
     p6 : SearchResult
         Phase 6's result with m heads (its ``noise_test`` decides whether to probe).
-    search : callable
-        Phase 6: ``search(span) -> SearchResult``.
+    phase6 : callable
+        Phase 6: ``phase6(span) -> SearchResult``.
+    config : LearnConfig, optional
+        Reads ``max_m`` (the largest m the probe may try), ``success_tol`` (:func:`reaches_floor`) and the hull's
+        settings (:func:`learner.phases.estimate_span`); None: the defaults.
     m : int or None
         The given m; None (m estimated): no probe.
-    max_m : int
-        The largest m the probe may try.
-    success_tol : float
-        As for :func:`reaches_floor`.
-    gap_min : float
-        The hull's singular-value ratio (:func:`learner.phases.estimate_span`).
-    weighting : {"precision", "irls", "none"}
-        The hull's weighting of the constraints.
 
     Returns
     -------
     probe : dict or None
         The probe's record (m, held-out relative error, whether it reaches the floor); None when no probe ran
-        (no structure in the residual, m + 1 above ``max_m``, or an undetermined hull).
+        (no structure in the residual, m + 1 above ``config.max_m``, or an undetermined hull).
     clause : str
         The clause the failure message adds: "" unless the probe reaches the floor.
     """
+    cfg = as_config(config)
     test = p6.noise_test
-    if m is None or test is None or test.structure_p >= STRUCTURE_ALPHA or m + 1 > max_m:
+    if m is None or test is None or test.structure_p >= STRUCTURE_ALPHA or m + 1 > cfg.max_m:
         return None, ""
     try:
-        span = estimate_span(p4, m=m + 1, gap_min=gap_min, max_m=m + 1, weighting=weighting)
+        span = estimate_span(p4, cfg, m=m + 1)
     except HullUndetermined:
         return None, ""
-    probe = search(span)
-    reached = reaches_floor(probe, success_tol)
+    probe = phase6(span)
+    reached = reaches_floor(probe, cfg.success_tol)
     record = {"m": m + 1, "heldout_relative_error": probe.heldout_error, "reaches_floor": reached}
     if not reached:
         return record, ""
@@ -263,11 +260,11 @@ def redundant_heads(thetas: np.ndarray, ws: np.ndarray) -> tuple[list[list[int]]
     return keep, notes
 
 
-def drop_redundant(layer: Any, source: Any, *, n_search: int, max_nfev: int, search_memory: int,
-                   success_tol: float) -> tuple[tuple[Any, float, str] | None, dict | None]:
+def drop_redundant(layer: Any, source: Any,
+                   config: LearnConfig | None = None) -> tuple[tuple[Any, float, str] | None, dict | None]:
     """With m given too large: the layer without its redundant heads (:func:`redundant_heads`; merged heads take
-    the mean Θ, the refit gives their W), refitted by variable projection on ``n_search`` fresh examples and
-    scored on as many more.
+    the mean Θ, the refit gives their W), refitted by variable projection on ``config.n_search`` fresh examples
+    and scored on as many more.
 
     Parameters
     ----------
@@ -275,14 +272,10 @@ def drop_redundant(layer: Any, source: Any, *, n_search: int, max_nfev: int, sea
         Phase 6's layer with the given m.
     source : LayerOracle or ArraySource
         Where the fresh examples come from (``2·n_search`` of them are drawn when a head is redundant).
-    n_search : int
-        Examples of the refit, and as many held out.
-    max_nfev : int
-        The refit's cap on residual evaluations.
-    search_memory : int
-        The refit's memory budget (bytes).
-    success_tol : float
-        A held-out relative error within this keeps the smaller layer.
+    config : LearnConfig, optional
+        Reads ``n_search`` (examples of the refit, and as many held out), ``max_nfev`` (the refit's cap on
+        residual evaluations), ``search_memory`` (its memory budget, bytes) and ``success_tol`` (a held-out
+        relative error within it keeps the smaller layer); None: the defaults.
 
     Returns
     -------
@@ -293,6 +286,8 @@ def drop_redundant(layer: Any, source: Any, *, n_search: int, max_nfev: int, sea
         The notes, the heads kept and both held-out errors; None when no head is redundant (or every head is
         empty).
     """
+    cfg = as_config(config)
+    n_search, success_tol = cfg.n_search, cfg.success_tol
     thetas = layer.thetas
     keep, notes = redundant_heads(thetas, layer.ws)
     if len(keep) == layer.m or not keep:
@@ -300,7 +295,7 @@ def drop_redundant(layer: Any, source: Any, *, n_search: int, max_nfev: int, sea
     start = np.stack([thetas[g].mean(axis=0) for g in keep])
     X, Y = draw_checked(source, n_search)
     Xh, Yh = draw_checked(source, n_search)
-    reduced = refit(start, X, Y, max_iter=max_nfev, max_bytes=search_memory)
+    reduced = refit(start, X, Y, max_iter=cfg.max_nfev, max_bytes=cfg.search_memory)
     heldout = heldout_relative_error(reduced, Xh, Yh)
     full = heldout_relative_error(layer, Xh, Yh)
     record = {"notes": notes, "heads_kept": len(keep), "heldout_relative_error": heldout,

@@ -47,6 +47,7 @@ from numpy.typing import ArrayLike
 
 from ..geometry import min_norm_point
 from ..layer import AttentionLayer
+from ._config import CHOICES, LearnConfig, as_config, resolve_config
 
 __all__ = ["SOLVERS", "WEIGHTINGS", "HullUndetermined", "SpanEstimate", "estimate_span", "hull_solve",
            "precision_weights", "token_distances"]
@@ -56,7 +57,7 @@ class HullUndetermined(ValueError):
     """The constraints do not pin the hull: too few of them, or too few independent ones."""
 
 #: The weighting schemes of :func:`hull_solve`.
-WEIGHTINGS = ("precision", "irls", "none")
+WEIGHTINGS = CHOICES["hull_weighting"]
 
 
 @dataclass(frozen=True)
@@ -315,36 +316,38 @@ def hull_solve(A: np.ndarray, b: np.ndarray, m: int, *, weights: ArrayLike | Non
     return theta, Vt[r:].T, S[::-1]
 
 
-def estimate_span(constraints: Any, *, m: int | None = None, gap_min: float = 3.0, max_m: int = 6,
-                  irls_rounds: int = 3, weighting: str = "precision", truth: AttentionLayer | None = None,
-                  allow_deficit: bool = False) -> SpanEstimate:  # constraints: a sculpt.Constraints
+def estimate_span(constraints: Any, config: LearnConfig | None = None, *, m: int | None = None,
+                  plan_m: int | None = None, truth: AttentionLayer | None = None, allow_deficit: bool = False,
+                  irls_rounds: int = 3) -> SpanEstimate:  # constraints: a sculpt.Constraints
     """Phase 5: the hull ``Θ* + span V`` from :class:`Constraints` (``m`` estimated if None).
 
-    ``weighting`` is one of :data:`WEIGHTINGS` (see the module docstring). ``allow_deficit`` (with ``m`` given)
-    returns the estimate of constraints whose rank falls short of what the hull needs, instead of raising:
-    Θ* is then the min-norm point, with nothing along the unpinned directions, and ``rank_deficit`` counts them
-    (ours: phase 6's refinement fits Θ to the labels themselves, which do see those directions).
+    The constraints are weighted by ``config.hull_weighting``, one of :data:`WEIGHTINGS` (see the module
+    docstring). ``allow_deficit`` (with ``m`` given) returns the estimate of constraints whose rank falls short
+    of what the hull needs, instead of raising: Θ* is then the min-norm point, with nothing along the unpinned
+    directions, and ``rank_deficit`` counts them (ours: phase 6's refinement fits Θ to the labels themselves,
+    which do see those directions).
 
     Parameters
     ----------
     constraints : Constraints
         Phases 2 or 4's constraints (``A``, ``b``, and for ``"precision"`` the residuals and token weights).
+    config : LearnConfig, optional
+        Reads ``hull_weighting``, ``gap_min`` (the ratio of consecutive smallest singular values at least which
+        marks the hull's dimension when m is estimated; below it, m = 1; None: chosen for the heads planned,
+        :func:`learner.phases.resolve_config`) and ``max_m``; None: the defaults, as :func:`learner.learn` runs
+        them.
     m : int, optional
-        Heads; None estimates m from the singular-value gap (at most ``max_m``).
-    gap_min : float
-        The ratio of consecutive smallest singular values at least which marks the hull's dimension when m
-        is estimated (below it, m = 1).
-    max_m : int
-        The largest m estimated; the diagnostics keep ``max_m + 2`` singular values.
-    irls_rounds : int
-        Rounds of iteratively reweighted least squares for ``Θ*`` (none with ``"none"``).
-    weighting : {"precision", "irls", "none"}
-        The weighting of the constraints.
+        Heads; None estimates m from the singular-value gap (at most the heads planned).
+    plan_m : int, optional
+        The most heads planned for (:meth:`LearnConfig.plan`: ``m``, else ``config.max_m``): the largest m
+        estimated; the diagnostics keep ``plan_m + 2`` singular values.
     truth : AttentionLayer, optional
         The planted layer: the result records ``theta_star_error``, ``principal_cosines`` and
         ``hull_distance``.
     allow_deficit : bool
         With m given: return a rank-deficient estimate instead of raising (see above).
+    irls_rounds : int
+        Rounds of iteratively reweighted least squares for ``Θ*`` (none with ``"none"``).
 
     Returns
     -------
@@ -357,7 +360,7 @@ def estimate_span(constraints: Any, *, m: int | None = None, gap_min: float = 3.
         (a ValueError) With fewer constraints than unknowns (``d²``), or constraints of too
         low a rank: the hull is not determined.
     ValueError
-        For an unknown ``weighting``, or constraints without token weights under ``"precision"``.
+        For constraints without token weights under ``"precision"``.
 
     Examples
     --------
@@ -366,17 +369,22 @@ def estimate_span(constraints: Any, *, m: int | None = None, gap_min: float = 3.
 
     >>> import numpy as np
     >>> from types import SimpleNamespace
+    >>> from learner import LearnConfig
     >>> rng = np.random.default_rng(0)
     >>> d, base, step = 3, rng.standard_normal(9), rng.standard_normal(9)
     >>> A = rng.standard_normal((60, 9))
     >>> A -= np.outer(A @ step, step) / (step @ step)  # A·(Θ_2 − Θ_1) = 0
-    >>> hull = estimate_span(SimpleNamespace(A=A, b=A @ base), weighting="irls")
+    >>> hull = estimate_span(SimpleNamespace(A=A, b=A @ base), LearnConfig(hull_weighting="irls"))
     >>> hull.m, hull.m_estimated, hull.directions.shape
     (2, True, (9, 1))
     >>> bool(abs(hull.directions[:, 0] @ step) / np.linalg.norm(step) > 1 - 1e-12)
     True
     """
     t0 = time.perf_counter()
+    cfg = as_config(config)
+    max_m = cfg.plan(m, plan_m)
+    cfg, _ = resolve_config(cfg, max(max_m, 1))
+    gap_min, weighting = cfg.gap_min, cfg.hull_weighting
     A, b = constraints.A, constraints.b
     n_params = A.shape[1]
     d = round(np.sqrt(n_params))
@@ -384,8 +392,6 @@ def estimate_span(constraints: Any, *, m: int | None = None, gap_min: float = 3.
         raise HullUndetermined(
             f"the constraints do not determine the hull: {A.shape[0]} constraints for d²={n_params} unknowns."
         )
-    if weighting not in WEIGHTINGS:
-        raise ValueError(f"`weighting` must be one of {WEIGHTINGS}; got {weighting!r}.")
     opts: dict[str, Any] = {"irls_rounds": irls_rounds}
     if weighting == "precision":
         opts |= {"weights": precision_weights(constraints), "directions_from": "weights"}

@@ -809,7 +809,7 @@ def run_parallel_benchmark(m: int = 4, d: int = 12, k: int = 2, *, workers: int 
     """
     from ..oracle import LayerOracle
     from ..parallel import Workers
-    from ..phases import refined_sculpt
+    from ..phases import LearnConfig, refined_sculpt
 
     rng = check_rng(rng)
     layer_seed, oracle_gen = rng.spawn(2)
@@ -817,11 +817,13 @@ def run_parallel_benchmark(m: int = 4, d: int = 12, k: int = 2, *, workers: int 
     w_sum = layer.ws.sum(axis=0)
     examples = batch * batches
     oracle_seed = int(oracle_gen.integers(2**63))  # a fixed seed: every run below sees the same stream
+    # Fixed batches at the given tolerance, and a target no run reaches (10^12 constraints), so every batch is merged.
+    config = LearnConfig(adaptive=False, refined_tol=tol, min_weight=min_weight, refined_constraints=10**12 / d**2,
+                         max_examples=examples, batch=batch)
 
     def phase(pool):
         oracle = LayerOracle(layer, k, rng=oracle_seed)  # the same stream every time
-        return refined_sculpt(oracle, w_sum, tol=tol, min_weight=min_weight, target=10**12, max_examples=examples,
-                              batch=batch, workers=pool)
+        return refined_sculpt(oracle, w_sum, config, workers=pool, pilot=False)
 
     serial = Workers()
     with Workers(workers) as pool:
@@ -984,8 +986,7 @@ def run_search_benchmark(m: int = 7, d: int = 20, k: int = 2, *, workers: int = 
     def timed(name, pool, threads):
         def run():
             with blas_threads(1):
-                results[name] = search_heads(ArraySource(X, Y), star, directions, m, n_search=cfg.n_search,
-                                             max_nfev=cfg.max_nfev, vp_starts=cfg.vp_starts, workers=pool,
+                results[name] = search_heads(ArraySource(X, Y), star, directions, m, cfg, workers=pool,
                                              threads=threads)
         return run
 

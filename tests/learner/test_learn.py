@@ -1,5 +1,6 @@
 """learn: the six phases end to end on planted layers, failures reported, never silently wrong."""
 
+import dataclasses
 import json
 import sys
 
@@ -123,7 +124,7 @@ class TestLearnFast:
 
         learn_module = sys.modules["learner.learn"]  # the module; `learner.learn` is also the function
 
-        def undetermined(constraints, **kw):
+        def undetermined(constraints, config=None, **kw):
             raise HullUndetermined(f"the constraints do not determine the hull: {constraints.count} constraints "
                                    "of rank 3 (test)")
 
@@ -293,7 +294,7 @@ class TestGapNote:
     def _run(m):
         from types import SimpleNamespace
 
-        return SimpleNamespace(m=m, cfg=SimpleNamespace(gap_min=3.0, success_tol=1e-10, max_m=8, hull_weighting="irls"),
+        return SimpleNamespace(m=m, cfg=LearnConfig(gap_min=3.0, success_tol=1e-10, max_m=8, hull_weighting="irls"),
                                phases={}, diag={"5_span": {}})
 
     @staticmethod
@@ -542,8 +543,8 @@ class TestOneHeadOnASmallCube:
 
         real = search_module.search_heads
 
-        def worse(*args, **kwargs):  # a phase 6 that cannot refine
-            return real(*args, **kwargs | {"max_nfev": 1})
+        def worse(source, theta_star, directions, m, config, **kwargs):  # a phase 6 that cannot refine
+            return real(source, theta_star, directions, m, dataclasses.replace(config, max_nfev=1), **kwargs)
 
         monkeypatch.setattr(sys.modules["learner.learn"], "search_heads", worse)
         # No second try at the tightest tolerance, whose hull might be whole: the message is the first hull's.

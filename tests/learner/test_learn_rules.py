@@ -148,8 +148,10 @@ class TestPlan:
 class TestAdaptive:
     def test_the_switch_gives_the_settings_or_none(self):
         values = {"crude_se": 0.03, "first_batch": 700, "refine_se": 0.01, "hull_stability": 0.07}
-        assert _module()._adaptive(LearnConfig(adaptive=True, **values)) == values
-        assert _module()._adaptive(LearnConfig(adaptive=False, **values)) == dict.fromkeys(values)
+        on, off = LearnConfig(adaptive=True, **values), LearnConfig(adaptive=False, **values)
+        assert {name: on.if_adaptive(name) for name in values} == values
+        assert {name: off.if_adaptive(name) for name in values} == dict.fromkeys(values)
+        assert off.if_adaptive("batch") is None and on.if_adaptive("batch") == 100_000
 
 
 class TestGapNoteRules:
@@ -351,8 +353,8 @@ class TestSelectionWiring:
         module, seen = _module(), {}
         span, p6 = SimpleNamespace(summary=lambda: {"span": 3}), SimpleNamespace(summary=lambda: {"p6": 3})
 
-        def select_m(p4, p5, search, **kw):
-            seen.update(p4=p4, p5=p5, kw=kw, probe=search("hull"))
+        def select_m(p4, p5, search, config, **kw):
+            seen.update(p4=p4, p5=p5, config=config, kw=kw, probe=search("hull"))
             return span, p6, ["tried"]
 
         monkeypatch.setattr(module, "select_m", select_m)
@@ -362,8 +364,8 @@ class TestSelectionWiring:
                               diag={"5_span": {"round": 2}})
         p5 = SimpleNamespace(m=2)
         assert module._select_m(run, p5) == (span, p6)
-        assert seen == {"p4": "p4", "p5": p5, "probe": (run, "hull", True),
-                        "kw": {"plan_m": 4, "success_tol": 1e-10, "gap_min": 3.0, "weighting": "irls", "truth": "T"}}
+        assert seen == {"p4": "p4", "p5": p5, "probe": (run, "hull", True), "config": cfg,
+                        "kw": {"plan_m": 4, "truth": "T"}}
         assert run.phases == {"4_refined_sculpt": "p4", "5_span": span, "6_search": p6}
         assert run.diag == {"5_span": {"span": 3, "round": 2, "gap_m": 2, "model_selection": ["tried"]},
                             "6_search": {"p6": 3}}
@@ -375,8 +377,8 @@ class TestSelectionWiring:
     def test_more_heads_probes_without_recording_phase_6(self, monkeypatch, probe):
         module, seen = _module(), {}
 
-        def probe_more_heads(p4, p6, search, **kw):
-            seen.update(p4=p4, p6=p6, kw=kw, search=search("hull"))
+        def probe_more_heads(p4, p6, search, config, **kw):
+            seen.update(p4=p4, p6=p6, config=config, kw=kw, search=search("hull"))
             return probe, "clause"
 
         monkeypatch.setattr(module, "probe_more_heads", probe_more_heads)
@@ -384,24 +386,22 @@ class TestSelectionWiring:
         cfg = SimpleNamespace(max_m=5, gap_min=3.0, hull_weighting="none", success_tol=1e-9)
         run = SimpleNamespace(m=2, cfg=cfg, phases={"4_refined_sculpt": "p4"}, diag={"6_search": {}})
         assert module._more_heads(run, "p6") == "clause"
-        assert seen == {"p4": "p4", "p6": "p6", "search": (run, "hull", False),
-                        "kw": {"m": 2, "max_m": 5, "success_tol": 1e-9, "gap_min": 3.0, "weighting": "none"}}
+        assert seen == {"p4": "p4", "p6": "p6", "search": (run, "hull", False), "config": cfg, "kw": {"m": 2}}
         assert run.diag["6_search"] == ({} if probe is None else {"more_heads_probe": probe})
 
     @pytest.mark.parametrize("record", [None, {"heads_kept": 1}], ids=["nothing redundant", "record"])
     def test_drop_redundant_gets_the_runs_budgets_and_records(self, monkeypatch, record):
         module, seen = _module(), {}
 
-        def drop_redundant(layer, source, **kw):
-            seen.update(layer=layer, source=source, kw=kw)
+        def drop_redundant(layer, source, config, **kw):
+            seen.update(layer=layer, source=source, config=config, kw=kw)
             return "kept", record
 
         monkeypatch.setattr(module, "drop_redundant", drop_redundant)
         cfg = SimpleNamespace(n_search=50, max_nfev=17, search_memory=12345, success_tol=1e-10)
         run = SimpleNamespace(cfg=cfg, source="source", diag={})
         assert module._drop_redundant(run, "layer") == "kept"
-        assert seen == {"layer": "layer", "source": "source",
-                        "kw": {"n_search": 50, "max_nfev": 17, "search_memory": 12345, "success_tol": 1e-10}}
+        assert seen == {"layer": "layer", "source": "source", "config": cfg, "kw": {}}
         assert run.diag == ({} if record is None else {"redundant_heads": record})
 
     def test_fits_is_the_floor_rule_at_the_runs_tolerance(self):

@@ -15,14 +15,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from learner import random_layer, relative_error
+from learner import arrays, random_layer, relative_error
 from learner.errors import LearnInterrupted
 from learner.learn import learn
 from learner.oracle import LayerOracle
 from learner.parallel import Workers
-from learner.phases import FIXED_BUDGETS, LearnConfig
+from learner.phases import FIXED_BUDGETS, LearnConfig, resolve_config
 from learner.phases.forecast import ADAPTIVE_CANDIDATES
-from learner.phases.noise import NOISE_MIN
 
 LEARN = sys.modules["learner.learn"]  # the module; `learner.learn` is also the function
 
@@ -92,26 +91,23 @@ class TestPhaseArguments:
 
     @pytest.mark.parametrize("which", ["adaptive", "fixed"])
     def test_phases_1_and_2(self, which, request):
+        # Each phase reads its knobs from the run's config itself (tests/learner/phases hold each phase to the
+        # config's fields): the run hands every phase the config it reports, resolved, and nothing in its place.
         run = request.getfixturevalue(which)
-        cfg, on = run.cfg, run.cfg["adaptive"]
+        config = LearnConfig(**run.cfg)
         ((args1, kw1, p1),) = _calls(run, "crude_sum_w")
-        assert args1 == (run.oracle,)
+        assert args1 == (run.oracle, config) and args1[1].refined_constraints is not None  # resolved
         assert isinstance(kw1.pop("workers"), Workers)
-        assert kw1 == {"n_samples": cfg["n_crude"], "batch": cfg["batch"], "truth": run.truth,
-                       "se_target": cfg["crude_se"] if on else None,
-                       "first_batch": cfg["first_batch"] if on else None}
+        assert kw1 == {"truth": run.truth}
         ((args2, kw2, p2),) = _calls(run, "crude_sculpt")
-        assert args2[0] is run.oracle and args2[1] is p1.w_sum
+        assert args2[0] is run.oracle and args2[1] is p1.w_sum and args2[2] == config
         assert isinstance(kw2.pop("workers"), Workers)
-        assert kw2 == {"tol": cfg["crude_tol"], "min_weight": cfg["min_weight"],
-                       "target": int(round(cfg["crude_constraints"] * D ** 2)),
-                       "max_examples": cfg["crude_max_examples"], "batch": cfg["batch"], "truth": run.truth,
-                       "first_batch": cfg["first_batch"] if on else None}
+        assert kw2 == {"truth": run.truth}
         # The crude hull (p2 has at least d² constraints here): Θ* for phase 3, no truth.
         assert p2.count >= D * D
         crude_args, crude_kw, crude5 = _calls(run, "estimate_span")[0]
-        assert len(crude_args) == 1 and crude_args[0] is p2
-        assert crude_kw == {"m": M, "gap_min": cfg["gap_min"], "max_m": M, "weighting": cfg["hull_weighting"]}
+        assert len(crude_args) == 2 and crude_args[0] is p2 and crude_args[1] == config
+        assert crude_kw == {"m": M, "plan_m": M}
         # Phase 3 starts from the crude hull's Θ*, or from none when the crude constraints leave it undetermined.
         theta = _calls(run, "refine_sum_w")[0][0][2]
         assert theta is (crude5.theta_star if crude5 is not None else None)
@@ -119,53 +115,35 @@ class TestPhaseArguments:
     @pytest.mark.parametrize("which", ["adaptive", "fixed"])
     def test_phases_3_to_6_of_every_round(self, which, request):
         run = request.getfixturevalue(which)
-        cfg, on = run.cfg, run.cfg["adaptive"]
+        config = LearnConfig(**run.cfg)
         refines, sculpts = _calls(run, "refine_sum_w"), _calls(run, "refined_sculpt")
         spans = _calls(run, "estimate_span")[1:]
-        rounds = 1 if on else 2  # adaptive: phase 3 met its target in round 1 here; fixed: every round
+        rounds = 1 if run.cfg["adaptive"] else 2  # adaptive: phase 3 met its target in round 1 here; fixed: every
         assert len(refines) == len(sculpts) == len(spans) == rounds
         w_sum = _calls(run, "crude_sum_w")[0][2].w_sum
         for r in range(rounds):
             args3, kw3, p3 = refines[r]
-            assert args3[0] is run.oracle and args3[1] is w_sum
+            assert args3[0] is run.oracle and args3[1] is w_sum and args3[3] == config
             if r > 0:  # the next round's Θ* is the last round's hull
                 assert args3[2] is spans[r - 1][2].theta_star
-            assert kw3 == {"n_samples": cfg["n_refine"], "rounds": cfg["refine_rounds"], "keep": cfg["refine_keep"],
-                           "batch": cfg["batch"], "truth": run.truth, "se_target": cfg["refine_se"] if on else None,
-                           "first": cfg["refine_first"]}
+            assert kw3 == {"truth": run.truth}
             w_sum = p3.w_sum
             args4, kw4, p4 = sculpts[r]
-            assert args4[0] is run.oracle and args4[1] is w_sum
+            assert args4[0] is run.oracle and args4[1] is w_sum and args4[2] == config
             assert isinstance(kw4.pop("workers"), Workers)
-            expected = {"tol": cfg["refined_tol"], "min_weight": cfg["min_weight"],
-                        "target": int(round(cfg["refined_constraints"] * D ** 2)),
-                        "max_examples": cfg["max_examples"], "batch": cfg["batch"], "truth": run.truth,
-                        "pilot": True, "n": (M - 1) * (K - 1),
-                        "first_batch": cfg["first_batch"] if on else None,
-                        "stability": cfg["hull_stability"] if on else None, "hull_m": M,
-                        "gap_min": cfg["gap_min"], "max_m": M, "weighting": cfg["hull_weighting"]}
-            if on:
-                expected |= {"candidates": ADAPTIVE_CANDIDATES, "rule": "cost"}
-            assert kw4 == expected
+            assert kw4 == {"m": M, "plan_m": M, "truth": run.truth}  # the pilot runs: refined_sculpt's default
+            assert p4.forecast is not None
             args5, kw5, _ = spans[r]
-            assert len(args5) == 1 and args5[0] is p4
-            assert kw5 == {"m": M, "gap_min": cfg["gap_min"], "max_m": M, "weighting": cfg["hull_weighting"],
-                           "truth": run.truth, "allow_deficit": True}  # m is given
+            assert len(args5) == 2 and args5[0] is p4 and args5[1] == config
+            assert kw5 == {"m": M, "plan_m": M, "truth": run.truth, "allow_deficit": True}  # m is given
         ((args6, kw6, _),) = _calls(run, "search_heads")
         last5 = spans[-1][2]
-        assert args6[0] is run.oracle and args6[1] is last5.theta_star and args6[3] == M
+        assert args6[0] is run.oracle and args6[1] is last5.theta_star and args6[3] == M and args6[4] == config
         assert args6[2] is last5.directions
         assert isinstance(kw6.pop("workers"), Workers)
         assert kw6.pop("threads") == 1  # no local workers: the run's one BLAS thread
-        assert kw6.pop("device") is None  # numpy unless learn(device=...)
-        assert kw6 == {"net_radius": cfg["net_radius"], "net_points": cfg["net_points"],
-                       "net_points_3d": cfg["net_points_3d"], "n_search": cfg["n_search"],
-                       "keep_tuples": cfg["keep_tuples"], "examples_per_param": cfg["refine_examples_per_param"],
-                       "max_nfev": cfg["max_nfev"], "search": cfg["search"], "max_tuples": cfg["max_tuples"],
-                       "search_memory": cfg["search_memory"], "swap_starts": cfg["swap_starts"],
-                       "vp_starts": cfg["vp_starts"], "seed": cfg["search_seed"], "refine": cfg["refine"],
-                       "truth": run.truth, "noise_tol": NOISE_MIN if cfg["noise_floor"] else None,
-                       "noise_z": cfg["noise_z"]}
+        assert kw6.pop("device") is arrays.NUMPY  # the run's one backend: numpy unless learn(device=...)
+        assert kw6 == {"truth": run.truth}
 
 
 class TestRecords:
@@ -296,14 +274,14 @@ class TestInterrupted:
         seen = {}
 
         def stop(real, rec, *args, **kw):
-            seen.update(kw)
+            seen.update(kw, forecast=real(*args, **kw).forecast)
             raise KeyboardInterrupt
 
         with pytest.MonkeyPatch.context() as mp:
             Recorder(mp, "refined_sculpt", stop)
             with pytest.raises(LearnInterrupted):
                 learn(LayerOracle(truth, 3, rng=1), m=1, config=LearnConfig(**SMALL), progress=False)
-        assert seen["n"] == 0 and seen["hull_m"] == 1 and seen["max_m"] == 1
+        assert seen["forecast"].n == 0 and seen["m"] == 1 and seen["plan_m"] == 1
 
     @pytest.mark.parametrize(("blas", "recorded"), [(2, {"alone": 2, "while_workers_stream": 2, "workers": 1,
                                                          "phase6_products": 2}),
@@ -316,7 +294,7 @@ class TestInterrupted:
                 learn(LayerOracle(random_layer(1, D, rng=0), 2, rng=1), m=1, progress=False, blas_threads=blas)
         r = exc.value.result
         assert r.diagnostics["0_setting"]["config"]["batch"] == LearnConfig().batch
-        assert rec.calls[0][1]["batch"] == LearnConfig().batch
+        assert rec.calls[0][0][1] == resolve_config(LearnConfig(), 1)[0]
         if recorded is None:
             assert r.execution["blas_threads"].startswith("not set: the process's own setting")
         else:
@@ -368,8 +346,9 @@ class TestMissedSearch:
         assert r.message.endswith("the search or the refinement did not reach the planted layer.")
         sculpts = _calls(run, "refined_sculpt")
         assert len(sculpts) == 2 and len(_calls(run, "search_heads")) == 2
-        tight = sculpts[1][1]
-        assert tight["tol"] == min(ADAPTIVE_CANDIDATES) and "candidates" not in tight and tight["stability"] is None
+        tight = sculpts[1][0][2]  # the retry's config: the tightest candidate, fixed budgets (no stability rule)
+        assert tight.refined_tol == min(ADAPTIVE_CANDIDATES) and tight.adaptive is False
+        assert sculpts[1][2].forecast.rule == "affordable" and sculpts[1][2].checkpoints == ()
         assert r.diagnostics["4_refined_sculpt"]["tight_retry"] == {
             "first_heldout_relative_error": 1.0, "retry_heldout_relative_error": 1.0, "kept": "first"}
 
@@ -543,12 +522,12 @@ def test_without_the_noise_floor_phase_6_tests_no_noise():
     seen = {}
 
     def stop(real, rec, *args, **kw):
-        seen.update(kw)
+        seen["config"] = args[4]
         raise KeyboardInterrupt
 
     with pytest.raises(LearnInterrupted):
         _run(LearnConfig(**SMALL | {"noise_floor": False}), fakes={"search_heads": stop})
-    assert seen["noise_tol"] is None and seen["noise_z"] == LearnConfig().noise_z
+    assert seen["config"].noise_floor is False and seen["config"].noise_z == LearnConfig().noise_z
 
 
 def test_an_interrupt_in_a_rounds_span_names_phase_5():

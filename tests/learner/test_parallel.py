@@ -27,6 +27,11 @@ CONFIG = LearnConfig(batch=20_000, n_crude=100_000, n_refine=100_000, crude_max_
 SHORT = dataclasses.replace(CONFIG, max_examples=100_000, refined_tol=2e-4)
 
 
+def _fixed(**fields):
+    """Fixed budgets (every count drawn in full, in batches of ``batch``) with ``fields``, for one phase."""
+    return LearnConfig(adaptive=False, **fields)
+
+
 def _truth():
     return random_layer(2, 12, logit_scale=1.0, rng=1)
 
@@ -250,13 +255,15 @@ class TestOrderedMerge:
     def test_phases_agree_with_serial_and_count_only_what_they_merge(self, workers):
         layer = random_layer(3, 12, logit_scale=1.0, rng=2)
         w_sum = layer.ws.sum(axis=0)
+        # Phase 4 at tol 0.03 without a pilot, for 200 constraints (int(c·d²) at d = 12).
+        cfg4 = _fixed(refined_tol=0.03, min_weight=0.02, refined_constraints=200.5 / 144, max_examples=400_000,
+                      batch=10_000)
         out = {}
         for name, w in (("serial", None), ("workers", workers)):
             with Workers(w) as pool:
                 oracle = LayerOracle(layer, 2, rng=9)
-                s1 = crude_sum_w(oracle, n_samples=50_000, batch=10_000, workers=pool)
-                c4 = refined_sculpt(oracle, w_sum, tol=0.03, min_weight=0.02, target=200, max_examples=400_000,
-                                    batch=10_000, workers=pool)
+                s1 = crude_sum_w(oracle, _fixed(n_crude=50_000, batch=10_000), workers=pool)
+                c4 = refined_sculpt(oracle, w_sum, cfg4, workers=pool, pilot=False)
                 out[name] = (s1, c4, oracle.n_drawn)
         (s1, c4, n), (t1, d4, n2) = out["serial"], out["workers"]
         np.testing.assert_array_equal(s1.w_sum, t1.w_sum)
@@ -273,9 +280,10 @@ class TestOrderedMerge:
         runs = {}
         for w in (None, 1, 2, "auto"):
             oracle = LayerOracle(layer, 2, rng=9)
-            s1 = crude_sum_w(oracle, n_samples=30_000, batch=10_000, workers=w)
-            c2 = crude_sculpt(oracle, w_sum, tol=0.05, min_weight=0.02, target=100, max_examples=60_000,
-                              batch=10_000, workers=w)
+            s1 = crude_sum_w(oracle, _fixed(n_crude=30_000, batch=10_000), workers=w)
+            # 100 constraints: int(c·d²) at d = 12
+            c2 = crude_sculpt(oracle, w_sum, _fixed(crude_tol=0.05, min_weight=0.02, crude_constraints=100.5 / 144,
+                                                    crude_max_examples=60_000, batch=10_000), workers=w)
             runs[w] = (s1.w_sum, c2.A, c2.b)
         for w in (1, 2, "auto"):
             for a, b in zip(runs[None], runs[w], strict=True):
@@ -286,9 +294,10 @@ class TestOrderedMerge:
     def test_phases_name_a_bad_workers_value(self, bad):
         oracle = LayerOracle(random_layer(1, 6, rng=0), 2, rng=0)
         with pytest.raises(TypeError, match=r"`workers` must be an int, 'auto', None or a learner.parallel.Workers"):
-            crude_sum_w(oracle, n_samples=1000, batch=1000, workers=bad)
+            crude_sum_w(oracle, _fixed(n_crude=1000, batch=1000), workers=bad)
         with pytest.raises(TypeError, match=r"got workers="):
-            refined_sculpt(oracle, np.eye(6), tol=0.03, target=10, max_examples=1000, batch=1000, workers=bad)
+            refined_sculpt(oracle, np.eye(6), _fixed(refined_tol=0.03, refined_constraints=10.5 / 36, max_examples=1000,
+                                                     batch=1000), workers=bad, pilot=False)
 
     def test_fixed_arrays_are_split_by_index_in_a_phase(self):
         """The default run's check of fixed arrays on two workers (the whole learner: the slow test above)."""
@@ -297,9 +306,9 @@ class TestOrderedMerge:
         sums = []
         for w in (None, 2):
             with Workers(w) as pool:
-                sums.append(crude_sum_w(ArraySource(X, Y), n_samples=40_000, batch=10_000, workers=pool).w_sum)
+                sums.append(crude_sum_w(ArraySource(X, Y), _fixed(n_crude=40_000, batch=10_000), workers=pool).w_sum)
         np.testing.assert_array_equal(sums[0], sums[1])  # the same batches, merged in order: bit for bit
-        other = crude_sum_w(ArraySource(X[::-1].copy(), Y[::-1].copy()), n_samples=40_000, batch=10_000).w_sum
+        other = crude_sum_w(ArraySource(X[::-1].copy(), Y[::-1].copy()), _fixed(n_crude=40_000, batch=10_000)).w_sum
         assert not np.array_equal(other, sums[0])  # control: the same examples in another order sum otherwise
 
     def test_fixed_arrays_run_out_at_the_same_batch(self):
@@ -308,7 +317,7 @@ class TestOrderedMerge:
         for w in (None, 2):
             source = ArraySource(X, Y)
             with Workers(w) as pool, pytest.raises(ExamplesExhausted, match="only 5000 of 45000 remain"):
-                crude_sum_w(source, n_samples=50_000, batch=10_000, workers=pool)
+                crude_sum_w(source, _fixed(n_crude=50_000, batch=10_000), workers=pool)
 
 
 class TestStreams:

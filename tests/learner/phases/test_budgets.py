@@ -6,8 +6,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from learner import random_layer, sample_inputs
-from learner.oracle import LayerOracle, batch_sizes, growing_sizes
+from learner import LearnConfig, random_layer, sample_inputs
+from learner.oracle import ArraySource, LayerOracle, batch_sizes, growing_sizes
 from learner.phases import crude_sum_w, estimate_span, refine_sum_w, refined_sculpt
 from learner.phases.crude_sum import partial_sum, relative_standard_error
 from learner.phases.refine_sum import regression_se
@@ -45,13 +45,13 @@ class TestPhaseOneStandardError:
 
     def test_stops_at_the_target_and_the_control_runs_to_the_cap(self):
         truth = random_layer(2, 8, rng=0)
-        est = crude_sum_w(LayerOracle(truth, 2, rng=1), n_samples=400_000, batch=100_000, se_target=0.025,
-                          first_batch=5_000)
+        est = crude_sum_w(LayerOracle(truth, 2, rng=1),
+                          LearnConfig(n_crude=400_000, batch=100_000, crude_se=0.025, first_batch=5_000))
         assert est.details["stopped"] == "standard error"
         assert est.details["standard_error"] <= 0.025 and est.n_examples < 100_000
         # Control: a target no sample reaches stops only at the cap, having drawn it all.
-        capped = crude_sum_w(LayerOracle(truth, 2, rng=1), n_samples=40_000, batch=10_000, se_target=1e-6,
-                             first_batch=5_000)
+        capped = crude_sum_w(LayerOracle(truth, 2, rng=1),
+                             LearnConfig(n_crude=40_000, batch=10_000, crude_se=1e-6, first_batch=5_000))
         assert capped.details["stopped"] == "cap" and capped.n_examples == 40_000
         assert capped.details["standard_error"] > 1e-6
 
@@ -81,13 +81,15 @@ class TestPhaseThreeStandardError:
         truth = random_layer(2, 12, logit_scale=1, rng=7)
         oracle = LayerOracle(truth, 2, rng=1)
         w0 = truth.ws.sum(axis=0) * 1.01
-        est = refine_sum_w(oracle, w0, n_samples=160_000, se_target=0.005, first=10_000, truth=truth)
+        est = refine_sum_w(oracle, w0, None, LearnConfig(n_refine=160_000, refine_se=0.005, refine_first=10_000),
+                           truth=truth)
         stages = est.details["stages"]
         assert est.details["stopped"] == "standard error" and stages[-1]["standard_error"] <= 0.005
         assert [s["examples"] for s in stages] == [10_000 * 2**i for i in range(len(stages))]
         assert est.n_examples == stages[-1]["examples"] == oracle.n_drawn
         # Control: an unreachable target doubles to the cap.
-        capped = refine_sum_w(LayerOracle(truth, 2, rng=1), w0, n_samples=40_000, se_target=1e-9, first=10_000)
+        capped = refine_sum_w(LayerOracle(truth, 2, rng=1), w0, None,
+                              LearnConfig(n_refine=40_000, refine_se=1e-9, refine_first=10_000))
         assert capped.details["stopped"] == "cap" and capped.n_examples == 40_000
         assert [s["examples"] for s in capped.details["stages"]] == [10_000, 20_000, 40_000]
 
@@ -112,10 +114,25 @@ class TestHullStability:
         assert hull_change(a, span(1.02 * truth.thetas[0], V)) == pytest.approx(0.02 / 1.02, rel=1e-12)
         assert hull_change(a, span(truth.thetas[0], V[:, :1])) == float("inf")
 
+    #: Phase 4 at tolerance 0.015 without a pilot, up to 2·10⁶ examples in batches of at most 20,000.
+    FIELDS = {"refined_tol": 0.015, "min_weight": 0.02, "max_examples": 2_000_000, "batch": 20_000}
+
     def _sculpt(self, truth, stability, target):
-        return refined_sculpt(LayerOracle(truth, 2, rng=5), truth.ws.sum(axis=0), tol=0.015, min_weight=0.02,
-                              target=target, max_examples=2_000_000, batch=20_000, first_batch=5_000,
-                              stability=stability, hull_m=2)
+        """The stability rule at ``stability``, batches of 5,000 doubling to 20,000, ``target`` constraints at most
+        (``int(c·d²)`` at d = 8 is ``target``), checkpoints' hulls of m = 2 with gap_min 3 and plan_m 6."""
+        cfg = LearnConfig(**self.FIELDS, first_batch=5_000, hull_stability=stability, gap_min=3.0,
+                          refined_constraints=(target + 0.5) / 64)
+        return refined_sculpt(LayerOracle(truth, 2, rng=5), truth.ws.sum(axis=0), cfg, m=2, plan_m=6, pilot=False)
+
+    def _without_the_rule(self, truth, target):
+        """The same examples as :meth:`_sculpt` streams (its oracle's batches of 5,000, 10,000, 20,000, …, made
+        fixed arrays), sculpted without the stability rule (fixed budgets, batches of 20,000 of them)."""
+        sizes = [5_000, 10_000, 20_000, 20_000, 20_000]
+        assert sizes == list(growing_sizes(sum(sizes), 20_000, 5_000))
+        X, Y = (np.concatenate(a) for a in zip(*(b.examples() for b in LayerOracle(truth, 2, rng=5).batches(sizes)),
+                                                strict=True))
+        cfg = LearnConfig(adaptive=False, **self.FIELDS, refined_constraints=(target + 0.5) / 64)
+        return refined_sculpt(ArraySource(X, Y), truth.ws.sum(axis=0), cfg, m=2, pilot=False)
 
     def test_stops_on_a_stable_hull_with_a_prefix_of_the_stream(self):
         """The stable set is the first ``c`` constraints a longer stream certifies (the same examples), at a
@@ -127,7 +144,7 @@ class TestHullStability:
         last = stable.checkpoints[-1]
         assert last["constraints"] == stable.count and last["change"] <= 0.05
         assert stable.constraints_certified >= stable.count and stable.examples_at_target <= stable.n_examples
-        longer = self._sculpt(truth, None, 12 * d2)
+        longer = self._without_the_rule(truth, 12 * d2)
         assert longer.stopped == "target" and longer.count >= 12 * d2
         np.testing.assert_array_equal(stable.A, longer.A[:stable.count])
         np.testing.assert_array_equal(stable.b, longer.b[:stable.count])
@@ -144,5 +161,9 @@ class TestHullStability:
 
     def test_bad_stability_is_an_error(self):
         truth = random_layer(2, 8, rng=3)
-        with pytest.raises(ValueError, match="`stability` must be"):
+        with pytest.raises(ValueError, match="`hull_stability` must be"):
             self._sculpt(truth, -1.0, 100)
+        oracle = LayerOracle(truth, 2, rng=5)
+        with pytest.raises(TypeError, match="`config` must be a LearnConfig or None; got dict"):
+            refined_sculpt(oracle, truth.ws.sum(axis=0), {"hull_stability": 0.05}, m=2)
+        assert oracle.n_drawn == 0

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from learner import random_layer
+from learner import LearnConfig, random_layer
 from learner.oracle import ArraySource, LayerOracle
 from learner.parallel import Workers
 from learner.phases import crude_sum as crude_module
@@ -47,17 +47,24 @@ class TestCrudeSumArguments:
         return LayerOracle(random_layer(1, 3, logit_scale=1.0, rng=0), 2, rng=1)
 
     def test_smallest_sizes_are_accepted(self):
-        est = crude_sum_w(self._oracle(), n_samples=1, batch=1)
+        est = crude_sum_w(self._oracle(), LearnConfig(adaptive=False, n_crude=1, batch=1))
         assert est.n_examples == 1
-        est = crude_sum_w(self._oracle(), n_samples=4, batch=2, se_target=0.5, first_batch=1)
+        est = crude_sum_w(self._oracle(), LearnConfig(n_crude=4, batch=2, crude_se=0.5, first_batch=1))
         assert 1 <= est.n_examples <= 4
 
-    @pytest.mark.parametrize(("name", "value"), [("n_samples", 0), ("n_samples", 2.5), ("batch", 2.5),
-                                                  ("se_target", -1.0), ("first_batch", 0), ("first_batch", 1.5)])
-    def test_bad_argument_is_named(self, name, value):
-        kwargs = {"n_samples": 10, "batch": 5, "se_target": 0.5, "first_batch": 2, name: value}
+    @pytest.mark.parametrize(("name", "value"), [("n_crude", 0), ("n_crude", 2.5), ("batch", 2.5),
+                                                  ("crude_se", -1.0), ("first_batch", 0), ("first_batch", 1.5)])
+    def test_bad_setting_is_named(self, name, value):
+        kwargs = {"n_crude": 10, "batch": 5, "crude_se": 0.5, "first_batch": 2, name: value}
         with pytest.raises((TypeError, ValueError), match=name):
-            crude_sum_w(self._oracle(), **kwargs)
+            crude_sum_w(self._oracle(), LearnConfig(**kwargs))
+
+    @pytest.mark.parametrize("config", [{"n_crude": 10}, 10, "defaults"])
+    def test_a_config_that_is_not_one_is_refused_before_an_example(self, config):
+        oracle = self._oracle()
+        with pytest.raises(TypeError, match="`config` must be a LearnConfig or None; got"):
+            crude_sum_w(oracle, config)
+        assert oracle.n_drawn == 0
 
 
 def _scalars(xs, ys):
@@ -72,7 +79,7 @@ class TestCrudeSumByHand:
         X, Y = 0.1 * rng.normal(size=(6, 2, 3)), 0.1 * (rng.normal(size=(6, 2, 3)) + 1.0)
         mats = np.stack([x.T @ np.ones((2, 2)) @ y for x, y in zip(X, Y, strict=True)])
         t = time.perf_counter()
-        est = crude_sum_w(ArraySource(X, Y), n_samples=6, batch=4)
+        est = crude_sum_w(ArraySource(X, Y), LearnConfig(adaptive=False, n_crude=6, batch=4))
         wall = time.perf_counter() - t
         np.testing.assert_allclose(est.w_sum, mats.mean(axis=0) / 2, rtol=1e-12)
         assert est.n_examples == 6
@@ -85,7 +92,7 @@ class TestCrudeSumByHand:
         # after the first batch of 2; the next batch (products 2, 2) is never drawn.
         bars = record_bars(crude_module)
         source = _scalars([1, 3, 2, 1], [1, 1, 1, 2])
-        est = crude_sum_w(source, n_samples=4, batch=2, se_target=0.5)
+        est = crude_sum_w(source, LearnConfig(n_crude=4, batch=2, first_batch=2, crude_se=0.5))
         assert est.n_examples == 2 and source.n_drawn == 2
         assert est.details == {"standard_error": 0.5, "se_target": 0.5, "stopped": "standard error"}
         np.testing.assert_array_equal(est.w_sum, [[2.0]])
@@ -98,7 +105,8 @@ class TestCrudeSumByHand:
         # Target 0.3: after 2 examples SE = 0.5; after 4 (products 1, 3, 2, 2) the variance is 2/3 and
         # SE = √(2/3/4)/2 ≈ 0.204.
         bars = record_bars(crude_module)
-        est = crude_sum_w(_scalars([1, 3, 2, 1, 5], [1, 1, 1, 2, 5]), n_samples=5, batch=2, se_target=0.3)
+        est = crude_sum_w(_scalars([1, 3, 2, 1, 5], [1, 1, 1, 2, 5]),
+                          LearnConfig(n_crude=5, batch=2, first_batch=2, crude_se=0.3))
         assert est.n_examples == 4 and est.details["stopped"] == "standard error"
         assert est.details["standard_error"] == pytest.approx(np.sqrt(2 / 3 / 4) / 2, rel=1e-12)
         (shown,) = bars
@@ -109,14 +117,14 @@ class TestCrudeSumOverflow:
     def test_a_sum_that_overflows_stops_the_phase_without_a_warning(self):
         # 1e200 · 1e200 is not a float64: the first batch's sum is inf, so nothing more is drawn.
         source = _scalars([1e200, 1.0, 1.0], [1e200, 1.0, 1.0])
-        est = crude_sum_w(source, n_samples=3, batch=1)
+        est = crude_sum_w(source, LearnConfig(adaptive=False, n_crude=3, batch=1))
         assert est.n_examples == 1 and source.n_drawn == 1
         assert est.details["stopped"] == "not finite" and np.isposinf(est.w_sum).all()
 
     def test_squares_that_overflow_or_are_undefined_raise_no_warning(self):
         # Products 2e154 and 0 (x = 0, y = 1e200): the mean 1e154 is finite, but the sum of squared norms
         # overflows (2e154² > float64's maximum) and meets 0 · inf.
-        est = crude_sum_w(_scalars([2e77, 0.0], [1e77, 1e200]), n_samples=2, batch=2)
+        est = crude_sum_w(_scalars([2e77, 0.0], [1e77, 1e200]), LearnConfig(adaptive=False, n_crude=2, batch=2))
         np.testing.assert_array_equal(est.w_sum, [[1e154]])
         assert est.n_examples == 2 and est.details["stopped"] == "cap"
 
@@ -125,20 +133,22 @@ class TestCrudeSumOverflow:
         # Two batches of one product 1e308 each: finite alone, inf together. (The first batch's standard error
         # squares a mean of 1e308 on its own; only the adding of the batches is checked here.)
         source = _scalars([1e154, 1e154, 1.0], [1e154, 1e154, 1.0])
-        est = crude_sum_w(source, n_samples=3, batch=1)
+        est = crude_sum_w(source, LearnConfig(adaptive=False, n_crude=3, batch=1))
         assert est.n_examples == 2 and est.details["stopped"] == "not finite" and np.isposinf(est.w_sum).all()
 
 
 class TestCrudeSumDefaultsAndPool:
-    def test_defaults_draw_400_000_examples_in_batches_of_100_000(self):
-        # Equal products have zero standard error: any target stops after the first batch.
+    def test_defaults_stop_after_the_first_batch_of_5_000_and_fixed_budgets_draw_400_000(self):
+        # Equal products have zero standard error: the target stops the stream after its first batch.
         ones = np.ones((400_000, 1, 1))
-        assert crude_sum_w(ArraySource(ones, ones)).n_examples == 400_000
-        assert crude_sum_w(ArraySource(ones, ones), se_target=0.1).n_examples == 100_000
+        assert crude_sum_w(ArraySource(ones, ones)).n_examples == 5_000
+        fixed = crude_sum_w(ArraySource(ones, ones), LearnConfig(adaptive=False))
+        assert fixed.n_examples == 400_000 and fixed.details["se_target"] is None
 
     def test_a_given_pool_computes_the_batches(self):
         pool = Workers()
-        est = crude_sum_w(_scalars([1, 2, 3, 4, 5], [1, 1, 1, 1, 1]), n_samples=5, batch=2, workers=pool)
+        est = crude_sum_w(_scalars([1, 2, 3, 4, 5], [1, 1, 1, 1, 1]), LearnConfig(adaptive=False, n_crude=5, batch=2),
+                          workers=pool)
         assert est.n_examples == 5 and est.w_sum[0, 0] == 3.0
         stats = pool.stats["1_crude_sum"]
         assert (stats["batches"], stats["examples"], stats["calls"]) == (3, 5, 1)

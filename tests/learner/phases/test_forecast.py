@@ -14,6 +14,8 @@ from learner.learn import learn
 from learner.parallel import Workers
 from learner.phases import LearnConfig, refined_sculpt
 from learner.phases.forecast import (
+    ADAPTIVE_CANDIDATES,
+    AFFORDABLE_EXAMPLES,
     DEFAULT_CANDIDATES,
     PILOT_EXAMPLES,
     PILOT_MAX_FRACTION,
@@ -253,22 +255,30 @@ class TestRefinedSculptPilot:
     # (3, 12, 2): ~6 constraints per 1000 examples at 0.03 with the true ΣW, so the pilot is one batch.
     SETTING = (3, 12, 2)
 
-    def _run(self, workers=None, **kw):
+    def _run(self, workers=None, *, tol, pilot=False, **fields):
+        """Phase 4 with fixed budgets (the pilot's candidates DEFAULT_CANDIDATES, chosen by the affordable rule)
+        for 300 constraints (``int(c·d²)`` at d = 12), planning for the layer's m = 3: the pilot's exponent is
+        (3 − 1)(2 − 1) = 2. ``fields`` replace the config's."""
         m, d, k = self.SETTING
         layer = random_layer(m, d, logit_scale=1.0, rng=0)
-        args = {"min_weight": 0.02, "target": 300, "max_examples": 2_000_000, "batch": 20_000} | kw
-        return refined_sculpt(LayerOracle(layer, k, rng=1), layer.ws.sum(axis=0), workers=workers, **args)
+        cfg = LearnConfig(**({"adaptive": False, "refined_tol": tol, "min_weight": 0.02,
+                              "refined_constraints": 300.5 / d**2, "max_examples": 2_000_000, "batch": 20_000}
+                             | fields))
+        return refined_sculpt(LayerOracle(layer, k, rng=1), layer.ws.sum(axis=0), cfg, m=m, workers=workers,
+                              pilot=pilot)
 
     @pytest.mark.parametrize("workers", [None, pytest.param(2, marks=pytest.mark.slow)], ids=["serial", "2-workers"])
     def test_pilot_then_continuation_equals_a_direct_run(self, workers):
         """The pilot's constraints below the chosen tol plus the continuation are exactly a run at that tol."""
         if workers:
             with Workers(workers) as pool:
-                piloted = self._run(pool, tol=None, pilot=True, n=2)
+                piloted = self._run(pool, tol=None, pilot=True)
         else:
-            piloted = self._run(tol=None, pilot=True, n=2)
+            piloted = self._run(tol=None, pilot=True)
         fc = piloted.forecast
         assert fc is not None and piloted.tol == fc.tol == 0.015
+        assert fc.n == 2 and fc.target == 300
+        assert [r.tol for r in fc.table] == list(DEFAULT_CANDIDATES) and fc.rule == "affordable"
         assert fc.n_examples < piloted.n_examples  # the pilot stopped before the target: a continuation ran
         direct = self._run(tol=fc.tol)
         for name in ("A", "b", "residual", "p_token", "p_ref"):
@@ -281,23 +291,43 @@ class TestRefinedSculptPilot:
         assert summary["tol_chosen"]["tol"] == 0.015 and summary["forecast"]["tol"] == 0.015
         assert 1 / 3 <= summary["forecast_ratio"] <= 3 and 1 / 3 <= summary["needed_ratio"] <= 3
 
+    @pytest.mark.parametrize(("adaptive", "candidates", "rule"),
+                             [(True, ADAPTIVE_CANDIDATES, "cost"), (False, DEFAULT_CANDIDATES, "affordable")],
+                             ids=["adaptive", "fixed"])
+    def test_the_config_chooses_the_candidates_and_the_rule(self, adaptive, candidates, rule):
+        """The data-driven budgets forecast ADAPTIVE_CANDIDATES and choose by cost; the fixed budgets forecast
+        DEFAULT_CANDIDATES and choose the smallest affordable one. A budget of 5,000 examples ends either run
+        after its pilot's one batch (the forecast is over it)."""
+        out = self._run(tol=None, pilot=True, adaptive=adaptive, max_examples=5_000)
+        fc = out.forecast
+        assert [r.tol for r in fc.table] == list(candidates) and fc.rule == rule and fc.n == 2
+        assert fc.threshold == AFFORDABLE_EXAMPLES
+        assert out.stopped == "forecast" and fc.over_budget and fc.n_examples == out.n_examples == 5_000
+
     def test_fixed_tol_is_kept(self):
-        out = self._run(tol=0.02, pilot=True, n=2)
+        out = self._run(tol=0.02, pilot=True)
         assert out.tol == 0.02 and out.forecast.fixed and [r.tol for r in out.forecast.table] == [0.015, 0.02, 0.03]
 
     @pytest.mark.parametrize(
         ("kwargs", "error", "match"),
         [
-            pytest.param({"pilot": True, "tol": None}, ValueError, r"`n` must be given with pilot=True", id="no-n"),
-            pytest.param({"tol": None}, ValueError, r"`tol` must be given unless pilot=True", id="no-tol"),
-            pytest.param({"pilot": 1}, TypeError, r"`pilot` must be True or False; got pilot=1", id="pilot=1"),
-            pytest.param({"pilot": True, "n": 2, "candidates": (0.5, 2.0)}, ValueError, r"`candidates`",
-                         id="bad-candidates"),
+            pytest.param({"tol": None}, ValueError, r"`config.refined_tol` must be set unless pilot=True",
+                         id="no-tol"),
+            pytest.param({"tol": 0.015, "pilot": 1}, TypeError, r"`pilot` must be True or False; got pilot=1",
+                         id="pilot=1"),
         ],
     )
     def test_bad_input(self, kwargs, error, match):
         with pytest.raises(error, match=match):
             self._run(**kwargs)
+
+    def test_a_config_that_is_not_one_is_refused_before_an_example(self):
+        m, d, k = self.SETTING
+        layer = random_layer(m, d, logit_scale=1.0, rng=0)
+        oracle = LayerOracle(layer, k, rng=1)
+        with pytest.raises(TypeError, match="`config` must be a LearnConfig or None; got dict"):
+            refined_sculpt(oracle, layer.ws.sum(axis=0), {"refined_tol": 0.015}, m=m)
+        assert oracle.n_drawn == 0
 
 
 # A small setting with a budget far below its forecast: phases 1–3 are cut short too, so the run is fast.

@@ -6,7 +6,7 @@ from numpy.testing import assert_allclose
 from scipy.special import softmax
 from scipy.stats import chi2
 
-from learner import AttentionLayer, random_layer
+from learner import AttentionLayer, LearnConfig, random_layer
 from learner.layer import layer_jacobian
 from learner.phases.noise import STRUCTURE_ALPHA, NoiseFloor, _jacobian_rows, _structure, candidate_thetas, noise_floor
 
@@ -331,7 +331,7 @@ class TestNoiseFloorReference:
         Y = layer(X) + 0.01 * rng.standard_normal(X.shape)
         Yh = layer(Xh) + 0.01 * rng.standard_normal(Xh.shape)
         candidates = candidate_thetas(layer, _hull(d=3), points=3)
-        floor = noise_floor(layer, X, Y, Xh, Yh, z=2.5, candidates=candidates)
+        floor = noise_floor(layer, X, Y, Xh, Yh, LearnConfig(noise_z=2.5), candidates=candidates)
         _compare(floor, _floor_reference(layer, X, Y, Xh, Yh, candidates))
         assert floor.z == 2.5
 
@@ -348,6 +348,8 @@ class TestNoiseFloorReference:
         ref = _floor_reference(layer, X, Y, Xh, Yh, ([], []), max_bytes=size)
         _compare(floor, ref)
         assert floor.heldout_residuals == Xh.size and floor.structure_p == 1.0
+        # Without max_bytes the budget is a quarter of the config's search_memory: the same cut.
+        assert noise_floor(layer, X, Y, Xh, Yh, LearnConfig(search_memory=4 * size), candidates=([], [])) == floor
 
     def test_refuses_a_fit_whose_jacobian_exceeds_the_bytes(self):
         """Fewer examples fit than were fitted (here still more than k of them): refused, naming the count."""
@@ -356,6 +358,15 @@ class TestNoiseFloorReference:
         size = layer_jacobian(layer.thetas, layer.ws, X[:5]).nbytes
         with pytest.raises(ValueError, match="on 12 examples exceeds max_bytes"):
             noise_floor(layer, X, layer(X), X, layer(X), max_bytes=size)
+        with pytest.raises(ValueError, match="on 12 examples exceeds max_bytes"):  # a quarter of search_memory
+            noise_floor(layer, X, layer(X), X, layer(X), LearnConfig(search_memory=4 * size + 3))
+
+    @pytest.mark.parametrize("config", [{"noise_z": 2.5}, 2.5, "defaults"])
+    def test_a_config_that_is_not_one_is_refused(self, config):
+        layer = _small_layer()
+        X = np.random.default_rng(0).standard_normal((12, 2, 3))
+        with pytest.raises(TypeError, match="`config` must be a LearnConfig or None; got"):
+            noise_floor(layer, X, layer(X), X, layer(X), config)
 
     def test_duplicate_heads_lose_half_the_directions(self):
         """Two identical heads: the Jacobian's columns repeat, its rank is that of one head's, and the

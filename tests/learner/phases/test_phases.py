@@ -42,6 +42,23 @@ def planted():
     return random_layer(2, 8, rng=0)
 
 
+def _per_d2(target, d):
+    """The multiple of d² that the sculpting phases turn into ``target`` constraints (they take ``int(c·d²)``):
+    half a constraint above the target, so that rounding cannot land one below it (200/144·144 is 199.99…)."""
+    multiple = (target + 0.5) / d**2
+    assert int(multiple * d * d) == target
+    return multiple
+
+
+#: The settings the search tests were measured with (the phase's former defaults): 1.5 residuals per parameter
+#: in the refinement and no noise-floor test (net_points_3d 13 is what the config chooses up to m = 4).
+SEARCH_AS_MEASURED = {"refine_examples_per_param": 1.5, "noise_floor": False}
+
+
+def _search_config(**fields):
+    return LearnConfig(**(SEARCH_AS_MEASURED | fields))
+
+
 def _hull(layer):
     """True min-norm point and orthonormal hull directions of a layer."""
     T = layer.thetas.reshape(layer.m, -1)
@@ -55,27 +72,32 @@ class TestCrudeSumW:
         ws = np.random.default_rng(0).standard_normal((2, 3, 3))
         layer = AttentionLayer(np.zeros((2, 3, 3)), ws)
         X = np.concatenate(list(enumerate_cube(2, 3)))
-        est = crude_sum_w(ArraySource(X, layer(X)), n_samples=len(X), batch=16, truth=layer)
+        est = crude_sum_w(ArraySource(X, layer(X)), LearnConfig(adaptive=False, n_crude=len(X), batch=16), truth=layer)
         # E[XᵀJJX]/k² = I exactly over the cube; the rest is rounding of 64-term sums.
         np.testing.assert_allclose(est.w_sum, ws.sum(axis=0), rtol=0, atol=1e-13)
         assert est.error < 1e-13 and est.n_examples == 64
 
     def test_biased_on_a_planted_layer(self, planted):
-        est = crude_sum_w(LayerOracle(planted, 4, rng=1), n_samples=100_000, truth=planted)
+        est = crude_sum_w(LayerOracle(planted, 4, rng=1), LearnConfig(adaptive=False, n_crude=100_000), truth=planted)
         # Logit scale 3: the one-step bias is large (a prototype of the learner measured ~30 %).
         assert 0.1 < est.error < 0.6
 
 
 class TestSculpt:
     def test_constraints_from_the_true_sum_are_accurate(self, planted):
-        c = crude_sculpt(LayerOracle(planted, 4, rng=2), planted.ws.sum(0), tol=0.01, target=150, truth=planted)
+        # Fixed batches, min weight 0.1 and a budget of 2e7 examples: the settings this was measured with.
+        cfg = LearnConfig(adaptive=False, crude_tol=0.01, min_weight=0.1, crude_constraints=_per_d2(150, 8),
+                          crude_max_examples=20_000_000)
+        c = crude_sculpt(LayerOracle(planted, 4, rng=2), planted.ws.sum(0), cfg, truth=planted)
         s = c.summary()
         assert c.count >= 150 and s["rank"] > 60
         # Certified rows at residual 1e-2 give constraints off by ~3e-2 (median), measured.
         assert s["constraint_error_median"] < 0.06
 
     def test_refined_sculpt_reaches_full_rank(self, planted):
-        c = refined_sculpt(LayerOracle(planted, 4, rng=3), planted.ws.sum(0), target=100)
+        cfg = LearnConfig(adaptive=False, refined_tol=0.015, min_weight=0.1, refined_constraints=_per_d2(100, 8),
+                          max_examples=20_000_000)
+        c = refined_sculpt(LayerOracle(planted, 4, rng=3), planted.ws.sum(0), cfg, pilot=False)
         assert np.linalg.matrix_rank(c.A) == 64
 
     @pytest.mark.parametrize("pilot", [False, True])
@@ -83,8 +105,11 @@ class TestSculpt:
     def test_examples_at_target_is_the_first_prefix_that_reaches_it(self, planted, pilot, target):
         X = sample_inputs(30_000, 4, 8, rng=7)
         Y, w = planted(X), planted.ws.sum(0) * 1.003
-        c = refined_sculpt(ArraySource(X, Y), w, tol=0.03, min_weight=0.02, target=target, batch=4_000, pilot=pilot,
-                           n=3)
+        cfg = LearnConfig(adaptive=False, refined_tol=0.03, min_weight=0.02, refined_constraints=_per_d2(target, 8),
+                          max_examples=20_000_000, batch=4_000)
+        c = refined_sculpt(ArraySource(X, Y), w, cfg, m=2, pilot=pilot)  # the pilot's exponent (2 − 1)(4 − 1) = 3
+        if pilot:
+            assert c.forecast.n == 3 and c.forecast.fixed
         # The reference: certify the examples one prefix at a time, serially, at the tolerance the phase used.
         per_example = np.bincount(
             certify_rows(X, Y, w, tol=c.tol, min_weight=0.02, with_example=True)[5], minlength=X.shape[0])
@@ -95,8 +120,9 @@ class TestSculpt:
             assert c.needed_ratio == pytest.approx(first / c.forecast.predicted_examples)
 
     def test_examples_at_target_is_none_when_the_budget_ends_first(self, planted):
-        c = refined_sculpt(LayerOracle(planted, 4, rng=3), planted.ws.sum(0), target=10**6, max_examples=8_000,
-                           batch=4_000)
+        cfg = LearnConfig(adaptive=False, refined_tol=0.015, min_weight=0.1, refined_constraints=_per_d2(10**6, 8),
+                          max_examples=8_000, batch=4_000)
+        c = refined_sculpt(LayerOracle(planted, 4, rng=3), planted.ws.sum(0), cfg, pilot=False)
         assert c.count < 10**6 and c.examples_at_target is None and c.summary()["examples_at_target"] is None
 
 
@@ -137,9 +163,9 @@ class TestFitPatterns:
 class TestRefineSumW:
     def test_true_theta_star_gives_an_accurate_sum(self, planted):
         oracle = LayerOracle(planted, 4, rng=4)
-        crude = crude_sum_w(oracle, n_samples=100_000, truth=planted)
+        crude = crude_sum_w(oracle, LearnConfig(adaptive=False, n_crude=100_000), truth=planted)
         star, _ = _hull(planted)
-        est = refine_sum_w(oracle, crude.w_sum, star, n_samples=200_000, truth=planted)
+        est = refine_sum_w(oracle, crude.w_sum, star, LearnConfig(adaptive=False, n_refine=200_000), truth=planted)
         # Measured ~2e-3 with 4e5 examples; 2e5 examples leave a few times more noise.
         assert est.error < 0.02 < crude.error
 
@@ -206,7 +232,8 @@ class TestEstimateSpan:
         p = rng.uniform(0.05, 0.5, size=(2, 80))
         c = Constraints(A, b, rng.uniform(0, 0.01, 80), 0, 0, 0, 0.01, 0.0, 0.0, p_token=p[0], p_ref=p[1])
         for given in (m, None):
-            span = estimate_span(c, m=given, weighting=weighting, truth=layer)
+            # gap_min 3 (the config would choose 2 for the 6 heads planned when m is estimated): the larger gap.
+            span = estimate_span(c, LearnConfig(hull_weighting=weighting, gap_min=3.0), m=given, truth=layer)
             assert span.m == m
             # Exact constraints: only rounding of an SVD of a 80×16 matrix remains.
             np.testing.assert_allclose(span.theta_star, star, rtol=0, atol=1e-10)
@@ -222,8 +249,9 @@ class TestEstimateSpan:
         precision weights by a clear factor — the negative control of the weighting.
         """
         layer = random_layer(3, 12, logit_scale=1.0, rng=0)
-        c = refined_sculpt(LayerOracle(layer, 2, rng=10), layer.ws.sum(0), min_weight=0.02, target=10**9,
-                           max_examples=500_000, truth=layer)
+        cfg = LearnConfig(adaptive=False, refined_tol=0.015, min_weight=0.02,
+                          refined_constraints=_per_d2(10**9, 12), max_examples=500_000)
+        c = refined_sculpt(LayerOracle(layer, 2, rng=10), layer.ws.sum(0), cfg, truth=layer, pilot=False)
         w = precision_weights(c)
         assert w.max() == 1.0 and w.min() > 0
 
@@ -233,11 +261,11 @@ class TestEstimateSpan:
             if weights is not None:  # weights enter through residual: w ∝ 1/residual at fixed p
                 flipped = Constraints(c.A, c.b, c.tol / weights, 0, 0, 0, c.tol, c.min_weight, 0.0,
                                       p_token=np.full(c.count, 0.5), p_ref=np.full(c.count, 0.5))
-            span = estimate_span(flipped, m=3, weighting="precision", truth=layer)
+            span = estimate_span(flipped, LearnConfig(hull_weighting="precision"), m=3, truth=layer)
             return float(np.arccos(min(1.0, span.principal_cosines.min())))
 
         def angle_plain():
-            span = estimate_span(c, m=3, weighting="none", truth=layer)
+            span = estimate_span(c, LearnConfig(hull_weighting="none"), m=3, truth=layer)
             return float(np.arccos(min(1.0, span.principal_cosines.min())))
 
         good, plain, inverted = angle(None), angle_plain(), angle(1.0 / w)
@@ -246,10 +274,12 @@ class TestEstimateSpan:
 
     def test_unknown_weighting(self):
         c = Constraints(np.ones((20, 4)), np.ones(20), np.zeros(20), 0, 0, 0, 0.01, 0.0, 0.0)
-        with pytest.raises(ValueError, match="`weighting` must be one of"):
-            estimate_span(c, m=1, weighting="L1")
+        with pytest.raises(ValueError, match="`hull_weighting` must be one of"):
+            LearnConfig(hull_weighting="L1")
+        with pytest.raises(TypeError, match="`config` must be a LearnConfig or None; got dict"):
+            estimate_span(c, {"hull_weighting": "irls"}, m=1)
         with pytest.raises(ValueError, match="carry no token weights"):
-            estimate_span(c, m=1, weighting="precision")
+            estimate_span(c, LearnConfig(hull_weighting="precision"), m=1)
 
     def test_too_few_constraints(self):
         c = Constraints(np.ones((3, 16)), np.ones(3), np.zeros(3), 0, 0, 0, 0.0, 0.0, 0.0)
@@ -264,24 +294,25 @@ class TestEstimateSpan:
         A = np.repeat(rng.standard_normal((10, 16)), 5, axis=0)  # 50 rows of rank 10 for d² = 16
         c = Constraints(A, A @ rng.standard_normal(16), np.full(50, 0.01), 0, 0, 0, 0.01, 0.0, 0.0,
                         p_token=np.full(50, 0.5), p_ref=np.full(50, 0.5))
-        for m in (2, None):  # m estimated (max_m=4): any hull it can choose needs rank 12 or more
+        cfg = LearnConfig(hull_weighting=weighting)
+        for m in (2, None):  # m estimated (plan_m=4): any hull it can choose needs rank 12 or more
             with pytest.raises(HullUndetermined, match="50 constraints of rank 10 for d²=16 unknowns"):
-                estimate_span(c, m=m, max_m=4, weighting=weighting)
+                estimate_span(c, cfg, m=m, plan_m=4)
         # Control: rank d² − (m − 1) = 15 is enough for a 1-dimensional hull.
         A = rng.standard_normal((50, 16))
         A -= np.outer(A[:, 0], np.eye(16)[0])  # no row sees the first unknown: rank 15
         c = Constraints(A, A @ rng.standard_normal(16), np.full(50, 0.01), 0, 0, 0, 0.01, 0.0, 0.0,
                         p_token=np.full(50, 0.5), p_ref=np.full(50, 0.5))
-        assert estimate_span(c, m=2, weighting=weighting).m == 2
+        assert estimate_span(c, cfg, m=2).m == 2
         with pytest.raises(HullUndetermined, match="rank 15"):
-            estimate_span(c, m=1, weighting=weighting)
+            estimate_span(c, cfg, m=1)
 
 
 class TestSearchHeads:
     def test_true_hull_gives_a_close_warm_start_and_the_layer(self):
         layer = random_layer(2, 6, rng=5)
         star, Q = _hull(layer)
-        res = search_heads(LayerOracle(layer, 3, rng=6), star, Q, 2, n_search=1000, truth=layer)
+        res = search_heads(LayerOracle(layer, 3, rng=6), star, Q, 2, _search_config(n_search=1000), truth=layer)
         # The warm start is the best net tuple + least squares: close, not exact (measured ~1e-3).
         assert res.warm_start_error < 0.05
         # Joint refinement from it reaches floating-point accuracy (realizable, noiseless).
@@ -306,8 +337,8 @@ class TestSearchHeads:
     def test_swap_search_still_recovers_the_layer(self):
         layer = random_layer(3, 6, logit_scale=1.0, rng=2)
         star, Q = _hull(layer)
-        res = search_heads(LayerOracle(layer, 2, rng=6), star, Q, 3, net_points_3d=7, search="swap",
-                           n_search=400, examples_per_param=8.0, truth=layer)
+        cfg = _search_config(net_points_3d=7, search="swap", n_search=400, refine_examples_per_param=8.0)
+        res = search_heads(LayerOracle(layer, 2, rng=6), star, Q, 3, cfg, truth=layer)
         assert res.search == "swap" and res.summary()["tuples_in_grid"] == 18424  # C(49, 3)
         assert res.tuples_scored < 18424 / 3  # measured 4557
         assert res.heldout_error < 1e-20
@@ -315,8 +346,8 @@ class TestSearchHeads:
     def test_auto_uses_variable_projection_beyond_the_limit_and_says_so(self):
         layer = random_layer(3, 6, logit_scale=1.0, rng=2)
         star, Q = _hull(layer)
-        res = search_heads(LayerOracle(layer, 2, rng=6), star, Q, 3, net_points_3d=7, max_tuples=1000,
-                           n_search=400, truth=layer)
+        cfg = _search_config(net_points_3d=7, max_tuples=1000, n_search=400)
+        res = search_heads(LayerOracle(layer, 2, rng=6), star, Q, 3, cfg, truth=layer)
         assert res.search == "vp" and res.summary()["search"] == "vp"
         assert res.summary()["vp_starts"] == 8 and res.summary()["tuples_in_grid"] == 18424
         assert res.heldout_error < 1e-20
@@ -330,8 +361,8 @@ class TestSearchHeads:
         E = rng.standard_normal(Q.shape)
         E -= Q @ (Q.T @ E)
         tilted = np.linalg.qr(np.cos(0.1) * Q + np.sin(0.1) * E / np.linalg.norm(E, axis=0))[0]
-        res = search_heads(LayerOracle(layer, 2, rng=seed + 3), star, tilted, 4, search="vp", n_search=500,
-                           truth=layer)
+        res = search_heads(LayerOracle(layer, 2, rng=seed + 3), star, tilted, 4,
+                           _search_config(search="vp", n_search=500), truth=layer)
         # The tilted hull does not contain the heads: the warm start is close, not exact (measured ~1e-3).
         assert 1e-6 < res.warm_start_heldout < 2e-2
         assert res.heldout_error < 1e-20 and match_heads(layer, res.layer).max_error < 1e-8
@@ -341,8 +372,8 @@ class TestSearchHeads:
         layer = random_layer(3, 6, logit_scale=1.0, rng=3)
         _, Q = _hull(layer)
         wrong = random_layer(1, 6, logit_scale=1.0, rng=99).thetas[0]
-        res = search_heads(LayerOracle(layer, 2, rng=6), wrong, Q, 3, search="vp", n_search=400, max_nfev=5,
-                           truth=layer)
+        res = search_heads(LayerOracle(layer, 2, rng=6), wrong, Q, 3,
+                           _search_config(search="vp", n_search=400, max_nfev=5), truth=layer)
         assert res.heldout_error > 1e-4 and res.warm_start_heldout > 1e-2
 
     def test_a_coarse_grid_away_from_the_hull_is_reported_not_accepted(self):
@@ -350,8 +381,8 @@ class TestSearchHeads:
         layer = random_layer(3, 6, logit_scale=1.0, rng=3)
         _, Q = _hull(layer)
         wrong = random_layer(1, 6, logit_scale=1.0, rng=99).thetas[0]
-        res = search_heads(LayerOracle(layer, 2, rng=6), wrong, Q, 3, net_points_3d=3, search="swap",
-                           n_search=400, examples_per_param=8.0, max_nfev=5, truth=layer)
+        cfg = _search_config(net_points_3d=3, search="swap", n_search=400, refine_examples_per_param=8.0, max_nfev=5)
+        res = search_heads(LayerOracle(layer, 2, rng=6), wrong, Q, 3, cfg, truth=layer)
         assert res.heldout_error > 1e-4 and res.warm_start_heldout > 1e-2
 
     @pytest.mark.parametrize(
@@ -359,16 +390,34 @@ class TestSearchHeads:
         [
             ({"search": "random"}, "`search` must be one of"),
             ({"refine": "lm"}, "`refine` must be one of"),
+        ],
+        ids=["unknown", "unknown refinement"],
+    )
+    def test_bad_search_settings_are_refused_by_the_config(self, kwargs, match):
+        with pytest.raises(ValueError, match=match):
+            LearnConfig(net_points_3d=5, n_search=100, **kwargs)
+
+    @pytest.mark.parametrize(
+        ("kwargs", "match"),
+        [
             ({"search": "exhaustive", "max_tuples": 10}, "max_tuples=10"),
             ({"search": "swap", "search_memory": 1000}, "raise search_memory"),
         ],
-        ids=["unknown", "unknown refinement", "too many tuples", "no memory"],
+        ids=["too many tuples", "no memory"],
     )
     def test_bad_search_arguments(self, kwargs, match):
         layer = random_layer(3, 6, logit_scale=1.0, rng=2)
         star, Q = _hull(layer)
         with pytest.raises(ValueError, match=match):
-            search_heads(LayerOracle(layer, 2, rng=6), star, Q, 3, net_points_3d=5, n_search=100, **kwargs)
+            search_heads(LayerOracle(layer, 2, rng=6), star, Q, 3, LearnConfig(net_points_3d=5, n_search=100, **kwargs))
+
+    def test_a_config_that_is_not_one_is_refused_before_an_example(self):
+        layer = random_layer(3, 6, logit_scale=1.0, rng=2)
+        star, Q = _hull(layer)
+        oracle = LayerOracle(layer, 2, rng=6)
+        with pytest.raises(TypeError, match="`config` must be a LearnConfig or None; got dict"):
+            search_heads(oracle, star, Q, 3, {"search": "swap"})
+        assert oracle.n_drawn == 0
 
 
 class TestLearnConfig:

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from learner import random_layer, sample_inputs
+from learner import LearnConfig, random_layer, sample_inputs
 from learner.oracle import ArraySource
 from learner.phases import refine_sum as refine_module
 from learner.phases import refine_sum_w
@@ -186,7 +186,8 @@ class TestStartQuality:
         res = np.sort(np.where(well_posed[:, None], res, np.inf), axis=None)
         assert not well_posed.all() and np.isfinite(res[10])
         assert res[11] > res[10] * (1 + 1e-4)  # an interpolated quantile would differ from it
-        est = refine_sum_w(ArraySource(X, Y), w, n_samples=101, rounds=1, cert_rounds=1, cert_pool=0.05)
+        est = refine_sum_w(ArraySource(X, Y), w, None, LearnConfig(adaptive=False, n_refine=101, refine_rounds=1),
+                           cert_rounds=1, cert_pool=0.05)
         assert est.details["start_quality"]["input"] == pytest.approx(res[10], rel=1e-7)
 
 
@@ -215,37 +216,46 @@ def _stub_refine(calls, se_of_n=lambda n: float("inf")):
 
 
 class TestRefineSumArguments:
-    def test_defaults(self, monkeypatch):
+    def test_fixed_budgets(self, monkeypatch):
         calls = []
         monkeypatch.setattr(refine_module, "_refine_on", _stub_refine(calls))
         ones = np.ones((400_000, 1, 1))
         source = _Recording(ones, ones)
-        est = refine_sum_w(source, np.ones((1, 1)))
+        est = refine_sum_w(source, np.ones((1, 1)), None, LearnConfig(adaptive=False))
         assert est.n_examples == 400_000 and source.sizes == [100_000] * 4
         assert calls == [(400_000, {"rounds": 8, "keep": 0.02, "cert_rounds": 60, "cert_keep": 0.003,
                                     "cert_pool": 0.05, "truth": None})]
-        assert est.details["stopped"] == "fixed"
+        assert est.details["stopped"] == "fixed" and est.details["se_target"] is None
+
+    def test_defaults_double_from_10_000_to_the_cap(self, monkeypatch):
+        calls = []
+        monkeypatch.setattr(refine_module, "_refine_on", _stub_refine(calls))  # never below the target
+        ones = np.ones((400_000, 1, 1))
+        est = refine_sum_w(_Recording(ones, ones), np.ones((1, 1)))
+        assert [n for n, _ in calls] == [10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 400_000]
+        assert est.details["stopped"] == "cap" and est.details["se_target"] == 0.02
 
     def test_doubles_from_first_example_and_without_first_draws_the_cap(self, monkeypatch):
         # Standard error 1/n against the target 0.3: 1 and 0.5 are above it, 0.25 (4 examples) is not.
         calls = []
         monkeypatch.setattr(refine_module, "_refine_on", _stub_refine(calls, lambda n: 1 / n))
         ones = np.ones((8, 1, 1))
-        est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), n_samples=8, se_target=0.3, first=1)
+        est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), None,
+                           LearnConfig(n_refine=8, refine_se=0.3, refine_first=1))
         assert [s["examples"] for s in est.details["stages"]] == [1, 2, 4] == [n for n, _ in calls]
         assert est.details["stopped"] == "standard error" and est.n_examples == 4
         calls.clear()
-        est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), n_samples=8, se_target=0.3)
+        est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), None, LearnConfig(adaptive=False, n_refine=8))
         assert [s["examples"] for s in est.details["stages"]] == [8] and est.details["standard_error"] == 0.125
 
-    @pytest.mark.parametrize(("name", "value"), [("se_target", -1.0), ("se_target", 0.0), ("first", 0),
-                                                  ("first", 1.5)])
-    def test_bad_argument_is_named(self, monkeypatch, name, value):
+    @pytest.mark.parametrize(("name", "value"), [("refine_se", -1.0), ("refine_se", 0.0), ("refine_first", 0),
+                                                  ("refine_first", 1.5)])
+    def test_bad_setting_is_named(self, monkeypatch, name, value):
         monkeypatch.setattr(refine_module, "_refine_on", _stub_refine([]))
         ones = np.ones((8, 1, 1))
-        kwargs = {"n_samples": 8, "se_target": 0.5, "first": 2, name: value}
+        kwargs = {"n_refine": 8, "refine_se": 0.5, "refine_first": 2, name: value}
         with pytest.raises((TypeError, ValueError), match=name):
-            refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), **kwargs)
+            refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), None, LearnConfig(**kwargs))
 
 
 def _picked_case(n=41, k=3, d=2, seed=0):
@@ -347,7 +357,8 @@ class TestRefineSumWiring:
         monkeypatch.setattr(refine_module, "_refine_on", refine_on)
         ones = np.ones((4, 1, 1))
         theta, truth = np.full((1, 1), 3.0), SimpleNamespace(ws=np.full((1, 1, 1), 1.0))
-        est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), theta, n_samples=4, truth=truth)
+        est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), theta, LearnConfig(adaptive=False, n_refine=4),
+                           truth=truth)
         assert seen == [(theta, truth)]
         # The estimate 2 against the planted sum 1: relative error 1, in the stage and in the result.
         assert est.details["stages"] == [{"examples": 4, "standard_error": 0.5, "error": 1.0}] and est.error == 1.0
@@ -355,7 +366,8 @@ class TestRefineSumWiring:
     def test_no_certified_round_is_an_infinite_error_and_runs_to_the_cap(self, monkeypatch):
         monkeypatch.setattr(refine_module, "_refine_on", lambda X, Y, w, t, **kw: (w, {"certified_rounds": []}))
         ones = np.ones((4, 1, 1))
-        est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), n_samples=4, se_target=0.5, first=2)
+        est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), None,
+                           LearnConfig(n_refine=4, refine_se=0.5, refine_first=2))
         assert [s["standard_error"] for s in est.details["stages"]] == [float("inf")] * 2
         assert est.details["stopped"] == "cap" and est.n_examples == 4
 
@@ -363,8 +375,8 @@ class TestRefineSumWiring:
         bars = record_bars(refine_module)
         monkeypatch.setattr(refine_module, "_refine_on", _stub_refine([], lambda n: 1.0 / n))
         ones = np.ones((8, 1, 1))
-        est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), n_samples=8, se_target=0.25, first=2,
-                           batch=3)
+        est = refine_sum_w(ArraySource(ones, ones), np.ones((1, 1)), None,
+                           LearnConfig(n_refine=8, refine_se=0.25, refine_first=2, batch=3))
         assert est.details["stopped"] == "standard error" and est.n_examples == 4  # 1/4 is the target itself
         (shown,) = bars
         assert shown.args == (8, "phase 3", "ex") and shown.done == 4 and shown.closed

@@ -7,12 +7,38 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from learner import LayerOracle, random_layer
-from learner.phases import refined_sculpt
+from learner import LayerOracle, LearnConfig, random_layer
+from learner.phases import sculpt
+from learner.phases.forecast import AFFORDABLE_EXAMPLES, DEFAULT_CANDIDATES
 from learner.phases.sculpt import certify_rows, hull_change
 
 D = 8
 TOL, MIN_WEIGHT = 0.01, 0.1
+
+
+def _refined(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_examples=20_000_000, batch=100_000,
+             truth=None, workers=None, pilot=False, n=None, candidates=DEFAULT_CANDIDATES,
+             threshold=AFFORDABLE_EXAMPLES, first_batch=None, stability=None, hull_m=None, gap_min=3.0, max_m=6,
+             weighting="precision", rule="affordable"):
+    """Phase 4's stream with each of its knobs given directly: what :func:`refined_sculpt` computes from its
+    config (the pilot's candidates, rule, threshold and exponent, the stability rule's settings) set by hand, so
+    that the stream's mechanics are tested at values the config would not choose."""
+    spec = {"n": n, "threshold": threshold, "candidates": tuple(candidates), "rule": rule} if pilot else None
+    stable = None
+    if stability is not None:
+        stable = {"tol": stability, "m": hull_m, "plan_m": max_m,
+                  "config": LearnConfig(gap_min=gap_min, max_m=max_m, hull_weighting=weighting)}
+    return sculpt._sculpt(source, np.asarray(w_sum, dtype=float), tol=tol, min_weight=min_weight, target=target,
+                          max_examples=max_examples, batch=batch, truth=truth, label="phase 4", workers=workers,
+                          pilot=spec, first_batch=first_batch, stability=stable)
+
+
+def _crude(source, w_sum, *, tol=0.05, min_weight=0.1, target=192, max_examples=20_000_000, batch=100_000,
+           truth=None, workers=None, first_batch=None):
+    """Phase 2's stream with each of its knobs given directly (what :func:`crude_sculpt` computes from its config)."""
+    return sculpt._sculpt(source, np.asarray(w_sum, dtype=float), tol=tol, min_weight=min_weight, target=target,
+                          max_examples=max_examples, batch=batch, truth=truth, label="phase 2", workers=workers,
+                          first_batch=first_batch)
 
 
 def _rows_with_pattern(p, n=5, seed=0):
@@ -136,7 +162,7 @@ class TestRefinedSculptStream:
     def _run(self, **kw):
         layer = self._layer()
         args = {"min_weight": self.MW, "max_examples": 2_000_000, "batch": self.BATCH} | kw
-        return refined_sculpt(LayerOracle(layer, self.SETTING[2], rng=1), layer.ws.sum(axis=0), **args)
+        return _refined(LayerOracle(layer, self.SETTING[2], rng=1), layer.ws.sum(axis=0), **args)
 
     def _per_batch(self, tol, n_batches):
         """Constraints certified at ``tol`` in each of the stream's first batches, certified one at a time."""
@@ -248,8 +274,8 @@ class TestRefinedSculptStream:
 
         layer = self._layer()
         with Workers(2) as pool:  # two workers, though no batch is ever formed
-            out = refined_sculpt(_NoExamples(), layer.ws.sum(axis=0), min_weight=self.MW, target=10, tol=None,
-                                 pilot=True, n=2, workers=pool)
+            out = _refined(_NoExamples(), layer.ws.sum(axis=0), min_weight=self.MW, target=10, tol=None,
+                           pilot=True, n=2, workers=pool)
         fc = out.forecast
         assert out.count == 0 and out.n_examples == 0 and fc is not None and fc.workers == 2
         assert out.A.shape == (0, 144) and out.b.shape == out.residual.shape == (0,)
@@ -265,8 +291,7 @@ class TestRefinedSculptStream:
 
     def test_no_constraints_have_no_errors(self):
         layer = self._layer()
-        out = refined_sculpt(_NoExamples(), layer.ws.sum(axis=0), min_weight=self.MW, target=10, tol=0.015,
-                             truth=layer)
+        out = _refined(_NoExamples(), layer.ws.sum(axis=0), min_weight=self.MW, target=10, tol=0.015, truth=layer)
         assert out.errors.shape == (0,) and out.stopped == "budget"
 
     def test_pilot_keeps_residuals_strictly_below_the_tolerance(self):
@@ -312,11 +337,27 @@ def _exact_then_noisy(n_exact, n_noisy=50):
 
 
 class TestCrudeSculptDefaults:
-    """Phase 2 called with its defaults (tol 0.05, target 192, 2·10⁷ examples in batches of 10⁵) on 96 examples
-    whose 192 rows fit a proper pattern exactly, then 50 whose rows are off by a relative 0.12–0.47."""
+    """Phase 2 called with LearnConfig's defaults on 96 examples whose 192 rows fit a proper pattern exactly, then 50
+    whose rows are off by a relative 0.12–0.47; the stream's knobs set directly (``_crude``) where a test needs
+    values the config would not choose."""
 
     def _examples(self):
         return _exact_then_noisy(96)
+
+    def test_the_config_reaches_the_stream(self, monkeypatch):
+        # LearnConfig's documented defaults (crude_tol 0.1, min_weight 0.02, 1.5·d² constraints, 2·10⁶ examples,
+        # batches from 5,000 doubling to 10⁵) and the fixed budgets (every batch 10⁵, 3·d² constraints).
+        from learner.phases import crude_sculpt
+
+        calls = []
+        monkeypatch.setattr(sculpt, "_sculpt", lambda source, w_sum, **kw: calls.append(kw))
+        X, Y, w_sum = self._examples()
+        crude_sculpt(_Recorder(X, Y), w_sum)
+        crude_sculpt(_Recorder(X, Y), w_sum, LearnConfig(adaptive=False, crude_constraints=3.0, crude_tol=0.05))
+        common = {"min_weight": 0.02, "max_examples": 2_000_000, "batch": 100_000, "truth": None, "workers": None,
+                  "label": "phase 2"}
+        assert calls == [common | {"tol": 0.1, "target": 96, "first_batch": 5_000},
+                         common | {"tol": 0.05, "target": 192, "first_batch": None}]
 
     def test_defaults(self):
         from learner.phases import crude_sculpt
@@ -324,24 +365,24 @@ class TestCrudeSculptDefaults:
         X, Y, w_sum = self._examples()
         source = _Recorder(X, Y)
         out = crude_sculpt(source, w_sum)
-        # 0.05: only the exact rows; 192 of them reach the target at the 96th example.
-        assert out.tol == 0.05 and out.b.size == 192 and out.stopped == "target" and out.examples_at_target == 96
-        # 2·10⁷ examples in batches of 10⁵ (the budget and batch were all asked for at once).
-        assert source.sizes == [100_000] * 200 and source.consumed == [146]
+        # Only the exact rows certify at 0.1 (the others are off by 0.12 or more), two per example: the target,
+        # 96 = 1.5·d², is reached at the 48th example; the one batch that holds every example is merged whole.
+        assert out.tol == 0.1 and out.stopped == "target" and out.examples_at_target == 48 and out.b.size == 192
+        # 2·10⁶ examples from a batch of 5,000 doubling to 10⁵ (all asked for at once).
+        assert source.sizes[:6] == [5_000, 10_000, 20_000, 40_000, 80_000, 100_000]
+        assert sum(source.sizes) == 2_000_000 and source.consumed == [146]
 
     def test_first_batch_grows_the_batches(self):
-        from learner.phases import crude_sculpt
-
         X, Y, w_sum = self._examples()
         source = _Recorder(X, Y)
-        crude_sculpt(source, w_sum, first_batch=10, batch=100, max_examples=400)
+        _crude(source, w_sum, first_batch=10, batch=100, max_examples=400)
         assert source.sizes == [10, 20, 40, 80, 100, 100, 50]
-        crude_sculpt(source, w_sum, first_batch=1, batch=4, max_examples=12)  # one example first is allowed
+        _crude(source, w_sum, first_batch=1, batch=4, max_examples=12)  # one example first is allowed
         assert source.sizes == [1, 2, 4, 4, 1]
 
     def test_pool_label_and_progress(self, record_bars):
         from learner.parallel import Workers
-        from learner.phases import crude_sculpt, sculpt
+        from learner.phases import crude_sculpt
 
         class Spy(Workers):
             labels = []
@@ -355,7 +396,7 @@ class TestCrudeSculptDefaults:
         with Spy(None) as pool:
             crude_sculpt(_Recorder(X, Y), w_sum, workers=pool)
         assert Spy.labels == ["2_crude_sculpt"]
-        assert [b.args for b in bars] == [(192, "phase 2", "constraint")]
+        assert [b.args for b in bars] == [(96, "phase 2", "constraint")]
 
     def test_w_sum_is_used_in_float64(self):
         # A long-double ΣW gives the constraints of its float64 rounding, in float64.
@@ -369,16 +410,24 @@ class TestCrudeSculptDefaults:
             np.testing.assert_array_equal(getattr(out, field), getattr(ref, field))
 
     @pytest.mark.parametrize(("kwargs", "name"), [
-        ({"target": 1.5}, "target"), ({"first_batch": 0}, "first_batch"), ({"tol": None}, "tol"),
-        ({"tol": -0.1}, "tol"), ({"tol": 1.0}, "tol"), ({"tol": 1.5}, "tol"), ({"min_weight": 0.0}, "min_weight"),
-        ({"max_examples": 0}, "max_examples"),
+        ({"crude_constraints": 0.0}, "crude_constraints"), ({"first_batch": 0}, "first_batch"),
+        ({"crude_tol": None}, "crude_tol"), ({"crude_tol": -0.1}, "crude_tol"), ({"crude_tol": 1.0}, "crude_tol"),
+        ({"crude_tol": 1.5}, "crude_tol"), ({"min_weight": 0.0}, "min_weight"),
+        ({"crude_max_examples": 0}, "crude_max_examples"),
     ], ids=str)
-    def test_bad_argument_is_named(self, kwargs, name):
+    def test_bad_setting_is_named(self, kwargs, name):
+        with pytest.raises((TypeError, ValueError), match=f"`{name}`"):
+            LearnConfig(**kwargs)
+
+    @pytest.mark.parametrize(("args", "name"), [
+        ((np.eye(D), {"batch": 10}), "config"), ((np.ones(D), None), "w_sum"), ((np.ones((D, 2)), None), "w_sum"),
+    ], ids=str)
+    def test_bad_argument_is_refused_before_drawing(self, args, name):
         from learner.phases import crude_sculpt
 
-        X, Y, w_sum = self._examples()
+        w_sum, config = args
         with pytest.raises((TypeError, ValueError), match=f"`{name}`"):
-            crude_sculpt(_Recorder(X, Y), w_sum, **kwargs)
+            crude_sculpt(_NeverDrawn(), w_sum, config)
 
 
 class TestWellPosedness:
@@ -422,25 +471,55 @@ class _NeverDrawn:
 
 
 class TestRefinedSculptDefaults:
-    """Phase 4 with its defaults (tol 0.015, target 384, 2·10⁷ examples in batches of 10⁵) on 192 exactly fitted
-    examples, then 50 whose rows are off by a relative 0.12–0.47; the stability rule's defaults; its arguments."""
+    """Phase 4 with LearnConfig's settings on 192 exactly fitted examples, then 50 whose rows are off by a relative
+    0.12–0.47; what the config sets in the stream (the pilot, the stability rule); its arguments."""
 
-    def test_defaults(self):
+    def test_the_config_reaches_the_stream(self, monkeypatch):
+        # The documented defaults: with m unknown the run plans for max_m = 6 heads (refined_constraints 12·d²,
+        # the pilot's exponent (6 − 1)(2 − 1)), with m = 2 for two (6·d², exponent 1); the adaptive pilot's
+        # candidates and cost rule; batches from 5,000; the stability rule at hull_stability 0.05. The fixed
+        # budgets: the affordable rule, no stability rule, fixed batches.
+        from learner.phases import refined_sculpt
+        from learner.phases.forecast import ADAPTIVE_CANDIDATES
+
+        calls = []
+        monkeypatch.setattr(sculpt, "_sculpt", lambda source, w_sum, **kw: calls.append(kw))
+        X, Y, w_sum = _exact_then_noisy(192)
+        refined_sculpt(_Recorder(X, Y), w_sum)
+        refined_sculpt(_Recorder(X, Y), w_sum, m=2)
+        refined_sculpt(_Recorder(X, Y), w_sum, LearnConfig(adaptive=False), m=2)
+        refined_sculpt(_Recorder(X, Y), w_sum, LearnConfig(adaptive=False, refined_tol=0.03), m=2, pilot=False)
+        common = {"tol": None, "min_weight": 0.02, "max_examples": 10**9, "batch": 100_000, "truth": None,
+                  "workers": None, "label": "phase 4"}
+        adaptive = {"threshold": AFFORDABLE_EXAMPLES, "candidates": ADAPTIVE_CANDIDATES, "rule": "cost"}
+        unknown, two, fixed, direct = calls
+        assert {key: unknown[key] for key in common} == common and unknown["first_batch"] == 5_000
+        assert unknown["target"] == 12 * D * D and unknown["pilot"] == adaptive | {"n": 5}
+        assert {key: unknown["stability"][key] for key in ("tol", "m", "plan_m")} == {"tol": 0.05, "m": None,
+                                                                                      "plan_m": 6}
+        assert unknown["stability"]["config"].gap_min == 2.0  # chosen for six heads
+        assert two["target"] == 6 * D * D and two["pilot"] == adaptive | {"n": 1}
+        assert (two["stability"]["m"], two["stability"]["plan_m"], two["stability"]["config"].gap_min) == (2, 2, 3.0)
+        assert fixed["pilot"] == {"threshold": AFFORDABLE_EXAMPLES, "candidates": DEFAULT_CANDIDATES,
+                                  "rule": "affordable", "n": 1}
+        assert fixed["stability"] is None and fixed["first_batch"] is None and fixed["target"] == 6 * D * D
+        assert direct["pilot"] is None and direct["tol"] == 0.03
+
+    def test_fixed_tolerance_without_the_pilot(self):
         from learner.phases import refined_sculpt
 
         X, Y, w_sum = _exact_then_noisy(192)
         source = _Recorder(X, Y)
-        out = refined_sculpt(source, w_sum)
+        out = refined_sculpt(source, w_sum, LearnConfig(adaptive=False, refined_tol=0.015), m=2, pilot=False)
+        # 384 = 6·d² constraints (m = 2) from the exact rows, reached at the 192nd example.
         assert out.tol == 0.015 and out.b.size == 384 and out.stopped == "target" and out.examples_at_target == 192
-        assert source.sizes == [100_000] * 200 and source.consumed == [242]
+        assert source.sizes == [100_000] * 10_000 and source.consumed == [242]  # 10⁹ examples in batches of 10⁵
 
     def test_first_batch_and_truth(self):
-        from learner.phases import refined_sculpt
-
         X, Y, w_sum = _exact_then_noisy(192)
         source = _Recorder(X, Y)
         truth = random_layer(2, D, rng=0)
-        out = refined_sculpt(source, w_sum, first_batch=10, batch=100, max_examples=400, truth=truth)
+        out = _refined(source, w_sum, first_batch=10, batch=100, max_examples=400, truth=truth)
         assert source.sizes == [10, 20, 40, 80, 100, 100, 50]
         # Each constraint's error against the truth: max over its heads of |A_l vec(Θ_i) − b_l|, computed here.
         expected = np.abs(out.A @ truth.thetas.reshape(2, -1).T - out.b[:, None]).max(axis=1)
@@ -450,44 +529,45 @@ class TestRefinedSculptDefaults:
         from learner.phases import refined_sculpt
 
         X, Y, w_sum = _exact_then_noisy(192)
-        ref = refined_sculpt(_Recorder(X, Y), w_sum)
-        out = refined_sculpt(_Recorder(X, Y), w_sum.astype(np.longdouble))
+        config = LearnConfig(adaptive=False, refined_tol=0.015)
+        ref = refined_sculpt(_Recorder(X, Y), w_sum, config, m=2, pilot=False)
+        out = refined_sculpt(_Recorder(X, Y), w_sum.astype(np.longdouble), config, m=2, pilot=False)
         for field in ("A", "b", "residual", "p_token", "p_ref"):
             assert getattr(out, field).dtype == np.float64
             np.testing.assert_array_equal(getattr(out, field), getattr(ref, field))
 
-    @pytest.mark.parametrize(("hull_m", "expected_m"), [(None, None), (2, 2)])
-    def test_the_stability_rule_gets_its_settings(self, monkeypatch, hull_m, expected_m):
-        # The hull at each checkpoint (1.25·d² = 80 constraints, then 100, 125, ...) is estimated with hull_m and the
-        # defaults gap_min 3 and max_m 6; here every estimate is undetermined, so the stream runs to its target.
+    @pytest.mark.parametrize(("m", "plan", "gap_min"), [(None, 6, 2.0), (2, 2, 3.0)])
+    def test_the_stability_rule_gets_its_settings(self, monkeypatch, m, plan, gap_min):
+        # The hull at each checkpoint (1.25·d² = 80 constraints, then 100, 125, ...) is estimated with the run's m,
+        # its plan and the config (gap_min chosen for the plan); here every estimate is undetermined, so the stream
+        # runs to its target.
         from learner.phases import refined_sculpt, span
 
         seen = []
 
-        def estimate(constraints, **kwargs):
-            seen.append((constraints.b.size, kwargs))
+        def estimate(constraints, config, **kwargs):
+            seen.append((constraints.b.size, config.gap_min, config.hull_weighting, kwargs))
             raise span.HullUndetermined("not estimated in this test")
 
         monkeypatch.setattr(span, "estimate_span", estimate)
         X, Y, w_sum = _exact_then_noisy(192)
-        out = refined_sculpt(_Recorder(X, Y), w_sum, stability=0.01, hull_m=hull_m)
-        assert [c for c, _ in seen] == [80, 100, 125, 157, 197, 247, 309]  # ×1.25 rounded up, up to the cap 384
-        assert all(kw == {"m": expected_m, "gap_min": 3.0, "max_m": 6, "weighting": "precision"} for _, kw in seen)
+        config = LearnConfig(hull_stability=0.01, refined_tol=0.015, refined_constraints=6.0)
+        out = refined_sculpt(_Recorder(X, Y), w_sum, config, m=m, pilot=False)
+        assert [c for c, *_ in seen] == [80, 100, 125, 157, 197, 247, 309]  # ×1.25 rounded up, up to the cap 384
+        assert all(tuple(rest) == (gap_min, "precision", {"m": m, "plan_m": plan}) for _, *rest in seen)
         assert out.stopped == "target" and [c["m"] for c in out.checkpoints] == [None] * len(seen)
 
     @pytest.mark.parametrize(("kwargs", "name"), [
-        ({"target": 1.5}, "target"), ({"pilot": True, "n": -1}, "n"), ({"pilot": True, "n": 1, "threshold": 0.0},
-                                                                        "threshold"),
-        ({"pilot": True, "n": 1, "candidates": (0.015, 1.5)}, "candidates"), ({"pilot": True, "n": 1, "rule": "cheap"},
-                                                                              "rule"),
-        ({"stability": 0.01, "hull_m": 0}, "hull_m"), ({"stability": 0.01, "gap_min": 0.0}, "gap_min"),
-        ({"stability": 0.01, "max_m": 0}, "max_m"), ({"pilot": True, "n": 1, "tol": 1.5}, "tol"),
+        ({"m": 0}, "m"), ({"m": 1.5}, "m"), ({"plan_m": 0}, "plan_m"), ({"pilot": "yes"}, "pilot"),
+        ({"config": {"batch": 10}}, "config"), ({"pilot": False}, "config.refined_tol"),
+        ({"w_sum": np.ones(D)}, "w_sum"),
     ], ids=str)
     def test_bad_argument_is_refused_before_drawing(self, kwargs, name):
         from learner.phases import refined_sculpt
 
+        args = {"w_sum": np.eye(D)} | kwargs
         with pytest.raises((TypeError, ValueError), match=f"`{name}`"):
-            refined_sculpt(_NeverDrawn(), np.eye(D), **kwargs)
+            refined_sculpt(_NeverDrawn(), **args)
 
 
 class TestCertifyRowsExactBoundaries:
@@ -537,10 +617,8 @@ class TestStreamBookkeeping:
         return ArraySource(X, Y), X, Y, w_sum
 
     def test_rows_seen_and_certified_add_up_over_batches(self):
-        from learner.phases import crude_sculpt
-
         source, X, Y, w_sum = self._source()
-        out = crude_sculpt(source, w_sum, target=10**6, batch=20, max_examples=240)
+        out = _crude(source, w_sum, target=10**6, batch=20, max_examples=240)
         assert out.n_examples == 240 and out.rows_seen == 480 and (out.tol, out.min_weight) == (0.05, MIN_WEIGHT)
         # The reference: the 240 examples certified at once.
         *_, rows = certify_rows(X[:240], Y[:240], w_sum, tol=0.05, min_weight=MIN_WEIGHT)
@@ -553,8 +631,6 @@ class TestStreamBookkeeping:
         # more than 10 s), the 5th 12.5 s; with 2.1 s the 5th is 10.5 s after it (logged). Each log restarts the wait.
         import logging
 
-        from learner.phases import crude_sculpt, sculpt
-
         class Clock:
             calls = 0
 
@@ -566,7 +642,7 @@ class TestStreamBookkeeping:
         monkeypatch.setattr(sculpt, "time", Clock)
         source, _, _, w_sum = self._source()
         with caplog.at_level(logging.INFO, logger="learner"):
-            crude_sculpt(source, w_sum, target=10**6, batch=20, max_examples=240)
+            _crude(source, w_sum, target=10**6, batch=20, max_examples=240)
         logged = [r.getMessage() for r in caplog.records if "constraints from" in r.getMessage()]
         # 2 constraints per exactly fitted example: 200 after 100 examples, 384 (all of them) after 200.
         assert logged == [f"phase 2: {c} of 1000000 constraints from {n} examples (budget 240)"
@@ -581,11 +657,11 @@ class TestStabilityCheckpoints:
         from types import SimpleNamespace
 
         from learner.oracle import ArraySource
-        from learner.phases import refined_sculpt, span
+        from learner.phases import span
 
         calls = []
 
-        def estimate(constraints, **kw):
+        def estimate(constraints, config, **kw):
             calls.append(constraints.b.size)
             theta = hulls[len(calls) - 1] if len(calls) <= len(hulls) else None
             if theta is None:
@@ -594,7 +670,7 @@ class TestStabilityCheckpoints:
 
         monkeypatch.setattr(span, "estimate_span", estimate)
         X, Y, w_sum = _exact_then_noisy(192)
-        out = refined_sculpt(ArraySource(X, Y), w_sum, batch=40, **kwargs)
+        out = _refined(ArraySource(X, Y), w_sum, batch=40, **kwargs)
         return out, calls
 
     def test_a_change_equal_to_the_tolerance_is_stable(self, monkeypatch, caplog):

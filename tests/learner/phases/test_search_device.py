@@ -8,6 +8,7 @@ torch = pytest.importorskip("torch", reason="the torch extra is not installed (p
 
 from learner import (  # noqa: E402
     LayerOracle,
+    LearnConfig,
     arrays,  # noqa: E402
     learn,
     min_norm_point,
@@ -66,7 +67,7 @@ class TestParity:
     def test_the_refinement_reaches_the_same_layer(self, m, d, n):
         layer, X, Y, start = _case(m, d, n, seed=3)
         z, ws, _, rel = _refine_vp(start, X, Y, max_iter=200)
-        tz, tws, _, trel = _refine_vp(start, X, Y, max_iter=200, device="cpu")
+        tz, tws, _, trel = _refine_vp(start, X, Y, max_iter=200, backend=arrays.backend("cpu"))
         assert isinstance(tz, np.ndarray) and isinstance(tws, np.ndarray)
         np.testing.assert_allclose(tz, z, rtol=0, atol=PARITY)
         np.testing.assert_allclose(tws, ws, rtol=0, atol=PARITY)
@@ -76,7 +77,7 @@ class TestParity:
         """With label noise the fit is the least-squares one, not the layer: both backends find the same one."""
         _, X, Y, start = _case(2, 6, 80, seed=4, noise=1e-2)
         z, _, _, rel = _refine_vp(start, X, Y, max_iter=200, ftol=1e-12)
-        tz, _, _, trel = _refine_vp(start, X, Y, max_iter=200, ftol=1e-12, device="cpu")
+        tz, _, _, trel = _refine_vp(start, X, Y, max_iter=200, ftol=1e-12, backend=arrays.backend("cpu"))
         np.testing.assert_allclose(tz, z, rtol=0, atol=1e-9)
         assert trel == pytest.approx(rel, rel=1e-9)
 
@@ -85,7 +86,7 @@ class TestParity:
         layer, X, Y, start = _case(2, 6, 80, seed=4, noise=1e-2)
         other = start + 0.5 * np.random.default_rng(9).standard_normal(start.shape)
         z, _, _, _ = _refine_vp(start, X, Y, max_iter=3, ftol=1e-12)
-        tz, _, _, _ = _refine_vp(other, X, Y, max_iter=3, ftol=1e-12, device="cpu")
+        tz, _, _, _ = _refine_vp(other, X, Y, max_iter=3, ftol=1e-12, backend=arrays.backend("cpu"))
         assert np.abs(tz - z).max() > 1e-3
 
     def test_search_heads_refines_on_the_device(self):
@@ -93,8 +94,9 @@ class TestParity:
         X, Y = LayerOracle(layer, 2, rng=7).draw(400)
         T = layer.thetas.reshape(3, -1)
         hull = min_norm_point(layer.thetas), np.linalg.qr((T[1:] - T[0]).T)[0]
-        a = search_heads(ArraySource(X, Y), *hull, 3, n_search=200, search="vp", vp_starts=2)
-        b = search_heads(ArraySource(X, Y), *hull, 3, n_search=200, search="vp", vp_starts=2, device="cpu")
+        config = LearnConfig(n_search=200, search="vp", vp_starts=2)
+        a = search_heads(ArraySource(X, Y), *hull, 3, config)
+        b = search_heads(ArraySource(X, Y), *hull, 3, config, device="cpu")
         # The search runs on the device too: the same heads, possibly in another order (both fit to ~1e-31).
         assert match_heads(a.warm_start, b.warm_start).max_error < 1e-6
         assert match_heads(a.layer, b.layer).max_error < PARITY
@@ -104,7 +106,7 @@ class TestParity:
 
     def test_the_search_starts_run_here_on_the_device(self, monkeypatch):
         """With a device the starts are not sent to the workers (tensors on a GPU do not travel to processes): they
-        run in this process, each on the device."""
+        run in this process, on the device, where the examples were copied once for all of them."""
         from learner.parallel import Workers
         from learner.phases import search as search_module
 
@@ -115,15 +117,16 @@ class TestParity:
         real = search_module._vp_start
 
         def spy(*args):
-            seen.append((args[-1], type(args[1]).__name__))
+            seen.append((str(args[1].device), args[1], args[2]))
             return real(*args)
 
         monkeypatch.setattr(search_module, "_vp_start", spy)
         with Workers(2) as pool:
-            search_heads(ArraySource(X, Y), *hull, 2, n_search=100, search="vp", vp_starts=3, device="cpu",
-                         workers=pool)
+            search_heads(ArraySource(X, Y), *hull, 2, LearnConfig(n_search=100, search="vp", vp_starts=3),
+                         device="cpu", workers=pool)
             assert "6_search" not in pool.stats  # nothing went to the pool
-        assert seen == [("cpu", "ndarray")] * 3  # moved to the device inside the start
+        assert [device for device, _, _ in seen] == ["cpu"] * 3  # tensors on the device
+        assert all(x is seen[0][1] and y is seen[0][2] for _, x, y in seen)  # the same copy for every start
 
     def test_learn_on_the_device(self):
         truth = random_layer(3, 12, logit_scale=1.0, rng=1)
@@ -192,7 +195,7 @@ class TestLabelsOnTheDevice:
         if noise:  # the noise itself comes from the same numpy stream, after the inputs
             np.testing.assert_allclose(Yb - layer(Xb), Ya - layer(Xa), rtol=0, atol=LABELS * np.abs(Ya).max())
         batch = pickle.loads(pickle.dumps(next(b.batches([64]))))  # a worker's copy keeps the device
-        assert batch.device == "cpu"
+        assert batch.device.name == "cpu"
         Xc, Yc = batch.examples()
         Xd, Yd = next(a.batches([64])).examples()
         np.testing.assert_array_equal(Xc, Xd)
@@ -210,7 +213,7 @@ class TestLabelsOnTheDevice:
         learn(oracle, m=2, rng=0, progress=False, workers=1)
         assert seen == []  # control: without a device the labels stay on numpy
         result = learn(oracle, m=2, rng=0, progress=False, workers=1, device="cpu")
-        assert result.success and seen and {dev for _, dev in seen} == {"cpu"}
+        assert result.success and seen and {backend.name for _, backend in seen} == {"cpu"}
         assert sum(n for n, _ in seen) >= result.examples_drawn  # every drawn label came from the device
         assert oracle.device is None  # lent for the run only
 
@@ -298,7 +301,7 @@ class TestLargeLogits:
     @pytest.mark.parametrize("device", BACKENDS)
     def test_the_refinement_fits_row_offsets_of_1000(self, device):
         _, X, Y, start = _row_offset_case(60)
-        z, ws, _, rel = _refine_vp(start, X, Y, max_iter=100, device=device)
+        z, ws, _, rel = _refine_vp(start, X, Y, max_iter=100, backend=arrays.backend(device))
         assert rel < LARGE_FIT
         assert np.isfinite(z).all() and np.isfinite(ws).all()
 
@@ -307,7 +310,7 @@ class TestLargeLogits:
         layer, X, Y, _ = _row_offset_case(400)
         T = layer.thetas.reshape(layer.m, -1)
         hull = min_norm_point(layer.thetas), np.linalg.qr((T[1:] - T[0]).T)[0]
-        found = search_heads(ArraySource(X, Y), *hull, layer.m, n_search=200, search="vp", vp_starts=2,
+        found = search_heads(ArraySource(X, Y), *hull, layer.m, LearnConfig(n_search=200, search="vp", vp_starts=2),
                              device=device)
         # The held-out labels come from the reference; the Θ's themselves are not compared: a shift along v_i e_0ᵀ
         # adds a constant to every logit of a row and changes no label.

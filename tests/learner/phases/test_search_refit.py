@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from learner import AttentionLayer, LayerOracle, min_norm_point, random_layer
+from learner import AttentionLayer, LayerOracle, LearnConfig, arrays, min_norm_point, random_layer
 from learner.layer import attention_patterns, head_features, layer_jacobian
 from learner.oracle import ArraySource
 from learner.phases import search
@@ -224,7 +224,7 @@ class _Trace:
 
     def __init__(self, monkeypatch, fail=()):
         self.events, self.fail, self.n_chol = [], set(fail), 0
-        solve, normal, factor, back = search._vp_solve, search._normal_equations, search.cho_factor, search.cho_solve
+        solve, normal, factor, back = search._vp_solve, search._normal_equations, arrays.cho_factor, arrays.cho_solve
 
         def spy_solve(thetas, X, Y):
             out = solve(thetas, X, Y)
@@ -248,9 +248,11 @@ class _Trace:
             self.events.append(("step", -x))
             return x
 
-        for name, spy in [("_vp_solve", spy_solve), ("_normal_equations", spy_normal), ("cho_factor", spy_factor),
-                          ("cho_solve", spy_back)]:
+        for name, spy in [("_vp_solve", spy_solve), ("_normal_equations", spy_normal)]:
             monkeypatch.setattr(search, name, spy)
+        # The host backend's Cholesky (learner.arrays.Backend.solve_spd) is SciPy's, called through learner.arrays.
+        monkeypatch.setattr(arrays, "cho_factor", spy_factor)
+        monkeypatch.setattr(arrays, "cho_solve", spy_back)
 
     def replay(self, yy, *, max_iter, ftol):
         """The documented loop on the recorded figures: damped normal equations ``(A + λ·diag) δ = −g`` from
@@ -564,18 +566,18 @@ def noisy():
 
 class TestNoiseRefit:
     def test_refit_on_the_examples_a_quarter_of_the_memory_allows(self, noisy):
-        """A quarter of max_bytes holds the Jacobians of 40 examples (and 100 bytes): the test on the 24 refinement
+        """A quarter of search_memory holds the Jacobians of 40 examples (and 100 bytes): the test on the 24 refinement
         examples with the hull's candidates, the refit on the first 40 scoring ones, its noise floor carrying the
         test's verdict on the features."""
         truth, refined, (Xs, Ys, Xr, Yr, Xh, Yh), hull = noisy
         budget = 40 * PER + 100
-        found, nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=6.0, max_nfev=200, max_bytes=4 * budget,
-                                   hull=hull)
+        config = LearnConfig(noise_z=6.0, max_nfev=200, search_memory=4 * budget)
+        found, nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, config, hull=hull)
         assert set(found) == {"noise_test", "noise", "refit_examples", "refit"}
         test = found["noise_test"]
         # uniform attention, 2 scales per head, self-attention, Θ* and 48 points of the box
         assert test.structure_features == 1 + 2 * M + 1 + 1 + 48
-        assert test == noise_floor(refined, Xr, Yr, Xh, Yh, z=6.0, max_bytes=budget,
+        assert test == noise_floor(refined, Xr, Yr, Xh, Yh, LearnConfig(noise_z=6.0), max_bytes=budget,
                                    candidates=candidate_thetas(refined, hull))
         assert test.consistent and test.z == 6.0 and 0 < test.structure_p < 1
         assert found["refit_examples"] == 40
@@ -587,7 +589,8 @@ class TestNoiseRefit:
         assert heldout == pytest.approx(_rel(layer, Xh, Yh), rel=1e-12)
         # The refit's floor: its own figures on the 40 examples (held-out Jacobian on 40 of the 300), the
         # features' verdict from the test.
-        own = noise_floor(layer, Xs[:40], Ys[:40], Xh, Yh, z=6.0, max_bytes=budget, candidates=([], []))
+        own = noise_floor(layer, Xs[:40], Ys[:40], Xh, Yh, LearnConfig(noise_z=6.0), max_bytes=budget,
+                          candidates=([], []))
         assert found["noise"] == dataclasses.replace(own, structure_p=test.structure_p,
                                                      structure_features=test.structure_features,
                                                      structure_worst=test.structure_worst)
@@ -598,15 +601,15 @@ class TestNoiseRefit:
     def test_no_test_when_the_refinements_jacobian_exceeds_a_quarter(self, noisy, extra, tested):
         """24 examples need 24·PER bytes: a quarter of 4·24·PER (+3) is enough, one byte less is not."""
         _, refined, (Xs, Ys, Xr, Yr, Xh, Yh), hull = noisy
-        found, nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=6.0, max_nfev=200,
-                                   max_bytes=4 * 24 * PER + extra, hull=hull)
+        config = LearnConfig(noise_z=6.0, max_nfev=200, search_memory=4 * 24 * PER + extra)
+        found, nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, config, hull=hull)
         if tested:
             assert found["refit_examples"] == 24 and nfev > 1
         else:
             assert found == {} and nfev == 0
 
     def test_the_refit_gets_the_whole_memory_cap(self, noisy, monkeypatch):
-        """The refit runs after the test, alone: its Jacobians may use all of ``max_bytes``, not a quarter."""
+        """The refit runs after the test, alone: its Jacobians may use all of ``search_memory``, not a quarter."""
         _, refined, (Xs, Ys, Xr, Yr, Xh, Yh), hull = noisy
         seen, original = [], search._levenberg_marquardt
 
@@ -616,18 +619,18 @@ class TestNoiseRefit:
 
         monkeypatch.setattr(search, "_levenberg_marquardt", spy)
         budget = 40 * PER + 100
-        found, _ = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=6.0, max_nfev=200, max_bytes=4 * budget,
-                                hull=hull)
+        found, _ = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh,
+                                LearnConfig(noise_z=6.0, max_nfev=200, search_memory=4 * budget), hull=hull)
         assert "refit" in found and seen == [4 * budget]
 
     def test_a_layer_missing_a_head_is_tested_not_refit(self, noisy):
         truth, _, (Xs, Ys, Xr, Yr, Xh, Yh), _ = noisy
         one = refit(truth.thetas[:1], Xr, Yr)
         budget = 40 * PER
-        found, nfev = _noise_refit(one, Xs, Ys, Xr, Yr, Xh, Yh, noise_z=None, max_nfev=200, max_bytes=4 * budget)
+        found, nfev = _noise_refit(one, Xs, Ys, Xr, Yr, Xh, Yh, LearnConfig(max_nfev=200, search_memory=4 * budget))
         assert set(found) == {"noise_test"} and nfev == 0
         test = found["noise_test"]
-        assert not test.consistent and test.z == NOISE_Z
+        assert not test.consistent and test.z == NOISE_Z == LearnConfig().noise_z  # the config's default width
         assert test == noise_floor(one, Xr, Yr, Xh, Yh, max_bytes=budget, candidates=candidate_thetas(one))
 
     def test_one_refinement_example_and_bytes_for_one(self):
@@ -639,8 +642,8 @@ class TestNoiseRefit:
         Xh, Yh = oracle.draw(50)
         refined = refit(truth.thetas, Xs[:1], Ys[:1])
         per = 8 * 3 * 1 * 2 * 1
-        found, nfev = _noise_refit(refined, Xs, Ys, Xs[:1], Ys[:1], Xh, Yh, noise_z=None, max_nfev=50,
-                                   max_bytes=4 * (2 * per - 1))
+        found, nfev = _noise_refit(refined, Xs, Ys, Xs[:1], Ys[:1], Xh, Yh,
+                                   LearnConfig(max_nfev=50, search_memory=4 * (2 * per - 1)))
         assert found["noise_test"].consistent and found["noise_test"].z == NOISE_Z
         assert found["refit_examples"] == 1 and found["noise"].residuals == 3
 
@@ -660,8 +663,9 @@ def test_blocked_products_are_the_products(shape, threads):
 
 
 def test_the_refinement_products_take_the_threads_given_and_the_rest_keeps_the_setting(monkeypatch):
-    """``threads`` reaches the refinement's products only, each block with one BLAS thread: the factorisations
-    and the search's starts keep the process's setting (one thread here)."""
+    """``threads`` reaches the refinement's products only (the joint refinement's and, the labels passing the
+    noise-floor test, the refit's), each block with one BLAS thread: the factorisations and the search's starts keep
+    the process's setting (one thread here)."""
     from threadpoolctl import threadpool_info
 
     from learner.parallel import blas_threads
@@ -670,13 +674,14 @@ def test_the_refinement_products_take_the_threads_given_and_the_rest_keeps_the_s
         return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
 
     seen = {"products": set(), "factorisations": set(), "starts": set()}
-    real = {name: getattr(search, name) for name in ("_products", "cho_factor", "_vp_start")}
+    homes = {"_products": search, "cho_factor": arrays, "_vp_start": search}
+    real = {name: getattr(home, name) for name, home in homes.items()}
 
     def spy(name, key, value):
         def wrapped(*args, **kwargs):
             seen[key] |= value(args)
             return real[name](*args, **kwargs)
-        monkeypatch.setattr(search, name, wrapped)
+        monkeypatch.setattr(homes[name], name, wrapped)
 
     spy("_products", "products", lambda args: {args[2]})
     spy("cho_factor", "factorisations", lambda args: now())
@@ -685,6 +690,7 @@ def test_the_refinement_products_take_the_threads_given_and_the_rest_keeps_the_s
     star = min_norm_point(layer.thetas)
     Q = np.linalg.qr((layer.thetas[1] - layer.thetas[0]).reshape(-1, 1))[0]
     with blas_threads(1):
-        res = search_heads(ArraySource(X, Y), star, Q, 2, search="vp", vp_starts=2, n_search=40, threads=2)
-    assert res.nfev >= 1
+        res = search_heads(ArraySource(X, Y), star, Q, 2, LearnConfig(search="vp", vp_starts=2, n_search=40),
+                           threads=2)
+    assert res.nfev >= 1 and res.refit_examples == 40  # the default config's noise-floor test passed: refit too
     assert seen == {"products": {2}, "factorisations": {1}, "starts": {1}}

@@ -335,6 +335,11 @@ class _Spy:
         monkeypatch.setattr(search_module, name, spy)
 
 
+#: What search_heads did before it read a LearnConfig, where a test's figures rest on it: 1.5 residuals per parameter
+#: of the refinement and no noise-floor test (the config's defaults are 2.0 and the test on).
+OLD_DEFAULTS = {"refine_examples_per_param": 1.5, "noise_floor": False}
+
+
 def _count_warm_start_candidates(monkeypatch):
     """Wraps the search's warm start; returns the list of how many candidate tuples each call compared."""
     compared = []
@@ -355,8 +360,8 @@ class TestSearchHeads:
         warm start is exactly the planted pair, heads in grid order."""
         layer, star, V = _planted_on_grid()
         compared = _count_warm_start_candidates(monkeypatch)
-        res = search_heads(_source(layer, 40), star, V, 2, net_points=3, net_points_3d=5, n_search=40,
-                           keep_tuples=2, truth=layer)
+        res = search_heads(_source(layer, 40), star, V, 2,
+                           LearnConfig(net_points=3, net_points_3d=5, n_search=40, keep_tuples=2), truth=layer)
         assert res.search == "exhaustive" and res.net_points == 3
         assert res.summary()["tuples_in_grid"] == 3.0 and res.summary()["grid_points"] == 3
         np.testing.assert_allclose(res.warm_start.thetas, layer.thetas, rtol=0, atol=1e-15)
@@ -366,18 +371,20 @@ class TestSearchHeads:
         assert compared == [2]  # keep_tuples candidates compared on held-out examples
 
     def test_the_refinement_set_by_default(self, monkeypatch):
-        """By default 1.5 residuals per parameter: at (m, d, k) = (4, 9, 3) that is ⌈1.5·2md²/(kd)⌉ = 36 examples,
-        above the floor of 32 and the 2d²/(k(k−1)) = 27 each head's logit differences need."""
+        """By default the config's 2 residuals per parameter: at (m, d, k) = (4, 9, 3) that is ⌈2·2md²/(kd)⌉ = 48
+        examples, above the floor of 32 and the 2d²/(k(k−1)) = 27 each head's logit differences need."""
+        assert LearnConfig().refine_examples_per_param == 2.0
         layer = random_layer(4, 9, logit_scale=1.0, rng=5)
         star, Q = _hull(layer)
         lm = _Spy(monkeypatch, "_levenberg_marquardt")
-        search_heads(_source(layer, 100, k=3), star, Q, 4, search="vp", vp_starts=1, n_search=100, max_nfev=5)
-        refinement = lm.calls[-1][0]  # the last call is the joint refinement (the vp search's come first)
-        assert refinement[1].shape[0] == math.ceil(1.5 * 2 * 4 * 81 / (3 * 9)) == 36
+        search_heads(_source(layer, 100, k=3), star, Q, 4, LearnConfig(search="vp", vp_starts=1, n_search=100,
+                                                                       max_nfev=5))
+        refinement = lm.calls[1][0]  # the joint refinement: after the vp search's one start, before any refit
+        assert refinement[1].shape[0] == math.ceil(2.0 * 2 * 4 * 81 / (3 * 9)) == 48
 
     def test_one_head_is_theta_star(self):
         layer = random_layer(1, 3, logit_scale=1.0, rng=1)
-        res = search_heads(_source(layer, 40), layer.thetas[0], np.zeros((9, 0)), 1, n_search=40)
+        res = search_heads(_source(layer, 40), layer.thetas[0], np.zeros((9, 0)), 1, LearnConfig(n_search=40))
         assert res.search == "exhaustive" and res.net_points == 1 and res.tuples_scored == 1
         assert res.summary()["tuples_in_grid"] == 1.0
         np.testing.assert_array_equal(res.warm_start.thetas[0], layer.thetas[0])
@@ -388,7 +395,7 @@ class TestSearchHeads:
         source = _source(layer, 40)
         lm = _Spy(monkeypatch, "_levenberg_marquardt")
         t0 = time.perf_counter()
-        res = search_heads(source, star, Q, 2, net_points=5, n_search=40, truth=layer)
+        res = search_heads(source, star, Q, 2, LearnConfig(net_points=5, n_search=40, **OLD_DEFAULTS), truth=layer)
         wall = time.perf_counter() - t0
         assert res.n_examples == 80 == source.n_drawn  # n_search to score, as many held out
         assert isinstance(res.refine_seconds, float) and 0 <= res.refine_seconds <= res.seconds <= wall
@@ -402,12 +409,12 @@ class TestSearchHeads:
         direct = np.sum((layer(X) - res.warm_start(X)) ** 2) / np.sum(layer(X) ** 2)
         assert 1e-8 < res.warm_start_error == pytest.approx(direct, rel=1e-9)
         assert res.warm_start_param_error == match_heads(layer, res.warm_start).max_error
-        other = search_heads(_source(layer, 40), star, Q, 2, net_points=5, n_search=40,
+        other = search_heads(_source(layer, 40), star, Q, 2, LearnConfig(net_points=5, n_search=40, **OLD_DEFAULTS),
                              truth=random_layer(3, 3, check=False, rng=0))
         assert other.warm_start_param_error is None
 
     @pytest.mark.parametrize(("m", "d", "k", "n_search", "per_param", "n_ref"), [
-        (2, 3, 2, 100, None, 32),  # the floor of 32 examples (9 from each rule)
+        (2, 3, 2, 100, None, 32),  # the floor of 32 examples (12 from the default 2 per parameter, 9 from k)
         (2, 3, 2, 200, 20.0, 120),  # 20 residuals per parameter: 20·2md²/(kd) = 120
         (2, 3, 2, 20, 20.0, 20),  # at most n_search
         (2, 10, 3, 60, 1.0, 34),  # every head's logit differences: ⌈2d²/(k(k − 1))⌉ = ⌈200/6⌉ = 34
@@ -421,9 +428,10 @@ class TestSearchHeads:
         lm = _Spy(monkeypatch, "_levenberg_marquardt")
         blocks = _Spy(monkeypatch, "_head_gradients")
         memory = 8 * 3 * (3 * d) ** 2 + 20 * k * d * m * d * d * 8  # the Gram matrix and 20 examples' Jacobian
-        kwargs = {} if per_param is None else {"examples_per_param": per_param}
-        res = search_heads(source, star, Q, m, net_points=3, n_search=n_search, max_nfev=3, search="exhaustive",
-                           search_memory=memory, **kwargs)
+        kwargs = {} if per_param is None else {"refine_examples_per_param": per_param}
+        res = search_heads(source, star, Q, m, LearnConfig(net_points=3, n_search=n_search, max_nfev=3,
+                                                           search="exhaustive", search_memory=memory,
+                                                           noise_floor=False, **kwargs))
         (args, kw, _), = lm.calls
         theta0, X, Y = args
         assert X.shape[0] == n_ref
@@ -437,9 +445,10 @@ class TestSearchHeads:
     def test_trust_region_refinement(self):
         layer = random_layer(2, 3, logit_scale=1.0, rng=5)
         star, Q = _hull(layer)
-        res = search_heads(_source(layer, 40), star, Q, 2, net_points=5, n_search=40, refine="trf")
+        res = search_heads(_source(layer, 40), star, Q, 2, LearnConfig(net_points=5, n_search=40, refine="trf"))
         assert res.heldout_error < 1e-20 and 1 <= res.nfev <= 200
-        capped = search_heads(_source(layer, 40), star, Q, 2, net_points=5, n_search=40, refine="trf", max_nfev=3)
+        capped = search_heads(_source(layer, 40), star, Q, 2,
+                              LearnConfig(net_points=5, n_search=40, refine="trf", max_nfev=3))
         assert capped.nfev <= 3 and res.heldout_error < capped.heldout_error < capped.warm_start_heldout
 
     @pytest.mark.parametrize(("n_search", "dof"), [(40, 32 * 2 * 3 - 2 * 2 * 9), (5, 1)])
@@ -449,10 +458,35 @@ class TestSearchHeads:
         layer = random_layer(2, 3, logit_scale=1.0, rng=5)
         star, Q = _hull(layer)
         source = _source(layer, n_search, noise=1e-3)
-        res = search_heads(source, star, Q, 2, n_search=n_search, max_nfev=2)
+        res = search_heads(source, star, Q, 2, LearnConfig(n_search=n_search, max_nfev=2, **OLD_DEFAULTS))
         n_ref = min(n_search, 32)
         rss = np.sum((res.layer(source.X[:n_ref]) - source.Y[:n_ref]) ** 2)
         assert rss > 0 and res.residual_sigma == pytest.approx(math.sqrt(rss / dof), rel=1e-9)
+
+
+class TestSearchHeadsArguments:
+    @pytest.mark.parametrize("config", [{"n_search": 40}, 40, "defaults"])
+    def test_a_config_that_is_not_one_is_refused_before_an_example(self, config):
+        layer = random_layer(2, 3, logit_scale=1.0, rng=5)
+        star, Q = _hull(layer)
+        source = _source(layer, 40)
+        with pytest.raises(TypeError, match="`config` must be a LearnConfig or None; got"):
+            search_heads(source, star, Q, 2, config)
+        assert source.n_drawn == 0
+
+    @pytest.mark.parametrize(("m", "error", "words"), [
+        (0, ValueError, r"^`m` must be at least 1; got m=0\.$"),
+        (-2, ValueError, r"^`m` must be at least 1; got m=-2\.$"),
+        (2.0, TypeError, r"^`m` must be an integer; got m=2\.0\.$"),
+        (True, TypeError, r"^`m` must be an integer; got m=True\.$"),
+    ])
+    def test_a_bad_m_is_named_before_an_example(self, m, error, words):
+        layer = random_layer(2, 3, logit_scale=1.0, rng=5)
+        star, Q = _hull(layer)
+        source = _source(layer, 40)
+        with pytest.raises(error, match=words):
+            search_heads(source, star, Q, m, LearnConfig(n_search=40))
+        assert source.n_drawn == 0
 
 
 class TestSearchHeadsDefaults:
@@ -475,7 +509,8 @@ class TestSearchHeadsDefaults:
     def test_the_default_3d_net_is_the_learners_up_to_four_heads(self):
         layer = random_layer(3, 3, logit_scale=1.0, check=False, rng=5)
         star, Q = _hull(layer)
-        res = search_heads(_source(layer, 40), star, Q, 3, n_search=40, search="vp", vp_starts=1, max_nfev=1)
+        res = search_heads(_source(layer, 40), star, Q, 3, LearnConfig(n_search=40, search="vp", vp_starts=1,
+                                                                       max_nfev=1))
         assert res.net_points == resolve_config(LearnConfig(), 3)[0].net_points_3d ** 2
 
 
@@ -485,10 +520,10 @@ class TestSearchHeadsRepeats:
         star, Q = _hull(layer)
         descent = _Spy(monkeypatch, "_swap_descent")
         starts = []
-        for seed in ({}, {"seed": 0}, {"seed": 1}):  # the default is the learner's search_seed, 0
+        for seed in ({}, {"search_seed": 0}, {"search_seed": 1}):  # the default is the learner's search_seed, 0
             descent.calls.clear()
-            res = search_heads(_source(layer, 40), star, Q, 2, net_points=21, n_search=40, search="swap",
-                               max_nfev=1, **seed)
+            res = search_heads(_source(layer, 40), star, Q, 2, LearnConfig(net_points=21, n_search=40, search="swap",
+                                                                           max_nfev=1, **seed))
             starts.append([[int(q) for q in args[2]] for args, _, _ in descent.calls])
         # The greedy start and the learner's default swap_starts random ones.
         assert res.summary()["swap_starts"] == len(starts[0]) == LearnConfig().swap_starts + 1
@@ -497,8 +532,10 @@ class TestSearchHeadsRepeats:
     def test_the_vp_starts_repeat_with_the_seed(self):
         layer = random_layer(2, 3, logit_scale=1.0, rng=5)
         star, Q = _hull(layer)
-        runs = [search_heads(_source(layer, 40), star, Q, 2, n_search=40, search="vp", vp_starts=3, max_nfev=2,
-                             **seed).summary()["start_residuals_quartiles"] for seed in ({}, {"seed": 0}, {"seed": 1})]
+        runs = [search_heads(_source(layer, 40), star, Q, 2,
+                             LearnConfig(n_search=40, search="vp", vp_starts=3, max_nfev=2, **seed)
+                             ).summary()["start_residuals_quartiles"]
+                for seed in ({}, {"search_seed": 0}, {"search_seed": 1})]
         assert runs[0] == runs[1] and runs[0] != runs[2]
 
 
@@ -509,18 +546,32 @@ class TestNoiseBranch:
         star, Q = _hull(layer)
         return layer, star, Q, _source(layer, 60, noise=1e-3)
 
-    def test_the_test_runs_only_above_noise_tol(self):
+    def test_the_test_runs_only_with_noise_floor(self):
         layer, star, Q, source = self._case()
-        plain = search_heads(source, star, Q, 2, n_search=60)
+        plain = search_heads(source, star, Q, 2, LearnConfig(n_search=60, noise_floor=False))
+        assert plain.noise_test is None and plain.heldout_error > NOISE_MIN  # the switch alone kept it off
         source.reset()
-        at = search_heads(source, star, Q, 2, n_search=60, noise_tol=plain.heldout_error)
-        assert plain.noise_test is None and at.noise_test is None  # not above it
+        tested = search_heads(source, star, Q, 2, LearnConfig(n_search=60))  # on by default
+        assert tested.noise_test is not None
+
+    def test_the_test_runs_only_above_noise_min(self, monkeypatch):
+        """The threshold is NOISE_MIN, read when the phase runs: a held-out error equal to it is not tested, one
+        just above it is."""
+        layer, star, Q, source = self._case()
+        plain = search_heads(source, star, Q, 2, LearnConfig(n_search=60, noise_floor=False))
+        monkeypatch.setattr(search_module, "NOISE_MIN", plain.heldout_error)
+        source.reset()
+        at = search_heads(source, star, Q, 2, LearnConfig(n_search=60))
+        assert at.noise_test is None  # not above it
         assert at.heldout_error == plain.heldout_error
+        monkeypatch.setattr(search_module, "NOISE_MIN", np.nextafter(plain.heldout_error, 0.0))
+        source.reset()
+        assert search_heads(source, star, Q, 2, LearnConfig(n_search=60)).noise_test is not None
 
     def test_a_fit_at_the_noise_floor_is_refitted_on_every_scoring_example(self, monkeypatch):
         layer, star, Q, source = self._case()
         lm = _Spy(monkeypatch, "_levenberg_marquardt")
-        res = search_heads(source, star, Q, 2, n_search=60, noise_tol=NOISE_MIN, noise_z=3.0)
+        res = search_heads(source, star, Q, 2, LearnConfig(n_search=60, noise_z=3.0))
         test = res.noise_test
         assert test is not None and test.consistent and test.z == 3.0
         # Candidate features: uniform attention, each head at 0.5× and 2×, 4·I, Θ* and 48 points of the box.

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from learner.phases import HullUndetermined, select
+from learner import LearnConfig
+from learner.phases import HullUndetermined, resolve_config, select
 
 
 class TestReachesFloor:
@@ -23,7 +24,7 @@ class TestReachesFloor:
 
 class TestMoreHeads:
     """``probe_more_heads``: with m given and a residual that shows structure (p < STRUCTURE_ALPHA), phase 6 is probed
-    with m + 1 heads (at most max_m) on phase 4's constraints."""
+    with m + 1 heads (at most the config's max_m) on phase 4's constraints, the hull spanned with the config."""
 
     @pytest.fixture
     def calls(self, monkeypatch):
@@ -40,8 +41,10 @@ class TestMoreHeads:
             return SimpleNamespace(heldout_error=calls["probe_error"], noise=None)
 
         monkeypatch.setattr(select, "estimate_span", estimate_span)
-        calls["probe"] = lambda p6, m=2, max_m=3: select.probe_more_heads(
-            "p4", p6, search, m=m, max_m=max_m, success_tol=1e-10, gap_min=3.0, weighting="precision")
+        calls["config"] = lambda max_m=3, success_tol=1e-10: LearnConfig(
+            max_m=max_m, success_tol=success_tol, gap_min=3.0, hull_weighting="precision")
+        calls["probe"] = lambda p6, m=2, max_m=3, success_tol=1e-10: select.probe_more_heads(
+            "p4", p6, search, calls["config"](max_m, success_tol), m=m)
         return calls
 
     @staticmethod
@@ -52,13 +55,19 @@ class TestMoreHeads:
         probe, note = calls["probe"](self._p6(0.0))  # m + 1 = 3 = max_m: allowed
         assert note == ("; the residual shows more heads: with m = 3 phase 6 reaches held-out relative error 1e-11 "
                         "on the same constraints (give m = 3, or no m)")
-        assert calls["span"] == [(("p4",), {"m": 3, "gap_min": 3.0, "max_m": 3, "weighting": "precision"})]
+        # The hull of m + 1 heads is spanned with the config as given (its gap_min, hull_weighting and max_m).
+        assert calls["span"] == [(("p4", calls["config"]()), {"m": 3})]
         assert calls["search"] == ["span"]
         assert probe == {"m": 3, "heldout_relative_error": 1e-11, "reaches_floor": True}
 
     def test_a_probe_that_misses_adds_nothing(self, calls):
         calls["probe_error"] = 0.5
         assert calls["probe"](self._p6(0.0)) == ({"m": 3, "heldout_relative_error": 0.5, "reaches_floor": False}, "")
+
+    def test_the_floor_is_the_configs_success_tol(self, calls):
+        # The probe's 1e-11 reaches the floor at success_tol = 1e-10 (above), not at 1e-12.
+        assert calls["probe"](self._p6(0.0), success_tol=1e-12) == (
+            {"m": 3, "heldout_relative_error": 1e-11, "reaches_floor": False}, "")
 
     def test_an_undetermined_hull_adds_nothing(self, calls):
         calls["undetermined"] = True
@@ -88,8 +97,8 @@ class TestSelectM:
         ``world["undetermined"]`` is undetermined."""
         world = {"errors": {}, "floor": set(), "violates": set(), "undetermined": set(), "span": [], "search": []}
 
-        def estimate_span(p4, **kw):
-            world["span"].append((p4, kw))
+        def estimate_span(p4, cfg, **kw):
+            world["span"].append((p4, cfg, kw))
             if kw.get("m") in world["undetermined"]:
                 raise HullUndetermined("rank 3")
             m = kw.get("m")
@@ -107,8 +116,9 @@ class TestSelectM:
 
         monkeypatch.setattr(select, "estimate_span", estimate_span)
         monkeypatch.setattr(select, "assumptions", assumptions)
-        world["select"] = lambda p5, plan_m: select.select_m("p4", p5, search, plan_m=plan_m, success_tol=1e-10,
-                                                             gap_min=3.0, weighting="precision", truth="T")
+        world["config"] = LearnConfig(success_tol=1e-10, gap_min=3.0, hull_weighting="precision")
+        world["select"] = lambda p5, plan_m, config=world["config"]: select.select_m("p4", p5, search, config,
+                                                                                    plan_m=plan_m, truth="T")
         return world
 
     @staticmethod
@@ -130,13 +140,29 @@ class TestSelectM:
             span, p6, tried = world["select"](p5, 4)
         assert tried == [self._missed(1, 0.3), self._missed(2, 0.1), self._missed(4, 0.2)]
         assert span is p5 and p6.layer == "layer1"
-        # The gap rule's m uses phase 5's own hull; the others are spanned from phase 4's constraints.
-        kw = {"gap_min": 3.0, "max_m": 4, "weighting": "precision", "truth": "T"}
-        assert world["span"] == [("p4", {"m": 2, **kw}), ("p4", {"m": 4, **kw})]
+        # The gap rule's m uses phase 5's own hull; the others are spanned from phase 4's constraints, with the
+        # config resolved for the m planned (its gap_min and hull_weighting as given).
+        cfg, _ = resolve_config(world["config"], 4)
+        assert (cfg.gap_min, cfg.hull_weighting) == (3.0, "precision")
+        kw = {"plan_m": 4, "truth": "T"}
+        assert world["span"] == [("p4", cfg, {"m": 2, **kw}), ("p4", cfg, {"m": 4, **kw})]
         assert world["search"][0] is p5 and [s.m for s in world["search"]] == [1, 2, 4]
         assert caplog.messages == ["unknown m: m = 1, held-out relative error 0.3: does not reach the floor",
                                    "unknown m: m = 2, held-out relative error 0.1: does not reach the floor",
                                    "unknown m: m = 4, held-out relative error 0.2: does not reach the floor"]
+
+    def test_the_plan_defaults_to_max_m_and_sets_the_hulls_config(self, world):
+        # No plan_m: the config's max_m (6) is the plan, so m = 6 (ratio 1.5) is a candidate, and gap_min, left at
+        # None, is chosen for 6 heads (2) in the hulls' config; the config's own max_m = 3 plans for 3 heads (3).
+        world["errors"] = {1: 0.3, 2: 0.1, 6: 0.2}
+        p5 = self._p5(1, [1.5, 1.0, 1.0, 1.0, 1.5])
+        _, _, tried = world["select"](p5, None, LearnConfig())
+        assert [t["m"] for t in tried] == [1, 2, 6]
+        assert [(cfg.gap_min, kw["plan_m"]) for _, cfg, kw in world["span"]] == [(2.0, 6), (2.0, 6)]
+        world["span"].clear()
+        _, _, tried = world["select"](p5, None, LearnConfig(max_m=3))
+        assert [t["m"] for t in tried] == [1, 2]
+        assert [(cfg.gap_min, kw["plan_m"]) for _, cfg, kw in world["span"]] == [(3.0, 3)]
 
     def test_a_ratio_past_the_last_is_not_read(self, world):
         # Two ratios: m = 3 reads the second (2.0, a candidate); m = 4 would need a third. No round recorded: 0.
@@ -189,8 +215,8 @@ class TestDropRedundantRules:
         monkeypatch.setattr(select, "heldout_relative_error", heldout)
         monkeypatch.setattr(select, "assumptions", lambda layer: SimpleNamespace(ok=True))
         calls["reduced"] = reduced
-        calls["drop"] = lambda layer: select.drop_redundant(layer, "source", n_search=50, max_nfev=17,
-                                                            search_memory=12345, success_tol=1e-10)
+        calls["drop"] = lambda layer: select.drop_redundant(
+            layer, "source", LearnConfig(n_search=50, max_nfev=17, search_memory=12345, success_tol=1e-10))
         return calls
 
     @staticmethod

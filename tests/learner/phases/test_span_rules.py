@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from learner import AttentionLayer
+from learner import AttentionLayer, LearnConfig
 from learner.phases import HullUndetermined
 from learner.phases.sculpt import Constraints
 from learner.phases.span import (
@@ -234,7 +234,7 @@ class TestOneUnknown:
     def test_weighting_schemes(self, m, weighting, rounds, base, expected_rounds):
         c = _constraints(self.a[:, None], self.b, self.residual, self.tol, p_token=self.p_token, p_ref=self.p_ref)
         kwargs = {} if rounds is None else {"irls_rounds": rounds}
-        span = estimate_span(c, m=m, weighting=weighting, **kwargs)
+        span = estimate_span(c, LearnConfig(hull_weighting=weighting), m=m, **kwargs)
         w = np.ones(self.a.size) if base == "ones" else self._precision()
         assert span.theta_star.shape == (1, 1) and span.m == 1
         np.testing.assert_allclose(span.theta_star, [[self._irls(w, expected_rounds)]], rtol=1e-12)
@@ -252,15 +252,18 @@ class TestEstimateSpanReport:
 
     @pytest.mark.parametrize("weighting", ["none", "irls"])
     def test_default_gap_rule_reads_the_smallest_singular_values(self, weighting):
-        # d = 4: singular values 1, 3.5, 4, 4.5, ..., 10.5. The one clear gap is 3.5 ≥ 3 (the default gap_min)
-        # after the smallest value, so m = 2. The defaults report max_m = 6 ratios and max_m + 2 = 8 values.
+        # d = 4: singular values 1, 3.5, 4, 4.5, ..., 10.5. The one clear gap is 3.5 after the smallest value, at
+        # least either gap_min the config chooses (2 for the default plan of max_m = 6 heads, 3 for at most 4), so
+        # m = 2. The defaults plan for max_m = 6 heads: 6 ratios and max_m + 2 = 8 values.
         # Exact constraints leave every residual below the IRLS floor, so the IRLS weights are uniform and the
         # ratios are those of A itself.
         s = np.concatenate([[1.0], np.arange(3.5, 10.6, 0.5)])
         A, b = self._with_singular_values(s, 40, 0)
         c = _constraints(A, b, np.full(40, 0.01), 0.01)
+        cfg = LearnConfig(hull_weighting=weighting)
+        assert (cfg.gap_min, cfg.max_m) == (None, 6)  # the documented defaults: gap_min chosen from the plan
         t0 = time.perf_counter()
-        span = estimate_span(c, weighting=weighting)
+        span = estimate_span(c, cfg)
         wall = time.perf_counter() - t0
         assert (span.m, span.m_estimated) == (2, True)
         np.testing.assert_allclose(span.gap_ratios, s[1:7] / s[:6], rtol=1e-10)
@@ -268,17 +271,33 @@ class TestEstimateSpanReport:
         if weighting == "none":
             np.testing.assert_allclose(span.singular_values, s[:8], rtol=1e-10)
         assert isinstance(span.seconds, float) and 0 <= span.seconds <= wall
+        # Planning for 4 heads reads 4 ratios and 6 values, and the gap is still clear at its gap_min of 3.
+        four = estimate_span(c, cfg, plan_m=4)
+        assert four.m == 2 and four.gap_ratios.shape == (4,) and four.singular_values.shape == (6,)
         # Control: a gap of 3.5 is not clear at gap_min = 4.
-        assert estimate_span(c, weighting=weighting, gap_min=4.0).m == 1
+        assert estimate_span(c, LearnConfig(hull_weighting=weighting, gap_min=4.0)).m == 1
+
+    @pytest.mark.parametrize("weighting", ["none", "irls"])
+    def test_default_gap_min_follows_the_plan(self, weighting):
+        # Singular values 1, 2.5, 2.6, ...: the one gap, 2.5, is clear at the gap_min chosen for the default plan
+        # (max_m = 6 heads: 2), not at the one chosen for at most 4 heads (3), nor at an explicit 3 with 6 planned.
+        s = np.concatenate([[1.0], 2.5 + 0.1 * np.arange(15)])
+        A, b = self._with_singular_values(s, 40, 1)
+        c = _constraints(A, b, np.full(40, 0.01), 0.01)
+        cfg = LearnConfig(hull_weighting=weighting)
+        assert estimate_span(c, cfg).m == 2
+        assert estimate_span(c, cfg, plan_m=5).m == 2  # from 5 heads planned: 2
+        assert estimate_span(c, cfg, plan_m=4).m == 1
+        assert estimate_span(c, LearnConfig(hull_weighting=weighting, gap_min=3.0)).m == 1
 
     @pytest.mark.parametrize("weighting", ["precision", "irls", "none"])
     def test_as_many_constraints_as_unknowns_suffice(self, weighting):
-        # d = 2: four independent constraints pin Θ (m = 1) exactly, whatever the row weights. (max_m is at most
-        # d² − 1 here: the gap rule reads max_m ratios of the d² singular values.)
+        # d = 2: four independent constraints pin Θ (m = 1) exactly, whatever the row weights. (plan_m is at most
+        # d² − 1 here: the gap rule reads plan_m ratios of the d² singular values.)
         A = np.array([[2.0, 1.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 4.0, 0.0], [1.0, 0.0, 0.0, 0.5]])
         c = _constraints(A, A @ [1.0, 2.0, 3.0, 4.0], np.full(4, 0.01), 0.01,
                          p_token=np.full(4, 0.5), p_ref=np.full(4, 0.25))
-        span = estimate_span(c, m=1, max_m=3, weighting=weighting)
+        span = estimate_span(c, LearnConfig(hull_weighting=weighting), m=1, plan_m=3)
         np.testing.assert_allclose(span.theta_star, [[1.0, 2.0], [3.0, 4.0]], rtol=0, atol=1e-13)
         assert span.m_estimated is False
 
@@ -293,7 +312,7 @@ class TestEstimateSpanReport:
         c = _constraints(A, A @ [3.0, 0.0, 0.0, 0.0], np.full(12, 0.01), 0.01,
                          p_token=rng.uniform(0.2, 0.5, 12), p_ref=rng.uniform(0.2, 0.5, 12))
         truth = AttentionLayer(np.array([[[2.0, 1.0], [0.0, 0.0]], [[2.0, -1.0], [0.0, 0.0]]]), np.zeros((2, 2, 2)))
-        span = estimate_span(c, m=2, max_m=3, weighting=weighting, truth=truth)
+        span = estimate_span(c, LearnConfig(hull_weighting=weighting), m=2, plan_m=3, truth=truth)
         np.testing.assert_allclose(span.theta_star, [[3.0, 0.0], [0.0, 0.0]], rtol=0, atol=1e-12)
         assert span.theta_star_error == pytest.approx(0.5, abs=1e-12)
         np.testing.assert_allclose(span.principal_cosines, [1.0], rtol=0, atol=1e-12)
@@ -303,7 +322,7 @@ class TestEstimateSpanReport:
         c = _constraints(A, A @ [3.0, 0.0, 0.0, 0.0], np.full(12, 0.01), 0.01,
                          p_token=rng.uniform(0.2, 0.5, 12), p_ref=rng.uniform(0.2, 0.5, 12))
         one = AttentionLayer(np.array([[[2.0, 0.0], [0.0, 0.0]]]), np.zeros((1, 2, 2)))
-        span = estimate_span(c, m=1, max_m=3, weighting=weighting, truth=one)
+        span = estimate_span(c, LearnConfig(hull_weighting=weighting), m=1, plan_m=3, truth=one)
         assert span.theta_star_error == pytest.approx(0.5, abs=1e-12)
         assert isinstance(span.principal_cosines, np.ndarray) and span.principal_cosines.shape == (0,)
         assert span.hull_distance == pytest.approx(0.5, abs=1e-12)
@@ -354,13 +373,13 @@ class TestRankDeficit:
     def test_refused_by_default_and_when_m_is_estimated(self):
         c, _, _ = self._deficient()
         with pytest.raises(HullUndetermined, match="rank 7 for d²=9"):
-            estimate_span(c, m=1, weighting="none")
+            estimate_span(c, LearnConfig(hull_weighting="none"), m=1)
         with pytest.raises(HullUndetermined, match="rank 7"):
-            estimate_span(c, m=None, weighting="none", allow_deficit=True, max_m=1)
+            estimate_span(c, LearnConfig(hull_weighting="none"), m=None, allow_deficit=True, plan_m=1)
 
     def test_allowed_with_m_given(self):
         c, theta, null = self._deficient()
-        est = estimate_span(c, m=1, weighting="none", allow_deficit=True)
+        est = estimate_span(c, LearnConfig(hull_weighting="none"), m=1, allow_deficit=True)
         assert est.rank_deficit == 2 and est.summary()["rank_deficit"] == 2
         star = est.theta_star.ravel()
         np.testing.assert_allclose(null.T @ star, 0, atol=1e-10)  # nothing along the unpinned directions
@@ -369,6 +388,6 @@ class TestRankDeficit:
 
     def test_control_full_rank_records_no_deficit(self):
         c, theta, _ = self._deficient(missing=0)
-        est = estimate_span(c, m=1, weighting="none", allow_deficit=True)
+        est = estimate_span(c, LearnConfig(hull_weighting="none"), m=1, allow_deficit=True)
         assert est.rank_deficit == 0 and "rank_deficit" not in est.summary()
         np.testing.assert_allclose(est.theta_star.ravel(), theta, atol=1e-8)
