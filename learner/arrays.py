@@ -410,31 +410,94 @@ class Backend:
         return torch.tensor(np.asarray(a, dtype=np.float64), device=self.device)
 
     def empty(self, shape: tuple[int, ...]) -> Any:
-        """An uninitialised float64 array of ``shape`` on this backend."""
+        """An uninitialised float64 array of ``shape`` on this backend.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The shape.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor
+            The new array; its entries are whatever the memory held.
+        """
         if self.device is None:
             return np.empty(shape)
         torch = require_torch()
         return torch.empty(shape, dtype=torch.float64, device=self.device)
 
     def zeros(self, shape: tuple[int, ...]) -> Any:
-        """A float64 array of zeros of ``shape`` on this backend."""
+        """A float64 array of zeros of ``shape`` on this backend.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The shape.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor
+            The zeros.
+        """
         if self.device is None:
             return np.zeros(shape)
         torch = require_torch()
         return torch.zeros(shape, dtype=torch.float64, device=self.device)
 
     def concat(self, parts: list[Any], axis: int) -> Any:
-        """The arrays ``parts`` joined along ``axis``."""
+        """The arrays ``parts`` joined along ``axis``.
+
+        Parameters
+        ----------
+        parts : list of numpy.ndarray or torch.Tensor
+            Arrays of this backend, of equal shapes but along ``axis``.
+        axis : int
+            The axis they are joined along.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor
+            The joined array.
+        """
         return np.concatenate(parts, axis=axis) if self.device is None else namespace(parts[0]).concat(parts, axis=axis)
 
     def flat_copy(self, a: Any) -> Any:
-        """A flat copy of ``a`` that owns its data."""
+        """A flat copy of ``a`` that owns its data.
+
+        Parameters
+        ----------
+        a : numpy.ndarray or torch.Tensor
+            An array of this backend.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor
+            Its entries in one axis, copied (changing it leaves ``a`` as it was).
+        """
         return a.ravel().copy() if self.device is None else a.reshape(-1).clone()
 
     def solve_spd(self, M: Any, g: Any) -> Any:
         """``M⁻¹g`` for a symmetric positive definite ``M`` by Cholesky (SciPy's ``cho_factor``/``cho_solve`` on the
-        host, :func:`cholesky_solve` on the device); ``numpy.linalg.LinAlgError`` on both when ``M`` is not
-        numerically positive definite."""
+        host, :func:`cholesky_solve` on the device).
+
+        Parameters
+        ----------
+        M : numpy.ndarray or torch.Tensor, shape (n, n)
+            A symmetric positive definite matrix of this backend.
+        g : numpy.ndarray or torch.Tensor, shape (n,)
+            The right-hand side.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor, shape (n,)
+            The solution.
+
+        Raises
+        ------
+        numpy.linalg.LinAlgError
+            On both backends, when ``M`` is not numerically positive definite.
+        """
         if self.device is None:
             return cho_solve(cho_factor(M), g)
         return cholesky_solve(M, g)
