@@ -8,7 +8,7 @@ The PAC model hands the learner i.i.d. labelled examples ``(X, F(X))``; an
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -17,6 +17,9 @@ from .errors import ExamplesExhausted, SourceError
 from .inputs import check_inputs, sample_inputs
 from .layer import AttentionLayer
 from .validation import DISTRIBUTIONS, Choice, Integer, Scale, check_int, check_real_array, check_rng, declare
+
+if TYPE_CHECKING:
+    from .arrays import Backend
 
 __all__ = ["NOISE_RULE", "ArraySource", "ExampleBatch", "LayerOracle", "as_source", "batch_sizes", "checked_examples",
            "device_name", "draw_checked", "growing_sizes", "name_source", "noisy_labels"]
@@ -210,7 +213,7 @@ class ExampleBatch:
     def __init__(self, n: int, *, layer: AttentionLayer | None = None, k: int | None = None,
                  distribution: str | None = None, seed: np.random.SeedSequence | None = None,
                  X: np.ndarray | None = None, Y: np.ndarray | None = None, origin: str | None = None,
-                 noise: float = 0.0, device: str | None = None) -> None:
+                 noise: float = 0.0, device: str | Backend | None = None) -> None:
         self.n, self.layer, self.k, self.distribution, self.seed, self.X, self.Y = n, layer, k, distribution, seed, X, Y
         self.origin = origin  # the source's class name, for SourceError
         self.noise = noise

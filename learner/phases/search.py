@@ -802,7 +802,9 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     m = check_int("m", m, minimum=1)
     cfg, _ = resolve_config(as_config(config), m)
     n_search, search, refine, search_memory = cfg.n_search, cfg.search, cfg.refine, cfg.search_memory
-    net_points, net_points_3d, max_nfev = cfg.net_points, cfg.net_points_3d, cfg.max_nfev
+    net_points, max_nfev = cfg.net_points, cfg.max_nfev
+    net_points_3d = cfg.net_points_3d
+    assert net_points_3d is not None  # chosen from m by resolve_config just above
     d = theta_star.shape[0]
     Xs, Ys = draw_checked(source, n_search)
     Xh, Yh = draw_checked(source, n_search)
