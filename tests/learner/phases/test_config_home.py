@@ -46,7 +46,9 @@ def public_functions(package):
     for info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         for name, obj in vars(module).items():
-            if not name.startswith("_") and inspect.isfunction(obj) and obj.__module__ == module.__name__:
+            # "__mutmut_" names are mutmut's copies of a function during a mutation run, not an API
+            if (not name.startswith("_") and "__mutmut_" not in name and inspect.isfunction(obj)
+                    and obj.__module__ == module.__name__):
                 found[f"{module.__name__}.{name}"] = obj
     return found
 
