@@ -421,7 +421,7 @@ class TestCrudeSculptDefaults:
 
     @pytest.mark.parametrize(("args", "name"), [
         ((np.eye(D), {"batch": 10}), "config"), ((np.ones(D), None), "w_sum"), ((np.ones((D, 2)), None), "w_sum"),
-    ], ids=str)
+    ], ids=["config a dict", "w_sum a vector", "w_sum not square"])
     def test_bad_argument_is_refused_before_drawing(self, args, name):
         from learner.phases import crude_sculpt
 
@@ -561,7 +561,8 @@ class TestRefinedSculptDefaults:
         ({"m": 0}, "m"), ({"m": 1.5}, "m"), ({"plan_m": 0}, "plan_m"), ({"pilot": "yes"}, "pilot"),
         ({"config": {"batch": 10}}, "config"), ({"pilot": False}, "config.refined_tol"),
         ({"w_sum": np.ones(D)}, "w_sum"),
-    ], ids=str)
+    ], ids=["m=0", "m=1.5", "plan_m=0", "pilot a string", "config a dict", "no pilot, no refined_tol",
+            "w_sum a vector"])
     def test_bad_argument_is_refused_before_drawing(self, kwargs, name):
         from learner.phases import refined_sculpt
 
