@@ -136,9 +136,9 @@ def _declared_by(funcs, rename):
     """``{dest: (function, rule)}`` of the rules ``funcs`` declare (a class's are its ``__init__``'s); the first
     function to declare a name wins; ``rename`` maps a parameter's name to the option's ``dest``."""
     rename = rename or {}
-    merged = {}
+    merged: dict[str, tuple[Any, Rule]] = {}
     for func in funcs:
-        target = func.__init__ if isinstance(func, type) else func
+        target = func.__init__ if isinstance(func, type) else func  # type: ignore[misc]  # a class's own __init__
         for name, rule in getattr(target, "rules", {}).items():
             merged.setdefault(rename.get(name, name), (func, rule))
     return merged

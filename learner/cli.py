@@ -388,7 +388,7 @@ def _bounded(flag, word, meaning, limit):
             raise argparse.ArgumentTypeError(f"`{flag}` must be at most {maximum:,}{why}; got {flag}={value}")
         return value
 
-    bounded.rule = OrWord(word, Integer(maximum=maximum, why=why))
+    bounded.rule = OrWord(word, Integer(maximum=maximum, why=why))  # type: ignore[attr-defined]  # as cli_type's
     return bounded
 
 

@@ -87,7 +87,7 @@ def min_norm_point(points: ArrayLike, *, exact: bool = False) -> np.ndarray | li
 def _exact_min_norm(rows):
     """Exact min-norm point by Gram–Schmidt on the directions (Fractions throughout)."""
     base = rows[0]
-    basis = []  # orthogonal (not normalised) directions with their squared norms
+    basis: list[tuple[list[Fraction], Fraction]] = []  # orthogonal (not normalised) directions with their squared norms
     for row in rows[1:]:
         v = [r - b for r, b in zip(row, base, strict=True)]
         for u, uu in basis:

@@ -808,7 +808,8 @@ def _write_record(path, kind, arrays, metadata):
         metadata = {}
     if not isinstance(metadata, dict):
         raise TypeError(f"`metadata` must be a dict; got {type(metadata).__name__}.")
-    payload = {name: np.ascontiguousarray(a, dtype=np.float64) for name, a in arrays.items()}
+    # float64 arrays; typed Any for np.savez's stub, which reads a ** mapping's values as its `allow_pickle` too
+    payload: dict[str, Any] = {name: np.ascontiguousarray(a, dtype=np.float64) for name, a in arrays.items()}
     meta = {
         "format": kind,
         "schema_version": SCHEMA_VERSION,

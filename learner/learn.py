@@ -67,7 +67,7 @@ def _sum_diag(est):
     out = {"examples": est.n_examples, "seconds": est.seconds}
     if est.error is not None:
         out["sum_w_error"] = est.error
-    details = est.details or {}
+    details = est.details
     for key in ("stopped", "standard_error", "se_target", "stages"):
         if key in details:
             out[key] = details[key]
@@ -594,6 +594,7 @@ def _refined_sculpt_round(run, r, w_sum):
     with run.streaming():
         p4 = refined_sculpt(run.source, w_sum, cfg, m=run.m, plan_m=run.plan_m, truth=run.truth, workers=run.pool)
     fc = p4.forecast
+    assert fc is not None, "refined_sculpt runs its pilot by default, and the pilot forecasts"
     rounds4 = run.diag.get("4_refined_sculpt", {}).get("rounds", [])
     summary = run.diag["4_refined_sculpt"] = p4.summary() | {"round": r}
     # Censored: a phase stopped by its budget (or by the forecast) drew fewer examples than it needed.

@@ -708,6 +708,9 @@ class Workers:
     ([0, 1, 4, 9], 'serial', 4)
     """
 
+    _pool: Executor | None  # the local pool, once started
+    _client: Any  # the dask.distributed.Client, once connected
+
     def __init__(self, workers: int | str | None = None, scheduler: Any = None, pool_from: int = 0) -> None:
         if workers is not None:
             workers = pool_size(workers)
@@ -888,6 +891,7 @@ class Workers:
         """Hand one batch to the pool (``ordered`` computes the serial backend's batches itself)."""
         with interrupts_deferred():  # submit takes the pool's locks: a Ctrl-C is raised once it returns
             if self.backend == "local":
+                assert self._pool is not None, "_ensure starts the pool before the first batch"
                 return self._pool.submit(fn, *args)
             return self._client.submit(fn, *args, pure=False)
 

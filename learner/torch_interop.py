@@ -176,8 +176,9 @@ def _module_class():
     if _MODULE_CLASS is not None:
         return _MODULE_CLASS
     torch = require_torch()
+    module_base: Any = torch.nn.Module  # torch is imported here, at first use: a base class known at run time only
 
-    class AttentionModule(torch.nn.Module):
+    class AttentionModule(module_base):
         """``F(X) = Σ_i softmax(X Θ_i Xᵀ) X W_i`` as a torch module: ``thetas`` and ``ws`` (m, d, d) are its parameters.
 
         ``forward(X)`` takes ``X`` of shape (..., k, d) and returns ``F(X)`` of the same shape;

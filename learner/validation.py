@@ -858,7 +858,7 @@ def declare(**rules: Rule) -> Callable[[_F], _F]:
                     bound.arguments[name] = rule.check(name, bound.arguments[name])
             return func(*bound.args, **bound.kwargs)
 
-        checked.rules = dict(getattr(func, "rules", {})) | rules
+        checked.rules = dict(getattr(func, "rules", {})) | rules  # type: ignore[attr-defined]  # the function's own
         return checked
 
     return decorate

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -22,11 +23,12 @@ from learner.argparsing import (
     flag_message,
     harden,
     limit_options,
+    rules_of,
 )
 from learner.io import save_figure
 from learner.study.records import print_study
 from learner.tables import fmt
-from learner.validation import SIZE_LIMITS, Integer
+from learner.validation import SIZE_LIMITS, Each, Integer
 
 from .attacks import time_attacks
 from .family import HardFamily
@@ -165,7 +167,7 @@ def _add_lwe(sub):
     p.add_argument("--out", metavar="FILE", help="where to write the layer (.npz with JSON metadata)")
     # --max-evaluations is the command line's own (0 stands for lwr_hard_instance's None: no limit), so of
     # lwr_hard_instance's rules --sharpness alone is given here.
-    declare_options(p, LWRParams, rules={"sharpness": lwr_hard_instance.rules["sharpness"]})
+    declare_options(p, LWRParams, rules={"sharpness": rules_of(lwr_hard_instance)["sharpness"]})
     _limit(p, n="lwe_n", q="q", secret="q", max_evaluations="max_evaluations")
 
 
@@ -188,9 +190,10 @@ def _add_lwe_attack(sub):
     p.add_argument("--json", metavar="FILE", help="also write the record as JSON")
     # --n, --linear-n and --lattice-n are time_attacks' ns, --cost-n cost_table's (--q is both's). An empty
     # --lattice-n skips that attack, so it takes the entries' rule alone (the list's is: non-empty).
-    ns = time_attacks.rules["ns"]
+    ns = rules_of(time_attacks)["ns"]
+    assert isinstance(ns, Each), "time_attacks declares ns as a list of sizes"
     declare_options(p, time_attacks, rename={"ns": "n"},
-                    rules={"linear_n": ns, "lattice_n": ns.rule, "cost_n": cost_table.rules["ns"]})
+                    rules={"linear_n": ns, "lattice_n": ns.rule, "cost_n": rules_of(cost_table)["ns"]})
     _limit(p, q="q", n="exhaustive_n", linear_n="linear_n", lattice_n="lattice_n", cost_n="cost_n", repeats="repeats")
 
 
@@ -399,9 +402,8 @@ def _lwe_attack(args):
 
         inst = named_lwr_instance("one-slab")
         record["attention"] = []
-        for method, kw in (("provable", {"n_samples": 4_000_000}),
-                           ("gradient", {"n_samples": 25_000})):
-            out = attention_attack(inst, method=method, rng=seeds[3], **kw)
+        for method, n_samples in (("provable", 4_000_000), ("gradient", 25_000)):
+            out = attention_attack(inst, method=method, rng=seeds[3], n_samples=n_samples)
             record["attention"].append(out.to_dict())
             print(f"one-slab member (n=2, q=3, m=2) — {out.message}; {out.seconds:.1f} s, {out.samples:,} examples")
     if args.json:
@@ -499,7 +501,7 @@ def _learn_hard(args):
     base = QUICK if args.quick else DEFAULTS
     given = {"ds": args.d, "ms": args.m, "subsets": args.subsets, "lwr_ns": args.lwr_n, "start": args.start,
              "max_examples": args.max_examples, "max_seconds": args.max_seconds}
-    kw = {k: v if v is not None else base[k] for k, v in given.items()}
+    kw: dict[str, Any] = {k: v if v is not None else base[k] for k, v in given.items()}
     kw |= {"q": args.q, "lwr_secrets": args.lwr_secrets, "families": args.families, "methods": args.methods,
            "target": args.target, "provable_seeds": args.provable_seeds}
     if args.quick:

@@ -251,8 +251,8 @@ class SQOracle:
         base = list(target.subset) + ([target.offset_coord] if target.offset_coord is not None else [])
         coef, ref = {}, {}
         for size in range(len(base) + 1):
-            for U in combinations(base, size):
-                U = frozenset(U)
+            for combo in combinations(base, size):
+                U = frozenset(combo)
                 c, rc = float(target.fourier(U)), float(target.reference_fourier(U))
                 if c != 0.0:
                     coef[U] = c
@@ -309,6 +309,7 @@ class SQOracle:
 
     def _callable_value(self, phi):
         inst = self.target
+        assert isinstance(inst, ParityInstance), "value() sends callables for a ParityInstance only"
         r = len(inst.subset)
         G0, G1 = ([float(v) for v in row] for row in inst.g_table())
         weights = [comb(r, h) / 2**r for h in range(r + 1)]

@@ -273,7 +273,7 @@ def _exact_moments(layer, k, batch):
         stack = np.concatenate([g[:, None], c], axis=1) / k  # (b, m+1, d)
         return s[:, None, :, None] * stack[:, :, None, :]  # (b, m+1, d, d)
 
-    mean = cube_expectation(fn, k, d, batch=batch)
+    mean = np.asarray(cube_expectation(fn, k, d, batch=batch))  # (m + 1, d, d)
     return mean[0], mean[1:], {"n_inputs": 2 ** (k * d), "batch": batch}
 
 

@@ -151,7 +151,8 @@ _FIELDS = (
 def _field(rec, path, rule=None):
     """The value at the dotted ``path`` of ``rec``; :class:`_Unusable` naming the field when it is missing or
     breaks ``rule`` (a function returning what the value must be, or None when it is fine)."""
-    value, walked = rec, []
+    value = rec
+    walked: list[str] = []
     for key in path.split("."):
         if not isinstance(value, dict):
             where = ".".join(walked)
@@ -240,7 +241,8 @@ def _read_run(path):
 def _load(dirs):
     """``(records, skipped)``: the usable runs of ``dirs`` sorted by run id, and ``{"file", "reason"}`` of every
     record skipped as unreadable or invalid (each also logged as a warning)."""
-    records, skipped, unmeasured = [], [], {}
+    records, skipped = [], []
+    unmeasured: dict[Any, list[Any]] = {}  # {cell: statuses} of the runs that did not reach phase 4
     dirs = [dirs] if isinstance(dirs, (str, Path)) else list(dirs)
     if not dirs:
         raise ValueError("`dirs` must name at least one sweep directory; got none.")
@@ -431,7 +433,7 @@ def _median_of(runs, key):
 
 
 def _counts(statuses):
-    out = {}
+    out: dict[str, int] = {}
     for status in statuses:
         out[str(status)] = out.get(str(status), 0) + 1
     return dict(sorted(out.items()))
@@ -569,9 +571,10 @@ def _run_row(rec, seed, *, geometry, n_geometry, n_simulate=SIMULATE_EXAMPLES):
                             geometry=geometry, n_geometry=n_geometry, rng=seed)
     sim = (measured_yield(layer, spec.k, tol=tol, min_weight=min_weight, n_examples=n_simulate,
                           distribution=spec.distribution, rng=seed.spawn(1)[0]) if n_simulate else None)
-    by = "simulation" if sim is not None and sim.rows_certified >= SIMULATE_MIN_ROWS else "model"
-    per_1000 = sim.constraints_per_1000 if by == "simulation" else model.constraints_per_1000
-    se = ((sim.interval[1] - sim.interval[0]) / (2 * 1.96) if by == "simulation" else model.standard_error)
+    if sim is not None and sim.rows_certified >= SIMULATE_MIN_ROWS:
+        by, per_1000, se = "simulation", sim.constraints_per_1000, (sim.interval[1] - sim.interval[0]) / (2 * 1.96)
+    else:
+        by, per_1000, se = "model", model.constraints_per_1000, model.standard_error
     p4 = rec["diagnostics"]["4_refined_sculpt"]
     target = (p4.get("forecast") or {}).get("target")
     if p4.get("stopped") in ("stable", "target"):
@@ -584,6 +587,8 @@ def _run_row(rec, seed, *, geometry, n_geometry, n_simulate=SIMULATE_EXAMPLES):
     rate = (((rec.get("execution") or {}).get("phases") or {}).get("4_refined_sculpt") or {}).get(
         "examples_per_second")
     predicted_seconds = None
+    measured = yield_of(rec)
+    assert measured is not None, "_load keeps the runs that reached phase 4"
     if predicted_examples is not None and rate and timings.get("total") is not None:
         # Ours: the run's other phases as measured, phase 4 replaced by the yield model's examples at the
         # run's own phase-4 speed, once per round it ran.
@@ -592,7 +597,7 @@ def _run_row(rec, seed, *, geometry, n_geometry, n_simulate=SIMULATE_EXAMPLES):
                              + rounds * predicted_examples / rate)
     return {"run_id": rec["run_id"], "m": spec.m, "d": spec.d, "k": spec.k, "n": (spec.m - 1) * (spec.k - 1),
             "logit_scale": spec.logit_scale, "seed_index": spec.seed_index, "tol": tol,
-            "min_weight": min_weight, "measured": float(yield_of(rec)),
+            "min_weight": min_weight, "measured": float(measured),
             "constraints": p4["constraints"], "examples": p4["examples"],
             "predicted": per_1000, "predicted_se": se, "predicted_by": by,
             "predicted_model": model.constraints_per_1000,

@@ -113,7 +113,7 @@ def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patienc
     best_it = last_improve = it = 0
     stopped = "max_iter"
     m1, v = np.zeros_like(params), np.zeros_like(params)
-    order, pos = None, n
+    order, pos = np.empty(0, dtype=np.intp), n  # pos = n: the first step draws the first epoch's order
     if not np.isfinite(best_val):
         stopped = "diverged"
     elif best_val <= tol:

@@ -194,7 +194,7 @@ def _train(torch, model, opt, sched, X, Y, Xv, Yv, *, gen, batch, per_epoch, tot
     elif best_val <= tol:
         stopped = "tol"
     else:
-        perm = None
+        perm = torch.empty(0, dtype=torch.long)  # the first step (pos 0) draws the first epoch's permutation
         for step in range(1, total_steps + 1):
             if full_batch:  # every example at every step: no permutation to draw or gather
                 loss = torch.sum((model(X) - Y) ** 2) / batch

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,7 +43,7 @@ class SumEstimate:
         Wall time of the phase.
     error : float or None
         ``‖Ŵ − ΣW‖_F / ‖ΣW‖_F`` against the true layer when the phase was given one (oracle mode), else None.
-    details : dict or None
+    details : dict
         The phase's diagnostics: the relative standard error, its target and why the phase stopped (see
         :func:`crude_sum_w` and :func:`learner.phases.refine_sum_w`).
     """
@@ -52,7 +52,7 @@ class SumEstimate:
     n_examples: int
     seconds: float
     error: float | None = None
-    details: dict | None = None
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 def _sum_error(w_sum, truth):
@@ -183,7 +183,7 @@ def _crude_sum_on(source, n_samples, sizes, truth, workers, t0, se_target):
     def estimate(n):
         if not np.isfinite(acc).all():  # overflowed: more examples cannot help (learn() says why)
             return None
-        return relative_standard_error(acc, acc_sq, n)
+        return relative_standard_error(np.asarray(acc), acc_sq, n)  # (acc starts as the float 0.0)
 
     tasks = (((eb,), eb.n) for eb in source.batches(sizes))
     with contextlib.closing(workers.ordered("1_crude_sum", partial_sum, tasks)) as parts:

@@ -279,6 +279,8 @@ def refine_sum_w(source: LayerOracle | ArraySource, w_sum: ArrayLike, theta_star
             stages_n.append(min(2 * stages_n[-1], n_samples))
     progress = bar(stages_n[-1], "phase 3", "ex")
     parts = []
+    est = w_sum  # the last stage's estimate and details (estimate() sets them)
+    details: dict[str, Any] = {}
 
     def absorb(more):
         # The regression works on the whole sample (a quantile over every row each round), so the examples
@@ -300,8 +302,6 @@ def refine_sum_w(source: LayerOracle | ArraySource, w_sum: ArrayLike, theta_star
         cert = details["certified_rounds"]
         return cert[-1]["standard_error"] if cert else float("inf")
 
-    est = w_sum  # the last stage's estimate and details (estimate() sets them)
-    details: dict[str, Any] = {}
     increments = [total - drawn for drawn, total in itertools.pairwise([0, *stages_n])]  # what each stage adds
     run = sample_until_precise(increments, absorb, estimate, se_target=se_target, progress=progress,
                                record=lambda: {"error": _sum_error(est, truth)}, without_target="fixed")
@@ -333,7 +333,7 @@ def _refine_on(X, Y, w_sum, theta_star, *, rounds, keep, cert_rounds, cert_keep,
     # one under which the best-fitting rows fit better: the pool quantile of the row-fit residuals (ours).
     quality = {name: _fit_quantile(X[:QUALITY_EXAMPLES], Y[:QUALITY_EXAMPLES], w, cert_pool)
                for name, w in (("input", w_sum), ("vertex", est))}
-    start = min(quality, key=quality.get)
+    start = min(quality, key=quality.__getitem__)
     if start == "input":
         est = w_sum
     est, cert_history = certified_regression(X, Y, est, rounds=cert_rounds, keep=cert_keep, pool=cert_pool,

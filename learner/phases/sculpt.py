@@ -724,7 +724,8 @@ class _Stream:
         self.progress = bar(target, label, "constraint")
         # The tolerance batches are certified at, read when each task is formed: the pilot's tuple of tolerances
         # until the forecast settles, then the chosen one (batches already in flight are filtered on arrival).
-        self.tols = tuple(sorted(set(pilot["candidates"]) | ({tol} if tol is not None else set()))) if pilot else None
+        self.tols: tuple[float, ...] = (tuple(sorted(set(pilot["candidates"]) | ({tol} if tol is not None else set())))
+                                        if pilot else ())
         self.tol_now = tol if pilot is None else self.tols
         self.forecast = None
         self.at_target = None

@@ -614,7 +614,7 @@ def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_ite
     on = [backend.asarray(a) for a in (X, Y, directions, theta_star)]  # numpy as it is; a device: copied once
     tasks = (((alpha0, *on[:2], max_iter, ftol, *on[2:]), 0) for alpha0 in alphas)
     with as_workers(workers if backend.on_host else None) as pool, \
-            contextlib.closing(pool.ordered("6_search", _vp_start, tasks)) as results:
+            contextlib.closing(pool.ordered("6_search", _vp_start, tasks)) as results:  # type: ignore[type-var]
         for rel, ev, z in results:
             evaluations += ev
             found.append((rel, theta_star[None] + (z.reshape(m, m - 1) @ directions.T).reshape(m, d, d)))
@@ -716,19 +716,19 @@ def _swap_search(Phi, Ys, m, keep, *, starts, rng):
     """Greedy start plus ``starts`` random starts, each swap-descended: ``(best tuples, evaluations, details)``."""
     scorer = _SwapScorer(Phi, Ys)
     p = scorer.p
-    greedy = []
+    greedy: list[int] = []
     for _ in range(m):
         gain = scorer.explained(greedy)
         if greedy:
             gain[greedy] = -np.inf
         greedy.append(int(np.argmax(gain)))
-    found = {}
+    found: dict[tuple[int, ...], float] = {}
     total_swaps = 0
     for start in [greedy] + [list(rng.choice(p, size=m, replace=False)) for _ in range(starts)]:
         T, score, swaps = _swap_descent(scorer, m, start)
         total_swaps += swaps
         found[T] = min(score, found.get(T, np.inf))
-    ranked = sorted(found, key=found.get)
+    ranked = sorted(found, key=found.__getitem__)
     details = {"swap_starts": starts + 1, "swaps": total_swaps, "distinct_optima": len(found),
                "best_in_sample_residual": float(found[ranked[0]])}
     return np.array(ranked[:keep]), scorer.evaluations, details

@@ -234,7 +234,7 @@ def _svd(M, rhs, solver):
     if solver == "svd" or n < 2 * p:
         U, S, Vt = np.linalg.svd(M, full_matrices=False)
         return S, Vt, (None if rhs is None else U.T @ rhs)
-    R = np.linalg.qr(M if rhs is None else np.column_stack([M, rhs]), mode="r")
+    R = np.asarray(np.linalg.qr(M if rhs is None else np.column_stack([M, rhs]), mode="r"))  # (asarray: the stub)
     U_R, S, Vt = np.linalg.svd(R[:p, :p])
     return S, Vt, (None if rhs is None else U_R.T @ R[:p, p])
 

@@ -174,7 +174,7 @@ def _median_time(fn, repeat):
 
 def _interleaved_medians(fns, repeat):
     """Median time of each of ``fns``, timed in turn ``repeat`` times (after one warm-up round)."""
-    times = [[] for _ in fns]
+    times: list[list[float]] = [[] for _ in fns]
     for r in range(repeat + 1):
         for fn, out in zip(fns, times, strict=True):
             t0 = time.perf_counter()
@@ -980,7 +980,7 @@ def run_search_benchmark(m: int = 7, d: int = 20, k: int = 2, *, workers: int = 
     noise = np.random.default_rng(turn).standard_normal(exact.shape)
     noise -= exact @ (exact.T @ noise)  # off the hull, so that the angle is the noise's size
     directions = np.linalg.qr(exact + np.tan(0.2) * noise / np.linalg.norm(noise, axis=0))[0]
-    star = min_norm_point(layer.thetas)
+    star = np.asarray(min_norm_point(layer.thetas))  # (a float array: exact=False)
     results = {}
 
     def timed(name, pool, threads):

@@ -22,7 +22,7 @@ from ..io import write_json
 from ..parallel import DEFAULT_POOL, interrupt_on_sigterm, kill_live_pools, set_ctrl_c
 from ..phases import CONFIG_RULES
 from ..torch_interop import need_torch
-from ..validation import SIZE_LIMITS, Integer
+from ..validation import SIZE_LIMITS, Integer, Rule
 from .bench import (
     DEFAULT_CASES,
     PARALLEL_BENCH_WORKERS,
@@ -48,7 +48,7 @@ TORCH_DEFAULTS = {name: inspect.signature(fit_torch).parameters[name].default fo
 #: torch Adam's budgets under ``--quick``.
 QUICK_TORCH = get_method("torch-adam").quick
 #: The local pool's options: a number of processes.
-POOL_RULES = {"workers": Integer(), "learn_workers": Integer()}
+POOL_RULES: dict[str, Rule] = {"workers": Integer(), "learn_workers": Integer()}
 #: ``--workers`` of the studies: the local pool's processes (default: every core this process may run on).
 WORKERS_HELP = f"processes of the local pool (default {DEFAULT_POOL}: every core this process may run on)"
 _T = TypeVar("_T")
@@ -246,9 +246,9 @@ def _add_peers(sub):
     _add_study_options(p)
     # The study's own parameters, then each baseline's: --adam-lr is fit_gradient's lr, --torch-lr and
     # --epochs/--batch fit_torch's.
-    declare_options(p, peer_study, rename={"ms": "m"}, rules={
-        "adam_lr": OPTION_RULES["lr"], "torch_lr": OPTION_RULES["lr"], "epochs": OPTION_RULES["epochs"],
-        "batch": OPTION_RULES["batch"]} | POOL_RULES)
+    rules: dict[str, Rule] = {"adam_lr": OPTION_RULES["lr"], "torch_lr": OPTION_RULES["lr"],
+                              "epochs": OPTION_RULES["epochs"], "batch": OPTION_RULES["batch"]}
+    declare_options(p, peer_study, rename={"ms": "m"}, rules=rules | POOL_RULES)
     _limit(p, "m", "k", "d", "seeds", "epochs", "batch", "workers")
     p.set_defaults(handler=_peers)
 
@@ -393,7 +393,7 @@ def _bench(args):
             write_json(args.json, command_record("bench --certification", seed=args.seed,
                                                  certification=cert.to_dict()))
         return 0
-    cases = DEFAULT_CASES
+    cases: tuple[BenchCase, ...] = DEFAULT_CASES
     cube = (4, 5, 2)
     if args.quick:
         cases = (BenchCase("quick", 500, 4, 8, 2),)
@@ -476,7 +476,7 @@ def _scaling(args):
     if grid is not None and (args.m is not None or args.k is not None):
         raise ValueError("give either --grid or --m/--k, not both.")
     seeds = args.seeds if args.seeds is not None else "auto" if grid is not None else 10
-    provable = (QUICK_OPTIONS["provable"] if args.quick else {}) | {
+    provable = (dict(QUICK_OPTIONS["provable"]) if args.quick else {}) | {
         name: value for name, value in (("max_examples", args.max_examples), ("refined_tol", args.refined_tol))
         if value is not None}
     def study():

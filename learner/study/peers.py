@@ -192,7 +192,7 @@ def _extra_versions(records, methods):
         found = {((r.get("diagnostics") or {}).get("fit") or {}).get(f"{extra}_version") for r in records
                  if r["spec"]["method"] == name and r.get("outcome") == "finished"}
         found.discard(None)
-        out[extra] = ", ".join(sorted(found)) or None
+        out[extra] = ", ".join(sorted(str(v) for v in found)) or None
     return out
 
 
@@ -620,7 +620,8 @@ def _search(cells, methods, options, evals, out, ex, common, rounds):
                     hi = 0
             if hi - lo > 1:
                 state[(m, d, k, method)] = [ladder, lo, hi, n]
-    records, stats = [], {}
+    records: list[dict[str, Any]] = []
+    stats: dict[str, int] = {}
     for _ in range(rounds):
         active = {key: v for key, v in state.items() if v[2] - v[1] > 1}
         if not active:

@@ -131,7 +131,7 @@ def _setting_label(m, d, k):
 def _choose_lr(records, lrs):
     """Per setting (m, d, k), the learning rate with the lowest median validation relative error over the
     tuning runs; keys are ``"m=.., d=.., k=.."``."""
-    by_m = {}
+    by_m: dict[str, dict[float, list[float]]] = {}  # {setting: {lr: validation errors}}
     for rec in records:
         spec = rec["spec"]
         val = None
@@ -457,7 +457,7 @@ class _Plan:
         """Seeds per setting after the first runs: the seed rule applied to their finished runs' times."""
         from .frontier import seeds_for
 
-        times = {}
+        times: dict[tuple[int, int, int], list[float]] = {}
         for spec in specs:
             rec = self.by_id[spec.run_id]
             if rec.get("outcome") == "finished":
