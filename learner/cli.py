@@ -46,7 +46,7 @@ from .oracle import NOISE_RULE, LayerOracle, noisy_labels
 from .parallel import DEFAULT_POOL, POOL_FROM_EXAMPLES, interrupt_on_sigterm, kill_live_pools, set_ctrl_c
 from .phases import CONFIG_RULES
 from .study import cli as study_cli
-from .study.records import command_record
+from .sweep.records import command_record
 from .tables import REPORT_WIDTH
 from .torch_interop import need_torch
 from .validation import SIZE_LIMITS, Integer, OrWord, check_memory
@@ -222,10 +222,11 @@ def _learn(args):
         raise ValueError(f"give either --workers (local processes) or --scheduler (a Dask cluster, whose workers "
                          f"are its own), not both; got --workers {args.workers} --scheduler {args.scheduler!r}.")
     if args.scheduler is not None:
-        from .parallel import Workers, dask_client_class
+        from .parallel import dask_client_class
 
-        Workers(scheduler=args.scheduler)  # the address is checked (an empty one is named) before anything runs
-        dask_client_class()  # the extra is there, or one line saying how to install it
+        # The extra is there, or one line saying how to install it; learn() checks the address (an empty one is
+        # named) when it builds its pool, before the first example.
+        dask_client_class()
     workers = None if args.scheduler is not None else (DEFAULT_POOL if args.workers is None else args.workers)
     ss = _seed(args.seed)
     # The third child draws the inputs the errors against the truth are measured on (the first two are as before).

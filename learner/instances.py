@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 #: ``random_layer``'s ``‖Θ_i‖_F`` unless told otherwise, and the planted layer of ``python -m learner learn``,
 #: ``sample`` and ``assumptions`` (ours): patterns far from uniform but rarely one-hot, the scale at which the
 #: design's prototype measured the pipeline at (m, d, k) = (2, 8, 4). The studies of run time plant at
-#: :data:`learner.study.runs.STUDY_LOGIT_SCALE` = 1 instead, on purpose: at k = 2 and m >= 3 a scale of 3
+#: :data:`learner.sweep.runs.STUDY_LOGIT_SCALE` = 1 instead, on purpose: at k = 2 and m >= 3 a scale of 3
 #: makes rows nearly one-hot, which certify but carry no usable log-ratios, so the learner's yield collapses
 #: for a reason that is not the growth in m the studies measure.
 DEFAULT_LOGIT_SCALE = 3.0

@@ -259,7 +259,7 @@ TOOL = "provable-attention"
 #: The top-level field of every JSON object :func:`write_json` writes (ours): who wrote the file and the SHA-256
 #: of the rest of it, so a file is known as the toolkit's by checking the digest, not by its look.
 MARK_FIELD = "written_by"
-#: The field with which a study's run record vouches for its own content (``learner.study.records.DIGEST_FIELD``,
+#: The field with which a study's run record vouches for its own content (``learner.sweep.records.DIGEST_FIELD``,
 #: named here because the study sits above this module): a record that carries it gets no second mark.
 _RECORD_DIGEST = "record_sha256"
 #: The largest file whose mark is checked (ours): the toolkit's records and figures are far smaller; a larger

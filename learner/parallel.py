@@ -133,7 +133,7 @@ def blas_threads(n: int) -> Iterator[str]:
             put(b)
 
 
-#: What the command lines' ``--workers`` and :func:`learner.study.sweep.run_sweep`'s ``workers=None`` mean: a
+#: What the command lines' ``--workers`` and :func:`learner.sweep.engine.run_sweep`'s ``workers=None`` mean: a
 #: local pool of every core this process may run on (:func:`pool_size`). Library calls that compute one run
 #: (:func:`learner.learn`, the phases) default instead to this process alone (``workers=None``): a library
 #: starts processes only when asked, a command uses the machine it was given.

@@ -20,7 +20,9 @@ two-token diagonal gadget (:mod:`lowerbounds.gadget`):
 * :func:`sparse_linear_instance` — the control beside the SQ family (same heads,
   sparse-linear signal);
 * :func:`learn_hard_study` (:mod:`lowerbounds.learnhard`) — Adam, the learner and
-  exhaustive search on the families: examples and time against d, m and n.
+  exhaustive search on the families: examples and time against d, m and n;
+* :mod:`lowerbounds.registry` — the families the study and the command line know: a
+  new family is one :class:`~lowerbounds.registry.HardFamilyEntry`.
 
 Imports from :mod:`learner`, never the reverse. CLI: ``python -m lowerbounds``.
 """

@@ -1,6 +1,8 @@
-"""Command line of :mod:`lowerbounds`: ``python -m lowerbounds {sq,sq-simulate,lwe,lwe-attack,learn-hard}``.
+"""Command line of :mod:`lowerbounds`: ``python -m lowerbounds {sq,sq-simulate,lwe,lwe-attack,learn-hard,families}``.
 
-Library functions never parse ``argv``; this module does, calls them, and prints.
+Library functions never parse ``argv``; this module does, calls them, and prints. The subcommands of a family
+(``sq`` and ``sq-simulate`` of the SQ family, ``lwe`` and ``lwe-attack`` of the LWE-style one) are those its entry
+in :mod:`lowerbounds.registry` adds; ``learn-hard`` and ``families`` read the registry too.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from learner.argparsing import (
     rules_of,
 )
 from learner.io import save_figure
-from learner.study.records import print_study
+from learner.sweep.records import print_study
 from learner.tables import fmt
 from learner.validation import SIZE_LIMITS, Each, Integer
 
@@ -45,6 +47,7 @@ from .lwr import (
     predictor_accuracy,
     sample_lwr,
 )
+from .registry import FAMILIES, HardFamilyEntry, family_names
 from .simulate import simulate_queries
 from .sq import sq_hard_instance
 
@@ -103,8 +106,8 @@ def _limit(p, **limits):
 
 
 def build_parser() -> CommandParser:
-    """The command line's parser: one subcommand each for ``sq``, ``sq-simulate``, ``lwe``, ``lwe-attack`` and
-    ``learn-hard``.
+    """The command line's parser: the registered families' subcommands (``sq``, ``sq-simulate``, ``lwe``,
+    ``lwe-attack``), then ``learn-hard`` and ``families``.
 
     Each subcommand's flags carry the rules of the library parameters they feed, so a bad value is refused by
     the parser with the flag's name.
@@ -117,13 +120,62 @@ def build_parser() -> CommandParser:
     parser = command_parser(prog="python -m lowerbounds",
                                      description="Hard instances behind the lower bounds (constructions ours).")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_sq, _add_sq_simulate, _add_lwe, _add_lwe_attack, _add_learn_hard):
-        add(sub)
+    for entry in FAMILIES.values():
+        entry.add_commands(sub)
+    _add_learn_hard(sub)
+    _add_families(sub)
     return harden(parser)
+
+
+def sq_commands(sub: Any) -> None:
+    """The SQ family's subcommands, ``sq`` and ``sq-simulate`` (its registry entry's ``commands``).
+
+    Parameters
+    ----------
+    sub : argparse subparsers
+        ``python -m lowerbounds``'s subcommands.
+    """
+    _add_sq(sub)
+    _add_sq_simulate(sub)
+
+
+def lwr_commands(sub: Any) -> None:
+    """The LWE-style family's subcommands, ``lwe`` and ``lwe-attack`` (its registry entry's ``commands``).
+
+    Parameters
+    ----------
+    sub : argparse subparsers
+        ``python -m lowerbounds``'s subcommands.
+    """
+    _add_lwe(sub)
+    _add_lwe_attack(sub)
+
+
+def _add_families(sub):
+    p = sub.add_parser("families", help="the registered hard families: how their members are indexed, the "
+                                        "methods that apply, their subcommands")
+    p.set_defaults(handler=_families)
+
+
+def _families(args):
+    for entry in FAMILIES.values():
+        commands = _commands_of(entry)
+        print(f"{entry.name:<10} {entry.cells:<8} methods: {', '.join(entry.methods)}"
+              + (f"; commands: {', '.join(commands)}" if commands else ""))
+        print(f"           {entry.summary}")
+    return 0
+
+
+def _commands_of(entry: HardFamilyEntry) -> list[str]:
+    """The names of the subcommands ``entry`` adds to the command line, in the order it adds them."""
+    sub = command_parser(prog="python -m lowerbounds").add_subparsers()
+    entry.add_commands(sub)
+    return list(sub.choices)
 
 
 def _add_sq(sub):
     p = sub.add_parser("sq", help="write one SQ-hard two-token instance (layer + metadata)")
+    p.set_defaults(handler=_sq)
     p.add_argument("--d", type=int, default=16, help="token dimension (default 16)")
     p.add_argument("--m", type=int, default=3, help="heads; the hidden subset has m − 1 coordinates (default 3)")
     p.add_argument("--variant", choices=("interpolation", "steps"), default="interpolation")
@@ -140,6 +192,7 @@ def _add_sq(sub):
 
 def _add_sq_simulate(sub):
     p = sub.add_parser("sq-simulate", help="queries a correlational SQ learner needs, against d, for several m")
+    p.set_defaults(handler=_simulate)
     p.add_argument("--d", type=int, nargs="+", default=[16, 24, 32, 48, 64], help="dimensions (default 16 24 32 48 64)")
     p.add_argument("--m", type=int, nargs="+", default=[2, 3, 4], help="head counts (default 2 3 4)")
     p.add_argument("--tolerance", type=float, default=0.05, help="oracle tolerance τ (default 0.05)")
@@ -154,6 +207,7 @@ def _add_sq_simulate(sub):
 
 def _add_lwe(sub):
     p = sub.add_parser("lwe", help="write one LWE-style (learning with rounding) two-token instance and check it")
+    p.set_defaults(handler=_lwe)
     p.add_argument("--n", type=int, default=None, help="secret dimension (default 6; d = n + 2)")
     p.add_argument("--q", type=int, default=None, help="modulus, >= 3 (default 7)")
     p.add_argument("--secret", type=int, nargs="+", default=None, help="w in Z_q^n (default: drawn with --seed)")
@@ -173,6 +227,7 @@ def _add_lwe(sub):
 
 def _add_lwe_attack(sub):
     p = sub.add_parser("lwe-attack", help="attack timings against n, a lattice cost table, and a plot")
+    p.set_defaults(handler=_lwe_attack)
     p.add_argument("--q", type=int, default=7, help="modulus (default 7)")
     p.add_argument("--n", type=int, nargs="+", default=[2, 3, 4, 5, 6, 7, 8],
                    help="n for exhaustive search (default 2..8)")
@@ -198,9 +253,10 @@ def _add_lwe_attack(sub):
 
 
 def _add_learn_hard(sub):
-    from .learnhard import DEFAULTS, FAMILIES, METHODS, learn_hard_study
+    from .learnhard import DEFAULTS, METHODS, learn_hard_study
 
     p = sub.add_parser("learn-hard", help="Adam and the learner on the hard families: examples and time against d, m")
+    p.set_defaults(handler=_learn_hard)
     p.add_argument("--out", metavar="DIR", required=True, help="directory of the study (records, summary, figure)")
     p.add_argument("--d", type=int, nargs="+", default=None,
                    help="token dimensions of the SQ family and its control (default 8 12 16 24)")
@@ -211,7 +267,8 @@ def _add_learn_hard(sub):
     p.add_argument("--lwr-n", type=int, nargs="+", default=None, help="LWR secret dimensions (default 2..8)")
     p.add_argument("--q", type=int, default=DEFAULTS["q"], help="LWR modulus (default 7)")
     p.add_argument("--lwr-secrets", type=int, default=DEFAULTS["lwr_secrets"], help="secrets per n (default 1)")
-    p.add_argument("--families", nargs="+", default=list(FAMILIES), help="sq, control and/or lwr (default all)")
+    p.add_argument("--families", nargs="+", default=None, choices=family_names(), metavar="FAMILY",
+                   help=f"registered families ({', '.join(family_names())}; `families` lists them); default all")
     p.add_argument("--methods", nargs="+", default=list(METHODS),
                    help="adam, provable and/or exhaustive (default all)")
     p.add_argument("--start", type=int, default=None, help="first training-set size (default 1000)")
@@ -537,11 +594,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    handler = {"sq": _sq, "sq-simulate": _simulate, "lwe": _lwe, "lwe-attack": _lwe_attack,
-               "learn-hard": _learn_hard}[args.command]
     try:
         check_output_options(parser, args)
-        return handler(args)
+        return args.handler(args)
     except (ValueError, TypeError, FileNotFoundError, FileFormatError, ConnectionError) as exc:
         print(f"error: {flag_message(parser, args.command, str(exc))}", file=sys.stderr)
         return 2

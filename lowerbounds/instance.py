@@ -24,7 +24,9 @@ in mpmath from the float64 parameters.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cached_property
 
 import mpmath
@@ -103,6 +105,19 @@ def check_g_cost(m: int, max_sum: int, max_evaluations: int | None, *, what: str
     if seconds > 5:
         log.info("%s: exact table of %.3g head-terms, about %s", what, n, _duration(seconds))
     return n
+
+
+def _exact(value):
+    """The exact value of a target's entry as an mpmath number: an integer, a Fraction, or the binary value of a
+    float (never truncated: a family's target may take fractional values, as the control's ``1 − 2h/r``)."""
+    if isinstance(value, Fraction):
+        return mpmath.mpf(value.numerator) / value.denominator
+    if isinstance(value, (int, np.integer)):
+        return mpmath.mpf(int(value))
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"a target must be finite; got {value!r}.")
+    return mpmath.mpf(value)
 
 
 def _duration(seconds):
@@ -242,7 +257,8 @@ class HardInstance:
         row = self._g_row(1 if self.offset_coord is not None else 0)  # only the claimed row is needed
         hs = np.asarray(self.reachable_sums)
         tau = self.target(hs)
-        return 2.0 * float(max(abs(row[h] - int(v)) for h, v in zip(hs, tau, strict=True)))
+        with mpmath.workdps(MP_DPS):
+            return 2.0 * float(max(abs(row[h] - _exact(v)) for h, v in zip(hs, tau, strict=True)))
 
     # -- the stated formula ------------------------------------------------
     def hidden_sum(self, X: ArrayLike) -> np.ndarray:

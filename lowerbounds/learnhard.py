@@ -2,8 +2,9 @@
 
 The lower bounds say that some layers need ``d^Ω(m)`` work (the paper's
 statement, for SQ algorithms and under an LWE variant). This study plants
-members of the toolkit's hard families and runs actual learners on samples of
-``F`` (k = 2 tokens, the instance's own input distribution):
+members of the toolkit's hard families (the registry :mod:`lowerbounds.registry`; a new family is one
+entry there) and runs actual learners on samples of ``F`` (k = 2 tokens, the instance's own input
+distribution). The built-in families:
 
 * ``"sq"`` — :func:`~lowerbounds.sq_hard_instance` (interpolation variant,
   uniform Boolean inputs): the signal is the parity of a hidden ``S``,
@@ -32,8 +33,8 @@ with a fixed example budget; the exhaustive search one run.
 
 Execution — run specifications with seeds, one JSON record per run, resume,
 local pool or Dask cluster, lock, Ctrl-C — is the shared sweep engine
-(:mod:`learner.study.sweep`), the one the run-time study of :mod:`learner.study.scaling` uses;
-the growth fits are its :func:`~learner.study.sweep.fit_growth`.
+(:mod:`learner.sweep.engine`), the one the run-time study of :mod:`learner.study.scaling` uses;
+the growth fits are its :func:`~learner.sweep.engine.fit_growth`.
 """
 
 from __future__ import annotations
@@ -54,18 +55,20 @@ import numpy as np
 
 from learner.hints import PathLike
 from learner.io import check_writable_dir, versions
-from learner.study.methods import example_stream
-from learner.study.records import StudyResult, schema_of, study_path, write_summary
-from learner.study.sweep import claim_study, fit_growth, median, run_sweep, sweep_lock
+from learner.sweep.engine import claim_study, fit_growth, median, run_sweep, sweep_lock
+from learner.sweep.methods import example_stream
+from learner.sweep.records import StudyResult, schema_of, study_path, write_summary
 from learner.tables import fmt, markdown_table
 from learner.validation import Each, Integer, Real, Seed, check_int, declare
 
+from .registry import FAMILIES as _REGISTERED
+from .registry import INTERPOLATION_MAX_M, SUBSETS_CODE, family_names
+from .registry import get as get_family
+
 if TYPE_CHECKING:
-    from .lwr import LWRInstance
-    from .sq import ParityInstance
+    from .instance import HardInstance
 
 __all__ = [
-    "FAMILIES",
     "METHODS",
     "HardSpec",
     "HardStudyResult",
@@ -77,23 +80,14 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: The study's families: the SQ family, its sparse-linear control, and the LWE-style family.
-FAMILIES = ("sq", "control", "lwr")
 #: The study's methods: Adam (``fit_gradient``), the paper's learner (``learn``), and exhaustive search (LWR only).
 METHODS = ("adam", "provable", "exhaustive")
 #: 2: the hidden subsets of a cell are distinct (drawn without replacement, :func:`cell_subset`). In schema-1
 #: records each seed's subset was drawn on its own, so seeds of one cell may share a subset; such records are
-#: read by learner.study.records.read_record and never resumed.
+#: read by learner.sweep.records.read_record and never resumed.
 RECORD_SCHEMA = schema_of("hard-run")
-#: Largest m of the SQ family and its control (ours: the interpolation meets lowerbounds.sq.FORMULA_ACCURACY up
-#: to m = 7).
-MAX_M = 7
-#: Spawn-key code per family: the SQ member and its control share the code, so seed s of both has the same
-#: examples' seed (and, from cell_subset, the same hidden subset).
-_FAMILY_CODE = {"sq": 0, "control": 0, "lwr": 1}
-#: Spawn-key code of a cell's hidden subsets (ours: any code apart from the runs' codes above): shared by the SQ
-#: family and its control, independent of the seed index.
-_SUBSETS_CODE = 2
+#: Largest m of the SQ family and its control (:data:`lowerbounds.registry.INTERPOLATION_MAX_M`).
+MAX_M = INTERPOLATION_MAX_M
 #: Cells with at most this many hidden subsets draw a random order of all of them; larger ones skip repeats
 #: (ours, not tuned: a bound on the list drawn).
 _ENUMERATE_SUBSETS = 10_000
@@ -123,12 +117,12 @@ QUICK = {"ds": (6, 8), "ms": (2, 3), "subsets": 1, "lwr_ns": (2, 3), "start": 20
 
 @dataclass(frozen=True)
 class HardSpec:
-    """Everything that determines one run of the study (a specification for :mod:`learner.study.sweep`).
+    """Everything that determines one run of the study (a specification for :mod:`learner.sweep.engine`).
 
     Parameters
     ----------
-    family : {"sq", "control", "lwr"}
-        The family the member is drawn from.
+    family : str
+        The family the member is drawn from (a name in :data:`lowerbounds.registry.FAMILIES`).
     method : {"adam", "provable", "exhaustive"}
         Who learns it.
     m : int
@@ -163,21 +157,24 @@ class HardSpec:
 
     @property
     def spawn_key(self) -> tuple[int, ...]:
-        """``(family code, m, d, n, q, seed_index)``: the run's seeds are ``SeedSequence(entropy, spawn_key=...)``.
+        """``(family's seed code, m, d, n, q, seed_index)``: the run's seeds are ``SeedSequence(entropy,
+        spawn_key=...)``.
 
-        The SQ family and its control share a family code, so seed ``s`` of both draws the same examples.
+        The SQ family and its control share a seed code (:attr:`~lowerbounds.registry.HardFamilyEntry.seed_code`),
+        so seed ``s`` of both draws the same examples.
         """
-        return (_FAMILY_CODE[self.family], self.m, self.d, self.n, self.q, self.seed_index)
+        return (get_family(self.family).seed_code, self.m, self.d, self.n, self.q, self.seed_index)
 
     @property
     def run_id(self) -> str:
-        """The run's name and record file name: ``method-family-m<m>-d<d>-s<seed>`` (``n<n>-q<q>`` for LWR)."""
-        where = f"n{self.n}-q{self.q}" if self.family == "lwr" else f"m{self.m}-d{self.d}"
+        """The run's name and record file name: ``method-family-m<m>-d<d>-s<seed>`` (``n<n>-q<q>`` for a family
+        of secrets, LWR)."""
+        where = f"n{self.n}-q{self.q}" if _secrets(self.family) else f"m{self.m}-d{self.d}"
         return f"{self.method}-{self.family}-{where}-s{self.seed_index}"
 
     @property
     def example_stream(self) -> int:
-        """The stream of examples the run's record is drawn from (:func:`learner.study.methods.example_stream`)."""
+        """The stream of examples the run's record is drawn from (:func:`learner.sweep.methods.example_stream`)."""
         return example_stream(self.method)
 
     def to_dict(self) -> dict[str, Any]:
@@ -249,33 +246,42 @@ class HardSpec:
                               "traceback": tb, "timings": timings, "where": where, "attempts": []}
 
 
+def _secrets(family, n=None):
+    """Whether ``family``'s members are secrets of ``Z_q^n`` (the LWR family), not hidden subsets of a cell; for a
+    record of a family no longer registered, whether its secret dimension ``n`` is set."""
+    if n is not None and family not in _REGISTERED:
+        return n > 0
+    return get_family(family).cells == "secrets"
+
+
+def _family_order(family):
+    """``family``'s place in the registry (for sorting; a family no longer registered goes last)."""
+    names = family_names()
+    return names.index(family) if family in names else len(names)
+
+
 def _head(spec):
     return {"schema_version": RECORD_SCHEMA, "kind": HardSpec.RECORD_KIND, "run_id": spec.run_id,
             "spec": spec.to_dict(), "example_stream": spec.example_stream, "versions": versions()}
 
 
-def planted_member(spec: HardSpec
-                   ) -> tuple[ParityInstance | LWRInstance, np.random.SeedSequence, np.random.SeedSequence]:
+def planted_member(spec: HardSpec) -> tuple[HardInstance, np.random.SeedSequence, np.random.SeedSequence]:
     """The member of a run and the seeds of its examples and its method.
 
     ``SeedSequence(entropy, spawn_key=spec.spawn_key).spawn(3)`` seeds, in order,
-    the member (the LWR secret), the examples and the method. The hidden subset
-    of the SQ family and its control is the cell's ``seed_index``-th
-    (:func:`cell_subset`), so the seeds of a cell have distinct subsets.
+    the member (a family of secrets: the secret), the examples and the method. The
+    family's registered builder makes the member
+    (:attr:`~lowerbounds.registry.HardFamilyEntry.member`); the hidden subset of
+    a family of subsets (the SQ family, its control) is the cell's
+    ``seed_index``-th (:func:`cell_subset`), so the seeds of a cell have distinct
+    subsets.
     """
-    from .lwr import LWRParams, lwr_hard_instance
-    from .sq import sparse_linear_instance, sq_hard_instance
-
+    entry = get_family(spec.family)
     member_seed, data_seed, method_seed = np.random.SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)
-    inst: ParityInstance | LWRInstance
-    if spec.family == "sq":
-        inst = sq_hard_instance(spec.d, spec.m, cell_subset(spec.m, spec.d, spec.seed_index, entropy=spec.entropy))
-    elif spec.family == "control":
-        inst = sparse_linear_instance(spec.d, spec.m,
-                                      cell_subset(spec.m, spec.d, spec.seed_index, entropy=spec.entropy))
+    if entry.cells == "secrets":
+        inst = entry.member(spec.n, spec.q, np.random.default_rng(member_seed))
     else:
-        inst = lwr_hard_instance(LWRParams(spec.n, spec.q).draw_secret(rng=np.random.default_rng(member_seed)),
-                                 spec.q)
+        inst = entry.member(spec.d, spec.m, cell_subset(spec.m, spec.d, spec.seed_index, entropy=spec.entropy))
     return inst, data_seed, method_seed
 
 
@@ -321,7 +327,7 @@ def cell_subset(m: int, d: int, index: int, *, entropy: int) -> tuple[int, ...]:
         raise ValueError(f"`index` must be below the {count} hidden subsets of the cell m={m}, d={d} "
                          f"(C({d - 1}, {m - 1})); got index={index}.")
     gen = np.random.default_rng(np.random.SeedSequence(Seed().check("entropy", entropy),
-                                                       spawn_key=(_SUBSETS_CODE, m, d)))
+                                                       spawn_key=(SUBSETS_CODE, m, d)))
     if count <= _ENUMERATE_SUBSETS:
         every = list(itertools.combinations(range(1, d), m - 1))
         return every[int(gen.permutation(count)[index])]
@@ -372,10 +378,10 @@ def run_hard(spec: HardSpec | dict[str, Any], learn_workers: int | None = None) 
         return spec.failure_record(f"{type(exc).__name__}: {exc}", traceback.format_exc(),
                                    {"total": time.perf_counter() - t0}, where)
     member: dict[str, Any] = {"m": inst.m, "d": inst.d}
-    if spec.family == "lwr":
-        member |= {"secret": list(inst.secret), "q": inst.q}  # type: ignore[union-attr]  # an LWRInstance here
+    if _secrets(spec.family):
+        member |= {"secret": list(inst.secret), "q": inst.q}  # type: ignore[attr-defined]  # SecretMember's contract
     else:
-        member |= {"subset": list(inst.subset)}  # type: ignore[union-attr]  # a ParityInstance here
+        member |= {"subset": list(inst.subset)}  # type: ignore[attr-defined]  # SubsetMember's contract
     return _head(spec) | {"outcome": "finished", "member": member, "where": where} | body | {
         "timings": {"total": time.perf_counter() - t0}}
 
@@ -404,7 +410,7 @@ def _grow_adam(spec, inst, data_seed, method_seed):
     options = dict(spec.options)
     start, max_examples = budget["start"], budget["max_examples"]
     max_seconds, target = budget["max_seconds"], budget["target"]
-    lwr = spec.family == "lwr"
+    lwr = _secrets(spec.family)
     data, evals, fits = data_seed.spawn(3)
     if not lwr:
         oracle = LayerOracle(inst.layer, 2, rng=data)
@@ -461,7 +467,7 @@ def _provable(spec, inst, data_seed, method_seed, learn_workers):
 
     options = dict(spec.options)
     t0 = time.perf_counter()
-    if spec.family == "lwr":
+    if _secrets(spec.family):
         budget = options.pop("lwr_samples", PROVABLE_LWR_SAMPLES)
         out = attention_attack(inst, method="provable", n_samples=budget, n_test=LWR_TEST,
                                config=LearnConfig(**options), rng=method_seed)
@@ -514,17 +520,19 @@ def check_study(*, ds: Sequence[int], ms: Sequence[int], subsets: int, lwr_ns: S
     Parameters
     ----------
     ds, ms : sequence of int
-        Token dimensions and heads of the SQ family and control (``m <= MAX_M`` = 7, ``d >= m``).
+        Token dimensions and heads of the families of subsets (the SQ family and control: ``m <= MAX_M`` = 7;
+        ``d >= m``).
     subsets : int
-        Hidden subsets per SQ cell; at most the smallest cell's ``C(d − 1, m − 1)``.
+        Hidden subsets per cell; at most the smallest cell's ``C(d − 1, m − 1)``.
     lwr_ns : sequence of int
-        LWR secret dimensions.
+        Secret dimensions of the families of secrets (LWR).
     q : int
-        LWR modulus.
+        Their modulus.
     families : iterable of str
-        Entries of :data:`FAMILIES`, without repeats.
+        Registered families (:data:`lowerbounds.registry.FAMILIES`), without repeats.
     methods : iterable of str
-        Entries of :data:`METHODS`, without repeats; ``["exhaustive"]`` alone needs ``families=["lwr"]``.
+        Entries of :data:`METHODS`, without repeats; ``["exhaustive"]`` alone needs families it applies to
+        (``["lwr"]``).
     start, max_examples : int
         Adam's first training-set size and largest training set plus validation (which must allow the first).
     max_seconds : float
@@ -540,8 +548,8 @@ def check_study(*, ds: Sequence[int], ms: Sequence[int], subsets: int, lwr_ns: S
     -------
     dict
         The checked parameters: ``families``, ``methods``, ``budget`` (start, max_examples, max_seconds,
-        target) and ``provable_seeds``; ``ds``, ``ms`` (sorted) and ``subsets`` with an SQ family;
-        ``lwr_ns`` (sorted), ``q`` and ``lwr_secrets`` with LWR.
+        target) and ``provable_seeds``; ``ds``, ``ms`` (sorted) and ``subsets`` with a family of subsets;
+        ``lwr_ns`` (sorted), ``q`` and ``lwr_secrets`` with a family of secrets.
 
     Raises
     ------
@@ -552,21 +560,27 @@ def check_study(*, ds: Sequence[int], ms: Sequence[int], subsets: int, lwr_ns: S
 
     families = _check_list("families", families, str)
     for f in families:
-        if f not in FAMILIES:
-            raise ValueError(f"`families` entries must be in {FAMILIES}; got {f!r}.")
+        if f not in _REGISTERED:
+            raise ValueError(f"`families` entries must be in {family_names()}; got {f!r}.")
     methods = _check_list("methods", methods, str)
     for mt in methods:
         if mt not in METHODS:
             raise ValueError(f"`methods` entries must be in {METHODS}; got {mt!r}.")
-    if methods == ["exhaustive"] and families != ["lwr"]:
-        raise ValueError("method 'exhaustive' applies to the lwr family only; add 'adam' or 'provable', or "
-                         "families=['lwr'].")
+    for f in families:  # every family gets a run: a method alone that applies to another family is refused
+        if not set(methods) & set(get_family(f).methods):
+            applies = [g for g in family_names() if set(methods) & set(get_family(g).methods)]
+            raise ValueError(f"`methods` {methods} apply to the {', '.join(applies) or 'no'} famil"
+                             f"{'y' if len(applies) == 1 else 'ies'} only, not to {f!r}; add "
+                             f"{' or '.join(repr(m) for m in get_family(f).methods)}, or families={applies}.")
     out: dict[str, Any] = {"families": families, "methods": methods}
-    if {"sq", "control"} & set(families):
+    subset_families = [f for f in families if not _secrets(f)]
+    if subset_families:
         for m in ms:
-            if m > MAX_M:
-                raise ValueError(f"`ms` entries must be at most {MAX_M} (the interpolation's float64 accuracy); "
-                                 f"got m={m}.")
+            for f in subset_families:
+                limit = get_family(f).max_m
+                if limit is not None and m > limit:
+                    raise ValueError(f"`ms` entries must be at most {limit} (the {f} family's members are accurate "
+                                     f"up to m = {limit}); got m={m}.")
             for d in ds:
                 if d < m:
                     raise ValueError(f"d={d} is too small for m={m}: the hidden subset needs m − 1 = {m - 1} "
@@ -578,7 +592,7 @@ def check_study(*, ds: Sequence[int], ms: Sequence[int], subsets: int, lwr_ns: S
                              f"the cell m={m_cell}, d={d_cell} has C({d_cell - 1}, {m_cell - 1}) = {count}; "
                              f"got subsets={subsets}.")
         out |= {"ds": sorted(ds), "ms": sorted(ms), "subsets": subsets}
-    if "lwr" in families:
+    if any(_secrets(f) for f in families):
         if "exhaustive" in methods:
             too_big = [n for n in lwr_ns if q**n > MAX_SECRETS]
             if too_big:
@@ -626,20 +640,21 @@ def plan_hard_runs(checked: Mapping[str, Any], *, entropy: int, adam_options: di
     specs = []
     for method in checked["methods"]:
         for family in checked["families"]:
-            if family == "lwr":
+            if method not in get_family(family).methods:
+                continue
+            if _secrets(family):
                 seeds = checked["lwr_secrets"] if method != "provable" else min(checked["provable_seeds"],
                                                                                  checked["lwr_secrets"])
                 o = tuple(sorted(lwr_provable.items())) if method == "provable" else opts[method]
-                specs += [HardSpec("lwr", method, 0, n + 2, s, entropy, n=n, q=checked["q"],
+                specs += [HardSpec(family, method, 0, n + 2, s, entropy, n=n, q=checked["q"],
                                    budget=budget if method == "adam" else (), options=o)
                           for n in checked["lwr_ns"] for s in range(seeds)]
-            elif method != "exhaustive":
+            else:
                 seeds = checked["subsets"] if method == "adam" else min(checked["provable_seeds"], checked["subsets"])
                 specs += [HardSpec(family, method, m, d, s, entropy, budget=budget if method == "adam" else (),
                                    options=opts[method])
                           for m in checked["ms"] for d in checked["ds"] for s in range(seeds)]
-    order = {f: i for i, f in enumerate(FAMILIES)}
-    specs.sort(key=lambda s: (s.seed_index, order[s.family], s.m, s.d, s.n, METHODS.index(s.method)))
+    specs.sort(key=lambda s: (s.seed_index, _family_order(s.family), s.m, s.d, s.n, METHODS.index(s.method)))
     return specs
 
 
@@ -649,6 +664,8 @@ def plan_hard_runs(checked: Mapping[str, Any], *, entropy: int, adam_options: di
 def summarise_hard(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Rows per cell and method, fitted growth in d per (family, m), and the LWR rows (JSON-ready).
 
+    Families are listed in registry order (:data:`lowerbounds.registry.FAMILIES`): those of hidden subsets in
+    the rows and the growth fits, those of secrets (LWR) also in the ``lwr`` rows.
     Medians are over the finished runs of a cell, successful or not (what a
     user pays); a run stopped by its budget enters with the examples and time
     it used, so a cell with ``budget_out`` > 0 gives lower bounds, and so does a
@@ -665,7 +682,7 @@ def summarise_hard(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     -------
     dict
         ``rows`` (one per family, method and cell), ``growth`` (Adam's fitted slopes in ``d`` per family and
-        ``m``), ``lwr`` (per ``n``, each method's row) and ``note`` (what is ours).
+        ``m``), ``lwr`` (per family of secrets and ``n``, each method's row) and ``note`` (what is ours).
     """
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for rec in records:
@@ -674,9 +691,9 @@ def summarise_hard(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         groups.setdefault(key, []).append(rec)
     rows = []
     for (family, method, m, d, n, q), recs in sorted(groups.items(), key=lambda kv: (
-            FAMILIES.index(kv[0][0]), METHODS.index(kv[0][1]), kv[0][2], kv[0][3], kv[0][4])):
+            _family_order(kv[0][0]), METHODS.index(kv[0][1]), kv[0][2], kv[0][3], kv[0][4])):
         fin = [r for r in recs if r["outcome"] == "finished"]
-        row = {"family": family, "method": method, "m": m if family != "lwr" else median(
+        row = {"family": family, "method": method, "m": m if not _secrets(family, n) else median(
                    [r["member"]["m"] for r in fin]), "d": d, "n": n, "q": q, "runs": len(recs),
                "errors_raised": len(recs) - len(fin), "successes": sum(bool(r["success"]) for r in fin),
                "budget_out": sum(r.get("budget_out") is not None for r in fin),
@@ -688,11 +705,11 @@ def summarise_hard(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                "statuses": {st: sum(r["status"] == st for r in recs) for st in sorted({r["status"] for r in recs})}}
         if method == "provable" and fin:
             row["message"] = fin[0]["message"]
-        if family == "lwr":
+        if _secrets(family, n):
             row["secrets_q_n"], row["log2_secrets_q_n"] = _secret_count(n, q)
         rows.append(row)
     growth = {}
-    for family in ("sq", "control"):
+    for family in dict.fromkeys(r["family"] for r in rows if not _secrets(r["family"], r["n"])):
         for m in sorted({r["m"] for r in rows if r["family"] == family and r["method"] == "adam"}):
             every = [r for r in rows if (r["family"], r["method"], r["m"]) == (family, "adam", m)]
             mine = [r for r in every if r["median_seconds"] is not None]  # cells where some run finished
@@ -709,13 +726,15 @@ def summarise_hard(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                                                     [r["median_seconds"] for r in learned])["power"],
                 "censored": any(r["budget_out"] for r in mine),
                 "all_learned": all(r["successes"] == r["runs"] for r in every)}  # a raised run did not learn
-    lwr: dict[int, dict[str, Any]] = {}
+    lwr: dict[tuple[str, int], dict[str, Any]] = {}  # in the rows' order: family, then n
     for r in rows:
-        if r["family"] == "lwr":
-            lwr.setdefault(r["n"], {k: r[k] for k in ("n", "q", "secrets_q_n", "log2_secrets_q_n")})[r["method"]] = {
+        if _secrets(r["family"], r["n"]):
+            lwr.setdefault((r["family"], r["n"]), {k: r[k] for k in (
+                "family", "n", "q", "secrets_q_n", "log2_secrets_q_n")})[r["method"]] = {
                 k: r[k] for k in ("m", "runs", "successes", "budget_out", "median_examples", "median_seconds",
                                   "median_steps", "median_final_error", "statuses")}
-    return {"rows": rows, "growth": growth, "lwr": [lwr[n] for n in sorted(lwr)],
+    return {"rows": rows, "growth": growth, "lwr": [lwr[key] for key in sorted(
+                lwr, key=lambda key: (_family_order(key[0]), key[1]))],
             "note": "study design, protocol, control and fits ours; the paper states the d^Ω(m) SQ lower bound "
                     "and LWE-based hardness, and reports no experiments"}
 
@@ -760,7 +779,7 @@ def _fmt(x, spec=".3g"):
 
 @dataclass(frozen=True)
 class HardStudyResult(StudyResult):
-    """What :func:`learn_hard_study` measured (:class:`learner.study.records.StudyResult`).
+    """What :func:`learn_hard_study` measured (:class:`learner.sweep.records.StudyResult`).
 
     Parameters
     ----------
@@ -789,7 +808,7 @@ class HardStudyResult(StudyResult):
             [[r["family"], r["method"], r["m"], r["d"], r["runs"], r["successes"], r["budget_out"],
               _fmt(r["median_examples"], ",.0f"), _fmt(r["median_seconds"], ".1f"), _fmt(r["median_steps"], ",.0f"),
               _fmt(r["median_final_error"]), ", ".join(f"{k}: {v}" for k, v in r["statuses"].items())]
-             for r in s["rows"] if r["family"] != "lwr"])]
+             for r in s["rows"] if not _secrets(r["family"], r["n"])])]
         lines += ["", ("Fitted growth in d: slopes on log-log axes of the cell medians, over every d and over the d "
                        "whose median run learned (SQ prediction m − 1 for the hard family). Censored = some run "
                        "stopped by its budget: its cell median is a lower bound, and so is a slope through it."), "",
@@ -798,24 +817,31 @@ class HardStudyResult(StudyResult):
                        "examples slope there", "time slope there", "SQ prediction", "censored"],
                       [[g["family"], g["m"], _fmt(g["examples_slope"], ".2f"), _fmt(g["seconds_slope"], ".2f"),
                         ", ".join(map(str, g["ds_learned"])) or "none", _fmt(g["examples_slope_learned"], ".2f"),
-                        _fmt(g["seconds_slope_learned"], ".2f"), g["sq_prediction"] if g["family"] == "sq" else _DASH,
-                        "yes" if g["censored"] else "no"]
+                        _fmt(g["seconds_slope_learned"], ".2f"),
+                        g["sq_prediction"] if _sq_prediction(g["family"]) else _DASH, "yes" if g["censored"] else "no"]
                        for g in s["growth"].values()])]
         if s["lwr"]:
             rows = []
+            several = len({row.get("family", "lwr") for row in s["lwr"]}) > 1  # then a column says which
             for row in s["lwr"]:
                 a, e, p = row.get("adam", {}), row.get("exhaustive", {}), row.get("provable", {})
                 m = next((x["m"] for x in (a, e, p) if x), None)
                 frac_a = f"{a['successes']}/{a['runs']}" if a else _DASH
                 frac_e = f"{e['successes']}/{e['runs']}" if e else _DASH
-                rows.append([row["n"], _fmt_count(row["secrets_q_n"], row["log2_secrets_q_n"]), _fmt(m, ".0f"), frac_a,
-                             _fmt(a.get("median_examples"), ",.0f"), _fmt(a.get("median_seconds"), ".1f"),
-                             _fmt(a.get("median_steps"), ",.0f"), _fmt(e.get("median_seconds"), ".3f"), frac_e,
-                             ", ".join(p.get("statuses", {})) or _DASH])
-            lines += ["", markdown_table(["n", "q^n secrets", "m (median)", "Adam learned", "Adam examples", "Adam s",
-                                          "Adam steps", "exhaustive s", "exhaustive recovered", "learner status"],
-                                         rows)]
+                rows.append([row.get("family", "lwr")] * several + [
+                    row["n"], _fmt_count(row["secrets_q_n"], row["log2_secrets_q_n"]), _fmt(m, ".0f"), frac_a,
+                    _fmt(a.get("median_examples"), ",.0f"), _fmt(a.get("median_seconds"), ".1f"),
+                    _fmt(a.get("median_steps"), ",.0f"), _fmt(e.get("median_seconds"), ".3f"), frac_e,
+                    ", ".join(p.get("statuses", {})) or _DASH])
+            lines += ["", markdown_table(["family"] * several + [
+                "n", "q^n secrets", "m (median)", "Adam learned", "Adam examples", "Adam s", "Adam steps",
+                "exhaustive s", "exhaustive recovered", "learner status"], rows)]
         return "\n".join(lines)
+
+
+def _sq_prediction(family):
+    """Whether the growth table shows the SQ prediction ``m − 1`` for ``family`` (its registry entry says)."""
+    return family in _REGISTERED and get_family(family).sq_prediction
 
 
 def _say_nothing_finished(ax, where, rows):
@@ -840,8 +866,11 @@ def plot_hard(summary: Mapping[str, Any], path: PathLike) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     ax = axes[0]
     colours: dict[int, str] = {}
-    sq_rows = [r for r in summary["rows"] if r["family"] in ("sq", "control") and r["method"] == "adam"]
-    for r_family, style in (("sq", "-"), ("control", "--")):
+    sq_rows = [r for r in summary["rows"] if not _secrets(r["family"], r["n"]) and r["method"] == "adam"]
+    # One line style per family of subsets, in registry order (the SQ family solid, its control dashed).
+    styles = dict(zip(dict.fromkeys(g["family"] for g in summary["growth"].values()),
+                      [("-", "solid"), ("--", "dashed"), (":", "dotted"), ("-.", "dash-dotted")] * 8, strict=False))
+    for r_family, (style, _) in styles.items():
         for g in summary["growth"].values():
             if g["family"] != r_family:
                 continue
@@ -857,34 +886,38 @@ def plot_hard(summary: Mapping[str, Any], path: PathLike) -> Path:
                     ax.plot([r["d"]], [r["median_examples"]], marker="o", mfc="white", color=colour, ms=9)
     ax.set_xlabel("d")
     ax.set_ylabel("median examples over finished runs (Adam)")
-    ax.set_title("SQ family (solid) and sparse-linear control (dashed);\nhollow: some run stopped by the budget",
-                 fontsize=9)
+    ax.set_title(", ".join(f"{name} ({word})" for name, (_, word) in styles.items())
+                 + ";\nhollow: some run stopped by the budget", fontsize=9)
     if colours:
         ax.legend(fontsize=7)
     elif sq_rows:
-        _say_nothing_finished(ax, "learn_hard.png (SQ family and control)", sq_rows)
+        _say_nothing_finished(ax, f"learn_hard.png ({', '.join(styles) or 'families of subsets'})", sq_rows)
     ax = axes[1]
     rows = summary["lwr"]
     if rows:
-        ns = [r["n"] for r in rows]
+        secret_families = list(dict.fromkeys(r.get("family", "lwr") for r in rows))
         drawn = False
-        for method, label in (("adam", "Adam (grow to a perfect predictor)"), ("exhaustive", "exhaustive search")):
-            ys = [r.get(method, {}).get("median_seconds") for r in rows]
-            pts = [(n, y) for n, y in zip(ns, ys, strict=True) if y]
-            if pts:
-                ax.semilogy(*zip(*pts, strict=True), marker="o", label=label)
-                drawn = True
+        for family in secret_families:
+            mine = [r for r in rows if r.get("family", "lwr") == family]
+            ns = [r["n"] for r in mine]
+            for method, label in (("adam", "Adam (grow to a perfect predictor)"), ("exhaustive", "exhaustive search")):
+                ys = [r.get(method, {}).get("median_seconds") for r in mine]
+                pts = [(n, y) for n, y in zip(ns, ys, strict=True) if y]
+                if pts:
+                    ax.semilogy(*zip(*pts, strict=True), marker="o",
+                                label=label if len(secret_families) == 1 else f"{family}: {label}")
+                    drawn = True
         ax.set_xlabel(f"n (secret dimension), q = {rows[0]['q']}")
         ax.set_ylabel("seconds")
-        ax.set_title("LWE-style family", fontsize=9)
+        ax.set_title(f"families of secrets: {', '.join(secret_families)}", fontsize=9)
         if drawn:
             ax.legend(fontsize=8)
         else:
-            _say_nothing_finished(ax, "learn_hard.png (LWE-style family)",
-                                  [r for r in summary["rows"] if r["family"] == "lwr"])
+            _say_nothing_finished(ax, f"learn_hard.png ({', '.join(secret_families)})",
+                                  [r for r in summary["rows"] if _secrets(r["family"], r["n"])])
     else:
-        ax.text(0.5, 0.5, "no LWE-style runs in this study", ha="center", va="center", transform=ax.transAxes,
-                fontsize=9, color="0.4")
+        ax.text(0.5, 0.5, "no runs of a family of secrets (LWE-style) in this study", ha="center", va="center",
+                transform=ax.transAxes, fontsize=9, color="0.4")
         ax.set_axis_off()
     fig.tight_layout()
     path = Path(path)
@@ -902,7 +935,7 @@ def plot_hard(summary: Mapping[str, Any], path: PathLike) -> Path:
 def learn_hard_study(out: PathLike, *, ds: Sequence[int] = DEFAULTS["ds"], ms: Sequence[int] = DEFAULTS["ms"],
                      subsets: int = DEFAULTS["subsets"], lwr_ns: Sequence[int] = DEFAULTS["lwr_ns"],
                      q: int = DEFAULTS["q"], lwr_secrets: int = DEFAULTS["lwr_secrets"],
-                     families: Sequence[str] = FAMILIES, methods: Sequence[str] = METHODS,
+                     families: Sequence[str] | None = None, methods: Sequence[str] = METHODS,
                      start: int = DEFAULTS["start"], max_examples: int = DEFAULTS["max_examples"],
                      max_seconds: float = DEFAULTS["max_seconds"], target: float = DEFAULTS["target"],
                      provable_seeds: int = DEFAULTS["provable_seeds"], adam_options: dict[str, Any] | None = None,
@@ -933,7 +966,7 @@ def learn_hard_study(out: PathLike, *, ds: Sequence[int] = DEFAULTS["ds"], ms: S
     lwr_secrets : int
         Secrets per ``n`` (default 1).
     families : sequence of str
-        Entries of :data:`FAMILIES` (default all).
+        Registered families (:data:`lowerbounds.registry.FAMILIES`; default None: every one).
     methods : sequence of str
         Entries of :data:`METHODS` (default all); ``"exhaustive"`` runs on the LWE-style family only.
     start : int
@@ -955,7 +988,7 @@ def learn_hard_study(out: PathLike, *, ds: Sequence[int] = DEFAULTS["ds"], ms: S
     seed : int
         Entropy of every run's seeds (default 0).
     backend : {"local", "serial", "dask"}
-        Where the runs go (:func:`learner.study.sweep.run_sweep`; default ``"local"``).
+        Where the runs go (:func:`learner.sweep.engine.run_sweep`; default ``"local"``).
     workers : int, optional
         Processes of the local pool (default: all CPUs).
     scheduler : str, optional
@@ -995,6 +1028,7 @@ def learn_hard_study(out: PathLike, *, ds: Sequence[int] = DEFAULTS["ds"], ms: S
     >>> result.stats, [(row["n"], row["secrets_q_n"], row["exhaustive"]["successes"]) for row in result.summary["lwr"]]
     ({'ran': 2, 'skipped': 0}, [(2, 25.0, 1), (3, 125.0, 1)])
     """
+    families = family_names() if families is None else families
     checked = check_study(ds=ds, ms=ms, subsets=subsets, lwr_ns=lwr_ns, q=q, families=families, methods=methods,
                           start=start, max_examples=max_examples, max_seconds=max_seconds, target=target,
                           provable_seeds=provable_seeds, lwr_secrets=lwr_secrets)

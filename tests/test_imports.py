@@ -59,6 +59,15 @@ def arrows_up(edges):
     return sorted(up)
 
 
+def on_the_studies(edges):
+    """Imports of a study module (``learner.study``) by anything but the studies and the command line above them:
+    the sweep engine (``learner.sweep``), ``theory`` and ``lowerbounds`` build on a library layer, not on the
+    studies."""
+    roof = ("learner.study", "learner.cli", "learner.__main__")
+    return sorted((a, b) for a, b in edges if (b == "learner.study" or b.startswith("learner.study."))
+                  and not any(a == r or a.startswith(r + ".") for r in roof))
+
+
 def circles(edges):
     """Every import circle between modules, as the list of its modules."""
     import networkx as nx
@@ -104,3 +113,30 @@ def test_control_an_import_of_the_own_package_is_found(tmp_path):
     assert ("learner.layer", "learner.io") in edges and ("theory", "learner.layer") in edges
     assert arrows_up(edges) == [("learner.io", "learner"), ("learner.phases.search", "learner"),
                                 ("learner.study", "theory")]
+
+
+def test_nothing_below_the_studies_imports_them():
+    edges = import_edges(ROOT)
+    # The graph was read: the command line imports the studies, and the yield study the sweep engine's records.
+    assert ("learner.cli", "learner.study.cli") in edges and ("theory.yield_study", "learner.sweep.records") in edges
+    assert on_the_studies(edges) == []
+
+
+def test_control_a_library_module_on_the_studies_is_found(tmp_path):
+    pkg = tmp_path / "learner"
+    (pkg / "study").mkdir(parents=True)
+    (pkg / "sweep").mkdir()
+    for init in (pkg, pkg / "study", pkg / "sweep"):
+        (init / "__init__.py").write_text("")
+    (pkg / "study" / "scaling.py").write_text("from ..sweep import engine\n")  # the studies on the engine: fine
+    (pkg / "study" / "runs.py").write_text("")
+    (pkg / "sweep" / "engine.py").write_text("def plan():\n    from ..study.runs import RunSpec\n")
+    (pkg / "cli.py").write_text("from .study import scaling\n")  # the roof: fine
+    (tmp_path / "theory").mkdir()
+    (tmp_path / "theory" / "__init__.py").write_text("")
+    (tmp_path / "theory" / "yield_study.py").write_text("import learner.study.runs\n")
+    (tmp_path / "lowerbounds").mkdir()
+    (tmp_path / "lowerbounds" / "__init__.py").write_text("from learner import study\n")
+    assert on_the_studies(import_edges(tmp_path)) == [("learner.sweep.engine", "learner.study.runs"),
+                                                      ("lowerbounds", "learner.study"),
+                                                      ("theory.yield_study", "learner.study.runs")]

@@ -210,7 +210,7 @@ class TestMarks:
     """The marks, read back by a reference parser written here."""
 
     def test_json_mark_is_the_sha256_of_the_rest_as_canonical_json(self, tmp_path):
-        from learner.study.records import record_digest
+        from learner.sweep.records import record_digest
 
         record = {"b": [1.5, None], "a": {"é": 1}, "kind": "command-record"}
         value = json.loads(write_json(tmp_path / "r.json", record).read_text(encoding="utf-8"))
@@ -219,7 +219,7 @@ class TestMarks:
         assert mark["sha256"] == _canonical_sha256(record) == record_digest(record)  # the run records' canon
 
     def test_a_run_record_vouches_for_itself_and_gets_no_second_mark(self, tmp_path):
-        from learner.study.records import DIGEST_FIELD, record_digest
+        from learner.sweep.records import DIGEST_FIELD, record_digest
 
         rec = {"kind": "scaling-run", "outcome": "finished"}
         rec[DIGEST_FIELD] = record_digest(rec)

@@ -107,12 +107,15 @@ class TestDependencyDirection:
 
 PACKAGES = ("learner", "theory", "lowerbounds")
 #: The command line sits on top of everything it offers: the only modules of learner/'s floor that may import
-#: the layers above it (learner.baselines, learner.study), and they do so inside the commands.
+#: the layers above it (LAYERS), and they do so inside the commands.
 ROOF = {"learner/cli.py", "learner/__main__.py"}
+#: The layers above learner/'s floor, bottom to top: the baselines, the sweep engine (its method registry runs
+#: the baselines), the studies.
+LAYERS = ("learner.baselines", "learner.sweep", "learner.study")
 
 
 def _package_of(module):
-    """``"learner.study"`` for ``"learner.study.sweep"``: the folder a module lives in."""
+    """``"learner.study"`` for ``"learner.sweep.engine"``: the folder a module lives in."""
     path = ROOT.joinpath(*module.split("."))
     return module if (path / "__init__.py").exists() else module.rpartition(".")[0]
 
@@ -201,6 +204,15 @@ def _long_functions(source, limit=MAX_CODE_LINES):
     return found
 
 
+def _imports_above(source, module):
+    """The modules ``source`` (the code of ``module``) imports from a layer above its own (:data:`LAYERS`)."""
+    mine = [i for i, layer in enumerate(LAYERS) if module == layer or module.startswith(layer + ".")]
+    above = LAYERS[mine[0] + 1:] if mine else LAYERS
+    return [target for target, names in _imports(source, module)
+            if any(r == a or r.startswith(a + ".") for r in {target} | {f"{target}.{n}" for n in names}
+                   for a in above)]
+
+
 class TestHouse:
     @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
     def test_no_private_name_of_another_package(self, path):
@@ -209,7 +221,7 @@ class TestHouse:
 
     @pytest.mark.parametrize("source, module", [
         ("from learner.validation import _check\n", "theory.one_step"),
-        ("from learner import _version\n", "learner.study.runs"),
+        ("from learner import _version\n", "learner.sweep.runs"),
         ("from ..layer import _helper\n", "learner.baselines.numpy_adam"),
         ("import learner.phases._config\n", "learner.study.bench"),
     ], ids=["theory-from-learner", "study-from-learner", "relative-up", "private-module"])
@@ -224,17 +236,21 @@ class TestHouse:
     @pytest.mark.parametrize("path", [p for p in SOURCES if p.parts[len(ROOT.parts)] == "learner"],
                              ids=lambda p: str(p.relative_to(ROOT)))
     def test_layers_import_only_downward(self, path):
-        """The model and learner never import the baselines or the studies; the baselines never the studies."""
+        """The model and learner never import the layers above them (LAYERS); a layer never one above it."""
         rel, module = str(path.relative_to(ROOT)), _module_name(path)
         if rel in ROOF:
             return
-        above = {"learner.study"} if module.startswith("learner.baselines") else set()
-        if not module.startswith(("learner.baselines", "learner.study")):
-            above = {"learner.baselines", "learner.study"}
-        for target, names in _imports(path.read_text(encoding="utf-8"), module):
-            reached = {target} | {f"{target}.{n}" for n in names}
-            assert not any(r == a or r.startswith(a + ".") for r in reached for a in above), \
-                f"{rel} imports {target} {names}: a layer above it"
+        assert _imports_above(path.read_text(encoding="utf-8"), module) == []
+
+    @pytest.mark.parametrize(("source", "module", "found"), [
+        ("from ..sweep.engine import run_sweep\n", "learner.baselines.numpy_adam", ["learner.sweep.engine"]),
+        ("def f():\n    from ..study import scaling\n", "learner.sweep.runs", ["learner.study"]),
+        ("from .sweep import records\n", "learner.layer", ["learner.sweep"]),
+        ("from ..sweep.records import schema_of\n", "learner.study.peers", []),  # downward: fine
+        ("from ..baselines import fit_gradient\n", "learner.sweep.methods", []),
+    ], ids=["baselines-on-sweep", "sweep-on-study", "floor-on-sweep", "study-on-sweep", "sweep-on-baselines"])
+    def test_control_an_import_of_a_layer_above_is_found(self, source, module, found):
+        assert _imports_above(source, module) == found
 
     @pytest.mark.parametrize("path", [p for p in SOURCES if p.parts[len(ROOT.parts)] in ("theory", "lowerbounds")],
                              ids=lambda p: str(p.relative_to(ROOT)))
@@ -260,8 +276,8 @@ class TestHouse:
         assert _long_functions(source.replace("    x0 = 0\n", "")) == []
 
     def test_import_learner_loads_neither_baselines_nor_studies(self):
-        code = ("import sys, learner; bad = sorted(m for m in sys.modules if m.startswith(('learner.study', "
-                "'learner.baselines'))); print(bad); sys.exit(bool(bad))")
+        code = (f"import sys, learner; bad = sorted(m for m in sys.modules if m.startswith({LAYERS!r})); "
+                "print(bad); sys.exit(bool(bad))")
         import subprocess
         import sys
 
@@ -317,7 +333,7 @@ class TestWheel:
         in_tree = {str(p.relative_to(ROOT)) for p in SOURCES}
         assert in_tree - in_wheel == set(), "modules missing from the wheel"
         assert in_wheel - in_tree == set(), "modules in the wheel that the tree does not have"
-        assert {"learner/phases/sculpt.py", "learner/study/sweep.py", "learner/baselines/_scaffold.py"} <= in_wheel
+        assert {"learner/phases/sculpt.py", "learner/sweep/engine.py", "learner/baselines/_scaffold.py"} <= in_wheel
 
 
 RECORD_DIRS = ("runs", "records", "records-52cb266")
@@ -341,7 +357,7 @@ class TestRecords:
     @pytest.mark.parametrize("folder, paths", _record_groups(), ids=[g for g, _ in _record_groups()])
     def test_every_committed_record_loads(self, folder, paths):
         """Old records still load: every record under docs/ is of a kind and schema this version reads."""
-        from learner.study.records import KINDS, read_record
+        from learner.sweep.records import KINDS, read_record
 
         for path in paths:
             rec = read_record(path)
@@ -362,7 +378,7 @@ class TestRecords:
         ({"schema_version": "2"}, "schema_version"),
     ], ids=["unknown-kind", "future-schema", "schema-as-string"])
     def test_control_a_tampered_record_is_refused_naming_the_field(self, tmp_path, change, field):
-        from learner.study.records import RecordError, read_record
+        from learner.sweep.records import RecordError, read_record
 
         src = next(p for p in _committed_records() if p.parent.name == "runs")
         bad = tmp_path / "bad.json"

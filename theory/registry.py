@@ -207,7 +207,8 @@ def run_case(name: str, which: str = "default", *, rng: int | np.random.SeedSequ
     Returns
     -------
     CheckResult
-        The case's result, its ``seed_entropy`` set to the seed's entropy where the case did not record one.
+        The case's result, named by its registry entry (``name``), its ``seed_entropy`` set to the seed's entropy
+        where the case did not record one.
 
     Raises
     ------
@@ -240,6 +241,8 @@ def run_case(name: str, which: str = "default", *, rng: int | np.random.SeedSequ
         raise ValueError(f"the {which} case of {name!r} takes no parameter {', '.join(map(repr, unknown))}; "
                          f"it takes {', '.join(accepted) or 'none'}.")
     result = builder(rng=seq, **params)
+    if result.name != name:  # an entry that reuses another's functions: its results carry its own name
+        result = dataclasses.replace(result, name=name)
     if result.seed_entropy is None:
         # an int here: run_case builds the SeedSequence from an int or None (numpy types entropy wider)
         result = dataclasses.replace(result, seed_entropy=seq.entropy)  # type: ignore[arg-type]

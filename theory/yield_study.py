@@ -4,10 +4,10 @@ Reads the records of one or more ``python -m learner scaling`` sweeps (their
 ``runs/*.json``), and for every finished learner run:
 
 - takes the measured yield, phase 4's certified constraints per 1000 examples
-  (:func:`learner.study.runs.yield_of`), with the tolerance and ``min_weight`` the
+  (:func:`learner.sweep.runs.yield_of`), with the tolerance and ``min_weight`` the
   run used (``diagnostics["0_setting"]["config"]``);
 - rebuilds the run's planted layer from its specification
-  (:func:`learner.study.runs.planted_instance`: the same seed, so the same layer)
+  (:func:`learner.sweep.runs.planted_instance`: the same seed, so the same layer)
   and predicts the yield of that layer at that tolerance with
   :func:`theory.yield_model.predicted_yield` — the Gaussian density of the
   ``n = (m−1)(k−1)`` logit disagreements at 0 times the linearised window;
@@ -40,8 +40,8 @@ from learner.errors import FileFormatError
 from learner.hints import PathLike, SeedLike
 from learner.io import read_json
 from learner.progress import bar, showing
-from learner.study.records import KINDS, digest_problem, schema_of, timings_problem
-from learner.study.runs import RunSpec, planted_instance, yield_of
+from learner.sweep.records import KINDS, digest_problem, schema_of, timings_problem
+from learner.sweep.runs import RunSpec, planted_instance, yield_of
 from learner.tables import MISSING, fmt, markdown_table
 from learner.validation import DISTRIBUTIONS, Choice, Integer, Real, check_rng, declare
 
@@ -122,7 +122,7 @@ def _one_of(options):
 
 _P4 = "diagnostics.4_refined_sculpt"
 
-#: What the study reads of a learner run's record (:func:`learner.study.runs.run_one`), and what each value
+#: What the study reads of a learner run's record (:func:`learner.sweep.runs.run_one`), and what each value
 #: must be (ours: what the prediction and the fits need, and the learner's own ranges: ``k >= 2``,
 #: phase 4's ``tol`` and ``min_weight`` in (0, 1)). ``rows_seen``, ``rank`` and ``planned_m`` are read
 #: only to tie the specification to the diagnostics (:func:`_check_consistency`).
@@ -254,7 +254,7 @@ def _load(dirs):
             try:
                 rec = _read_run(path)
             except _Unusable as exc:
-                # As the sweep engine treats an unreadable record (learner.study.sweep): say so, and go on without it.
+                # As the sweep engine treats an unreadable record (learner.sweep.engine): say so, and go on without it.
                 log.warning("ignoring record %s: %s", path, exc)
                 skipped.append({"file": str(path), "reason": str(exc)})
                 continue
@@ -287,7 +287,7 @@ def load_learner_records(dirs: str | Path | Iterable[PathLike]) -> list[dict[str
     Returns
     -------
     list of dict
-        The run records as the learner wrote them (:func:`learner.study.runs.run_one`), each with ``"_source"``
+        The run records as the learner wrote them (:func:`learner.sweep.runs.run_one`), each with ``"_source"``
         added: the file it was read from.
 
     Raises

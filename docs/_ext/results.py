@@ -2,7 +2,7 @@
 
 Each page's tables and figures are computed from the run records by the toolkit's own readers and
 summarisers — the same functions the studies' ``--summarise-only`` runs — so a page cannot disagree with its
-records: :func:`learner.study.records.read_record` (kind and schema checked), then
+records: :func:`learner.sweep.records.read_record` (kind and schema checked), then
 :func:`learner.study.scaling.summarise` and :func:`~learner.study.scaling.plot_scaling`, the frontier's
 :func:`~learner.study.frontier.frontier_cells`, :func:`~learner.study.peers.peer_rows`,
 :func:`lowerbounds.learnhard.summarise_hard`, and the yield study's records. The pages are written into
@@ -94,7 +94,7 @@ def provenance_lines(name, sweeps, current):
 
 
 def _records(folder):
-    from learner.study.records import read_record
+    from learner.sweep.records import read_record
 
     return [read_record(p) for p in sorted((folder / "runs").glob("*.json"))]
 
@@ -304,7 +304,7 @@ def learn_hard_page(folder, out, sweeps):
 
 
 def yield_page(docs, out, sweeps):
-    from learner.study.records import read_record
+    from learner.sweep.records import read_record
     from theory.yield_study import YieldStudy, plot_yield
 
     lines = ["# Certification yield: measured against the model", "",
@@ -335,7 +335,7 @@ def reach_table(folder):
     ``learn --json`` command records in ``folder`` (read and checked by :func:`read_record`)."""
     import statistics
 
-    from learner.study.records import read_record
+    from learner.sweep.records import read_record
 
     groups = {}
     for path in sorted(folder.glob("*.json")):

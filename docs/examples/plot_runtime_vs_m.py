@@ -6,7 +6,7 @@ The paper bounds the learner's time by :math:`(dk)^{O(m^3)}` and shows that expo
 number of heads m is unavoidable in the worst case; it reports no experiments. The studies whose records ship
 with this site are ours: random planted layers (:func:`learner.random_layer`, logit scale 1, k = 2 tokens),
 several per m, each learned by the paper's algorithm. This example reads two of them back
-(:func:`learner.study.records.read_record`): the frontier to ten heads (the learner at m = 1..10, its
+(:func:`learner.sweep.records.read_record`): the frontier to ten heads (the learner at m = 1..10, its
 data-driven budgets) and the race (numpy Adam on the frontier's cells, its learning rate tuned per cell), and
 summarises each with the study's own :func:`learner.study.scaling.summarise`.
 """
@@ -23,8 +23,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from learner.study.records import read_record
 from learner.study.scaling import summarise
+from learner.sweep.records import read_record
 
 STUDIES = ("frontier-reach", "race")
 try:

@@ -38,8 +38,8 @@ from ..hints import SeedLike
 from ..inputs import cube_expectation, sample_inputs
 from ..instances import random_layer
 from ..parallel import available_cores, blas_threads
+from ..sweep.runs import STUDY_LOGIT_SCALE
 from ..validation import Integer, Real, check_rng, declare
-from .runs import STUDY_LOGIT_SCALE
 
 if TYPE_CHECKING:
     from ..layer import AttentionLayer
@@ -576,7 +576,7 @@ def run_certification_benchmark(m: int = 3, d: int = 12, k: int = 2, *, batch: i
     repeat : int
         Interleaved rounds per figure (``>= 1``), after one warm-up round; medians are reported.
     logit_scale : float
-        ``‖Θ_i‖_F`` of the random layer; default :data:`~learner.study.runs.STUDY_LOGIT_SCALE`, the studies' 1.
+        ``‖Θ_i‖_F`` of the random layer; default :data:`~learner.sweep.runs.STUDY_LOGIT_SCALE`, the studies' 1.
     tol : float
         Relative residual below which a row certifies (``> 0``), as in phase 4.
     min_weight : float

@@ -2,7 +2,7 @@
 
 :func:`add_commands` adds them to the command line's sub-parsers (``learner.cli`` builds the rest);
 each sets ``handler``, the function that runs it. They print a sweep's result with
-:func:`learner.study.records.print_study` (as ``lowerbounds``' ``learn-hard`` does), and :func:`run_study` turns a
+:func:`learner.sweep.records.print_study` (as ``lowerbounds``' ``learn-hard`` does), and :func:`run_study` turns a
 sweep that is locked or interrupted into the command's exit status.
 """
 
@@ -21,6 +21,10 @@ from ..baselines import OPTION_RULES, fit_torch
 from ..io import write_json
 from ..parallel import DEFAULT_POOL, interrupt_on_sigterm, kill_live_pools, set_ctrl_c
 from ..phases import CONFIG_RULES
+from ..sweep.methods import METHODS, method_names, quick_options
+from ..sweep.methods import get as get_method
+from ..sweep.records import command_record, print_study
+from ..sweep.runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE
 from ..torch_interop import need_torch
 from ..validation import SIZE_LIMITS, Integer, Rule
 from .bench import (
@@ -34,11 +38,7 @@ from .bench import (
     run_span_benchmark,
 )
 from .frontier import DEFAULT_GRID
-from .methods import METHODS, method_names, quick_options
-from .methods import get as get_method
-from .peers import peer_study, race_study
-from .records import command_record, print_study
-from .runs import QUICK_OPTIONS, STUDY_LOGIT_SCALE
+from .peers import peer_methods, peer_study, race_study
 from .scaling import scaling_study
 
 __all__ = ["add_commands", "run_study"]
@@ -115,7 +115,7 @@ def _add_scaling(sub):
                         "or the word default (the study over heads and tokens: " + " ".join(DEFAULT_GRID) + ")")
     p.add_argument("--logit-scale", type=float, default=STUDY_LOGIT_SCALE,
                    help=f"Frobenius norm of each planted Θ_i (default {STUDY_LOGIT_SCALE:g}, the studies' family: "
-                        "learner.study.runs.STUDY_LOGIT_SCALE; random_layer's own default is 3)")
+                        "learner.sweep.runs.STUDY_LOGIT_SCALE; random_layer's own default is 3)")
     p.add_argument("--noise", type=float, default=0.0,
                    help="standard deviation of the oracles' label noise (default 0: exact labels); the layers "
                         "and inputs are those of every other --noise")
@@ -233,6 +233,9 @@ def _add_peers(sub):
     p.add_argument("--d", default="auto",
                    help="token dimension, or auto: the scaling study's sound d per m (default auto: 12)")
     p.add_argument("--seeds", type=int, default=3, help="planted layers per m (default 3)")
+    p.add_argument("--methods", nargs="+", default=None, choices=method_names(), metavar="METHOD",
+                   help=f"registered methods to run ({', '.join(method_names())}; default: those the study in --out "
+                        "ran, or for a new study every one this machine can run)")
     p.add_argument("--adam-lr", type=float, default=1e-2,
                    help="numpy Adam's learning rate (default 0.01)")
     p.add_argument("--torch-lr", type=float, default=1e-2,
@@ -302,12 +305,14 @@ def _methods_help():
     return " ".join(f"{name}{' (where present)' if mt.present is not None else ''}" for name, mt in METHODS.items())
 
 
-def _torch_study_checks(args, command):
-    """What ``peers`` and ``race`` check before running: the pool options agree, and torch is there to run."""
+def _torch_study_checks(args, command, methods=None):
+    """What ``peers`` and ``race`` check before running: the pool options agree, and torch is there to run (for
+    ``methods``, when given, only if one of them needs it)."""
     if args.workers is not None and args.serial:
         raise ValueError(f"--workers sizes the local pool, which --serial does not use; got --workers {args.workers} "
                          "with --serial.")
-    if not args.summarise_only:
+    if not args.summarise_only and (methods is None or any(get_method(n).extra == "torch" for n in methods
+                                                           if n in METHODS)):
         need_torch(command)
 
 
@@ -502,15 +507,25 @@ def _scaling(args):
 
 
 def _peers(args):
-    _torch_study_checks(args, "peers")
+    methods = args.methods or peer_methods(args.out)
+    _torch_study_checks(args, "peers", methods)
+    # Each method starts from its registry entry's --quick budgets (with --quick); torch Adam without --quick from
+    # fit_torch's own epochs and batch, recorded in the study's options. The flags given apply on top of them.
     quick = quick_options() if args.quick else {}
-    # --quick sets small budgets; options given explicitly apply on top of them.
-    explicit = {name: getattr(args, name) for name in ("epochs", "batch") if getattr(args, name) is not None}
+    options = {name: dict(quick.get(name, {})) for name in methods}
+    flags = {"adam": {"lr": args.adam_lr}, "torch-adam": {"lr": args.torch_lr} | {
+        name: getattr(args, name) for name in ("epochs", "batch") if getattr(args, name) is not None}}
+    for name, given in flags.items():
+        if name in options:
+            options[name] = (options[name] or (TORCH_DEFAULTS if name == "torch-adam" else {})) | given
+    unused = [f"--{flag}" for flag in ("epochs", "batch") if getattr(args, flag) is not None
+              and "torch-adam" not in options]
+    if unused:
+        raise ValueError(f"{' and '.join(unused)} set torch Adam's budgets, and torch-adam does not run here "
+                         f"(--methods {' '.join(methods)}); add it, or drop {' and '.join(unused)}.")
     result = run_study(lambda: peer_study(
-        args.out, ms=args.m, k=args.k, d=args.d, seeds=args.seeds, seed=args.seed,
-        adam_options=quick.get("adam", {}) | {"lr": args.adam_lr},
-        torch_options=quick.get("torch-adam", TORCH_DEFAULTS) | explicit | {"lr": args.torch_lr},
-        provable_options=quick.get("provable"), backend="serial" if args.serial else "local",
+        args.out, ms=args.m, k=args.k, d=args.d, seeds=args.seeds, seed=args.seed, methods=methods,
+        options=options, backend="serial" if args.serial else "local",
         workers=args.workers, progress=not args.no_progress, run=not args.summarise_only))
     if isinstance(result, int):
         return result

@@ -5,7 +5,7 @@ paper proves a ``(dk)^{O(m³)}`` bound and reports no experiments).
 
 - **The grid.** A list of blocks such as ``"m=1..6,k=2"`` or ``"m=2,k=8,d=24,seeds=3"``: each block is
   the product of its ``m`` and ``k`` values (an integer or a range ``a..b``); ``d`` (default: the
-  study's, ``"auto"`` = :func:`learner.study.runs.sound_d` per cell) and ``seeds`` (default: the study's)
+  study's, ``"auto"`` = :func:`learner.sweep.runs.sound_d` per cell) and ``seeds`` (default: the study's)
   apply to every cell of the block. A cell named by two blocks must agree on ``d`` and ``seeds``.
 - **Seeds per cell.** An integer, or ``"auto"``: :data:`AUTO_FIRST` seeds first, then
   :data:`AUTO_FULL` where the median time of those first runs (per method and cell) is under
@@ -29,8 +29,8 @@ from typing import Any, Literal
 import numpy as np
 
 from ..hints import PathLike
+from ..sweep.engine import median as _median
 from ..tables import MISSING, fmt, markdown_table
-from .sweep import median as _median
 
 __all__ = ["AUTO_FIRST", "AUTO_FULL", "AUTO_SECONDS", "DEFAULT_GRID", "SHAPES", "failure_reason", "fit_shapes",
            "cells_table", "frontier_cells", "frontier_table", "fits_table", "parse_grid", "plot_frontier", "seeds_for",
@@ -106,7 +106,7 @@ def parse_grid(blocks: Iterable[str], *, d: int | str = "auto", seeds: int | str
     """The cells of ``blocks`` as sorted ``(m, d, k, seeds)``; ValueError naming the block and field.
 
     ``d`` and ``seeds`` are the defaults of cells whose block gives none; ``sound_d(m, k)`` resolves
-    ``d="auto"`` (e.g. :func:`learner.study.runs.sound_d` for the study's distribution).
+    ``d="auto"`` (e.g. :func:`learner.sweep.runs.sound_d` for the study's distribution).
 
     Parameters
     ----------

@@ -24,10 +24,10 @@ import numpy as np
 from ..hints import PathLike
 from ..io import atomic_write, save_figure, write_json
 from ..oracle import NOISE_RULE
+from ..sweep.records import digest_problem, read_record, record_problem, study_path
+from ..sweep.runs import STUDY_LOGIT_SCALE
 from ..tables import fmt, markdown_table
 from ..validation import Each, Integer, Real, Scale, Seed, declare
-from .records import digest_problem, read_record, record_problem, study_path
-from .runs import STUDY_LOGIT_SCALE
 
 __all__ = ["NOISE_CELLS", "NOISE_SIGMAS", "SHARPNESS_D", "SHARPNESS_K", "SHARPNESS_SCALES", "grid_rows",
            "noise_study", "noise_summary", "noise_tables", "plot_noise", "plot_sharpness", "reach_boundaries",
@@ -100,7 +100,7 @@ def grid_rows(out: PathLike, prefix: str) -> list[dict[str, Any]]:
 def _untrusted(rec, path):
     """Why a point's record is not summarised, or None: its digest (required), the types of what the rows read,
     and its ``run_id``, which must be its file's and the one its specification gives."""
-    from .runs import RunSpec
+    from ..sweep.runs import RunSpec
 
     problem = digest_problem(rec) or record_problem(rec, RunSpec.record_rules(rec))
     if problem:
@@ -123,7 +123,7 @@ def _quick(quick):
     """The scaling study's options for ``quick`` (tiny budgets: a smoke test, not a measurement)."""
     if not quick:
         return {}
-    from .runs import QUICK_OPTIONS
+    from ..sweep.runs import QUICK_OPTIONS
 
     return {"adam_options": QUICK_OPTIONS["adam"], "provable_options": QUICK_OPTIONS["provable"]}
 
@@ -158,7 +158,7 @@ def _claim_grid(out: Path, prefix: str, run: bool, what: str, figure: str) -> No
 
     To run, the folder must be new, empty or already hold points of this grid: anything else is not ours to
     write summaries over (ValueError). To re-summarise (``run`` False), it must hold points: nothing is created.
-    Either way the summaries and ``figure`` are checked first (:func:`~learner.study.records.study_path`).
+    Either way the summaries and ``figure`` are checked first (:func:`~learner.sweep.records.study_path`).
     """
     out = Path(out)
     for name in ("summary.md", "summary.json", figure):
@@ -221,7 +221,7 @@ def noise_study(out: PathLike, *, sigmas: Iterable[float] = NOISE_SIGMAS, cells:
     seed : int
         Entropy of every run's seed (a non-negative integer).
     backend : {"local", "serial"}
-        Where the runs go, as in :func:`learner.study.sweep.run_sweep`: a local pool, or this process.
+        Where the runs go, as in :func:`learner.sweep.engine.run_sweep`: a local pool, or this process.
     workers : int, str or None
         Processes of the local pool: a positive integer, or None (default) or ``"auto"`` for every core this
         process may run on.
@@ -230,7 +230,7 @@ def noise_study(out: PathLike, *, sigmas: Iterable[float] = NOISE_SIGMAS, cells:
     run : bool
         False: run nothing, re-summarise the records in ``out`` (every run must have a finished record).
     quick : bool
-        Tiny budgets for both methods (:data:`learner.study.runs.QUICK_OPTIONS`): a smoke test, not a measurement.
+        Tiny budgets for both methods (:data:`learner.sweep.runs.QUICK_OPTIONS`): a smoke test, not a measurement.
 
     Returns
     -------
@@ -423,7 +423,7 @@ def sharpness_study(out: PathLike, *, scales: Iterable[float] = SHARPNESS_SCALES
     seed : int
         Entropy of every run's seed (a non-negative integer).
     backend : {"local", "serial"}
-        Where the runs go, as in :func:`learner.study.sweep.run_sweep`: a local pool, or this process.
+        Where the runs go, as in :func:`learner.sweep.engine.run_sweep`: a local pool, or this process.
     workers : int, str or None
         Processes of the local pool: a positive integer, or None (default) or ``"auto"`` for every core this
         process may run on.
@@ -432,7 +432,7 @@ def sharpness_study(out: PathLike, *, scales: Iterable[float] = SHARPNESS_SCALES
     run : bool
         False: run nothing, re-summarise the records in ``out`` (every run must have a finished record).
     quick : bool
-        Tiny budgets for both methods (:data:`learner.study.runs.QUICK_OPTIONS`): a smoke test, not a measurement.
+        Tiny budgets for both methods (:data:`learner.sweep.runs.QUICK_OPTIONS`): a smoke test, not a measurement.
 
     Returns
     -------

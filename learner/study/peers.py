@@ -6,7 +6,7 @@ seeds: with ``seed=0`` and the same ``(m, d, k)`` its layer ``s`` is the scaling
 full-batch Adam, restarts) and :func:`learner.baselines.torch_adam.fit_torch` (torch Adam,
 mini-batches, cosine schedule, clipping) on each, and reports per method the time to a relative
 error of 1e-3 and of 1e-8, the examples drawn and the final error. Runs are records of the
-sweep engine (:mod:`learner.study.sweep`): resumable, locked, on any backend. The comparison's design
+sweep engine (:mod:`learner.sweep.engine`): resumable, locked, on any backend. The comparison's design
 is ours; the paper reports no experiments.
 """
 
@@ -21,22 +21,22 @@ from typing import Any
 from ..baselines import check_milestones, milestone_key
 from ..hints import PathLike
 from ..io import versions
+from ..sweep.engine import STUDY_FILE, claim_study, median, run_sweep, sweep_lock
+from ..sweep.methods import METHODS, check_methods, get, method_names, present_names
+from ..sweep.records import StudyResult, study_path, write_summary
+from ..sweep.runs import STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_runs, sound_d
 from ..tables import MISSING, fmt, markdown_table
 from ..validation import Each, Integer, OrWord, Real, Scale, Seed, check_int, declare
-from .methods import METHODS, check_methods, get, method_names, present_names
-from .records import StudyResult, study_path, write_summary
-from .runs import STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_runs, sound_d
-from .sweep import claim_study, median, run_sweep, sweep_lock
 
-__all__ = ["PeerResult", "RaceResult", "peer_rows", "peer_study", "peer_table", "plot_race", "race_study", "race_table",
-           "search_ladder", "search_options", "search_rows"]
+__all__ = ["PeerResult", "RaceResult", "peer_methods", "peer_rows", "peer_study", "peer_table", "plot_race",
+           "race_study", "race_table", "search_ladder", "search_options", "search_rows"]
 
 #: Relative errors whose first crossing is timed (ours: a coarse fit and near-exact recovery; not tuned).
 MILESTONES = (1e-3, 1e-8)
 
 
 def _order(method):
-    """A method's place in the tables: its place in the registry (:mod:`learner.study.methods`)."""
+    """A method's place in the tables: its place in the registry (:mod:`learner.sweep.methods`)."""
     return list(METHODS).index(method)
 
 
@@ -93,7 +93,7 @@ def peer_rows(records: Iterable[Mapping[str, Any]], *,
     list of dict
         One dict per (m, d, k, method), in that order (methods in registry order): ``method``, ``m``, ``d``,
         ``k``, ``runs``, ``errors_raised``, ``median_seconds`` and ``median_examples`` (over the finished runs),
-        ``param_limit`` (:func:`~learner.study.runs.param_limit`), ``median_relative_error`` (the final error)
+        ``param_limit`` (:func:`~learner.sweep.runs.param_limit`), ``median_relative_error`` (the final error)
         and ``milestones``: per milestone key (``"1e-03"``) ``{"reached": runs that got there,
         "median_seconds": their median time to it}``.
     """
@@ -167,6 +167,39 @@ def _counted_sweep(total, at_least, out, ex):
     return sweep
 
 
+def peer_methods(out: PathLike) -> list[str]:
+    """The methods a peer study in ``out`` runs when none are named: those its ``study.json`` records (resuming or
+    re-summarising it), else every method this machine can run (:func:`~learner.sweep.methods.present_names`).
+
+    A study records the methods it ran (the keys of its ``options``), so registering a new method leaves a
+    committed study as it was: it re-summarises, and resumes, with its own methods.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The study's directory (it need not exist).
+
+    Returns
+    -------
+    list of str
+        The method names, in registry order (a recorded method no longer registered is kept, last, for
+        :func:`~learner.sweep.methods.check_methods` to name).
+    """
+    from pathlib import Path
+
+    from ..io import read_json
+
+    path = Path(out) / STUDY_FILE
+    try:
+        claim = read_json(path, "study file") if path.is_file() else None
+        ran = claim["parameters"]["options"] if claim and claim.get("kind") == "peer-study" else None
+    except (OSError, ValueError, KeyError, TypeError):  # not a peer study's claim: claim_study says why
+        ran = None
+    if not isinstance(ran, dict) or not ran:
+        return list(present_names())
+    return [name for name in method_names() if name in ran] + sorted(set(ran) - set(method_names()))
+
+
 def _previous(path):
     """The study's earlier summary as a dict (empty when missing, unreadable or not an object), its
     ``concurrency`` kept only when it is a string."""
@@ -198,7 +231,7 @@ def _extra_versions(records, methods):
 
 @dataclass(frozen=True)
 class PeerResult(StudyResult):
-    """What :func:`peer_study` measured (:class:`learner.study.records.StudyResult`).
+    """What :func:`peer_study` measured (:class:`learner.sweep.records.StudyResult`).
 
     Parameters
     ----------
@@ -249,13 +282,14 @@ def peer_study(out: PathLike, *, ms: Sequence[int] = (1, 2, 3, 4), k: int = 2, d
     k : int
         Tokens per sequence.
     d : int or "auto"
-        Token dimension; ``"auto"`` is :func:`learner.study.runs.sound_d` per ``(m, k)`` (12 for m <= 4 at k = 2).
+        Token dimension; ``"auto"`` is :func:`learner.sweep.runs.sound_d` per ``(m, k)`` (12 for m <= 4 at k = 2).
     seeds : int
         Planted layers per m; every method meets the same layers and oracle seeds.
     logit_scale : float
         Of the planted layers (the scaling study's 1).
     methods : sequence of str, optional
-        The registered study methods to run (:mod:`learner.study.methods`; default every one, in registry order).
+        The registered study methods to run (:mod:`learner.sweep.methods`); default None: :func:`peer_methods`, the
+        methods the study in ``out`` ran, or for a new study every method present, in registry order.
     options : dict, optional
         Per method, its keyword arguments (on top of its registry entry's ``study_options``: ``threads=1`` for
         torch Adam).
@@ -266,7 +300,7 @@ def peer_study(out: PathLike, *, ms: Sequence[int] = (1, 2, 3, 4), k: int = 2, d
     seed : int
         Entropy of every run's seed.
     backend, workers, scheduler, progress, run
-        As in :func:`learner.study.sweep.run_sweep` (``run=False``: summarise the records already there).
+        As in :func:`learner.sweep.engine.run_sweep` (``run=False``: summarise the records already there).
 
     Returns
     -------
@@ -280,7 +314,7 @@ def peer_study(out: PathLike, *, ms: Sequence[int] = (1, 2, 3, 4), k: int = 2, d
         dims = {m: sound_d(m, k) for m in ms}
     else:
         dims = dict.fromkeys(ms, check_int("d", d, minimum=k + 1))
-    methods = check_methods("methods", present_names() if methods is None else methods)
+    methods = check_methods("methods", peer_methods(out) if methods is None else methods)
     # The baselines time MILESTONES, their default `milestones`.
     options = _study_options(methods, options, {"provable": provable_options, "adam": adam_options,
                                                 "torch-adam": torch_options})
@@ -441,7 +475,7 @@ def plot_race(rows: Sequence[Mapping[str, Any]], path: PathLike,
 
 @dataclass(frozen=True)
 class RaceResult(StudyResult):
-    """What :func:`race_study` measured (:class:`learner.study.records.StudyResult`).
+    """What :func:`race_study` measured (:class:`learner.sweep.records.StudyResult`).
 
     Parameters
     ----------
@@ -496,10 +530,10 @@ def _search_start(method, eval_records, options=None):
 def search_options(method: str, options: Mapping[str, Any], size: int) -> dict[str, Any]:
     """A method's options on a fixed set of ``size`` examples in the search (ours).
 
-    The baselines train on the first 4/5 of the set and validate on the rest (:func:`learner.study.runs.run_one`).
+    The baselines train on the first 4/5 of the set and validate on the rest (:func:`learner.sweep.runs.run_one`).
     A method whose budget does not depend on the set's size keeps its options (numpy Adam is full-batch: its steps
     per restart, ``max_iter``, are the same at every size); one whose budget is counted in passes over the set has
-    a rule in its registry entry (:meth:`learner.study.methods.StudyMethod.on_fixed_set`: torch Adam's ``epochs``
+    a rule in its registry entry (:meth:`learner.sweep.methods.StudyMethod.on_fixed_set`: torch Adam's ``epochs``
     are raised so that its steps per restart are at least those of its measured runs). The search then asks how
     few examples a method needs, not how few steps.
 
@@ -515,7 +549,7 @@ def search_options(method: str, options: Mapping[str, Any], size: int) -> dict[s
     Returns
     -------
     dict
-        ``options`` with ``examples`` set to ``size`` (which makes :func:`~learner.study.runs.run_one` use the
+        ``options`` with ``examples`` set to ``size`` (which makes :func:`~learner.sweep.runs.run_one` use the
         oracle's first ``size`` examples), changed by the method's ``fixed_set`` rule if it has one.
 
     Examples
@@ -561,7 +595,7 @@ def search_rows(search: Iterable[Mapping[str, Any]]) -> str:
 def search_ladder(start: int, m: int, d: int, k: int) -> list[int]:
     """The sizes the search may try: ``start // 2**j`` for ``j = 0, 1, …`` while at least the parameter-counting limit.
 
-    The floor is :func:`~learner.study.runs.param_limit`, rounded up (and at least 2, a training and a validation
+    The floor is :func:`~learner.sweep.runs.param_limit`, rounded up (and at least 2, a training and a validation
     example); below it no method can identify the layer (generically), so the search counts that as a failure
     without running it.
 
@@ -707,7 +741,7 @@ def race_study(out: PathLike, *, grid: Sequence[str] | None = None, seeds: int =
     seed : int
         Entropy of every run's seed (a non-negative integer).
     backend, workers, scheduler, progress, run
-        As in :func:`learner.study.sweep.run_sweep` (``run=False``: summarise the records already there).
+        As in :func:`learner.sweep.engine.run_sweep` (``run=False``: summarise the records already there).
     plot : bool
         Write ``race.png`` (:func:`plot_race`; skipped with a warning without matplotlib).
     search_rounds : int

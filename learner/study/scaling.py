@@ -5,13 +5,13 @@ JSON record per run into ``OUT/runs/``, and summarises them: success rate,
 median time, median examples, examples against the parameter-counting limit,
 and a fitted growth of time and examples in ``m``.
 
-The runs, their seeding and their records are :mod:`learner.study.runs` (both
+The runs, their seeding and their records are :mod:`learner.sweep.runs` (both
 methods see the same planted layer and an oracle with the same seed: the learner's
 phases 1–4 draw its per-batch streams, Adam its sequential stream, the same
 distribution, not the same examples). Execution — backends (this process, a local
 pool, a Dask cluster), one JSON record per run, resume, the lock on ``OUT`` and
-Ctrl-C — is the shared sweep engine, :mod:`learner.study.sweep`; the summary files
-are written by :func:`learner.study.records.write_summary`. This module is the study:
+Ctrl-C — is the shared sweep engine, :mod:`learner.sweep.engine`; the summary files
+are written by :func:`learner.sweep.records.write_summary`. This module is the study:
 Adam's tuning, the runs, the summary, the plot.
 
 The study's design — the instances, the common success criterion, the tuning
@@ -35,10 +35,10 @@ from ..baselines import OPTION_RULES
 from ..hints import PathLike
 from ..io import versions as _versions
 from ..oracle import NOISE_RULE
-from ..tables import fmt, markdown_table
-from ..validation import DISTRIBUTIONS, Choice, Each, Integer, OrWord, Real, Scale, Seed, declare
-from .records import StudyResult, study_path, write_summary
-from .runs import (
+from ..sweep.engine import check_learn_workers, claim_study, fit_growth, run_sweep, sweep_lock
+from ..sweep.engine import median as _median
+from ..sweep.records import StudyResult, study_path, write_summary
+from ..sweep.runs import (
     METHODS,
     STUDY_LOGIT_SCALE,
     RunSpec,
@@ -47,8 +47,8 @@ from .runs import (
     sound_d,
     yield_of,
 )
-from .sweep import check_learn_workers, claim_study, fit_growth, run_sweep, sweep_lock
-from .sweep import median as _median
+from ..tables import fmt, markdown_table
+from ..validation import DISTRIBUTIONS, Choice, Each, Integer, OrWord, Real, Scale, Seed, declare
 
 __all__ = ["SweepResult", "plot_scaling", "scaling_study", "summarise"]
 
@@ -83,9 +83,9 @@ def summarise(records: Iterable[Mapping[str, Any]], *, success_tol: float = 1e-3
         ``success_tol``; ``rows``, one dict per (method, m, d, k), sorted: ``runs``, ``errors_raised``,
         ``success_rate``, ``own_success_rate``, ``median_seconds``, ``median_examples``, ``param_limit``,
         ``median_examples_ratio``, ``median_relative_error``, ``layers_returned``, ``statuses`` (``{status:
-        count}``), ``median_yield`` (:func:`~learner.study.runs.yield_of`) and ``tol_phase4`` (the learner's
+        count}``), ``median_yield`` (:func:`~learner.sweep.runs.yield_of`) and ``tol_phase4`` (the learner's
         median phase-4 tolerance); and ``growth``, per method (and k, when there are several) the
-        :func:`~learner.study.sweep.fit_growth` of ``seconds`` and ``examples`` against the ``ms``.
+        :func:`~learner.sweep.engine.fit_growth` of ``seconds`` and ``examples`` against the ``ms``.
     """
     groups: dict[tuple[str, int, int, int], list[Mapping[str, Any]]] = {}
     for rec in records:
@@ -149,7 +149,7 @@ def _choose_lr(records, lrs):
 
 @dataclass(frozen=True)
 class SweepResult(StudyResult):
-    """What :func:`scaling_study` measured (:class:`learner.study.records.StudyResult`), and the tuning runs' records.
+    """What :func:`scaling_study` measured (:class:`learner.sweep.records.StudyResult`), and the tuning runs' records.
 
     Parameters
     ----------
@@ -284,7 +284,7 @@ def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | st
     run : bool
         False: run nothing, re-summarise the records in ``out`` (every run must have a finished
         record; records drawn from another example stream are used as they are). See
-        :func:`learner.study.sweep.run_sweep`.
+        :func:`learner.sweep.engine.run_sweep`.
 
     Returns
     -------

@@ -17,7 +17,7 @@ from learner.errors import LearnInterrupted
 from learner.oracle import ArraySource, ExamplesExhausted, batch_sizes
 from learner.parallel import Workers, _Done
 from learner.phases import crude_sculpt, crude_sum_w, refined_sculpt
-from learner.study.sweep import comparable
+from learner.sweep.engine import comparable
 
 # Small budgets and batches of 20 000 so that every streaming phase has several batches to merge;
 # (2, 12, 2) at logit scale 1 is learned exactly with these (measured).
@@ -173,7 +173,7 @@ class TestIdenticalResults:
 PLAIN_SCRIPT = """
 import json
 from learner import LayerOracle, LearnConfig, learn, random_layer
-from learner.study.sweep import comparable
+from learner.sweep.engine import comparable
 truth = random_layer(2, 12, logit_scale=1.0, rng=1)
 cfg = LearnConfig(batch=20_000, n_crude=100_000, n_refine=100_000, crude_max_examples=400_000, outer_rounds=1,
                   max_examples=100_000, refined_tol=2e-4)

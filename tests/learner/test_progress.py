@@ -17,8 +17,8 @@ from learner.cli import main
 from learner.learn import learn
 from learner.oracle import LayerOracle
 from learner.phases import LearnConfig
-from learner.study.runs import QUICK_OPTIONS
-from learner.study.sweep import comparable
+from learner.sweep.engine import comparable
+from learner.sweep.runs import QUICK_OPTIONS
 
 # Small budgets: every phase runs in well under a second (the run fails; the bars are the point).
 QUICK = QUICK_OPTIONS["provable"]
@@ -67,8 +67,8 @@ def test_bars_for_phases_1_to_4_and_the_same_result(capsys):
                          ids=["sized", "unsized"])
 def test_auto_shows_bars_on_a_real_terminal_only(rows_cols):
     code = ("from learner import random_layer, LayerOracle, learn\n"
-            "from learner.phases import LearnConfig\nfrom learner.study.runs import QUICK_OPTIONS\n"
-            "from learner.study.sweep import comparable\n"
+            "from learner.phases import LearnConfig\nfrom learner.sweep.runs import QUICK_OPTIONS\n"
+            "from learner.sweep.engine import comparable\n"
             "t = random_layer(1, 6, rng=1)\n"
             "learn(LayerOracle(t, 3, rng=2), m=1, config=LearnConfig(**QUICK_OPTIONS['provable']))\n")
     master, slave = pty.openpty()  # a real terminal; one nobody sized reports 0 rows and 0 columns

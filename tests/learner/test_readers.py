@@ -16,7 +16,7 @@ import pytest
 
 from learner import io as lio
 from learner.errors import FileFormatError, NotRegularFile, RecordError
-from learner.study.records import read_record, read_run_record
+from learner.sweep.records import read_record, read_run_record
 
 # Nesting far past Python's recursion limit (json's parser raises RecursionError there) and just past the cap.
 DEEP = 100_000
@@ -141,8 +141,8 @@ class TestNpz:
 
 class TestStudies:
     def test_a_newer_study_file_is_not_resumed(self, tmp_path):
-        from learner.study.records import schema_of
-        from learner.study.sweep import STUDY_FILE, claim_study
+        from learner.sweep.engine import STUDY_FILE, claim_study
+        from learner.sweep.records import schema_of
 
         claim_study(tmp_path, "scaling-study", "scaling-run", {"m": [1]})
         claim_study(tmp_path, "scaling-study", "scaling-run", {"m": [1]})  # control: the same study resumes
@@ -154,7 +154,7 @@ class TestStudies:
         assert json.loads(study.read_text()) == text  # not rewritten
 
     def test_a_deep_study_file_is_named(self, tmp_path):
-        from learner.study.sweep import STUDY_FILE, claim_study
+        from learner.sweep.engine import STUDY_FILE, claim_study
 
         _nested(tmp_path / STUDY_FILE, DEEP)
         with pytest.raises(ValueError, match="is unreadable .*nested"):

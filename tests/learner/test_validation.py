@@ -433,7 +433,7 @@ class TestHugeSeeds:
         import json
 
         from learner.study import peers, scaling
-        from learner.study.runs import RunSpec, plan_runs, planted_instance
+        from learner.sweep.runs import RunSpec, plan_runs, planted_instance
         from lowerbounds.learnhard import HardSpec, plan_hard_runs, planted_member
 
         # run=False summarises existing records only: reaching "nothing to summarise" (the folder, checked after

@@ -130,3 +130,26 @@ class TestEveryCheckIsRegistered:
         fake.check_new.__module__ = "theory.fake"
         assert unregistered_checks([fake], set()) == ["theory.fake.check_new"]
         assert unregistered_checks([fake], {("fake", "check_new")}) == []
+
+
+def test_a_toy_check_is_one_registry_entry(monkeypatch, capsys):
+    """A new check is one entry (here the min-norm check's functions under another name): ``list`` shows it,
+    ``check`` offers it, ``all`` runs its case and its control (the other checks left out for the length of the
+    test, so that ``all`` stays quick)."""
+    import dataclasses
+
+    from theory.cli import build_parser, main
+
+    toy = dataclasses.replace(get("min_norm_orthogonality"), name="toy_orthogonality",
+                              summary="the toy: the min-norm point is orthogonal to the hull")
+    monkeypatch.setitem(CHECKS, toy.name, toy)  # one entry in the registry's own dict
+    assert main(["list"]) == 0 and "toy_orthogonality        the toy: the min-norm point" in capsys.readouterr().out
+    (name,) = [a for a in build_parser().command("check").options if a.dest == "name"]
+    assert "toy_orthogonality" in name.choices
+    assert main(["check", "toy_orthogonality", "--seed", "1"]) == 0 and "holds" in capsys.readouterr().out
+    for other in set(CHECKS) - {"min_norm_orthogonality", toy.name}:
+        monkeypatch.delitem(CHECKS, other)
+    assert main(["all", "--seed", "1"]) == 0
+    table = capsys.readouterr().out
+    assert table.count("toy_orthogonality") == 2 and "4 cases in" in table  # its case and its control
+    assert "every check held and every negative control failed, as expected." in table

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from learner.study.records import DIGEST_FIELD, record_digest
-from learner.study.runs import QUICK_OPTIONS, RunSpec, plan_runs, planted_instance
-from learner.study.sweep import run_sweep
+from learner.sweep.engine import run_sweep
+from learner.sweep.records import DIGEST_FIELD, record_digest
+from learner.sweep.runs import QUICK_OPTIONS, RunSpec, plan_runs, planted_instance
 from theory.cli import main
 from theory.yield_model import measured_yield, predicted_yield
 from theory.yield_study import SIMULATE_EXAMPLES, fit_log_yield, load_learner_records, plot_yield, yield_study
@@ -78,7 +78,7 @@ def test_without_simulation_the_window_model_predicts(sweep):
 def test_simulation_sees_a_wrong_sum(sweep, tmp_path):
     """The comparison can fail: certifying against a ΣŴ 30 % off gives over 3 times fewer constraints than the rule
     at the true ΣW (the study's prediction), so a run whose phase 3 went wrong would leave the 3× band."""
-    from learner.study.runs import planted_instance as planted
+    from learner.sweep.runs import planted_instance as planted
 
     rec = json.loads((sweep / "runs" / _EDITED).read_text())
     spec = RunSpec.from_dict(rec["spec"])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from learner.cli import main
-from learner.study.records import DIGEST_FIELD, record_digest, study_path
+from learner.sweep.records import DIGEST_FIELD, record_digest, study_path
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="the torch extra is not installed (pip install -e '.[torch]')")
@@ -219,7 +219,7 @@ def test_resume_repeats_a_forged_record(studies, tmp_path, caplog, capsys, forge
     out, _ = _copy(studies("scaling"), tmp_path)
     path = _first_eval(out, "scaling")
     _edit(path, change, sign)
-    with caplog.at_level(logging.WARNING, logger="learner.study.sweep"):
+    with caplog.at_level(logging.WARNING, logger="learner.sweep.engine"):
         assert main([*COMMANDS["scaling"][0], "--out", str(out)]) == 0
     assert f"ignoring invalid record {path}" in caplog.text and "its run is repeated" in caplog.text
     assert "1 run now, 1 kept from earlier" in capsys.readouterr().out
@@ -311,7 +311,7 @@ class TestASummaryIsOursByItsMark:
 
     def test_control_a_marked_summary_counts_as_a_study(self, tmp_path):
         from learner.io import foreign_file, write_json
-        from learner.study.sweep import claim_study
+        from learner.sweep.engine import claim_study
 
         out = tmp_path / "ours"
         out.mkdir()

@@ -25,8 +25,8 @@ from learner.study.frontier import (
     seeds_for,
     side_by_side,
 )
-from learner.study.runs import QUICK_OPTIONS, sound_d
 from learner.study.scaling import scaling_study
+from learner.sweep.runs import QUICK_OPTIONS, sound_d
 
 
 def _sound(m, k):

@@ -26,7 +26,7 @@ def study(tmp_path_factory):
 class TestPeerStudy:
     def test_every_method_on_the_same_layers(self, study):
         out, summary = study
-        from learner.study.methods import present_names
+        from learner.sweep.methods import present_names
 
         methods = present_names()  # every method this machine can run, read from the registry
         assert {"provable", "adam", "torch-adam"} <= set(methods)
@@ -254,7 +254,7 @@ def test_race_search_bisects_the_halving_ladder(tmp_path):
 
 def test_search_ladder_stops_at_the_counting_limit():
     from learner.study.peers import search_ladder
-    from learner.study.runs import param_limit
+    from learner.sweep.runs import param_limit
 
     assert param_limit(1, 12, 2) == 12
     assert search_ladder(25_000, 1, 12, 2) == [25_000 // 2**j for j in range(12)]  # ..., 24, 12

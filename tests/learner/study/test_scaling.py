@@ -8,11 +8,13 @@ import pytest
 
 from learner import parallel
 from learner.cli import main
-from learner.study import runs, scaling, sweep
-from learner.study.records import DIGEST_FIELD, record_digest
-from learner.study.runs import QUICK_OPTIONS, RunSpec, param_limit, plan_runs, planted_instance, run_one
+from learner.study import scaling
 from learner.study.scaling import scaling_study, summarise
-from learner.study.sweep import comparable, fit_growth, run_sweep
+from learner.sweep import engine as sweep
+from learner.sweep import runs
+from learner.sweep.engine import comparable, fit_growth, run_sweep
+from learner.sweep.records import DIGEST_FIELD, record_digest
+from learner.sweep.runs import QUICK_OPTIONS, RunSpec, param_limit, plan_runs, planted_instance, run_one
 
 # Tiny runs (a second or less each): the learner runs out of its small example budgets,
 # Adam out of iterations. They exercise the machinery, not the methods.
@@ -148,7 +150,7 @@ class TestSweep:
             rec.pop("example_stream")  # as the committed records of the sequential stream have it
             rec[DIGEST_FIELD] = record_digest(rec)
             path.write_text(json.dumps(rec))
-        with caplog.at_level("INFO", logger="learner.study.sweep"):
+        with caplog.at_level("INFO", logger="learner.sweep.engine"):
             _, stats = run_sweep(specs, tmp_path, backend="serial")
         assert stats == {"ran": 1, "skipped": 1}
         assert "provable-eval-m1-d6-k3-ls1-boolean-s0.json was drawn from example stream 1" in caplog.text
@@ -453,10 +455,10 @@ def test_two_setting_sweep_end_to_end(tmp_path):
 
 
 class TestStudyDirectory:
-    """One study per directory (learner.study.sweep.claim_study): resumes pass, anything else is refused first."""
+    """One study per directory (learner.sweep.engine.claim_study): resumes pass, anything else is refused first."""
 
     def test_claim_resume_and_refusals(self, tmp_path):
-        from learner.study.sweep import STUDY_FILE, claim_study
+        from learner.sweep.engine import STUDY_FILE, claim_study
 
         params = {"ms": [1, 2], "seeds": 2}
         claim_study(tmp_path, "scaling-study", "scaling-run", params)
@@ -471,7 +473,7 @@ class TestStudyDirectory:
             claim_study(tmp_path, "scaling-study", "scaling-run", params)
 
     def test_unclaimed_directory_with_foreign_records_or_summary(self, tmp_path):
-        from learner.study.sweep import claim_study
+        from learner.sweep.engine import claim_study
 
         runs = tmp_path / "a" / "runs"
         runs.mkdir(parents=True)
@@ -493,7 +495,7 @@ class TestStudyDirectory:
         """The README's study directory (docs/sweeps/main) is claimed by the parameters of its own command."""
         from pathlib import Path
 
-        from learner.study.sweep import _differences, _normalised
+        from learner.sweep.engine import _differences, _normalised
 
         root = Path(__file__).resolve().parents[3] / "docs" / "sweeps" / "main"
         theirs = json.loads((root / "summary.json").read_text())["parameters"]
@@ -536,11 +538,11 @@ class TestRecordValidation:
             rec = json.loads(json.dumps(good))
             edit(rec)
             # Signed as a faulty writer would sign it, so that the field rules are what is tested here (an unsigned
-            # edit fails its digest first: tests/learner/study/test_digest.py).
+            # edit fails its digest first: tests/learner/sweep/test_digest.py).
             rec[DIGEST_FIELD] = record_digest(rec)
             path.write_text(json.dumps(rec))  # json writes NaN and Infinity, as a hand edit might
             caplog.clear()
-            with caplog.at_level("WARNING", logger="learner.study.sweep"):
+            with caplog.at_level("WARNING", logger="learner.sweep.engine"):
                 again = self._study(tmp_path)
             assert again.stats == {"ran": 1, "skipped": 0}, name
             assert any(str(path) in m and words in m for m in caplog.messages), (name, caplog.messages)

@@ -2,7 +2,7 @@
 (3, 12, 2), layer 0 of the frontier's cells, one worker, one BLAS thread (the frontier's ratio of
 times carries two different loads; this pairs the runs)."""
 import time
-from learner.study.runs import RunSpec, run_one
+from learner.sweep.runs import RunSpec, run_one
 import numpy as np
 for (m, d, k) in [(2, 12, 2), (3, 12, 2)]:
     t = {"boolean": [], "gaussian": []}

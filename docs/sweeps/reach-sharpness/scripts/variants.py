@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from learner import LayerOracle, LearnConfig, learn
-from learner.study.runs import RunSpec, planted_instance
+from learner.sweep.runs import RunSpec, planted_instance
 
 out, d = sys.argv[1], int(sys.argv[2])
 for path in sorted(glob.glob(f"{out}/ls-*-d{d}/runs/provable-eval-*.json")):

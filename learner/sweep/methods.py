@@ -3,7 +3,7 @@
 Each method is one :class:`StudyMethod` entry in :data:`METHODS`: its name, how a run calls it (``runner``), where its
 options are declared (the function whose keyword arguments and declared rules they are), its role in the records
 (the paper's learner, or a baseline), the example stream its records are drawn from, its ``--quick`` budgets, the
-optional extra it needs, and whether the studies tune its learning rate. The studies (:mod:`learner.study.runs`,
+optional extra it needs, and whether the studies tune its learning rate. The studies (:mod:`learner.sweep.runs`,
 :mod:`learner.study.peers`, the race), the sweep engine and the command lines' choices read this registry, so a new
 method is one entry here (:func:`register` adds one at run time, as the tests do with a toy method). The list
 below is written from the registry when the module loads.

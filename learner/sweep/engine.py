@@ -9,8 +9,8 @@ itself), ``failure_record(message, traceback, timings, where)`` (the record of a
 run whose worker died), the class attributes ``RECORD_KIND`` and
 ``RECORD_SCHEMA``, and ``example_stream`` (which stream of examples its record
 was drawn from; records of another stream are run again on resume; a study method's is in its registry
-entry, :mod:`learner.study.methods`).
-:class:`learner.study.runs.RunSpec` (the run time against m) and
+entry, :mod:`learner.sweep.methods`).
+:class:`learner.sweep.runs.RunSpec` (the run time against m) and
 :class:`lowerbounds.learnhard.HardSpec` (learners on the hard instances) are
 the two users.
 
@@ -34,7 +34,7 @@ wrong type), with a warning naming the file. A record with the same name but ano
 stops the sweep with an error rather than mixing two studies in one directory.
 
 Every file a sweep or a study writes in ``OUT`` goes through
-:func:`learner.study.records.study_path`: inside ``OUT``, never through a symbolic link.
+:func:`learner.sweep.records.study_path`: inside ``OUT``, never through a symbolic link.
 
 One study per directory. A study (scaling, learn-hard) claims its directory
 with ``OUT/study.json`` — its kind and parameters (:func:`claim_study`) — and
@@ -269,7 +269,7 @@ def sweep_lock(out: PathLike, *, create: bool = True) -> Iterator[Path]:
     SweepLocked
         When another live process holds the lock, or it is unreadable, or it could not be taken in 3 attempts.
     ValueError
-        When ``out/sweep.lock`` is a symbolic link (:func:`~learner.study.records.study_path`), or ``create`` is
+        When ``out/sweep.lock`` is a symbolic link (:func:`~learner.sweep.records.study_path`), or ``create`` is
         False and ``out`` is not a folder.
     """
     out = Path(out)
@@ -411,7 +411,7 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
     :func:`sweep_lock`.
 
     Before anything is read, every file the study will write — :data:`STUDY_OUTPUTS`, ``files``, and when
-    ``write`` is True ``study.json`` and ``runs/`` — is checked by :func:`~learner.study.records.study_path`: a
+    ``write`` is True ``study.json`` and ``runs/`` — is checked by :func:`~learner.sweep.records.study_path`: a
     symbolic link among them stops the study before it runs (ValueError naming it).
 
     Parameters
@@ -419,7 +419,7 @@ def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[
     out : str or path-like
         The study's directory.
     kind : str
-        The study's kind, a key of :data:`learner.study.records.KINDS` (``"scaling-study"``, ``"peer-study"``,
+        The study's kind, a key of :data:`learner.sweep.records.KINDS` (``"scaling-study"``, ``"peer-study"``,
         ...).
     record_kind : str
         The kind of its runs' records (``"scaling-run"``, ``"hard-run"``).
@@ -507,9 +507,9 @@ def _checked_record(spec, out, invalid_then, other_spec_hint):
     """``spec``'s record in ``out/runs`` if it exists and can be trusted (else None, with a warning naming the file
     and field), or a ValueError when it records another specification.
 
-    Trusted: its digest matches (:func:`~learner.study.records.digest_problem`; a record without one is not
+    Trusted: its digest matches (:func:`~learner.sweep.records.digest_problem`; a record without one is not
     trusted), its ``run_id`` is the file's, and it passes the spec's ``record_rules`` (each field's type, before a
-    summary reads it). Its path is checked by :func:`~learner.study.records.study_path` (a link is refused)."""
+    summary reads it). Its path is checked by :func:`~learner.sweep.records.study_path` (a link is refused)."""
     path = study_path(out, f"runs/{spec.run_id}.json")
     rec = read_run_record(path, spec.RECORD_KIND, spec.RECORD_SCHEMA) if path.exists() else None
     rules = getattr(spec, "record_rules", None)

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from learner.study import runs
-from learner.study.runs import plan_runs
-from learner.study.sweep import LOCK_NAME, SweepLocked, run_sweep, sweep_lock
+from learner.sweep import runs
+from learner.sweep.engine import LOCK_NAME, SweepLocked, run_sweep, sweep_lock
+from learner.sweep.runs import plan_runs
 
 # A driver: the CLI, with `--quick`'s Adam budget replaced by a fixed 150 iterations (no early stop).
 DRIVER = """
 import sys
-from learner.study import runs
+from learner.sweep import runs
 runs.QUICK_OPTIONS["adam"].update(max_iter=150, patience=150, tol=0.0, n_train=5000, n_val=500)
 from learner.cli import main
 sys.exit(main(sys.argv[1:]))
@@ -210,7 +210,7 @@ class TestLockFile:
     def test_stale_lock_of_a_dead_process_is_replaced(self, tmp_path, caplog):
         pid = _dead_pid()
         (tmp_path / LOCK_NAME).write_text(json.dumps({"pid": pid, "host": socket.gethostname()}))
-        with caplog.at_level(logging.WARNING, logger="learner.study.sweep"):
+        with caplog.at_level(logging.WARNING, logger="learner.sweep.engine"):
             records, stats = run_sweep(_tiny(), tmp_path, backend="serial")
         assert stats["ran"] == 1 and records[0]["outcome"] == "finished"
         assert "stale lock" in caplog.text and str(pid) in caplog.text

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from learner.result import LearnResult
-from learner.study import methods
-from learner.study.methods import METHODS, StudyMethod, check_methods, get, method_names, register
+from learner.sweep import methods
+from learner.sweep.methods import METHODS, StudyMethod, check_methods, get, method_names, register
 
 #: The methods the toolkit registers itself, in order.
 BUILT_IN = ("provable", "adam", "torch-adam", "torch-adam-gpu")
@@ -113,9 +113,9 @@ def _toy_runner(oracle, *, m, truth, rng, logit_scale, learn_workers, options):
 
 def test_a_toy_method_is_one_registry_entry(registry, tmp_path):
     from learner.study.peers import peer_study
-    from learner.study.runs import RunSpec, run_one
+    from learner.sweep.runs import RunSpec, run_one
 
-    register(StudyMethod("toy", "reads the planted layer", _toy_runner, "learner.study.methods:quick_options",
+    register(StudyMethod("toy", "reads the planted layer", _toy_runner, "learner.sweep.methods:quick_options",
                          role="learner", example_stream=3, quick={"draw": 5}))
     assert method_names()[-1] == "toy" and methods.quick_options()["toy"] == {"draw": 5}
     assert methods._listing().splitlines()[-1] == "- ``toy`` (learner) — reads the planted layer"  # the docs' list
@@ -145,7 +145,7 @@ def test_a_toy_method_is_one_registry_entry(registry, tmp_path):
 
 def test_control_an_unregistered_method_is_refused(tmp_path):
     from learner.study.peers import peer_study
-    from learner.study.runs import RunSpec, run_one
+    from learner.sweep.runs import RunSpec, run_one
 
     rec = run_one(RunSpec("toy", 1, 6, 2, 0, 7))
     assert rec["outcome"] == "error" and "`method` must be one of" in rec["message"]
@@ -169,3 +169,36 @@ def test_the_race_refuses_to_search_a_method_this_machine_cannot_run(registry, t
     with pytest.raises(ValueError, match="race-gpu', which does not exist: there is nothing to summarise"):
         race_study(tmp_path / "race-gpu", grid=["m=1,k=2"], seeds=1, search_methods=["torch-adam-gpu"], run=False,
                    plot=False)
+
+
+def test_a_toy_method_leaves_a_committed_study_as_it_was_and_takes_its_quick_budgets(registry, tmp_path, capsys):
+    """A study records the methods it ran: with a toy method registered, the committed peers study re-summarises
+    with its own three (not the toy), and ``peers --quick`` gives the toy its entry's quick budgets."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from learner.cli import main
+    from learner.study.peers import peer_methods
+
+    committed = Path(__file__).resolve().parents[3] / "docs" / "sweeps" / "peers"
+    ran = sorted(json.loads((committed / "study.json").read_text())["parameters"]["options"])
+    register(StudyMethod("toy", "reads the planted layer", _toy_runner, "learner.sweep.methods:quick_options",
+                         role="learner", example_stream=3, quick={"draw": 5}))
+    assert "toy" in methods.present_names() and sorted(peer_methods(committed)) == ran and "toy" not in ran
+    copy = tmp_path / "peers"
+    shutil.copytree(committed, copy)
+    assert main(["peers", "--summarise-only", "--out", str(copy)]) == 0  # no methods named: the study's own
+    summary = json.loads((copy / "summary.json").read_text())
+    assert sorted({r["method"] for r in summary["rows"]}) == ran and "0 run now" in capsys.readouterr().out
+    # Control: naming the toy too asks for another study, which this folder is not.
+    assert main(["peers", "--summarise-only", "--methods", *ran, "toy", "--out", str(copy)]) == 2
+    assert "holds a peer-study with other parameters" in capsys.readouterr().err
+    # A new study on the command line: --methods offers the toy, --quick gives it its entry's budgets.
+    out = tmp_path / "quick"
+    assert main(["peers", "--quick", "--serial", "--no-progress", "--methods", "toy", "--m", "1", "--seeds", "1",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    (record,) = [json.loads(p.read_text()) for p in (out / "runs").glob("*.json")]
+    assert record["spec"]["method"] == "toy" and record["spec"]["options"] == {"draw": 5}
+    assert record["examples_drawn"] == 5

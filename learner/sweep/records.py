@@ -5,17 +5,17 @@ Every file is JSON (never pickle) and carries ``"kind"`` and ``"schema_version"`
 kind with the schema this version writes and the older schemas it still reads:
 
 - ``scaling-run`` (schema 2; 1 lacked the planted layer's logit scale) — one run of the scaling, frontier
-  or peers study (:class:`learner.study.runs.RunSpec`);
+  or peers study (:class:`learner.sweep.runs.RunSpec`);
 - ``hard-run`` (schema 2; schema 1 is read but not resumed: it drew each seed's subset on its own, so seeds
   of one cell could share a subset) — a learner on a hard instance (:mod:`lowerbounds.learnhard`);
 - ``scaling-study``, ``peer-study``, ``learn-hard-study`` (schema 1) — a study's claim on its directory,
-  ``study.json`` (:func:`learner.study.sweep.claim_study`);
+  ``study.json`` (:func:`learner.sweep.engine.claim_study`);
 - ``yield-study`` (schema 1) — :func:`theory.yield_study.yield_study`;
 - ``command-record`` (schema 1) — what ``python -m learner learn --json`` and the other commands' ``--json``
   options write. Files written before it had a kind (a ``"command"`` field and no ``"kind"``) read as
   schema 0.
 
-A reader that resumes a sweep needs the current schema (:func:`learner.study.sweep.run_sweep` refuses
+A reader that resumes a sweep needs the current schema (:func:`learner.sweep.engine.run_sweep` refuses
 another); a reader that only looks (:func:`read_record`) takes any schema listed here.
 """
 

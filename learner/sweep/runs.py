@@ -2,9 +2,9 @@
 
 A :class:`RunSpec` describes one run completely — method, setting ``(m, d, k)``, seed, options, logit
 scale — and :func:`run_one` turns it into the one result record type of :mod:`learner.study`'s
-``scaling-run`` records (:mod:`learner.study.records`), shared by the scaling study
+``scaling-run`` records (:mod:`learner.sweep.records`), shared by the scaling study
 (:mod:`learner.study.scaling`), its grid form, the frontier (:mod:`learner.study.frontier`), and the
-peer comparison (:mod:`learner.study.peers`); the sweep engine (:mod:`learner.study.sweep`) runs them.
+peer comparison (:mod:`learner.study.peers`); the sweep engine (:mod:`learner.sweep.engine`) runs them.
 
 Seeding. Run ``s`` of setting ``(m, d, k)`` uses the instance seed
 ``SeedSequence(entropy, spawn_key=(role, m, d, k, s))`` (``role`` 0 for the
@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 
 RECORD_KIND = "scaling-run"
 RECORD_SCHEMA = schema_of(RECORD_KIND)  # 2: the planted layer's logit scale is part of the specification
-#: The scaling study's methods: the registered ones that need no optional extra (:mod:`learner.study.methods`).
+#: The scaling study's methods: the registered ones that need no optional extra (:mod:`learner.sweep.methods`).
 METHODS = method_names(needs_extra=False)
 #: Roles of a run: measured, learning-rate tuning, and the race's minimum-examples search ("min", on the measured
 #: runs' layers and oracles: the same key as "eval").
@@ -111,7 +111,7 @@ class RunSpec:
     Parameters
     ----------
     method : str
-        A registered study method (:mod:`learner.study.methods`).
+        A registered study method (:mod:`learner.sweep.methods`).
     m : int
         Heads of the planted layer.
     d : int
@@ -129,7 +129,7 @@ class RunSpec:
         The inputs' distribution, ``"boolean"`` (default) or ``"gaussian"``.
     options : tuple
         The method's keyword arguments as sorted ``(name, value)`` pairs, hashable and order-free
-        (:meth:`~learner.study.methods.StudyMethod.options_callable`: :class:`~learner.phases.LearnConfig`
+        (:meth:`~learner.sweep.methods.StudyMethod.options_callable`: :class:`~learner.phases.LearnConfig`
         fields for ``"provable"``, :func:`~learner.baselines.numpy_adam.fit_gradient` arguments for ``"adam"``);
         an ``examples`` entry makes the run learn from a fixed set of the oracle's first examples.
     logit_scale : float
@@ -198,7 +198,7 @@ class RunSpec:
                    role=rec["role"], distribution=rec["distribution"], options=tuple(sorted(rec["options"].items())),
                    logit_scale=float(rec["logit_scale"]), noise=float(rec.get("noise", 0.0)))
 
-    # -- what the sweep engine (learner.study.sweep) needs ----------------------------------------------------
+    # -- what the sweep engine (learner.sweep.engine) needs ----------------------------------------------------
     RECORD_KIND = RECORD_KIND
     RECORD_SCHEMA = RECORD_SCHEMA
 
@@ -247,7 +247,7 @@ class RunSpec:
 
     @staticmethod
     def record_rules(rec: Any) -> dict[str, str]:
-        """What the summaries read of a record (:func:`learner.study.records.record_problem`); a failing record is
+        """What the summaries read of a record (:func:`learner.sweep.records.record_problem`); a failing record is
         re-run.
 
         Parameters
@@ -258,7 +258,7 @@ class RunSpec:
         Returns
         -------
         dict
-            ``{dotted field: check}``, checks of :data:`learner.study.records.FIELD_CHECKS` or ``"timings"``.
+            ``{dotted field: check}``, checks of :data:`learner.sweep.records.FIELD_CHECKS` or ``"timings"``.
         """
         rules = {"run_id": "str", "spec": "dict", **_SPEC_RULES, "outcome": "str", "success": "bool", "status": "str",
                  "message": "str", "errors": "dict", "timings": "timings", "diagnostics": "dict?"}

@@ -12,7 +12,7 @@ import pytest
 
 from learner.cli import main
 from learner.errors import RecordError
-from learner.study.records import (
+from learner.sweep.records import (
     DIGEST_FIELD,
     FIELD_CHECKS,
     KINDS,
@@ -25,7 +25,7 @@ from learner.study.records import (
     timings_problem,
     write_summary,
 )
-from learner.study.runs import RunSpec
+from learner.sweep.runs import RunSpec
 
 ROOT = Path(__file__).resolve().parents[3]
 MAIN = ROOT / "docs" / "sweeps" / "main"
@@ -65,7 +65,7 @@ def test_summarise_only_names_the_file_and_field_and_does_not_use_the_record(tmp
     rec["timings"]["total"] = 1e300
     rec[DIGEST_FIELD] = record_digest(rec)  # signed again: the field's own check must refuse it
     (out / "runs" / RECORD).write_text(json.dumps(rec), encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="learner.study.sweep"):
+    with caplog.at_level(logging.WARNING, logger="learner.sweep.engine"):
         assert main(["scaling", "--summarise-only", "--no-progress", "--out", str(out)]) == 2
     warning = " ".join(r.getMessage() for r in caplog.records)
     assert f"ignoring invalid record {out / 'runs' / RECORD}" in warning and "`timings.total`" in warning
@@ -135,7 +135,7 @@ class TestReadRunRecord:
     def test_a_damaged_record_is_repeated_with_a_warning_naming_the_file_and_the_reason(self, tmp_path, caplog):
         path = tmp_path / "r.json"
         path.write_text('{"kind": ', encoding="utf-8")
-        with caplog.at_level(logging.WARNING, logger="learner.study.records"):
+        with caplog.at_level(logging.WARNING, logger="learner.sweep.records"):
             assert read_run_record(path, "scaling-run", 2) is None
         warning = " ".join(r.getMessage() for r in caplog.records)
         assert f"ignoring unreadable record {path} (" in warning and "is not a readable record" in warning

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from learner.cli import main
-from learner.study.records import DIGEST_FIELD, digest_problem, record_digest
+from learner.sweep.records import DIGEST_FIELD, digest_problem, record_digest
 
 ARGV = ["scaling", "--m", "1", "--d", "6", "--k", "2", "--seeds", "2", "--methods", "provable", "--quick", "--serial",
         "--no-progress", "--success-tol", "1e-30"]
