@@ -891,8 +891,7 @@ class Workers:
         """Hand one batch to the pool (``ordered`` computes the serial backend's batches itself)."""
         with interrupts_deferred():  # submit takes the pool's locks: a Ctrl-C is raised once it returns
             if self.backend == "local":
-                assert self._pool is not None, "_ensure starts the pool before the first batch"
-                return self._pool.submit(fn, *args)
+                return self._pool.submit(fn, *args)  # type: ignore[union-attr]  # _ensure started it
             return self._client.submit(fn, *args, pure=False)
 
 

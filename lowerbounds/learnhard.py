@@ -49,7 +49,7 @@ import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -67,6 +67,7 @@ from .registry import get as get_family
 
 if TYPE_CHECKING:
     from .instance import HardInstance
+    from .registry import SecretMember, SubsetMember
 
 __all__ = [
     "METHODS",
@@ -278,10 +279,11 @@ def planted_member(spec: HardSpec) -> tuple[HardInstance, np.random.SeedSequence
     """
     entry = get_family(spec.family)
     member_seed, data_seed, method_seed = np.random.SeedSequence(spec.entropy, spawn_key=spec.spawn_key).spawn(3)
-    if entry.cells == "secrets":
-        inst = entry.member(spec.n, spec.q, np.random.default_rng(member_seed))
+    if entry.cells == "secrets":  # the entry's `cells` says which contract its builder keeps
+        inst = cast("SecretMember", entry.member)(spec.n, spec.q, np.random.default_rng(member_seed))
     else:
-        inst = entry.member(spec.d, spec.m, cell_subset(spec.m, spec.d, spec.seed_index, entropy=spec.entropy))
+        inst = cast("SubsetMember", entry.member)(spec.d, spec.m, cell_subset(spec.m, spec.d, spec.seed_index,
+                                                                             entropy=spec.entropy))
     return inst, data_seed, method_seed
 
 

@@ -12,7 +12,6 @@ registry when the module loads.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -44,9 +43,31 @@ class SubsetMember(Protocol):
 
     The member is a :class:`~lowerbounds.HardInstance` with a ``subset`` (its hidden coordinates) and a ``layer``
     the learners are given samples of (``k = 2`` tokens, uniform Boolean inputs).
+
+    Parameters
+    ----------
+    *args
+        None: a protocol types the builders and is not made itself.
+    **kwargs
+        None, likewise.
     """
 
-    def __call__(self, d: int, m: int, subset: tuple[int, ...]) -> HardInstance: ...
+    def __call__(self, d: int, m: int, subset: tuple[int, ...]) -> HardInstance:
+        """Build the member.
+
+        Parameters
+        ----------
+        d, m : int
+            Token dimension and heads of the cell.
+        subset : tuple of int
+            The hidden coordinates, ``m − 1`` of ``1..d − 1``.
+
+        Returns
+        -------
+        HardInstance
+            The member.
+        """
+        ...
 
 
 class SecretMember(Protocol):
@@ -54,9 +75,31 @@ class SecretMember(Protocol):
 
     The member is an :class:`~lowerbounds.LWRInstance`-like :class:`~lowerbounds.HardInstance`: ``secret``,
     ``q``, ``params`` and the LWR reduction's samples (:func:`~lowerbounds.attention_samples`).
+
+    Parameters
+    ----------
+    *args
+        None: a protocol types the builders and is not made itself.
+    **kwargs
+        None, likewise.
     """
 
-    def __call__(self, n: int, q: int, rng: np.random.Generator) -> HardInstance: ...
+    def __call__(self, n: int, q: int, rng: np.random.Generator) -> HardInstance:
+        """Build the member.
+
+        Parameters
+        ----------
+        n, q : int
+            The secret's dimension and modulus.
+        rng : numpy.random.Generator
+            Draws the secret.
+
+        Returns
+        -------
+        HardInstance
+            The member.
+        """
+        ...
 
 
 @dataclass(frozen=True)
@@ -98,7 +141,7 @@ class HardFamilyEntry:
     name: str
     summary: str
     cells: str
-    member: Callable[..., HardInstance]
+    member: SubsetMember | SecretMember
     seed_code: int
     methods: tuple[str, ...] = ("adam", "provable")
     sq_prediction: bool = False
@@ -221,7 +264,7 @@ def family_names(*, cells: str | None = None) -> tuple[str, ...]:
 
 
 register(HardFamilyEntry(
-    "sq", "the SQ-hard family: the parity of a hidden subset S, |S| = m − 1, carried by m heads "
+    "sq", "the SQ-hard family: the parity of a hidden subset S of m − 1 coordinates, carried by m heads "
     "(sq_hard_instance, interpolation variant)", "subsets", _sq, seed_code=0, sq_prediction=True,
     max_m=INTERPOLATION_MAX_M, commands="lowerbounds.cli:sq_commands"))
 register(HardFamilyEntry(

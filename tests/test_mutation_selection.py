@@ -180,14 +180,23 @@ class TestOverrunUnderAMutant:
         return module
 
     def _run(self, module, seconds, nodeid=NODEID):
-        """Drive the hook around a test body that sleeps ``seconds``; the timer it set, and whether it stopped."""
+        """Drive the hook around a test body that sleeps ``seconds``; the timer it set (the value it asked for, read
+        from its call: no clock is compared), and whether it stopped."""
         import signal
         import time
 
         handler = signal.getsignal(signal.SIGALRM)
-        call = module.pytest_runtest_call(SimpleNamespace(nodeid=nodeid))
-        next(call)
-        timer = signal.getitimer(signal.ITIMER_REAL)[0]
+        asked, real = [], signal.setitimer
+
+        def recording(which, value, *rest):
+            asked.append(value)
+            return real(which, value, *rest)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(signal, "setitimer", recording)
+            call = module.pytest_runtest_call(SimpleNamespace(nodeid=nodeid))
+            next(call)
+        timer = asked[0] if asked else 0.0
         try:
             time.sleep(seconds)
         except self.Stopped:
@@ -203,11 +212,11 @@ class TestOverrunUnderAMutant:
     def test_an_overrun_is_stopped(self, monkeypatch):
         module = self._module(monkeypatch, "learner.phases.sculpt.x__row_fit_two__mutmut_83", clean=0.01)
         timer, stopped = self._run(module, 2.0)
-        assert timer == pytest.approx(10 * 0.01 + 0.05, abs=0.01) and stopped
+        assert timer == pytest.approx(10 * 0.01 + 0.05, rel=1e-12) and stopped
 
     def test_within_the_limit_nothing_happens(self, monkeypatch):
         module = self._module(monkeypatch, "learner.phases.sculpt.x__row_fit_two__mutmut_83", clean=0.1)
-        assert self._run(module, 0.2) == (pytest.approx(1.05, abs=0.01), False)
+        assert self._run(module, 0.2) == (pytest.approx(1.05, rel=1e-12), False)
 
     def test_control_no_timer_outside_a_mutant_or_for_an_unrecorded_test(self, monkeypatch):
         module = self._module(monkeypatch, None, clean=0.0)

@@ -259,6 +259,23 @@ class _FailsOnce:
         return ((-self.asked,), 5)
 
 
+def test_available_cores_without_cpu_affinity_is_the_cpu_count(monkeypatch):
+    """Where the OS reports no CPU affinity (macOS has no ``os.sched_getaffinity``), the cores are the CPU count;
+    control: with an affinity of one core, one."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert parallel.available_cores() == 1
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: 7)
+    assert parallel.available_cores() == 7
+
+
+def test_a_pool_not_started_says_so_with_a_bool():
+    """``pool_started`` is a bool from the start (JSON false in a run's record, which the report's sentence reads
+    with ``is False``), and True once the local pool starts."""
+    pool = parallel.Workers(2)
+    assert pool.pool_started is False and parallel.Workers().pool_started is False
+
+
 class TestOrderedStats:
     """What ``Workers.ordered`` adds to ``stats`` per label, against counts and a clock read here."""
 
@@ -304,6 +321,27 @@ class TestOrderedStats:
             assert next(stream) == 1
         stats = pool.stats["x"]
         assert (stats["batches"], stats["examples"], stats["examples_ahead"]) == (1, 5, 0) and tasks.asked == 2
+
+    def test_batches_left_in_flight_add_up_ahead(self):
+        # A window of 2 × AHEAD_PER_WORKER batches of sizes 1, 2, 3, ...: stopping after the first merged batch leaves
+        # the next window − 1 in flight, their sizes summed (each batch's, not the last one's alone).
+        import contextlib
+        import itertools
+
+        pool = _Ahead()
+        window = parallel.AHEAD_PER_WORKER * pool.workers
+        with contextlib.closing(pool.ordered("x", abs, (((-i,), i) for i in itertools.count(1)))) as stream:
+            assert next(stream) == 1
+        assert window >= 3 and pool.stats["x"]["examples_ahead"] == sum(range(2, window + 1))
+
+    def test_seconds_add_up_over_calls(self, monkeypatch):
+        # A clock that moves 10 s per reading: each call reads it twice (start and end), so two calls count 20 s.
+        clock = iter(range(0, 1000, 10))
+        monkeypatch.setattr(parallel.time, "perf_counter", lambda: float(next(clock)))
+        pool = parallel.Workers()
+        assert list(pool.ordered("x", abs, [((-2,), 3)])) == [2]
+        assert list(pool.ordered("x", abs, [((-1,), 2)])) == [1]
+        assert pool.stats["x"]["seconds"] == 20.0
 
     def test_calls_add_up_and_seconds_are_the_time_spent(self):
         import time
