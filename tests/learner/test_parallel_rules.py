@@ -260,13 +260,15 @@ class _FailsOnce:
 
 
 def test_available_cores_without_cpu_affinity_is_the_cpu_count(monkeypatch):
-    """Where the OS reports no CPU affinity (macOS has no ``os.sched_getaffinity``), the cores are the CPU count;
-    control: with an affinity of one core, one."""
+    """Where the OS reports no CPU affinity (macOS has no ``os.sched_getaffinity``), the cores are the CPU count,
+    and one where that is unknown too; control: with an affinity of one core, one."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert parallel.available_cores() == 1
     monkeypatch.delattr(os, "sched_getaffinity")
     monkeypatch.setattr(os, "cpu_count", lambda: 7)
     assert parallel.available_cores() == 7
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert parallel.available_cores() == 1
 
 
 def test_a_pool_not_started_says_so_with_a_bool():
