@@ -34,7 +34,8 @@ FAMILY_METHODS = ("adam", "provable", "exhaustive")
 #: Largest m of the SQ family and its control (ours: the interpolation meets lowerbounds.sq.FORMULA_ACCURACY up
 #: to m = 7).
 INTERPOLATION_MAX_M = 7
-#: Spawn-key code of the cells' hidden subsets (:func:`lowerbounds.learnhard.cell_subset`): no family's runs use it.
+#: Spawn-key code of the cells' hidden subsets (:func:`lowerbounds.learnhard.cell_subset`; ours: any code apart
+#: from the families' own, 0 and 1, chosen when the study was designed): no family's runs use it.
 SUBSETS_CODE = 2
 
 

@@ -84,6 +84,7 @@ def _base(package, command, tmp):
         ("lowerbounds", "lwe-attack"): ["lwe-attack", "--q", "7", "--n", "2", "--linear-n", "8", "--lattice-n",
                                         "--cost-n", "16", "--repeats", "1"],
         ("lowerbounds", "learn-hard"): ["learn-hard", "--quick", "--serial", "--no-progress", "--out", out],
+        ("lowerbounds", "families"): ["families"],
     }[(package, command)]
 
 
