@@ -161,8 +161,8 @@ class HardSpec:
         """``(family's seed code, m, d, n, q, seed_index)``: the run's seeds are ``SeedSequence(entropy,
         spawn_key=...)``.
 
-        The SQ family and its control share a seed code (:attr:`~lowerbounds.registry.HardFamilyEntry.seed_code`),
-        so seed ``s`` of both draws the same examples.
+        The SQ family and its control share a seed code (their :class:`~lowerbounds.registry.HardFamilyEntry`'s
+        ``seed_code``), so seed ``s`` of both draws the same examples.
         """
         return (get_family(self.family).seed_code, self.m, self.d, self.n, self.q, self.seed_index)
 

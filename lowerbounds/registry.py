@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
     from .instance import HardInstance
 
-__all__ = ["CELLS", "FAMILIES", "HardFamilyEntry", "SecretMember", "SubsetMember", "family_names", "get",
-           "register"]
+__all__ = ["CELLS", "FAMILIES", "INTERPOLATION_MAX_M", "SUBSETS_CODE", "HardFamilyEntry", "SecretMember",
+           "SubsetMember", "family_names", "get", "register"]
 
 #: How a family's members are indexed: ``"subsets"`` — a hidden subset ``S`` of ``m − 1`` coordinates in an
 #: ``(m, d)`` cell (the study's ``ds``, ``ms`` and ``subsets``); ``"secrets"`` — a uniform secret of ``Z_q^n``
