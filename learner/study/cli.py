@@ -122,7 +122,9 @@ def _add_scaling(sub):
     p.add_argument("--seeds", default=None,
                    help="planted layers per setting, or auto: 3, then 10 where their median time is under 2 min "
                         "(default 10; auto with --grid)")
-    p.add_argument("--methods", nargs="+", default=["provable", "adam"], help="provable and/or adam (default both)")
+    p.add_argument("--methods", nargs="+", default=None, metavar="METHOD",
+                   help=f"registered methods without an optional extra ({', '.join(QUICK_OPTIONS)}; default: those "
+                        "the study in --out ran, or for a new study every one)")
     p.add_argument("--distribution", choices=("boolean", "gaussian"), default="boolean")
     p.add_argument("--adam-lr", type=float, nargs="+", default=[1e-2, 3e-2],
                    help="Adam's learning-rate grid; tuned per setting on separate layers (default 0.01 0.03)")
@@ -484,6 +486,10 @@ def _scaling(args):
     provable = (dict(QUICK_OPTIONS["provable"]) if args.quick else {}) | {
         name: value for name, value in (("max_examples", args.max_examples), ("refined_tol", args.refined_tol))
         if value is not None}
+    # Every other method's --quick budgets come from its registry entry.
+    others = ({name: dict(QUICK_OPTIONS[name]) for name in (args.methods or QUICK_OPTIONS)
+               if name not in ("provable", "adam") and name in QUICK_OPTIONS} if args.quick else None)
+
     def study():
         try:
             return scaling_study(
@@ -491,7 +497,7 @@ def _scaling(args):
                 seeds=seeds, methods=args.methods, distribution=args.distribution, adam_lrs=args.adam_lr,
                 tune_seeds=args.tune_seeds, success_tol=args.success_tol, seed=args.seed, backend=backend,
                 workers=args.workers, adam_options=QUICK_OPTIONS["adam"] if args.quick else None,
-                provable_options=provable, scheduler=args.scheduler, progress=not args.no_progress,
+                provable_options=provable, options=others, scheduler=args.scheduler, progress=not args.no_progress,
                 learn_workers=args.learn_workers, run=not args.summarise_only)
         except ValueError as exc:  # the library names its parameter; here the option typed
             if str(exc).startswith("`d` must fit"):

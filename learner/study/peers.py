@@ -21,7 +21,7 @@ from typing import Any
 from ..baselines import check_milestones, milestone_key
 from ..hints import PathLike
 from ..io import versions
-from ..sweep.engine import STUDY_FILE, claim_study, median, run_sweep, sweep_lock
+from ..sweep.engine import claim_study, claimed_parameters, median, run_sweep, sweep_lock
 from ..sweep.methods import METHODS, check_methods, get, method_names, present_names
 from ..sweep.records import StudyResult, study_path, write_summary
 from ..sweep.runs import STUDY_LOGIT_SCALE, RunSpec, param_limit, plan_runs, sound_d
@@ -185,16 +185,7 @@ def peer_methods(out: PathLike) -> list[str]:
         The method names, in registry order (a recorded method no longer registered is kept, last, for
         :func:`~learner.sweep.methods.check_methods` to name).
     """
-    from pathlib import Path
-
-    from ..io import read_json
-
-    path = Path(out) / STUDY_FILE
-    try:
-        claim = read_json(path, "study file") if path.is_file() else None
-        ran = claim["parameters"]["options"] if claim and claim.get("kind") == "peer-study" else None
-    except (OSError, ValueError, KeyError, TypeError):  # not a peer study's claim: claim_study says why
-        ran = None
+    ran = (claimed_parameters(out, "peer-study") or {}).get("options")
     if not isinstance(ran, dict) or not ran:
         return list(present_names())
     return [name for name in method_names() if name in ran] + sorted(set(ran) - set(method_names()))

@@ -35,7 +35,7 @@ from ..baselines import OPTION_RULES
 from ..hints import PathLike
 from ..io import versions as _versions
 from ..oracle import NOISE_RULE
-from ..sweep.engine import check_learn_workers, claim_study, fit_growth, run_sweep, sweep_lock
+from ..sweep.engine import check_learn_workers, claim_study, claimed_parameters, fit_growth, run_sweep, sweep_lock
 from ..sweep.engine import median as _median
 from ..sweep.records import StudyResult, study_path, write_summary
 from ..sweep.runs import (
@@ -221,15 +221,17 @@ class SweepResult(StudyResult):
 
 @declare(ms=Each(Integer(), none=True), d=OrWord("auto", Integer()), k=Each(Integer(2), scalar=True, none=True),
          logit_scale=Scale(), seeds=OrWord("auto", Integer()), distribution=Choice(DISTRIBUTIONS),
-         methods=Each(Choice(METHODS)), adam_lrs=Each(OPTION_RULES["lr"]), tune_seeds=Integer(), success_tol=Real(),
+         methods=Each(Choice(METHODS), none=True), adam_lrs=Each(OPTION_RULES["lr"]), tune_seeds=Integer(),
+         success_tol=Real(),
          seed=Seed(), noise=NOISE_RULE)
 def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | str = "auto",
                   k: int | Sequence[int] | None = None, grid: Sequence[str] | None = None,
                   logit_scale: float = STUDY_LOGIT_SCALE, noise: float = 0.0, seeds: int | str = 10,
-                  methods: Sequence[str] = METHODS, distribution: str = "boolean",
+                  methods: Sequence[str] | None = None, distribution: str = "boolean",
                   adam_lrs: Sequence[float] = (1e-2, 3e-2), tune_seeds: int = 1,
                   adam_options: Mapping[str, Any] | None = None, provable_options: Mapping[str, Any] | None = None,
-                  success_tol: float = 1e-3, seed: int = 0, backend: str = "local", workers: int | str | None = None,
+                  options: Mapping[str, Mapping[str, Any]] | None = None, success_tol: float = 1e-3, seed: int = 0,
+                  backend: str = "local", workers: int | str | None = None,
                   scheduler: str | None = None, progress: bool = False, plot: bool = True,
                   learn_workers: int | None = None, run: bool = True) -> SweepResult:
     """Run the study: tune Adam's learning rate, run every method on every ``(m, seed)``, summarise, plot.
@@ -260,7 +262,9 @@ def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | st
         Planted layers per setting; run ``s`` of every method uses the same layer and oracle seed.
         ``"auto"``: 3 per method and setting, then 10 where the median time of those 3 is under two
         minutes (:func:`learner.study.frontier.seeds_for`).
-    methods : sequence of {"provable", "adam"}
+    methods : sequence of str, optional
+        Registered study methods (:mod:`learner.sweep.methods`) that need no optional extra. Default None: the
+        methods the study in ``out`` ran (its ``study.json``), or for a new study every one.
     distribution : {"boolean", "gaussian"}
     adam_lrs : sequence of float
         Adam's learning-rate grid. With more than one value, each setting first
@@ -273,6 +277,9 @@ def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | st
     adam_options, provable_options : dict, optional
         Further keyword arguments of :func:`~learner.baselines.numpy_adam.fit_gradient` /
         fields of :class:`~learner.phases.LearnConfig`.
+    options : dict, optional
+        The options of every other method, by name (its registry entry's keyword arguments); each runs its first
+        layers with the learner's, before Adam's tuning.
     success_tol : float
         The common success criterion of the summary (relative error of ``F`` on fresh inputs).
     seed : int
@@ -292,8 +299,16 @@ def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | st
         The measured records, the summary, the sweeps' counts, the files written and the tuning runs' records.
     """
     settings, seed_rules, ms, ks = _settings(ms, d, k, grid, seeds, distribution)
+    if methods is None:
+        ran = (claimed_parameters(out, "scaling-study") or {}).get("methods")
+        methods = list(ran) if isinstance(ran, list) and ran else list(METHODS)
+        unknown = [name for name in methods if name not in METHODS]
+        if unknown:
+            raise ValueError(f"`methods`: the study in {out} ran {unknown}, which this toolkit does not register "
+                             f"(it registers {list(METHODS)}); give the methods.")
     methods, adam_lrs, adam_options, provable_options = _check_methods(methods, settings, adam_lrs, adam_options,
                                                                        provable_options)
+    options = _other_options(methods, options)
     entropy = seed
     from ..io import check_writable_dir
 
@@ -306,6 +321,8 @@ def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | st
                   "distribution": distribution, "adam_lrs": adam_lrs,
                   "tune_seeds": tune_seeds, "adam_options": adam_options, "provable_options": provable_options,
                   "seed": entropy}
+    if options:  # only then: the claims of the studies of the learner and Adam alone stay as they were
+        parameters["options"] = options
     if grid is not None:  # only then: the claims of studies without a grid stay as they were
         parameters["grid"] = list(grid)
         parameters["cell_seeds"] = [[m, dd, kk, ss] for (m, dd, kk), ss in seed_rules.items()]
@@ -313,7 +330,7 @@ def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | st
     with sweep_lock(out, create=run):  # the whole study: tuning, measured runs, summary and plot
         claim_study(out, "scaling-study", RunSpec.RECORD_KIND, parameters, write=run,
                     files=("scaling.png", "frontier.png") if plot else ())
-        plan = _Plan(settings, seed_rules, methods, adam_options, provable_options,
+        plan = _Plan(settings, seed_rules, methods, adam_options, provable_options, options,
                      {"entropy": entropy, "distribution": distribution, "logit_scale": logit_scale,
                       "noise": noise})
         records, tuning_records, tuning, stats = plan.run(out, ex, adam_lrs, tune_seeds)
@@ -352,6 +369,23 @@ def _settings(ms, d, k, grid, seeds, distribution):
     return settings, dict.fromkeys(settings, seeds), ms, ks
 
 
+def _other_options(methods, options):
+    """Each method's options but the learner's and Adam's (their own parameters), checked by its registry entry."""
+    from ..sweep.methods import get
+
+    given = {name: dict(value or {}) for name, value in (options or {}).items()}
+    named = sorted(set(given) & {"provable", "adam"})
+    if named:
+        raise ValueError(f"`options` must not name {named}: give `provable_options` and `adam_options`.")
+    unknown = sorted(set(given) - set(methods))
+    if unknown:
+        raise ValueError(f"`options` name methods that do not run: {unknown}; the methods are {list(methods)}.")
+    out = {name: given.get(name, {}) for name in methods if name not in ("provable", "adam")}
+    for name, value in out.items():
+        get(name).check_options(value)  # before the first run
+    return {name: value for name, value in out.items() if value or name in given}
+
+
 def _check_methods(methods, settings, adam_lrs, adam_options, provable_options):
     """The methods, Adam's learning-rate grid and both methods' options, checked before anything runs."""
     methods = list(methods)  # each one of METHODS, distinct: scaling_study's rule
@@ -379,11 +413,11 @@ class _Plan:
     """The order of a study's sweeps: the learner's first runs with Adam's tuning, Adam's first runs, then
     (for ``seeds="auto"``) the further layers of the cells whose first runs were quick."""
 
-    def __init__(self, settings, seed_rules, methods, adam_options, provable_options, common):
+    def __init__(self, settings, seed_rules, methods, adam_options, provable_options, options, common):
         from .frontier import AUTO_FIRST
 
         self.settings, self.seed_rules, self.methods, self.common = settings, seed_rules, methods, common
-        self.adam_options, self.provable_options = adam_options, provable_options
+        self.adam_options, self.provable_options, self.options = adam_options, provable_options, options
         self.first = {st: AUTO_FIRST if rule == "auto" else rule for st, rule in seed_rules.items()}
         self.lr_for, self.by_id, self.stats = {}, {}, None
         self.total, self.at_least = 0, False
@@ -394,7 +428,8 @@ class _Plan:
         specs = []
         for st in self.settings:
             m, dd, kk = st
-            opts = self.provable_options if method == "provable" else self.adam_options | {"lr": self.lr_for[st]}
+            opts = (self.provable_options if method == "provable" else self.adam_options | {"lr": self.lr_for[st]}
+                    if method == "adam" else self.options.get(method, {}))
             specs += plan_runs(ms=[m], d=dd, k=kk, seeds=counts[st], methods=[method], options={method: opts},
                                **self.common)
         return sorted(specs, key=lambda s: (s.seed_index, s.k, s.m))
@@ -426,7 +461,7 @@ class _Plan:
                                                options={"adam": self.adam_options | {"lr": lr}}, **self.common)]
         # The learner's first runs go before Adam's tuning (they need nothing of it), then Adam's first runs,
         # then — for seeds="auto" — the further layers of the cells whose first runs were quick.
-        head = self.measured("provable", self.first) if "provable" in self.methods else []
+        head = [s for method in self.methods if method != "adam" for s in self.measured(method, self.first)]
         # What the study plans before any run (seeds="auto" adds layers where the first runs were quick).
         self.total = len(tuning_specs) + len(self.methods) * sum(self.first.values())
         self.at_least = any(rule == "auto" for rule in self.seed_rules.values())

@@ -83,6 +83,7 @@ __all__ = [
     "STUDY_OUTPUTS",
     "check_learn_workers",
     "claim_study",
+    "claimed_parameters",
     "comparable",
     "fit_growth",
     "median",
@@ -394,6 +395,35 @@ def check_learn_workers(learn_workers: int | None, backend: str) -> int | None:
         raise ValueError(f"`learn_workers` > 1 needs backend='serial' (one run at a time, its batches on the "
                          f"pool); got learn_workers={learn_workers}, backend={backend!r}.")
     return learn_workers
+
+
+def claimed_parameters(out: PathLike, kind: str) -> dict[str, Any] | None:
+    """The parameters of the ``kind`` study that ``out`` holds (its ``study.json``), or None: no such claim, or one
+    that cannot be read (which :func:`claim_study` then names).
+
+    A study reads what it was asked for from here where its caller left a choice open (the methods it ran), so that
+    registering a new method leaves a committed study as it was: it re-summarises, and resumes, as it ran.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The study's directory (it need not exist).
+    kind : str
+        The study's kind (``"peer-study"``, ``"scaling-study"``, ...).
+
+    Returns
+    -------
+    dict or None
+        The claim's ``parameters``.
+    """
+    try:
+        path = Path(out) / STUDY_FILE
+        claim = read_json(path, "study file") if path.is_file() else None
+    except (OSError, ValueError, TypeError):  # FileFormatError is a ValueError; a bad `out` is named by its check
+        return None
+    if not isinstance(claim, dict) or claim.get("kind") != kind or not isinstance(claim.get("parameters"), dict):
+        return None
+    return claim["parameters"]
 
 
 def claim_study(out: PathLike, kind: str, record_kind: str, parameters: Mapping[str, Any], *,
