@@ -247,9 +247,10 @@ def noise_study(out: PathLike, *, sigmas: Iterable[float] = NOISE_SIGMAS, cells:
         raise ValueError(str(exc).replace("`grid`", "`cells`", 1)) from None
     out = Path(out)
     _claim_grid(out, "sigma-", run, "noise study", "noise.png")
+    # The study compares the learner and Adam under noise: those two, whatever else is registered.
     common = {"grid": list(cells), "seeds": seeds, "logit_scale": logit_scale, "adam_lrs": (adam_lr,),
-              "seed": seed, "backend": backend, "workers": workers, "progress": progress, "plot": False,
-              **_quick(quick)}
+              "methods": ["provable", "adam"], "seed": seed, "backend": backend, "workers": workers,
+              "progress": progress, "plot": False, **_quick(quick)}
     _run_points([(out / f"sigma-{s:g}", {"noise": float(s)}) for s in sigmas], common, run)
     return noise_summary(out)
 

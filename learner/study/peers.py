@@ -167,9 +167,10 @@ def _counted_sweep(total, at_least, out, ex):
     return sweep
 
 
-def peer_methods(out: PathLike) -> list[str]:
-    """The methods a peer study in ``out`` runs when none are named: those its ``study.json`` records (resuming or
-    re-summarising it), else every method this machine can run (:func:`~learner.sweep.methods.present_names`).
+def peer_methods(out: PathLike, kind: str = "peer-study") -> list[str]:
+    """The methods a peer study (or a race) in ``out`` runs when none are named: those its ``study.json`` records
+    (resuming or re-summarising it), else every method this machine can run
+    (:func:`~learner.sweep.methods.present_names`).
 
     A study records the methods it ran (the keys of its ``options``), so registering a new method leaves a
     committed study as it was: it re-summarises, and resumes, with its own methods.
@@ -178,6 +179,8 @@ def peer_methods(out: PathLike) -> list[str]:
     ----------
     out : str or path-like
         The study's directory (it need not exist).
+    kind : str
+        ``"peer-study"`` (default) or ``"race-study"``.
 
     Returns
     -------
@@ -185,7 +188,7 @@ def peer_methods(out: PathLike) -> list[str]:
         The method names, in registry order (a recorded method no longer registered is kept, last, for
         :func:`~learner.sweep.methods.check_methods` to name).
     """
-    ran = (claimed_parameters(out, "peer-study") or {}).get("options")
+    ran = (claimed_parameters(out, kind) or {}).get("options")
     if not isinstance(ran, dict) or not ran:
         return list(present_names())
     return [name for name in method_names() if name in ran] + sorted(set(ran) - set(method_names()))
@@ -753,7 +756,7 @@ def race_study(out: PathLike, *, grid: Sequence[str] | None = None, seeds: int =
 
     cells = parse_grid(list(grid or DEFAULT_GRID), seeds=seeds, sound_d=sound_d)
     lrs = [float(x) for x in lrs]
-    methods = list(present_names())
+    methods = check_methods("methods", peer_methods(out, "race-study"))  # a race re-summarises with its own
     search_methods = check_methods("search_methods", methods if search_methods is None else search_methods)
     absent = [name for name in search_methods if name not in methods]
     if absent:

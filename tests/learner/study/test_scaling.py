@@ -289,9 +289,9 @@ class TestSummary:
 class TestStudy:
     def test_quick_study_writes_records_summary_and_plot(self, tmp_path):
         pytest.importorskip("matplotlib")
-        res = scaling_study(tmp_path, ms=(1, 2), d=6, k=3, seeds=2, adam_lrs=(0.01, 0.03), tune_seeds=1,
-                            adam_options=QUICK_OPTIONS["adam"], provable_options=QUICK_OPTIONS["provable"],
-                            backend="serial")
+        res = scaling_study(tmp_path, ms=(1, 2), d=6, k=3, seeds=2, methods=["provable", "adam"],
+                            adam_lrs=(0.01, 0.03), tune_seeds=1, adam_options=QUICK_OPTIONS["adam"],
+                            provable_options=QUICK_OPTIONS["provable"], backend="serial")
         assert res.stats == {"ran": 4 + 8, "skipped": 0}
         assert len(list((tmp_path / "runs").glob("adam-tune-*.json"))) == 4
         assert set(res.summary["tuning"]["chosen"]) == {"m=1, d=6, k=3", "m=2, d=6, k=3"}
@@ -445,7 +445,8 @@ class TestSoundFamily:
 def test_two_setting_sweep_end_to_end(tmp_path):
     """The default family at full budgets, two settings, both methods, the local pool (about a minute)."""
     pytest.importorskip("matplotlib")
-    res = scaling_study(tmp_path, ms=(2, 3), seeds=1, adam_lrs=(0.03,), backend="local", workers=2)
+    res = scaling_study(tmp_path, ms=(2, 3), seeds=1, methods=["provable", "adam"], adam_lrs=(0.03,),
+                        backend="local", workers=2)
     rows = {(r["method"], r["m"]): r for r in res.summary["rows"]}
     assert set(rows) == {("provable", 2), ("provable", 3), ("adam", 2), ("adam", 3)}
     assert all(rows[("provable", m)]["success_rate"] == 1.0 for m in (2, 3))
