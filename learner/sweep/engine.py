@@ -398,8 +398,9 @@ def check_learn_workers(learn_workers: int | None, backend: str) -> int | None:
 
 
 def claimed_parameters(out: PathLike, kind: str) -> dict[str, Any] | None:
-    """The parameters of the ``kind`` study that ``out`` holds (its ``study.json``), or None: no such claim, or one
-    that cannot be read (which :func:`claim_study` then names).
+    """The parameters of the ``kind`` study that ``out`` holds (its ``study.json``; for a folder that predates the
+    claim, its ``summary.json``'s, as :func:`claim_study` compares them), or None: no such study, or one that
+    cannot be read (which :func:`claim_study` then names).
 
     A study reads what it was asked for from here where its caller left a choice open (the methods it ran), so that
     registering a new method leaves a committed study as it was: it re-summarises, and resumes, as it ran.
@@ -417,10 +418,15 @@ def claimed_parameters(out: PathLike, kind: str) -> dict[str, Any] | None:
         The claim's ``parameters``.
     """
     try:
-        path = Path(out) / STUDY_FILE
-        claim = read_json(path, "study file") if path.is_file() else None
-    except (OSError, ValueError, TypeError):  # FileFormatError is a ValueError; a bad `out` is named by its check
-        return None
+        path, summary = Path(out) / STUDY_FILE, Path(out) / STUDY_OUTPUTS[0]
+        if path.is_file():
+            claim = read_json(path, "study file")
+        elif summary.is_file():  # no claim: the summary's parameters stand in for it
+            claim = {"kind": kind, "parameters": read_json(summary, "summary").get("parameters")}
+        else:
+            return None
+    except (OSError, ValueError, TypeError, AttributeError):  # FileFormatError is a ValueError; a bad `out` is
+        return None                                          # named by its own check, a bad summary by the claim's
     if not isinstance(claim, dict) or claim.get("kind") != kind or not isinstance(claim.get("parameters"), dict):
         return None
     return claim["parameters"]
