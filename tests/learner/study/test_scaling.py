@@ -607,3 +607,18 @@ class TestPlotWhenEveryRunFailed:
         pytest.importorskip("matplotlib")
         scaling.plot_scaling(self._records("finished"), tmp_path / "s.png")
         assert "no run finished" not in caplog.text
+
+
+class TestOtherMethodsOptions:
+    """The options of the methods besides the learner and Adam (their registry entries check them)."""
+
+    def test_the_learner_and_adam_keep_their_own_parameters(self):
+        with pytest.raises(ValueError, match=r"`options` must not name \['adam'\]: give `provable_options` and"):
+            scaling._other_options(["provable", "adam"], {"adam": {"lr": 0.1}})
+
+    def test_a_method_that_does_not_run_is_named(self):
+        with pytest.raises(ValueError, match=r"`options` name methods that do not run: \['toy'\]"):
+            scaling._other_options(["provable", "adam"], {"toy": {}})
+
+    def test_control_none_for_the_learner_and_adam_alone(self):
+        assert scaling._other_options(["provable", "adam"], None) == {}

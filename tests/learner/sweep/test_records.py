@@ -194,3 +194,29 @@ def test_write_summary_writes_both_files_and_returns_their_paths(tmp_path):
     assert files == {"summary_json": str(tmp_path / "summary.json"), "summary_md": str(tmp_path / "summary.md")}
     assert (tmp_path / "summary.md").read_text(encoding="utf-8") == table
     assert json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))["rows"] == [1]
+
+
+class TestClaimedParameters:
+    """What a study reads of its own claim where its caller left a choice open (the methods it ran)."""
+
+    def _write(self, path, obj):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(obj))
+
+    def test_the_claim_of_that_kind_or_the_summary_of_an_older_study(self, tmp_path):
+        from learner.sweep.engine import claimed_parameters
+
+        self._write(tmp_path / "a" / "study.json", {"kind": "peer-study", "parameters": {"options": {"adam": {}}}})
+        assert claimed_parameters(tmp_path / "a", "peer-study") == {"options": {"adam": {}}}
+        assert claimed_parameters(tmp_path / "a", "race-study") is None  # control: another kind's claim
+        self._write(tmp_path / "b" / "summary.json", {"parameters": {"methods": ["provable"]}})  # no claim: older
+        assert claimed_parameters(tmp_path / "b", "scaling-study") == {"methods": ["provable"]}
+
+    @pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"kind": "peer-study", "parameters": 3}'])
+    def test_what_cannot_be_read_is_no_claim(self, tmp_path, content):
+        from learner.sweep.engine import claimed_parameters
+
+        (tmp_path / "study.json").write_text(content)
+        assert claimed_parameters(tmp_path, "peer-study") is None
+        assert claimed_parameters(tmp_path / "missing", "peer-study") is None
+        assert claimed_parameters(5, "peer-study") is None  # a bad `out` is named by its own check, not here
