@@ -224,7 +224,7 @@ def study(tmp_path_factory):
     """A ``--quick`` study over three cells (tiny budgets: it measures nothing; Adam never converges in 30 steps)."""
     out = tmp_path_factory.mktemp("frontier") / "sweep"
     argv = ["scaling", "--grid", "m=1..2,k=2", "m=2,k=3", "--d", "6", "--quick", "--seeds", "2", "--serial",
-            "--no-progress", "--seed", "3", "--out", str(out)]
+            "--methods", "provable", "adam", "--no-progress", "--seed", "3", "--out", str(out)]
     assert main(argv) == 0
     return out, json.loads((out / "summary.json").read_text(encoding="utf-8"))
 

@@ -88,7 +88,7 @@ class TestSweep:
             dask, _ = run_sweep(specs, tmp_path / "dask", backend="dask", scheduler=cluster.scheduler_address)
             pids = {r["where"]["pid"] for r in dask}
             argv = ["scaling", "--m", "2", "--d", "6", "--k", "3", "--seeds", "1", "--quick", "--no-progress",
-                    "--adam-lr", "0.03", "--seed", "7"]
+                    "--methods", "provable", "adam", "--adam-lr", "0.03", "--seed", "7"]
             assert main(argv + ["--scheduler", cluster.scheduler_address, "--out", str(tmp_path / "cli-dask")]) == 0
         assert main(argv + ["--serial", "--out", str(tmp_path / "cli-serial")]) == 0
         cli = {name: [json.loads(p.read_text()) for p in sorted((tmp_path / name / "runs").glob("*.json"))]
@@ -345,14 +345,14 @@ class TestCli:
     @pytest.mark.slow  # a quick sweep end to end
     def test_quick_sweep(self, tmp_path, capsys):
         code = main(["scaling", "--m", "1", "2", "--d", "6", "--k", "3", "--seeds", "1", "--quick", "--serial",
-                     "--no-progress", "--adam-lr", "0.03", "--out", str(tmp_path)])
+                     "--methods", "provable", "adam", "--no-progress", "--adam-lr", "0.03", "--out", str(tmp_path)])
         out = capsys.readouterr().out
         assert code == 0
         assert "| provable | 2 | 6 | 3 | 1 |" in out and "| adam | 1 | 6 | 3 | 1 |" in out
         assert "limit 2md²/(kd)" in out
         assert "4 run now, 0 kept" in out
         main(["scaling", "--m", "1", "2", "--d", "6", "--k", "3", "--seeds", "1", "--quick", "--serial",
-              "--no-progress", "--adam-lr", "0.03", "--out", str(tmp_path)])
+              "--no-progress", "--adam-lr", "0.03", "--out", str(tmp_path)])  # no --methods: the study's own
         assert "0 run now, 4 kept" in capsys.readouterr().out
 
     @pytest.mark.parametrize("argv, match", [
