@@ -671,9 +671,9 @@ def _near_fit(B, lo, hi, w, q, moves, batch=512):
 def _unit_pivot_rows(B, q, order):
     """Indices of n rows of B that are invertible mod q (greedy, unit pivots), and the inverse; None if none found."""
     n = B.shape[1]
-    reduced: list[np.ndarray] = []
-    pivots: list[int] = []
-    chosen: list[int] = []
+    reduced: list[np.ndarray]
+    pivots: list[int]
+    reduced, pivots, chosen = [], [], []
     for i in order:
         r = B[i] % q
         for pc, pr in zip(pivots, reduced, strict=True):
