@@ -39,7 +39,7 @@ from .bench import (
 )
 from .frontier import DEFAULT_GRID
 from .peers import peer_methods, peer_study, race_study
-from .scaling import scaling_study
+from .scaling import scaling_study, study_methods
 
 __all__ = ["add_commands", "run_study"]
 
@@ -487,7 +487,7 @@ def _scaling(args):
         name: value for name, value in (("max_examples", args.max_examples), ("refined_tol", args.refined_tol))
         if value is not None}
     # Every other method's --quick budgets come from its registry entry.
-    others = ({name: dict(QUICK_OPTIONS[name]) for name in (args.methods or QUICK_OPTIONS)
+    others = ({name: dict(QUICK_OPTIONS[name]) for name in study_methods(args.out, args.methods)
                if name not in ("provable", "adam") and name in QUICK_OPTIONS} if args.quick else None)
 
     def study():

@@ -50,7 +50,7 @@ from ..sweep.runs import (
 from ..tables import fmt, markdown_table
 from ..validation import DISTRIBUTIONS, Choice, Each, Integer, OrWord, Real, Scale, Seed, declare
 
-__all__ = ["SweepResult", "plot_scaling", "scaling_study", "summarise"]
+__all__ = ["SweepResult", "plot_scaling", "scaling_study", "study_methods", "summarise"]
 
 log = logging.getLogger(__name__)
 
@@ -299,13 +299,7 @@ def scaling_study(out: PathLike, *, ms: Sequence[int] | None = None, d: int | st
         The measured records, the summary, the sweeps' counts, the files written and the tuning runs' records.
     """
     settings, seed_rules, ms, ks = _settings(ms, d, k, grid, seeds, distribution)
-    if methods is None:
-        ran = (claimed_parameters(out, "scaling-study") or {}).get("methods")
-        methods = list(ran) if isinstance(ran, list) and ran else list(METHODS)
-        unknown = [name for name in methods if name not in METHODS]
-        if unknown:
-            raise ValueError(f"`methods`: the study in {out} ran {unknown}, which this toolkit does not register "
-                             f"(it registers {list(METHODS)}); give the methods.")
+    methods = study_methods(out, methods)
     methods, adam_lrs, adam_options, provable_options = _check_methods(methods, settings, adam_lrs, adam_options,
                                                                        provable_options)
     options = _other_options(methods, options)
@@ -367,6 +361,38 @@ def _settings(ms, d, k, grid, seeds, distribution):
     ks = k if isinstance(k, list) else [k]
     settings = [(m, sound_d(m, kk, distribution=distribution) if d == "auto" else d, kk) for kk in ks for m in ms]
     return settings, dict.fromkeys(settings, seeds), ms, ks
+
+
+def study_methods(out: PathLike, methods: Sequence[str] | None = None) -> list[str]:
+    """The methods a scaling study in ``out`` runs: ``methods`` when given, else those its claim records (resuming
+    or re-summarising it), else every registered method without an optional extra (:data:`METHODS`).
+
+    Parameters
+    ----------
+    out : str or path-like
+        The study's directory (it need not exist).
+    methods : sequence of str, optional
+        The methods asked for.
+
+    Returns
+    -------
+    list of str
+        The method names.
+
+    Raises
+    ------
+    ValueError
+        A recorded method this toolkit does not register.
+    """
+    if methods is not None:
+        return list(methods)
+    ran = (claimed_parameters(out, "scaling-study") or {}).get("methods")
+    chosen = list(ran) if isinstance(ran, list) and ran else list(METHODS)
+    unknown = [name for name in chosen if name not in METHODS]
+    if unknown:
+        raise ValueError(f"`methods`: the study in {out} ran {unknown}, which this toolkit does not register "
+                         f"(it registers {list(METHODS)}); give the methods.")
+    return chosen
 
 
 def _other_options(methods, options):

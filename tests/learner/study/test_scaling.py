@@ -622,3 +622,21 @@ class TestOtherMethodsOptions:
 
     def test_control_none_for_the_learner_and_adam_alone(self):
         assert scaling._other_options(["provable", "adam"], None) == {}
+
+
+class TestStudyMethods:
+    """The methods a scaling study runs where none are named: its own (a resume, a re-summary), else every one
+    registered without an extra; the command line's --quick budgets are given for those alone."""
+
+    def test_the_claim_then_the_registry(self, tmp_path):
+        from learner.sweep.runs import METHODS
+
+        assert scaling.study_methods(tmp_path / "new") == list(METHODS)
+        (tmp_path / "study.json").write_text(json.dumps({"kind": "scaling-study", "parameters": {"methods": ["adam"]}}))
+        assert scaling.study_methods(tmp_path) == ["adam"] and scaling.study_methods(tmp_path, ["provable"]) == [
+            "provable"]  # control: named methods win
+
+    def test_a_recorded_method_not_registered_is_named(self, tmp_path):
+        (tmp_path / "study.json").write_text(json.dumps({"kind": "scaling-study", "parameters": {"methods": ["sgd"]}}))
+        with pytest.raises(ValueError, match=r"`methods`: the study in .* ran \['sgd'\], which this toolkit does not"):
+            scaling.study_methods(tmp_path)
