@@ -871,7 +871,7 @@ def plot_hard(summary: Mapping[str, Any], path: PathLike) -> Path:
     sq_rows = [r for r in summary["rows"] if not _secrets(r["family"], r["n"]) and r["method"] == "adam"]
     # One line style per family of subsets, in registry order (the SQ family solid, its control dashed).
     styles = dict(zip(dict.fromkeys(g["family"] for g in summary["growth"].values()),
-                      [("-", "solid"), ("--", "dashed"), (":", "dotted"), ("-.", "dash-dotted")] * 8, strict=False))
+                      itertools.cycle([("-", "solid"), ("--", "dashed"), (":", "dotted"), ("-.", "dash-dotted")])))
     for r_family, (style, _) in styles.items():
         for g in summary["growth"].values():
             if g["family"] != r_family:
