@@ -731,7 +731,7 @@ def _labels_verdict(run, exhausted):
     starts = np.random.default_rng(0).standard_normal((2, m, d, d)) / d  # logits of order one on the cube
     best, error = None, np.inf
     for theta0 in starts:
-        fit = refit(theta0, X[fit_rows], Y[fit_rows], max_iter=30)
+        fit = refit(theta0, X[fit_rows], Y[fit_rows], max_iter=30, solver=run.cfg.refine_solver)
         e = heldout_relative_error(fit, X[val_rows], Y[val_rows])
         if not e >= error:  # the first fit, or a better one (a NaN error never replaces a number)
             best, error = fit, e

@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike
 from .errors import ExamplesExhausted, SourceError
 from .inputs import check_inputs, sample_inputs
 from .layer import AttentionLayer
+from .profiling import section
 from .validation import DISTRIBUTIONS, Choice, Integer, Scale, check_int, check_real_array, check_rng, declare
 
 if TYPE_CHECKING:
@@ -243,10 +244,14 @@ class ExampleBatch:
         if self.X is not None:
             return checked_examples(np.asarray(self.X), np.asarray(self.Y), self.origin)
         rng = np.random.default_rng(self.seed)
-        X = sample_inputs(self.n, self.k, self.layer.d,  # type: ignore[arg-type, union-attr]
-                          distribution=self.distribution, rng=rng)  # type: ignore[arg-type]
-        labels = self.layer(X, device=self.device)  # type: ignore[misc]
-        return checked_examples(X, noisy_labels(labels, self.noise, rng), self.origin)
+        with section("examples: inputs"):
+            X = sample_inputs(self.n, self.k, self.layer.d,  # type: ignore[arg-type, union-attr]
+                              distribution=self.distribution, rng=rng)  # type: ignore[arg-type]
+        m, d = self.layer.m, self.layer.d  # type: ignore[union-attr]
+        with section("examples: labels F(X)", flops=4 * self.n * m * self.k * d * (d + self.k)):  # type: ignore
+            labels = self.layer(X, device=self.device)  # type: ignore[misc]
+        with section("examples: checks and noise"):
+            return checked_examples(X, noisy_labels(labels, self.noise, rng), self.origin)
 
 
 def device_name(device: object) -> str | None:

@@ -18,7 +18,7 @@ __all__ = ["CHOICES", "CONFIG_RULES", "FIXED_BUDGETS", "LearnConfig", "as_config
 
 #: The choices of every field that takes one of a few names: their one list (phases 5 and 6 read it).
 CHOICES = {"hull_weighting": ("precision", "irls", "none"), "search": ("auto", "exhaustive", "swap", "vp"),
-            "refine": ("vp", "trf")}
+            "refine": ("vp", "trf"), "refine_solver": ("auto", "normal", "cg")}
 #: Fields that may be None (chosen from m by resolve_config, or by phase 4's pilot).
 _AUTO = ("refined_tol", "refined_constraints", "max_examples", "net_points_3d", "gap_min")
 #: Fields that may be 0 (everything else numeric must be positive).
@@ -170,6 +170,12 @@ class LearnConfig:
         Phase 6's joint refinement: ``"vp"``, Levenberg–Marquardt on the ``Θ``'s with the ``W``'s solved
         exactly at every step, or ``"trf"``, scipy's trust-region refinement of all ``2md²`` parameters
         (kept for comparison; the noise-floor test runs only after ``"vp"``).
+    refine_solver : {"auto", "normal", "cg"}, default "auto"
+        Phase 6: how ``refine="vp"`` solves each Levenberg–Marquardt step: ``"normal"``, the normal equations
+        formed from the Jacobian's structure and factorised (Cholesky), or ``"cg"``, preconditioned conjugate
+        gradients that never form them (:mod:`learner.phases.steps`); ``"auto"``: ``"cg"`` on numpy from
+        :data:`~learner.phases.steps.CG_MIN_UNKNOWNS` unknowns ``md²`` on, else ``"normal"`` (always
+        ``"normal"`` on a torch device). Both end at the same minimiser.
     refine_examples_per_param : float, default 2.0
         Phase 6: residuals per parameter of the refinement, which set its examples (at least
         ``2d²/(k(k−1))`` of them and 32, at most ``n_search``). Positive.
@@ -384,6 +390,11 @@ class LearnConfig:
     #: 2md² parameters, kept for comparison; it needs about 8 residuals per parameter).
     refine: str = field(default="vp", metadata=_meta(
         "refinement", "choice", "ours, measured", "phase 6's joint refinement"))
+    #: Phase 6: how the refinement solves its steps, "normal" (the normal equations, factorised) or "cg"
+    #: (conjugate gradients on the Jacobian's structure); "auto" picks "cg" on numpy from
+    #: learner.phases.steps.CG_MIN_UNKNOWNS unknowns on (ours, measured: see that constant).
+    refine_solver: str = field(default="auto", metadata=_meta(
+        "refinement", "choice", "ours, measured", "phase 6: how the refinement solves its steps"))
     #: Phase 6: residuals per parameter, which set the examples the refinement uses (search_heads also asks for
     #: 2d²/(k(k−1)) examples, so that every head's Θ is pinned by its logit differences). Ours, measured: two
     #: per parameter pin a noiseless layer.

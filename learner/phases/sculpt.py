@@ -35,6 +35,7 @@ from numpy.typing import ArrayLike
 
 from ..oracle import growing_sizes
 from ..parallel import as_workers
+from ..profiling import section
 from ..progress import bar
 from ..validation import check_int, check_positive_float
 from ._config import LearnConfig, as_config, resolve_config
@@ -550,17 +551,19 @@ def certify_rows(X: np.ndarray, Y: np.ndarray, w_sum: np.ndarray, *, tol: float,
         raise TypeError(f"`screen` must be True or False; got screen={screen!r}.")
     n, _, d = X.shape
     if screen:
-        screen_w = screen_weights(w_sum)
-        keep = np.flatnonzero(np.concatenate([
-            screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, tol)
-            for s in range(0, max(n, 1), SCREEN_CHUNK)]))
+        with section("certification: float32 screen", flops=2 * n * X.shape[1] * d * d):
+            screen_w = screen_weights(w_sum)
+            keep = np.flatnonzero(np.concatenate([
+                screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, tol)
+                for s in range(0, max(n, 1), SCREEN_CHUNK)]))
         # Each example's float64 fit does not depend on the others in its block: a subset gives the same bits.
         blocks: list[np.ndarray | slice] = [keep[s:s + FIT_CHUNK] for s in range(0, max(keep.size, 1), FIT_CHUNK)]
     else:
         blocks = [slice(s, s + FIT_CHUNK) for s in range(0, max(n, 1), FIT_CHUNK)]
     parts = []
     for block in blocks:
-        res, well_posed, patterns = _row_fit(X[block], Y[block], w_sum)
+        with section("certification: float64 row fit"):
+            res, well_posed, patterns = _row_fit(X[block], Y[block], w_sum)
         # Certified: a well-posed fit, small residual, a proper distribution (no weight below -1e-3).
         ii, aa = np.nonzero((res < tol) & well_posed[:, None])
         p = patterns(ii, aa)  # (c, k)
@@ -571,6 +574,13 @@ def certify_rows(X: np.ndarray, Y: np.ndarray, w_sum: np.ndarray, *, tol: float,
     if ii.size == 0:
         return (np.empty((0, d * d)), np.empty(0), np.empty(0), np.empty(0), np.empty(0),
                 *((np.empty(0, dtype=np.intp),) if with_example else ()), 0)
+    with section("certification: constraints of certified rows"):
+        return _constraint_rows(X, ii, aa, p, row_res, min_weight, with_example)
+
+
+def _constraint_rows(X, ii, aa, p, row_res, min_weight, with_example):
+    """The constraints of the certified rows ``(ii, aa)`` with patterns ``p`` (see :func:`certify_rows`)."""
+    d = X.shape[2]
     j0 = p.argmax(axis=1)
     p0 = p[np.arange(ii.size), j0]
     use = (p >= min_weight) & (np.arange(p.shape[1])[None, :] != j0[:, None])
@@ -628,10 +638,11 @@ def pilot_batch(batch: ExampleBatch, w_sum: np.ndarray, tols: Sequence[float],
     X, Y = batch.examples()
     n = X.shape[0]
     loosest = max(tols)
-    screen_w = screen_weights(w_sum)
-    keep = np.flatnonzero(np.concatenate([
-        screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, loosest)
-        for s in range(0, max(n, 1), SCREEN_CHUNK)]))
+    with section("certification: float32 screen", flops=2 * n * X.shape[1] * X.shape[2] ** 2):
+        screen_w = screen_weights(w_sum)
+        keep = np.flatnonzero(np.concatenate([
+            screen_candidates(X[s:s + SCREEN_CHUNK], Y[s:s + SCREEN_CHUNK], screen_w, loosest)
+            for s in range(0, max(n, 1), SCREEN_CHUNK)]))
     # The float64 fit of an example does not depend on the others (certify_rows relies on it too).
     Xc, Yc = X[keep], Y[keep]
     *block, _ = certify_rows(Xc, Yc, w_sum, tol=loosest, min_weight=min_weight, with_example=True)
@@ -847,7 +858,8 @@ class _Stream:
             c = self.next_check
             self.next_check = int(np.ceil(CHECKPOINT_GROWTH * c))
             try:
-                hull = estimate_span(self.prefix(c), spec["config"], m=spec["m"], plan_m=spec["plan_m"])
+                with section("phase 4: stability checks (hulls)"):
+                    hull = estimate_span(self.prefix(c), spec["config"], m=spec["m"], plan_m=spec["plan_m"])
             except HullUndetermined:
                 self.checkpoints.append({"constraints": c, "change": None, "m": None})
                 self.previous_hull = None

@@ -45,7 +45,10 @@ of three): each step forms the normal equations of a 27,648 × 4,608 Jacobian an
 Jacobian's Kronecker structure (``_structured_normal_equations``) they take 5.7 s instead of 36 s densely
 (3.1 s on two threads), the factorisation 0.9 s; and the run stops at float64's rounding floor
 (``FLOOR_ZONE``) after 7 evaluations, where a stop at 1e-30 alone takes 26, most of them at the floor. Its
-products run on the run's threads in fixed blocks (``_products``).
+products run on the run's threads in fixed blocks (``_products``). From
+:data:`~learner.phases.steps.CG_MIN_UNKNOWNS` unknowns on, ``refine_solver="auto"`` solves the steps by
+conjugate gradients instead and forms no normal equations (:mod:`learner.phases.steps`: 6.4 s against 88 s at
+(10, 24, 2)).
 """
 
 from __future__ import annotations
@@ -69,15 +72,17 @@ from ..layer import head_features as _features
 from ..metrics import match_heads, relative_error
 from ..oracle import draw_checked
 from ..parallel import Workers, as_workers, blas_threads
+from ..profiling import section
 from ..validation import check_int
 from ._config import CHOICES, LearnConfig, as_config, resolve_config
 from .noise import NOISE_MIN
+from .steps import ProjectedJacobian, block_preconditioner, choose_solver, conjugate_gradient
 
 if TYPE_CHECKING:
     from ..oracle import ArraySource, LayerOracle
     from .noise import NoiseFloor
 
-__all__ = ["REFINEMENTS", "SEARCHES", "SearchResult", "heldout_relative_error", "refit",
+__all__ = ["REFINEMENTS", "SEARCHES", "Refinement", "SearchResult", "heldout_relative_error", "refine_layer", "refit",
            "search_heads"]
 
 #: The tuple searches of :func:`search_heads`.
@@ -249,8 +254,79 @@ def heldout_relative_error(layer: AttentionLayer, X: np.ndarray, Y: np.ndarray) 
     return float(np.sum((layer(X) - Y) ** 2) / np.sum(Y**2))
 
 
+@dataclass(frozen=True)
+class Refinement:
+    """What :func:`refine_layer` returns: the fitted layer and how the fit went.
+
+    Parameters
+    ----------
+    layer : AttentionLayer
+        The fitted layer.
+    evaluations : int
+        Residual evaluations (the first, at the start, included).
+    residual : float
+        The final relative residual ``‖F(X) − Y‖²/‖Y‖²``.
+    solver : str
+        How the steps were solved: ``"normal"`` or ``"cg"``.
+    """
+
+    layer: AttentionLayer
+    evaluations: int
+    residual: float
+    solver: str
+
+
+def refine_layer(thetas: ArrayLike, X: np.ndarray, Y: np.ndarray, *, max_iter: int = 200, ftol: float = 1e-15,
+                 max_bytes: int = 2**30, device: Any = None, solver: str = "auto") -> Refinement:
+    """Phase 6's refinement from ``thetas``, with its evaluations, final residual and step solver.
+
+    :func:`refit` with the fit's figures (and phase 6's ``ftol``, 1e-15, by default): Levenberg–Marquardt on the
+    ``Θ``'s, the ``W``'s solved exactly at every step (ours).
+
+    Parameters
+    ----------
+    thetas : array_like, shape (m, d, d)
+        The starting ``Θ``'s.
+    X : ndarray, shape (n, k, d)
+        Inputs.
+    Y : ndarray, shape (n, k, d)
+        Their labels.
+    max_iter : int
+        The cap on residual evaluations.
+    ftol : float
+        A kept step that lowers the residual by less than this, relative, ends the fit.
+    max_bytes : int
+        Memory budget of the normal equations' blocks (bytes).
+    device : str or learner.arrays.Backend, optional
+        A torch device, or its backend: computes on torch tensors there. None: numpy.
+    solver : {"auto", "normal", "cg"}
+        How each step is solved (:func:`learner.phases.steps.choose_solver`; ``LearnConfig.refine_solver``).
+
+    Returns
+    -------
+    Refinement
+        The layer, the evaluations, the relative residual and the solver.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from learner import random_layer, sample_inputs
+    >>> layer = random_layer(2, 4, rng=0)
+    >>> X = sample_inputs(200, 2, 4, rng=1)
+    >>> fit = refine_layer(layer.thetas * 1.01, X, layer(X))
+    >>> fit.solver, bool(fit.residual < 1e-28)
+    ('normal', True)
+    """
+    thetas = np.asarray(thetas, dtype=float)
+    backend = arrays.backend(device)
+    chosen = choose_solver(solver, thetas.size, on_host=backend.on_host)
+    z, ws, evaluations, rel = _refine_vp(thetas, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes,
+                                         backend=backend, solver=chosen)
+    return Refinement(AttentionLayer(z.reshape(thetas.shape), ws), int(evaluations), float(rel), chosen)
+
+
 def refit(thetas: ArrayLike, X: np.ndarray, Y: np.ndarray, *, max_iter: int = 200, ftol: float = 1e-12,
-          max_bytes: int = 2**30, device: Any = None) -> AttentionLayer:
+          max_bytes: int = 2**30, device: Any = None, solver: str = "auto") -> AttentionLayer:
     """The layer of ``len(thetas)`` heads fitted to ``(X, Y)`` by variable projection.
 
     Levenberg–Marquardt on the ``Θ``'s from ``thetas``, the ``W``'s solved exactly at every step: phase 6's
@@ -273,6 +349,8 @@ def refit(thetas: ArrayLike, X: np.ndarray, Y: np.ndarray, *, max_iter: int = 20
     device : str or learner.arrays.Backend, optional
         A torch device name such as ``"cuda"`` (torch extra), or its backend (:func:`learner.arrays.backend`):
         computes on torch tensors there. None: numpy.
+    solver : {"auto", "normal", "cg"}
+        How each step is solved (:func:`learner.phases.steps.choose_solver`; ``LearnConfig.refine_solver``).
 
     Returns
     -------
@@ -290,17 +368,19 @@ def refit(thetas: ArrayLike, X: np.ndarray, Y: np.ndarray, *, max_iter: int = 20
     >>> bool(heldout_relative_error(fit, X, layer(X)) < 1e-20)
     True
     """
-    thetas = np.asarray(thetas, dtype=float)
-    z, ws, _, _ = _refine_vp(thetas, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes,
-                             backend=arrays.backend(device))
-    return AttentionLayer(z.reshape(thetas.shape), ws)
+    return refine_layer(thetas, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes, device=device,
+                        solver=solver).layer
 
 
-def _refine_vp(theta0, X, Y, *, max_iter, ftol=1e-15, max_bytes=2**30, threads=1, backend=arrays.NUMPY):
-    """:func:`_levenberg_marquardt` in the ``Θ``'s on ``backend`` (a :class:`learner.arrays.Backend`); its
-    ``(params, ws, evaluations, relative residual)`` as numpy arrays either way."""
+def _refine_vp(theta0, X, Y, *, max_iter, ftol=1e-15, max_bytes=2**30, threads=1, backend=arrays.NUMPY,
+               solver="auto"):
+    """:func:`_levenberg_marquardt` in the ``Θ``'s on ``backend`` (a :class:`learner.arrays.Backend`) with the step
+    solver ``solver`` chooses (:func:`learner.phases.steps.choose_solver`); its ``(params, ws, evaluations,
+    relative residual)`` as numpy arrays either way."""
+    solver = choose_solver(solver, theta0.size, on_host=backend.on_host)
     if backend.on_host:
-        return _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes, threads=threads)
+        return _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes, threads=threads,
+                                    solver=solver)
     theta0, X, Y = (backend.asarray(a) for a in (theta0, X, Y))
     z, ws, evaluations, rel = _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol, max_bytes=max_bytes)
     return arrays.to_numpy(z), arrays.to_numpy(ws), evaluations, rel
@@ -510,25 +590,31 @@ def _structured_normal_equations(thetas, ws, X, patterns, Q, r, max_bytes=2**30,
     xp = arrays.namespace(X)
     for s in range(0, n, step):
         rows = slice(s * k, min(s + step, n) * k)
-        G = _head_gradients(thetas, ws, X[s : s + step], patterns[s : s + step])  # (N, md, d)
-        x = X[s : s + step].reshape(-1, d)
-        H = G @ arrays.permute(G, (0, 2, 1))  # (N, md, md)
-        A += _products((x[:, :, None] * x[:, None, :]).reshape(-1, d * d), H.reshape(-1, md * md), threads)
+        with section("refinement: head gradients G and G Gᵀ"):
+            G = _head_gradients(thetas, ws, X[s : s + step], patterns[s : s + step])  # (N, md, d)
+            x = X[s : s + step].reshape(-1, d)
+            H = G @ arrays.permute(G, (0, 2, 1))  # (N, md, md)
+        N = x.shape[0]
+        with section("refinement: J_ΘᵀJ_Θ product", flops=2 * N * d * d * md * md):
+            A += _products((x[:, :, None] * x[:, None, :]).reshape(-1, d * d), H.reshape(-1, md * md), threads)
         g += xp.einsum("Nc,Nip->icp", x, xp.einsum("Npe,Ne->Np", G, rr[rows]).reshape(-1, m, d))
         if q:
-            R += _products((Q[rows, :, None] * x[:, None, :]).reshape(-1, q * d), G.reshape(-1, md * d), threads)
+            with section("refinement: projection's K product", flops=2 * N * q * d * md * d):
+                R += _products((Q[rows, :, None] * x[:, None, :]).reshape(-1, q * d), G.reshape(-1, md * d),
+                               threads)
     # A[(c, b), (i, c', j, b')] → JᵀJ[(i, c, c'), (j, b, b')]
     A = arrays.permute(A.reshape(d, d, m, d, m, d), (2, 0, 3, 4, 1, 5)).reshape(cols, cols)
     if q:
         # rows (q, e), columns (i, c, c')
         K = arrays.permute(R.reshape(q, d, m, d, d), (0, 4, 2, 1, 3)).reshape(q * d, cols)
         del R
-        A -= _products(K, K, threads, symmetric=True)
+        with section("refinement: projection's KᵀK", flops=q * d * cols * cols):
+            A -= _products(K, K, threads, symmetric=True)
     return A, g.reshape(-1)
 
 
 def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, origin=None, max_bytes=2**30,
-                         threads=1):
+                         threads=1, solver="normal"):
     """Levenberg–Marquardt on the ``Θ``'s (or hull coordinates) with the ``W``'s solved exactly at every step.
 
     Ours: variable projection (Golub & Pereyra 1973; Kaufman's Jacobian) on the layer, which is
@@ -541,8 +627,13 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
     after ``max_iter`` residual evaluations. ``threads`` are the threads of the normal equations' large
     products in the ``Θ``'s (the same bits whatever their number: :func:`_products`); the factorisations keep
     the process's BLAS setting, whose result a multithreaded LAPACK changes in the last bits.
+    ``solver="cg"`` (in the ``Θ``'s, on the host) solves each step by preconditioned conjugate gradients on the
+    Jacobian's structure instead, never forming the normal equations (:mod:`learner.phases.steps`); its damping is
+    scaled by the diagonal of the unprojected Gauss–Newton matrix.
     Returns ``(params, ws, evaluations, relative residual)``.
     """
+    if solver == "cg" and basis is None:
+        return _levenberg_marquardt_cg(theta0, X, Y, max_iter=max_iter, ftol=ftol)
     m = theta0.shape[0]
     d = X.shape[2]
     yy = max(float((Y**2).sum()), 1e-300)  # all-zero labels: the relative residual stays defined
@@ -552,7 +643,8 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
 
     backend = arrays.backend_of(X)
     z = backend.flat_copy(theta0)
-    ws, r, Q, patterns = _vp_solve(thetas_of(z), X, Y)
+    with section("refinement: W's, patterns and QR"):
+        ws, r, Q, patterns = _vp_solve(thetas_of(z), X, Y)
     cost = float((r**2).sum())
     evaluations, lam = 1, 1e-3
     while evaluations < max_iter and cost > 1e-30 * yy:
@@ -562,12 +654,14 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
         while evaluations < max_iter and lam < 1e16:
             try:
                 damped = A + lam * arrays.diag(scale)
-                step = -backend.solve_spd(damped, g)
+                with section("refinement: Cholesky solve", flops=A.shape[0] ** 3 // 3 + 2 * A.shape[0] ** 2):
+                    step = -backend.solve_spd(damped, g)
             except np.linalg.LinAlgError:
                 lam *= 10
                 continue
             z_new = z + step
-            ws_new, r_new, Q_new, p_new = _vp_solve(thetas_of(z_new), X, Y)
+            with section("refinement: W's, patterns and QR"):
+                ws_new, r_new, Q_new, p_new = _vp_solve(thetas_of(z_new), X, Y)
             evaluations += 1
             cost_new = float((r_new**2).sum())
             if cost_new < cost:
@@ -582,6 +676,58 @@ def _levenberg_marquardt(theta0, X, Y, *, max_iter, ftol=1e-15, basis=None, orig
         if not improved or small:
             break
     return z, ws, evaluations, cost / yy
+
+
+def _levenberg_marquardt_cg(theta0, X, Y, *, max_iter, ftol=1e-15):
+    """:func:`_levenberg_marquardt` in the ``Θ``'s with every step solved by preconditioned conjugate gradients
+    (:mod:`learner.phases.steps`, ours): the same stopping rules, the damping scaled by the diagonal of the
+    per-head blocks. Numpy arrays only."""
+    m = theta0.shape[0]
+    d = X.shape[2]
+    yy = max(float((Y**2).sum()), 1e-300)
+    z = np.array(theta0, dtype=float).reshape(m, d, d)
+    with section("refinement: W's, patterns and QR"):
+        ws, r, Q, patterns = _vp_solve(z, X, Y)
+    cost = float((r**2).sum())
+    evaluations, lam = 1, 1e-3
+    n, k = X.shape[:2]
+    while evaluations < max_iter and cost > 1e-30 * yy:
+        jac = ProjectedJacobian(X, ws, patterns, Q)
+        g = jac.rmatvec(r)
+        with section("refinement: CG preconditioner blocks", flops=2 * m * n * k * d**4):
+            blocks = jac.blocks()
+        diag = np.diagonal(blocks, axis1=1, axis2=2).reshape(m, d, d)
+        scale = np.maximum(diag, 1e-12 * max(float(diag.max()), 1e-300))
+        improved = False
+        while evaluations < max_iter and lam < 1e16:
+            try:
+                with section("refinement: CG preconditioner factors", flops=m * (d**6 // 3 + 2 * d**6)):
+                    precondition = block_preconditioner(blocks, scale, lam)
+            except np.linalg.LinAlgError:
+                lam *= 10
+                continue
+            damping = lam * scale
+            with section("refinement: CG iterations") as count:
+                step, iterations = conjugate_gradient(lambda v: jac.normal(v) + damping * v,  # noqa: B023
+                                                      precondition, -g)
+                count.flops = iterations * jac.flops_per_iteration()
+            z_new = z + step
+            with section("refinement: W's, patterns and QR"):
+                ws_new, r_new, Q_new, p_new = _vp_solve(z_new, X, Y)
+            evaluations += 1
+            cost_new = float((r_new**2).sum())
+            if cost_new < cost:
+                small = (np.linalg.norm(step) <= 1e-15 * max(float(np.linalg.norm(z)), 1e-300)
+                         or cost - cost_new <= ftol * cost
+                         or (cost_new <= FLOOR_ZONE * yy and cost_new * FLOOR_GAIN > cost))
+                z, ws, r, Q, patterns, cost = z_new, ws_new, r_new, Q_new, p_new, cost_new
+                lam = max(lam / 5, 1e-12)
+                improved = True
+                break
+            lam *= 4
+        if not improved or small:
+            break
+    return z.reshape(-1), ws, evaluations, cost / yy
 
 
 def _vp_start(alpha0, X, Y, max_iter, ftol, directions, theta_star):
@@ -828,6 +974,7 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
     t1 = time.perf_counter()
     if refine == "vp":
         z, ws, nfev, _ = _refine_vp(warm.thetas, Xr, Yr, max_iter=max_nfev, max_bytes=search_memory,
+                                    solver=cfg.refine_solver,
                                     threads=threads, backend=backend)
         thetas = z.reshape(m, d, d)
     else:
@@ -887,8 +1034,9 @@ def _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, config, *, hull=None, threads=
     if not test.consistent:
         return {"noise_test": test}, 0
     n_fit = int(min(Xs.shape[0], max(Xr.shape[0], budget // (8 * k * d * 2 * m * d * d))))
+    solver = choose_solver(config.refine_solver, refined.thetas.size)
     z_fit, ws, nfev, _ = _levenberg_marquardt(refined.thetas, Xs[:n_fit], Ys[:n_fit], max_iter=max_nfev, ftol=1e-12,
-                                              max_bytes=max_bytes, threads=threads)
+                                              max_bytes=max_bytes, threads=threads, solver=solver)
     refit = AttentionLayer(z_fit.reshape(m, d, d), ws)
     # The features were tried on the refinement set (a few residuals per parameter, a small design); the
     # refit's own test is the held-out ratio, and it carries the features' verdict.

@@ -295,7 +295,7 @@ def drop_redundant(layer: Any, source: Any,
     start = np.stack([thetas[g].mean(axis=0) for g in keep])
     X, Y = draw_checked(source, n_search)
     Xh, Yh = draw_checked(source, n_search)
-    reduced = refit(start, X, Y, max_iter=cfg.max_nfev, max_bytes=cfg.search_memory)
+    reduced = refit(start, X, Y, max_iter=cfg.max_nfev, max_bytes=cfg.search_memory, solver=cfg.refine_solver)
     heldout = heldout_relative_error(reduced, Xh, Yh)
     full = heldout_relative_error(layer, Xh, Yh)
     record = {"notes": notes, "heads_kept": len(keep), "heldout_relative_error": heldout,

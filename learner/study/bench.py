@@ -19,6 +19,10 @@ BLAS limited to one thread (:func:`blas_threads`). ``python -m learner bench
 The span benchmark (:func:`run_span_benchmark`, ``python -m learner bench --span``) times phase 5's hull solve
 with its SVDs through a QR against the thin SVD of the constraint matrix, on phase 5's shape at m = 1.
 
+The refinement benchmark (:func:`run_refinement_benchmark`, ``python -m learner bench --refinement``) times phase
+6's refinement with its steps solved by the normal equations and by conjugate gradients
+(:mod:`learner.phases.steps`), from one start on one set of examples, at (m, d, k) = (8, 24, 2) by default.
+
 The search benchmark (:func:`run_search_benchmark`, ``python -m learner bench --search``) times phase 6 in one
 process with one BLAS thread against the run's workers (the search's starts on the pool, the refinement's
 products on as many BLAS threads), at (m, d, k) = (7, 20, 2) by default.
@@ -51,6 +55,8 @@ __all__ = [
     "BenchResult",
     "BenchRow",
     "CertificationBench",
+    "PhaseProfile",
+    "RefinementBench",
     "SearchBench",
     "SpanBench",
     "blas_threads",
@@ -58,6 +64,8 @@ __all__ = [
     "forward_flops",
     "run_benchmark",
     "run_certification_benchmark",
+    "run_phase_profile",
+    "run_refinement_benchmark",
     "run_search_benchmark",
     "run_span_benchmark",
 ]
@@ -1006,3 +1014,309 @@ def run_search_benchmark(m: int = 7, d: int = 20, k: int = 2, *, workers: int = 
     identical = bool(np.array_equal(a.layer.thetas, b.layer.thetas) and np.array_equal(a.layer.ws, b.layer.ws))
     return SearchBench(m, d, k, workers, repeat, t_serial, t_parallel, split(a), split(b), b.heldout_error,
                        identical, blas)
+
+
+@dataclass(frozen=True)
+class RefinementBench:
+    """Phase 6's refinement with each step solver, timed in one run from the same start on the same examples.
+
+    ``"normal"`` forms the normal equations from the Jacobian's structure and factorises them; ``"cg"`` solves
+    each step by preconditioned conjugate gradients and never forms them (:mod:`learner.phases.steps`). Both start
+    from the planted ``Θ``'s perturbed by ``perturbation`` of their norm, on the refinement's own number of
+    examples, with one BLAS thread.
+
+    Parameters
+    ----------
+    m, d, k : int
+        Heads, token dimension and tokens per example of the planted layer.
+    examples : int
+        The refinement's examples (as :func:`learner.phases.search_heads` sizes them).
+    perturbation : float
+        The start's distance from the planted ``Θ``'s, relative to their norm.
+    repeat : int
+        Interleaved rounds behind each median.
+    seconds : dict
+        Median seconds per solver.
+    evaluations : dict
+        Residual evaluations per solver (the same in every round: the runs are deterministic).
+    residual : dict
+        Final relative residual ``‖F − Y‖²/‖Y‖²`` per solver.
+    theta_error : dict
+        ``‖Θ − Θ_planted‖_F/‖Θ_planted‖_F`` per solver.
+    difference : float
+        ``‖Θ_cg − Θ_normal‖_F/‖Θ_planted‖_F``: how far the two solvers' answers are apart.
+    blas : str
+        The BLAS setting of the timing.
+    """
+
+    m: int
+    d: int
+    k: int
+    examples: int
+    perturbation: float
+    repeat: int
+    seconds: dict
+    evaluations: dict
+    residual: dict
+    theta_error: dict
+    difference: float
+    blas: str
+
+    @property
+    def speedup(self) -> float:
+        """Median seconds of ``"normal"`` over those of ``"cg"``."""
+        return self.seconds["normal"] / self.seconds["cg"]
+
+    def table(self) -> str:
+        """The figures as a printable table.
+
+        Returns
+        -------
+        str
+            A header line, one line per solver, the ratio and the distance between the answers.
+        """
+        lines = [(f"phase 6's refinement at (m, d, k) = ({self.m}, {self.d}, {self.k}): {self.m * self.d ** 2:,} "
+                  f"unknowns, {self.examples:,} examples, from the planted Θ's moved {self.perturbation:g} of "
+                  f"their norm; medians of {self.repeat} interleaved runs, {self.blas}:")]
+        for name in ("normal", "cg"):
+            lines.append(f"  {name:7s} {self.seconds[name]:9.2f} s   {self.evaluations[name]:3d} evaluations, "
+                         f"relative residual {self.residual[name]:.1e}, Θ error {self.theta_error[name]:.1e}")
+        lines.append(f"  cg {self.speedup:.2f}x faster than the normal equations; the answers differ by "
+                     f"{self.difference:.1e} of ‖Θ‖")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as a JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            Every field by name, plus ``speedup``.
+        """
+        return dict(self.__dict__) | {"speedup": self.speedup}
+
+
+@declare(m=Integer(), d=Integer(), k=Integer(2), repeat=Integer(), perturbation=Real())
+def run_refinement_benchmark(m: int = 8, d: int = 24, k: int = 2, *, repeat: int = 3, perturbation: float = 0.01,
+                             rng: SeedLike = None) -> RefinementBench:
+    """Time phase 6's refinement with both step solvers, from one start on one set of examples.
+
+    Parameters
+    ----------
+    m : int
+        Heads of the planted layer (``>= 1``).
+    d : int
+        Token dimension (``>= 1``).
+    k : int
+        Tokens per example (``>= 2``).
+    repeat : int
+        Interleaved rounds per solver (``>= 1``); medians are reported.
+    perturbation : float
+        How far the start lies from the planted ``Θ``'s, relative to their norm (``> 0``; phase 6's warm starts
+        were within a few per cent at m = 6–10).
+    rng : None, int, SeedSequence or Generator
+        Source of the layer, the examples and the start.
+
+    Returns
+    -------
+    RefinementBench
+        Each solver's median seconds, evaluations, residual and error, and their distance.
+    """
+    from ..oracle import LayerOracle
+    from ..phases import LearnConfig
+    from ..phases.search import refine_layer
+
+    rng = check_rng(rng)
+    layer_seed, oracle_seed, start_seed = rng.spawn(3)
+    layer = random_layer(m, d, logit_scale=STUDY_LOGIT_SCALE, rng=layer_seed)
+    cfg = LearnConfig()
+    n = max(32, int(np.ceil(cfg.refine_examples_per_param * 2 * m * d * d / (k * d))),
+            int(np.ceil(2 * d * d / (k * (k - 1)))))
+    X, Y = LayerOracle(layer, k, rng=oracle_seed).draw(n)
+    noise = np.random.default_rng(start_seed).standard_normal(layer.thetas.shape)
+    theta0 = layer.thetas + perturbation * np.linalg.norm(layer.thetas) * noise / np.linalg.norm(noise)
+    results: dict[str, Any] = {}
+
+    def timed(solver):
+        def run():
+            results[solver] = refine_layer(theta0, X, Y, max_iter=cfg.max_nfev, solver=solver)
+        return run
+
+    with blas_threads(1) as blas:
+        t_normal, t_cg = _interleaved_medians([timed("normal"), timed("cg")], repeat)
+    norm = float(np.linalg.norm(layer.thetas))
+    thetas = {s: results[s].layer.thetas for s in ("normal", "cg")}
+    return RefinementBench(
+        m, d, k, n, perturbation, repeat, {"normal": t_normal, "cg": t_cg},
+        {s: results[s].evaluations for s in thetas}, {s: results[s].residual for s in thetas},
+        {s: float(np.linalg.norm(thetas[s] - layer.thetas)) / norm for s in thetas},
+        float(np.linalg.norm(thetas["cg"] - thetas["normal"])) / norm, blas)
+
+
+@dataclass(frozen=True)
+class PhaseProfile:
+    """Where phases 4 and 6 spend their time at one setting, each step against the machine's matrix-multiply rate.
+
+    Phase 4 runs in oracle mode (the planted ``ΣW``, a fixed tolerance, no pilot) in this process on
+    ``examples`` examples; a plain batched forward pass over the same number of examples is timed beside it.
+    Phase 6's refinement runs from the planted ``Θ``'s perturbed by 1 % of their norm with each step solver.
+    Every figure comes from :mod:`learner.profiling`'s sections, recorded with one BLAS thread.
+
+    Parameters
+    ----------
+    m, d, k : int
+        Heads, token dimension and tokens per example of the planted layer.
+    tol : float
+        Phase 4's certification tolerance.
+    examples : int
+        Phase 4's examples.
+    gemm_gflops : float
+        The machine's float64 matrix-multiply rate on one thread, measured in the same run.
+    phase4_seconds : float
+        Phase 4's wall time.
+    forward_seconds : float
+        A plain batched forward pass ``layer(X)`` over ``examples`` examples.
+    constraints : int
+        Phase 4's constraints certified from ``examples`` examples (its yield sets the examples a run needs).
+    phase4 : dict
+        Phase 4's sections: name to ``(seconds, calls, flops)``.
+    refinement_seconds : dict
+        The refinement's wall time per step solver.
+    refinement : dict
+        Per step solver, its sections: name to ``(seconds, calls, flops)``.
+    blas : str
+        The BLAS setting.
+    """
+
+    m: int
+    d: int
+    k: int
+    tol: float
+    examples: int
+    gemm_gflops: float
+    phase4_seconds: float
+    forward_seconds: float
+    constraints: int
+    phase4: dict
+    refinement_seconds: dict
+    refinement: dict
+    blas: str
+
+    @property
+    def label_ratio(self) -> float:
+        """Phase 4's examples per second over the plain forward pass's (1: phase 4 costs no more than its labels)."""
+        return self.forward_seconds / self.phase4_seconds
+
+    def _rows(self, sections, total):
+        out = []
+        for name, (seconds, calls, flops) in sections.items():
+            rate = flops / seconds / 1e9 if flops and seconds > 0 else None
+            floor = f"{rate:6.1f} GFLOP/s, {rate / self.gemm_gflops:4.0%} of GEMM" if rate is not None else ""
+            out.append(f"    {name:48s} {seconds:8.2f} s {seconds / total:5.0%} {calls:7,d} calls  {floor}")
+        return out
+
+    def table(self) -> str:
+        """The figures as a printable table.
+
+        Returns
+        -------
+        str
+            Phase 4's steps and its ratio to the forward pass, then the refinement's steps per solver; each step
+            with its share of the phase and, where its operations are counted, its rate against the GEMM rate.
+        """
+        lines = [(f"phases 4 and 6 at (m, d, k) = ({self.m}, {self.d}, {self.k}) in oracle mode, {self.blas}; "
+                  f"the machine's float64 GEMM rate {self.gemm_gflops:.1f} GFLOP/s:"),
+                 (f"  phase 4 at tol {self.tol:g}: {self.examples:,} examples in {self.phase4_seconds:.2f} s "
+                  f"({self.examples / self.phase4_seconds:,.0f}/s); the forward pass alone "
+                  f"{self.forward_seconds:.2f} s ({self.examples / self.forward_seconds:,.0f}/s): ratio "
+                  f"{self.label_ratio:.2f} of the label rate (1 = phase 4 costs what its labels cost); "
+                  f"{self.constraints:,} constraints, {1e6 * self.constraints / self.examples:,.0f} per million "
+                  "examples")]
+        lines += self._rows(self.phase4, self.phase4_seconds)
+        for solver, total in self.refinement_seconds.items():
+            lines.append(f"  phase 6's refinement, steps by {solver}: {total:.2f} s")
+            lines += self._rows(self.refinement[solver], total)
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as a JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            Every field by name, plus ``label_ratio``.
+        """
+        return dict(self.__dict__) | {"label_ratio": self.label_ratio}
+
+
+@declare(m=Integer(2), d=Integer(), k=Integer(2), examples=Integer(), tol=Real())
+def run_phase_profile(m: int = 10, d: int = 24, k: int = 2, *, tol: float = 0.08, examples: int = 2_000_000,
+                      solvers: tuple[str, ...] = ("normal", "cg"), rng: SeedLike = None) -> PhaseProfile:
+    """Profile phases 4 and 6 at one setting in oracle mode (see :class:`PhaseProfile`).
+
+    Parameters
+    ----------
+    m : int
+        Heads of the planted layer (``>= 2``).
+    d : int
+        Token dimension (``>= 1``).
+    k : int
+        Tokens per example (``>= 2``).
+    tol : float
+        Phase 4's certification tolerance (``> 0``; phase 4's pilot chose 0.08 at m = 7–10, d = 20–24).
+    examples : int
+        Phase 4's example budget (``>= 1``), drawn in the learner's batches (its hull stability rule may stop
+        the stream earlier, as in a run: the profile counts the examples drawn).
+    solvers : tuple of str
+        The refinement's step solvers to profile, ``"normal"`` and/or ``"cg"`` (the normal equations take
+        minutes per step from (11, 32, 2) on).
+    rng : None, int, SeedSequence or Generator
+        Source of the layer, the examples and the refinement's start.
+
+    Returns
+    -------
+    PhaseProfile
+        Each phase's sections, times and the ratio of phase 4 to its labels.
+    """
+    import dataclasses as _dc
+
+    from ..oracle import LayerOracle
+    from ..phases import LearnConfig, refined_sculpt
+    from ..phases.search import refine_layer
+    from ..profiling import recording
+
+    rng = check_rng(rng)
+    layer_seed, oracle_seed, start_seed, input_seed = rng.spawn(4)
+    layer = random_layer(m, d, logit_scale=STUDY_LOGIT_SCALE, rng=layer_seed)
+    cfg = _dc.replace(LearnConfig(), refined_tol=tol, max_examples=examples, refined_constraints=1e9)
+
+    def table(sections):
+        return {name: (s.seconds, s.calls, s.flops) for name, s in sections.items()}
+
+    with blas_threads(1) as blas:
+        gemm = gemm_rate(repeat=3, rng=0)
+        with recording() as p4:
+            t0 = time.perf_counter()
+            found = refined_sculpt(LayerOracle(layer, k, rng=oracle_seed), layer.ws.sum(axis=0), cfg, m=m,
+                                   pilot=False)
+            t4 = time.perf_counter() - t0
+        examples = found.n_examples  # the stability rule may stop the stream before the budget
+        sizes = [min(cfg.batch, examples - s) for s in range(0, examples, cfg.batch)]
+        Xs = [sample_inputs(n, k, d, rng=input_seed) for n in sizes[:1]]
+        t0 = time.perf_counter()
+        for n in sizes:
+            layer(Xs[0][:n])
+        tf = time.perf_counter() - t0
+        n_ref = max(32, int(np.ceil(cfg.refine_examples_per_param * 2 * m * d * d / (k * d))),
+                    int(np.ceil(2 * d * d / (k * (k - 1)))))
+        X, Y = LayerOracle(layer, k, rng=start_seed).draw(n_ref)
+        noise = np.random.default_rng(start_seed).standard_normal(layer.thetas.shape)
+        theta0 = layer.thetas + 0.01 * np.linalg.norm(layer.thetas) * noise / np.linalg.norm(noise)
+        seconds, sections = {}, {}
+        for solver in solvers:
+            with recording() as p6:
+                t0 = time.perf_counter()
+                refine_layer(theta0, X, Y, max_iter=cfg.max_nfev, solver=solver)
+                seconds[solver] = time.perf_counter() - t0
+            sections[solver] = table(p6)
+    return PhaseProfile(m, d, k, tol, examples, gemm, t4, tf, found.count, table(p4), seconds, sections, blas)

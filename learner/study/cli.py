@@ -34,6 +34,8 @@ from .bench import (
     run_benchmark,
     run_certification_benchmark,
     run_parallel_benchmark,
+    run_phase_profile,
+    run_refinement_benchmark,
     run_search_benchmark,
     run_span_benchmark,
 )
@@ -91,13 +93,24 @@ def _add_bench(sub):
     p.add_argument("--search", action="store_true",
                    help="only phase 6 at (m, d, k) = (7, 20, 2): one process with one BLAS thread against --workers "
                         "(the search's starts on the pool, the refinement's products on as many threads)")
-    p.add_argument("--m", type=int, default=None, help="heads of --certification (default 3)")
-    p.add_argument("--d", type=int, default=None, help="token dimension of --certification (default 16)")
-    p.add_argument("--k", type=int, default=None, help="tokens per sequence of --certification (default 4)")
+    p.add_argument("--refinement", action="store_true",
+                   help="only phase 6's refinement, its steps by the normal equations against conjugate gradients, "
+                        "one BLAS thread, at --m/--d/--k (default (8, 24, 2))")
+    p.add_argument("--profile", action="store_true",
+                   help="only where phases 4 and 6 spend their time in oracle mode, each step against the GEMM rate "
+                        "and phase 4 against its labels, one BLAS thread, at --m/--d/--k (default (10, 24, 2))")
+    p.add_argument("--m", type=int, default=None,
+                   help="heads of --certification (default 3), --refinement (8) and --profile (10)")
+    p.add_argument("--d", type=int, default=None,
+                   help="token dimension of --certification (default 16), --refinement and --profile (24)")
+    p.add_argument("--k", type=int, default=None,
+                   help="tokens per sequence of --certification (default 4), --refinement and --profile (2)")
     p.add_argument("--tol", type=float, default=None,
-                   help="certification tolerance of --certification (default 0.03, phase 4's at (3, 16, 4))")
+                   help="certification tolerance of --certification (default 0.03, phase 4's at (3, 16, 4)) and "
+                        "--profile (0.08)")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-    # --m/--d/--k/--tol are --certification's; --workers is --parallel's and --search's (--repeat is every benchmark's).
+    # --m/--d/--k/--tol are --certification's (--m/--d/--k also --refinement's); --workers is --parallel's and
+    # --search's (--repeat is every benchmark's).
     declare_options(p, run_certification_benchmark, run_parallel_benchmark, run_benchmark)
     _limit(p, "m", "d", "k", "repeat", "workers")
     p.set_defaults(handler=_bench)
@@ -343,29 +356,37 @@ def _race(args):
     return 0
 
 
-#: The defaults of bench's options that belong to one benchmark (None on the parser, so that a value typed for
-#: another benchmark, which would be ignored, is refused instead).
-_BENCH_DEFAULTS = {"m": 3, "d": 16, "k": 4, "tol": 0.03}
+#: The defaults of bench's options that belong to some benchmarks only, per benchmark (None on the parser, so that
+#: a value typed for another benchmark, which would be ignored, is refused instead).
+_BENCH_DEFAULTS: dict[str, dict[str, Any]] = {"--certification": {"m": 3, "d": 16, "k": 4, "tol": 0.03},
+                                               "--refinement": {"m": 8, "d": 24, "k": 2},
+                                               "--profile": {"m": 10, "d": 24, "k": 2, "tol": 0.08}}
+#: Every such option.
+_BENCH_OPTIONS = ("m", "d", "k", "tol")
 
 
 def _bench_options(args):
     """Refuse an option of ``bench`` that the chosen benchmark would ignore, then fill in the defaults."""
     modes = [flag for flag, on in (("--parallel", args.parallel), ("--search", args.search), ("--span", args.span),
-                                   ("--certification", args.certification)) if on]
+                                   ("--certification", args.certification), ("--refinement", args.refinement),
+                                   ("--profile", args.profile)) if on]
     if len(modes) > 1:
-        raise ValueError("give at most one of --parallel, --search, --span and --certification; "
+        raise ValueError("give at most one of --parallel, --search, --span, --certification, --refinement and "
+                         "--profile; "
                          f"got {' '.join(modes)}.")
-    given = [f"--{key}" for key in _BENCH_DEFAULTS if getattr(args, key) is not None]
-    if given and modes != ["--certification"]:
-        raise ValueError(f"{', '.join(given)}: options of --certification's benchmark only, which "
-                         f"{' '.join(modes) or 'the default benchmark'} would ignore; add --certification or "
-                         "drop them.")
+    defaults = _BENCH_DEFAULTS.get(modes[0], {}) if modes else {}
+    given = [f"--{key}" for key in _BENCH_OPTIONS if getattr(args, key) is not None and key not in defaults]
+    if given:
+        takers = [mode for mode, keys in _BENCH_DEFAULTS.items() if all(g[2:] in keys for g in given)]
+        raise ValueError(f"{', '.join(given)}: options of {' and '.join(takers) or 'other benchmarks'} only, which "
+                         f"{' '.join(modes) or 'the default benchmark'} would ignore; add "
+                         f"{' or '.join(takers) or 'the benchmark they belong to'} or drop them.")
     if args.workers is not None and not (args.parallel or args.search):
         raise ValueError(f"--workers sizes the pool of --parallel and --search only, which "
                          f"{' '.join(modes) or 'the default benchmark'} would ignore; got --workers {args.workers}.")
-    for key, value in _BENCH_DEFAULTS.items():
+    for key in _BENCH_OPTIONS:
         if getattr(args, key) is None:
-            setattr(args, key, value)
+            setattr(args, key, defaults.get(key, _BENCH_DEFAULTS["--certification"][key]))
     if args.workers is None:
         args.workers = PARALLEL_BENCH_WORKERS
 
@@ -391,6 +412,20 @@ def _bench(args):
         print(span.table())
         if args.json:
             write_json(args.json, command_record("bench --span", seed=args.seed, span=span.to_dict()))
+        return 0
+    if args.profile:
+        cell = (4, 12, 2) if args.quick else (args.m, args.d, args.k)
+        prof = run_phase_profile(*cell, tol=args.tol, examples=100_000 if args.quick else 2_000_000, rng=args.seed)
+        print(prof.table())
+        if args.json:
+            write_json(args.json, command_record("bench --profile", seed=args.seed, profile=prof.to_dict()))
+        return 0
+    if args.refinement:
+        cell = (3, 8, 2) if args.quick else (args.m, args.d, args.k)
+        ref = run_refinement_benchmark(*cell, repeat=args.repeat, rng=args.seed)
+        print(ref.table())
+        if args.json:
+            write_json(args.json, command_record("bench --refinement", seed=args.seed, refinement=ref.to_dict()))
         return 0
     if args.certification:
         cert = run_certification_benchmark(args.m, args.d, args.k, batch=2000 if args.quick else 100_000,

@@ -216,7 +216,8 @@ class TestDropRedundantRules:
         monkeypatch.setattr(select, "assumptions", lambda layer: SimpleNamespace(ok=True))
         calls["reduced"] = reduced
         calls["drop"] = lambda layer: select.drop_redundant(
-            layer, "source", LearnConfig(n_search=50, max_nfev=17, search_memory=12345, success_tol=1e-10))
+            layer, "source", LearnConfig(n_search=50, max_nfev=17, search_memory=12345, success_tol=1e-10,
+                                      refine_solver="cg"))
         return calls
 
     @staticmethod
@@ -235,7 +236,7 @@ class TestDropRedundantRules:
         assert calls["draws"] == [("source", 50), ("source", 50)]
         (start, X, Y, kw), = calls["refit"]
         np.testing.assert_array_equal(start, np.array([t[0], t[2]]))
-        assert (X, Y, kw) == ("X1", "Y1", {"max_iter": 17, "max_bytes": 12345})
+        assert (X, Y, kw) == ("X1", "Y1", {"max_iter": 17, "max_bytes": 12345, "solver": "cg"})
         assert record == {"notes": ["head 1 is empty (‖W‖_F = 2e-06)"], "heads_kept": 2,
                                                "heldout_relative_error": 1e-10,
                                                "given_m_heldout_relative_error": 0.0}

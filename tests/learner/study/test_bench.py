@@ -83,6 +83,73 @@ class TestSearchBenchmark:
         assert record["command"] == "bench --search" and record["search"]["identical"] is True
 
 
+class TestRefinementBenchmark:
+    def test_both_solvers_reach_one_answer_and_the_ratio_is_theirs(self):
+        from learner.study.bench import run_refinement_benchmark
+
+        res = run_refinement_benchmark(2, 6, 2, repeat=1, rng=0)
+        assert res.difference < 1e-12 and max(res.residual.values()) < 1e-28
+        assert max(res.theta_error.values()) < 1e-12
+        assert res.speedup == res.seconds["normal"] / res.seconds["cg"]
+        # max(32, 2 residuals per parameter = 4md/k = 24, 2d²/(k(k − 1)) = 36 logit differences per head): 36
+        assert res.examples == 36 and res.evaluations["cg"] >= 2  # the start is 1 % off: at least one step
+        table = res.table()
+        assert "72 unknowns, 36 examples" in table and "BLAS thread" in table and "cg " in table
+        assert set(res.to_dict()) >= {"speedup", "seconds", "difference"}
+
+    def test_cli(self, capsys, tmp_path):
+        import json
+
+        from learner.cli import main
+
+        out_json = tmp_path / "refinement.json"
+        assert main(["bench", "--refinement", "--quick", "--repeat", "1", "--json", str(out_json)]) == 0
+        assert "phase 6's refinement at (m, d, k) = (3, 8, 2)" in capsys.readouterr().out
+        record = json.loads(out_json.read_text())
+        assert record["command"] == "bench --refinement" and record["refinement"]["difference"] < 1e-12
+
+    @pytest.mark.parametrize("argv,match", [
+        (["--refinement", "--tol", "0.1"], "--tol: options of --certification and --profile only"),
+        (["--span", "--m", "3"], "--m: options of --certification and --refinement and --profile only"),
+        (["--refinement", "--profile"], "give at most one of"),
+    ], ids=["tol", "m", "two"])
+    def test_options_another_benchmark_would_ignore_are_refused(self, capsys, argv, match):
+        from learner.cli import main
+
+        assert main(["bench", *argv]) == 2
+        assert match in capsys.readouterr().err
+
+
+class TestPhaseProfile:
+    def test_sections_cover_the_phases_and_the_label_ratio_is_theirs(self):
+        """Phase 4's steps (labels, screen, fit, constraints) and both refinements' steps are recorded; the label
+        ratio is the forward pass's time over phase 4's, and no section outlasts its phase."""
+        from learner.study.bench import run_phase_profile
+
+        res = run_phase_profile(3, 8, 2, tol=0.1, examples=20_000, rng=0)
+        assert res.label_ratio == res.forward_seconds / res.phase4_seconds
+        assert {"examples: labels F(X)", "certification: float32 screen",
+                "certification: float64 row fit"} <= set(res.phase4)
+        assert "refinement: Cholesky solve" in res.refinement["normal"]
+        assert "refinement: CG iterations" in res.refinement["cg"]
+        for name, (seconds, calls, _) in res.phase4.items():
+            assert 0 <= seconds <= res.phase4_seconds and calls >= 1, name
+        labels = res.phase4["examples: labels F(X)"]
+        assert labels[2] == forward_flops(res.examples, 2, 8, 3)  # every example drawn was labelled once
+        assert "of the label rate" in res.table() and "of GEMM" in res.table()
+
+    def test_cli(self, capsys, tmp_path):
+        import json
+
+        from learner.cli import main
+
+        out_json = tmp_path / "profile.json"
+        assert main(["bench", "--profile", "--quick", "--json", str(out_json)]) == 0
+        assert "phases 4 and 6 at (m, d, k) = (4, 12, 2)" in capsys.readouterr().out
+        record = json.loads(out_json.read_text())
+        assert record["command"] == "bench --profile" and record["profile"]["label_ratio"] > 0
+
+
 class TestCertificationBenchmark:
     def test_figures_and_the_reference_agree(self):
         """The benchmark's fit and its batched-solve reference certify the same rows; ratios are consistent."""
