@@ -156,10 +156,15 @@ class TestChooseSolver:
 
 
 class TestBothSolversOneMinimiser:
-    @pytest.mark.parametrize("m,d,k", [(2, 6, 2), (3, 8, 2), (2, 5, 3)], ids=["2-6-2", "3-8-2", "2-5-3"])
+    @pytest.mark.parametrize("m,d,k", [
+        (2, 6, 2), (3, 8, 2), (2, 5, 3),
+        pytest.param(4, 16, 2, marks=pytest.mark.slow), pytest.param(6, 16, 2, marks=pytest.mark.slow),
+        pytest.param(8, 16, 2, marks=pytest.mark.slow), pytest.param(4, 12, 3, marks=pytest.mark.slow),
+    ], ids=["2-6-2", "3-8-2", "2-5-3", "4-16-2", "6-16-2", "8-16-2", "4-12-3"])
     def test_noiseless_labels_end_at_the_rounding_floor_with_one_answer(self, m, d, k):
         """From 1 % off the planted Θ's, both step solvers reach float64's floor (relative residual below 1e-28)
-        and the same Θ's to 1e-12 of their norm (a parameter error of 1e-15 squares to the residual's 1e-30)."""
+        and the same Θ's to 1e-12 of their norm (a parameter error of 1e-15 squares to the residual's 1e-30); the
+        slow cells are the frontier's, where ``"auto"`` takes conjugate gradients (1,024 unknowns and more)."""
         layer = random_layer(m, d, logit_scale=1.0, rng=7)
         n = max(32, int(np.ceil(4 * m * d / k)), int(np.ceil(2 * d * d / (k * (k - 1)))))
         X = sample_inputs(n, k, d, rng=8)
