@@ -63,7 +63,7 @@ class Count:
 
     __slots__ = ("flops",)
 
-    def __init__(self, flops: int):
+    def __init__(self, flops: int) -> None:
         self.flops = flops
 
 

@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch", reason="the device paths need the torch ext
 from learner import LayerOracle, LearnConfig, arrays, learn, random_layer  # noqa: E402
 from learner.baselines import fit_torch  # noqa: E402
 from learner.oracle import ArraySource, ExampleBatch, device_name  # noqa: E402
-from learner.phases.search import refit, search_heads  # noqa: E402
+from learner.phases.search import refine_layer, refit, search_heads  # noqa: E402
 
 CUDA = torch.cuda.device_count() if torch.cuda.is_available() else 0
 XPU = hasattr(torch, "xpu") and torch.xpu.is_available()
@@ -82,6 +82,7 @@ API = {
         _oracle(seen), m=1, device=device, n_train=200, n_val=100, batch=100, epochs=1, restarts=1, threads=1),
     "learner.phases.search.search_heads": _search,
     "learner.phases.search.refit": lambda device, seen: refit(*_fit_case(), device=device),
+    "learner.phases.search.refine_layer": lambda device, seen: refine_layer(*_fit_case(), device=device),
     "learner.oracle.ExampleBatch": lambda device, seen: ExampleBatch(
         10, layer=_layer(), k=2, distribution="boolean", seed=np.random.SeedSequence(0), device=device).examples(),
 }

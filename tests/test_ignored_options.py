@@ -13,10 +13,10 @@ REFUSED = [
      "--workers sizes the local pool, which --serial does not use"),
     ("learner", ["sharpness", "--adam-seeds", "3", "--seeds", "2", "--out", "{out}"],
      "--adam-seeds 3 exceeds --seeds 2"),
-    ("learner", ["bench", "--m", "2"], "--m: options of --certification's benchmark only"),
-    ("learner", ["bench", "--span", "--tol", "0.1", "--k", "3"], "--k, --tol: options of --certification's"),
+    ("learner", ["bench", "--m", "2"], "--m: options of --certification, --refinement or --profile only"),
+    ("learner", ["bench", "--span", "--tol", "0.1", "--k", "3"], "--k, --tol: options of --certification or --profile"),
     ("learner", ["bench", "--span", "--workers", "3"], "--workers sizes the pool of --parallel and --search only"),
-    ("learner", ["bench", "--span", "--search"], "give at most one of --parallel, --search, --span and"),
+    ("learner", ["bench", "--span", "--search"], "give at most one of --parallel, --search, --span,"),
 ]
 
 

@@ -31,6 +31,8 @@ splits either into its steps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
@@ -66,7 +68,7 @@ class ProjectedJacobian:
         Orthonormal basis of the ``W`` design's columns (the rows ``(n, a)``).
     """
 
-    def __init__(self, X: np.ndarray, ws: np.ndarray, patterns: np.ndarray, Q: np.ndarray):
+    def __init__(self, X: np.ndarray, ws: np.ndarray, patterns: np.ndarray, Q: np.ndarray) -> None:
         n, k, d = X.shape
         m = ws.shape[0]
         self.shape = (n, k, d, m)
@@ -183,7 +185,8 @@ class ProjectedJacobian:
         return out
 
 
-def conjugate_gradient(apply, precondition, b: np.ndarray, *, tol: float = CG_TOL,
+def conjugate_gradient(apply: Callable[[np.ndarray], np.ndarray], precondition: Callable[[np.ndarray], np.ndarray],
+                       b: np.ndarray, *, tol: float = CG_TOL,
                        max_iter: int = CG_MAX_ITER) -> tuple[np.ndarray, int]:
     """Preconditioned conjugate gradients for ``A x = b`` (``A`` symmetric positive definite, given by ``apply``).
 
@@ -240,7 +243,7 @@ def conjugate_gradient(apply, precondition, b: np.ndarray, *, tol: float = CG_TO
     return x, max_iter
 
 
-def block_preconditioner(blocks: np.ndarray, scale: np.ndarray, lam: float):
+def block_preconditioner(blocks: np.ndarray, scale: np.ndarray, lam: float) -> Callable[[np.ndarray], np.ndarray]:
     """``v ↦ M⁻¹ v`` for ``M`` the damped blocks ``B_i + λ diag(S_i)``, each factorised once (Cholesky).
 
     Raises :class:`numpy.linalg.LinAlgError` when a damped block is not positive definite (the caller damps more).

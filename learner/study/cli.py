@@ -378,9 +378,10 @@ def _bench_options(args):
     given = [f"--{key}" for key in _BENCH_OPTIONS if getattr(args, key) is not None and key not in defaults]
     if given:
         takers = [mode for mode, keys in _BENCH_DEFAULTS.items() if all(g[2:] in keys for g in given)]
-        raise ValueError(f"{', '.join(given)}: options of {' and '.join(takers) or 'other benchmarks'} only, which "
+        named = ", ".join(takers[:-1]) + f" or {takers[-1]}" if len(takers) > 1 else "".join(takers)
+        raise ValueError(f"{', '.join(given)}: options of {named or 'other benchmarks'} only, which "
                          f"{' '.join(modes) or 'the default benchmark'} would ignore; add "
-                         f"{' or '.join(takers) or 'the benchmark they belong to'} or drop them.")
+                         f"{named or 'the benchmark they belong to'} or drop them.")
     if args.workers is not None and not (args.parallel or args.search):
         raise ValueError(f"--workers sizes the pool of --parallel and --search only, which "
                          f"{' '.join(modes) or 'the default benchmark'} would ignore; got --workers {args.workers}.")

@@ -109,8 +109,8 @@ class TestRefinementBenchmark:
         assert record["command"] == "bench --refinement" and record["refinement"]["difference"] < 1e-12
 
     @pytest.mark.parametrize("argv,match", [
-        (["--refinement", "--tol", "0.1"], "--tol: options of --certification and --profile only"),
-        (["--span", "--m", "3"], "--m: options of --certification and --refinement and --profile only"),
+        (["--refinement", "--tol", "0.1"], "--tol: options of --certification or --profile only"),
+        (["--span", "--m", "3"], "--m: options of --certification, --refinement or --profile only"),
         (["--refinement", "--profile"], "give at most one of"),
     ], ids=["tol", "m", "two"])
     def test_options_another_benchmark_would_ignore_are_refused(self, capsys, argv, match):
