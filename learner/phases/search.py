@@ -82,7 +82,8 @@ if TYPE_CHECKING:
     from ..oracle import ArraySource, LayerOracle
     from .noise import NoiseFloor
 
-__all__ = ["REFINEMENTS", "SEARCHES", "Refinement", "SearchResult", "heldout_relative_error", "refine_layer", "refit",
+__all__ = ["REFINEMENTS", "SEARCHES", "Refinement", "SearchResult", "heldout_relative_error", "refine_layer",
+           "refinement_examples", "refit",
            "search_heads"]
 
 #: The tuple searches of :func:`search_heads`.
@@ -274,6 +275,36 @@ class Refinement:
     evaluations: int
     residual: float
     solver: str
+
+
+def refinement_examples(m: int, d: int, k: int, config: LearnConfig) -> int:
+    """The examples phase 6's refinement fits (the first of the search's ``n_search``).
+
+    Residuals = ``refine_examples_per_param`` × parameters: enough to pin the parameters in the realizable case,
+    few enough for each step to stay cheap. But a head's ``Θ`` enters ``F`` only through the ``k(k − 1)`` logit
+    differences of each example, so the examples must also give each head at least ``2d²`` of them: with fewer,
+    exact fits that are not the layer exist (ours, measured at (2, 12, 2): 48 examples fit to 1e-31 with held-out
+    error 3e-5). At least 32, at most ``n_search``.
+
+    Parameters
+    ----------
+    m, d, k : int
+        Heads, token dimension and tokens per example.
+    config : LearnConfig
+        Reads ``refine_examples_per_param`` and ``n_search``.
+
+    Returns
+    -------
+    int
+        ``min(n_search, max(32, ⌈refine_examples_per_param·2md²/(kd)⌉, ⌈2d²/(k(k − 1))⌉))``.
+
+    Examples
+    --------
+    >>> refinement_examples(2, 6, 2, LearnConfig())  # 2d²/(k(k − 1)) = 36 logit differences per head
+    36
+    """
+    return min(config.n_search, max(32, int(np.ceil(config.refine_examples_per_param * 2 * m * d * d / (k * d))),
+                                    int(np.ceil(2 * d * d / (k * (k - 1))))))
 
 
 def refine_layer(thetas: ArrayLike, X: np.ndarray, Y: np.ndarray, *, max_iter: int = 200, ftol: float = 1e-15,
@@ -963,13 +994,7 @@ def search_heads(source: LayerOracle | ArraySource, theta_star: np.ndarray, dire
         net_points_3d=net_points_3d, keep_tuples=cfg.keep_tuples, max_nfev=max_nfev, search_memory=search_memory,
         swap_starts=cfg.swap_starts, vp_starts=cfg.vp_starts, seed=cfg.search_seed, workers=workers, backend=backend)
     warm_err, warm = _warm_start(tuples, Xs, Ys, Xh, Yh)
-    # Residuals = refine_examples_per_param × parameters: enough to pin the parameters in the
-    # realizable case, few enough for the dense normal equations (or trust-region steps) to stay cheap.
-    # But a head's Θ enters F only through the k(k−1) logit differences of each example, so the
-    # examples must also give each head at least 2·d² of them: with fewer, exact fits that are not
-    # the layer exist (measured at (2, 12, 2): 48 examples fit to 1e-31 with held-out error 3e-5).
-    n_ref = min(n_search, max(32, int(np.ceil(cfg.refine_examples_per_param * 2 * m * d * d / (k * d))),
-                              int(np.ceil(2 * d * d / (k * (k - 1))))))
+    n_ref = refinement_examples(m, d, k, cfg)
     Xr, Yr = Xs[:n_ref], Ys[:n_ref]
     t1 = time.perf_counter()
     if refine == "vp":

@@ -1016,6 +1016,12 @@ def run_search_benchmark(m: int = 7, d: int = 20, k: int = 2, *, workers: int = 
                        identical, blas)
 
 
+def _moved(thetas, perturbation, seed):
+    """``thetas`` moved by ``perturbation`` of their Frobenius norm in a random direction drawn from ``seed``."""
+    noise = np.random.default_rng(seed).standard_normal(thetas.shape)
+    return thetas + perturbation * np.linalg.norm(thetas) * noise / np.linalg.norm(noise)
+
+
 @dataclass(frozen=True)
 class RefinementBench:
     """Phase 6's refinement with each step solver, timed in one run from the same start on the same examples.
@@ -1124,17 +1130,15 @@ def run_refinement_benchmark(m: int = 8, d: int = 24, k: int = 2, *, repeat: int
     """
     from ..oracle import LayerOracle
     from ..phases import LearnConfig
-    from ..phases.search import refine_layer
+    from ..phases.search import refine_layer, refinement_examples
 
     rng = check_rng(rng)
     layer_seed, oracle_seed, start_seed = rng.spawn(3)
     layer = random_layer(m, d, logit_scale=STUDY_LOGIT_SCALE, rng=layer_seed)
     cfg = LearnConfig()
-    n = max(32, int(np.ceil(cfg.refine_examples_per_param * 2 * m * d * d / (k * d))),
-            int(np.ceil(2 * d * d / (k * (k - 1)))))
+    n = refinement_examples(m, d, k, cfg)
     X, Y = LayerOracle(layer, k, rng=oracle_seed).draw(n)
-    noise = np.random.default_rng(start_seed).standard_normal(layer.thetas.shape)
-    theta0 = layer.thetas + perturbation * np.linalg.norm(layer.thetas) * noise / np.linalg.norm(noise)
+    theta0 = _moved(layer.thetas, perturbation, start_seed)
     results: dict[str, Any] = {}
 
     def timed(solver):
@@ -1282,7 +1286,7 @@ def run_phase_profile(m: int = 10, d: int = 24, k: int = 2, *, tol: float = 0.08
 
     from ..oracle import LayerOracle
     from ..phases import LearnConfig, refined_sculpt
-    from ..phases.search import refine_layer
+    from ..phases.search import refine_layer, refinement_examples
     from ..profiling import recording
 
     rng = check_rng(rng)
@@ -1307,11 +1311,8 @@ def run_phase_profile(m: int = 10, d: int = 24, k: int = 2, *, tol: float = 0.08
         for n in sizes:
             layer(Xs[0][:n])
         tf = time.perf_counter() - t0
-        n_ref = max(32, int(np.ceil(cfg.refine_examples_per_param * 2 * m * d * d / (k * d))),
-                    int(np.ceil(2 * d * d / (k * (k - 1)))))
-        X, Y = LayerOracle(layer, k, rng=start_seed).draw(n_ref)
-        noise = np.random.default_rng(start_seed).standard_normal(layer.thetas.shape)
-        theta0 = layer.thetas + 0.01 * np.linalg.norm(layer.thetas) * noise / np.linalg.norm(noise)
+        X, Y = LayerOracle(layer, k, rng=start_seed).draw(refinement_examples(m, d, k, cfg))
+        theta0 = _moved(layer.thetas, 0.01, start_seed)
         seconds, sections = {}, {}
         for solver in solvers:
             with recording() as p6:

@@ -204,3 +204,16 @@ class TestBothSolversOneMinimiser:
         with recording() as cg:
             refit(layer.thetas * 1.01, X, layer(X), solver="cg")
         assert "refinement: CG iterations" in cg and "refinement: Cholesky solve" not in cg
+
+
+@pytest.mark.parametrize("m,d,k,n_search,expected", [
+    (2, 6, 2, 2000, 36),  # 2d²/(k(k − 1)) = 36 logit differences per head; two residuals per parameter give 24
+    (1, 2, 2, 2000, 32),  # both bounds 4: the floor of 32
+    (10, 24, 2, 2000, 576),  # two per parameter: 4·10·576/48 = 480; logit differences 1152/2 = 576
+    (13, 32, 2, 2000, 1024),  # two per parameter: 4·13·1024/64 = 832; logit differences 2048/2 = 1024
+    (13, 32, 2, 500, 500),  # the search's examples cap it
+], ids=["logits", "floor", "10-24-2", "13-32-2", "cap"])
+def test_the_refinement_fits_the_examples_its_rule_names(m, d, k, n_search, expected):
+    from learner.phases.search import refinement_examples
+
+    assert refinement_examples(m, d, k, LearnConfig(n_search=n_search)) == expected
