@@ -12,6 +12,7 @@ such function, through torch. Torch and array-api-compat are imported only when 
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -181,6 +182,12 @@ def to_device(a: Any, device: Any) -> Any:
     """
     torch = require_torch()
     return torch.tensor(np.asarray(a, dtype=np.float64), device=torch_device(device))  # a copy: the input stays ours
+
+
+def _is_tensor(a):
+    """Whether ``a`` is a torch tensor, without importing torch: a tensor exists only once torch is imported."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(a, torch.Tensor)
 
 
 def to_numpy(a: Any) -> np.ndarray:
@@ -403,7 +410,7 @@ class Backend:
             The float64 array.
         """
         if self.device is None:
-            return np.asarray(to_numpy(a), dtype=np.float64)
+            return np.asarray(to_numpy(a) if _is_tensor(a) else a, dtype=np.float64)
         torch = require_torch()
         if isinstance(a, torch.Tensor):
             return a.to(device=self.device, dtype=torch.float64)

@@ -117,3 +117,39 @@ class TestTheOraclesView:
         result = learn(oracle, m=2, rng=0, progress=False, workers=1, device="cpu")
         assert seen == [(None, "cpu")] and oracle.device is None
         assert result.examples_drawn == oracle.n_drawn  # drawn through the view, counted on the oracle
+
+
+class TestWhatEachMethodMakes:
+    """The constructors' promises, type by type: float64 whatever the input's type, numpy on the host and torch on a
+    device, and on the backend's own device. This machine's torch may see no device but the CPU, where a tensor made
+    without a device lands anyway; torch's ``meta`` device (shapes and dtypes, no data) stands in for a second
+    device, on a backend made around the device check, which refuses ``meta`` for holding no data."""
+
+    def test_the_host_makes_float64_numpy_arrays(self):
+        for a in ([1, 2], np.arange(3), np.ones(2, dtype=np.float32)):
+            out = arrays.NUMPY.asarray(a)
+            assert arrays.is_numpy(out) and out.dtype == np.float64
+        for make in (arrays.NUMPY.empty, arrays.NUMPY.zeros):
+            out = make((2, 3))
+            assert arrays.is_numpy(out) and out.dtype == np.float64 and out.shape == (2, 3)
+
+    def test_a_device_makes_float64_tensors(self):
+        torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+        cpu = arrays.backend("cpu")
+        for a in ([1, 2], np.arange(3), torch.arange(3), torch.ones(2, dtype=torch.float32)):
+            out = cpu.asarray(a)
+            assert isinstance(out, torch.Tensor) and out.dtype == torch.float64, type(a)
+        for make in (cpu.empty, cpu.zeros):
+            out = make((2, 3))
+            assert isinstance(out, torch.Tensor) and out.dtype == torch.float64 and tuple(out.shape) == (2, 3)
+        assert not cpu.zeros((4,)).any()
+        one = cpu.asarray(np.arange(3.0))
+        np.testing.assert_array_equal(arrays.to_numpy(cpu.concat([one], axis=0)), np.arange(3.0))  # one part
+
+    def test_a_device_makes_its_arrays_there(self):
+        torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+        meta = object.__new__(arrays.Backend)
+        object.__setattr__(meta, "device", torch.device("meta"))
+        made = [meta.asarray(np.ones(2)), meta.asarray(torch.ones(2)), meta.empty((2,)), meta.zeros((2,))]
+        assert [t.device.type for t in made] == ["meta"] * 4
+        assert all(t.dtype == torch.float64 for t in made)
