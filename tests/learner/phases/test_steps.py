@@ -63,8 +63,8 @@ class TestProjectedJacobian:
 
     @pytest.mark.parametrize("distribution", ["boolean", "gaussian"])
     def test_blocks_are_the_unprojected_gauss_newton_blocks(self, m, d, k, distribution):
-        """Gaussian inputs too: on ±1 entries ``x_c x_c'`` equals ``x_c / x_c'``, so the cube alone cannot tell
-        the outer products ``x_N x_Nᵀ`` from other products of the same entries."""
+        """Gaussian inputs too: on ±1 entries ``x_c x_c'`` equals ``x_c / x_c'``, so on the cube alone the outer
+        products ``x_N x_Nᵀ`` are not told apart from quotients of the same entries."""
         layer, X, thetas = _setting(m, d, k, 10, distribution=distribution)
         ws, _, Q, patterns = _vp_solve(thetas, X, layer(X))
         J = _fd_theta_jacobian(thetas, ws, X)  # no projection: the preconditioner leaves it out
@@ -142,8 +142,8 @@ class TestConjugateGradient:
 
     def test_the_cap_stops_at_the_krylov_minimiser_of_that_many_steps(self):
         """After ``j`` steps (no preconditioner) CG's iterate is the Galerkin solution on ``span{b, Ab, …, A^{j−1}b}``:
-        the cap of 3 gives that solution for ``j = 3`` exactly, not the one of 2 or 4 steps (12 distinct eigenvalues,
-        so none of them is the solution)."""
+        the cap of 3 gives that solution for ``j = 3``, not the one of 2 or 4 steps (12 distinct eigenvalues: neither
+        is the solution of the system, so the three differ)."""
         A = np.diag(np.linspace(1.0, 4.0, 12))
         b = np.random.default_rng(1).standard_normal(12)
         K = np.linalg.qr(np.stack([b, A @ b, A @ A @ b], axis=1))[0]
