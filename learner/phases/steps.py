@@ -157,8 +157,8 @@ class ProjectedJacobian:
         Returns
         -------
         int
-            Those of :meth:`normal` (two ``(nk × d)·(d × md)`` products, the ``k``-term sums and two projections)
-            and of the block preconditioner's ``m`` products with ``d² × d²`` blocks.
+            Those of :meth:`normal` (two ``(nk × d)·(d × md)`` products, the ``k``-term sums and one projection, two
+            products with ``Q``) and of the block preconditioner's ``m`` products with ``d² × d²`` blocks.
         """
         n, k, d, m = self.shape
         N, q = n * k, self.Q.shape[1]

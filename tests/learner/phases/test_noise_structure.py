@@ -352,13 +352,15 @@ class TestNoiseFloorReference:
         assert noise_floor(layer, X, Y, Xh, Yh, LearnConfig(search_memory=4 * size), candidates=([], [])) == floor
 
     def test_refuses_a_fit_whose_jacobian_exceeds_the_bytes(self):
-        """Fewer examples fit than were fitted (here still more than k of them): refused, naming the count."""
+        """Fewer examples fit than were fitted (here still more than k of them): refused, naming the count and
+        the budget."""
         layer = _small_layer()
         X = np.random.default_rng(0).standard_normal((12, 2, 3))
         size = layer_jacobian(layer.thetas, layer.ws, X[:5]).nbytes
-        with pytest.raises(ValueError, match="on 12 examples exceeds max_bytes"):
+        with pytest.raises(ValueError, match=f"on 12 examples exceeds max_bytes={size};"):
             noise_floor(layer, X, layer(X), X, layer(X), max_bytes=size)
-        with pytest.raises(ValueError, match="on 12 examples exceeds max_bytes"):  # a quarter of search_memory
+        # Without max_bytes the budget is a quarter of search_memory in whole bytes: (4·size + 3) // 4 = size.
+        with pytest.raises(ValueError, match=f"on 12 examples exceeds max_bytes={size};"):
             noise_floor(layer, X, layer(X), X, layer(X), LearnConfig(search_memory=4 * size + 3))
 
     @pytest.mark.parametrize("config", [{"noise_z": 2.5}, 2.5, "defaults"])

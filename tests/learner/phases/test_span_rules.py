@@ -290,6 +290,16 @@ class TestEstimateSpanReport:
         assert estimate_span(c, cfg, plan_m=4).m == 1
         assert estimate_span(c, LearnConfig(hull_weighting=weighting, gap_min=3.0)).m == 1
 
+    def test_a_given_m_without_a_plan_keeps_m_plus_two_singular_values(self):
+        # d = 4, singular values 1, 3.5, 4, ..., 10.5 and m = 2 given without plan_m: the plan is m itself, not the
+        # config's max_m = 6, so the diagnostics keep m + 2 = 4 smallest values and m = 2 ratios.
+        s = np.concatenate([[1.0], np.arange(3.5, 10.6, 0.5)])
+        A, b = self._with_singular_values(s, 40, 0)
+        span = estimate_span(_constraints(A, b, np.full(40, 0.01), 0.01), LearnConfig(hull_weighting="none"), m=2)
+        assert (span.m, span.m_estimated) == (2, False)
+        np.testing.assert_allclose(span.singular_values, s[:4], rtol=1e-10)
+        np.testing.assert_allclose(span.gap_ratios, s[1:3] / s[:2], rtol=1e-10)
+
     @pytest.mark.parametrize("weighting", ["precision", "irls", "none"])
     def test_as_many_constraints_as_unknowns_suffice(self, weighting):
         # d = 2: four independent constraints pin Θ (m = 1) exactly, whatever the row weights. (plan_m is at most

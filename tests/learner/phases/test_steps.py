@@ -18,9 +18,9 @@ from learner.phases.steps import (
 from learner.profiling import recording
 
 
-def _setting(m, d, k, n, seed=0, move=0.1):
+def _setting(m, d, k, n, seed=0, move=0.1, distribution="boolean"):
     layer = random_layer(m, d, logit_scale=1.0, rng=seed)
-    X = sample_inputs(n, k, d, rng=seed + 1)
+    X = sample_inputs(n, k, d, distribution=distribution, rng=seed + 1)
     thetas = layer.thetas + move * np.random.default_rng(seed + 2).standard_normal(layer.thetas.shape)
     return layer, X, thetas
 
@@ -61,8 +61,11 @@ class TestProjectedJacobian:
         np.testing.assert_allclose(op.normal(delta).ravel(), Jp.T @ (Jp @ delta.ravel()), rtol=0,
                                    atol=1e-6 * scale**2 * d * d)
 
-    def test_blocks_are_the_unprojected_gauss_newton_blocks(self, m, d, k):
-        layer, X, thetas = _setting(m, d, k, 10)
+    @pytest.mark.parametrize("distribution", ["boolean", "gaussian"])
+    def test_blocks_are_the_unprojected_gauss_newton_blocks(self, m, d, k, distribution):
+        """Gaussian inputs too: on ±1 entries ``x_c x_c'`` equals ``x_c / x_c'``, so on the cube alone the outer
+        products ``x_N x_Nᵀ`` are not told apart from quotients of the same entries."""
+        layer, X, thetas = _setting(m, d, k, 10, distribution=distribution)
         ws, _, Q, patterns = _vp_solve(thetas, X, layer(X))
         J = _fd_theta_jacobian(thetas, ws, X)  # no projection: the preconditioner leaves it out
         full = J.T @ J
@@ -71,6 +74,21 @@ class TestProjectedJacobian:
         for i in range(m):
             np.testing.assert_allclose(blocks[i], full[i * dd:(i + 1) * dd, i * dd:(i + 1) * dd], rtol=0,
                                        atol=1e-6 * np.abs(full).max())
+
+    def test_a_residual_said_to_be_projected_is_not_projected_again(self, m, d, k):
+        """``rmatvec(u, projected=True)`` takes ``u`` as the caller's ``P⊥u``: it is ``J_Θᵀu`` with no projection,
+        against finite differences; for ``u`` in the ``W`` design's span (``u = Qc``, ``P⊥u = 0``) it is not zero
+        although the projected product is."""
+        layer, X, thetas = _setting(m, d, k, 12)
+        ws, _, Q, patterns = _vp_solve(thetas, X, layer(X))
+        op = ProjectedJacobian(X, ws, patterns, Q)
+        J = _fd_theta_jacobian(thetas, ws, X)  # rows (n, a, e): J_Θ, no projection
+        u = Q @ np.random.default_rng(3).standard_normal((Q.shape[1], d))
+        scale = np.abs(J).max()
+        np.testing.assert_allclose(op.rmatvec(u, projected=True).ravel(), J.T @ u.ravel(), rtol=0,
+                                   atol=1e-7 * scale * d)
+        assert np.abs(J.T @ u.ravel()).max() > 1e-2 * scale
+        np.testing.assert_allclose(op.rmatvec(u).ravel(), 0.0, rtol=0, atol=1e-12 * scale * d)
 
     def test_projected_products_are_adjoint(self, m, d, k):
         """``⟨Jδ, u⟩ = ⟨δ, Jᵀu⟩`` to rounding, also for a ``u`` not yet projected."""
@@ -81,6 +99,22 @@ class TestProjectedJacobian:
         delta, u = rng.standard_normal((m, d, d)), rng.standard_normal((15 * k, d))
         left, right = float((op.matvec(delta) * u).sum()), float((delta * op.rmatvec(u)).sum())
         assert abs(left - right) <= 1e-12 * max(abs(left), 1.0)
+
+
+def test_the_cost_model_counts_the_products_of_one_iteration():
+    """Counted by hand from the code, two flops a multiply-add, at sizes that are distinct primes so that every
+    term shows: :meth:`~ProjectedJacobian.normal` is ``J δ`` then ``Jᵀu`` with the projection once; the preconditioner
+    multiplies one ``d² × d²`` inverse per head (elementwise terms and the ``x̄`` dot products are left out)."""
+    n, k, d, m, q = 7, 3, 5, 2, 11
+    rng = np.random.default_rng(0)
+    X, ws = rng.standard_normal((n, k, d)), rng.standard_normal((m, d, d))
+    patterns = np.full((n, m, k, k), 1 / k)
+    Q = np.linalg.qr(rng.standard_normal((n * k, q)))[0]
+    N = n * k
+    matvec = N * d * (m * d) + 2 * n * k * (m * k) * d + 2 * N * q * d  # x·δ, the two k-term products, QᵀU and Q·
+    rmatvec = 2 * n * (m * k) * d * k + d * N * (m * d)  # the two k-term products, xᵀ·(…)
+    preconditioner = m * (d * d) * (d * d)
+    assert ProjectedJacobian(X, ws, patterns, Q).flops_per_iteration() == 2 * (matvec + rmatvec + preconditioner)
 
 
 class TestConjugateGradient:
@@ -106,10 +140,30 @@ class TestConjugateGradient:
         _, iterations = conjugate_gradient(lambda v: A @ v, lambda v: v, np.ones(50), tol=1e-14, max_iter=3)
         assert iterations == 3
 
-    def test_no_curvature_stops_at_once(self):
-        """A direction with ``pᵀAp <= 0`` (a matrix that is not positive definite) ends the solve, not a step along
-        it: the iterate is still zero."""
-        x, iterations = conjugate_gradient(lambda v: -v, lambda v: v, np.ones(3))
+    def test_the_cap_stops_at_the_krylov_minimiser_of_that_many_steps(self):
+        """After ``j`` steps (no preconditioner) CG's iterate is the Galerkin solution on ``span{b, Ab, …, A^{j−1}b}``:
+        the cap of 3 gives that solution for ``j = 3``, not the one of 2 or 4 steps (12 distinct eigenvalues: neither
+        is the solution of the system, so the three differ)."""
+        A = np.diag(np.linspace(1.0, 4.0, 12))
+        b = np.random.default_rng(1).standard_normal(12)
+        K = np.linalg.qr(np.stack([b, A @ b, A @ A @ b], axis=1))[0]
+        expected = K @ np.linalg.solve(K.T @ A @ K, K.T @ b)
+        x, iterations = conjugate_gradient(lambda v: A @ v, lambda v: v, b, tol=1e-14, max_iter=3)
+        assert iterations == 3
+        np.testing.assert_allclose(x, expected, rtol=1e-10)
+
+    def test_a_residual_at_the_tolerance_stops(self):
+        """The rule is ``‖b − Ax‖ <= tol·‖b‖``: with ``tol = 0`` the exact first step on ``A = 2I`` (α = 1/2, the
+        residual exactly zero) ends the solve after one iteration."""
+        x, iterations = conjugate_gradient(lambda v: 2 * v, lambda v: v, np.ones(3), tol=0.0)
+        assert iterations == 1
+        np.testing.assert_array_equal(x, np.full(3, 0.5))
+
+    @pytest.mark.parametrize("sign", [-1.0, 0.0], ids=["negative", "zero"])
+    def test_no_curvature_stops_at_once(self, sign):
+        """A direction with ``pᵀAp <= 0`` (a matrix that is not positive definite, or zero) ends the solve, not a
+        step along it: the iterate is still zero."""
+        x, iterations = conjugate_gradient(lambda v: sign * v, lambda v: v, np.ones(3))
         assert iterations == 1 and not x.any()
 
 
