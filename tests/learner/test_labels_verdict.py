@@ -13,6 +13,8 @@ import pytest
 
 from learner import ArraySource, LearnConfig, learn, random_layer
 from learner.inputs import sample_inputs
+from learner.phases import noise_floor
+from learner.phases.search import refit
 
 N = 20_000  # ours: runs out within phase 1 or 2 at (2, 8, 2), in a few seconds
 EXHAUSTED = "asked for 5 examples; only 0 of 9 remain. Pass more examples."
@@ -191,3 +193,65 @@ def test_the_rule(monkeypatch, error, floor, switch, fits):
     message = module._labels_verdict(run, EXHAUSTED)
     assert (FITS in message) is fits
     assert (NO_FIT in message) is not fits
+
+
+@pytest.mark.parametrize(("n", "fit", "held_out"), [
+    (200, range(0, 160), range(160, 200)),  # a fifth held out, the rest fitted
+    (2_000, range(0, 1_500), range(1_600, 2_000)),  # the fit capped at 1,500: rows 1,500-1,599 unused
+    (20_000, range(0, 1_500), range(19_000, 20_000)),  # both capped
+])
+def test_the_fit_takes_the_front_rows_and_the_score_the_back(n, fit, held_out):
+    """The verdict's fit takes the first rows, at most 1,500; its score the last ones, a fifth and at most 1,000."""
+    rows = np.arange(n)
+    fit_rows, held_out_rows = _module()._verdict_split(n)
+    assert rows[fit_rows].tolist() == list(fit) and rows[held_out_rows].tolist() == list(held_out)
+
+
+class TestTheFloorOfTheRun:
+    """``_labels_floor`` judges the fit with the run's own config: the test's width ``noise_z`` and the memory
+    budget ``search_memory``. One head at (d, k) = (3, 2), refitted to 100 examples with label noise 10⁻³ and
+    scored on 100 more: its residual is label noise alone."""
+
+    @staticmethod
+    def _case():
+        one = random_layer(1, 3, rng=0)
+        X = sample_inputs(200, 2, 3, rng=2)
+        Y = one(X) + 1e-3 * np.random.default_rng(1).standard_normal(X.shape)
+        fit_rows, held_out_rows = slice(0, 100), slice(100, 200)
+        fit = refit(one.thetas, X[fit_rows], Y[fit_rows])
+        return fit, X, Y, fit_rows, held_out_rows
+
+    @staticmethod
+    def _judge(config, error, case):
+        fit, X, Y, fit_rows, held_out_rows = case
+        return _module()._labels_floor(SimpleNamespace(cfg=config), fit, error, X, Y, fit_rows, held_out_rows)
+
+    def test_the_width_is_the_runs_noise_z(self):
+        """An error of 1.5 carries no signal at any width; the clause names the width the run set."""
+        fits, clause = self._judge(LearnConfig(noise_z=3.0), 1.5, self._case())
+        assert not fits and "no better than zero does" in clause and "at most 1 − 3·" in clause
+
+    # The Jacobian of one head at (d, k) = (3, 2) takes 8 bytes · k·d rows · 2·m·d² columns = 864 bytes an
+    # example: 86,400 for the 100 fitted.
+    @pytest.mark.parametrize(("memory", "runs"), [(86_400, True), (86_399, False)])
+    def test_the_memory_budget_is_the_runs_search_memory(self, memory, runs):
+        """The test runs when the fit's Jacobian fits ``search_memory`` exactly, and is not run one byte below,
+        where the labels are not called a layer's."""
+        fits, clause = self._judge(LearnConfig(search_memory=memory), 0.05, self._case())
+        if runs:
+            assert fits and clause.startswith("; all of it label noise")
+        else:
+            assert not fits
+            assert clause.endswith(f"the noise-floor test does not fit search_memory={memory:,} bytes here")
+
+    def test_an_error_at_the_signal_bound_is_signal(self):
+        """The labels carry a layer's signal when ``error <= 1 − z·sd``, the bound included."""
+        case = self._case()
+        fit, X, Y, fit_rows, held_out_rows = case
+        config = LearnConfig()
+        floor = noise_floor(fit, X[fit_rows], Y[fit_rows], X[held_out_rows], Y[held_out_rows], config,
+                            max_bytes=config.search_memory)
+        assert floor.consistent
+        bound = 1.0 - floor.z * floor.sd
+        assert self._judge(config, bound, case)[0] is True
+        assert self._judge(config, float(np.nextafter(bound, 2.0)), case)[0] is False

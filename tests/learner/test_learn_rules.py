@@ -12,8 +12,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from learner import AttentionLayer, LayerOracle, random_layer, relative_error
+from learner import ArraySource, AttentionLayer, LayerOracle, random_layer, relative_error
 from learner.metrics import truth_errors
+from learner.parallel import Workers
 from learner.phases import LearnConfig
 
 
@@ -152,6 +153,72 @@ class TestAdaptive:
         assert {name: on.if_adaptive(name) for name in values} == values
         assert {name: off.if_adaptive(name) for name in values} == dict.fromkeys(values)
         assert off.if_adaptive("batch") is None and on.if_adaptive("batch") == 100_000
+
+
+class TestProductsThreads:
+    """Phase 6's refinement products run on the run's BLAS threads (one when they are not set), or on every local
+    worker's core when there are more workers (they are idle while this process refines); a Dask cluster's
+    workers are on other machines and lend this process no core."""
+
+    @staticmethod
+    def _dask(workers):
+        pool = Workers(scheduler="tcp://127.0.0.1:8786")  # not connected: the client is made at the first batch
+        pool.workers = workers  # what the first batch counts on the cluster
+        return pool
+
+    @pytest.mark.parametrize(("blas", "pool", "threads"), [
+        (None, Workers(None), 1),
+        (3, Workers(None), 3),
+        (1, Workers(2), 2),
+        (None, Workers(2), 2),
+        (3, Workers(2), 3),
+        (1, _dask(3), 1),
+        (None, _dask(3), 1),
+    ], ids=["unset", "serial", "workers", "workers-unset", "more threads", "dask", "dask-unset"])
+    def test_the_threads(self, blas, pool, threads):
+        assert _module()._products_threads(blas, pool) == threads
+
+
+class TestSearchPhaseThreads:
+    """Phase 6 is handed the products' threads the run records (``execution["blas_threads"]["phase6_products"]``):
+    two for ``blas_threads=2`` without workers, two for one thread beside two idle local workers."""
+
+    @pytest.mark.parametrize(("blas", "workers"), [(2, None), (1, 2)])
+    def test_the_threads_phase_6_gets(self, monkeypatch, blas, workers):
+        module, seen = _module(), {}
+        p6 = SimpleNamespace(search="vp", heldout_error=0.0, seconds=0.0)
+
+        def search_heads(*args, **kw):
+            seen.update(kw)
+            return p6
+
+        monkeypatch.setattr(module, "search_heads", search_heads)
+        run = SimpleNamespace(cfg=LearnConfig(), source="source", truth=None, pool=Workers(workers), blas=blas,
+                              backend="backend", phase="5_span", add_time=lambda name, seconds: None)
+        hull = SimpleNamespace(theta_star="Θ*", directions="V", m=2)
+        assert module._search_phase(run, hull, record=False) is p6
+        assert seen["threads"] == 2
+
+
+class TestDistinctInputs:
+    """The distinct inputs a source can give: ``2^(kd)`` for exact labels on the Boolean cube up to 2^62; past
+    it, and for noisy labels or Gaussian inputs, None."""
+
+    @pytest.mark.parametrize(("k", "d", "options", "count"), [
+        (2, 4, {}, 2**8),
+        (2, 31, {}, 2**62),
+        (3, 21, {}, None),  # kd = 63
+        (7, 9, {}, None),  # kd = 63
+        (2, 4, {"noise": 0.1}, None),
+        (2, 4, {"distribution": "gaussian"}, None),
+    ])
+    def test_the_count(self, k, d, options, count):
+        oracle = LayerOracle(random_layer(1, d, rng=0), k, rng=1, **options)
+        assert _module()._distinct_inputs(SimpleNamespace(source=oracle, k=k, d=d)) == count
+
+    def test_fixed_examples_have_no_count(self):
+        X = np.ones((5, 2, 4))
+        assert _module()._distinct_inputs(SimpleNamespace(source=ArraySource(X, X), k=2, d=4)) is None
 
 
 class TestGapNoteRules:

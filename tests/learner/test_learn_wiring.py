@@ -69,7 +69,8 @@ def _run(config, *, m=M, fakes=None, **kw):
                            cfg=result.diagnostics["0_setting"]["config"])
 
 
-@pytest.fixture(scope="module")
+# Function-scoped: each test makes the run it checks (0.3-0.6 s), rather than reading one another test made.
+@pytest.fixture
 def adaptive():
     logit = float(np.max(np.linalg.norm(random_layer(M, D, rng=0).thetas.reshape(M, -1), axis=1)))
     run = _run(LearnConfig(**SMALL), logit_scale=logit)
@@ -77,7 +78,7 @@ def adaptive():
     return run
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def fixed():
     return _run(LearnConfig(**SMALL, **FIXED_BUDGETS))
 
@@ -172,12 +173,31 @@ class TestRecords:
         _ = relative_error(run.truth, p6.layer, K, n_samples=8192, distribution="boolean", rng=again)
         assert rng.bit_generator.state == again.bit_generator.state  # the same draws as rng=0's
 
+    def test_phases_4_and_5_record_their_errors_against_the_truth(self, adaptive):
+        """With the truth, phase 4 records its constraints' errors and phase 5 how far its hull lies from the planted
+        heads; the cosine and the distance are computed here from the hull and the truth by hand."""
+        run = adaptive
+        d4, d5 = run.result.diagnostics["4_refined_sculpt"], run.result.diagnostics["5_span"]
+        assert 0 <= d4["constraint_error_median"] <= d4["constraint_error_p90"]
+        assert 0 <= d5["theta_star_error"] < 0.1
+        p5 = run.result.phases["5_span"]
+        star, v = p5.theta_star.ravel(), p5.directions[:, 0]  # two heads: a hull of one direction
+        heads = run.truth.thetas.reshape(M, -1)
+        step = heads[1] - heads[0]
+        assert d5["principal_cosines"] == [pytest.approx(abs(v @ step) / np.linalg.norm(step), rel=1e-9)]
+        off = [(t - star) - v * (v @ (t - star)) for t in heads]
+        distance = max(np.linalg.norm(o) / np.linalg.norm(t) for o, t in zip(off, heads, strict=True))
+        assert d5["hull_distance"] == pytest.approx(distance, rel=1e-9) and distance < 0.1
+
     def test_execution(self, adaptive):
         run = adaptive
         ex = run.result.execution
         assert ex["backend"] == "serial"
         assert ex["blas_threads"] == {"alone": 1, "while_workers_stream": 1, "workers": 1, "phase6_products": 1}
         assert "phase4_time_estimate" not in ex
+        # The streaming phases' batches went through the run's pool, which records each one's examples/s.
+        assert set(ex["phases"]) == {"1_crude_sum", "2_crude_sculpt", "4_refined_sculpt"}
+        assert all(ex["phases"][phase]["examples"] > 0 for phase in ex["phases"])
 
     @pytest.mark.parametrize("which", ["adaptive", "fixed"])
     def test_timings_sum_each_phase(self, which, request):
@@ -413,6 +433,34 @@ def test_blas_threads_with_workers_are_one_while_they_stream():
     assert ex["blas_threads"] == {"alone": 2, "while_workers_stream": 1, "workers": 1, "phase6_products": 2}
 
 
+class _SlowToCount(LayerOracle):
+    """An oracle that takes ``PAUSE`` seconds to say how many examples it has drawn, the first time it is asked."""
+
+    PAUSE = 0.25
+
+    @property
+    def n_drawn(self):
+        if not getattr(self, "_asked", False):
+            self._asked = True
+            time.sleep(self.PAUSE)
+        return self._n_drawn
+
+    @n_drawn.setter
+    def n_drawn(self, value):
+        self._n_drawn = value
+
+
+def test_the_total_time_is_the_whole_call():
+    """``timings["total"]`` is the whole call, the checks of its arguments included: learn asks the oracle for its
+    count before the first phase, and a run refused at phase 0 ((3, 8, 2) on the cube) takes little besides."""
+    oracle = _SlowToCount(random_layer(3, D, rng=0), K, rng=1)
+    t0 = time.perf_counter()
+    result = learn(oracle, m=3, progress=False)
+    wall = time.perf_counter() - t0
+    assert result.status == "setting"
+    assert _SlowToCount.PAUSE <= result.timings["total"] <= wall
+
+
 def test_forecast_over_budget_records_the_time_estimate():
     """A forecast beyond max_examples stops the run; the time estimate goes with ``execution``, not the message."""
     # The pilot of 2,000 examples forecasts about 8e3 for 6·d² constraints: over the budget of 2,000.
@@ -516,6 +564,23 @@ def test_phases_5_and_6_are_logged_with_the_round_gap_ratios_and_search(caplog):
     assert f"phase 6: searching the hull (m = {M}, search={run.cfg['search']})" in lines
     ((_, _, p6),) = _calls(run, "search_heads")
     assert f"phase 6: {p6.search} search, held-out relative error {p6.heldout_error:.3g}" in lines
+
+
+def test_a_partly_unpinned_hull_is_logged_with_the_directions_left(caplog):
+    """One sharp head on the cube at (1, 8, 2): phase 4's constraints have rank 62 of d² = 64 (the hull of one head
+    is a point), so phase 5 leaves 64 − 62 = 2 directions of Θ unpinned, and says so in the log."""
+    ls, os_, es = np.random.SeedSequence(0).spawn(3)
+    truth = random_layer(1, D, rng=ls)
+    with caplog.at_level(logging.INFO, logger="learner.learn"), pytest.raises(LearnInterrupted) as exc:
+        with pytest.MonkeyPatch.context() as mp:
+            Recorder(mp, "search_heads", _interrupt)
+            learn(LayerOracle(truth, K, rng=os_), m=1, rng=es, progress=False,
+                  logit_scale=float(np.linalg.norm(truth.thetas[0])))
+    diag = exc.value.result.diagnostics
+    unpinned = D * D - diag["4_refined_sculpt"]["rank"]
+    assert unpinned > 0 and diag["5_span"]["rank_deficit"] == unpinned
+    assert (f"phase 5: the constraints leave {unpinned} direction(s) of Θ unpinned; phase 6 refines from the "
+            "min-norm point") in caplog.messages
 
 
 def test_without_the_noise_floor_phase_6_tests_no_noise():
