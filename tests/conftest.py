@@ -118,9 +118,12 @@ def pytest_runtest_teardown(item, nextitem):
     recorder = _mutmut_stats_state()
     if recorder is None:
         return
-    for defs in item._fixtureinfo.name2fixturedefs.values():
-        for fixturedef in defs:
-            recorder._stats |= _SHARED_FIXTURE_CALLS.get(fixturedef, set())
+    used = [fixturedef for defs in item._fixtureinfo.name2fixturedefs.values() for fixturedef in defs]
+    # and the fixtures a test asks for by name in its body (request.getfixturevalue), which its signature does not
+    # list: pytest keeps every fixture a test's request resolved in the request's _fixture_defs
+    used += getattr(getattr(item, "_request", None), "_fixture_defs", {}).values()
+    for fixturedef in used:
+        recorder._stats |= _SHARED_FIXTURE_CALLS.get(fixturedef, set())
 
 
 # A mutant can make a test loop: a phase that never certifies a row draws its whole example budget. mutmut stops a

@@ -8,6 +8,7 @@ import ast
 import fnmatch
 import importlib.util
 import re
+import sys
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
@@ -142,6 +143,40 @@ class TestSharedFixtureCalls:
         later = SimpleNamespace(_fixtureinfo=SimpleNamespace(name2fixturedefs={"run": (shared,), "own": (own,)}))
         module.pytest_runtest_teardown(later, None)
         assert recorder._stats == {"learner.learn.x_truth_errors"}  # not the function-scoped fixture's call
+
+    def test_a_fixture_asked_for_by_name_in_a_real_session_is_credited(self, monkeypatch, tmp_path):
+        """A real pytest session, recorded as mutmut records it (each test's calls, then cleared): a module-scoped
+        fixture set up by the first test is credited to a later test that lists it as an argument and to one that
+        asks for it by name in its body (``request.getfixturevalue``), and not to a test that uses neither."""
+        module, recorder = self._recording(monkeypatch)
+        recorder._stats = set()
+        monkeypatch.setattr(sys.modules[__name__], "_RECORDER", recorder, raising=False)
+        (tmp_path / "test_shared.py").write_text(
+            "import pytest\n"
+            f"from {__name__} import _RECORDER\n"
+            "@pytest.fixture(scope='module')\n"
+            "def run():\n"
+            "    _RECORDER._stats.add('learner.learn.x_learn')\n"
+            "    return 1\n"
+            "def test_first(run): pass\n"
+            "def test_argument(run): pass\n"
+            "def test_by_name(request): request.getfixturevalue('run')\n"
+            "def test_neither(): pass\n")
+        (tmp_path / "pytest.ini").write_text("[pytest]\n")  # not this repository's settings
+        credited = {}
+
+        class Mutmut:  # mutmut's own collector: after the conftest's hook, it files the record and clears it
+            @pytest.hookimpl(trylast=True)
+            def pytest_runtest_teardown(self, item, nextitem):
+                credited[item.name] = set(recorder._stats)
+                recorder._stats.clear()
+
+        code = pytest.main([str(tmp_path), "-q", "-p", "no:cacheprovider", "-c", str(tmp_path / "pytest.ini")],
+                           plugins=[module, Mutmut()])
+        assert code == 0
+        called = {"learner.learn.x_learn"}
+        assert credited == {"test_first": called, "test_argument": called, "test_by_name": called,
+                            "test_neither": set()}
 
     def test_outside_the_stats_run_nothing_is_recorded(self, monkeypatch):
         module = _conftest()

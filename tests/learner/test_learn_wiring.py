@@ -69,8 +69,9 @@ def _run(config, *, m=M, fakes=None, **kw):
                            cfg=result.diagnostics["0_setting"]["config"])
 
 
-# Function-scoped: each test makes the run it checks (0.3-0.6 s), rather than reading one another test made.
-@pytest.fixture
+# One run of each kind for the module's tests (tests/conftest.py credits its calls to every test that reads it,
+# including through request.getfixturevalue, so each judges the mutants of the functions the run called).
+@pytest.fixture(scope="module")
 def adaptive():
     logit = float(np.max(np.linalg.norm(random_layer(M, D, rng=0).thetas.reshape(M, -1), axis=1)))
     run = _run(LearnConfig(**SMALL), logit_scale=logit)
@@ -78,7 +79,7 @@ def adaptive():
     return run
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def fixed():
     return _run(LearnConfig(**SMALL, **FIXED_BUDGETS))
 
