@@ -255,3 +255,27 @@ class TestTheFloorOfTheRun:
         bound = 1.0 - floor.z * floor.sd
         assert self._judge(config, bound, case)[0] is True
         assert self._judge(config, float(np.nextafter(bound, 2.0)), case)[0] is False
+
+
+def _fitted_by(module, monkeypatch, errors):
+    """The verdict's fits replaced: each fit a placeholder of its own, scored by the next of ``errors``."""
+    scores = iter(errors)
+    monkeypatch.setattr(module, "refit", lambda theta0, X, Y, **_: object())
+    monkeypatch.setattr(module, "heldout_relative_error", lambda layer, X, Y: next(scores))
+
+
+@pytest.mark.parametrize("errors", [(0.005, float("nan")), (float("nan"), 0.005), (float("nan"), float("nan"))],
+                         ids=["nan-second", "nan-first", "both-nan"])
+def test_a_fit_ending_at_nan_never_replaces_a_finite_one(monkeypatch, errors):
+    """Of the two fits, one that ends at a NaN error is never the best while the other ends at a number, whichever
+    comes first: the verdict is the finite fit's. When both end at NaN, the message shows it, and no layer fits."""
+    module = _module()
+    _fitted_by(module, monkeypatch, errors)
+    X = _data("layer")[0]
+    run = SimpleNamespace(source=ArraySource(X, np.ones_like(X)), m=2, plan_m=2, cfg=LearnConfig())
+    message = module._labels_verdict(run, EXHAUSTED)
+    if np.isnan(errors).all():
+        assert NO_FIT in message and "relative error of nan on" in message
+    else:
+        assert FITS in message and "relative error of 0.005 on" in message
+
