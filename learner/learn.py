@@ -733,8 +733,8 @@ def _labels_verdict(run, exhausted):
     for theta0 in starts:
         fit = refit(theta0, X[fit_rows], Y[fit_rows], max_iter=30, solver=run.cfg.refine_solver)
         e = heldout_relative_error(fit, X[val_rows], Y[val_rows])
-        if not e >= error:  # the first fit, or a better one (a NaN error never replaces a number)
-            best, error = fit, e
+        if best is None or e < error or np.isnan(error):  # the first, a better one, or one after a NaN: a NaN
+            best, error = fit, e  # error never replaces a number
     fitted = (f"the best of two fits from random starts leaves a held-out relative error of {error:.2g} on "
               f"{n_val:,} examples")
     fits, why = (True, "") if error <= LABELS_FIT_TOL else _labels_floor(run, best, error, X, Y, fit_rows, val_rows)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from learner import ArraySource, LearnConfig, learn, random_layer
+from learner import ArraySource, LayerOracle, LearnConfig, check_setting, learn, random_layer
 from learner.inputs import sample_inputs
 from learner.phases import noise_floor
 from learner.phases.search import refit
@@ -170,6 +170,7 @@ def _fake_floor(consistent, sd=0.015, z=4.0):
 
 @pytest.mark.parametrize(("error", "floor", "switch", "fits"), [
     (0.009, None, True, True),  # below the fixed threshold: the floor is not consulted
+    (0.01, _fake_floor(False), True, True),  # at it: still the fixed threshold, whatever the floor would say
     (0.011, None, False, False),  # the noise-floor test switched off: the fixed threshold alone
     (0.5, None, False, False),
     (0.5, _fake_floor(True), True, True),  # label noise alone, and a signal
@@ -178,10 +179,10 @@ def _fake_floor(consistent, sd=0.015, z=4.0):
     (0.95, _fake_floor(True, sd=0.01), True, True),  # 1 − 4·0.01 = 0.96
     (0.011, _fake_floor(False), True, False),  # a residual with structure
     (float("nan"), _fake_floor(True), True, False),
-], ids=["fixed-fits", "fixed-0.011", "fixed-0.5", "noise", "signal-0.93", "no-signal-0.95", "signal-sd",
-        "structure", "nan"])
+], ids=["fixed-fits", "fixed-at-0.01", "fixed-0.011", "fixed-0.5", "noise", "signal-0.93", "no-signal-0.95",
+        "signal-sd", "structure", "nan"])
 def test_the_rule(monkeypatch, error, floor, switch, fits):
-    """The verdict's rule with the fit and the floor replaced: fits below 0.01, or above it when the floor finds
+    """The verdict's rule with the fit and the floor replaced: fits at or below 0.01, or above it when the floor finds
     label noise alone and the fit explains more than z·sd of the held-out labels."""
     module = _module()
     monkeypatch.setattr(module, "refit", lambda theta0, X, Y, **_: None)
@@ -255,3 +256,125 @@ class TestTheFloorOfTheRun:
         bound = 1.0 - floor.z * floor.sd
         assert self._judge(config, bound, case)[0] is True
         assert self._judge(config, float(np.nextafter(bound, 2.0)), case)[0] is False
+
+
+def _fitted_by(module, monkeypatch, errors):
+    """The verdict's fits replaced: each fit a placeholder of its own, scored by the next of ``errors``."""
+    scores = iter(errors)
+    monkeypatch.setattr(module, "refit", lambda theta0, X, Y, **_: object())
+    monkeypatch.setattr(module, "heldout_relative_error", lambda layer, X, Y: next(scores))
+
+
+@pytest.mark.parametrize("errors", [(0.005, float("nan")), (float("nan"), 0.005), (float("nan"), float("nan"))],
+                         ids=["nan-second", "nan-first", "both-nan"])
+def test_a_fit_ending_at_nan_never_replaces_a_finite_one(monkeypatch, errors):
+    """Of the two fits, one that ends at a NaN error is never the best while the other ends at a number, whichever
+    comes first: the verdict is the finite fit's. When both end at NaN, the message shows it, and no layer fits."""
+    module = _module()
+    _fitted_by(module, monkeypatch, errors)
+    X = _data("layer")[0]
+    run = SimpleNamespace(source=ArraySource(X, np.ones_like(X)), m=2, plan_m=2, cfg=LearnConfig())
+    message = module._labels_verdict(run, EXHAUSTED)
+    if np.isnan(errors).all():
+        assert NO_FIT in message and "relative error of nan on" in message
+    else:
+        assert FITS in message and "relative error of 0.005 on" in message
+
+
+class TestWhatTheVerdictNeeds:
+    """The verdict needs the examples themselves, inputs and labels, and at least 200 of them; a source without
+    them keeps its own words."""
+
+    @staticmethod
+    def _one_head(n):
+        """``n`` examples of one head at (d, k) = (4, 2), where no more than one head is sound (so a run with m
+        estimated plans for one)."""
+        X = sample_inputs(n, 2, 4, rng=2)
+        return X, random_layer(1, 4, logit_scale=1.0, rng=0)(X)
+
+    def test_fewer_than_200_examples_get_no_verdict(self):
+        X, Y = self._one_head(199)
+        message = learn((X, Y), m=1, progress=False, workers=1).message
+        assert message.startswith("asked for") and message.endswith("only 199 of 199 remain. Pass more examples or "
+                                                                    "a LayerOracle.")
+
+    @pytest.mark.parametrize("holds", ["nothing", "inputs", "labels"])
+    def test_a_source_without_inputs_and_labels_keeps_its_own_words(self, holds):
+        """A source that runs out without holding both arrays (a LayerOracle holds neither; a source of its own
+        may hold its inputs and draw their labels): its message is returned as it is."""
+        X, Y = self._one_head(300)
+        source = {"nothing": LayerOracle(random_layer(1, 4, logit_scale=1.0, rng=0), 2, rng=1),
+                  "inputs": SimpleNamespace(X=X), "labels": SimpleNamespace(Y=Y)}[holds]
+        run = SimpleNamespace(source=source, m=1, plan_m=1, cfg=LearnConfig())
+        assert _module()._labels_verdict(run, EXHAUSTED) == EXHAUSTED
+
+    def test_with_m_estimated_the_verdict_fits_the_heads_the_run_plans_for(self):
+        """m not given: the run plans for the most heads the setting allows, here one (check_setting), and the
+        verdict fits that many."""
+        assert check_setting(1, 4, 2).max_m == 1
+        result = learn(self._one_head(300), progress=False, workers=1)
+        assert result.status == "examples" and "An attention layer of 1 head(s) fits these labels" in result.message
+
+    def test_the_message_counts_the_held_out_examples(self):
+        """300 examples: a fifth of them, 60, score the fit."""
+        message = learn(self._one_head(300), m=1, progress=False, workers=1).message
+        assert "relative error of " in message and " on 60 examples)" in message
+
+
+def test_the_fits_are_two_short_refinements_from_starts_of_order_one(monkeypatch):
+    """What the message says of the fits holds: two of them, each of 30 steps with the run's step solver, from
+    starts whose logits ``x_i^T Θ x_j`` on the cube are of order one (neither a saturated softmax nor a flat one),
+    the same starts for the same examples, so that the verdict is reproducible."""
+    module = _module()
+    one = random_layer(1, 4, logit_scale=1.0, rng=0)
+    X = sample_inputs(300, 2, 4, rng=2)
+    calls = []
+
+    def recording_refit(theta0, Xf, Yf, **options):
+        calls.append((np.array(theta0), options))
+        return one
+
+    monkeypatch.setattr(module, "refit", recording_refit)
+    run = SimpleNamespace(source=ArraySource(X, one(X)), m=1, plan_m=1, cfg=LearnConfig(refine_solver="cg"))
+    first = module._labels_verdict(run, EXHAUSTED)
+    assert "An attention layer of 1 head(s) fits" in first and len(calls) == 2
+    assert [options for _, options in calls] == [{"max_iter": 30, "solver": "cg"}] * 2
+    for theta0, _ in calls:
+        logits = np.einsum("nid,de,nje->nij", X, theta0[0], X)
+        assert 0.5 < logits.std() < 2.0
+    assert module._labels_verdict(run, EXHAUSTED) == first and len(calls) == 4
+    assert all(np.array_equal(calls[i][0], calls[i + 2][0]) for i in range(2))
+
+
+@pytest.mark.parametrize(("values", "named"), [
+    ([0.0, 1.0], "{0, 1}"),  # two values other than ±1: named
+    ([-1.0, 1.0], None),  # the cube
+    ([1.0], None),  # a corner of the cube
+    ("gaussian", None),  # continuous: the learner's Gaussian case
+], ids=["01", "cube", "ones", "gaussian"])
+def test_inputs_on_two_values_other_than_the_cubes_are_named(monkeypatch, values, named):
+    """Labels a layer fits, on inputs the learner does not certify on: "more examples may not help", with the
+    values shown; on the cube or on continuous inputs, pass more."""
+    module = _module()
+    _fitted_by(module, monkeypatch, [0.0, 0.0])
+    if values == "gaussian":
+        X = sample_inputs(300, 2, 4, distribution="gaussian", rng=3)
+    else:
+        X = np.random.default_rng(0).choice(values, size=(300, 2, 4))
+    run = SimpleNamespace(source=ArraySource(X, np.ones_like(X)), m=1, plan_m=1, cfg=LearnConfig())
+    message = module._labels_verdict(run, EXHAUSTED)
+    if named:
+        assert f"the inputs take the values {named}, neither ±1 nor Gaussian" in message
+        assert "more examples may not help" in message and "pass more" not in message
+    else:
+        assert "pass more examples" in message and "the inputs take the values" not in message
+
+
+def test_the_inputs_values_are_read_from_the_first_1000_examples(monkeypatch):
+    """A sample of the inputs, not all of them: a value first seen at example 1,001 is not among those shown."""
+    module = _module()
+    _fitted_by(module, monkeypatch, [0.0, 0.0])
+    X = np.random.default_rng(0).choice([0.0, 1.0], size=(1_200, 2, 4))
+    X[1_000:, 0, 0] = 2.0
+    run = SimpleNamespace(source=ArraySource(X, np.ones_like(X)), m=1, plan_m=1, cfg=LearnConfig())
+    assert "the inputs take the values {0, 1}, neither" in module._labels_verdict(run, EXHAUSTED)

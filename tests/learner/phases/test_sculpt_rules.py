@@ -8,9 +8,11 @@ import pytest
 from numpy.testing import assert_allclose
 
 from learner import LayerOracle, LearnConfig, random_layer
+from learner.oracle import ExampleBatch
 from learner.phases import sculpt
 from learner.phases.forecast import AFFORDABLE_EXAMPLES, DEFAULT_CANDIDATES
-from learner.phases.sculpt import certify_rows, hull_change
+from learner.phases.sculpt import certify_rows, hull_change, pilot_batch
+from learner.profiling import recording
 
 D = 8
 TOL, MIN_WEIGHT = 0.01, 0.1
@@ -90,6 +92,34 @@ class TestCertifyRowsProperPattern:
         rows = [np.outer(X[e, a], X[e, j] - X[e, j0]).ravel() for e in range(n) for a in range(k) for j in used]
         assert_allclose(A, rows, rtol=1e-15, atol=0)  # the same products, formed elementwise: exact or one rounding
         assert p_token.size == b.size
+
+
+class TestScreenProfile:
+    """The float32 screen's profile section counts 2·n·k·d² operations per run: it forms ``XŴ``, the ``n·k`` rows
+    times a ``d × d`` matrix, a multiply-add counting two. Five examples of three tokens in d = 8 (k ≠ d and
+    d ≠ 2, so that no two of n, k, d and 2 stand in for each other), every row exact, so that every example is a
+    candidate of the screen at any tolerance."""
+
+    SCREEN = "certification: float32 screen"
+
+    def test_certification_counts_the_products_of_its_screen(self):
+        X, Y, w_sum = _rows_with_pattern((0.6, 0.25, 0.15))
+        with recording() as profile:
+            *_, rows = certify_rows(X, Y, w_sum, tol=TOL, min_weight=MIN_WEIGHT)
+        assert rows == 15
+        assert profile[self.SCREEN].calls == 1
+        assert profile[self.SCREEN].flops == 2 * 5 * 3 * D * D
+
+    def test_the_pilot_screens_its_batch_then_the_candidates_at_each_tolerance(self):
+        """The pilot screens the batch once at the loosest tolerance, then certifies its candidates (all five
+        examples) once at it and once per tolerance, each certification screening them again: 1 + 1 + 2 screens
+        of the five examples."""
+        X, Y, w_sum = _rows_with_pattern((0.6, 0.25, 0.15))
+        with recording() as profile:
+            block, rows, seen = pilot_batch(ExampleBatch(5, X=X, Y=Y), w_sum, (0.005, TOL), MIN_WEIGHT)
+        assert rows == (15, 15) and seen == 15
+        assert profile[self.SCREEN].calls == 4
+        assert profile[self.SCREEN].flops == 4 * (2 * 5 * 3 * D * D)
 
 
 class TestHullChange:
@@ -605,6 +635,32 @@ class TestCertifyRowsExactBoundaries:
         X, Y, w = self._rows(0.25, n_rows=1)
         A, b, res, p_token, p_ref, rows = certify_rows(X, Y, w, tol=TOL, min_weight=MIN_WEIGHT)
         assert rows == 1 and b.size == 1 and res[0] == 0.0
+
+    @pytest.mark.parametrize("screen", [True, False], ids=["screen", "no screen"])
+    def test_each_constraint_names_its_example(self, screen):
+        """Four examples of two exact rows each, min_weight 0.25: p = (0.75, 0.25) gives token 2 against token 1,
+        (1.5, −0.5) is improper, (0.25, 0.75) gives token 1 against token 2, (0.9, 0.1) certifies with no token
+        heavy enough. So examples 0 and 2 give one constraint per row, ``log(0.25/0.75)``, each naming its example,
+        with the row ``x_a ⊗ (b_j − b_j0) = ±x_a ⊗ e₂``; six rows certify."""
+        qs = (0.25, -0.5, 0.75, 0.1)
+        X = np.array([[[1.0, 0.0], [1.0, 1.0]]] * len(qs))
+        Y = np.array([[[1.0, q], [1.0, q]] for q in qs])
+        A, b, res, p_token, p_ref, example, rows = certify_rows(X, Y, np.eye(2), tol=TOL, min_weight=0.25,
+                                                                screen=screen, with_example=True)
+        assert rows == 6
+        np.testing.assert_array_equal(example, [0, 0, 2, 2])
+        np.testing.assert_array_equal(p_token, np.full(4, 0.25))
+        np.testing.assert_array_equal(p_ref, np.full(4, 0.75))
+        np.testing.assert_array_equal(b, np.full(4, np.log(0.25 / 0.75)))
+        np.testing.assert_array_equal(res, np.zeros(4))
+        e2 = np.array([0.0, 1.0])
+        expected = [sign * np.outer(x, e2).ravel() for sign in (1, -1) for x in X[0]]
+        np.testing.assert_array_equal(A, expected)
+        # Without with_example the same columns come back, less the examples.
+        plain = certify_rows(X, Y, np.eye(2), tol=TOL, min_weight=0.25, screen=screen)
+        assert len(plain) == 6 and plain[-1] == 6
+        for x, y in zip(plain[:5], (A, b, res, p_token, p_ref), strict=True):
+            np.testing.assert_array_equal(x, y)
 
 
 class TestStreamBookkeeping:
