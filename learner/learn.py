@@ -731,7 +731,8 @@ def _labels_verdict(run, exhausted):
     starts = np.random.default_rng(0).standard_normal((2, m, d, d)) / d  # logits of order one on the cube
     best, error = None, np.inf
     for theta0 in starts:
-        fit = refit(theta0, X[fit_rows], Y[fit_rows], max_iter=30, solver=run.cfg.refine_solver)
+        fit = refit(theta0, X[fit_rows], Y[fit_rows], max_iter=30, max_bytes=run.cfg.search_memory,
+                    solver=run.cfg.refine_solver)
         e = heldout_relative_error(fit, X[val_rows], Y[val_rows])
         if best is None or e < error or np.isnan(error):  # the first, a better one, or one after a NaN: a NaN
             best, error = fit, e  # error never replaces a number
@@ -741,11 +742,14 @@ def _labels_verdict(run, exhausted):
     if not fits:
         return (f"{counts}. No attention layer of {m} head(s) fitted these labels ({fitted}{why}): check that they "
                 "are an attention layer's outputs on these inputs before passing more.")
-    values = np.unique(X[:1000])
-    if len(values) > 2 or set(values.tolist()) <= {-1.0, 1.0}:  # the cube, or continuous (Gaussian-like) inputs
+    sample = X[:1000]
+    values = np.unique(sample)
+    # The cube, or continuous (Gaussian-like) inputs, where almost every entry read is a value of its own: inputs on
+    # a few values other than ±1 ({0, 1}, {-1, 0, 1}) are neither, whatever their number.
+    if set(values.tolist()) <= {-1.0, 1.0} or len(values) > sample.size // 2:
         return (f"{counts}. An attention layer of {m} head(s) fits these labels ({fitted}{why}): pass more "
                 "examples, or a LayerOracle, to learn it.")
-    shown = ", ".join(f"{v:g}" for v in values)
+    shown = ", ".join(f"{v:g}" for v in values[:8]) + (", …" if len(values) > 8 else "")
     return (f"{counts}. An attention layer of {m} head(s) fits these labels ({fitted}{why}), but the inputs take the "
             f"values {{{shown}}}, neither ±1 nor Gaussian, and the learner certifies on the Boolean cube or on "
             "Gaussian inputs: more examples may not help.")

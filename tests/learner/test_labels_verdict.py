@@ -322,8 +322,9 @@ class TestWhatTheVerdictNeeds:
 
 
 def test_the_fits_are_two_short_refinements_from_starts_of_order_one(monkeypatch):
-    """What the message says of the fits holds: two of them, each of 30 steps with the run's step solver, from
-    starts whose logits ``x_i^T Θ x_j`` on the cube are of order one (neither a saturated softmax nor a flat one),
+    """What the message says of the fits holds: two of them, each of 30 steps with the run's step solver and
+    memory budget (``search_memory``, as every other refit of the run), from starts whose logits ``x_i^T Θ x_j``
+    on the cube are of order one (neither a saturated softmax nor a flat one),
     the same starts for the same examples, so that the verdict is reproducible."""
     module = _module()
     one = random_layer(1, 4, logit_scale=1.0, rng=0)
@@ -335,10 +336,11 @@ def test_the_fits_are_two_short_refinements_from_starts_of_order_one(monkeypatch
         return one
 
     monkeypatch.setattr(module, "refit", recording_refit)
-    run = SimpleNamespace(source=ArraySource(X, one(X)), m=1, plan_m=1, cfg=LearnConfig(refine_solver="cg"))
+    cfg = LearnConfig(refine_solver="cg", search_memory=12345678)
+    run = SimpleNamespace(source=ArraySource(X, one(X)), m=1, plan_m=1, cfg=cfg)
     first = module._labels_verdict(run, EXHAUSTED)
     assert "An attention layer of 1 head(s) fits" in first and len(calls) == 2
-    assert [options for _, options in calls] == [{"max_iter": 30, "solver": "cg"}] * 2
+    assert [options for _, options in calls] == [{"max_iter": 30, "max_bytes": 12345678, "solver": "cg"}] * 2
     for theta0, _ in calls:
         logits = np.einsum("nid,de,nje->nij", X, theta0[0], X)
         assert 0.5 < logits.std() < 2.0
@@ -348,19 +350,21 @@ def test_the_fits_are_two_short_refinements_from_starts_of_order_one(monkeypatch
 
 @pytest.mark.parametrize(("values", "named"), [
     ([0.0, 1.0], "{0, 1}"),  # two values other than ±1: named
+    ([-1.0, 0.0, 1.0], "{-1, 0, 1}"),  # three values: not the cube, and not continuous either
+    (list(range(12)), "{0, 1, 2, 3, 4, 5, 6, 7, …}"),  # a dozen integers: the first eight shown
     ([-1.0, 1.0], None),  # the cube
     ([1.0], None),  # a corner of the cube
     ("gaussian", None),  # continuous: the learner's Gaussian case
-], ids=["01", "cube", "ones", "gaussian"])
-def test_inputs_on_two_values_other_than_the_cubes_are_named(monkeypatch, values, named):
-    """Labels a layer fits, on inputs the learner does not certify on: "more examples may not help", with the
-    values shown; on the cube or on continuous inputs, pass more."""
+], ids=["01", "three", "twelve", "cube", "ones", "gaussian"])
+def test_inputs_neither_on_the_cube_nor_continuous_are_named(monkeypatch, values, named):
+    """Labels a layer fits, on inputs the learner does not certify on (a few values other than ±1): "more examples
+    may not help", with the values shown; on the cube or on continuous inputs, pass more."""
     module = _module()
     _fitted_by(module, monkeypatch, [0.0, 0.0])
     if values == "gaussian":
         X = sample_inputs(300, 2, 4, distribution="gaussian", rng=3)
     else:
-        X = np.random.default_rng(0).choice(values, size=(300, 2, 4))
+        X = np.random.default_rng(0).choice(np.asarray(values, float), size=(300, 2, 4))
     run = SimpleNamespace(source=ArraySource(X, np.ones_like(X)), m=1, plan_m=1, cfg=LearnConfig())
     message = module._labels_verdict(run, EXHAUSTED)
     if named:
