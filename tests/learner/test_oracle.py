@@ -340,6 +340,24 @@ class TestExampleBatch:
                 ExampleBatch(40, layer=layer, k=3, distribution="gaussian", seed=np.random.SeedSequence(0),
                              origin="Mine", noise=1e308).examples()
 
+    def test_a_drawn_batch_profiles_its_three_steps_and_counts_the_forward_pass(self):
+        """Per example and head the forward pass forms ``XΘ_i`` (2kd² operations, a multiply-add counting two) and
+        its logits against ``Xᵀ`` (2k²d), then ``P_iᵀX`` (2k²d) and the product with ``W_i`` (2kd²): 4kd(d + k)
+        in all, times n examples and m heads. With n, m, k, d = 5, 3, 4, 7 (no two alike, none 1) that is
+        4·5·3·4·7·11 = 18,480. Fixed arrays are served without any of these sections."""
+        from learner.profiling import recording
+
+        layer = random_layer(3, 7, rng=0)
+        with recording() as profile:
+            ExampleBatch(5, layer=layer, k=4, distribution="gaussian", seed=np.random.SeedSequence(1)).examples()
+        assert list(profile) == ["examples: inputs", "examples: labels F(X)", "examples: checks and noise"]
+        assert all(entry.calls == 1 for entry in profile.values())
+        assert profile["examples: labels F(X)"].flops == 18_480
+        assert profile["examples: inputs"].flops == profile["examples: checks and noise"].flops == 0
+        with recording() as served:
+            ExampleBatch(2, X=np.ones((2, 1, 2)), Y=np.ones((2, 1, 2))).examples()
+        assert served == {}
+
     @pytest.mark.parametrize("how", ["pickle", "copy"])
     def test_survives_pickling(self, layer, how):
         batch = ExampleBatch(3, layer=layer, k=3, distribution="gaussian", seed=np.random.SeedSequence(5),

@@ -95,12 +95,13 @@ class TestCertifyRowsProperPattern:
 
 
 class TestScreenProfile:
-    """The float32 screen's profile section counts 2·n·k·d² operations per run: it forms ``XŴ``, the ``n·k`` rows
-    times a ``d × d`` matrix, a multiply-add counting two. Five examples of three tokens in d = 8 (k ≠ d and
-    d ≠ 2, so that no two of n, k, d and 2 stand in for each other), every row exact, so that every example is a
-    candidate of the screen at any tolerance."""
+    """Certification's profile sections. The float32 screen's counts 2·n·k·d² operations per run: it forms ``XŴ``,
+    the ``n·k`` rows times a ``d × d`` matrix, a multiply-add counting two. Five examples of three tokens in d = 8
+    (k ≠ d and d ≠ 2, so that no two of n, k, d and 2 stand in for each other), every row exact, so that every
+    example is a candidate of the screen at any tolerance."""
 
     SCREEN = "certification: float32 screen"
+    FIT, CONSTRAINTS = "certification: float64 row fit", "certification: constraints of certified rows"
 
     def test_certification_counts_the_products_of_its_screen(self):
         X, Y, w_sum = _rows_with_pattern((0.6, 0.25, 0.15))
@@ -120,6 +121,20 @@ class TestScreenProfile:
         assert rows == (15, 15) and seen == 15
         assert profile[self.SCREEN].calls == 4
         assert profile[self.SCREEN].flops == 4 * (2 * 5 * 3 * D * D)
+
+    def test_the_float64_fit_is_profiled_per_block_and_the_constraints_once(self):
+        """Unscreened, every example is fitted in float64, in blocks of ``FIT_CHUNK`` = 2,048 examples: 2,049
+        examples are two blocks; their certified rows are turned into constraints in one step. A batch whose rows
+        all fit an improper pattern certifies none, so that step does not run."""
+        X, Y, w_sum = _rows_with_pattern((0.6, 0.25, 0.15), n=sculpt.FIT_CHUNK + 1)
+        with recording() as profile:
+            *_, rows = certify_rows(X, Y, w_sum, tol=TOL, min_weight=MIN_WEIGHT, screen=False)
+        assert rows == 3 * (sculpt.FIT_CHUNK + 1)
+        assert profile[self.FIT].calls == 2 and profile[self.CONSTRAINTS].calls == 1
+        X, Y, w_sum = _rows_with_pattern((0.7, 0.5, -0.2))
+        with recording() as profile:
+            *_, rows = certify_rows(X, Y, w_sum, tol=TOL, min_weight=MIN_WEIGHT)
+        assert rows == 0 and profile[self.FIT].calls == 1 and self.CONSTRAINTS not in profile
 
 
 class TestHullChange:
@@ -555,6 +570,32 @@ class TestRefinedSculptDefaults:
         expected = np.abs(out.A @ truth.thetas.reshape(2, -1).T - out.b[:, None]).max(axis=1)
         np.testing.assert_allclose(out.errors, expected, rtol=1e-12)
 
+    @pytest.mark.parametrize(("m", "plan_m", "n"), [(None, None, 4), (2, None, 1), (None, 3, 2), (2, 4, 3)])
+    def test_the_pilot_plans_for_plan_m_else_m_else_max_m(self, m, plan_m, n):
+        """The pilot's window exponent is (plan − 1)(k − 1) with k = 2, the plan being ``plan_m`` when given, else
+        ``m``, else ``max_m`` (5 here)."""
+        from learner.phases import refined_sculpt
+
+        X, Y, w_sum = _exact_then_noisy(192)
+        out = refined_sculpt(_Recorder(X, Y), w_sum, LearnConfig(adaptive=False, max_m=5), m=m, plan_m=plan_m)
+        assert out.forecast.n == n
+
+    def test_errors_against_the_truth_and_batches_on_the_callers_pool(self):
+        """With the planted layer each constraint's error is max over its heads of |A_l vec(Θ_i) − b_l| (computed
+        here); the one batch of 242 examples is certified on the pool the caller passed, which counts it."""
+        from learner.parallel import Workers
+        from learner.phases import refined_sculpt
+
+        X, Y, w_sum = _exact_then_noisy(192)
+        truth = random_layer(2, D, rng=0)
+        with Workers(None) as pool:
+            out = refined_sculpt(_Recorder(X, Y), w_sum, LearnConfig(adaptive=False, refined_tol=0.015), m=2,
+                                 truth=truth, workers=pool, pilot=False)
+        expected = np.abs(out.A @ truth.thetas.reshape(2, -1).T - out.b[:, None]).max(axis=1)
+        assert out.b.size == 384
+        np.testing.assert_allclose(out.errors, expected, rtol=1e-12)
+        assert (pool.stats["4_refined_sculpt"]["batches"], pool.stats["4_refined_sculpt"]["examples"]) == (1, 242)
+
     def test_w_sum_is_used_in_float64(self):
         from learner.phases import refined_sculpt
 
@@ -663,6 +704,24 @@ class TestCertifyRowsExactBoundaries:
             np.testing.assert_array_equal(x, y)
 
 
+class TestStreamArguments:
+    """The stream refuses a bad knob by name before any batch is formed. The tolerance is checked whenever one is
+    given (with a pilot too, where it is the fixed tolerance) and required without a pilot; a tolerance must lie in
+    (0, 1), 1 itself refused."""
+
+    @pytest.mark.parametrize(("run", "kwargs", "error", "match"), [
+        (_crude, {"tol": None}, TypeError, r"^`tol` must be a real number; got tol=None\.$"),
+        (_crude, {"tol": 0.0}, ValueError, r"^`tol` must be finite and positive; got tol=0\.0\.$"),
+        (_crude, {"tol": 1.0}, ValueError, r"^`tol` must be below 1; got tol=1\.0\.$"),
+        (_refined, {"tol": 1.5, "pilot": True}, ValueError, r"^`tol` must be below 1; got tol=1\.5\.$"),
+        (_crude, {"min_weight": 0.0}, ValueError, r"^`min_weight` must be finite and positive; got min_weight=0\.0"),
+        (_crude, {"max_examples": 0}, ValueError, r"^`max_examples` must be at least 1; got max_examples=0\.$"),
+    ], ids=["no tol", "tol 0", "tol 1", "pilot's tol 1.5", "min_weight 0", "max_examples 0"])
+    def test_a_bad_knob_is_named_before_drawing(self, run, kwargs, error, match):
+        with pytest.raises(error, match=match):
+            run(_NeverDrawn(), np.eye(D), **kwargs)
+
+
 class TestStreamBookkeeping:
     """Phase 2 over fixed examples in batches of 20, target out of reach: the stream merges 12 batches and stops at
     its budget of 240 examples."""
@@ -746,6 +805,14 @@ class TestStabilityCheckpoints:
         out, calls = self._run(monkeypatch, [None, [3, 0, 0, 0], [4, 0, 0, 0]], stability=0.25, target=1000)
         assert calls == [80, 100, 125] and out.b.size == 125 and out.stopped == "stable"
         assert [c["change"] for c in out.checkpoints] == [None, None, 0.25]
+
+    def test_each_checkpoint_is_one_run_of_the_stability_section(self, monkeypatch):
+        """Three checkpoints (80, 100, 125 constraints), the first undetermined: each hull estimate is one run of
+        the profile's stability section, the one that raised included."""
+        with recording() as profile:
+            out, calls = self._run(monkeypatch, [None, [3, 0, 0, 0], [4, 0, 0, 0]], stability=0.25, target=1000)
+        assert calls == [80, 100, 125] and out.stopped == "stable"
+        assert profile["phase 4: stability checks (hulls)"].calls == 3
 
     def test_a_checkpoint_at_the_count_reached(self, monkeypatch):
         # The budget ends with the first batch: 80 constraints, exactly the first checkpoint, which is taken.
