@@ -133,6 +133,12 @@ class TestWhatEachMethodMakes:
             out = make((2, 3))
             assert arrays.is_numpy(out) and out.dtype == np.float64 and out.shape == (2, 3)
 
+    def test_the_host_takes_a_tensor_that_tracks_gradients(self):
+        torch = pytest.importorskip("torch", reason="the torch extra is not installed")
+        out = arrays.NUMPY.asarray(torch.ones(2, dtype=torch.float32, requires_grad=True))  # detached, not refused
+        assert arrays.is_numpy(out) and out.dtype == np.float64
+        np.testing.assert_array_equal(out, [1.0, 1.0])
+
     def test_a_device_makes_float64_tensors(self):
         torch = pytest.importorskip("torch", reason="the torch extra is not installed")
         cpu = arrays.backend("cpu")

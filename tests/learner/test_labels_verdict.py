@@ -352,10 +352,12 @@ def test_the_fits_are_two_short_refinements_from_starts_of_order_one(monkeypatch
     ([0.0, 1.0], "{0, 1}"),  # two values other than ±1: named
     ([-1.0, 0.0, 1.0], "{-1, 0, 1}"),  # three values: not the cube, and not continuous either
     (list(range(12)), "{0, 1, 2, 3, 4, 5, 6, 7, …}"),  # a dozen integers: the first eight shown
+    (list(range(9)), "{0, 1, 2, 3, 4, 5, 6, 7, …}"),  # nine: one left out
+    (list(range(8)), "{0, 1, 2, 3, 4, 5, 6, 7}"),  # eight: all shown
     ([-1.0, 1.0], None),  # the cube
     ([1.0], None),  # a corner of the cube
     ("gaussian", None),  # continuous: the learner's Gaussian case
-], ids=["01", "three", "twelve", "cube", "ones", "gaussian"])
+], ids=["01", "three", "twelve", "nine", "eight", "cube", "ones", "gaussian"])
 def test_inputs_neither_on_the_cube_nor_continuous_are_named(monkeypatch, values, named):
     """Labels a layer fits, on inputs the learner does not certify on (a few values other than ±1): "more examples
     may not help", with the values shown; on the cube or on continuous inputs, pass more."""
@@ -372,6 +374,21 @@ def test_inputs_neither_on_the_cube_nor_continuous_are_named(monkeypatch, values
         assert "more examples may not help" in message and "pass more" not in message
     else:
         assert "pass more examples" in message and "the inputs take the values" not in message
+
+
+@pytest.mark.parametrize(("distinct", "continuous"), [(1_200, False), (1_201, True)])
+def test_continuous_inputs_are_those_with_more_values_than_half_the_entries_read(monkeypatch, distinct, continuous):
+    """The line between a few values and continuous inputs: 300 examples of 2 × 4 entries are 2,400 entries read;
+    on exactly half as many distinct values the inputs are named, on one more they count as continuous."""
+    module = _module()
+    _fitted_by(module, monkeypatch, [0.0, 0.0])
+    values = np.arange(2.0, 2.0 + distinct)  # none of them ±1
+    X = np.resize(values, 2_400).reshape(300, 2, 4)
+    assert len(np.unique(X)) == distinct
+    run = SimpleNamespace(source=ArraySource(X, np.ones_like(X)), m=1, plan_m=1, cfg=LearnConfig())
+    message = module._labels_verdict(run, EXHAUSTED)
+    assert ("pass more examples" in message) is continuous
+    assert ("the inputs take the values {2, 3, 4, 5, 6, 7, 8, 9, …}" in message) is not continuous
 
 
 def test_the_inputs_values_are_read_from_the_first_1000_examples(monkeypatch):
