@@ -734,8 +734,9 @@ def _labels_verdict(run, exhausted):
         fit = refit(theta0, X[fit_rows], Y[fit_rows], max_iter=30, max_bytes=run.cfg.search_memory,
                     solver=run.cfg.refine_solver)
         e = heldout_relative_error(fit, X[val_rows], Y[val_rows])
-        if best is None or e < error or np.isnan(error):  # the first, a better one, or one after a NaN: a NaN
-            best, error = fit, e  # error never replaces a number
+        # the first fit, a better one, or any after a NaN: a NaN error never replaces a number
+        if best is None or e < error or np.isnan(error):
+            best, error = fit, e
     fitted = (f"the best of two fits from random starts leaves a held-out relative error of {error:.2g} on "
               f"{n_val:,} examples")
     fits, why = (True, "") if error <= LABELS_FIT_TOL else _labels_floor(run, best, error, X, Y, fit_rows, val_rows)
