@@ -88,3 +88,34 @@ def test_the_install_page_takes_the_ci_figures_from_the_record():
     for key in ("ci_date", "ci_commit", "ci_default_tests", "ci_default_s", "ci_slow_tests", "ci_total"):
         assert "{{ " + key + " }}" in page, key
     assert figures.latest_ci(ROOT / "docs" / "sweeps")["total"].endswith(" s")
+
+
+def test_a_timings_figures_by_hand():
+    """A constructed record: the rest is the total less phases 4 and 6 (the other phases and what lies between
+    them), the examples are in millions, the error has two figures and the pilot's tolerances are listed."""
+    record = {"result": {
+        "timings": {"1_crude_sum": 0.32, "2_crude_sculpt": 4.05, "3_refine_sum": 6.15, "4_refined_sculpt": 57.71,
+                    "5_span": 1.48, "6_search": 27.89, "total": 98.64},
+        "examples_drawn": 36_609_000, "execution": {"workers": 2},
+        "diagnostics": {"0_setting": {"refined_tol_chosen": [0.08, 0.05]},
+                        "6_search": {"heldout_relative_error": 1.9331e-30}}}}
+    assert figures.timing(record) == {"total": "98.6", "phase4": "57.7", "phase6": "27.9", "rest": "13.0",
+                                      "examples": "36.6", "heldout": "1.9e-30", "tol": "0.08, 0.05", "workers": "2"}
+
+
+def test_the_measurement_history_quotes_every_timing_record():
+    """Each figure of each record under docs/sweeps/timings/records/ is quoted through its substitution, and the
+    figures are the record's, and the rest covers at least phases 1-3 and 5."""
+    sweeps = ROOT / "docs" / "sweeps"
+    page = (ROOT / "docs" / "measurements.md").read_text(encoding="utf-8")
+    paths = sorted((sweeps / "timings" / "records").glob("*.json"))
+    assert paths
+    subs = figures.substitutions(sweeps)
+    for path in paths:
+        figs = figures.timing(json.loads(path.read_text(encoding="utf-8")))
+        for key in figs:
+            assert f"{{{{ {path.stem}_{key} }}}}" in page, (path.stem, key)
+            assert subs[f"{path.stem}_{key}"] == figs[key]
+        times = json.loads(path.read_text(encoding="utf-8"))["result"]["timings"]
+        others = sum(times[name] for name in ("1_crude_sum", "2_crude_sculpt", "3_refine_sum", "5_span"))
+        assert float(figs["rest"]) >= round(others, 1) - 0.1, (path.stem, figs["rest"], others)

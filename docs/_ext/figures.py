@@ -5,13 +5,14 @@ The main job's figures — the examples it draws and the seconds it took — com
 another number than the records hold, and ``tests/test_docs_figures.py`` checks that the README (which is not
 built) quotes the same figures and that a fresh run of the main job still draws the examples the records say.
 The test suite's and CI's figures come the same way from ``docs/sweeps/ci/runs.json``, one entry per fresh-clone
-CI run.
+CI run, and the measurement history's timings of single learns from ``docs/sweeps/timings/records/``.
 """
 
 import json
 from pathlib import Path
 
 MAIN_JOB = "main-job"
+TIMINGS = "timings"
 #: Options that change what a run prints or writes, not what it computes.
 OUTPUT_OPTIONS = ("json", "no_progress", "verbose")
 WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
@@ -48,6 +49,33 @@ def latest_ci(sweeps):
     return run
 
 
+def timing(record):
+    """The figures of one ``learn --json`` record that the measurement history quotes, as text: ``total``,
+    ``phase4`` and ``phase6`` (seconds, one decimal), ``rest`` (the total less phases 4 and 6: the other phases,
+    the setting's checks and the report), ``examples`` (millions, one decimal), ``heldout`` (phase 6's held-out
+    relative error, two figures), ``tol`` (the tolerance phase 4's pilot chose) and ``workers``."""
+    result = record["result"]
+    times = result["timings"]
+    rest = times["total"] - times["4_refined_sculpt"] - times["6_search"]
+    tol = result["diagnostics"]["0_setting"]["refined_tol_chosen"]
+    return {"total": f"{times['total']:.1f}", "phase4": f"{times['4_refined_sculpt']:.1f}",
+            "phase6": f"{times['6_search']:.1f}", "rest": f"{rest:.1f}",
+            "examples": f"{result['examples_drawn'] / 1e6:.1f}",
+            "heldout": f"{result['diagnostics']['6_search']['heldout_relative_error']:.2g}",
+            "tol": ", ".join(f"{t:g}" for t in (tol if isinstance(tol, list) else [tol])),
+            "workers": str(result["execution"]["workers"])}
+
+
+def timings(sweeps):
+    """``{stem}_{figure}`` for every record of ``docs/sweeps/timings/records/`` (``m10_d24_k2_l1_s103_total``, ...),
+    the figures of :func:`timing`."""
+    subs = {}
+    for path in sorted((Path(sweeps) / TIMINGS / "records").glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        subs |= {f"{path.stem}_{key}": value for key, value in timing(record).items()}
+    return subs
+
+
 def substitutions(sweeps):
     """The MyST substitutions of the pages: ``main_examples``, ``main_seconds``, ``main_runs``, ``main_version``
     from the main job's records, and ``ci_*`` (``ci_commit``, ``ci_date``, ``ci_total``, ``ci_default_tests``, ...)
@@ -57,6 +85,7 @@ def substitutions(sweeps):
     subs = {"main_examples": f"{job['examples']:,}", "main_seconds": seconds_text(*job["seconds"]),
             "main_runs": WORDS.get(job["runs"], str(job["runs"])), "main_version": job["version"]}
     subs |= {f"ci_{key}": str(value) for key, value in latest_ci(sweeps).items()}
+    subs |= timings(sweeps)
     import results  # docs/_ext: the studies' provenance, one home for the results pages and the guide
 
     from learner import __version__
