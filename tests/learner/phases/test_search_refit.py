@@ -25,6 +25,7 @@ from learner.phases.search import (
     refit,
     search_heads,
 )
+from learner.profiling import recording
 
 
 def _planted(m, d, k, n, *, seed, noise=0.0):
@@ -622,6 +623,48 @@ class TestNoiseRefit:
         found, _ = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh,
                                 LearnConfig(noise_z=6.0, max_nfev=200, search_memory=4 * budget), hull=hull)
         assert "refit" in found and seen == [4 * budget]
+
+    def test_the_refit_stops_on_a_relative_decrease_of_1e_12(self, noisy, monkeypatch):
+        """On 30 examples the refit's last kept step lowers the residual by between 1e-15 and 1e-12 relative: the
+        documented loop replayed with ftol = 1e-12 ends where the refit did, and the default 1e-15 would go on."""
+        _, refined, (Xs, Ys, Xr, Yr, Xh, Yh), hull = noisy
+        trace = _Trace(monkeypatch)
+        found, nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh,
+                                   LearnConfig(noise_z=6.0, max_nfev=200, search_memory=4 * 30 * PER), hull=hull)
+        assert found["refit_examples"] == 30
+        z, evaluations, _ = trace.replay(float(np.sum(Ys[:30] ** 2)), max_iter=200, ftol=1e-12)
+        np.testing.assert_array_equal(found["refit"][0].thetas.ravel(), z)
+        assert nfev == evaluations < 200
+        kept = []  # the residual after the start and after each kept step (one lower than all before it)
+        for event in trace.events:
+            if event[0] == "solve" and (not kept or event[2] < kept[-1]):
+                kept.append(event[2])
+        gain = (kept[-2] - kept[-1]) / kept[-2]
+        assert 1e-15 < gain <= 1e-12
+
+    def test_the_refit_runs_the_configured_step_solver(self, noisy):
+        """``refine_solver="cg"`` at 18 unknowns (where ``"auto"`` takes the normal equations): the refit's steps
+        are conjugate-gradient solves, recorded in their own profiling sections, and no Cholesky solve runs."""
+        _, refined, (Xs, Ys, Xr, Yr, Xh, Yh), hull = noisy
+        config = LearnConfig(noise_z=6.0, max_nfev=200, search_memory=4 * (40 * PER + 100), refine_solver="cg")
+        with recording() as profile:
+            found, nfev = _noise_refit(refined, Xs, Ys, Xr, Yr, Xh, Yh, config, hull=hull)
+        assert "refit" in found and nfev > 1
+        assert "refinement: CG iterations" in profile and "refinement: Cholesky solve" not in profile
+
+    def test_a_refit_with_no_residual_keeps_the_tests_verdict_on_the_features(self, noisy):
+        """Scoring labels of zero are fitted exactly by W = 0 at the start (one evaluation, no step): the refit's
+        floor is σ̂ = 0 and ρ = ∞, not consistent, and the features, tried on the refinement set, are not tried
+        again on a residual of nothing (whose chi-square statistic would be 0/0)."""
+        _, refined, (Xs, Ys, Xr, Yr, Xh, Yh), hull = noisy
+        config = LearnConfig(noise_z=6.0, max_nfev=200, search_memory=4 * (40 * PER + 100))
+        found, nfev = _noise_refit(refined, Xs, np.zeros_like(Ys), Xr, Yr, Xh, Yh, config, hull=hull)
+        test, floor = found["noise_test"], found["noise"]
+        assert test.consistent and nfev == 1
+        assert not found["refit"][0].ws.any()
+        assert floor.sigma == 0.0 and floor.rho == np.inf and not floor.consistent
+        assert (floor.structure_p, floor.structure_features, floor.structure_worst) == (
+            test.structure_p, test.structure_features, test.structure_worst)
 
     def test_a_layer_missing_a_head_is_tested_not_refit(self, noisy):
         truth, _, (Xs, Ys, Xr, Yr, Xh, Yh), _ = noisy
