@@ -16,7 +16,13 @@ from learner import (  # noqa: E402
 )
 from learner.metrics import match_heads  # noqa: E402
 from learner.oracle import ArraySource  # noqa: E402
-from learner.phases.search import _refine_vp, _structured_normal_equations, _vp_solve, search_heads  # noqa: E402
+from learner.phases.search import (  # noqa: E402
+    _normal_equations,
+    _refine_vp,
+    _structured_normal_equations,
+    _vp_solve,
+    search_heads,
+)
 
 # Parameters of the same fit on the two backends agree to ~1e-15 (measured 1.0e-15 to 1.3e-15 at (2, 6), (3, 8),
 # (5, 16)): the same operations in another library's order. 1e-12 leaves room for the iterations' amplification.
@@ -42,6 +48,21 @@ class TestPieces:
             np.testing.assert_allclose(arrays.to_numpy(b), a, rtol=0, atol=1e-12)
         A, g = _structured_normal_equations(start, ws, X, P, Q, r)
         tA, tg = _structured_normal_equations(tT, tws, tX, tP, tQ, tr)
+        np.testing.assert_allclose(arrays.to_numpy(tA), A, rtol=0, atol=1e-12 * np.abs(A).max())
+        np.testing.assert_allclose(arrays.to_numpy(tg), g, rtol=0, atol=1e-12 * np.abs(g).max())
+
+    @pytest.mark.parametrize("blocks", [1, 4], ids=["whole", "blocks"])
+    def test_hull_coordinates_in_blocks_agree(self, blocks):
+        """In the hull's coordinates (a basis of 3 directions) the torch path builds the normal equations in
+        ``blocks`` blocks of examples as numpy builds them from its whole projected Jacobian."""
+        _, X, Y, start = _case(2, 5, 40, seed=5)
+        basis = np.linalg.qr(np.random.default_rng(6).standard_normal((25, 3)))[0]
+        ws, r, Q, P = _vp_solve(start, X, Y)
+        A, g = _normal_equations(start, ws, X, P, Q, r, basis)
+        tT, tX, tY, tB = (arrays.to_device(a, "cpu") for a in (start, X, Y, basis))
+        tws, tr, tQ, tP = _vp_solve(tT, tX, tY)
+        per_example = 8 * 2 * 5 * 2 * 3  # k·d rows of m·r columns
+        tA, tg = _normal_equations(tT, tws, tX, tP, tQ, tr, tB, max_bytes=40 // blocks * per_example)
         np.testing.assert_allclose(arrays.to_numpy(tA), A, rtol=0, atol=1e-12 * np.abs(A).max())
         np.testing.assert_allclose(arrays.to_numpy(tg), g, rtol=0, atol=1e-12 * np.abs(g).max())
 
