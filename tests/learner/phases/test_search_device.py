@@ -21,8 +21,10 @@ from learner.phases.search import (  # noqa: E402
     _refine_vp,
     _structured_normal_equations,
     _vp_solve,
+    refine_layer,
     search_heads,
 )
+from learner.profiling import recording  # noqa: E402
 
 # Parameters of the same fit on the two backends agree to ~1e-15 (measured 1.0e-15 to 1.3e-15 at (2, 6), (3, 8),
 # (5, 16)): the same operations in another library's order. 1e-12 leaves room for the iterations' amplification.
@@ -156,6 +158,42 @@ class TestParity:
         assert a.success and b.success and a.examples_drawn == b.examples_drawn
         assert match_heads(a.layer, b.layer).max_error < PARITY
         assert b.execution["device"] == "cpu" and "device" not in a.execution
+
+
+class TestSettingsOnTheDevice:
+    """The refinement's settings reach the torch path as they reach numpy's."""
+
+    def test_ftol_ends_at_the_first_small_decrease(self):
+        """ftol = 1 stops after the first kept step (no kept step lowers the residual by more than all of it): the
+        layer of a run capped at two evaluations, whose first step is kept."""
+        _, X, Y, start = _case(2, 6, 80, seed=4, noise=1e-2)
+        one_step = refine_layer(start, X, Y, max_iter=2, device="cpu")
+        fit = refine_layer(start, X, Y, ftol=1.0, device="cpu")
+        unrefined = refine_layer(start, X, Y, max_iter=1, device="cpu")  # the start's residual
+        assert one_step.evaluations == fit.evaluations == 2 and fit.residual < unrefined.residual
+        np.testing.assert_array_equal(fit.layer.thetas, one_step.layer.thetas)
+        assert refine_layer(start, X, Y, device="cpu").evaluations > 2  # control: the default ftol goes on
+
+    @pytest.mark.parametrize(("max_bytes", "blocks"), [(1, 30), (2**30, 1)])
+    def test_the_normal_equations_keep_to_max_bytes(self, max_bytes, blocks):
+        """Fewer bytes than one example's arrays: the normal equations of the one step a run capped at two
+        evaluations takes are built one example at a time, 30 blocks for 30 examples; a GiB holds them all."""
+        _, X, Y, start = _case(2, 6, 30, seed=4)
+        with recording() as profile:
+            refine_layer(start, X, Y, max_iter=2, max_bytes=max_bytes, device="cpu")
+        assert profile["refinement: head gradients G and G Gᵀ"].calls == blocks
+        assert profile["refinement: Cholesky solve"].calls == 1  # one step, so one build
+
+    def test_conjugate_gradients_are_refused_on_the_device(self):
+        """``refine_solver="cg"`` solves on numpy only: search_heads on a device refuses it rather than running
+        another solver than the one configured."""
+        layer, X, Y, _ = _case(2, 6, 80, seed=4)
+        T = layer.thetas.reshape(2, -1)
+        hull = min_norm_point(layer.thetas), np.linalg.qr((T[1:] - T[0]).T)[0]
+        config = LearnConfig(n_search=40, refine_solver="cg")
+        with pytest.raises(ValueError, match="`solver='cg'` runs on numpy only"):
+            search_heads(ArraySource(X, Y), *hull, 2, config, device="cpu")
+        assert search_heads(ArraySource(X, Y), *hull, 2, config).nfev >= 1  # control: numpy runs it
 
 
 # The layer's entries on the two backends agree to a few units of 1e-16 relative (measured 6.5e-16 over 20,000
