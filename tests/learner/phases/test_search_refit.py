@@ -4,11 +4,12 @@ step, refit's defaults, the trust-region refinement, the multi-start search's fi
 the noise-floor refit's budget."""
 
 import dataclasses
+import threading
 
 import numpy as np
 import pytest
 
-from learner import AttentionLayer, LayerOracle, LearnConfig, arrays, min_norm_point, random_layer
+from learner import AttentionLayer, LayerOracle, LearnConfig, arrays, min_norm_point, random_layer, sample_inputs
 from learner.layer import attention_patterns, head_features, layer_jacobian
 from learner.oracle import ArraySource
 from learner.phases import search
@@ -218,6 +219,25 @@ class TestNormalEquationsInBlocks:
         np.testing.assert_allclose(A, A_ref, rtol=0, atol=1e-10 * np.abs(A_ref).max())
         np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-10 * np.abs(g_ref).max())
 
+
+    @pytest.mark.parametrize("budget", [1.0, 5.0], ids=str)
+    def test_hull_coordinate_blocks_start_at_the_first_example(self, budget):
+        """Gaussian tokens: no example has two equal tokens, whose Jacobian is zero (the first example of the boolean
+        case above has them), so every example counts, the first one included, and blocks of one or five examples
+        (a short last block) give the hand-built Jacobian's matrices."""
+        layer = random_layer(self.m, self.d, logit_scale=1.0, check=False, rng=5)
+        X = sample_inputs(self.n, self.k, self.d, distribution="gaussian", rng=6)
+        thetas = layer.thetas + 0.05 * np.random.default_rng(7).standard_normal(layer.thetas.shape)
+        ws, r, Q, patterns = _vp_solve(thetas, X, layer(X))
+        basis = np.linalg.qr(np.random.default_rng(8).standard_normal((self.d * self.d, 2)))[0]
+        A_ref, g_ref = self._reference(thetas, ws, X, patterns, Q, r, basis=basis)
+        per = 8 * self.k * self.d * self.m * 2
+        A, g = _normal_equations(thetas, ws, X, patterns, Q, r, basis=basis, max_bytes=int(budget * per))
+        np.testing.assert_allclose(A, A_ref, rtol=0, atol=1e-10 * np.abs(A_ref).max())
+        np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-10 * np.abs(g_ref).max())
+        # Control: the first example's own Θ-Jacobian is far from zero, so sums without it would be told apart.
+        J = layer_jacobian(thetas, ws, X)[:, : self.m * self.d * self.d].reshape(self.n, -1)
+        assert np.abs(J[0]).max() > 0.1 * np.abs(J).max()
 
 class _Trace:
     """The residual evaluations, normal equations, Cholesky factorisations and steps of one run, in order;
@@ -703,6 +723,56 @@ def test_blocked_products_are_the_products(shape, threads):
     sym = search._products(C, C, threads, symmetric=True)
     np.testing.assert_allclose(sym, C.T @ C, rtol=0, atol=1e-12 * shape[0])
     np.testing.assert_array_equal(sym, sym.T)
+
+
+def _blas_now():
+    from threadpoolctl import threadpool_info
+
+    return frozenset(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+
+class _Noted(np.ndarray):
+    """A numpy array whose products note the thread they run on and the BLAS threads set there (``notes``)."""
+
+    notes: list = []
+
+    def __matmul__(self, other):
+        _Noted.notes.append((threading.get_ident(), _blas_now()))
+        return np.asarray(self) @ np.asarray(other)
+
+
+def _noted_products(columns, threads, rows=40):
+    """``_products(A, B, threads)`` for B of ``columns`` columns with two BLAS threads set in the process: that
+    setting and the notes of its blocks (the product itself checked against numpy's)."""
+    from learner.parallel import blas_threads
+
+    rng = np.random.default_rng(4)
+    A, B = rng.standard_normal((rows, 30)), rng.standard_normal((rows, columns))
+    _Noted.notes = []
+    with blas_threads(2):
+        out = search._products(A.view(_Noted), B, threads)
+        setting = _blas_now()
+    np.testing.assert_allclose(out, A.T @ B, rtol=0, atol=1e-12 * rows)
+    return setting, _Noted.notes
+
+
+@pytest.mark.parametrize(("columns", "threads", "shared"), [(256, 2, False), (512, 1, False), (512, 2, True),
+                                                            (1000, 3, True)])
+def test_blocks_take_one_blas_thread_each_only_when_threads_share_them(columns, threads, shared):
+    """One block (256 columns: nothing to share) or one thread keeps the process's BLAS setting; two blocks or
+    more on two threads or more are single-threaded BLAS calls, so their bits do not depend on the setting."""
+    setting, notes = _noted_products(columns, threads)
+    assert setting == {2}  # the process's setting here: two BLAS threads
+    assert len(notes) == -(-columns // 256)  # one product per block
+    assert {blas for _, blas in notes} == ({frozenset({1})} if shared else {setting})
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_the_blocks_run_on_at_most_the_threads_given(threads):
+    """Twelve blocks, each long enough (a 3000-row product) that all are handed out before the first ends: a pool
+    that started a thread per waiting block would use more threads than it is given."""
+    _, notes = _noted_products(12 * 256, threads, rows=3000)
+    assert len(notes) == 12 and len({thread for thread, _ in notes}) <= threads
 
 
 def test_the_refinement_products_take_the_threads_given_and_the_rest_keeps_the_setting(monkeypatch):
