@@ -201,6 +201,28 @@ class TestNormalEquationsInBlocks:
         A, _ = _normal_equations(thetas, ws, X, patterns, Q[:, :0], r)
         assert np.abs(A - A_ref).max() > 1e-3 * np.abs(A_ref).max()
 
+    def test_each_product_is_profiled_with_its_operations(self):
+        """Every block of examples profiles its head gradients and its two products, ``x xᵀ`` against ``G Gᵀ``
+        (``N × d²`` by ``N × (md)²``) and Q's rows times x against G (``N × qd`` by ``N × md²``); the projection's
+        ``KᵀK`` (``qd × md²``) runs once. A product ``AᵀB`` of an ``N × a`` and an ``N × b`` matrix is ``2·N·a·b``
+        flops, the symmetric ``KᵀK``, computed on and above its diagonal, half of that. Blocks of 5, 5 and 2
+        examples (N = 10, 10 and 4 rows of two tokens, never d) add up to all n·k rows. Without a projection (Q
+        with no columns) its two sections do not run."""
+        m, d, k, n = self.m, self.d, self.k, self.n
+        thetas, ws, X, patterns, Q, r = self._case()
+        q, rows = Q.shape[1], n * k
+        with recording() as profile:
+            _normal_equations(thetas, ws, X, patterns, Q, r, max_bytes=5 * self.per)
+        gradients, products = "refinement: head gradients G and G Gᵀ", "refinement: J_ΘᵀJ_Θ product"
+        assert list(profile) == [gradients, products, "refinement: projection's K product",
+                                 "refinement: projection's KᵀK"]
+        assert [s.calls for s in profile.values()] == [3, 3, 3, 1]
+        assert [s.flops for s in profile.values()] == [0, 2 * rows * (d * d) * (m * d) ** 2,
+                                                       2 * rows * (q * d) * (m * d * d), (q * d) * (m * d * d) ** 2]
+        with recording() as profile:
+            _normal_equations(thetas, ws, X, patterns, Q[:, :0], r)
+        assert list(profile) == [gradients, products]
+
     @pytest.mark.parametrize("budget", [None, 1.0, 3.0], ids=str)
     def test_hull_coordinates_in_blocks(self, monkeypatch, budget):
         """With a basis (d², r) the Jacobian has m·r columns: one example's rows take 8·k·d·m·r bytes."""
