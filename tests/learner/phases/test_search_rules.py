@@ -463,9 +463,10 @@ class TestSearchHeads:
         rss = np.sum((res.layer(source.X[:n_ref]) - source.Y[:n_ref]) ** 2)
         assert rss > 0 and res.residual_sigma == pytest.approx(math.sqrt(rss / dof), rel=1e-9)
 
-    def test_the_vp_starts_run_on_the_callers_pool(self):
+    def test_the_vp_starts_run_on_the_callers_pool_as_batches_of_no_examples(self):
         """The starts go to the pool search_heads is given (here a serial one, this process), which counts them under
-        its phase label, one batch per start; a pool of the search's own would leave the caller's untouched."""
+        its phase label, one batch per start; a pool of the search's own would leave the caller's untouched. A start
+        draws no examples, so the pool counts none merged (the count that decides when a local pool starts)."""
         from learner.parallel import Workers
 
         layer = random_layer(2, 3, logit_scale=1.0, rng=5)
@@ -474,6 +475,7 @@ class TestSearchHeads:
             search_heads(_source(layer, 40), star, Q, 2, LearnConfig(n_search=40, search="vp", vp_starts=3, max_nfev=2),
                          workers=pool)
         assert pool.stats["6_search"]["batches"] == 3
+        assert pool.stats["6_search"]["examples"] == pool.merged == 0
 
 
 class TestSearchHeadsArguments:
