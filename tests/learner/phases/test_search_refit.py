@@ -595,9 +595,11 @@ class TestConjugateGradientLoopRules:
 
     def test_small_parameters_stop_on_the_relative_step(self, monkeypatch):
         """The noisy case with X × 2⁸ and Θ × 2⁻¹⁶ (the same patterns): ‖Θ‖ ~ 1e-5, and the step test is relative
-        to it."""
+        to it. The last kept step moves Θ by 1.3e-15 of its norm (1e-20 absolute): not small, so the run goes on,
+        rejecting, until the damping runs out."""
         _, X, Y, start = _noisy_case()
-        self._run(monkeypatch, start * 2.0**-16, X * 2.0**8, Y, max_iter=300, ftol=0.0)
+        _, evaluations, _ = self._run(monkeypatch, start * 2.0**-16, X * 2.0**8, Y, max_iter=300, ftol=0.0)
+        assert evaluations < 300
 
     def test_a_tiny_input_coordinate_has_its_scale_floored(self, monkeypatch):
         """One input coordinate 1e-7 of the others: the blocks' diagonal entries of the Θ entries it multiplies are
