@@ -26,6 +26,7 @@ from learner.phases.search import (
     refit,
     search_heads,
 )
+from learner.phases.steps import ProjectedJacobian
 from learner.profiling import recording
 
 
@@ -341,6 +342,87 @@ class _Trace:
         return z, evaluations, cost / yy
 
 
+class _CgTrace:
+    """The residual evaluations, block factorisations and conjugate-gradient solves of one run of the
+    conjugate-gradient steps, in order; the factorisations numbered in ``fail`` raise as an indefinite block would.
+    Each solve's operator is recorded by its action on one fixed vector."""
+
+    def __init__(self, monkeypatch, fail=()):
+        self.events, self.fail, self.n_factor = [], set(fail), 0
+        solve, factor, cg = search._vp_solve, search.block_preconditioner, search.conjugate_gradient
+
+        def spy_solve(thetas, X, Y):
+            out = solve(thetas, X, Y)
+            self.events.append(("solve", np.array(thetas, dtype=float).ravel(), float(np.sum(out[1] ** 2)), out))
+            return out
+
+        def spy_factor(blocks, scale, lam):
+            self.events.append(("factor", blocks.copy(), scale.copy(), lam))
+            self.n_factor += 1
+            if self.n_factor - 1 in self.fail:
+                raise np.linalg.LinAlgError("injected")
+            return factor(blocks, scale, lam)
+
+        def spy_cg(apply, precondition, b, **kwargs):
+            x, iterations = cg(apply, precondition, b, **kwargs)
+            probe = np.random.default_rng(0).standard_normal(b.shape)
+            self.events.append(("cg", probe, apply(probe), b.copy(), x.copy()))
+            return x, iterations
+
+        for name, spy in [("_vp_solve", spy_solve), ("block_preconditioner", spy_factor),
+                          ("conjugate_gradient", spy_cg)]:
+            monkeypatch.setattr(search, name, spy)
+
+    def replay(self, X, yy, *, max_iter, ftol):
+        """The documented loop on the recorded figures: per accepted point the per-head blocks of the unprojected
+        Gauss–Newton matrix, the damping's scale their diagonal floored at 1e-12 of its largest entry; each step
+        solves ``(JᵀJ + λ·scale) δ = −Jᵀr`` from λ = 1e-3; a step kept only if it lowers the residual (λ / 5, at
+        least 1e-12), else λ × 4; a failed factorisation λ × 10 at no evaluation; the stopping rules of the normal
+        equations' loop (:meth:`_Trace.replay`)."""
+        events = iter(self.events)
+
+        def take(kind):
+            event = next(events)
+            assert event[0] == kind, (event[0], kind)
+            return event[1:]
+
+        z, cost, (ws, r, Q, patterns) = take("solve")
+        evaluations, lam, n_factor = 1, 1e-3, 0
+        while evaluations < max_iter and cost > 1e-30 * yy:
+            jac = ProjectedJacobian(X, ws, patterns, Q)
+            expected_blocks = jac.blocks()
+            improved = small = False
+            while evaluations < max_iter and lam < 1e16:
+                blocks, scale, lam_used = take("factor")
+                np.testing.assert_allclose(blocks, expected_blocks, rtol=1e-13, atol=0)
+                diag = np.diagonal(blocks, axis1=1, axis2=2)
+                floor = 1e-12 * max(float(diag.max()), 1e-300)
+                np.testing.assert_array_equal(scale, np.maximum(diag, floor).reshape(scale.shape))
+                assert lam_used == lam
+                n_factor += 1
+                if n_factor - 1 in self.fail:
+                    lam *= 10
+                    continue
+                probe, applied, b, step = take("cg")
+                np.testing.assert_allclose(b, -jac.rmatvec(r), rtol=1e-13, atol=0)
+                np.testing.assert_allclose(applied, jac.normal(probe) + lam * scale * probe, rtol=1e-12, atol=0)
+                z_new, cost_new, state = take("solve")
+                np.testing.assert_array_equal(z_new, z + step.ravel())
+                evaluations += 1
+                if cost_new < cost:
+                    small = (np.linalg.norm(step) <= 1e-15 * max(np.linalg.norm(z), 1e-300)
+                             or cost - cost_new <= ftol * cost
+                             or (cost_new <= 1e-20 * yy and 10 * cost_new > cost))
+                    z, cost, lam, improved = z_new, cost_new, max(lam / 5, 1e-12), True
+                    ws, r, Q, patterns = state
+                    break
+                lam *= 4
+            if not improved or small:
+                break
+        assert next(events, None) is None
+        return z, evaluations, cost / yy
+
+
 def _far_case():
     """A two-head layer and a start far from it: the run rejects steps and takes many."""
     layer, X, Y = _planted(2, 3, 2, 40, seed=8)
@@ -414,11 +496,15 @@ class TestLevenbergMarquardtRules:
         assert evaluations == 33
         np.testing.assert_array_equal(z, start.ravel())
 
-    @pytest.mark.parametrize(("noise", "expected"), [(1e-13, 7), (1e-14, 19)], ids=["floor", "control"])
+    @pytest.mark.parametrize(("noise", "expected"), [(1e-13, 7), (1e-11, 7), (1e-14, 19)],
+                             ids=["floor", "relative", "control"])
     def test_the_rounding_floor_ends_a_step_that_gains_little(self, monkeypatch, noise, expected):
         """Labels off the layer by 1e-13 of their mean size: the sixth evaluation lands at 8.8e-27 and the seventh,
         kept, at 5.3e-27 — below 1e-20 and less than ten times lower: the run ends there, where ftol = 1e-15 alone
-        would go on. Control: at 1e-14 the seventh gains 68 times (3.6e-27 to 5.3e-29) and the run goes on."""
+        would go on. At 1e-11 the seventh, kept, lands at 5.3e-23 relative, 1.4e-20 in the labels' own units (their sum
+        of squares is 265): below 1e-20 relative only, and the run ends there too, at a relative decrease of 6e-5 that
+        ftol = 1e-15 would not stop. Control: at 1e-14 the seventh gains 68 times (3.6e-27 to 5.3e-29) and the run
+        goes on."""
         layer, X, Y = _planted(2, 3, 2, 40, seed=5)
         Y = Y + noise * np.abs(Y).mean() * np.random.default_rng(1).standard_normal(Y.shape)
         start = layer.thetas + 0.1 * np.random.default_rng(1).standard_normal((2, 3, 3))
@@ -449,6 +535,123 @@ class TestLevenbergMarquardtRules:
         to it."""
         _, X, Y, start = _noisy_case()
         self._run(monkeypatch, start * 2.0**-16, X * 2.0**8, Y, max_iter=300, ftol=0.0)
+
+
+class TestConjugateGradientLoopRules:
+    """``solver="cg"`` replayed step by step (:class:`_CgTrace`): the damping and stopping rules of the normal
+    equations' loop, each step by conjugate gradients preconditioned with the damped per-head blocks."""
+
+    def _run(self, monkeypatch, theta0, X, Y, *, max_iter, ftol, fail=()):
+        trace = _CgTrace(monkeypatch, fail)
+        z, ws, evaluations, rel = _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol, solver="cg")
+        yy = max(float(np.sum(Y**2)), 1e-300)
+        z_ref, evaluations_ref, rel_ref = trace.replay(X, yy, max_iter=max_iter, ftol=ftol)
+        np.testing.assert_array_equal(z, z_ref)
+        assert evaluations == evaluations_ref <= max_iter
+        assert rel == rel_ref
+        if np.sum(Y**2) > 0:  # the relative residual of the layer returned
+            fitted = AttentionLayer(z.reshape(theta0.shape), ws)
+            assert rel == pytest.approx(_rel(fitted, X, Y), rel=1e-8, abs=1e-30)
+        return z, evaluations, rel
+
+    @pytest.mark.parametrize("max_iter", [1, 2, 6, 40])
+    def test_far_start_up_to_the_cap(self, monkeypatch, max_iter):
+        """Evaluations 5–11 reject their steps: a cap of 6 ends on a rejected step, 2 on a kept one, and a cap of 1
+        is the start alone."""
+        _, X, Y, start = _far_case()
+        _, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=max_iter, ftol=1e-12)
+        assert evaluations == max_iter
+
+    @pytest.mark.parametrize("fail", [(0,), (0, 1, 4), (2, 3)], ids=str)
+    def test_failed_factorisations_raise_the_damping_at_no_evaluation(self, monkeypatch, fail):
+        _, X, Y, start = _far_case()
+        self._run(monkeypatch, start, X, Y, max_iter=30, ftol=1e-12, fail=fail)
+
+    def test_nineteen_failed_factorisations_end_the_run(self, monkeypatch):
+        """λ = 1e-3·10¹⁹ is 1e16 exactly: the damping has run out, the start is returned."""
+        _, X, Y, start = _far_case()
+        z, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=30, ftol=1e-12, fail=range(19))
+        assert evaluations == 1
+        np.testing.assert_array_equal(z, start.ravel())
+
+    def test_labels_below_one_are_relative_to_their_own_sum(self, monkeypatch):
+        _, X, Y, start = _far_case()
+        Y = Y * 2.0**-12
+        assert np.sum(Y**2) < 1e-4
+        self._run(monkeypatch, start, X, Y, max_iter=20, ftol=1e-12)
+
+    def test_the_planted_heads_stop_at_once(self, monkeypatch):
+        """Exact labels from the start itself: relative residual ~1e-31 <= 1e-30, no step (labels' sum ≫ 1)."""
+        layer, X, Y, _ = _far_case()
+        assert np.sum(Y**2) > 100
+        z, evaluations, rel = self._run(monkeypatch, layer.thetas, X, Y, max_iter=50, ftol=1e-12)
+        assert evaluations == 1 and rel <= 1e-30
+        np.testing.assert_array_equal(z, layer.thetas.ravel())
+
+    def test_zero_labels_are_fitted_at_once(self, monkeypatch):
+        """Zero labels give zero ``W``'s and a residual of exactly zero, not above 1e-30 of the floored sum."""
+        _, X, Y, start = _far_case()
+        z, evaluations, rel = self._run(monkeypatch, start, X, np.zeros_like(Y), max_iter=50, ftol=1e-12)
+        assert evaluations == 1 and rel == 0.0
+
+    def test_no_gradient_rejects_until_the_damping_runs_out(self, monkeypatch):
+        """Every token of an example the same: the Jacobian is zero, so every step is zero and leaves the residual
+        exactly where it was (not lower: rejected); λ = 1e-3·4^j passes 1e16 at j = 32."""
+        _, X, Y, start = _far_case()
+        X = np.repeat(X[:, :1], 2, axis=1)
+        z, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=100, ftol=1e-12)
+        assert evaluations == 33
+        np.testing.assert_array_equal(z, start.ravel())
+
+    @pytest.mark.parametrize(("noise", "expected"), [(1e-13, 7), (1e-11, 7), (1e-14, 16)],
+                             ids=["floor", "relative", "control"])
+    def test_the_rounding_floor_ends_a_step_that_gains_little(self, monkeypatch, noise, expected):
+        """Labels off the layer by 1e-13 of their mean size: the sixth evaluation lands at 4.7e-26 and the seventh,
+        kept, at 5.3e-27 — below 1e-20 and less than ten times lower: the run ends there. At 1e-11 the seventh, kept,
+        lands at 5.3e-23 relative, 1.4e-20 in the labels' own units (their sum of squares is 265): the zone is
+        relative, and the run ends there too. Control: at 1e-14 the seventh gains 800 times (4.2e-26 to 5.3e-29) and
+        the run goes on."""
+        layer, X, Y = _planted(2, 3, 2, 40, seed=5)
+        Y = Y + noise * np.abs(Y).mean() * np.random.default_rng(1).standard_normal(Y.shape)
+        start = layer.thetas + 0.1 * np.random.default_rng(1).standard_normal((2, 3, 3))
+        _, evaluations, rel = self._run(monkeypatch, start, X, Y, max_iter=200, ftol=1e-15)
+        assert evaluations == expected and 1e-30 < rel < 1e-20
+
+    def test_noisy_labels_stop_on_the_relative_decrease(self, monkeypatch):
+        _, X, Y, start = _noisy_case()
+        _, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=300, ftol=1e-4)
+        assert evaluations < 20
+
+    def test_a_decrease_of_exactly_ftol_stops(self, monkeypatch):
+        _, X, Y, start = _noisy_case()
+        trace = _CgTrace(monkeypatch)
+        _levenberg_marquardt(start, X, Y, max_iter=3, ftol=0.0, solver="cg")
+        costs = [e[2] for e in trace.events if e[0] == "solve"]
+        assert costs[1] < costs[0]  # the first step is kept
+        decrease = costs[0] - costs[1]
+        ftol = decrease / costs[0]
+        while ftol * costs[0] != decrease:
+            ftol = np.nextafter(ftol, np.inf if ftol * costs[0] < decrease else 0.0)
+        monkeypatch.undo()
+        _, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=50, ftol=float(ftol))
+        assert evaluations == 2
+
+    def test_small_parameters_stop_on_the_relative_step(self, monkeypatch):
+        """The noisy case with X × 2⁸ and Θ × 2⁻¹⁶ (the same patterns): ‖Θ‖ ~ 1e-5, and the step test is relative
+        to it. The last kept step moves Θ by 1.3e-15 of its norm (1e-20 absolute): not small, so the run goes on,
+        rejecting, until the damping runs out."""
+        _, X, Y, start = _noisy_case()
+        _, evaluations, _ = self._run(monkeypatch, start * 2.0**-16, X * 2.0**8, Y, max_iter=300, ftol=0.0)
+        assert evaluations < 300
+
+    def test_a_tiny_input_coordinate_has_its_scale_floored(self, monkeypatch):
+        """One input coordinate 1e-7 of the others: the blocks' diagonal entries of the Θ entries it multiplies are
+        1e-15 to 1e-29 of the largest, below the floor of 1e-12 of it; labels × 2⁻¹² make that largest entry below
+        one (1e-7), so the floor is relative to it, not to one."""
+        layer, X, _, start = _far_case()
+        X = X * np.array([1e-7, 1.0, 1.0])
+        Y = layer(X) * 2.0**-12
+        self._run(monkeypatch, start, X, Y, max_iter=8, ftol=1e-12)
 
 
 class TestRefit:

@@ -260,6 +260,60 @@ class TestBothSolversOneMinimiser:
         assert "refinement: CG iterations" in cg and "refinement: Cholesky solve" not in cg
 
 
+class TestRefinementProfile:
+    """The refinement's profile sections, their runs and the operations counted for them, from 1 % off the planted
+    Θ's on noiseless labels. Every step tried costs one evaluation of the residual (the ``W``'s, the patterns and the
+    QR) after the start's, and here no factorisation fails: one factorisation per step."""
+
+    QR = "refinement: W's, patterns and QR"
+
+    @staticmethod
+    def _case(m, d, k, n):
+        layer = random_layer(m, d, logit_scale=1.0, rng=4)
+        X = sample_inputs(n, k, d, rng=5)
+        noise = np.random.default_rng(6).standard_normal(layer.thetas.shape)
+        return layer, X, layer.thetas + 0.01 * np.linalg.norm(layer.thetas) * noise / np.linalg.norm(noise)
+
+    def test_the_normal_equations_count_a_cholesky_solve_of_every_step(self):
+        """(m, d) = (2, 3): the damped system has n = md² = 18 unknowns, and its Cholesky factorisation and two
+        triangular solves count n³/3 + 2n² operations (rounded down), whatever the step."""
+        layer, X, start = self._case(2, 3, 2, 40)
+        with recording() as profile:
+            _, _, evaluations, rel = _levenberg_marquardt(start, X, layer(X), max_iter=200, solver="normal")
+        assert rel < 1e-28 and evaluations > 2
+        n = 2 * 3 * 3
+        cholesky = profile["refinement: Cholesky solve"]
+        assert profile[self.QR].calls == evaluations and cholesky.calls == evaluations - 1
+        assert cholesky.flops == cholesky.calls * (n**3 // 3 + 2 * n**2)
+        assert None not in profile
+
+    def test_conjugate_gradients_count_their_blocks_factors_and_iterations(self):
+        """(m, d, k) = (3, 4, 2) on 40 examples (so that no two of the sizes stand in for each other, and m·d⁶/3 is
+        not a whole number): per Jacobian the m blocks of d² × d² cost 2·m·n·k·d⁴ operations, their factorisation
+        per step m·(d⁶/3 + 2d⁶) rounded down; the iterations count whole iterations of the per-iteration cost
+        (:meth:`~ProjectedJacobian.flops_per_iteration`, the design of full rank md throughout), at least one per
+        step. A run capped at one evaluation is the start's alone: no blocks."""
+        m, d, k, n = 3, 4, 2, 40
+        layer, X, start = self._case(m, d, k, n)
+        with recording() as profile:
+            _, _, evaluations, rel = _levenberg_marquardt(start, X, layer(X), max_iter=200, solver="cg")
+        assert rel < 1e-28 and evaluations > 2
+        blocks = profile["refinement: CG preconditioner blocks"]
+        factors = profile["refinement: CG preconditioner factors"]
+        iterations = profile["refinement: CG iterations"]
+        assert profile[self.QR].calls == evaluations and factors.calls == iterations.calls == evaluations - 1
+        assert 1 <= blocks.calls <= factors.calls and None not in profile
+        assert blocks.flops == blocks.calls * 2 * m * n * k * d**4
+        assert factors.flops == factors.calls * m * (d**6 // 3 + 2 * d**6)
+        ws, _, Q, patterns = _vp_solve(start, X, layer(X))
+        assert Q.shape[1] == m * d
+        per_iteration = ProjectedJacobian(X, ws, patterns, Q).flops_per_iteration()
+        assert iterations.flops % per_iteration == 0 and iterations.flops // per_iteration >= iterations.calls
+        with recording() as profile:
+            _levenberg_marquardt(start, X, layer(X), max_iter=1, solver="cg")
+        assert list(profile) == [self.QR] and profile[self.QR].calls == 1
+
+
 @pytest.mark.parametrize("m,d,k,n_search,expected", [
     (2, 6, 2, 2000, 36),  # 2d²/(k(k − 1)) = 36 logit differences per head; two residuals per parameter give 24
     (1, 2, 2, 2000, 32),  # both bounds 4: the floor of 32
