@@ -53,6 +53,29 @@ class TestPieces:
         np.testing.assert_allclose(arrays.to_numpy(tA), A, rtol=0, atol=1e-12 * np.abs(A).max())
         np.testing.assert_allclose(arrays.to_numpy(tg), g, rtol=0, atol=1e-12 * np.abs(g).max())
 
+    @pytest.mark.parametrize("c", [1.0, 2.0**-20])
+    def test_a_full_rank_design_gives_its_thin_qr_at_any_scale(self, c):
+        """Distinct heads on torch: Q is the design's own thin-QR factor (as numpy's LAPACK computes it), not another
+        basis of its columns, also with X → cX and Θ → Θ/c² (the same patterns): the full-rank test is relative to
+        the design's scale."""
+        layer, X, Y, _ = _case(2, 3, 30, seed=1, noise=0.1)
+        P = np.exp(np.einsum("nac,icd,nbd->niab", X, layer.thetas, X))
+        P /= P.sum(-1, keepdims=True)
+        D = np.einsum("nmab,nbc->namc", P, c * X).reshape(60, 6)  # the design, built here from its definition
+        tX, tY, tT = (arrays.to_device(a, "cpu") for a in (c * X, Y, layer.thetas / c**2))
+        _, _, tQ, _ = _vp_solve(tT, tX, tY)
+        np.testing.assert_allclose(arrays.to_numpy(tQ), np.linalg.qr(D)[0], rtol=0, atol=1e-10)
+
+    def test_zero_inputs_have_zero_ws_and_no_directions(self):
+        """A design of zeros on torch (every pivot 0, none above 1e-10 of the largest): the min-norm W's are zero, the
+        residual is −Y and the residual space has no directions, as on numpy."""
+        Y = np.random.default_rng(1).standard_normal((5, 2, 3))
+        tT, tX, tY = (arrays.to_device(a, "cpu") for a in (np.ones((2, 3, 3)), np.zeros((5, 2, 3)), Y))
+        ws, r, Q, _ = _vp_solve(tT, tX, tY)
+        np.testing.assert_array_equal(arrays.to_numpy(ws), np.zeros((2, 3, 3)))
+        np.testing.assert_array_equal(arrays.to_numpy(r), -Y.reshape(10, 3))
+        assert tuple(Q.shape) == (10, 0)
+
     @pytest.mark.parametrize("blocks", [1, 4], ids=["whole", "blocks"])
     def test_hull_coordinates_in_blocks_agree(self, blocks):
         """In the hull's coordinates (a basis of 3 directions) the torch path builds the normal equations in
@@ -183,6 +206,22 @@ class TestSettingsOnTheDevice:
             refine_layer(start, X, Y, max_iter=2, max_bytes=max_bytes, device="cpu")
         assert profile["refinement: head gradients G and G Gᵀ"].calls == blocks
         assert profile["refinement: Cholesky solve"].calls == 1  # one step, so one build
+
+    def test_refine_layer_computes_on_the_backend_it_is_given(self):
+        """A Backend passed as ``device`` is the one the fit runs on: the start and the examples are copied to it
+        once (three arrays), and the fit agrees with numpy's."""
+        copied = []
+
+        class Recording(arrays.Backend):
+            def asarray(self, a):
+                copied.append(np.shape(a))
+                return super().asarray(a)
+
+        layer, X, Y, start = _case(2, 6, 30, seed=4)
+        fit = refine_layer(start, X, Y, max_iter=3, device=Recording("cpu"))
+        assert sorted(copied) == sorted([start.shape, X.shape, Y.shape])
+        host = refine_layer(start, X, Y, max_iter=3)
+        np.testing.assert_allclose(fit.layer.thetas, host.layer.thetas, rtol=0, atol=PARITY)
 
     def test_conjugate_gradients_are_refused_on_the_device(self):
         """``refine_solver="cg"`` solves on numpy only: search_heads on a device refuses it rather than running

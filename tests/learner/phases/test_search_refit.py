@@ -23,6 +23,7 @@ from learner.phases.search import (
     _vp_search,
     _vp_solve,
     _warm_start,
+    refine_layer,
     refit,
     search_heads,
 )
@@ -683,6 +684,16 @@ class TestRefit:
         layer = refit(start, X, Y, max_iter=5, max_bytes=3 * per)
         assert calls and all(n <= 3 for n in calls) and sum(calls) % X.shape[0] == 0
         assert layer.thetas.shape == (2, 3, 3) and layer.thetas.dtype == np.float64
+
+
+    @pytest.mark.parametrize(("solver", "section"), [("normal", "refinement: Cholesky solve"),
+                                                     ("cg", "refinement: CG iterations")])
+    def test_refine_layer_reports_the_solver_that_ran(self, solver, section):
+        """The fit names the step solver it ran: the one asked for, whose steps the profile shows."""
+        _, X, Y, start = _noisy_case()
+        with recording() as profile:
+            fit = refine_layer(start, X, Y, max_iter=3, solver=solver)
+        assert fit.solver == solver and profile[section].calls >= 1
 
 
 class TestTrustRegionRefinement:
