@@ -435,27 +435,9 @@ def _noisy_case():
     return layer, X, Y, layer.thetas + 0.1 * np.random.default_rng(1).standard_normal((2, 3, 3))
 
 
-class TestLevenbergMarquardtRules:
-    def _run(self, monkeypatch, theta0, X, Y, *, max_iter, ftol, fail=()):
-        trace = _Trace(monkeypatch, fail)
-        z, ws, evaluations, rel = _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol)
-        yy = max(float(np.sum(Y**2)), 1e-300)
-        z_ref, evaluations_ref, rel_ref = trace.replay(yy, max_iter=max_iter, ftol=ftol)
-        np.testing.assert_array_equal(z, z_ref)
-        assert evaluations == evaluations_ref <= max_iter
-        assert rel == rel_ref
-        if np.sum(Y**2) > 0:  # the relative residual of the layer returned
-            fitted = AttentionLayer(z.reshape(theta0.shape), ws)
-            assert rel == pytest.approx(_rel(fitted, X, Y), rel=1e-8, abs=1e-30)
-        return z, evaluations, rel
-
-    @pytest.mark.parametrize("max_iter", [1, 2, 6, 9, 40])
-    def test_far_start_up_to_the_cap(self, monkeypatch, max_iter):
-        """Evaluations 5–10 reject their steps: a cap there ends on a rejected step, with no evaluation more; a
-        cap of 1 is the start alone, with no normal equations built."""
-        _, X, Y, start = _far_case()
-        _, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=max_iter, ftol=1e-12)
-        assert evaluations == max_iter
+class _LoopRules:
+    """The damping and stopping rules both step solvers share, each run replayed step by step by the solver's
+    own trace (``_run`` of the subclass)."""
 
     @pytest.mark.parametrize("fail", [(0,), (0, 1, 4), (2, 3)], ids=str)
     def test_failed_factorisations_raise_the_damping_at_no_evaluation(self, monkeypatch, fail):
@@ -497,6 +479,34 @@ class TestLevenbergMarquardtRules:
         assert evaluations == 33
         np.testing.assert_array_equal(z, start.ravel())
 
+    def test_noisy_labels_stop_on_the_relative_decrease(self, monkeypatch):
+        _, X, Y, start = _noisy_case()
+        _, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=300, ftol=1e-4)
+        assert evaluations < 20
+
+
+class TestLevenbergMarquardtRules(_LoopRules):
+    def _run(self, monkeypatch, theta0, X, Y, *, max_iter, ftol, fail=()):
+        trace = _Trace(monkeypatch, fail)
+        z, ws, evaluations, rel = _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol)
+        yy = max(float(np.sum(Y**2)), 1e-300)
+        z_ref, evaluations_ref, rel_ref = trace.replay(yy, max_iter=max_iter, ftol=ftol)
+        np.testing.assert_array_equal(z, z_ref)
+        assert evaluations == evaluations_ref <= max_iter
+        assert rel == rel_ref
+        if np.sum(Y**2) > 0:  # the relative residual of the layer returned
+            fitted = AttentionLayer(z.reshape(theta0.shape), ws)
+            assert rel == pytest.approx(_rel(fitted, X, Y), rel=1e-8, abs=1e-30)
+        return z, evaluations, rel
+
+    @pytest.mark.parametrize("max_iter", [1, 2, 6, 9, 40])
+    def test_far_start_up_to_the_cap(self, monkeypatch, max_iter):
+        """Evaluations 5–10 reject their steps: a cap there ends on a rejected step, with no evaluation more; a
+        cap of 1 is the start alone, with no normal equations built."""
+        _, X, Y, start = _far_case()
+        _, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=max_iter, ftol=1e-12)
+        assert evaluations == max_iter
+
     @pytest.mark.parametrize(("noise", "expected"), [(1e-13, 7), (1e-11, 7), (1e-14, 19)],
                              ids=["floor", "relative", "control"])
     def test_the_rounding_floor_ends_a_step_that_gains_little(self, monkeypatch, noise, expected):
@@ -511,11 +521,6 @@ class TestLevenbergMarquardtRules:
         start = layer.thetas + 0.1 * np.random.default_rng(1).standard_normal((2, 3, 3))
         _, evaluations, rel = self._run(monkeypatch, start, X, Y, max_iter=200, ftol=1e-15)
         assert evaluations == expected and 1e-30 < rel < 1e-20
-
-    def test_noisy_labels_stop_on_the_relative_decrease(self, monkeypatch):
-        _, X, Y, start = _noisy_case()
-        _, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=300, ftol=1e-4)
-        assert evaluations < 20
 
     def test_a_decrease_of_exactly_ftol_stops(self, monkeypatch):
         _, X, Y, start = _noisy_case()
@@ -538,7 +543,7 @@ class TestLevenbergMarquardtRules:
         self._run(monkeypatch, start * 2.0**-16, X * 2.0**8, Y, max_iter=300, ftol=0.0)
 
 
-class TestConjugateGradientLoopRules:
+class TestConjugateGradientLoopRules(_LoopRules):
     """``solver="cg"`` replayed step by step (:class:`_CgTrace`): the damping and stopping rules of the normal
     equations' loop, each step by conjugate gradients preconditioned with the damped per-head blocks."""
 
@@ -563,47 +568,6 @@ class TestConjugateGradientLoopRules:
         _, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=max_iter, ftol=1e-12)
         assert evaluations == max_iter
 
-    @pytest.mark.parametrize("fail", [(0,), (0, 1, 4), (2, 3)], ids=str)
-    def test_failed_factorisations_raise_the_damping_at_no_evaluation(self, monkeypatch, fail):
-        _, X, Y, start = _far_case()
-        self._run(monkeypatch, start, X, Y, max_iter=30, ftol=1e-12, fail=fail)
-
-    def test_nineteen_failed_factorisations_end_the_run(self, monkeypatch):
-        """λ = 1e-3·10¹⁹ is 1e16 exactly: the damping has run out, the start is returned."""
-        _, X, Y, start = _far_case()
-        z, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=30, ftol=1e-12, fail=range(19))
-        assert evaluations == 1
-        np.testing.assert_array_equal(z, start.ravel())
-
-    def test_labels_below_one_are_relative_to_their_own_sum(self, monkeypatch):
-        _, X, Y, start = _far_case()
-        Y = Y * 2.0**-12
-        assert np.sum(Y**2) < 1e-4
-        self._run(monkeypatch, start, X, Y, max_iter=20, ftol=1e-12)
-
-    def test_the_planted_heads_stop_at_once(self, monkeypatch):
-        """Exact labels from the start itself: relative residual ~1e-31 <= 1e-30, no step (labels' sum ≫ 1)."""
-        layer, X, Y, _ = _far_case()
-        assert np.sum(Y**2) > 100
-        z, evaluations, rel = self._run(monkeypatch, layer.thetas, X, Y, max_iter=50, ftol=1e-12)
-        assert evaluations == 1 and rel <= 1e-30
-        np.testing.assert_array_equal(z, layer.thetas.ravel())
-
-    def test_zero_labels_are_fitted_at_once(self, monkeypatch):
-        """Zero labels give zero ``W``'s and a residual of exactly zero, not above 1e-30 of the floored sum."""
-        _, X, Y, start = _far_case()
-        z, evaluations, rel = self._run(monkeypatch, start, X, np.zeros_like(Y), max_iter=50, ftol=1e-12)
-        assert evaluations == 1 and rel == 0.0
-
-    def test_no_gradient_rejects_until_the_damping_runs_out(self, monkeypatch):
-        """Every token of an example the same: the Jacobian is zero, so every step is zero and leaves the residual
-        exactly where it was (not lower: rejected); λ = 1e-3·4^j passes 1e16 at j = 32."""
-        _, X, Y, start = _far_case()
-        X = np.repeat(X[:, :1], 2, axis=1)
-        z, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=100, ftol=1e-12)
-        assert evaluations == 33
-        np.testing.assert_array_equal(z, start.ravel())
-
     @pytest.mark.parametrize(("noise", "expected"), [(1e-13, 7), (1e-11, 7), (1e-14, 16)],
                              ids=["floor", "relative", "control"])
     def test_the_rounding_floor_ends_a_step_that_gains_little(self, monkeypatch, noise, expected):
@@ -617,11 +581,6 @@ class TestConjugateGradientLoopRules:
         start = layer.thetas + 0.1 * np.random.default_rng(1).standard_normal((2, 3, 3))
         _, evaluations, rel = self._run(monkeypatch, start, X, Y, max_iter=200, ftol=1e-15)
         assert evaluations == expected and 1e-30 < rel < 1e-20
-
-    def test_noisy_labels_stop_on_the_relative_decrease(self, monkeypatch):
-        _, X, Y, start = _noisy_case()
-        _, evaluations, _ = self._run(monkeypatch, start, X, Y, max_iter=300, ftol=1e-4)
-        assert evaluations < 20
 
     def test_a_decrease_of_exactly_ftol_stops(self, monkeypatch):
         _, X, Y, start = _noisy_case()
