@@ -437,7 +437,31 @@ def _noisy_case():
 
 class _LoopRules:
     """The damping and stopping rules both step solvers share, each run replayed step by step by the solver's
-    own trace (``_run`` of the subclass)."""
+    own trace (``_replay`` of the subclass)."""
+
+    solver = "normal"
+
+    def _replay(self, monkeypatch, fail, run, X, yy, **limits):
+        """The solver's trace set up (``fail``: the factorisations made to fail), ``run()`` called, and the trace's
+        replay of what it saw: ``(z, evaluations, rel)``."""
+        raise NotImplementedError
+
+    def _run(self, monkeypatch, theta0, X, Y, *, max_iter, ftol, fail=()):
+        yy = max(float(np.sum(Y**2)), 1e-300)
+        out = {}
+
+        def run():
+            out["fit"] = _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol, solver=self.solver)
+
+        z_ref, evaluations_ref, rel_ref = self._replay(monkeypatch, fail, run, X, yy, max_iter=max_iter, ftol=ftol)
+        z, ws, evaluations, rel = out["fit"]
+        np.testing.assert_array_equal(z, z_ref)
+        assert evaluations == evaluations_ref <= max_iter
+        assert rel == rel_ref
+        if np.sum(Y**2) > 0:  # the relative residual of the layer returned
+            fitted = AttentionLayer(z.reshape(theta0.shape), ws)
+            assert rel == pytest.approx(_rel(fitted, X, Y), rel=1e-8, abs=1e-30)
+        return z, evaluations, rel
 
     @pytest.mark.parametrize("fail", [(0,), (0, 1, 4), (2, 3)], ids=str)
     def test_failed_factorisations_raise_the_damping_at_no_evaluation(self, monkeypatch, fail):
@@ -486,18 +510,10 @@ class _LoopRules:
 
 
 class TestLevenbergMarquardtRules(_LoopRules):
-    def _run(self, monkeypatch, theta0, X, Y, *, max_iter, ftol, fail=()):
+    def _replay(self, monkeypatch, fail, run, X, yy, **limits):
         trace = _Trace(monkeypatch, fail)
-        z, ws, evaluations, rel = _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol)
-        yy = max(float(np.sum(Y**2)), 1e-300)
-        z_ref, evaluations_ref, rel_ref = trace.replay(yy, max_iter=max_iter, ftol=ftol)
-        np.testing.assert_array_equal(z, z_ref)
-        assert evaluations == evaluations_ref <= max_iter
-        assert rel == rel_ref
-        if np.sum(Y**2) > 0:  # the relative residual of the layer returned
-            fitted = AttentionLayer(z.reshape(theta0.shape), ws)
-            assert rel == pytest.approx(_rel(fitted, X, Y), rel=1e-8, abs=1e-30)
-        return z, evaluations, rel
+        run()
+        return trace.replay(yy, **limits)
 
     @pytest.mark.parametrize("max_iter", [1, 2, 6, 9, 40])
     def test_far_start_up_to_the_cap(self, monkeypatch, max_iter):
@@ -547,18 +563,12 @@ class TestConjugateGradientLoopRules(_LoopRules):
     """``solver="cg"`` replayed step by step (:class:`_CgTrace`): the damping and stopping rules of the normal
     equations' loop, each step by conjugate gradients preconditioned with the damped per-head blocks."""
 
-    def _run(self, monkeypatch, theta0, X, Y, *, max_iter, ftol, fail=()):
+    solver = "cg"
+
+    def _replay(self, monkeypatch, fail, run, X, yy, **limits):
         trace = _CgTrace(monkeypatch, fail)
-        z, ws, evaluations, rel = _levenberg_marquardt(theta0, X, Y, max_iter=max_iter, ftol=ftol, solver="cg")
-        yy = max(float(np.sum(Y**2)), 1e-300)
-        z_ref, evaluations_ref, rel_ref = trace.replay(X, yy, max_iter=max_iter, ftol=ftol)
-        np.testing.assert_array_equal(z, z_ref)
-        assert evaluations == evaluations_ref <= max_iter
-        assert rel == rel_ref
-        if np.sum(Y**2) > 0:  # the relative residual of the layer returned
-            fitted = AttentionLayer(z.reshape(theta0.shape), ws)
-            assert rel == pytest.approx(_rel(fitted, X, Y), rel=1e-8, abs=1e-30)
-        return z, evaluations, rel
+        run()
+        return trace.replay(X, yy, **limits)
 
     @pytest.mark.parametrize("max_iter", [1, 2, 6, 40])
     def test_far_start_up_to_the_cap(self, monkeypatch, max_iter):
