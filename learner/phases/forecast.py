@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,8 @@ __all__ = [
     "PILOT_EXAMPLES",
     "PILOT_MAX_FRACTION",
     "PILOT_ROWS",
+    "REACH_CANDIDATES",
+    "REACH_EXAMPLES",
     "RULES",
     "Forecast",
     "ToleranceForecast",
@@ -68,6 +70,18 @@ DEFAULT_CANDIDATES = (0.015, 0.02, 0.03)
 #: recovered the layer from hulls sculpted at 0.05 and 0.08 on the first frontier layer of (3, 12, 4),
 #: (4, 12, 3) and (6, 16, 2) (relative errors ≤ 1.2e-30), where 0.03 took 3–23 times the examples.
 ADAPTIVE_CANDIDATES = (0.015, 0.02, 0.03, 0.05, 0.08)
+#: Looser tolerances phase 4 turns to only where the choice among :data:`ADAPTIVE_CANDIDATES` is forecast above
+#: :data:`REACH_EXAMPLES` examples or over its budget (ours, see :func:`pilot_forecast`'s ``reach``). Not
+#: candidates of their own: on fresh (10, 24, 2) layers with them among the candidates, the cost rule chose 0.15 and
+#: phase 4 drew about a twelfth of the examples, but phase 6's search needed two to four times the evaluations from
+#: the looser hull and on one layer of three its refinement stalled at a relative residual of 2.6e-3
+#: (``docs/sweeps/reach-tolerances``).
+REACH_CANDIDATES = (0.1, 0.12, 0.15)
+#: Forecast examples above which phase 4 turns to :data:`REACH_CANDIDATES` (ours), choosing the tightest tolerance
+#: forecast within it: some three to five minutes of phase 4 on two cores at 0.3–0.6 M examples/s, and twice the
+#: examples the (10, 24, 2) layers drew at 0.08 (27–35 M), where 0.08 stays the loosest tolerance. At d = 32,
+#: 0.08 needs 367–902 M examples from m = 11 to 13 (measured on planted layers), 0.12 17–28 M.
+REACH_EXAMPLES = 100_000_000
 #: How the tolerance is chosen: "affordable" (the smallest candidate whose forecast is at most ``threshold``)
 #: or "cost" (the smallest forecast of examples × (tol / smallest candidate)², see :func:`pilot_forecast`).
 RULES = ("affordable", "cost")
@@ -311,6 +325,10 @@ class Forecast:
         Of each interval.
     rule : {"affordable", "cost"}, default "affordable"
         How ``tol`` was chosen (:data:`RULES`).
+    reach : tuple of float, default ()
+        The looser tolerances the choice was made among too, because the candidates' choice was forecast
+        above the reach threshold or over ``budget`` (see :func:`pilot_forecast`; ``threshold`` and ``rule`` are
+        then the reach's); empty where they were not considered.
     """
 
     n_examples: int
@@ -331,6 +349,7 @@ class Forecast:
     workers: int
     failure_probability: float
     rule: str = "affordable"
+    reach: tuple[float, ...] = ()
 
     def at(self, tol: float) -> ToleranceForecast:
         """The :class:`ToleranceForecast` at ``tol`` (one of the table's tolerances).
@@ -409,8 +428,10 @@ class Forecast:
             f"; about {_duration(rest)} more at {self.examples_per_second:,.0f} examples/s")
         law = (f"exponent {self.exponent:.2f} vs n = {self.n}" + ("" if self.model_ok else
                                                                   " (window law rejected: direct counts only)"))
+        reach = (f" (looser tolerances {', '.join(f'{t:g}' for t in self.reach)} considered: the candidates' choice "
+                 f"was forecast above {self.threshold:.3g} examples or the budget)" if self.reach else "")
         return (f"pilot of {self.n_examples:,} examples: " + "; ".join(parts) + f"; {law}; "
-                + ("fixed" if self.fixed else "chosen") + f" tol {self.tol:g}" + eta)
+                + ("fixed" if self.fixed else "chosen") + f" tol {self.tol:g}" + reach + eta)
 
     def budget_message(self, distinct_inputs: int | None = None) -> str:
         """Why phase 4 stops before drawing the rest, and what would make it fit.
@@ -562,11 +583,30 @@ def _choose(table, cands, threshold, rule):
     return fits[0].tol if fits else min(rows, key=lambda r: (r.predicted_examples, -r.tol)).tol
 
 
+def _tolerances(candidates, reach):
+    """:func:`pilot_forecast`'s ``candidates`` and ``reach`` checked, as tuples of floats."""
+    try:
+        cands = tuple(float(check_positive_float("candidates", t)) for t in candidates)
+    except TypeError as exc:
+        raise TypeError(f"`candidates` must be a sequence of tolerances; got candidates={candidates!r}.") from exc
+    if not cands or any(t >= 1 for t in cands):
+        raise ValueError(f"`candidates` must be non-empty tolerances in (0, 1); got candidates={candidates!r}.")
+    try:
+        wider = tuple(float(check_positive_float("reach", t)) for t in reach)
+    except TypeError as exc:
+        raise TypeError(f"`reach` must be a sequence of tolerances; got reach={reach!r}.") from exc
+    if wider and not (min(wider) > max(cands) and max(wider) < 1):
+        raise ValueError(f"`reach` must be tolerances above every candidate ({max(cands):g}) and below 1; "
+                         f"got reach={reach!r}.")
+    return cands, wider
+
+
 def pilot_forecast(residuals: ArrayLike, n_examples: int, *, target: int, n: int,
                    candidates: Iterable[float] = DEFAULT_CANDIDATES, tol: float | None = None,
                    threshold: float = AFFORDABLE_EXAMPLES, budget: int | None = None, seconds: float | None = None,
                    workers: int = 1, min_count: int = MIN_DIRECT, band: Sequence[float] = EXPONENT_BAND,
-                   failure_probability: float = 0.05, rule: str = "affordable") -> Forecast:
+                   failure_probability: float = 0.05, rule: str = "affordable",
+                   reach: Iterable[float] = (), reach_threshold: float = REACH_EXAMPLES) -> Forecast:
     """Forecast the examples phase 4 needs at each candidate tolerance from a pilot, and choose one.
 
     With ``C_t`` the pilot's constraints with residual ``< t`` among ``N`` examples, the
@@ -621,6 +661,17 @@ def pilot_forecast(residuals: ArrayLike, n_examples: int, *, target: int, n: int
         The window law holds when the exponent's interval meets ``[band[0]·n, band[1]·n]``.
     failure_probability : float
         Of each interval (Garwood for the rows, Clopper–Pearson for the exponent).
+    reach : sequence of float
+        Looser tolerances than every candidate, considered only where the choice among ``candidates`` is
+        forecast above ``reach_threshold`` examples or over ``budget`` (ours: :data:`REACH_CANDIDATES`). The
+        forecast is first made as without them, from the residuals below the loosest candidate, so that
+        elsewhere the result is the same as without ``reach``; otherwise it is made again over candidates and
+        ``reach`` together (``Forecast.reach`` records it), and the tightest tolerance forecast within
+        ``reach_threshold`` (and ``budget``) is chosen, else the one with the smallest forecast (the
+        ``"affordable"`` rule at that threshold). The pilot certifies at the loosest of them. Unused with ``tol``
+        (residuals above the loosest candidate are then left out).
+    reach_threshold : float
+        The forecast examples beyond which ``reach`` is considered (:data:`REACH_EXAMPLES`).
 
     Returns
     -------
@@ -666,18 +717,24 @@ def pilot_forecast(residuals: ArrayLike, n_examples: int, *, target: int, n: int
     a = check_positive_float("failure_probability", failure_probability)
     if a >= 1:
         raise ValueError(f"`failure_probability` must be in (0, 1); got failure_probability={a!r}.")
-    try:
-        cands = tuple(float(check_positive_float("candidates", t)) for t in candidates)
-    except TypeError as exc:
-        raise TypeError(f"`candidates` must be a sequence of tolerances; got candidates={candidates!r}.") from exc
-    if not cands or any(t >= 1 for t in cands):
-        raise ValueError(f"`candidates` must be non-empty tolerances in (0, 1); got candidates={candidates!r}.")
+    cands, wider = _tolerances(candidates, reach)
     if tol is not None:
         tol = check_positive_float("tol", tol)
         if tol >= 1:
             raise ValueError(f"`tol` must be below 1; got tol={tol!r}.")
     if rule not in RULES:
         raise ValueError(f"`rule` must be one of {RULES}; got rule={rule!r}.")
+    reach_threshold = check_positive_float("reach_threshold", reach_threshold)
+    if wider:
+        kw: dict[str, Any] = dict(n_examples=n_examples, target=target, n=n, tol=tol, budget=budget, seconds=seconds,
+                                  workers=workers, min_count=min_count, band=band, failure_probability=a)
+        inside = pilot_forecast(res[res < max(cands + ((tol,) if tol is not None else ()))], candidates=cands,
+                                threshold=threshold, rule=rule, **kw)
+        if tol is not None or not (inside.over_budget or inside.predicted_examples > reach_threshold):
+            return inside
+        limit = reach_threshold if budget is None else min(reach_threshold, budget)
+        return replace(pilot_forecast(res, candidates=cands + wider, threshold=limit, rule="affordable", **kw),
+                       reach=wider)
     if len(band) != 2 or not 0 <= band[0] < band[1]:
         raise ValueError(f"`band` must be (low, high) with 0 <= low < high; got band={band!r}.")
     tols = sorted(set(cands) | ({tol} if tol is not None else set()))

@@ -39,7 +39,14 @@ from ..profiling import section
 from ..progress import bar
 from ..validation import check_int, check_positive_float
 from ._config import LearnConfig, as_config, resolve_config
-from .forecast import ADAPTIVE_CANDIDATES, AFFORDABLE_EXAMPLES, DEFAULT_CANDIDATES, Forecast, pilot_forecast
+from .forecast import (
+    ADAPTIVE_CANDIDATES,
+    AFFORDABLE_EXAMPLES,
+    DEFAULT_CANDIDATES,
+    REACH_CANDIDATES,
+    Forecast,
+    pilot_forecast,
+)
 
 if TYPE_CHECKING:
     from ..layer import AttentionLayer
@@ -735,7 +742,8 @@ class _Stream:
         self.progress = bar(target, label, "constraint")
         # The tolerance batches are certified at, read when each task is formed: the pilot's tuple of tolerances
         # until the forecast settles, then the chosen one (batches already in flight are filtered on arrival).
-        self.tols: tuple[float, ...] = (tuple(sorted(set(pilot["candidates"]) | ({tol} if tol is not None else set())))
+        self.tols: tuple[float, ...] = (tuple(sorted(set(pilot["candidates"])
+                                                     | ({tol} if tol is not None else set(pilot["reach"]))))
                                         if pilot else ())
         self.tol_now = tol if pilot is None else self.tols
         self.forecast = None
@@ -780,7 +788,7 @@ class _Stream:
         return pilot_forecast(res, max(n_pilot, 1), target=self.target, n=pilot["n"],
                               candidates=pilot["candidates"], tol=self.tol, threshold=pilot["threshold"],
                               budget=self.max_examples, seconds=time.perf_counter() - self.t0,
-                              workers=self.workers.workers, rule=pilot["rule"])
+                              workers=self.workers.workers, rule=pilot["rule"], reach=pilot["reach"])
 
     def run(self, batch, first_batch=None):
         """Stream the batches; stops where a serial run stops, and counts what was merged as drawn."""
@@ -978,7 +986,9 @@ def refined_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, config: 
     :func:`learner.phases.forecast.pilot_forecast` forecasts the examples the target needs at
     every tolerance, until the forecast settles (enough rows, or a clear verdict on the
     budget; see there). The candidates are :data:`~learner.phases.forecast.ADAPTIVE_CANDIDATES` chosen by
-    smallest forecast cost with ``config.adaptive``, else :data:`~learner.phases.forecast.DEFAULT_CANDIDATES`
+    smallest forecast cost with ``config.adaptive`` (and, only where that choice is forecast over
+    ``max_examples``, :data:`~learner.phases.forecast.REACH_CANDIDATES` among them, which the pilot then
+    certifies at too), else :data:`~learner.phases.forecast.DEFAULT_CANDIDATES`
     chosen by the smallest forecast at most :data:`~learner.phases.forecast.AFFORDABLE_EXAMPLES`. The
     tolerance is ``refined_tol`` when set, else the forecast's choice; the forecast is logged at INFO with a
     time estimate from the pilot's examples/s, and the stream continues at that tolerance.
@@ -1044,9 +1054,10 @@ def refined_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, config: 
     w = np.asarray(w_sum, dtype=float)
     spec: dict[str, Any] | None = None
     if pilot:
-        candidates, rule = (ADAPTIVE_CANDIDATES, "cost") if cfg.adaptive else (DEFAULT_CANDIDATES, "affordable")
+        candidates, rule, reach = ((ADAPTIVE_CANDIDATES, "cost", REACH_CANDIDATES) if cfg.adaptive
+                                   else (DEFAULT_CANDIDATES, "affordable", ()))
         spec = {"n": (max(plan, 1) - 1) * (source.k - 1), "threshold": AFFORDABLE_EXAMPLES,
-                "candidates": candidates, "rule": rule}
+                "candidates": candidates, "rule": rule, "reach": reach}
     elif cfg.refined_tol is None:
         raise ValueError("`config.refined_tol` must be set unless pilot=True; got refined_tol=None.")
     stable = None

@@ -97,6 +97,13 @@ FLOOR_ZONE = 1e-20
 #: The gain below which a step at the floor ends the run (ours: ten times, far below the orders of magnitude
 #: a Gauss–Newton step gains before the floor; see :data:`FLOOR_ZONE`).
 FLOOR_GAIN = 10.0
+#: The relative gain per kept step below which a start of the ``"vp"`` search stops (ours). A start only has to
+#: land in the basin the refinement then finishes: its residual is held up by the hull's error, so the last
+#: orders of magnitude of a tighter stop are spent on the hull, not the layer. On fresh (8, 24, 2) and
+#: (10, 24, 2) layers (hulls at tolerances 0.08 and 0.15) 1e-4 took 1.3–3.7 times fewer search evaluations than
+#: 1e-8 to warm starts as good, and phase 6 as a whole less time although the refinement sometimes took more
+#: evaluations from them (``docs/sweeps/reach-tolerances``).
+SEARCH_FTOL = 1e-4
 #: Columns per block of the refinement's large products (:func:`_products`; ours): wide enough for the BLAS to run
 #: near its peak on one thread, narrow enough to share (8, 24, 2)'s 4,608 columns among the threads.
 PRODUCT_BLOCK = 256
@@ -771,7 +778,7 @@ def _vp_start(alpha0, X, Y, max_iter, ftol, directions, theta_star):
     return rel, evaluations, arrays.to_numpy(z)
 
 
-def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_iter, rng, ftol=1e-8, workers=None,
+def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_iter, rng, ftol=SEARCH_FTOL, workers=None,
                backend=arrays.NUMPY):
     """Multi-start variable projection in the hull's ``m(m − 1)`` coordinates (ours).
 

@@ -17,8 +17,11 @@ from learner.phases.forecast import (
     ADAPTIVE_CANDIDATES,
     AFFORDABLE_EXAMPLES,
     DEFAULT_CANDIDATES,
+    DEFAULT_MAX_EXAMPLES,
     PILOT_EXAMPLES,
     PILOT_MAX_FRACTION,
+    REACH_CANDIDATES,
+    REACH_EXAMPLES,
     Forecast,
     covering_examples,
     pilot_forecast,
@@ -291,18 +294,33 @@ class TestRefinedSculptPilot:
         assert summary["tol_chosen"]["tol"] == 0.015 and summary["forecast"]["tol"] == 0.015
         assert 1 / 3 <= summary["forecast_ratio"] <= 3 and 1 / 3 <= summary["needed_ratio"] <= 3
 
-    @pytest.mark.parametrize(("adaptive", "candidates", "rule"),
-                             [(True, ADAPTIVE_CANDIDATES, "cost"), (False, DEFAULT_CANDIDATES, "affordable")],
+    @pytest.mark.parametrize(("adaptive", "candidates", "rule", "reach"),
+                             [(True, ADAPTIVE_CANDIDATES, "cost", REACH_CANDIDATES),
+                              (False, DEFAULT_CANDIDATES, "affordable", ())],
                              ids=["adaptive", "fixed"])
-    def test_the_config_chooses_the_candidates_and_the_rule(self, adaptive, candidates, rule):
-        """The data-driven budgets forecast ADAPTIVE_CANDIDATES and choose by cost; the fixed budgets forecast
-        DEFAULT_CANDIDATES and choose the smallest affordable one. A budget of 5,000 examples ends either run
-        after its pilot's one batch (the forecast is over it)."""
+    def test_the_config_chooses_the_candidates_and_the_rule(self, adaptive, candidates, rule, reach):
+        """The data-driven budgets forecast ADAPTIVE_CANDIDATES and choose by cost, and over the budget the
+        looser REACH_CANDIDATES too; the fixed budgets forecast DEFAULT_CANDIDATES and choose the smallest
+        affordable one. A budget of 5,000 examples ends either run after its pilot's one batch: the fixed budgets'
+        forecast is over it, the adaptive pilot reaches the target at the tightest tolerance within it."""
         out = self._run(tol=None, pilot=True, adaptive=adaptive, max_examples=5_000)
         fc = out.forecast
-        assert [r.tol for r in fc.table] == list(candidates) and fc.rule == rule and fc.n == 2
-        assert fc.threshold == AFFORDABLE_EXAMPLES
-        assert out.stopped == "forecast" and fc.over_budget and fc.n_examples == out.n_examples == 5_000
+        # Over the budget the adaptive pilot chooses among the looser tolerances too, the tightest within it.
+        assert [r.tol for r in fc.table] == [*candidates, *reach] and fc.n == 2
+        assert fc.reach == reach and fc.rule == ("affordable" if reach else rule)
+        if reach:  # the pilot certified at the loosest of them, not only at the candidates' loosest
+            assert fc.at(max(reach)).constraints > fc.at(max(candidates)).constraints
+        # The reach's threshold is the budget where that is below REACH_EXAMPLES.
+        assert fc.threshold == (5_000 if reach else AFFORDABLE_EXAMPLES)
+        if reach:
+            # The cost rule's 0.05 needs 8,242 examples, over the 5,000; the tightest within them is 0.08 (3,409),
+            # at which the pilot's own 5,000 examples reach the target.
+            assert (fc.at(0.05).predicted_examples > 5_000 >= fc.at(0.08).predicted_examples
+                    > fc.at(min(reach)).predicted_examples)
+            assert fc.tol == 0.08 and not fc.over_budget and out.stopped == "target"
+        else:
+            assert out.stopped == "forecast" and fc.over_budget
+        assert fc.n_examples == out.n_examples == 5_000
 
     def test_fixed_tol_is_kept(self):
         out = self._run(tol=0.02, pilot=True)
@@ -413,6 +431,107 @@ class TestCostRule:
     def test_bad_rule(self):
         with pytest.raises(ValueError, match=r"`rule` must be one of \('affordable', 'cost'\); got rule='cheap'"):
             pilot_forecast(_residuals((40, 60, 100)), 100_000, target=1000, n=1, rule="cheap")
+
+
+def _steep(n_constraints, top=0.15):
+    """Residuals in [0, top) whose count below t is ⌊N(t/top)⁴⌉: yields growing like t⁴, where the cost rule
+    prefers the loosest tolerance it may choose (one constraint per row)."""
+    return top * ((np.arange(n_constraints) + 0.5) / n_constraints) ** 0.25
+
+
+class TestReach:
+    """The looser tolerances, considered only where the candidates' choice is forecast above the reach threshold
+    or over the budget; then the tightest tolerance forecast within it is chosen."""
+
+    N, TARGET = 1_000_000, 1000
+
+    def _fc(self, res, **kw):
+        return pilot_forecast(res, self.N, target=self.TARGET, n=4, candidates=ADAPTIVE_CANDIDATES, rule="cost",
+                              **kw)
+
+    def test_the_constants(self):
+        assert min(REACH_CANDIDATES) > max(ADAPTIVE_CANDIDATES) and max(REACH_CANDIDATES) < 1
+        assert list(REACH_CANDIDATES) == sorted(REACH_CANDIDATES)
+        assert AFFORDABLE_EXAMPLES < REACH_EXAMPLES < DEFAULT_MAX_EXAMPLES
+
+    def test_within_the_threshold_the_candidates_decide_as_without_reach(self):
+        res = _steep(2000)
+        fc = self._fc(res, budget=10**9, reach=REACH_CANDIDATES)
+        # By hand: 162 residuals below 0.08 (2000·(0.08/0.15)⁴ = 161.8), forecast 1000·10⁶/162 examples.
+        below = int((res < 0.08).sum())
+        assert below == 162 and fc.tol == 0.08 and fc.reach == () and fc.rule == "cost" and not fc.over_budget
+        assert fc.predicted_examples == pytest.approx(self.TARGET * self.N / below, rel=1e-12)
+        assert [r.tol for r in fc.table] == list(ADAPTIVE_CANDIDATES)
+        # The same forecast as without reach from the residuals below the loosest candidate.
+        assert fc.to_dict() == self._fc(res[res < 0.08], budget=10**9).to_dict()
+        assert "looser" not in fc.summary()
+
+    @pytest.mark.parametrize(("threshold", "chosen"), [(1_000_000, 0.15), (1_300_000, 0.12), (3_000_000, 0.1)])
+    def test_above_the_threshold_the_tightest_within_it(self, threshold, chosen):
+        # Forecasts by hand: 1000·10⁶ over the residuals below t: 0.1 → 395 (2.53e6), 0.12 → 819 (1.22e6),
+        # 0.15 → 2000 (5e5); the candidates' 0.08 needs 6.2e6, above every threshold here.
+        res = _steep(2000)
+        fc = self._fc(res, budget=10**9, reach=REACH_CANDIDATES, reach_threshold=threshold)
+        assert [int((res < t).sum()) for t in REACH_CANDIDATES] == [395, 819, 2000]
+        assert fc.tol == chosen and fc.reach == REACH_CANDIDATES and not fc.over_budget
+        assert fc.rule == "affordable" and fc.threshold == threshold
+        assert fc.predicted_examples == pytest.approx(self.TARGET * self.N / int((res < chosen).sum()), rel=1e-12)
+        assert [r.tol for r in fc.table] == [*ADAPTIVE_CANDIDATES, *REACH_CANDIDATES]
+        assert "looser tolerances 0.1, 0.12, 0.15 considered" in fc.summary()
+        assert fc.to_dict()["reach"] == list(REACH_CANDIDATES)
+
+    def test_without_a_budget_the_threshold_still_opens_it(self):
+        fc = self._fc(_steep(2000), reach=REACH_CANDIDATES, reach_threshold=1_000_000)
+        assert fc.tol == 0.15 and fc.reach == REACH_CANDIDATES and not fc.over_budget
+
+    def test_over_the_budget_below_the_threshold(self):
+        # A budget of 5e6 below the threshold of 1e8: 0.08's 6.2e6 is over it; the tightest within 5e6 is 0.1.
+        fc = self._fc(_steep(2000), budget=5_000_000, reach=REACH_CANDIDATES)
+        assert fc.tol == 0.1 and fc.reach == REACH_CANDIDATES and fc.threshold == 5_000_000 and not fc.over_budget
+        # Control: the same pilot without reach is over the budget at 0.08.
+        res = _steep(2000)
+        plain = self._fc(res[res < 0.08], budget=5_000_000)
+        assert plain.tol == 0.08 and plain.over_budget
+
+    def test_over_the_budget_even_with_reach(self):
+        fc = self._fc(_steep(2000), budget=100_000, reach=REACH_CANDIDATES)
+        assert fc.tol == 0.15 and fc.over_budget and fc.reach == REACH_CANDIDATES
+
+    def test_a_forecast_equal_to_the_threshold_stays_within(self):
+        # 128 residuals in [0.06, 0.08) and 1000 in [0.1, 0.15): among the candidates only 0.08 is counted
+        # directly; its forecast is 1000·2²⁰/128 = 8,192,000 examples exactly.
+        res = np.concatenate([np.linspace(0.06, 0.079, 128), np.linspace(0.1, 0.149, 1000)])
+        kw = dict(target=1000, n=4, candidates=ADAPTIVE_CANDIDATES, rule="cost", reach=REACH_CANDIDATES)
+        inside = pilot_forecast(res, 2**20, reach_threshold=8_192_000, **kw)
+        assert inside.tol == 0.08 and inside.predicted_examples == 8_192_000 and inside.reach == ()
+        outside = pilot_forecast(res, 2**20, reach_threshold=8_191_999, **kw)
+        assert outside.reach == REACH_CANDIDATES and outside.tol in REACH_CANDIDATES
+        # The budget the same way.
+        assert pilot_forecast(res, 2**20, budget=8_192_000, **kw).reach == ()
+        assert pilot_forecast(res, 2**20, budget=8_191_999, **kw).reach == REACH_CANDIDATES
+
+    def test_unused_with_a_fixed_tolerance(self):
+        res = _steep(2000)
+        kw = {"tol": 0.05, "budget": 5_000_000}
+        fc = self._fc(res, reach=REACH_CANDIDATES, reach_threshold=1_000, **kw)
+        assert fc.reach == () and fc.tol == 0.05 and [r.tol for r in fc.table] == list(ADAPTIVE_CANDIDATES)
+        assert fc.to_dict() == self._fc(res[res < 0.08], **kw).to_dict()
+
+    @pytest.mark.parametrize(
+        ("kw", "error", "match"),
+        [
+            ({"reach": (0.08, 0.1)}, ValueError, r"`reach` must be tolerances above every candidate \(0.08\) and "
+                                                 r"below 1; got reach=\(0.08, 0.1\)"),
+            ({"reach": (0.1, 1.0)}, ValueError, r"`reach` must be tolerances above every candidate"),
+            ({"reach": (0.1, -0.2)}, ValueError, r"reach"),
+            ({"reach": 0.1}, TypeError, r"`reach` must be a sequence of tolerances; got reach=0.1"),
+            ({"reach": REACH_CANDIDATES, "reach_threshold": 0}, ValueError, r"reach_threshold"),
+        ],
+        ids=["not-above", "one", "negative", "scalar", "threshold"],
+    )
+    def test_bad_input_is_named(self, kw, error, match):
+        with pytest.raises(error, match=match):
+            self._fc(_steep(100), budget=10**6, **kw)
 
 
 class TestWindowLawInput:

@@ -21,11 +21,12 @@ TOL, MIN_WEIGHT = 0.01, 0.1
 def _refined(source, w_sum, *, tol=0.015, min_weight=0.1, target=384, max_examples=20_000_000, batch=100_000,
              truth=None, workers=None, pilot=False, n=None, candidates=DEFAULT_CANDIDATES,
              threshold=AFFORDABLE_EXAMPLES, first_batch=None, stability=None, hull_m=None, gap_min=3.0, max_m=6,
-             weighting="precision", rule="affordable"):
+             weighting="precision", rule="affordable", reach=()):
     """Phase 4's stream with each of its knobs given directly: what :func:`refined_sculpt` computes from its
     config (the pilot's candidates, rule, threshold and exponent, the stability rule's settings) set by hand, so
     that the stream's mechanics are tested at values the config would not choose."""
-    spec = {"n": n, "threshold": threshold, "candidates": tuple(candidates), "rule": rule} if pilot else None
+    spec = ({"n": n, "threshold": threshold, "candidates": tuple(candidates), "rule": rule, "reach": tuple(reach)}
+            if pilot else None)
     stable = None
     if stability is not None:
         stable = {"tol": stability, "m": hull_m, "plan_m": max_m,
@@ -525,7 +526,7 @@ class TestRefinedSculptDefaults:
         # candidates and cost rule; batches from 5,000; the stability rule at hull_stability 0.05. The fixed
         # budgets: the affordable rule, no stability rule, fixed batches.
         from learner.phases import refined_sculpt
-        from learner.phases.forecast import ADAPTIVE_CANDIDATES
+        from learner.phases.forecast import ADAPTIVE_CANDIDATES, REACH_CANDIDATES
 
         calls = []
         monkeypatch.setattr(sculpt, "_sculpt", lambda source, w_sum, **kw: calls.append(kw))
@@ -536,7 +537,8 @@ class TestRefinedSculptDefaults:
         refined_sculpt(_Recorder(X, Y), w_sum, LearnConfig(adaptive=False, refined_tol=0.03), m=2, pilot=False)
         common = {"tol": None, "min_weight": 0.02, "max_examples": 10**9, "batch": 100_000, "truth": None,
                   "workers": None, "label": "phase 4"}
-        adaptive = {"threshold": AFFORDABLE_EXAMPLES, "candidates": ADAPTIVE_CANDIDATES, "rule": "cost"}
+        adaptive = {"threshold": AFFORDABLE_EXAMPLES, "candidates": ADAPTIVE_CANDIDATES, "rule": "cost",
+                    "reach": REACH_CANDIDATES}
         unknown, two, fixed, direct = calls
         assert {key: unknown[key] for key in common} == common and unknown["first_batch"] == 5_000
         assert unknown["target"] == 12 * D * D and unknown["pilot"] == adaptive | {"n": 5}
@@ -546,7 +548,7 @@ class TestRefinedSculptDefaults:
         assert two["target"] == 6 * D * D and two["pilot"] == adaptive | {"n": 1}
         assert (two["stability"]["m"], two["stability"]["plan_m"], two["stability"]["config"].gap_min) == (2, 2, 3.0)
         assert fixed["pilot"] == {"threshold": AFFORDABLE_EXAMPLES, "candidates": DEFAULT_CANDIDATES,
-                                  "rule": "affordable", "n": 1}
+                                  "rule": "affordable", "n": 1, "reach": ()}
         assert fixed["stability"] is None and fixed["first_batch"] is None and fixed["target"] == 6 * D * D
         assert direct["pilot"] is None and direct["tol"] == 0.03
 

@@ -281,6 +281,22 @@ class TestSearchTuples:
         np.testing.assert_array_equal(runs[0], runs[1])
         assert not np.allclose(runs[0], runs[2])
 
+    def test_vp_starts_stop_at_the_search_tolerance(self, monkeypatch):
+        """Each start's Levenberg–Marquardt stops at a relative gain of SEARCH_FTOL (1e-4): looser than the
+        refinement's 1e-15, since a start only has to land in the basin the refinement finishes."""
+        assert search_module.SEARCH_FTOL == 1e-4
+        seen = []
+        real = search_module._levenberg_marquardt
+
+        def spy(theta0, X_, Y_, **kwargs):
+            seen.append(kwargs["ftol"])
+            return real(theta0, X_, Y_, **kwargs)
+
+        monkeypatch.setattr(search_module, "_levenberg_marquardt", spy)
+        star, directions, X, Y = _random_case(2, 3, 2, 40)
+        _run_tuples("vp", star, directions, 2, X, Y)
+        assert seen and set(seen) == {1e-4}
+
     def test_swap_scores_on_what_the_feature_cache_fits(self):
         # 5 points, k = 2, d = 3: 240 bytes of features per example; 2639 bytes hold 10 examples.
         star, directions, X, Y = _random_case(2, 3, 2, 100)
