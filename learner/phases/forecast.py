@@ -73,8 +73,8 @@ ADAPTIVE_CANDIDATES = (0.015, 0.02, 0.03, 0.05, 0.08)
 #: Looser tolerances phase 4 turns to only where the choice among :data:`ADAPTIVE_CANDIDATES` is forecast above
 #: :data:`REACH_EXAMPLES` examples or over its budget (ours, see :func:`pilot_forecast`'s ``reach``). Not
 #: candidates of their own: on fresh (10, 24, 2) layers with them among the candidates, the cost rule chose 0.15 and
-#: phase 4 drew about a twelfth of the examples, but phase 6's search needed two to four times the evaluations from
-#: the looser hull and on one layer of three its refinement stalled at a relative residual of 2.6e-3
+#: phase 4 drew about a twelfth of the examples, but phase 6's search needed four to five times the evaluations
+#: from the looser hull and on one layer of three its refinement stalled at a relative residual of 2.6e-3
 #: (``docs/sweeps/reach-tolerances``).
 REACH_CANDIDATES = (0.1, 0.12, 0.15)
 #: Forecast examples above which phase 4 turns to :data:`REACH_CANDIDATES` (ours), choosing the tightest tolerance
@@ -82,9 +82,10 @@ REACH_CANDIDATES = (0.1, 0.12, 0.15)
 #: examples the (10, 24, 2) layers drew at 0.08 (27–35 M), where 0.08 stays the loosest tolerance. At d = 32,
 #: 0.08 needs 367–902 M examples from m = 11 to 13 (measured on planted layers), 0.12 17–28 M.
 REACH_EXAMPLES = 100_000_000
-#: How the tolerance is chosen: "affordable" (the smallest candidate whose forecast is at most ``threshold``)
-#: or "cost" (the smallest forecast of examples × (tol / smallest candidate)², see :func:`pilot_forecast`).
-RULES = ("affordable", "cost")
+#: How the tolerance is chosen: "affordable" (the smallest candidate whose forecast is at most ``threshold``),
+#: "cost" (the smallest forecast of examples × (tol / smallest candidate)²) or "within" (the smallest candidate
+#: whose forecast's interval lies below ``threshold``, the reach's rule), see :func:`pilot_forecast`.
+RULES = ("affordable", "cost", "within")
 #: Constraints below which a direct count at a tolerance is not trusted (ours: the 95 % Garwood interval
 #: of 10 counts spans 0.48–1.84 times the count; below that the window law from the loosest tolerance,
 #: which has the most constraints, is the better estimate).
@@ -323,7 +324,7 @@ class Forecast:
         The workers the pilot ran on.
     failure_probability : float
         Of each interval.
-    rule : {"affordable", "cost"}, default "affordable"
+    rule : {"affordable", "cost", "within"}, default "affordable"
         How ``tol`` was chosen (:data:`RULES`).
     reach : tuple of float, default ()
         The looser tolerances the choice was made among too, because the candidates' choice was forecast
@@ -579,7 +580,8 @@ def _choose(table, cands, threshold, rule):
         # (3, 12, 2): 1 constraint at 0.015 against 443 at 0.08, and 0.015 chosen).
         counted = [r for r in rows if r.method == "direct"] or rows
         return min(counted, key=lambda r: (r.predicted_examples * (r.tol / smallest) ** 2, r.tol)).tol
-    fits = [r for r in rows if r.predicted_examples <= threshold]
+    upper = rule == "within"  # the interval's upper end, not the point forecast
+    fits = [r for r in rows if (r.predicted_interval[1] if upper else r.predicted_examples) <= threshold]
     return fits[0].tol if fits else min(rows, key=lambda r: (r.predicted_examples, -r.tol)).tol
 
 
@@ -641,13 +643,15 @@ def pilot_forecast(residuals: ArrayLike, n_examples: int, *, target: int, n: int
     threshold : float
         With ``rule="affordable"``: the smallest candidate whose forecast is at most this many examples is
         chosen, else the one with the smallest forecast (the loosest, when yields grow with tol).
-    rule : {"affordable", "cost"}
+    rule : {"affordable", "cost", "within"}
         ``"cost"`` (the data-driven budgets' rule, ours) chooses the candidate with the smallest
         ``N̂_t·(t/t_min)²`` (ties to the smaller ``t``): a constraint certified at ``t`` is off by up to
         about ``t``, so a hull of a given precision needs ``∝ t²`` of them, while the yield grows like
         ``t^n``. Where ``n < 2`` (e.g. (2, d, 2)) the tightest tolerance wins, where ``n > 2`` the loosest
         — as the pilot's own counts say, not the window law's ``n``: only tolerances counted directly (at
         least ``min_count`` constraints) are considered, unless none is. ``threshold`` is then unused.
+        ``"within"`` (``reach``'s rule, ours) is ``"affordable"`` on the upper end of each forecast's interval:
+        the tightest tolerance is chosen only when the pilot's count there is large enough to say it fits.
     budget : int, optional
         Example budget of phase 4: ``over_budget`` when the chosen forecast exceeds it.
     seconds : float, optional
@@ -666,9 +670,9 @@ def pilot_forecast(residuals: ArrayLike, n_examples: int, *, target: int, n: int
         forecast above ``reach_threshold`` examples or over ``budget`` (ours: :data:`REACH_CANDIDATES`). The
         forecast is first made as without them, from the residuals below the loosest candidate, so that
         elsewhere the result is the same as without ``reach``; otherwise it is made again over candidates and
-        ``reach`` together (``Forecast.reach`` records it), and the tightest tolerance forecast within
-        ``reach_threshold`` (and ``budget``) is chosen, else the one with the smallest forecast (the
-        ``"affordable"`` rule at that threshold). The pilot certifies at the loosest of them. Unused with ``tol``
+        ``reach`` together (``Forecast.reach`` records it), and the tightest tolerance whose forecast's interval
+        lies within ``reach_threshold`` (and ``budget``) is chosen, else the one with the smallest forecast (the
+        ``"within"`` rule at that threshold). The pilot certifies at the loosest of them. Unused with ``tol``
         (residuals above the loosest candidate are then left out).
     reach_threshold : float
         The forecast examples beyond which ``reach`` is considered (:data:`REACH_EXAMPLES`).
@@ -733,7 +737,7 @@ def pilot_forecast(residuals: ArrayLike, n_examples: int, *, target: int, n: int
         if tol is not None or not (inside.over_budget or inside.predicted_examples > reach_threshold):
             return inside
         limit = reach_threshold if budget is None else min(reach_threshold, budget)
-        return replace(pilot_forecast(res, candidates=cands + wider, threshold=limit, rule="affordable", **kw),
+        return replace(pilot_forecast(res, candidates=cands + wider, threshold=limit, rule="within", **kw),
                        reach=wider)
     if len(band) != 2 or not 0 <= band[0] < band[1]:
         raise ValueError(f"`band` must be (low, high) with 0 <= low < high; got band={band!r}.")

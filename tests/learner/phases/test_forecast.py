@@ -307,7 +307,7 @@ class TestRefinedSculptPilot:
         fc = out.forecast
         # Over the budget the adaptive pilot chooses among the looser tolerances too, the tightest within it.
         assert [r.tol for r in fc.table] == [*candidates, *reach] and fc.n == 2
-        assert fc.reach == reach and fc.rule == ("affordable" if reach else rule)
+        assert fc.reach == reach and fc.rule == ("within" if reach else rule)
         if reach:  # the pilot certified at the loosest of them, not only at the candidates' loosest
             assert fc.at(max(reach)).constraints > fc.at(max(candidates)).constraints
         # The reach's threshold is the budget where that is below REACH_EXAMPLES.
@@ -429,7 +429,8 @@ class TestCostRule:
         assert fc.at(0.015).method == "direct" and fc.tol == 0.015
 
     def test_bad_rule(self):
-        with pytest.raises(ValueError, match=r"`rule` must be one of \('affordable', 'cost'\); got rule='cheap'"):
+        with pytest.raises(ValueError,
+                           match=r"`rule` must be one of \('affordable', 'cost', 'within'\); got rule='cheap'"):
             pilot_forecast(_residuals((40, 60, 100)), 100_000, target=1000, n=1, rule="cheap")
 
 
@@ -466,15 +467,25 @@ class TestReach:
         assert fc.to_dict() == self._fc(res[res < 0.08], budget=10**9).to_dict()
         assert "looser" not in fc.summary()
 
-    @pytest.mark.parametrize(("threshold", "chosen"), [(1_000_000, 0.15), (1_300_000, 0.12), (3_000_000, 0.1)])
-    def test_above_the_threshold_the_tightest_within_it(self, threshold, chosen):
-        # Forecasts by hand: 1000·10⁶ over the residuals below t: 0.1 → 395 (2.53e6), 0.12 → 819 (1.22e6),
-        # 0.15 → 2000 (5e5); the candidates' 0.08 needs 6.2e6, above every threshold here.
+    @pytest.mark.parametrize(("threshold", "chosen"), [(1_000_000, 0.15), (1_350_000, 0.12), (2_600_000, 0.12),
+                                                       (3_000_000, 0.1)])
+    def test_above_the_threshold_the_tightest_whose_interval_is_within_it(self, threshold, chosen):
+        # Counts below 0.1, 0.12, 0.15: 395, 819, 2000. The upper ends of the forecasts, by hand from Garwood's
+        # lower limit ½χ²_{2c}(0.025): 1000·10⁶/357.0 = 2.80e6, /763.9 = 1.31e6, /1913.3 = 5.23e5. At 2.6e6 the
+        # point forecast at 0.1 (2.53e6) is within the threshold but its interval is not: 0.12.
+        from scipy.stats import chi2
+
         res = _steep(2000)
         fc = self._fc(res, budget=10**9, reach=REACH_CANDIDATES, reach_threshold=threshold)
-        assert [int((res < t).sum()) for t in REACH_CANDIDATES] == [395, 819, 2000]
+        counts = [int((res < t).sum()) for t in REACH_CANDIDATES]
+        upper = {t: self.TARGET * self.N / (chi2.ppf(0.025, 2 * c) / 2) for t, c in zip(REACH_CANDIDATES, counts,
+                                                                                           strict=True)}
+        assert counts == [395, 819, 2000]
+        assert chosen == min(t for t in REACH_CANDIDATES if upper[t] <= threshold)
+        assert fc.at(0.08).predicted_examples > threshold  # the candidates' choice is above every threshold here
         assert fc.tol == chosen and fc.reach == REACH_CANDIDATES and not fc.over_budget
-        assert fc.rule == "affordable" and fc.threshold == threshold
+        assert fc.rule == "within" and fc.threshold == threshold
+        assert fc.at(chosen).predicted_interval[1] == pytest.approx(upper[chosen], rel=1e-9)
         assert fc.predicted_examples == pytest.approx(self.TARGET * self.N / int((res < chosen).sum()), rel=1e-12)
         assert [r.tol for r in fc.table] == [*ADAPTIVE_CANDIDATES, *REACH_CANDIDATES]
         assert "looser tolerances 0.1, 0.12, 0.15 considered" in fc.summary()
@@ -485,7 +496,8 @@ class TestReach:
         assert fc.tol == 0.15 and fc.reach == REACH_CANDIDATES and not fc.over_budget
 
     def test_over_the_budget_below_the_threshold(self):
-        # A budget of 5e6 below the threshold of 1e8: 0.08's 6.2e6 is over it; the tightest within 5e6 is 0.1.
+        # A budget of 5e6 below the threshold of 1e8: 0.08's 6.2e6 is over it; the tightest whose interval is
+        # within 5e6 is 0.1 (upper end 2.8e6).
         fc = self._fc(_steep(2000), budget=5_000_000, reach=REACH_CANDIDATES)
         assert fc.tol == 0.1 and fc.reach == REACH_CANDIDATES and fc.threshold == 5_000_000 and not fc.over_budget
         # Control: the same pilot without reach is over the budget at 0.08.
