@@ -78,9 +78,11 @@ ADAPTIVE_CANDIDATES = (0.015, 0.02, 0.03, 0.05, 0.08)
 #: (``docs/sweeps/reach-tolerances``).
 REACH_CANDIDATES = (0.1, 0.12, 0.15)
 #: Forecast examples above which phase 4 turns to :data:`REACH_CANDIDATES` (ours), choosing the tightest tolerance
-#: forecast within it: some three to five minutes of phase 4 on two cores at 0.3–0.6 M examples/s, and twice the
-#: examples the (10, 24, 2) layers drew at 0.08 (27–35 M), where 0.08 stays the loosest tolerance. At d = 32,
-#: 0.08 needs 367–902 M examples from m = 11 to 13 (measured on planted layers), 0.12 17–28 M.
+#: whose forecast lies within it: some three to five minutes of phase 4 on two cores (two workers streamed 0.32 M
+#: examples/s at (12, 32, 2), 0.54–0.65 M/s at (10, 24, 2)), and about three times the examples fresh (10, 24, 2)
+#: layers drew at 0.08 (30–35 M), where 0.08 stays the loosest tolerance. At d = 32, against the planted ΣW,
+#: 0.08 needs 367–902 M examples from m = 11 to 13 and 0.12 17–28 M; against a learned ΣŴ a (12, 32, 2) run
+#: drew 43 M at 0.12.
 REACH_EXAMPLES = 100_000_000
 #: How the tolerance is chosen: "affordable" (the smallest candidate whose forecast is at most ``threshold``),
 #: "cost" (the smallest forecast of examples × (tol / smallest candidate)²) or "within" (the smallest candidate

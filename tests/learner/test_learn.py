@@ -395,8 +395,24 @@ class TestTightRetry:
         assert run.phases["5_span"] is tight5 and run.phases["6_search"] is tight6
         assert run.diag["5_span"] == {"name": "tight5"} and run.diag["6_search"] == {"name": "tight6"}
         assert run.diag["4_refined_sculpt"]["tight_retry"] == {
-            "first_heldout_relative_error": 1e-6, "retry_heldout_relative_error": 1e-9, "kept": "retry"}
+            "first_heldout_relative_error": 1e-6, "retry_heldout_relative_error": 1e-9, "kept": "retry", "tol": 0.015}
         assert "phases 4-6 again at tol 0.015" in caplog.text and "1e-06" in caplog.text
+
+    @pytest.mark.parametrize(("used", "retry"), [(0.15, 0.12), (0.12, 0.1), (0.1, 0.08), (0.08, 0.015),
+                                                 (0.03, 0.015), (0.015, 0.015), (None, 0.015)])
+    def test_the_retry_tolerance(self, monkeypatch, used, retry):
+        """After a looser tolerance of the reach, the next tighter one (the tightest candidate was out of reach);
+        after a candidate, the tightest candidate."""
+        from learner.phases.forecast import ADAPTIVE_CANDIDATES, REACH_CANDIDATES
+
+        assert (*ADAPTIVE_CANDIDATES, *REACH_CANDIDATES) == (0.015, 0.02, 0.03, 0.05, 0.08, 0.1, 0.12, 0.15)
+        assert _learn_module()._retry_tol(used) == retry
+        run, cfg, (first5, first6, _, _), calls = self._setup(monkeypatch, 1e-9)
+        if used is not None:
+            run.diag["4_refined_sculpt"]["tol"] = used
+        _learn_module()._tight_retry(run, first5, first6, "")
+        assert calls[0] == ("4", 3, "ΣŴ", retry, False) and calls[1] == ("5", 3, "p4", retry)
+        assert run.diag["4_refined_sculpt"]["tight_retry"]["tol"] == retry
 
     @pytest.mark.parametrize("retry_error", [1e-6, 1e-3], ids=["equal", "worse"])
     def test_a_retry_no_better_leaves_the_first_result(self, monkeypatch, retry_error):

@@ -371,7 +371,7 @@ class TestMissedSearch:
         assert tight.refined_tol == min(ADAPTIVE_CANDIDATES) and tight.adaptive is False
         assert sculpts[1][2].forecast.rule == "affordable" and sculpts[1][2].checkpoints == ()
         assert r.diagnostics["4_refined_sculpt"]["tight_retry"] == {
-            "first_heldout_relative_error": 1.0, "retry_heldout_relative_error": 1.0, "kept": "first"}
+            "first_heldout_relative_error": 1.0, "retry_heldout_relative_error": 1.0, "kept": "first", "tol": 0.015}
 
     def test_unknown_m_failure_message_ends_cleanly(self):
         run = _run(LearnConfig(**SMALL), m=None, fakes={"search_heads": _failing_search})
