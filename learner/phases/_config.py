@@ -88,7 +88,8 @@ class LearnConfig:
     refined_tol : float or None, default None
         Phase 4: the relative residual below which a row certifies. None lets phase 4's pilot choose it
         among :data:`~learner.phases.forecast.ADAPTIVE_CANDIDATES` (with ``adaptive``, smallest forecast
-        cost; where that is over ``max_examples``, :data:`~learner.phases.forecast.REACH_CANDIDATES` too)
+        cost; where that is forecast above :data:`~learner.phases.forecast.REACH_EXAMPLES` examples or
+        ``max_examples``, the tightest of :data:`~learner.phases.forecast.REACH_CANDIDATES` within it)
         or :data:`~learner.phases.forecast.DEFAULT_CANDIDATES` (without); a value given is used as is.
         In (0, 1) when given.
     min_weight : float, default 0.02

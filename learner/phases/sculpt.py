@@ -986,9 +986,10 @@ def refined_sculpt(source: LayerOracle | ArraySource, w_sum: ArrayLike, config: 
     :func:`learner.phases.forecast.pilot_forecast` forecasts the examples the target needs at
     every tolerance, until the forecast settles (enough rows, or a clear verdict on the
     budget; see there). The candidates are :data:`~learner.phases.forecast.ADAPTIVE_CANDIDATES` chosen by
-    smallest forecast cost with ``config.adaptive`` (and, only where that choice is forecast over
-    ``max_examples``, :data:`~learner.phases.forecast.REACH_CANDIDATES` among them, which the pilot then
-    certifies at too), else :data:`~learner.phases.forecast.DEFAULT_CANDIDATES`
+    smallest forecast cost with ``config.adaptive`` (the pilot certifies at
+    :data:`~learner.phases.forecast.REACH_CANDIDATES` too, and only where that choice is forecast above
+    :data:`~learner.phases.forecast.REACH_EXAMPLES` examples or ``max_examples`` is the tightest of them within
+    it chosen), else :data:`~learner.phases.forecast.DEFAULT_CANDIDATES`
     chosen by the smallest forecast at most :data:`~learner.phases.forecast.AFFORDABLE_EXAMPLES`. The
     tolerance is ``refined_tol`` when set, else the forecast's choice; the forecast is logged at INFO with a
     time estimate from the pilot's examples/s, and the stream continues at that tolerance.
