@@ -119,3 +119,43 @@ def test_the_measurement_history_quotes_every_timing_record():
         times = json.loads(path.read_text(encoding="utf-8"))["result"]["timings"]
         others = sum(times[name] for name in ("1_crude_sum", "2_crude_sculpt", "3_refine_sum", "5_span"))
         assert float(figs["rest"]) >= round(others, 1) - 0.1, (path.stem, figs["rest"], others)
+
+
+def test_the_settings_are_the_learners_own():
+    """The phase-4 settings the pages name are read from the learner, formatted as the prose writes them."""
+    from learner.phases import LearnConfig
+    from learner.phases.forecast import ADAPTIVE_CANDIDATES, REACH_CANDIDATES, REACH_EXAMPLES
+
+    subs = figures.settings()
+    assert subs["reach_candidates"].replace(" and ", ", ").split(", ") == [f"{t:g}" for t in REACH_CANDIDATES]
+    assert subs["reach_loosest"] == f"{max(REACH_CANDIDATES):g}"
+    assert subs["adaptive_loosest"] == f"{max(ADAPTIVE_CANDIDATES):g}"
+    assert subs["n_refine"] == f"{LearnConfig().n_refine:,}"
+    assert int(subs["reach_examples"][:2]) == 10 and 10 ** int(subs["reach_examples"][2:].translate(
+        str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789"))) == REACH_EXAMPLES
+
+
+@pytest.mark.parametrize(("values", "text"), [((0.1, 0.12, 0.15), "0.1, 0.12 and 0.15"), ((0.2, 0.3), "0.2 and 0.3"),
+                                              ((0.5,), "0.5")])
+def test_tolerances_as_prose(values, text):
+    assert figures._tolerances(values) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [(100_000_000, "10⁸"), (10, "10¹"), (10**12, "10¹²"),
+                                             (400_000, "400,000"), (200_000_000, "200,000,000")])
+def test_powers_of_ten_as_prose(value, text):
+    assert figures._power_of_ten(value) == text
+
+
+@pytest.mark.parametrize(("page", "names", "typed"), [
+    ("guide/learner.md", ("reach_examples", "reach_candidates"), ("0.1, 0.12, 0.15", "$10^8$ examples (`REACH")),
+    ("guide/phases/4-refined-sculpt.md", ("reach_examples", "reach_candidates", "reach_loosest"),
+     ("0.1, 0.12 and 0.15", "$10^8$ examples (`REACH", "(0.15 with `adaptive`")),
+    ("measurements.md", ("n_refine",), ("its cap of 400,000",)),
+])
+def test_the_pages_name_the_settings_through_substitutions(page, names, typed):
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    for name in names:
+        assert f"{{{{ {name} }}}}" in text, (page, name)
+    for figure in typed:
+        assert figure not in text, (page, figure)

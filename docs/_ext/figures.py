@@ -76,6 +76,32 @@ def timings(sweeps):
     return subs
 
 
+def _tolerances(values):
+    """``"0.1, 0.12 and 0.15"``."""
+    text = [f"{t:g}" for t in values]
+    return ", ".join(text[:-1]) + f" and {text[-1]}" if len(text) > 1 else "".join(text)
+
+
+def _power_of_ten(value):
+    """``"10⁸"`` for 100,000,000; the digits with thousands separators for anything else."""
+    exponent = len(str(int(value))) - 1
+    if value == 10**exponent:
+        return "10" + str(exponent).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"{value:,}"
+
+
+def settings():
+    """The learner's settings the pages name, read from the learner itself: ``reach_candidates`` ("0.1, 0.12 and
+    0.15"), ``reach_loosest``, ``reach_examples`` ("10⁸"), ``adaptive_loosest`` and ``n_refine`` (LearnConfig's
+    default, "400,000")."""
+    from learner.phases import LearnConfig
+    from learner.phases.forecast import ADAPTIVE_CANDIDATES, REACH_CANDIDATES, REACH_EXAMPLES
+
+    return {"reach_candidates": _tolerances(REACH_CANDIDATES), "reach_loosest": f"{max(REACH_CANDIDATES):g}",
+            "reach_examples": _power_of_ten(REACH_EXAMPLES), "adaptive_loosest": f"{max(ADAPTIVE_CANDIDATES):g}",
+            "n_refine": f"{LearnConfig().n_refine:,}"}
+
+
 def substitutions(sweeps):
     """The MyST substitutions of the pages: ``main_examples``, ``main_seconds``, ``main_runs``, ``main_version``
     from the main job's records, and ``ci_*`` (``ci_commit``, ``ci_date``, ``ci_total``, ``ci_default_tests``, ...)
@@ -86,6 +112,7 @@ def substitutions(sweeps):
             "main_runs": WORDS.get(job["runs"], str(job["runs"])), "main_version": job["version"]}
     subs |= {f"ci_{key}": str(value) for key, value in latest_ci(sweeps).items()}
     subs |= timings(sweeps)
+    subs |= settings()
     import results  # docs/_ext: the studies' provenance, one home for the results pages and the guide
 
     from learner import __version__

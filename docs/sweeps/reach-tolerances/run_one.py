@@ -17,6 +17,7 @@ LOOSE = (0.015, 0.02, 0.03, 0.05, 0.08, 0.1, 0.12, 0.15)
 if variant == "loose":
     sculpt.ADAPTIVE_CANDIDATES = LOOSE
     forecast.ADAPTIVE_CANDIDATES = LOOSE
+    sculpt.REACH_CANDIDATES = ()  # after ebd9356 the looser tolerances have a tier of their own; here they are plain
 path = f"/tmp/p63/run_{m}_{d}_{seed}_{variant_tag}.json"
 t = time.time()
 rc = main(["learn", "--m", str(m), "--d", str(d), "--k", "2", "--logit-scale", "1", "--seed", str(seed),
