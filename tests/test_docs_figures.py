@@ -159,3 +159,62 @@ def test_the_pages_name_the_settings_through_substitutions(page, names, typed):
         assert f"{{{{ {name} }}}}" in text, (page, name)
     for figure in typed:
         assert figure not in text, (page, figure)
+
+
+def _race_row(method, m, reached, seconds, runs=3, best=1e-30):
+    return {"method": method, "m": m, "d": 20, "k": 2, "runs": runs, "median_relative_error": best,
+            "milestones": {"1e-08": {"reached": reached, "median_seconds": seconds if reached else None}}}
+
+
+def test_the_race_lead_by_hand():
+    rows = [_race_row("torch-adam", 7, 3, 61.0), _race_row("provable", 7, 3, 14.34),
+            _race_row("adam", 7, 0, None, best=1.2e-6),
+            # a cell where a method reached it on two layers only: it is not first, however fast
+            _race_row("provable", 8, 3, 40.0), _race_row("torch-adam", 8, 2, 20.0), _race_row("adam", 8, 3, 100.0),
+            # a cell no method finished on every layer
+            _race_row("provable", 9, 2, 30.0), _race_row("torch-adam", 9, 0, None, best=2e-8)]
+    lines = figures.race_lead(rows).split("\n")
+    assert lines == [
+        "- $(7, 20, 2)$: the learner 14 s (3 of 3 layers); numpy Adam none of 3 layers (median best error 1.2e-06); "
+        "torch Adam 61 s (3 of 3 layers) — first: the learner, 4.3× faster than torch Adam.",
+        "- $(8, 20, 2)$: the learner 40 s (3 of 3 layers); numpy Adam 100 s (3 of 3 layers); torch Adam 20 s "
+        "(2 of 3 layers) — first: the learner, 2.5× faster than numpy Adam.",
+        "- $(9, 20, 2)$: the learner 30 s (2 of 3 layers); torch Adam none of 3 layers (median best error 2e-08) — "
+        "no method reached it on every layer."]
+    # the learner behind: the verdict names the faster method
+    slow = figures.race_lead([_race_row("provable", 7, 3, 90.0), _race_row("torch-adam", 7, 3, 30.0)])
+    assert slow.endswith("first: torch Adam, 3.0× faster than the learner.")
+    # where the learner's time went: phase 4's median seconds of its median total, and its median examples
+    records = [{"spec": {"method": "provable", "role": "eval", "m": 7, "d": 20, "k": 2}, "outcome": "finished",
+                "timings": {"4_refined_sculpt": four, "total": total}, "examples_drawn": n}
+               for four, total, n in ((10.0, 14.0, 3_000_000), (11.0, 15.0, 3_400_000), (12.0, 30.0, 3_500_000),
+                                      (99.0, 99.0, 9_000_000))]
+    records[-1]["outcome"] = "error"  # not counted
+    records.append({"spec": {"method": "provable", "role": "tune", "m": 7, "d": 20, "k": 2},
+                    "outcome": "finished", "timings": {"4_refined_sculpt": 1.0, "total": 1.0}, "examples_drawn": 1})
+    assert figures.learner_phase4(records) == {(7, 20, 2): (11.0, 15.0, 3_400_000)}
+    spent = figures.race_lead(rows[:3], phase4=figures.learner_phase4(records))
+    assert spent.endswith("4.3× faster than torch Adam. The learner's phase 4: 11 s of its 15 s, 3.4 M examples "
+                          "(medians).")
+    only = figures.race_lead([_race_row("provable", 7, 3, 9.96), _race_row("adam", 7, 1, 5.0)])
+    assert only.endswith("the learner 10 s (3 of 3 layers); numpy Adam 5 s (1 of 3 layers) — first: the learner, "
+                         "the only method to reach it on every layer.")
+
+
+@pytest.mark.parametrize("folder", ["race", "race-ten"])
+def test_a_races_summary_is_that_of_its_records(folder):
+    """The race pages and the guide's figures read ``summary.json``'s rows: they are those of the committed records
+    (recomputed here from the run records, so a summary left behind by a resumed or edited study fails)."""
+    from learner.study.peers import _race_rows
+    from learner.sweep.records import read_record
+
+    root = ROOT / "docs" / "sweeps" / folder
+    records = [read_record(p) for p in sorted((root / "runs").glob("*.json"))]
+    rows = json.loads(json.dumps(_race_rows([r for r in records if r["spec"]["role"] == "eval"])))
+    summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
+    key = lambda r: (r["m"], r["d"], r["k"], r["method"])  # noqa: E731
+    assert sorted(summary["rows"], key=key) == sorted(rows, key=key)
+    if folder == "race-ten":
+        assert figures.substitutions(ROOT / "docs" / "sweeps")["race_ten_lead"] == figures.race_lead(
+            rows, phase4=figures.learner_phase4(records))
+        assert "{{ race_ten_lead }}" in (ROOT / "docs" / "guide" / "studies.md").read_text(encoding="utf-8")

@@ -76,6 +76,79 @@ def timings(sweeps):
     return subs
 
 
+#: The methods' names in the race's prose.
+METHOD_NAMES = {"provable": "the learner", "adam": "numpy Adam", "torch-adam": "torch Adam",
+                "torch-adam-gpu": "torch Adam on the GPU"}
+
+
+def _seconds(value):
+    """``"14 s"``, ``"2.7 s"``: two significant figures, as the race's table gives them."""
+    return f"{float(f'{value:.2g}'):g} s"
+
+
+def race_lead(rows, milestone="1e-08", phase4=None):
+    """Per cell of a race's rows (``summary["rows"]`` of :func:`learner.study.peers.race_study`), who was first to
+    ``milestone``, as a Markdown list: each method's median seconds to it and how many of its layers reached it
+    (a method that reached it on none: its median best error), then the first — the fastest median among the
+    methods whose every layer reached it — and its lead over the next such method as a ratio, or that no method
+    reached it on every layer. ``phase4`` (``{(m, d, k): (seconds, total seconds, examples)}``, the learner's
+    medians, :func:`learner_phase4`) adds where the learner's time went."""
+    cells = {}
+    for row in rows:
+        cells.setdefault((row["m"], row["d"], row["k"]), []).append(row)
+    lines = []
+    for (m, d, k), got in sorted(cells.items()):
+        got = sorted(got, key=lambda r: list(METHOD_NAMES).index(r["method"]))
+        parts, full = [], []
+        for r in got:
+            ms = r["milestones"][milestone]
+            name = METHOD_NAMES[r["method"]]
+            if ms["reached"]:
+                parts.append(f"{name} {_seconds(ms['median_seconds'])} ({ms['reached']} of {r['runs']} layers)")
+            else:
+                parts.append(f"{name} none of {r['runs']} layers (median best error "
+                             f"{r['median_relative_error']:.2g})")
+            if ms["reached"] == r["runs"]:
+                full.append((ms["median_seconds"], name))
+        full.sort()
+        if not full:
+            verdict = "no method reached it on every layer"
+        elif len(full) == 1:
+            verdict = f"first: {full[0][1]}, the only method to reach it on every layer"
+        else:
+            verdict = f"first: {full[0][1]}, {full[1][0] / full[0][0]:.1f}× faster than {full[1][1]}"
+        spent = ""
+        if phase4 and (m, d, k) in phase4:
+            four, total, examples = phase4[(m, d, k)]
+            spent = (f" The learner's phase 4: {_seconds(four)} of its {_seconds(total)}, "
+                     f"{examples / 1e6:.1f} M examples (medians).")
+        lines.append(f"- $({m}, {d}, {k})$: " + "; ".join(parts) + f" — {verdict}.{spent}")
+    return "\n".join(lines)
+
+
+def learner_phase4(records):
+    """``{(m, d, k): (phase 4's seconds, total seconds, examples drawn)}``, the medians of the learner's finished
+    measured runs among ``records`` (a race's run records)."""
+    from statistics import median
+
+    cells = {}
+    for r in records:
+        spec = r["spec"]
+        if spec["method"] == "provable" and spec["role"] == "eval" and r.get("outcome") == "finished":
+            cells.setdefault((spec["m"], spec["d"], spec["k"]), []).append(
+                (r["timings"]["4_refined_sculpt"], r["timings"]["total"], r["examples_drawn"]))
+    return {cell: tuple(median(v[i] for v in got) for i in range(3)) for cell, got in cells.items()}
+
+
+def races(sweeps):
+    """``race_ten_lead``: :func:`race_lead` of the race to ten heads (``docs/sweeps/race-ten/``: its summary's rows
+    and its learner's records)."""
+    folder = Path(sweeps) / "race-ten"
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((folder / "runs").glob("*.json"))]
+    return {"race_ten_lead": race_lead(summary["rows"], phase4=learner_phase4(records))}
+
+
 def _tolerances(values):
     """``"0.1, 0.12 and 0.15"``."""
     text = [f"{t:g}" for t in values]
@@ -113,6 +186,7 @@ def substitutions(sweeps):
     subs |= {f"ci_{key}": str(value) for key, value in latest_ci(sweeps).items()}
     subs |= timings(sweeps)
     subs |= settings()
+    subs |= races(sweeps)
     import results  # docs/_ext: the studies' provenance, one home for the results pages and the guide
 
     from learner import __version__

@@ -46,7 +46,7 @@ SCALING = {  # folder -> (title, what the study asked)
 
 #: Every results page :func:`build` writes (``docs/sweeps/provenance.json`` has an entry for each).
 PAGES = ("main", "ksweep", "m5-parallel", "frontier", "frontier-adaptive", "frontier-reach", "frontier-gaussian",
-         "noise", "sharpness", "peers", "race", "learn-hard", "yield", "blas", "reach", "torch")
+         "noise", "sharpness", "peers", "race", "race-ten", "learn-hard", "yield", "blas", "reach", "torch")
 #: The folder of ``docs/sweeps`` whose records a page is built from, where its name differs from the page's.
 FOLDERS = {"sharpness": "reach-sharpness"}
 
@@ -267,14 +267,20 @@ def peers_page(folder, out, sweeps):
     return lines + ["", "## Table", "", peer_table(rows)] + _readme(folder)
 
 
+RACES = {  # folder -> its page's title
+    "race": "The race: the learner, numpy Adam and torch Adam on the frontier's cells",
+    "race-ten": "The race to ten heads: the learner, numpy Adam and torch Adam at m = 7 to 10",
+}
+
+
 def race_page(folder, out, sweeps):
-    """The race's page: its tables and figure, summarised again from its records' summary."""
+    """A race's page (:data:`RACES`): its tables and figure, summarised again from its records' summary."""
     from learner.study.peers import _race_rows, plot_race, race_table, search_rows
 
     summary = json.loads((folder / "summary.json").read_text())  # the search's rows and the sitting's concurrency
     rows = _race_rows([r for r in _records(folder) if r["spec"]["role"] == "eval"])
-    fig = _figure(lambda p: plot_race(rows, p, summary.get("search")), out / "race.png")
-    lines = _header("The race: the learner, numpy Adam and torch Adam on the frontier's cells", folder,
+    fig = _figure(lambda p: plot_race(rows, p, summary.get("search")), out / f"{folder.name}.png")
+    lines = _header(RACES[folder.name], folder,
                     "Time and examples to a relative error of 1e-3 and 1e-8 per cell, each Adam's learning rate "
                     "tuned per cell, every method on the same planted layers and oracles.", sweeps)
     lines += ["## Tables", "", race_table(rows), "", summary["note"] + " One thread per method, "
@@ -529,6 +535,7 @@ def build(docs, out=None):
         took[name] = time.perf_counter() - t0
     for name, make in (("peers", lambda: peers_page(sweeps / "peers", out, sweeps)),
                        ("race", lambda: race_page(sweeps / "race", out, sweeps)),
+                       ("race-ten", lambda: race_page(sweeps / "race-ten", out, sweeps)),
                        ("learn-hard", lambda: learn_hard_page(sweeps / "learn-hard", out, sweeps)),
                        ("yield", lambda: yield_page(docs, out, sweeps))):
         t0 = time.perf_counter()
