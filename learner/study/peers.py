@@ -419,9 +419,12 @@ def plot_race(rows: Sequence[Mapping[str, Any]], path: PathLike,
     panels = ("median_seconds", "median_examples") + (("fewest",) if search else ())
     fig, axes = plt.subplots(len(panels), 1, figsize=(max(7, 0.6 * len(cells) + 2), 3.5 * len(panels)),
                              sharex=True)
+    present = {r["method"] for r in rows} | {r["method"] for r in search}
     for panel, (ax, what) in enumerate(zip(axes, panels, strict=True)):
         drawn = False
-        for i, method in enumerate(METHODS):
+        for i, method in enumerate(METHODS):  # a method keeps its colour and marker whichever others ran
+            if method not in present:
+                continue
             if what == "fewest":
                 found = {(r["m"], r["d"], r["k"]): r for r in search if r["method"] == method}
                 for label, pick, marker in ((f"{method}: fewest examples", lambda r: r["min_examples"], "os^vD"[i % 5]),
@@ -458,7 +461,7 @@ def plot_race(rows: Sequence[Mapping[str, Any]], path: PathLike,
     axes[-1].set_xticks(range(len(cells)), [f"({m}, {d}, {k})" for m, d, k in cells], rotation=45, ha="right")
     if axes[0].get_legend_handles_labels()[0]:
         axes[0].legend(fontsize=7, ncol=3, loc="upper left")
-    axes[0].set_title("The race: median time and examples to a relative error of 1e-8 (filled) and 1e-3 (open)")
+    axes[0].set_title("The race: median time and examples to a relative error\nof 1e-8 (filled) and 1e-3 (open)")
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)

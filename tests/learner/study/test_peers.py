@@ -204,10 +204,11 @@ class TestRace:
         assert again["rows"] == summary["rows"] and again["tuning"] == summary["tuning"]
 
 
-def _race_rec(method, total, rel, examples, seconds_to=None):
+def _race_rec(method, total, rel, examples, seconds_to=None, cell=(2, 12, 2)):
     fit = {"seconds_to": seconds_to or {}} if method != "provable" else None
-    return {"spec": {"method": method, "m": 2, "d": 12, "k": 2}, "outcome": "finished", "timings": {"total": total},
-            "examples_drawn": examples, "errors": {"relative_error": rel}, "diagnostics": {"fit": fit} if fit else {}}
+    return {"spec": {"method": method, "m": cell[0], "d": cell[1], "k": cell[2]}, "outcome": "finished",
+            "timings": {"total": total}, "examples_drawn": examples, "errors": {"relative_error": rel},
+            "diagnostics": {"fit": fit} if fit else {}}
 
 
 def test_race_rows_give_examples_to_each_milestone():
@@ -337,6 +338,33 @@ def test_plot_race_with_nothing_reached(tmp_path):
     rows = _race_rows([_race_rec("adam", 5.0, 0.5, 25_000), _race_rec("provable", 1.0, None, 1_000)])
     path = plot_race(rows, tmp_path / "race.png")
     assert (tmp_path / "race.png").stat().st_size > 0 and path.endswith("race.png")
+
+
+def test_plot_race_names_only_the_methods_that_ran_and_its_title_fits(tmp_path, monkeypatch):
+    """Four cells make the narrowest figure: its title lies inside it, and its legend names the methods of the rows
+    (torch Adam on the GPU did not run here), each in its registry colour."""
+    import matplotlib.pyplot as plt
+
+    from learner.study.peers import _race_rows, plot_race
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to look at it
+    recs = [_race_rec("provable", 14.0, 1e-30, 3_000_000, cell=(m, 20, 2)) for m in (7, 8, 9, 10)]
+    recs += [_race_rec("torch-adam", 50.0, 1e-11, 25_000, {"1e-03": 30.0, "1e-08": 43.0}, cell=(m, 20, 2))
+             for m in (7, 8, 9, 10)]
+    plot_race(_race_rows(recs), tmp_path / "race.png")
+    (fig,) = figures
+    ax = fig.axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert labels == ["provable, to 1e-08", "provable, to 1e-03", "torch-adam, to 1e-08", "torch-adam, to 1e-03"]
+    renderer = fig.canvas.get_renderer()
+    title = ax.title.get_window_extent(renderer)
+    assert 0 <= title.x0 and title.x1 <= fig.bbox.width, (title, fig.bbox)
+    from matplotlib.colors import to_rgba
+
+    colours = {c.get_label(): tuple(c.get_edgecolor()[0]) for c in ax.collections if c.get_label()}
+    assert colours["torch-adam, to 1e-08"] == to_rgba("C2")  # the third registered method's colour
+    plt.close("all")
 
 
 def test_search_options_keep_torch_adams_steps():
