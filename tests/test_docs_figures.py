@@ -218,3 +218,24 @@ def test_a_races_summary_is_that_of_its_records(folder):
         assert figures.substitutions(ROOT / "docs" / "sweeps")["race_ten_lead"] == figures.race_lead(
             rows, phase4=figures.learner_phase4(records))
         assert "{{ race_ten_lead }}" in (ROOT / "docs" / "guide" / "studies.md").read_text(encoding="utf-8")
+
+
+def test_the_race_to_ten_heads_readme_quotes_its_log_and_study():
+    """The sitting's times in ``docs/sweeps/race-ten/README.md`` (shown on its results page) are its log's: the start
+    and end, and each cell's minutes between the log's markers; its learning rates are the study's."""
+    import re
+    from datetime import datetime
+
+    root = ROOT / "docs" / "sweeps" / "race-ten"
+    readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    marks = [datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ") for t in
+             re.findall(r"^=== (\S+) m=", (root / "progress.log").read_text(encoding="utf-8"), re.M)]
+    ends = [datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ") for t in
+            re.findall(r"^=== (\S+) rc=0 ", (root / "progress.log").read_text(encoding="utf-8"), re.M)]
+    assert len(marks) == len(ends) == 4
+    minutes = [round((b - a).total_seconds() / 60) for a, b in zip(marks, ends, strict=True)]
+    assert f"took {minutes[0]}, {minutes[1]}, {minutes[2]} and {minutes[3]} minutes" in readme, minutes
+    assert f"{marks[0]:%Y-%m-%d}, {marks[0]:%H:%M}–{ends[-1]:%H:%M} UTC" in readme, (
+        marks[0], ends[-1])
+    lrs = json.loads((root / "study.json").read_text(encoding="utf-8"))["parameters"]["lrs"]
+    assert "learning rates " + " and ".join(f"{x:g}" for x in lrs) + " on" in readme, lrs
