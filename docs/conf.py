@@ -65,7 +65,8 @@ html_show_sourcelink = False
 html_css_files = ["custom.css"]  # docs/_static/custom.css: long code, tables and equations stay inside their box
 # pages without a section of their own have nothing for the left sidebar; an empty one only narrows the text
 html_sidebars = {page: [] for page in ("index", "install", "getting-started", "cli", "formats", "citing", "changelog",
-                                       "measurements", "development", "search", "genindex", "py-modindex")}
+                                       "measurements", "related-work", "development", "search", "genindex",
+                                       "py-modindex")}
 # the results pages' tables have a dozen columns: the full width is theirs (the results index and the breadcrumb
 # lead from one page to the next)
 html_sidebars |= {f"results/generated/{page}": [] for page in results.PAGES}

@@ -19,6 +19,9 @@ two-token diagonal gadget (:mod:`lowerbounds.gadget`):
   :mod:`lowerbounds.lattice`;
 * :func:`sparse_linear_instance` — the control beside the SQ family (same heads,
   sparse-linear signal);
+* :func:`parity_heads_check`, :class:`ParityHeadsCheck` — the SQ family's layer
+  sign-represents the parity of ``m − 1`` bits with ``m`` heads, checked on every
+  bit pattern, with negative controls;
 * :func:`learn_hard_study` (:mod:`lowerbounds.learnhard`) — Adam, the learner and
   exhaustive search on the families: examples and time against d, m and n;
 * :mod:`lowerbounds.registry` — the families the study and the command line know: a
@@ -58,6 +61,7 @@ from .lwr import (
     switch_points,
 )
 from .oracle import CharacterQuery, SparseLinearTarget, SQOracle
+from .parity import ParityHeadsCheck, parity_heads_check
 from .simulate import SearchOutcome, correlational_search, fit_slope, simulate_queries
 from .sq import (
     ParityInstance,
@@ -79,6 +83,7 @@ __all__ = [
     "LWRLayout",
     "LWRParams",
     "LWRSamples",
+    "ParityHeadsCheck",
     "ParityInstance",
     "PublicSamples",
     "SQOracle",
@@ -105,6 +110,7 @@ __all__ = [
     "lwr_hard_instance",
     "lwr_predictor",
     "named_lwr_instance",
+    "parity_heads_check",
     "predictor_accuracy",
     "primal_usvp_cost",
     "sample_lwr",

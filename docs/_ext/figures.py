@@ -5,7 +5,8 @@ The main job's figures — the examples it draws and the seconds it took — com
 another number than the records hold, and ``tests/test_docs_figures.py`` checks that the README (which is not
 built) quotes the same figures and that a fresh run of the main job still draws the examples the records say.
 The test suite's and CI's figures come the same way from ``docs/sweeps/ci/runs.json``, one entry per fresh-clone
-CI run, and the measurement history's timings of single learns from ``docs/sweeps/timings/records/``.
+CI run, and the measurement history's timings of single learns from ``docs/sweeps/timings/records/``. The
+related-work page's parity check has no record: :func:`parity_heads` computes it when the pages are built.
 """
 
 import json
@@ -175,11 +176,61 @@ def settings():
             "n_refine": f"{LearnConfig().n_refine:,}"}
 
 
+#: The heads of the related-work page's parity check (:func:`lowerbounds.parity_heads_check`), each variant.
+PARITY_HEADS = tuple(range(2, 9))
+
+
+def _parity_cell(check):
+    """``"4 of 4 right, margin 1"`` (how many patterns the readout's sign gets right, and the margin)."""
+    return f"{check.agree} of {check.patterns} right, margin {check.margin:.3g}"
+
+
+def parity_heads(heads=PARITY_HEADS):
+    """The related-work page's parity check, computed at build time by :func:`lowerbounds.parity_heads_check`:
+    ``parity_heads_<variant>`` (a Markdown table per variant: heads, bits, heads per bit, patterns, the member and
+    its two controls) and ``parity_heads_summary`` (one sentence: how many members sign-represent the parity, how
+    many controls fail, which members were refused)."""
+    import re
+
+    from lowerbounds import parity_heads_check
+    from lowerbounds.parity import CONTROLS
+
+    subs, members, controls, refused = {}, [], [], []
+    for variant in ("interpolation", "steps"):
+        rows = ["| heads $m$ | bits $n$ | $m/n$ | patterns $2^n$ | the member | " +
+                " | ".join(f"control `{c}`" for c in CONTROLS) + " |", "|---:|---:|---:|---:|---|---|---|"]
+        for m in heads:
+            try:
+                check = parity_heads_check(m, variant=variant)
+            except ValueError as exc:
+                error = re.search(r"misses its formula by (\S+) > FORMULA_ACCURACY = (\S+)", str(exc))
+                why = (f"its float64 layer misses its formula by {error.group(1)} > {error.group(2)} "
+                       "(`FORMULA_ACCURACY`)") if error else str(exc)
+                refused.append(f"{variant} at $m = {m}$, where {why}")
+                rows.append(f"| {m} | {m - 1} | {m / (m - 1):.3g} | {2 ** (m - 1)} | refused: {why} | — | — |")
+                continue
+            members.append(check.success)
+            cells = []
+            for control in CONTROLS:
+                ctl = parity_heads_check(m, variant=variant, control=control)
+                controls.append(not ctl.success)
+                cells.append(("fails: " if not ctl.success else "passes: ") + _parity_cell(ctl))
+            rows.append(f"| {check.heads} | {check.n_bits} | {check.heads_per_bit:.3g} | {check.patterns} | "
+                        f"{'sign-represents: ' if check.success else 'fails: '}{_parity_cell(check)} | "
+                        + " | ".join(cells) + " |")
+        subs[f"parity_heads_{variant}"] = "\n".join(rows)
+    summary = (f"{sum(members)} of the {len(members)} members built sign-represent the parity on every pattern, and "
+               f"{sum(controls)} of their {len(controls)} controls fail")
+    subs["parity_heads_summary"] = summary + (f"; refused: {', '.join(refused)}." if refused else ".")
+    return subs
+
+
 def substitutions(sweeps):
     """The MyST substitutions of the pages: ``main_examples``, ``main_seconds``, ``main_runs``, ``main_version``
     from the main job's records, and ``ci_*`` (``ci_commit``, ``ci_date``, ``ci_total``, ``ci_default_tests``, ...)
     from the last CI run, and ``provenance_<study>`` (``provenance_frontier_reach``, ...): the lines that open the
-    study's results page, for the guide's account of it."""
+    study's results page, for the guide's account of it; ``parity_heads_*`` (:func:`parity_heads`): the related-work
+    page's parity check, computed at build time."""
     job = main_job(sweeps)
     subs = {"main_examples": f"{job['examples']:,}", "main_seconds": seconds_text(*job["seconds"]),
             "main_runs": WORDS.get(job["runs"], str(job["runs"])), "main_version": job["version"]}
@@ -187,6 +238,7 @@ def substitutions(sweeps):
     subs |= timings(sweeps)
     subs |= settings()
     subs |= races(sweeps)
+    subs |= parity_heads()
     import results  # docs/_ext: the studies' provenance, one home for the results pages and the guide
 
     from learner import __version__
