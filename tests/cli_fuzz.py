@@ -74,6 +74,8 @@ def _base(package, command, tmp):
                                      "--quick", "--serial", "--no-progress", "--out", out],
         ("learner", "sharpness"): ["sharpness", "--logit-scale", "1", "--d", "6", "--seeds", "1", "--quick",
                                    "--serial", "--no-progress", "--out", out],
+        ("learner", "growth"): ["growth", "--lines", "d24", "--quick", "--resamples", "10", "--learn-workers", "1",
+                                "--no-progress", "--out", out],
         ("theory", "list"): ["list"],
         ("theory", "check"): ["check", "one_step"],
         ("theory", "all"): ["all"],

@@ -40,6 +40,7 @@ from .bench import (
     run_span_benchmark,
 )
 from .frontier import DEFAULT_GRID
+from .growth import BOOTSTRAP, GROWTH_LINES, GROWTH_OPTIONS, growth_study
 from .peers import peer_methods, peer_study, race_study
 from .scaling import scaling_study, study_methods
 
@@ -71,6 +72,7 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
     _add_scaling(sub)
     _add_peers(sub)
     _add_race(sub)
+    _add_growth(sub)
     _add_grids(sub)
 
 
@@ -312,6 +314,50 @@ def _add_race(sub):
     declare_options(p, race_study, rules=POOL_RULES)
     _limit(p, "seeds", "search_rounds", "workers")
     p.set_defaults(handler=_race)
+
+
+def _add_growth(sub):
+
+    p = sub.add_parser("growth", help="run time and examples against m at fixed (d, k), per phase, with phase 4's "
+                                      "tolerance and phase 6's search fixed: the shape of the growth chosen out of "
+                                      "sample, with intervals (study design ours)")
+    p.add_argument("--lines", nargs="+", default=list(GROWTH_LINES), choices=list(GROWTH_LINES),
+                   help="the lines of cells run, in order: " + "; ".join(
+                       f"{name} = {' '.join(blocks)}" for name, blocks in GROWTH_LINES.items())
+                   + f" (default all; every cell with {GROWTH_OPTIONS})")
+    p.add_argument("--learn-workers", type=int, default=2,
+                   help="local processes of each run; the runs go one at a time (default 2)")
+    p.add_argument("--resamples", type=int, default=BOOTSTRAP,
+                   help=f"bootstrap resamples per quantity (default {BOOTSTRAP})")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--quick", action="store_true",
+                   help="each line's first two m, one layer each, tiny budgets (a smoke test, not a measurement)")
+    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed and of the bootstrap "
+                                                            "(default 0)")
+    p.add_argument("--summarise-only", action="store_true",
+                   help="run nothing: re-summarise the records in --out (every run must be there)")
+    p.add_argument("--out", metavar="DIR", required=True,
+                   help="directory of the study (one folder per line); an interrupted study resumes from its records")
+    declare_options(p, growth_study)
+    limit_options(p, {"learn_workers": SIZE_LIMITS["workers"],
+                      "resamples": (100_000, " (ours: each resample refits every shape of every quantity)")})
+    p.set_defaults(handler=_growth)
+
+
+def _growth(args):
+    def study():
+        return growth_study(args.out, lines=args.lines, seed=args.seed, learn_workers=args.learn_workers,
+                            progress=not args.no_progress, run=not args.summarise_only, resamples=args.resamples,
+                            quick=args.quick)
+
+    result = run_study(study)
+    if isinstance(result, int):
+        return result
+    for sentence in result["statements"]:
+        print(f"- {sentence}")
+    print()
+    print("files: " + ", ".join(f"{k} {v}" for k, v in result["files"].items()))
+    return 0
 
 
 def _methods_help():

@@ -1,0 +1,713 @@
+"""The growth study: run time and examples against m at fixed (d, k), per phase, with the model chosen out of sample.
+
+The study's question is how the learner's cost grows with the number of heads m. Everything that could change with m
+besides m itself is held fixed (ours): the token dimension and tokens per sequence of each *line* of cells, phase 4's
+tolerance (:data:`GROWTH_OPTIONS`: 0.1 in every cell, not the pilot's choice) and phase 6's search (variable
+projection in every cell; at m = 1 the hull has one point and every search is the same). The lines
+(:data:`GROWTH_LINES`) are m = 1..10 at (d, k) = (24, 2), m = 1..13 at (32, 2) (the largest m that
+:func:`learner.assumptions.check_setting` calls sound there), and a k axis at d = 24.
+
+The analysis (:func:`growth_of`) fits, for the total and for each phase, time and examples, five shapes of
+``log(median)`` against m (:data:`GROWTH_SHAPES`), chooses the one with the smallest leave-one-cell-out error (each
+cell's median predicted from the others: the error of predicting an m the fit has not seen), and resamples the runs
+within each cell (bootstrap) for intervals on the per-head factor, on the curvature of ``log(median)`` in m (whether
+growth speeds up or slows) and on how often each shape would have been chosen. The study design, the shapes and the
+intervals are ours; the paper proves a ``(dk)^{O(m³)}`` bound and reports no experiments.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..tables import fmt, markdown_table
+from ..validation import Integer, Real, Seed, declare
+from .frontier import failure_reason
+
+__all__ = ["BOOTSTRAP", "GROWTH_LINES", "GROWTH_OPTIONS", "GROWTH_SHAPES", "LEVEL", "NEGLIGIBLE", "PHASES",
+           "QUANTITIES", "TIE", "cells_markdown", "choose_shape", "fit_growth_shapes", "growth_of", "growth_sentence",
+           "growth_study", "growth_summary", "growth_table", "line_values", "per_head_factor", "plot_growth",
+           "quick_blocks", "summary_markdown"]
+
+#: The learner's options in every cell of the study (ours): phase 4's tolerance fixed at 0.1 rather than the
+#: pilot's choice (which moves from 0.015 at m <= 2 to 0.08 and then 0.1 as the forecast grows), and phase 6's
+#: search fixed at variable projection (``"auto"`` enumerates the grid at m <= 2).
+GROWTH_OPTIONS: dict[str, Any] = {"refined_tol": 0.1, "search": "vp"}
+
+#: The lines of cells (ours): name -> the grid blocks of :func:`learner.study.frontier.parse_grid`. Ten layers per
+#: cell where a run takes under about a minute on two workers, fewer where it does not.
+GROWTH_LINES: dict[str, tuple[str, ...]] = {
+    "d24": ("m=1..10,k=2,d=24,seeds=10",),
+    "d32": ("m=1..8,k=2,d=32,seeds=5", "m=9..13,k=2,d=32,seeds=3"),
+    "k": ("m=2,k=3..4,d=24,seeds=10", "m=4,k=3..4,d=24,seeds=10", "m=6,k=3..4,d=24,seeds=5",
+          "m=8,k=3..4,d=24,seeds=5"),
+}
+
+#: The learner's phases as its records name them (``timings`` and ``diagnostics`` keys).
+PHASES = ("1_crude_sum", "2_crude_sculpt", "3_refine_sum", "4_refined_sculpt", "5_span", "6_search")
+
+
+def _phase_seconds(phase: str) -> Callable[[Mapping[str, Any]], float | None]:
+    return lambda rec: (rec.get("timings") or {}).get(phase)
+
+
+def _phase_examples(phase: str) -> Callable[[Mapping[str, Any]], float | None]:
+    return lambda rec: ((rec.get("diagnostics") or {}).get(phase) or {}).get("examples")
+
+
+#: What is fitted (name -> the value of one run record): the run's total seconds and examples drawn, and each
+#: phase's seconds and examples (phase 5 draws none).
+QUANTITIES: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
+    "seconds": lambda rec: (rec.get("timings") or {}).get("total"),
+    "examples": lambda rec: rec.get("examples_drawn"),
+    **{f"seconds {p}": _phase_seconds(p) for p in PHASES},
+    **{f"examples {p}": _phase_examples(p) for p in PHASES if p != "5_span"},
+}
+
+#: The shapes of ``log(median)`` against m (ours): name -> the features of m besides the constant. At fixed
+#: (d, k), ``exp(b·m·log(dk))`` is ``exp(b'·m)`` and ``(dk)^(b·m³)`` is ``exp(b'·m³)``: the paper's bound is the
+#: cubic shape's kind of growth.
+GROWTH_SHAPES: dict[str, Callable[[float], list[float]]] = {
+    "exp(b·m)": lambda m: [m],
+    "exp(b·m²)": lambda m: [m * m],
+    "exp(b·m³)": lambda m: [m**3],
+    "m^b": lambda m: [math.log(m)],
+    "exp(b·m + c·m²)": lambda m: [m, m * m],
+}
+
+#: Bootstrap resamples (ours: enough for the 2.5 % and 97.5 % quantiles to move by well under their spread).
+BOOTSTRAP = 1000
+#: The intervals' coverage.
+LEVEL = 0.95
+#: Leave-one-out errors closer than this are a tie, won by the shape listed first (a constant quantity fits every
+#: shape to rounding: exp(b·m), listed first, is then chosen with b = 0).
+TIE = 1e-9
+#: A curvature interval inside ±NEGLIGIBLE (natural log per head²) is no change (a constant quantity).
+NEGLIGIBLE = 1e-9
+
+
+def line_values(records: Iterable[Mapping[str, Any]], quantity: str, *, d: int, k: int,
+                success_tol: float = 1e-3) -> dict[int, list[float]]:
+    """``{m: values}`` of one quantity over the successful runs of the line (d, k).
+
+    Parameters
+    ----------
+    records : iterable of mapping
+        Run records of the study (``spec["role"] == "eval"`` only are counted).
+    quantity : str
+        A key of :data:`QUANTITIES`.
+    d, k : int
+        The line.
+    success_tol : float
+        The common success criterion (:func:`learner.study.frontier.failure_reason`): a failed run's time
+        measures where it stopped, not what learning costs.
+
+    Returns
+    -------
+    dict
+        ``{m: [value, ...]}`` sorted by m, positive values only; cells without one are left out.
+    """
+    if quantity not in QUANTITIES:
+        raise ValueError(f"`quantity` must be one of {sorted(QUANTITIES)}; got quantity={quantity!r}.")
+    get = QUANTITIES[quantity]
+    out: dict[int, list[float]] = {}
+    for rec in records:
+        spec = rec["spec"]
+        if spec["role"] != "eval" or spec["d"] != d or spec["k"] != k:
+            continue
+        if failure_reason(rec, success_tol) is not None:
+            continue
+        value = get(rec)
+        if value is not None and value > 0:
+            out.setdefault(int(spec["m"]), []).append(float(value))
+    return dict(sorted(out.items()))
+
+
+def _design(shape: str, ms: Iterable[float]) -> np.ndarray:
+    return np.array([[1.0, *GROWTH_SHAPES[shape](m)] for m in ms])
+
+
+def _fit(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    if len(y) < x.shape[1] or np.linalg.matrix_rank(x) < x.shape[1]:
+        return None
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    return coef
+
+
+def _loo(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Leave-one-out rms: each point predicted by the least-squares fit to the others, from the one fit to all
+    (residual ``r_i / (1 − h_ii)``, ``h`` the hat matrix); None with too few points or a fold of lower rank
+    (``h_ii`` = 1: the point alone fixes a coefficient)."""
+    n, p = x.shape
+    if n <= p or np.linalg.matrix_rank(x) < p:
+        return None
+    q, _ = np.linalg.qr(x)
+    h = np.sum(q * q, axis=1)
+    if np.any(h > 1 - 1e-9):
+        return None
+    residual = y - q @ (q.T @ y)
+    return float(np.sqrt(np.mean(np.square(residual / (1 - h)))))
+
+
+def per_head_factor(shape: str, coefficients: Sequence[float] | np.ndarray, m: float) -> float:
+    """The fitted factor from ``m − 1`` heads to ``m``: ``exp(f(m) − f(m − 1))`` under ``shape``.
+
+    Parameters
+    ----------
+    shape : str
+        A key of :data:`GROWTH_SHAPES`.
+    coefficients : sequence of float
+        ``(a, b[, c])`` of the fit of ``log(value) = a + b·f₁(m) [+ c·f₂(m)]``.
+    m : float
+        The number of heads reached (at least 2).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(per_head_factor("exp(b·m)", [0.0, math.log(3.0)], 7), 12)
+    3.0
+    >>> round(per_head_factor("m^b", [0.0, 2.0], 4), 12)  # (4/3)^2
+    1.777777777778
+    """
+    if m < 2:
+        raise ValueError(f"`m` must be at least 2 (the factor from m − 1 heads to m); got m={m!r}.")
+    f = GROWTH_SHAPES[shape]
+    step = np.array(f(m)) - np.array(f(m - 1))
+    return float(math.exp(float(np.dot(np.asarray(coefficients)[1:], step))))
+
+
+def fit_growth_shapes(values: Mapping[int, Sequence[float] | np.ndarray]) -> list[dict[str, Any]]:
+    """Fit every shape of :data:`GROWTH_SHAPES` to ``log`` of the cell medians of ``values``.
+
+    Parameters
+    ----------
+    values : mapping
+        ``{m: [value, ...]}`` (:func:`line_values`).
+
+    Returns
+    -------
+    list of dict
+        One per shape, in the order of :data:`GROWTH_SHAPES`: ``shape``, ``cells``, ``coefficients`` (None with
+        too few cells), ``rms`` and ``loo_rms`` (natural log; None where not defined), ``first_factor`` and
+        ``last_factor`` (:func:`per_head_factor` at the line's second and last m).
+
+    Examples
+    --------
+    >>> fits = {f["shape"]: f for f in fit_growth_shapes({m: [2.0 * 3.0**m] for m in range(1, 7)})}
+    >>> round(fits["exp(b·m)"]["last_factor"], 9), round(fits["exp(b·m)"]["loo_rms"], 9)
+    (3.0, 0.0)
+    """
+    ms = sorted(m for m, v in values.items() if len(v))
+    y = np.log([float(np.median(values[m])) for m in ms]) if ms else np.zeros(0)
+    out = []
+    for shape in GROWTH_SHAPES:
+        x = _design(shape, ms) if ms else np.zeros((0, 1 + len(GROWTH_SHAPES[shape](1.0))))
+        coef = _fit(x, y) if ms else None
+        row: dict[str, Any] = {"shape": shape, "cells": len(ms), "coefficients": None, "rms": None,
+                               "loo_rms": None, "first_factor": None, "last_factor": None}
+        if coef is not None:
+            res = y - x @ coef
+            row |= {"coefficients": [float(c) for c in coef], "rms": float(np.sqrt(np.mean(res**2))),
+                    "loo_rms": _loo(x, y)}
+            if len(ms) >= 2:
+                row |= {"first_factor": per_head_factor(shape, coef, ms[1]),
+                        "last_factor": per_head_factor(shape, coef, ms[-1])}
+        out.append(row)
+    return out
+
+
+def choose_shape(fits: Sequence[Mapping[str, Any]]) -> str | None:
+    """The shape with the smallest leave-one-out error (the first listed on a tie, :data:`TIE`).
+
+    Parameters
+    ----------
+    fits : sequence of mapping
+        :func:`fit_growth_shapes`' rows (``shape`` and ``loo_rms`` are read).
+
+    Returns
+    -------
+    str or None
+        The shape's name, or None when no row has a leave-one-out error.
+
+    Examples
+    --------
+    >>> choose_shape([{"shape": "a", "loo_rms": 0.3}, {"shape": "b", "loo_rms": 0.2}, {"shape": "c", "loo_rms": None}])
+    'b'
+    """
+    scored = [f for f in fits if f.get("loo_rms") is not None]
+    if not scored:
+        return None
+    best = min(f["loo_rms"] for f in scored)
+    return next(f["shape"] for f in scored if f["loo_rms"] <= best + TIE)
+
+
+def _interval(samples: Sequence[float]) -> list[float] | None:
+    """The two-sided percentile interval at :data:`LEVEL` (None without samples)."""
+    s = np.asarray([v for v in samples if v is not None and np.isfinite(v)], dtype=float)
+    if not len(s):
+        return None
+    tail = (1 - LEVEL) / 2
+    return [float(np.quantile(s, tail)), float(np.quantile(s, 1 - tail))]
+
+
+def _bootstrap(values: Mapping[int, Sequence[float]], rng: np.random.Generator, n: int) -> dict[str, Any]:
+    """``n`` resamples of the line, for the intervals and for how stable the choice of shape is.
+
+    Two resamplings (ours). For the choice: the runs within each cell (would the noise of the cell medians change
+    the shape chosen?). For the intervals: the cells (with replacement) and then the runs within each cell drawn,
+    so that a shape that misses some cells gets a wider interval, not only the spread of the medians; a resample
+    of fewer distinct cells than a shape has coefficients does not count for that shape.
+    """
+    ms = sorted(values)
+    arrays = [np.asarray(values[m], dtype=float) for m in ms]
+    chosen: dict[str, int] = {}
+    last: dict[str, list[float]] = {s: [] for s in GROWTH_SHAPES}
+    curvature: list[float] = []
+    top = ms[-1]
+    for _ in range(n):
+        runs = {m: a[rng.integers(0, len(a), len(a))] for m, a in zip(ms, arrays, strict=True)}
+        best = choose_shape(fit_growth_shapes(runs))
+        if best is not None:
+            chosen[best] = chosen.get(best, 0) + 1
+        cells = rng.integers(0, len(ms), len(ms))
+        x_m = np.array([ms[i] for i in cells], dtype=float)
+        y = np.log([float(np.median(arrays[i][rng.integers(0, len(arrays[i]), len(arrays[i]))])) for i in cells])
+        for shape in GROWTH_SHAPES:
+            coef = _fit(_design(shape, x_m), y)
+            if coef is None:
+                continue
+            last[shape].append(per_head_factor(shape, coef, top))
+            if shape == "exp(b·m + c·m²)":
+                curvature.append(float(coef[2]))
+    return {"resamples": n, "chosen": {s: chosen[s] / n for s in GROWTH_SHAPES if s in chosen},
+            "last_factor": {s: _interval(v) for s, v in last.items()}, "curvature": _interval(curvature),
+            "counted": {s: len(v) for s, v in last.items()}}
+
+
+def _direction(interval: Sequence[float] | None) -> str:
+    if interval is None:
+        return "not measured"
+    lo, hi = interval
+    return ("speeds up" if lo > NEGLIGIBLE else "slows" if hi < -NEGLIGIBLE
+            else "shows neither speeding up nor slowing")
+
+
+def growth_of(values: Mapping[int, Sequence[float]], *, seed: int = 0, resamples: int = BOOTSTRAP) -> dict[str, Any]:
+    """The growth of one quantity along one line: fits, the chosen shape, bootstrap intervals and the direction.
+
+    Parameters
+    ----------
+    values : mapping
+        ``{m: [value, ...]}`` over the successful runs (:func:`line_values`).
+    seed : int
+        Seed of the bootstrap (the analysis is reproducible).
+    resamples : int
+        Bootstrap resamples (default :data:`BOOTSTRAP`).
+
+    Returns
+    -------
+    dict
+        ``ms``, ``medians``, ``runs`` (per cell), ``fits`` (:func:`fit_growth_shapes`), ``chosen`` (the shape of
+        smallest leave-one-out error), ``chosen_share`` (the share of resamples that choose it), ``last_factor``
+        and its ``last_factor_interval`` (the chosen shape's factor from ``m_max − 1`` to ``m_max``),
+        ``curvature`` (``c`` of ``exp(b·m + c·m²)``) and its ``curvature_interval``, and ``direction``: "speeds
+        up" where the curvature's interval lies above 0, "slows" below, otherwise that neither is shown.
+    """
+    ms = sorted(m for m, v in values.items() if len(v))
+    clean = {m: list(values[m]) for m in ms}
+    fits = fit_growth_shapes(clean)
+    chosen = choose_shape(fits)
+    boot = _bootstrap(clean, np.random.default_rng(seed), resamples) if chosen is not None else None
+    by = {f["shape"]: f for f in fits}
+    quad = by["exp(b·m + c·m²)"]["coefficients"]
+    return {
+        "ms": ms, "medians": [float(np.median(clean[m])) for m in ms], "runs": [len(clean[m]) for m in ms],
+        "fits": fits, "chosen": chosen,
+        "chosen_share": None if boot is None or chosen is None else boot["chosen"].get(chosen, 0.0),
+        "chosen_shares": None if boot is None else boot["chosen"],
+        "last_factor": None if chosen is None else by[chosen]["last_factor"],
+        "last_factor_interval": None if boot is None or chosen is None else boot["last_factor"][chosen],
+        "curvature": None if quad is None else quad[2],
+        "curvature_interval": None if boot is None else boot["curvature"],
+        "direction": _direction(None if boot is None else boot["curvature"]),
+        "resamples": 0 if boot is None else resamples, "level": LEVEL,
+    }
+
+
+def growth_sentence(name: str, g: Mapping[str, Any]) -> str:
+    """One sentence on one quantity's growth: the shape chosen, the factor per head with its interval, the direction.
+
+    Parameters
+    ----------
+    name : str
+        What was measured and where (``"time at (d, k) = (24, 2)"``).
+    g : mapping
+        :func:`growth_of`'s result.
+
+    Returns
+    -------
+    str
+    """
+    if g["chosen"] is None:
+        return f"{name}: too few cells to choose a shape."
+    by = {f["shape"]: f for f in g["fits"]}
+    ranked = sorted((f for f in g["fits"] if f["loo_rms"] is not None), key=lambda f: f["loo_rms"])
+    runner = ranked[1] if len(ranked) > 1 else None
+    lo_hi = g["last_factor_interval"]
+    ci = f" [{lo_hi[0]:.2f}, {lo_hi[1]:.2f}]" if lo_hi else ""
+    c_iv = g["curvature_interval"]
+    curv = (f"curvature of log in m {g['curvature']:.3g} [{c_iv[0]:.3g}, {c_iv[1]:.3g}]"
+            if c_iv and g["curvature"] is not None else "curvature not measured")
+    second = f"; next {runner['shape']} ({runner['loo_rms']:.2f})" if runner else ""
+    return (f"{name}, m = {g['ms'][0]}–{g['ms'][-1]}: {g['chosen']} is chosen out of sample (leave-one-out rms "
+            f"{by[g['chosen']]['loo_rms']:.2f}{second}; chosen in {100 * (g['chosen_share'] or 0):.0f} % of "
+            f"{g['resamples']} resamples); ×{g['last_factor']:.2f}{ci} for the last head; the growth "
+            f"{g['direction']} ({curv}, {100 * g['level']:.0f} % intervals).")
+
+
+def growth_table(rows: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
+    """A Markdown table of growth results: one row per (line, quantity).
+
+    Parameters
+    ----------
+    rows : sequence of (str, str, mapping)
+        ``(line, quantity, growth_of(...))``.
+
+    Returns
+    -------
+    str
+    """
+    head = ["line", "quantity", "m", "chosen shape", "LOO rms (chosen)", "best other (LOO rms)", "chosen in",
+            "× last head [95 %]", "curvature [95 %]", "growth"]
+    body = []
+    for line, quantity, g in rows:
+        fits = {f["shape"]: f for f in g["fits"]}
+        ranked = sorted((f for f in g["fits"] if f["loo_rms"] is not None), key=lambda f: f["loo_rms"])
+        other = next((f for f in ranked if f["shape"] != g["chosen"]), None)
+        iv, civ = g["last_factor_interval"], g["curvature_interval"]
+        body.append([
+            line, quantity, f"{g['ms'][0]}–{g['ms'][-1]}" if g["ms"] else "–", g["chosen"] or "–",
+            fmt(fits[g["chosen"]]["loo_rms"] if g["chosen"] else None, ".2f"),
+            f"{other['shape']} ({other['loo_rms']:.2f})" if other else "–",
+            "–" if g["chosen_share"] is None else f"{100 * g['chosen_share']:.0f} %",
+            "–" if g["last_factor"] is None else f"{g['last_factor']:.2f}" + (
+                f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv else ""),
+            "–" if g["curvature"] is None else f"{g['curvature']:.3g}" + (
+                f" [{civ[0]:.3g}, {civ[1]:.3g}]" if civ else ""),
+            g["direction"]])
+    return markdown_table(head, body)
+
+
+# --------------------------------------------------------------------------- the lines and their summary
+
+
+def _line_of(name: str) -> tuple[int, list[int]]:
+    """The line's d and ks, from its grid blocks."""
+    from .frontier import parse_grid
+
+    cells = parse_grid(GROWTH_LINES[name])
+    ds = {d for _, d, _, _ in cells}
+    if len(ds) != 1:
+        raise ValueError(f"a line of the growth study has one d; {name!r} has {sorted(ds)}.")
+    return ds.pop(), sorted({k for _, _, k, _ in cells})
+
+
+def _cell_rows(records: Sequence[Mapping[str, Any]], success_tol: float) -> list[dict[str, Any]]:
+    """Per (d, k, m): runs, successes, medians of time, examples and each phase, and the tolerances and searches
+    that ran (what the study holds fixed, as the records show it)."""
+    groups: dict[tuple[int, int, int], list[Mapping[str, Any]]] = {}
+    for rec in records:
+        spec = rec["spec"]
+        if spec["role"] == "eval":
+            groups.setdefault((spec["d"], spec["k"], spec["m"]), []).append(rec)
+    rows = []
+    for (d, k, m), recs in sorted(groups.items()):
+        ok = [r for r in recs if failure_reason(r, success_tol) is None]
+        diag = [r.get("diagnostics") or {} for r in recs]
+        tols = sorted({p4["tol"] for p4 in (g.get("4_refined_sculpt") or {} for g in diag) if p4.get("tol")})
+        searches = sorted({s for s in ((g.get("6_search") or {}).get("search") for g in diag) if s})
+        statuses: dict[str, int] = {}
+        for r in recs:
+            if failure_reason(r, success_tol) is not None:
+                statuses[str(r.get("status"))] = statuses.get(str(r.get("status")), 0) + 1
+
+        def med(values):
+            v = [x for x in values if x is not None]
+            return float(np.median(v)) if v else None
+
+        rows.append({
+            "d": d, "k": k, "m": m, "runs": len(recs), "successes": len(ok),
+            "median_seconds": med([QUANTITIES["seconds"](r) for r in ok]),
+            "median_examples": med([QUANTITIES["examples"](r) for r in ok]),
+            "phase_seconds": {p: med([QUANTITIES[f"seconds {p}"](r) for r in ok]) for p in PHASES},
+            # What the run spent outside the six phases: the setting's check, the pool, the held-out error.
+            "rest_seconds": med([_rest(r) for r in ok]),
+            "tolerances": tols, "searches": searches, "failures": statuses,
+            "tuples_in_grid": med([(g.get("6_search") or {}).get("tuples_in_grid") for g in diag]),
+        })
+    return rows
+
+
+def _rest(record: Mapping[str, Any]) -> float | None:
+    t = record.get("timings") or {}
+    if t.get("total") is None:
+        return None
+    return float(t["total"]) - sum(float(t.get(p) or 0.0) for p in PHASES)
+
+
+def growth_summary(records_by_line: Mapping[str, Sequence[Mapping[str, Any]]], *, success_tol: float = 1e-3,
+                   seed: int = 0, resamples: int = BOOTSTRAP) -> dict[str, Any]:
+    """The growth of every quantity along every line, the cells, and the statement of the law.
+
+    Parameters
+    ----------
+    records_by_line : mapping
+        ``{line name: run records}``; the names are keys of :data:`GROWTH_LINES`.
+    success_tol : float
+        The common success criterion.
+    seed : int
+        The bootstrap's seed.
+    resamples : int
+        Bootstrap resamples per quantity.
+
+    Returns
+    -------
+    dict
+        ``growth``: ``[{"line", "d", "k", "quantity", ...growth_of}]``; ``cells`` per line (per m: runs,
+        successes, median seconds and examples, each phase's median seconds and the rest, the tolerances and
+        searches that ran, the failures by status and the median ε-net tuple count);
+        ``statements``: the sentences of :func:`growth_sentence` for the total time and examples of each line at
+        k = 2; ``options``, ``success_tol``.
+    """
+    growth, cells, statements = [], {}, []
+    for name, records in records_by_line.items():
+        if name not in GROWTH_LINES:
+            raise ValueError(f"the growth study's lines are {sorted(GROWTH_LINES)}; got {name!r}.")
+        d, ks = _line_of(name)
+        cells[name] = _cell_rows(records, success_tol)
+        for k in ks:
+            for quantity in QUANTITIES:
+                values = line_values(records, quantity, d=d, k=k, success_tol=success_tol)
+                if len(values) < 2:
+                    continue
+                g = growth_of(values, seed=seed, resamples=resamples)
+                growth.append({"line": name, "d": d, "k": k, "quantity": quantity, **g})
+                if quantity in ("seconds", "examples") and k == 2:
+                    what = "time" if quantity == "seconds" else "examples"
+                    statements.append(growth_sentence(f"{what} at (d, k) = ({d}, {k})", g))
+    return {"growth": growth, "cells": cells, "statements": statements, "options": dict(GROWTH_OPTIONS),
+            "success_tol": success_tol, "resamples": resamples, "level": LEVEL,
+            "note": "study design, shapes and intervals ours; the paper proves a (dk)^{O(m³)} bound and reports no "
+                    "experiments"}
+
+
+def _phase_label(p: str) -> str:
+    return f"phase {p[0]}"
+
+
+def cells_markdown(cells: Sequence[Mapping[str, Any]]) -> str:
+    """The cells of one line as a Markdown table (medians over the successful runs).
+
+    Parameters
+    ----------
+    cells : sequence of mapping
+        ``growth_summary(...)["cells"][line]``.
+
+    Returns
+    -------
+    str
+    """
+    head = ["d", "k", "m", "successes", "median s", "median examples",
+            *[_phase_label(p) + " s" for p in PHASES], "rest s", "phase 4 tol", "search", "failures"]
+    rows = [[c["d"], c["k"], c["m"], f"{c['successes']}/{c['runs']}", fmt(c["median_seconds"], ".3g"),
+             fmt(c["median_examples"], ",.0f"), *[fmt(c["phase_seconds"][p], ".3g") for p in PHASES],
+             fmt(c["rest_seconds"], ".3g"),
+             ", ".join(f"{t:g}" for t in c["tolerances"]) or "–", ", ".join(c["searches"]) or "–",
+             ", ".join(f"{s} {n}" for s, n in c["failures"].items()) or "–"] for c in cells]
+    return markdown_table(head, rows)
+
+
+def summary_markdown(summary: Mapping[str, Any]) -> str:
+    """``growth.md``: the statements, the growth table, and each line's cells.
+
+    Parameters
+    ----------
+    summary : mapping
+        :func:`growth_summary`'s result.
+
+    Returns
+    -------
+    str
+    """
+    parts = ["# Run time against m at fixed (d, k)", "",
+             f"Phase 4's tolerance and phase 6's search fixed in every cell ({summary['options']}); medians over the "
+             f"successful runs (relative error at most {summary['success_tol']:g}); shapes of log(median) against "
+             f"m chosen by leave-one-cell-out error; {100 * summary['level']:.0f} % bootstrap intervals over "
+             f"{summary['resamples']} resamples. Study design ours.", ""]
+    parts += [f"- {s}" for s in summary["statements"]] + [""]
+    parts += [growth_table([(g["line"] + (f", k = {g['k']}" if g["k"] != 2 else ""), g["quantity"], g)
+                            for g in summary["growth"]]), ""]
+    for name, cells in summary["cells"].items():
+        parts += [f"## The cells of {name}", "", cells_markdown(cells), ""]
+    return "\n".join(parts)
+
+
+def plot_growth(summary: Mapping[str, Any], path: Any) -> Any:
+    """``growth.png``: per line at k = 2, the median seconds of the run and of each phase against m (log scale),
+    and the examples, with the chosen shape's fit to the totals drawn through them.
+
+    Parameters
+    ----------
+    summary : mapping
+        :func:`growth_summary`'s result.
+    path : str or path-like
+        The PNG file (written atomically).
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..io import save_figure
+
+    lines = [g for g in summary["growth"] if g["k"] == 2 and g["quantity"] in ("seconds", "examples")]
+    names = sorted({g["line"] for g in lines})
+    fig, axes = plt.subplots(1, max(len(names), 1) + 1, figsize=(5.2 * (len(names) + 1), 4.2), squeeze=False)
+    axes = axes[0]
+    for ax, name in zip(axes, names, strict=False):
+        phase = [g for g in summary["growth"] if g["line"] == name and g["k"] == 2
+                 and g["quantity"].startswith("seconds ")]
+        for i, g in enumerate(phase):
+            ax.plot(g["ms"], g["medians"], marker=".", lw=1, color=f"C{i + 1}", label=_phase_label(g["quantity"][8:]))
+        total = next(g for g in lines if g["line"] == name and g["quantity"] == "seconds")
+        _draw_fit(ax, total, "k", "run")
+        ax.set_yscale("log")
+        ax.set_xlabel("heads m")
+        ax.set_ylabel("median seconds (successful runs)")
+        ax.set_title(f"d = {total['d']}, k = 2: time per run and per phase", fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=6.5, ncol=2)
+    ax = axes[-1]
+    for i, name in enumerate(names):
+        g = next(g for g in lines if g["line"] == name and g["quantity"] == "examples")
+        _draw_fit(ax, g, f"C{i}", f"d = {g['d']}")
+    ax.set_yscale("log")
+    ax.set_xlabel("heads m")
+    ax.set_ylabel("median examples drawn")
+    ax.set_title("examples per run, k = 2", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = save_figure(fig, path, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def _draw_fit(ax: Any, g: Mapping[str, Any], color: str, label: str) -> None:
+    ax.plot(g["ms"], g["medians"], marker="o", ls="none", color=color, label=f"{label} (median)")
+    fit = next((f for f in g["fits"] if f["shape"] == g["chosen"]), None)
+    if fit is None or fit["coefficients"] is None:
+        return
+    grid = np.linspace(min(g["ms"]), max(g["ms"]), 100)
+    ax.plot(grid, np.exp(_design(g["chosen"], grid) @ np.asarray(fit["coefficients"])), color=color, lw=1.5,
+            label=f"{label}: {g['chosen']} (chosen out of sample)")
+
+
+def quick_blocks(name: str) -> tuple[str, ...]:
+    """The smoke test's cells of a line: its first two m at its first k and d, one layer each (not a measurement).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`GROWTH_LINES`.
+
+    Returns
+    -------
+    tuple of str
+        One grid block.
+
+    Examples
+    --------
+    >>> quick_blocks("d32")
+    ('m=1..2,k=2,d=32,seeds=1',)
+    """
+    from .frontier import parse_grid
+
+    cells = parse_grid(GROWTH_LINES[name])
+    m0, d, k = min(m for m, _, _, _ in cells), cells[0][1], min(k for _, _, k, _ in cells)
+    return (f"m={m0}..{m0 + 1},k={k},d={d},seeds=1",)
+
+
+@declare(seed=Seed(), learn_workers=Integer(), resamples=Integer(), success_tol=Real())
+def growth_study(out: Any, *, lines: Sequence[str] = tuple(GROWTH_LINES), seed: int = 0, learn_workers: int = 2,
+                 progress: bool = False, run: bool = True, plot: bool = True, resamples: int = BOOTSTRAP,
+                 success_tol: float = 1e-3, quick: bool = False) -> dict[str, Any]:
+    """Run the growth study's lines (each a :func:`~learner.study.scaling.scaling_study` in ``out/<line>``,
+    resumable), then write ``growth.json``, ``growth.md`` and ``growth.png`` into ``out``.
+
+    Each line runs one learner run at a time (``backend="serial"``) on ``learn_workers`` local processes, with
+    :data:`GROWTH_OPTIONS`; the planted layers are the studies' (:func:`learner.random_layer` at logit scale 1,
+    seeded by cell and index).
+
+    Parameters
+    ----------
+    out : path
+        The study's folder.
+    lines : sequence of str
+        Keys of :data:`GROWTH_LINES` (default all, in the order d24, d32, k).
+    seed : int
+        Entropy of every run's seed and the bootstrap's seed.
+    learn_workers : int
+        Local processes of each run (default 2).
+    progress, run, plot
+        As in :func:`~learner.study.scaling.scaling_study`; ``run=False`` re-summarises the records.
+    resamples : int
+        Bootstrap resamples per quantity.
+    success_tol : float
+        The common success criterion.
+    quick : bool
+        A smoke test, not a measurement: each line's first two m, one layer each (:func:`quick_blocks`), on the
+        learner's tiny budgets (``learner.sweep.runs.QUICK_OPTIONS``).
+
+    Returns
+    -------
+    dict
+        :func:`growth_summary`'s result, with ``files`` (what was written).
+    """
+    from ..io import atomic_write, check_writable_dir, write_json
+    from ..sweep.records import study_path
+    from ..sweep.runs import QUICK_OPTIONS
+    from .scaling import scaling_study
+
+    unknown = [name for name in lines if name not in GROWTH_LINES]
+    if unknown or not lines:
+        raise ValueError(f"`lines` must be names of {sorted(GROWTH_LINES)}; got lines={list(lines)!r}.")
+    out = check_writable_dir("out", out)
+    if run:
+        out.mkdir(parents=True, exist_ok=True)
+    records = {}
+    for name in lines:
+        result = scaling_study(study_path(out, name), grid=quick_blocks(name) if quick else GROWTH_LINES[name],
+                               methods=["provable"], backend="serial", learn_workers=learn_workers,
+                               provable_options=({**QUICK_OPTIONS["provable"]} if quick else {}) | GROWTH_OPTIONS,
+                               progress=progress, seed=seed, run=run, plot=plot, success_tol=success_tol)
+        records[name] = result.records
+    summary = growth_summary(records, success_tol=success_tol, seed=seed, resamples=resamples)
+    files = {"growth_json": str(write_json(study_path(out, "growth.json"), summary))}
+    text = summary_markdown(summary)
+    md = study_path(out, "growth.md")
+    atomic_write(md, lambda fh: fh.write(text.encode("utf-8")))
+    files["growth_md"] = str(md)
+    if plot:
+        files["growth_png"] = str(plot_growth(summary, study_path(out, "growth.png")))
+    return summary | {"files": files}

@@ -1,0 +1,251 @@
+"""The growth study: the shapes, their leave-one-out errors, the choice, the bootstrap's intervals and direction,
+the values read from records, the summary and the command line."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from learner.cli import main
+from learner.study import growth
+from learner.study.growth import (
+    GROWTH_LINES,
+    GROWTH_OPTIONS,
+    GROWTH_SHAPES,
+    PHASES,
+    QUANTITIES,
+    choose_shape,
+    fit_growth_shapes,
+    growth_of,
+    growth_sentence,
+    growth_summary,
+    growth_table,
+    line_values,
+    per_head_factor,
+    summary_markdown,
+)
+
+MS = list(range(1, 11))
+
+
+def _exact(law):
+    return {m: [float(law(m))] for m in MS}
+
+
+def _loo_by_refitting(xs, y):
+    """Leave-one-out rms by refitting without each point (the reference the closed form is held to)."""
+    errs = []
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        coef, *_ = np.linalg.lstsq(xs[keep], y[keep], rcond=None)
+        errs.append(y[i] - xs[i] @ coef)
+    return math.sqrt(np.mean(np.square(errs)))
+
+
+class TestShapes:
+    @pytest.mark.parametrize(("shape", "law"), [
+        ("exp(b·m)", lambda m: 2.0 * math.exp(0.7 * m)),
+        ("exp(b·m²)", lambda m: 3.0 * math.exp(0.05 * m * m)),
+        ("exp(b·m³)", lambda m: 0.5 * math.exp(0.004 * m**3)),
+        ("m^b", lambda m: 7.0 * m**2.5),
+        ("exp(b·m + c·m²)", lambda m: math.exp(1.0 + 0.9 * m - 0.04 * m * m)),
+    ])
+    def test_each_law_is_chosen_for_its_own_data(self, shape, law):
+        fits = fit_growth_shapes(_exact(law))
+        by = {f["shape"]: f for f in fits}
+        assert by[shape]["loo_rms"] == pytest.approx(0.0, abs=1e-9)
+        assert choose_shape(fits) == shape
+        others = [f["loo_rms"] for f in fits if f["shape"] not in (shape, "exp(b·m + c·m²)")]
+        assert min(others) > 1e-3  # the other two-coefficient shapes miss it
+
+    def test_per_head_factor_is_the_ratio_of_the_fit_at_m_and_m_minus_1(self):
+        law = lambda m: math.exp(1.0 + 0.9 * m - 0.04 * m * m)  # noqa: E731
+        fit = next(f for f in fit_growth_shapes(_exact(law)) if f["shape"] == "exp(b·m + c·m²)")
+        assert fit["last_factor"] == pytest.approx(law(10) / law(9), rel=1e-9)
+        assert fit["first_factor"] == pytest.approx(law(2) / law(1), rel=1e-9)
+        assert per_head_factor("m^b", [0.0, 3.0], 5) == pytest.approx((5 / 4) ** 3)
+        with pytest.raises(ValueError, match="`m` must be at least 2"):
+            per_head_factor("exp(b·m)", [0.0, 1.0], 1)
+
+    def test_leave_one_out_is_the_refit_without_each_cell(self):
+        rng = np.random.default_rng(3)
+        values = {m: list(np.exp(0.4 * m + rng.normal(0, 0.3, 4))) for m in MS}
+        y = np.log([np.median(values[m]) for m in MS])
+        for f in fit_growth_shapes(values):
+            xs = np.array([[1.0, *GROWTH_SHAPES[f["shape"]](m)] for m in MS])
+            assert f["loo_rms"] == pytest.approx(_loo_by_refitting(xs, y), rel=1e-9)
+            assert f["loo_rms"] > f["rms"]  # out of sample is worse than in sample on noisy data
+
+    def test_too_few_cells(self):
+        fits = fit_growth_shapes({1: [1.0], 2: [3.0]})
+        assert all(f["loo_rms"] is None for f in fits) and choose_shape(fits) is None
+        by = {f["shape"]: f for f in fits}
+        assert by["exp(b·m)"]["coefficients"] is not None and by["exp(b·m + c·m²)"]["coefficients"] is None
+        assert fit_growth_shapes({})[0]["coefficients"] is None
+        g = growth_of({1: [1.0], 2: [3.0]})
+        assert g["chosen"] is None and g["direction"] == "not measured"
+        assert "too few cells" in growth_sentence("time", g)
+
+    def test_a_constant_quantity_is_exponential_with_factor_one(self):
+        g = growth_of({m: [75_000.0] * 3 for m in MS}, resamples=50)
+        assert g["chosen"] == "exp(b·m)" and g["last_factor"] == pytest.approx(1.0)
+        assert g["direction"] == "shows neither speeding up nor slowing"
+
+    def test_ties_go_to_the_shape_listed_first(self):
+        assert choose_shape([{"shape": "a", "loo_rms": 0.2 + 1e-12}, {"shape": "b", "loo_rms": 0.2}]) == "a"
+        assert choose_shape([{"shape": "a", "loo_rms": 0.3}, {"shape": "b", "loo_rms": 0.2}]) == "b"
+
+
+class TestBootstrap:
+    def _noisy(self, law, sigma, runs, seed):
+        rng = np.random.default_rng(seed)
+        return {m: list(law(m) * np.exp(rng.normal(0, sigma, runs))) for m in MS}
+
+    @pytest.mark.parametrize(("c", "want"), [(0.06, "speeds up"), (-0.06, "slows"),
+                                            (0.0, "shows neither speeding up nor slowing")])
+    def test_direction_follows_the_curvature(self, c, want):
+        g = growth_of(self._noisy(lambda m: math.exp(0.5 * m + c * m * m), 0.1, 5, 11), resamples=300)
+        assert g["direction"] == want
+        lo, hi = g["curvature_interval"]
+        assert lo < g["curvature"] < hi
+
+    def _coverage(self, n):
+        hits = 0
+        for seed in range(n):
+            g = growth_of(self._noisy(lambda m: math.exp(0.6 * m), 0.3, 5, seed), seed=seed, resamples=200)
+            lo, hi = g["last_factor_interval"]
+            assert lo < g["last_factor"] < hi  # two-sided
+            hits += lo <= math.exp(0.6) <= hi
+        return hits
+
+    def test_the_interval_is_two_sided_and_covers_the_truth(self):
+        # 95 % intervals on 10 lines: at least 8 (fewer has probability 1.2 % under the nominal coverage)
+        assert self._coverage(10) >= 8
+
+    @pytest.mark.slow
+    def test_the_interval_covers_the_truth_on_thirty_lines(self):
+        # at least 25 of 30 (fewer has probability 0.3 % under the nominal coverage)
+        assert self._coverage(30) >= 25
+
+    def test_cells_are_resampled_so_a_missed_law_widens_the_interval(self):
+        # One run per cell: resampling runs alone gives a zero-width interval; the cells' resampling does not.
+        g = growth_of(_exact(lambda m: math.exp(0.5 * m + 0.05 * m * m)), resamples=200)
+        lo, hi = growth._bootstrap(_exact(lambda m: math.exp(0.5 * m + 0.05 * m * m)),
+                                   np.random.default_rng(0), 200)["last_factor"]["exp(b·m)"]
+        assert hi - lo > 0.05
+        assert g["chosen"] in ("exp(b·m + c·m²)", "exp(b·m²)")
+
+    def test_the_choice_share_is_the_share_of_resamples_choosing_it(self):
+        noisy = growth_of(self._noisy(lambda m: math.exp(0.6 * m), 0.8, 3, 1), resamples=100)
+        shares = noisy["chosen_shares"]
+        assert noisy["chosen"] == "exp(b·m)" and noisy["chosen_share"] == shares["exp(b·m)"]
+        assert len(shares) > 1 and sum(shares.values()) == pytest.approx(1.0)
+        assert all(round(v * 100) == pytest.approx(v * 100) for v in shares.values())  # counts of 100 resamples
+
+    def test_reproducible(self):
+        v = self._noisy(lambda m: m**2, 0.2, 3, 5)
+        assert growth_of(v, seed=4, resamples=50) == growth_of(v, seed=4, resamples=50)
+        assert growth_of(v, seed=4, resamples=50) != growth_of(v, seed=5, resamples=50)
+
+
+def _record(m, seconds, *, d=24, k=2, rel=1e-30, role="eval", outcome="finished", status="6_search"):
+    # the six phases take 90 % of the run, in the proportions 1:2:...:6; the rest is 10 %
+    timings = {p: 0.9 * seconds * (i + 1) / 21 for i, p in enumerate(PHASES)} | {"total": seconds}
+    return {"spec": {"method": "provable", "m": m, "d": d, "k": k, "role": role}, "outcome": outcome,
+            "status": status, "errors": {"relative_error": rel}, "timings": timings,
+            "examples_drawn": int(1000 * 2**m),
+            "diagnostics": {p: {"examples": 100 * m} for p in PHASES if p != "5_span"}
+            | {"4_refined_sculpt": {"examples": 100 * m, "tol": 0.1}, "6_search": {"search": "vp", "examples": 4000,
+                                                                                   "tuples_in_grid": 10.0 * m}}}
+
+
+class TestRecords:
+    def test_line_values_keep_the_successful_runs_of_the_line(self):
+        recs = [_record(1, 2.0), _record(1, 4.0), _record(2, 8.0), _record(2, 99.0, rel=0.5),
+                _record(2, 98.0, role="tune"), _record(3, 97.0, d=32), _record(3, 96.0, k=3),
+                _record(3, 95.0, outcome="error"), _record(3, 16.0)]
+        assert line_values(recs, "seconds", d=24, k=2) == {1: [2.0, 4.0], 2: [8.0], 3: [16.0]}
+        assert line_values(recs, "examples", d=24, k=2) == {1: [2000.0, 2000.0], 2: [4000.0], 3: [8000.0]}
+        assert line_values(recs, "examples 6_search", d=24, k=2)[3] == [4000.0]
+        with pytest.raises(ValueError, match="`quantity` must be one of"):
+            line_values(recs, "minutes", d=24, k=2)
+
+    def test_every_quantity_reads_a_record(self):
+        rec = _record(3, 21.0)
+        for name, get in QUANTITIES.items():
+            assert get(rec) is not None and get(rec) > 0, name
+
+    def test_summary_and_markdown(self):
+        recs = [_record(m, 2.0 * 1.5**m * (1 + 0.1 * s)) for m in range(1, 8) for s in range(3)]
+        recs.append(_record(4, 50.0, rel=0.5, status="5_span"))
+        s = growth_summary({"d24": recs}, resamples=50)
+        total = next(g for g in s["growth"] if g["quantity"] == "seconds")
+        assert total["chosen"] == "exp(b·m)" and total["last_factor"] == pytest.approx(1.5, rel=1e-6)
+        assert total["runs"] == [3] * 7
+        cell4 = next(c for c in s["cells"]["d24"] if c["m"] == 4)
+        assert (cell4["successes"], cell4["runs"], cell4["failures"]) == (3, 4, {"5_span": 1})
+        assert cell4["tolerances"] == [0.1] and cell4["searches"] == ["vp"]
+        assert cell4["rest_seconds"] == pytest.approx(0.1 * 2.0 * 1.5**4 * 1.1)  # the median run's rest
+        assert len(s["statements"]) == 2 and "×1.50" in s["statements"][0]
+        md = summary_markdown(s)
+        assert "| d24 | seconds | 1–7 | exp(b·m) |" in md and "## The cells of d24" in md
+        assert "5_span 1" in md
+        json.dumps(s)  # the summary is JSON
+        with pytest.raises(ValueError, match="lines are"):
+            growth_summary({"d99": recs})
+
+    def test_table_of_a_quantity_without_a_choice(self):
+        g = growth_of({1: [1.0], 2: [2.0]})
+        row = growth_table([("d24", "seconds", g)]).splitlines()[2]
+        assert row.startswith("| d24 | seconds | 1–2 | – |")
+
+
+class TestDesign:
+    def test_the_lines_hold_d_k_and_the_options_fixed(self):
+        from learner.study.frontier import parse_grid
+
+        for name, blocks in GROWTH_LINES.items():
+            cells = parse_grid(blocks)
+            assert len({d for _, d, _, _ in cells}) == 1, name
+        assert {m for m, _, _, _ in parse_grid(GROWTH_LINES["d24"])} == set(range(1, 11))
+        assert {m for m, _, _, _ in parse_grid(GROWTH_LINES["d32"])} == set(range(1, 14))
+        assert {(m, k) for m, _, k, _ in parse_grid(GROWTH_LINES["k"])} == {
+            (m, k) for m in (2, 4, 6, 8) for k in (3, 4)}
+        assert GROWTH_OPTIONS == {"refined_tol": 0.1, "search": "vp"}
+
+    def test_d32_stops_where_the_setting_does(self):
+        from learner.assumptions import max_sound_m
+
+        assert max(m for m, _, _, _ in __import__("learner.study.frontier", fromlist=["x"]).parse_grid(
+            GROWTH_LINES["d32"])) == max_sound_m(32, 2)
+
+
+class TestCommandLine:
+    def test_bad_options_are_named(self, tmp_path, capsys):
+        with pytest.raises(SystemExit):
+            main(["growth", "--out", str(tmp_path / "g"), "--resamples", "0"])
+        assert "--resamples" in capsys.readouterr().err
+        with pytest.raises(SystemExit):
+            main(["growth", "--out", str(tmp_path / "g"), "--lines", "d99"])
+        assert "--lines" in capsys.readouterr().err
+
+    def test_library_refuses_unknown_lines(self, tmp_path):
+        with pytest.raises(ValueError, match="`lines` must be names of"):
+            growth.growth_study(tmp_path / "g", lines=["d99"])
+        assert not (tmp_path / "g").exists()
+
+    @pytest.mark.slow
+    def test_a_tiny_line_end_to_end(self, tmp_path, monkeypatch, capsys):
+        monkeypatch.setitem(GROWTH_LINES, "d24", ("m=1..3,k=2,d=8,seeds=2",))
+        out = tmp_path / "g"
+        assert main(["growth", "--out", str(out), "--lines", "d24", "--learn-workers", "1", "--resamples", "20",
+                     "--no-progress"]) == 0
+        said = capsys.readouterr().out
+        assert "time at (d, k) = (8, 2)" in said
+        s = json.loads((out / "growth.json").read_text())
+        assert [c["m"] for c in s["cells"]["d24"]] == [1, 2, 3]
+        assert (out / "growth.md").exists() and (out / "d24" / "summary.json").exists()
+        before = (out / "growth.json").read_text()
+        assert main(["growth", "--out", str(out), "--lines", "d24", "--resamples", "20", "--summarise-only"]) == 0
+        assert (out / "growth.json").read_text() == before
