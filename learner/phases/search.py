@@ -82,9 +82,8 @@ if TYPE_CHECKING:
     from ..oracle import ArraySource, LayerOracle
     from .noise import NoiseFloor
 
-__all__ = ["REFINEMENTS", "SEARCHES", "Refinement", "SearchResult", "heldout_relative_error", "refine_layer",
-           "refinement_examples", "refit",
-           "search_heads"]
+__all__ = ["REFINEMENTS", "SEARCHES", "Refinement", "SearchResult", "exhaustive_gram", "heldout_relative_error",
+           "refine_layer", "refinement_examples", "refit", "score_tuples", "search_heads"]
 
 #: The tuple searches of :func:`search_heads`.
 SEARCHES = CHOICES["search"]
@@ -810,21 +809,75 @@ def _vp_search(theta_star, directions, m, X, Y, radius, keep, *, starts, max_ite
 
 def _exhaustive(Phi, Ys, m, keep):
     """Every m-tuple of grid points, scored from the full Gram matrix: ``(best tuples, tuples scored)``."""
+    gram = exhaustive_gram(Phi, Ys)
+    tuples = np.array(list(itertools.combinations(range(Phi.shape[0]), m)))
+    scores = score_tuples(gram, tuples)
+    return tuples[np.argsort(scores)[:keep]], len(tuples)
+
+
+def exhaustive_gram(Phi: np.ndarray, Ys: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """What the exhaustive search precomputes once: the Gram blocks of every pair of grid points.
+
+    Parameters
+    ----------
+    Phi : ndarray, shape (p, n, k, d)
+        Each grid point's features on the search's ``n`` examples.
+    Ys : ndarray, shape (n, k, d)
+        Their labels.
+
+    Returns
+    -------
+    G : ndarray, shape (p, d, p, d)
+        ``Φ_aᵀ Φ_b`` for every pair of points.
+    c : ndarray, shape (p, d, d)
+        ``Φ_aᵀ Y``.
+    yy : float
+        ``‖Y‖²``.
+    ridge : float
+        The ridge every tuple's solve adds (``1e-10`` times the mean diagonal of ``G``).
+    """
     p, _, _, d = Phi.shape
     F = Phi.reshape(p, -1, d).transpose(0, 2, 1).reshape(p * d, -1)  # rows (point, c)
     G = (F @ F.T).reshape(p, d, p, d)
     c = (F @ Ys.reshape(-1, d)).reshape(p, d, d)
     yy = float(np.sum(Ys**2))
-    tuples = np.array(list(itertools.combinations(range(p), m)))
-    scores = np.empty(len(tuples))
     ridge = 1e-10 * np.trace(G.reshape(p * d, p * d)) / (p * d)
-    for s in range(0, len(tuples), 20000):
-        T = tuples[s : s + 20000]
+    return G, c, yy, float(ridge)
+
+
+def score_tuples(gram: tuple[np.ndarray, np.ndarray, float, float], tuples: np.ndarray, *,
+                 batch: int = 20000) -> np.ndarray:
+    """The exhaustive search's score of each tuple: the relative residual of the least-squares ``W``'s.
+
+    One ``md × md`` solve per tuple, ``batch`` tuples at a time (the work whose count the paper's ε-net
+    multiplies; :mod:`learner.study.pricing` times it).
+
+    Parameters
+    ----------
+    gram : tuple
+        :func:`exhaustive_gram`'s result.
+    tuples : ndarray of int, shape (T, m)
+        Indices of grid points, one tuple per row.
+    batch : int
+        Tuples per batched solve (memory ``batch·(md)²`` floats).
+
+    Returns
+    -------
+    ndarray, shape (T,)
+        ``(‖Y‖² − explained) / ‖Y‖²`` per tuple.
+    """
+    G, c, yy, ridge = gram
+    _, d = c.shape[0], c.shape[2]
+    m = tuples.shape[1]
+    scores = np.empty(len(tuples))
+    eye = ridge * np.eye(m * d)
+    for s in range(0, len(tuples), batch):
+        T = tuples[s : s + batch]
         Gt = G[T[:, :, None], :, T[:, None, :], :].transpose(0, 1, 3, 2, 4).reshape(len(T), m * d, m * d)
         ct = c[T].reshape(len(T), m * d, d)
-        sol = np.linalg.solve(Gt + ridge * np.eye(m * d), ct)
-        scores[s : s + 20000] = (yy - np.einsum("tpe,tpe->t", sol, ct)) / yy
-    return tuples[np.argsort(scores)[:keep]], len(tuples)
+        sol = np.linalg.solve(Gt + eye, ct)
+        scores[s : s + batch] = (yy - np.einsum("tpe,tpe->t", sol, ct)) / yy
+    return scores
 
 
 class _SwapScorer:

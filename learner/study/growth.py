@@ -27,10 +27,10 @@ from ..tables import fmt, markdown_table
 from ..validation import Integer, Real, Seed, declare
 from .frontier import failure_reason
 
-__all__ = ["BOOTSTRAP", "GROWTH_LINES", "GROWTH_OPTIONS", "GROWTH_SHAPES", "LEVEL", "NEGLIGIBLE", "PHASES",
-           "QUANTITIES", "TIE", "cells_markdown", "choose_shape", "fit_growth_shapes", "growth_of", "growth_sentence",
-           "growth_study", "growth_summary", "growth_table", "line_values", "per_head_factor", "plot_growth",
-           "quick_blocks", "summary_markdown"]
+__all__ = ["BOOTSTRAP", "CHECK_LINES", "GROWTH_LINES", "GROWTH_OPTIONS", "GROWTH_SHAPES", "LEVEL", "LINE_OPTIONS",
+           "NEGLIGIBLE", "PHASES", "QUANTITIES", "TIE", "cells_markdown", "choose_shape", "fit_growth_shapes",
+           "growth_of", "growth_sentence", "growth_study", "growth_summary", "growth_table", "line_values",
+           "per_head_factor", "plot_growth", "pricing_of", "quick_blocks", "summary_markdown"]
 
 #: The learner's options in every cell of the study (ours): phase 4's tolerance fixed at 0.1 rather than the
 #: pilot's choice (which moves from 0.015 at m <= 2 to 0.08 and then 0.1 as the forecast grows), and phase 6's
@@ -44,7 +44,14 @@ GROWTH_LINES: dict[str, tuple[str, ...]] = {
     "d32": ("m=1..8,k=2,d=32,seeds=5", "m=9..13,k=2,d=32,seeds=3"),
     "k": ("m=2,k=3..4,d=24,seeds=10", "m=4,k=3..4,d=24,seeds=10", "m=6,k=3..4,d=24,seeds=5",
           "m=8,k=3..4,d=24,seeds=5"),
+    "exhaustive": ("m=2..3,k=2,d=24,seeds=3",),
 }
+#: The options a line adds to :data:`GROWTH_OPTIONS` (ours): ``exhaustive`` runs the paper's enumeration of the
+#: net (``search="exhaustive"``) where it fits in minutes here, m = 2 and 3 at d = 24 (790,244 tuples at m = 3),
+#: to hold the price of :mod:`learner.study.pricing` to measured runs.
+LINE_OPTIONS: dict[str, dict[str, Any]] = {"exhaustive": {"search": "exhaustive", "max_tuples": 1_000_000}}
+#: Lines that check something rather than measure a growth: not fitted.
+CHECK_LINES = frozenset({"exhaustive"})
 
 #: The learner's phases as its records name them (``timings`` and ``diagnostics`` keys).
 PHASES = ("1_crude_sum", "2_crude_sculpt", "3_refine_sum", "4_refined_sculpt", "5_span", "6_search")
@@ -462,7 +469,8 @@ def _rest(record: Mapping[str, Any]) -> float | None:
 
 
 def growth_summary(records_by_line: Mapping[str, Sequence[Mapping[str, Any]]], *, success_tol: float = 1e-3,
-                   seed: int = 0, resamples: int = BOOTSTRAP) -> dict[str, Any]:
+                   seed: int = 0, resamples: int = BOOTSTRAP,
+                   prices: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The growth of every quantity along every line, the cells, and the statement of the law.
 
     Parameters
@@ -475,11 +483,14 @@ def growth_summary(records_by_line: Mapping[str, Sequence[Mapping[str, Any]]], *
         The bootstrap's seed.
     resamples : int
         Bootstrap resamples per quantity.
+    prices : sequence of mapping
+        The exhaustive search priced per cell (:func:`learner.study.pricing.price_cells`), for ``pricing``.
 
     Returns
     -------
     dict
-        ``growth``: ``[{"line", "d", "k", "quantity", ...growth_of}]``; ``cells`` per line (per m: runs,
+        ``pricing`` (:func:`pricing_of`); ``growth``: ``[{"line", "d", "k", "quantity", ...growth_of}]``;
+        ``cells`` per line (per m: runs,
         successes, median seconds and examples, each phase's median seconds and the rest, the tolerances and
         searches that ran, the failures by status and the median ε-net tuple count);
         ``statements``: the sentences of :func:`growth_sentence` for the total time and examples of each line at
@@ -491,6 +502,8 @@ def growth_summary(records_by_line: Mapping[str, Sequence[Mapping[str, Any]]], *
             raise ValueError(f"the growth study's lines are {sorted(GROWTH_LINES)}; got {name!r}.")
         d, ks = _line_of(name)
         cells[name] = _cell_rows(records, success_tol)
+        if name in CHECK_LINES:
+            continue
         for k in ks:
             for quantity in QUANTITIES:
                 values = line_values(records, quantity, d=d, k=k, success_tol=success_tol)
@@ -502,9 +515,75 @@ def growth_summary(records_by_line: Mapping[str, Sequence[Mapping[str, Any]]], *
                     what = "time" if quantity == "seconds" else "examples"
                     statements.append(growth_sentence(f"{what} at (d, k) = ({d}, {k})", g))
     return {"growth": growth, "cells": cells, "statements": statements, "options": dict(GROWTH_OPTIONS),
+            "line_options": {name: LINE_OPTIONS[name] for name in records_by_line if name in LINE_OPTIONS},
+            "pricing": pricing_of(records_by_line, prices, success_tol=success_tol),
             "success_tol": success_tol, "resamples": resamples, "level": LEVEL,
             "note": "study design, shapes and intervals ours; the paper proves a (dk)^{O(m³)} bound and reports no "
                     "experiments"}
+
+
+def _search_only(record: Mapping[str, Any]) -> float | None:
+    """Phase 6's seconds before its refinement: the net's features, Gram matrix and scoring, or vp's starts."""
+    p6 = (record.get("diagnostics") or {}).get("6_search") or {}
+    if p6.get("seconds") is None or p6.get("refine_seconds") is None:
+        return None
+    return float(p6["seconds"]) - float(p6["refine_seconds"])
+
+
+def pricing_of(records_by_line: Mapping[str, Sequence[Mapping[str, Any]]], prices: Sequence[Mapping[str, Any]], *,
+               success_tol: float = 1e-3) -> dict[str, Any]:
+    """The paper's phase 6 priced beside ours, and the price held to the exhaustive runs that fit here.
+
+    Parameters
+    ----------
+    records_by_line : mapping
+        ``{line: run records}``.
+    prices : sequence of mapping
+        :func:`learner.study.pricing.price_cells`' records.
+    success_tol : float
+        The common success criterion.
+
+    Returns
+    -------
+    dict
+        ``rows``: per priced (m, d, k) on a measured line: ``ours_search_s`` (the median of phase 6 over the
+        successful runs), ``rest_s`` (the median of the run without phase 6), ``paper_search_s`` and its
+        ``paper_interval`` (the price), ``pipeline_s`` = rest + price (the paper-faithful pipeline: our phases 1–5,
+        then the enumeration; its interval ``pipeline_interval``) and ``tuples``. ``checks``: per cell of the
+        ``exhaustive`` line: ``measured_s`` (the median of phase 6 before its refinement), ``priced_s``, their
+        ``ratio``, and the runs' successes.
+    """
+    by_cell = {(r["m"], r["d"], r["k"]): r for r in prices}
+    rows, checks = [], []
+    for name, records in records_by_line.items():
+        ok = [r for r in records if r["spec"]["role"] == "eval" and failure_reason(r, success_tol) is None]
+        if name in CHECK_LINES:
+            cells = sorted({(r["spec"]["m"], r["spec"]["d"], r["spec"]["k"]) for r in records
+                            if r["spec"]["role"] == "eval"})
+            for cell in cells:
+                mine = [r for r in ok if (r["spec"]["m"], r["spec"]["d"], r["spec"]["k"]) == cell]
+                runs = sum(1 for r in records if r["spec"]["role"] == "eval"
+                           and (r["spec"]["m"], r["spec"]["d"], r["spec"]["k"]) == cell)
+                measured = [v for v in map(_search_only, mine) if v is not None]
+                price = by_cell.get(cell)
+                med = float(np.median(measured)) if measured else None
+                checks.append({"m": cell[0], "d": cell[1], "k": cell[2], "successes": len(mine), "runs": runs,
+                               "measured_s": med, "priced_s": None if price is None else price["seconds"],
+                               "ratio": None if price is None or not med else price["seconds"] / med})
+            continue
+        for (m, d, k), price in sorted(by_cell.items()):
+            mine = [r for r in ok if (r["spec"]["m"], r["spec"]["d"], r["spec"]["k"]) == (m, d, k)]
+            if not mine:
+                continue
+            ours = float(np.median([(r["timings"] or {}).get("6_search") or 0.0 for r in mine]))
+            rest = float(np.median([r["timings"]["total"] - ((r["timings"] or {}).get("6_search") or 0.0)
+                                    for r in mine]))
+            lo, hi = price["interval"]
+            rows.append({"line": name, "m": m, "d": d, "k": k, "ours_search_s": ours, "rest_s": rest,
+                         "paper_search_s": price["seconds"], "paper_interval": [lo, hi],
+                         "pipeline_s": rest + price["seconds"], "pipeline_interval": [rest + lo, rest + hi],
+                         "tuples": price["tuples"], "per_tuple_seconds": price["per_tuple_seconds"]})
+    return {"rows": rows, "checks": checks}
 
 
 def _phase_label(p: str) -> str:
@@ -553,6 +632,29 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
     parts += [f"- {s}" for s in summary["statements"]] + [""]
     parts += [growth_table([(g["line"] + (f", k = {g['k']}" if g["k"] != 2 else ""), g["quantity"], g)
                             for g in summary["growth"]]), ""]
+    pricing = summary.get("pricing") or {}
+    if pricing.get("rows"):
+        from .pricing import _seconds_text
+
+        parts += ["## The paper's phase 6, priced", "",
+                  "The enumeration of every m-tuple of a net of 41 points (m = 2) or 13 per hull axis (m ≥ 3), "
+                  "priced as tuples × the measured cost of scoring one (learner.study.pricing; the interval is the "
+                  "timings' range). The paper-faithful pipeline is our phases 1–5 and the rest of the run, then the "
+                  "enumeration in place of our phase 6.", "",
+                  markdown_table(["line", "m", "tuples", "µs per tuple", "ours: phase 6", "paper: enumeration",
+                                  "paper-faithful run [interval]", "ours: whole run"],
+                                 [[r["line"], r["m"], f"{r['tuples']:.3g}", f"{1e6 * r['per_tuple_seconds']:.3g}",
+                                   _seconds_text(r["ours_search_s"]), _seconds_text(r["paper_search_s"]),
+                                   f"{_seconds_text(r['pipeline_s'])} [{_seconds_text(r['pipeline_interval'][0])}, "
+                                   f"{_seconds_text(r['pipeline_interval'][1])}]",
+                                   _seconds_text(r["rest_s"] + r["ours_search_s"])] for r in pricing["rows"]]), ""]
+    if pricing.get("checks"):
+        parts += ["The price held to the exhaustive search's own runs (phase 6 before its refinement, median over "
+                  "the successful runs):", "",
+                  markdown_table(["m", "d", "k", "successes", "measured s", "priced s", "priced / measured"],
+                                 [[c["m"], c["d"], c["k"], f"{c['successes']}/{c['runs']}", fmt(c["measured_s"], ".3g"),
+                                   fmt(c["priced_s"], ".3g"), fmt(c["ratio"], ".2f")] for c in pricing["checks"]]),
+                  ""]
     for name, cells in summary["cells"].items():
         parts += [f"## The cells of {name}", "", cells_markdown(cells), ""]
     return "\n".join(parts)
@@ -687,6 +789,7 @@ def growth_study(out: Any, *, lines: Sequence[str] = tuple(GROWTH_LINES), seed: 
     from ..io import atomic_write, check_writable_dir, write_json
     from ..sweep.records import study_path
     from ..sweep.runs import QUICK_OPTIONS
+    from .pricing import REPEATS
     from .scaling import scaling_study
 
     unknown = [name for name in lines if name not in GROWTH_LINES]
@@ -699,10 +802,17 @@ def growth_study(out: Any, *, lines: Sequence[str] = tuple(GROWTH_LINES), seed: 
     for name in lines:
         result = scaling_study(study_path(out, name), grid=quick_blocks(name) if quick else GROWTH_LINES[name],
                                methods=["provable"], backend="serial", learn_workers=learn_workers,
-                               provable_options=({**QUICK_OPTIONS["provable"]} if quick else {}) | GROWTH_OPTIONS,
+                               provable_options=({**QUICK_OPTIONS["provable"]} if quick else {}) | GROWTH_OPTIONS
+                               | LINE_OPTIONS.get(name, {}),
                                progress=progress, seed=seed, run=run, plot=plot, success_tol=success_tol)
         records[name] = result.records
-    summary = growth_summary(records, success_tol=success_tol, seed=seed, resamples=resamples)
+    from .frontier import parse_grid
+    from .pricing import price_cells
+
+    priced = sorted({(m, d, k) for name in lines
+                     for m, d, k, _ in parse_grid(quick_blocks(name) if quick else GROWTH_LINES[name]) if k == 2})
+    prices = price_cells(out, priced, run=run, seed=seed, repeats=2 if quick else REPEATS)
+    summary = growth_summary(records, success_tol=success_tol, seed=seed, resamples=resamples, prices=prices)
     files = {"growth_json": str(write_json(study_path(out, "growth.json"), summary))}
     text = summary_markdown(summary)
     md = study_path(out, "growth.md")

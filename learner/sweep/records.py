@@ -66,6 +66,7 @@ KINDS = {
     "race-study": (1, (1,)),
     "learn-hard-study": (1, (1,)),
     "yield-study": (1, (1,)),
+    "growth-pricing": (1, (1,)),
     "command-record": (1, (0, 1)),
 }
 
