@@ -662,7 +662,8 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
 
 def plot_growth(summary: Mapping[str, Any], path: Any) -> Any:
     """``growth.png``: per line at k = 2, the median seconds of the run and of each phase against m (log scale),
-    and the examples, with the chosen shape's fit to the totals drawn through them.
+    and the examples, with the chosen shape's fit to the totals drawn through them; with a priced phase 6, ours
+    against the paper-faithful pipeline. Two panels a row.
 
     Parameters
     ----------
@@ -684,8 +685,13 @@ def plot_growth(summary: Mapping[str, Any], path: Any) -> Any:
 
     lines = [g for g in summary["growth"] if g["k"] == 2 and g["quantity"] in ("seconds", "examples")]
     names = sorted({g["line"] for g in lines})
-    fig, axes = plt.subplots(1, max(len(names), 1) + 1, figsize=(5.2 * (len(names) + 1), 4.2), squeeze=False)
-    axes = axes[0]
+    priced = (summary.get("pricing") or {}).get("rows") or []
+    panels = max(len(names), 1) + 1 + bool(priced)
+    rows = (panels + 1) // 2
+    fig, grid = plt.subplots(rows, 2, figsize=(11, 4.2 * rows), squeeze=False)
+    axes = list(grid.ravel()[:panels])
+    for spare in grid.ravel()[panels:]:
+        spare.set_visible(False)
     for ax, name in zip(axes, names, strict=False):
         phase = [g for g in summary["growth"] if g["line"] == name and g["k"] == 2
                  and g["quantity"].startswith("seconds ")]
@@ -699,7 +705,9 @@ def plot_growth(summary: Mapping[str, Any], path: Any) -> Any:
         ax.set_title(f"d = {total['d']}, k = 2: time per run and per phase", fontsize=9)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=6.5, ncol=2)
-    ax = axes[-1]
+    if priced:
+        _plot_pricing(axes[-1], priced)
+    ax = axes[-1 - bool(priced)]
     for i, name in enumerate(names):
         g = next(g for g in lines if g["line"] == name and g["quantity"] == "examples")
         _draw_fit(ax, g, f"C{i}", f"d = {g['d']}")
@@ -713,6 +721,29 @@ def plot_growth(summary: Mapping[str, Any], path: Any) -> Any:
     out = save_figure(fig, path, dpi=110)
     plt.close(fig)
     return out
+
+
+def _plot_pricing(ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Ours against the paper-faithful pipeline, per line: the whole run's median seconds, and our phases 1–5 with
+    the enumeration priced (its interval shaded), against m."""
+    for i, line in enumerate(sorted({r["line"] for r in rows})):
+        mine = sorted((r for r in rows if r["line"] == line), key=lambda r: r["m"])
+        ms = [r["m"] for r in mine]
+        color = f"C{i}"
+        ax.plot(ms, [r["rest_s"] + r["ours_search_s"] for r in mine], marker="o", color=color,
+                label=f"{line}: ours (measured)")
+        ax.plot(ms, [r["pipeline_s"] for r in mine], marker="s", ls="--", color=color,
+                label=f"{line}: the paper's enumeration in phase 6 (priced)")
+        ax.fill_between(ms, [r["pipeline_interval"][0] for r in mine], [r["pipeline_interval"][1] for r in mine],
+                        color=color, alpha=0.2)
+    ax.axhline(365.25 * 86400, color="grey", lw=0.8, ls=":")
+    ax.text(1, 365.25 * 86400 * 3, "one year", fontsize=7, color="grey")
+    ax.set_yscale("log")
+    ax.set_xlabel("heads m")
+    ax.set_ylabel("seconds per run")
+    ax.set_title("ours against the paper's phase 6 (13 points per hull axis)", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6.5)
 
 
 def _draw_fit(ax: Any, g: Mapping[str, Any], color: str, label: str) -> None:
