@@ -249,3 +249,30 @@ class TestCommandLine:
         before = (out / "growth.json").read_text()
         assert main(["growth", "--out", str(out), "--lines", "d24", "--resamples", "20", "--summarise-only"]) == 0
         assert (out / "growth.json").read_text() == before
+
+
+class TestFigure:
+    def test_panels_and_the_priced_panel(self, tmp_path, monkeypatch):
+        pytest.importorskip("matplotlib")
+        import matplotlib.pyplot as plt
+
+        recs = [_record(m, 2.0 * 1.5**m * (1 + 0.1 * s)) for m in range(1, 6) for s in range(2)]
+        recs += [_record(m, 3.0 * 1.6**m * (1 + 0.1 * s), d=32) for m in range(1, 5) for s in range(2)]
+        prices = [{"m": m, "d": 24, "k": 2, "seconds": 10.0**m, "interval": [5.0**m, 20.0**m], "tuples": 10.0**m,
+                   "per_tuple_seconds": 1e-4} for m in range(1, 6)]
+        lines = {"d24": [r for r in recs if r["spec"]["d"] == 24], "d32": [r for r in recs if r["spec"]["d"] == 32]}
+        titles = []
+        real_close = plt.close
+
+        def keep_titles(fig):
+            titles.extend(ax.get_title() for ax in fig.axes if ax.get_visible())
+            real_close(fig)
+
+        monkeypatch.setattr(plt, "close", keep_titles)
+        growth.plot_growth(growth_summary(lines, resamples=20, prices=prices), tmp_path / "g.png")
+        assert (tmp_path / "g.png").stat().st_size > 0
+        assert titles == ["d = 24, k = 2: time per run and per phase", "d = 32, k = 2: time per run and per phase",
+                          "examples per run, k = 2", "ours against the paper's phase 6 (13 points per hull axis)"]
+        titles.clear()
+        growth.plot_growth(growth_summary({"d24": lines["d24"]}, resamples=20), tmp_path / "h.png")
+        assert titles == ["d = 24, k = 2: time per run and per phase", "examples per run, k = 2"]
