@@ -4,8 +4,9 @@ The study's question is how the learner's cost grows with the number of heads m.
 besides m itself is held fixed (ours): the token dimension and tokens per sequence of each *line* of cells, phase 4's
 tolerance (:data:`GROWTH_OPTIONS`: 0.1 in every cell, not the pilot's choice) and phase 6's search (variable
 projection in every cell; at m = 1 the hull has one point and every search is the same). The lines
-(:data:`GROWTH_LINES`) are m = 1..10 at (d, k) = (24, 2), m = 1..13 at (32, 2) (the largest m that
-:func:`learner.assumptions.check_setting` calls sound there), and a k axis at d = 24.
+(:data:`GROWTH_LINES`) are m = 1..6 at (d, k) = (16, 2), m = 1..10 at (24, 2) and m = 1..13 at (32, 2) (each the
+largest m that :func:`learner.assumptions.check_setting` calls sound at its d), a k axis at d = 24, and the
+paper's enumeration at m = 2 and 3 (``exhaustive``, which holds the price of phase 6 to measured runs).
 
 The analysis (:func:`growth_of`) fits, for the total and for each phase, time and examples, five shapes of
 ``log(median)`` against m (:data:`GROWTH_SHAPES`), chooses the one with the smallest leave-one-cell-out error (each
@@ -40,6 +41,7 @@ GROWTH_OPTIONS: dict[str, Any] = {"refined_tol": 0.1, "search": "vp"}
 #: The lines of cells (ours): name -> the grid blocks of :func:`learner.study.frontier.parse_grid`. Ten layers per
 #: cell where a run takes under about a minute on two workers, fewer where it does not.
 GROWTH_LINES: dict[str, tuple[str, ...]] = {
+    "d16": ("m=1..6,k=2,d=16,seeds=10",),
     "d24": ("m=1..10,k=2,d=24,seeds=10",),
     "d32": ("m=1..8,k=2,d=32,seeds=5", "m=9..13,k=2,d=32,seeds=3"),
     "k": ("m=2,k=3..4,d=24,seeds=10", "m=4,k=3..4,d=24,seeds=10", "m=6,k=3..4,d=24,seeds=5",
@@ -797,7 +799,7 @@ def growth_study(out: Any, *, lines: Sequence[str] = tuple(GROWTH_LINES), seed: 
     out : path
         The study's folder.
     lines : sequence of str
-        Keys of :data:`GROWTH_LINES` (default all, in the order d24, d32, k).
+        Keys of :data:`GROWTH_LINES` (default all, in its order).
     seed : int
         Entropy of every run's seed and the bootstrap's seed.
     learn_workers : int

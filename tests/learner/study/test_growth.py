@@ -208,17 +208,21 @@ class TestDesign:
         for name, blocks in GROWTH_LINES.items():
             cells = parse_grid(blocks)
             assert len({d for _, d, _, _ in cells}) == 1, name
+        assert {m for m, _, _, _ in parse_grid(GROWTH_LINES["d16"])} == set(range(1, 7))
         assert {m for m, _, _, _ in parse_grid(GROWTH_LINES["d24"])} == set(range(1, 11))
         assert {m for m, _, _, _ in parse_grid(GROWTH_LINES["d32"])} == set(range(1, 14))
         assert {(m, k) for m, _, k, _ in parse_grid(GROWTH_LINES["k"])} == {
             (m, k) for m in (2, 4, 6, 8) for k in (3, 4)}
         assert GROWTH_OPTIONS == {"refined_tol": 0.1, "search": "vp"}
 
-    def test_d32_stops_where_the_setting_does(self):
+    @pytest.mark.parametrize("line", ["d16", "d24", "d32"])
+    def test_each_line_stops_where_the_setting_does(self, line):
         from learner.assumptions import max_sound_m
+        from learner.study.frontier import parse_grid
 
-        assert max(m for m, _, _, _ in __import__("learner.study.frontier", fromlist=["x"]).parse_grid(
-            GROWTH_LINES["d32"])) == max_sound_m(32, 2)
+        cells = parse_grid(GROWTH_LINES[line])
+        d = cells[0][1]
+        assert max(m for m, _, _, _ in cells) == max_sound_m(d, 2)
 
 
 class TestCommandLine:
