@@ -31,7 +31,7 @@ from .frontier import failure_reason
 __all__ = ["BOOTSTRAP", "CHECK_LINES", "GROWTH_LINES", "GROWTH_OPTIONS", "GROWTH_SHAPES", "LEVEL", "LINE_OPTIONS",
            "NEGLIGIBLE", "PHASES", "QUANTITIES", "TIE", "cells_markdown", "choose_shape", "fit_growth_shapes",
            "growth_of", "growth_sentence", "growth_study", "growth_summary", "growth_table", "line_values",
-           "per_head_factor", "plot_growth", "pricing_of", "quick_blocks", "summary_markdown"]
+           "headline", "per_head_factor", "plot_growth", "pricing_of", "quick_blocks", "summary_markdown"]
 
 #: The learner's options in every cell of the study (ours): phase 4's tolerance fixed at 0.1 rather than the
 #: pilot's choice (which moves from 0.015 at m <= 2 to 0.08 and then 0.1 as the forecast grows), and phase 6's
@@ -495,7 +495,8 @@ def growth_summary(records_by_line: Mapping[str, Sequence[Mapping[str, Any]]], *
         ``cells`` per line (per m: runs,
         successes, median seconds and examples, each phase's median seconds and the rest, the tolerances and
         searches that ran, the failures by status and the median ε-net tuple count);
-        ``statements``: the sentences of :func:`growth_sentence` for the total time and examples of each line at
+        ``headline`` (:func:`headline`); ``statements``: the sentences of :func:`growth_sentence` for the total
+        time and examples of each line at
         k = 2; ``options``, ``success_tol``.
     """
     growth, cells, statements = [], {}, []
@@ -516,12 +517,13 @@ def growth_summary(records_by_line: Mapping[str, Sequence[Mapping[str, Any]]], *
                 if quantity in ("seconds", "examples") and k == 2:
                     what = "time" if quantity == "seconds" else "examples"
                     statements.append(growth_sentence(f"{what} at (d, k) = ({d}, {k})", g))
-    return {"growth": growth, "cells": cells, "statements": statements, "options": dict(GROWTH_OPTIONS),
+    out = {"growth": growth, "cells": cells, "statements": statements, "options": dict(GROWTH_OPTIONS),
             "line_options": {name: LINE_OPTIONS[name] for name in records_by_line if name in LINE_OPTIONS},
             "pricing": pricing_of(records_by_line, prices, success_tol=success_tol),
             "success_tol": success_tol, "resamples": resamples, "level": LEVEL,
             "note": "study design, shapes and intervals ours; the paper proves a (dk)^{O(m³)} bound and reports no "
                     "experiments"}
+    return out | {"headline": headline(out)}
 
 
 def _search_only(record: Mapping[str, Any]) -> float | None:
@@ -631,6 +633,7 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
              f"successful runs (relative error at most {summary['success_tol']:g}); shapes of log(median) against "
              f"m chosen by leave-one-cell-out error; {100 * summary['level']:.0f} % bootstrap intervals over "
              f"{summary['resamples']} resamples. Study design ours.", ""]
+    parts += [f"**The law.** {summary['headline']}", "", "Per line:", ""]
     parts += [f"- {s}" for s in summary["statements"]] + [""]
     parts += [growth_table([(g["line"] + (f", k = {g['k']}" if g["k"] != 2 else ""), g["quantity"], g)
                             for g in summary["growth"]]), ""]
@@ -854,3 +857,49 @@ def growth_study(out: Any, *, lines: Sequence[str] = tuple(GROWTH_LINES), seed: 
     if plot:
         files["growth_png"] = str(plot_growth(summary, study_path(out, "growth.png")))
     return summary | {"files": files}
+
+
+def headline(summary: Mapping[str, Any]) -> str:
+    """The growth law in one sentence, from a summary: per measured line at k = 2, the shape chosen for the time
+    per run, its factor for the last head with the interval, and whether growth speeds up or slows; then the same
+    for the examples. What the README, the site's index and the results page state (one home: this function).
+
+    Parameters
+    ----------
+    summary : mapping
+        :func:`growth_summary`'s result.
+
+    Returns
+    -------
+    str
+        The sentence, or a sentence saying that no line has enough cells.
+
+    Examples
+    --------
+    >>> g = {"line": "d24", "d": 24, "k": 2, "quantity": "seconds", "chosen": "exp(b·m)", "ms": [1, 10],
+    ...      "last_factor": 1.3, "last_factor_interval": [1.2, 1.4], "direction": "slows", "level": 0.95}
+    >>> summary = {"growth": [g], "options": {"refined_tol": 0.1, "search": "vp"}}
+    >>> print(headline(summary))  # doctest: +NORMALIZE_WHITESPACE
+    At fixed (d, k = 2), with phase 4's tolerance (0.1) and phase 6's search (vp) fixed, the time per learned layer
+    grows like exp(b·m) at d = 24 (m = 1–10; ×1.30 [1.20, 1.40] for the last head; the growth slows) (95 %
+    bootstrap intervals; shapes chosen by leave-one-cell-out error; study design ours).
+    """
+    parts = {}
+    for quantity, what in (("seconds", "the time per learned layer"), ("examples", "the examples it draws")):
+        rows = sorted((g for g in summary["growth"] if g["quantity"] == quantity and g["k"] == 2
+                       and g.get("chosen")), key=lambda g: g["d"])
+        said = []
+        for g in rows:
+            lo, hi = g["last_factor_interval"] or (math.nan, math.nan)
+            said.append(f"like {g['chosen']} at d = {g['d']} (m = {g['ms'][0]}–{g['ms'][-1]}; ×{g['last_factor']:.2f} "
+                        f"[{lo:.2f}, {hi:.2f}] for the last head; the growth {g['direction']})")
+        if said:
+            parts[what] = "; ".join(said)
+    if not parts:
+        return "No line of the growth study has enough cells to state a law."
+    opts = summary.get("options") or {}
+    pieces = [f"{what} grows {text}" for what, text in parts.items()]
+    return (f"At fixed (d, k = 2), with phase 4's tolerance ({opts.get('refined_tol')}) and phase 6's search "
+            f"({opts.get('search')}) fixed, " + ", and ".join(pieces)
+            + f" ({100 * summary['growth'][0]['level']:.0f} % bootstrap intervals; shapes chosen by "
+            "leave-one-cell-out error; study design ours).")
