@@ -885,7 +885,7 @@ def headline(summary: Mapping[str, Any]) -> str:
     bootstrap intervals; shapes chosen by leave-one-cell-out error; study design ours).
     """
     parts = {}
-    for quantity, what in (("seconds", "the time per learned layer"), ("examples", "the examples it draws")):
+    for quantity, what in (("seconds", "the time per learned layer grows"), ("examples", "the examples it draws grow")):
         rows = sorted((g for g in summary["growth"] if g["quantity"] == quantity and g["k"] == 2
                        and g.get("chosen")), key=lambda g: g["d"])
         said = []
@@ -898,7 +898,7 @@ def headline(summary: Mapping[str, Any]) -> str:
     if not parts:
         return "No line of the growth study has enough cells to state a law."
     opts = summary.get("options") or {}
-    pieces = [f"{what} grows {text}" for what, text in parts.items()]
+    pieces = [f"{what} {text}" for what, text in parts.items()]
     return (f"At fixed (d, k = 2), with phase 4's tolerance ({opts.get('refined_tol')}) and phase 6's search "
             f"({opts.get('search')}) fixed, " + ", and ".join(pieces)
             + f" ({100 * summary['growth'][0]['level']:.0f} % bootstrap intervals; shapes chosen by "

@@ -191,7 +191,7 @@ class TestRecords:
         assert s["headline"].startswith("At fixed (d, k = 2), with phase 4's tolerance (0.1) and phase 6's search "
                                         "(vp) fixed, the time per learned layer grows like exp(b·m) at d = 24 "
                                         "(m = 1–7; ×1.50 [")
-        assert "and the examples it draws grows like exp(b·m) at d = 24 (m = 1–7; ×2.00 [" in s["headline"]
+        assert "and the examples it draws grow like exp(b·m) at d = 24 (m = 1–7; ×2.00 [" in s["headline"]
         md = summary_markdown(s)
         assert "| d24 | seconds | 1–7 | exp(b·m) |" in md and "## The cells of d24" in md
         assert "5_span 1" in md
