@@ -30,7 +30,13 @@ from .local_clt import brute_force_distribution, check_local_clt, local_clt_swee
 from .minnorm import check_min_norm_orthogonality
 from .one_step import check_one_step, one_step_gradient_symbolic, stable_rank_sweep
 from .registry import CHECKS, run_case
-from .yield_model import check_yield_prediction, disagreement_moments, measured_yield, predicted_yield
+from .yield_model import (
+    check_yield_prediction,
+    conditional_disagreement_moments,
+    disagreement_moments,
+    measured_yield,
+    predicted_yield,
+)
 
 __all__ = [
     "CHECKS",
@@ -41,6 +47,7 @@ __all__ = [
     "check_one_step",
     "check_softmax_concentration",
     "check_yield_prediction",
+    "conditional_disagreement_moments",
     "disagreement_moments",
     "expectation_vs_sample",
     "local_clt_sweep",

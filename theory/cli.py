@@ -92,6 +92,9 @@ def build_parser() -> CommandParser:
     p.add_argument("sweeps", nargs="+", metavar="DIR", help="directories written by `python -m learner scaling`")
     p.add_argument("--geometry", choices=("conditional", "independent"), default="conditional",
                    help="pattern at agreement in the prediction (default conditional)")
+    p.add_argument("--density", choices=("gaussian", "slice"), default="gaussian",
+                   help="law of the disagreements in the prediction: one Gaussian, or given the row token and its "
+                        "slices (default gaussian)")
     p.add_argument("--n-geometry", type=int, default=20_000, help="Monte Carlo examples per prediction (default 20000)")
     # Not yield_study's max_seconds (dest time_limit): 0 here means no limit, which the function spells None.
     p.add_argument("--max-seconds", dest="time_limit", metavar="MAX_SECONDS", type=float, default=DEFAULT_MAX_SECONDS,
@@ -103,7 +106,7 @@ def build_parser() -> CommandParser:
     p.add_argument("--seed", type=cli_seed, default=0, help="seed of the predictions' Monte Carlo (default 0)")
     p.add_argument("--json", metavar="FILE", help="write every run's figures and the fits as JSON")
     p.add_argument("--plot", metavar="FILE", help="write the yield figure (PNG; needs matplotlib)")
-    # --geometry, --n-geometry and --fit-tol by yield_study's declared rules; --seed is its rng (cli_seed).
+    # --geometry, --density, --n-geometry and --fit-tol by yield_study's declared rules; --seed is its rng (cli_seed).
     declare_options(p, yield_study, rules={"time_limit": Real(allow_zero=True)})
     limit_options(p, YIELD_STUDY_LIMITS)
     return harden(parser)
@@ -182,9 +185,9 @@ def _yield_study(args):
     from .yield_study import plot_yield
 
     try:
-        study = yield_study(args.sweeps, geometry=args.geometry, n_geometry=args.n_geometry, fit_tol=args.fit_tol,
-                            rng=args.seed, progress=sys.stderr.isatty(), max_seconds=args.time_limit or None,
-                            n_simulate=args.n_simulate)
+        study = yield_study(args.sweeps, geometry=args.geometry, density=args.density, n_geometry=args.n_geometry,
+                            fit_tol=args.fit_tol, rng=args.seed, progress=sys.stderr.isatty(),
+                            max_seconds=args.time_limit or None, n_simulate=args.n_simulate)
     except ValueError as exc:
         if not str(exc).startswith("`n_geometry`="):
             raise

@@ -10,7 +10,9 @@ Reads the records of one or more ``python -m learner scaling`` sweeps (their
   (:func:`learner.sweep.runs.planted_instance`: the same seed, so the same layer)
   and predicts the yield of that layer at that tolerance with
   :func:`theory.yield_model.predicted_yield` — the Gaussian density of the
-  ``n = (m−1)(k−1)`` logit disagreements at 0 times the linearised window;
+  ``n = (m−1)(k−1)`` logit disagreements at 0 times the linearised window, or
+  with ``density="slice"`` that window's probability under the law of the
+  disagreements given the row token and its slices;
 - fits ``log(yield)`` against ``n`` over the runs at one common tolerance (a
   straight line: ``yield ≈ C·δ^n``; slope ``log δ``), with its root-mean-square
   residual, for the measured and for the predicted yields.
@@ -46,7 +48,7 @@ from learner.tables import MISSING, fmt, markdown_table
 from learner.validation import DISTRIBUTIONS, Choice, Integer, Real, check_rng, declare
 
 from ._core import require_matplotlib
-from .yield_model import GEOMETRIES, measured_yield, predicted_yield
+from .yield_model import DENSITIES, GEOMETRIES, measured_yield, predicted_yield
 
 __all__ = ["YieldStudy", "fit_log_yield", "load_learner_records", "plot_yield", "yield_study", "CALIBRATION_EXAMPLES"]
 
@@ -362,6 +364,8 @@ class YieldStudy:
         Wall-clock time of the study.
     skipped : list of dict
         ``{"file", "reason"}`` of every record skipped as unreadable or invalid (:func:`load_learner_records`).
+    density : str
+        The prediction's ``density`` (see :func:`~theory.yield_model.predicted_yield`).
     """
 
     runs: list = field(repr=False)
@@ -372,6 +376,7 @@ class YieldStudy:
     geometry: str
     seconds: float
     skipped: list = field(default_factory=list)
+    density: str = "gaussian"
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON record of the study (``kind`` ``"yield-study"``, with its schema version).
@@ -384,7 +389,8 @@ class YieldStudy:
         return {"schema_version": schema_of("yield-study"), "kind": "yield-study", "runs": self.runs,
                 "settings": self.settings,
                 "fit_tol": self.fit_tol, "fit_measured": self.fit_measured, "fit_predicted": self.fit_predicted,
-                "geometry": self.geometry, "miss_factor": MISS_FACTOR, "seconds": self.seconds,
+                "geometry": self.geometry, "density": self.density, "miss_factor": MISS_FACTOR,
+                "seconds": self.seconds,
                 "skipped": self.skipped,
                 "note": "measured: phase-4 constraints per 1000 examples of the learner (estimated ΣW); predicted: "
                         "the certification rule simulated on the same planted layer with the true ΣW "
@@ -452,10 +458,10 @@ SIMULATE_EXAMPLES, SIMULATE_MIN_ROWS = 100_000, 100
 
 
 # n_geometry: predicted_yield's minimum, checked up front; fit_tol: in (0, 1), as phase 4's tolerance is.
-@declare(geometry=Choice(GEOMETRIES), n_geometry=Integer(2), fit_tol=Real(none=True, below=1), n_simulate=Integer(0),
-         max_seconds=Real(none=True))
-def yield_study(dirs: str | Path | Iterable[PathLike], *, geometry: str = "conditional", n_geometry: int = 20_000,
-                fit_tol: float | None = None, rng: SeedLike = None, progress: bool = False,
+@declare(geometry=Choice(GEOMETRIES), density=Choice(DENSITIES), n_geometry=Integer(2),
+         fit_tol=Real(none=True, below=1), n_simulate=Integer(0), max_seconds=Real(none=True))
+def yield_study(dirs: str | Path | Iterable[PathLike], *, geometry: str = "conditional", density: str = "gaussian",
+                n_geometry: int = 20_000, fit_tol: float | None = None, rng: SeedLike = None, progress: bool = False,
                 max_seconds: float | None = DEFAULT_MAX_SECONDS, n_simulate: int = SIMULATE_EXAMPLES) -> YieldStudy:
     """Measured against predicted yield for every learner run of the sweeps in ``dirs``, and the fits in ``n``.
 
@@ -465,6 +471,10 @@ def yield_study(dirs: str | Path | Iterable[PathLike], *, geometry: str = "condi
         Sweep directories written by ``python -m learner scaling``.
     geometry : {"independent", "conditional"}
         Passed to :func:`~theory.yield_model.predicted_yield` (default ``"conditional"``).
+    density : {"gaussian", "slice"}
+        Passed to :func:`~theory.yield_model.predicted_yield` (default ``"gaussian"``). ``"slice"`` takes
+        3–8 times as long a prediction (measured at ``d = 6–24``, ``k = 2–4``) and, where the rule certifies
+        too few rows to be simulated, is the closer model (ours, measured: see its Notes).
     n_geometry : int
         Monte Carlo examples of each prediction, at least 2.
     fit_tol : float, optional
@@ -517,7 +527,7 @@ def yield_study(dirs: str | Path | Iterable[PathLike], *, geometry: str = "condi
                              f"{', '.join(f'{t:g}' for t in sorted(set(tols)))}; got fit_tol={fit_tol!r}.")
         fit_tol = match[0]
     if max_seconds is not None:
-        estimate = _estimated_seconds(records, geometry, n_geometry)
+        estimate = _estimated_seconds(records, geometry, n_geometry, density)
         if estimate > max_seconds:
             raise ValueError(f"`n_geometry`={n_geometry:,} over {len(records)} runs would take up to about "
                              f"{_duration(estimate)} (estimated from one prediction of {CALIBRATION_EXAMPLES} "
@@ -528,7 +538,8 @@ def yield_study(dirs: str | Path | Iterable[PathLike], *, geometry: str = "condi
     with showing(bool(progress)):  # the phases' bar helper shows only inside `showing`
         progress_bar = bar(len(records), "yield predictions", "run")
     for rec, seed in zip(records, seeds, strict=True):
-        runs.append(_run_row(rec, seed, geometry=geometry, n_geometry=n_geometry, n_simulate=n_simulate))
+        runs.append(_run_row(rec, seed, geometry=geometry, density=density, n_geometry=n_geometry,
+                             n_simulate=n_simulate))
         progress_bar.update(1)
     progress_bar.close()
     settings = _settings_rows(runs, unmeasured)
@@ -537,10 +548,10 @@ def yield_study(dirs: str | Path | Iterable[PathLike], *, geometry: str = "condi
     used = [r for r in runs if r["tol"] == fit_tol]
     fit_m = fit_log_yield([r["n"] for r in used], [r["measured"] for r in used])
     fit_p = fit_log_yield([r["n"] for r in used], [r["predicted"] for r in used])
-    return YieldStudy(runs, settings, fit_tol, fit_m, fit_p, geometry, time.perf_counter() - t0, skipped)
+    return YieldStudy(runs, settings, fit_tol, fit_m, fit_p, geometry, time.perf_counter() - t0, skipped, density)
 
 
-def _estimated_seconds(records, geometry, n_geometry):
+def _estimated_seconds(records, geometry, n_geometry, density="gaussian"):
     """Seconds the predictions of ``n_geometry`` examples for ``records`` would take, estimated from one small
     prediction on the layer of the largest run (largest m·k·d²: an upper estimate) with its own generator, so
     that the study's random streams are untouched (ours)."""
@@ -551,7 +562,7 @@ def _estimated_seconds(records, geometry, n_geometry):
     tol, min_weight = _run_tol(rec)
     t0 = time.perf_counter()
     predicted_yield(layer, spec.k, tol=tol, min_weight=min_weight, distribution=spec.distribution,
-                    geometry=geometry, n_geometry=CALIBRATION_EXAMPLES, rng=0)
+                    geometry=geometry, density=density, n_geometry=CALIBRATION_EXAMPLES, rng=0)
     return (time.perf_counter() - t0) * n_runs * n_geometry / CALIBRATION_EXAMPLES
 
 
@@ -562,13 +573,13 @@ def _duration(seconds):
     return f"{seconds:.0f} s"
 
 
-def _run_row(rec, seed, *, geometry, n_geometry, n_simulate=SIMULATE_EXAMPLES):
+def _run_row(rec, seed, *, geometry, n_geometry, n_simulate=SIMULATE_EXAMPLES, density="gaussian"):
     """One run's row: its measured yield, the yield model's prediction for its planted layer, and what follows."""
     spec = RunSpec.from_dict(rec["spec"])
     layer = planted_instance(spec)[0]
     tol, min_weight = _run_tol(rec)
     model = predicted_yield(layer, spec.k, tol=tol, min_weight=min_weight, distribution=spec.distribution,
-                            geometry=geometry, n_geometry=n_geometry, rng=seed)
+                            geometry=geometry, density=density, n_geometry=n_geometry, rng=seed)
     sim = (measured_yield(layer, spec.k, tol=tol, min_weight=min_weight, n_examples=n_simulate,
                           distribution=spec.distribution, rng=seed.spawn(1)[0]) if n_simulate else None)
     if sim is not None and sim.rows_certified >= SIMULATE_MIN_ROWS:

@@ -93,7 +93,8 @@ def _options():
 
 def test_yield_study_options_run_the_functions_rules():
     """Single source: --n-geometry and --fit-tol parse with the very rule objects yield_study declares, and
-    --geometry's choices are its rule's; --max-seconds has its own (0 is no limit: the function's None)."""
+    --geometry's and --density's choices are their rules'; --max-seconds has its own (0 is no limit: the
+    function's None)."""
     from learner.validation import Real
     from theory.yield_study import yield_study
 
@@ -103,5 +104,6 @@ def test_yield_study_options_run_the_functions_rules():
         assert action.declared == (yield_study, yield_study.rules[name]), flag
         assert getattr(action, "unlimited", action.type).rule is yield_study.rules[name], flag  # before its limit
     assert tuple(options[("yield-study", "--geometry")].choices) == yield_study.rules["geometry"].values
+    assert tuple(options[("yield-study", "--density")].choices) == yield_study.rules["density"].values
     max_seconds = options[("yield-study", "--max-seconds")]
     assert max_seconds.declared == (None, Real(allow_zero=True)) and max_seconds.type("0") == 0.0

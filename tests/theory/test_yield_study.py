@@ -93,6 +93,30 @@ def test_simulation_sees_a_wrong_sum(sweep, tmp_path):
     assert good.constraints_per_1000 > 3 * wrong
 
 
+def test_slice_density_is_passed_to_every_prediction(sweep, tmp_path, monkeypatch):
+    """density="slice": each run's model prediction is predicted_yield's with that density, on its seed; the
+    study and its record name the density; the command line's --density reaches the function."""
+    records = load_learner_records(sweep)
+    study = yield_study(sweep, density="slice", n_geometry=500, rng=5, n_simulate=0)
+    spec = RunSpec.from_dict(records[-1]["spec"])
+    seed = np.random.default_rng(5).bit_generator.seed_seq.spawn(len(records))[-1]
+    last = study.runs[-1]
+    direct = predicted_yield(planted_instance(spec)[0], spec.k, tol=last["tol"], min_weight=last["min_weight"],
+                             density="slice", n_geometry=500, rng=seed)
+    assert spec.m == 2 and last["predicted_model"] == direct.constraints_per_1000
+    assert study.density == "slice" and study.to_dict()["density"] == "slice"
+    assert yield_study(sweep, n_geometry=500, rng=5, n_simulate=0).to_dict()["density"] == "gaussian"
+    seen = {}
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        raise ValueError("reached the study")
+
+    monkeypatch.setattr("theory.cli.yield_study", spy)
+    assert main(["yield-study", str(sweep), "--density", "slice"]) == 2
+    assert seen["density"] == "slice"
+
+
 def test_progress_bar_only_when_asked(sweep, capsys):
     yield_study(sweep, n_geometry=500, rng=1, n_simulate=0)  # the bar is the predictions' (no simulation needed)
     assert "yield predictions" not in capsys.readouterr().err
@@ -115,6 +139,7 @@ def _never(*args, **kwargs):
 BAD_ARGUMENTS = [
     ({"geometry": "flat"}, ValueError, r"`geometry` must be one of .*; got geometry='flat'"),
     ({"geometry": None}, ValueError, r"got geometry=None"),
+    ({"density": "row"}, ValueError, r"`density` must be one of .*; got density='row'"),
     ({"n_geometry": 0}, ValueError, r"`n_geometry` must be at least 2; got n_geometry=0"),
     ({"n_geometry": 1}, ValueError, r"`n_geometry` must be at least 2; got n_geometry=1"),
     ({"n_geometry": 2.5}, TypeError, r"`n_geometry` must be an integer; got n_geometry=2.5"),
