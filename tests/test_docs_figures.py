@@ -239,3 +239,29 @@ def test_the_race_to_ten_heads_readme_quotes_its_log_and_study():
         marks[0], ends[-1])
     lrs = json.loads((root / "study.json").read_text(encoding="utf-8"))["parameters"]["lrs"]
     assert "learning rates " + " and ".join(f"{x:g}" for x in lrs) + " on" in readme, lrs
+
+
+GROWTH = ROOT / "docs" / "sweeps" / "growth"
+
+
+def test_the_growth_law_is_stated_once_and_quoted_from_the_study():
+    """The README (not built) quotes the growth study's law as its summary states it; the site's pages state it
+    through the one substitution, never typed in."""
+    stored = json.loads((GROWTH / "growth.json").read_text(encoding="utf-8"))
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert " ".join(stored["headline"].split()) in readme
+    for page in ("index.md", "getting-started.md", "results/index.md", "guide/studies.md"):
+        assert "{{ growth_law }}" in (ROOT / "docs" / page).read_text(encoding="utf-8"), page
+
+
+@pytest.mark.slow
+def test_the_growth_summary_is_its_records():
+    """growth.json is what the records give now: the results page's computation (docs/_ext/results.py) from the
+    committed records, with the study's seed and resamples, reproduces the committed summary's law and fits."""
+    results = pytest.importorskip("results")
+    again = results.growth_summary_of(GROWTH)
+    stored = json.loads((GROWTH / "growth.json").read_text(encoding="utf-8"))
+    assert again["headline"] == stored["headline"]
+    assert again["statements"] == stored["statements"]
+    assert [(g["line"], g["quantity"], g["chosen"]) for g in again["growth"]] == [
+        (g["line"], g["quantity"], g["chosen"]) for g in stored["growth"]]

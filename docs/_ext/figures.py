@@ -225,12 +225,19 @@ def parity_heads(heads=PARITY_HEADS):
     return subs
 
 
+def growth_law(summary):
+    """The growth study's law (``growth_law``: :func:`learner.study.growth.headline`) and its sentence per line and
+    quantity (``growth_statements``, a Markdown list), from the summary computed again from the records."""
+    return {"growth_law": summary["headline"],
+            "growth_statements": "\n".join(f"- {s}" for s in summary["statements"])}
+
+
 def substitutions(sweeps):
     """The MyST substitutions of the pages: ``main_examples``, ``main_seconds``, ``main_runs``, ``main_version``
     from the main job's records, and ``ci_*`` (``ci_commit``, ``ci_date``, ``ci_total``, ``ci_default_tests``, ...)
     from the last CI run, and ``provenance_<study>`` (``provenance_frontier_reach``, ...): the lines that open the
     study's results page, for the guide's account of it; ``parity_heads_*`` (:func:`parity_heads`): the related-work
-    page's parity check, computed at build time."""
+    page's parity check, computed at build time; ``growth_law`` and ``growth_statements`` (:func:`growth_law`)."""
     job = main_job(sweeps)
     subs = {"main_examples": f"{job['examples']:,}", "main_seconds": seconds_text(*job["seconds"]),
             "main_runs": WORDS.get(job["runs"], str(job["runs"])), "main_version": job["version"]}
@@ -240,6 +247,8 @@ def substitutions(sweeps):
     subs |= races(sweeps)
     subs |= parity_heads()
     import results  # docs/_ext: the studies' provenance, one home for the results pages and the guide
+
+    subs |= growth_law(results.growth_summary_of(Path(sweeps) / "growth"))
 
     from learner import __version__
 

@@ -14,6 +14,7 @@ warning box links to the current one).
 """
 
 import dataclasses
+import functools
 import json
 import logging
 import time
@@ -46,7 +47,7 @@ SCALING = {  # folder -> (title, what the study asked)
 
 #: Every results page :func:`build` writes (``docs/sweeps/provenance.json`` has an entry for each).
 PAGES = ("main", "ksweep", "m5-parallel", "frontier", "frontier-adaptive", "frontier-reach", "frontier-gaussian",
-         "noise", "sharpness", "peers", "race", "race-ten", "learn-hard", "yield", "blas", "reach", "torch")
+         "noise", "sharpness", "peers", "race", "race-ten", "growth", "learn-hard", "yield", "blas", "reach", "torch")
 #: The folder of ``docs/sweeps`` whose records a page is built from, where its name differs from the page's.
 FOLDERS = {"sharpness": "reach-sharpness"}
 
@@ -288,6 +289,47 @@ def race_page(folder, out, sweeps):
     if summary.get("search"):
         lines += ["", "### The fewest examples", "", search_rows(summary["search"])]
     return lines + ["", "## Figure", "", f"```{{image}} {fig}\n:alt: the race\n:width: 100%\n```"] + _readme(folder)
+
+
+def growth_records(folder):
+    """The growth study's run records by line (each line's ``runs/``) and its pricing records (``pricing/``), read
+    and checked by :func:`learner.sweep.records.read_record`."""
+    from learner.study.growth import GROWTH_LINES
+    from learner.study.pricing import PRICING_KIND
+    from learner.sweep.records import read_record
+
+    lines = {name: _records(folder / name) for name in GROWTH_LINES if (folder / name / "runs").is_dir()}
+    prices = [read_record(p, kind=PRICING_KIND) for p in sorted((folder / "pricing").glob("*.json"))]
+    return lines, prices
+
+
+@functools.lru_cache(maxsize=2)
+def growth_summary_of(folder):
+    """The growth study's summary, computed again from its records with the study's seed and resamples (once per
+    build: the results page and the pages' substitutions share it)."""
+    from learner.study.growth import growth_summary
+
+    stored = json.loads((folder / "growth.json").read_text())
+    lines, prices = growth_records(folder)
+    return growth_summary(lines, success_tol=stored["success_tol"], resamples=stored["resamples"], prices=prices)
+
+
+def growth_page(folder, out, sweeps):
+    """The growth study's page: the law stated from the records, the growth table, the priced phase 6, the cells
+    and the figure."""
+    from learner.study.growth import plot_growth, summary_markdown
+
+    summary = growth_summary_of(folder)
+    fig = _figure(lambda p: plot_growth(summary, p), out / "growth.png")
+    body = summary_markdown(summary).splitlines()[1:]  # its own title gives way to the page's
+    lines = _header("Run time against m at fixed (d, k)", folder,
+                    "How the learner's time and examples grow with the number of heads m when nothing else changes: "
+                    "d and k fixed per line, phase 4's tolerance and phase 6's search fixed in every cell; per "
+                    "phase; the growth's shape chosen out of sample, with intervals; and the paper's own phase 6 "
+                    "priced beside ours.", sweeps)
+    return (lines + ["## The law, and the tables", *body, "", "## Figure", "",
+                     f"```{{image}} {fig}\n:alt: run time and examples against m per phase\n:width: 100%\n```"]
+            + _readme(folder))
 
 
 def learn_hard_page(folder, out, sweeps):
@@ -536,6 +578,7 @@ def build(docs, out=None):
     for name, make in (("peers", lambda: peers_page(sweeps / "peers", out, sweeps)),
                        ("race", lambda: race_page(sweeps / "race", out, sweeps)),
                        ("race-ten", lambda: race_page(sweeps / "race-ten", out, sweeps)),
+                       ("growth", lambda: growth_page(sweeps / "growth", out, sweeps)),
                        ("learn-hard", lambda: learn_hard_page(sweeps / "learn-hard", out, sweeps)),
                        ("yield", lambda: yield_page(docs, out, sweeps))):
         t0 = time.perf_counter()

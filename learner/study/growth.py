@@ -265,36 +265,66 @@ def _interval(samples: Sequence[float]) -> list[float] | None:
     return [float(np.quantile(s, tail)), float(np.quantile(s, 1 - tail))]
 
 
+def _resampled_log_medians(arrays: Sequence[np.ndarray], rng: np.random.Generator, n: int) -> np.ndarray:
+    """``(n, cells)``: the log of each cell's median over its runs drawn with replacement, ``n`` times."""
+    out = np.empty((n, len(arrays)))
+    for j, a in enumerate(arrays):
+        out[:, j] = np.log(np.median(a[rng.integers(0, len(a), (n, len(a)))], axis=1))
+    return out
+
+
 def _bootstrap(values: Mapping[int, Sequence[float]], rng: np.random.Generator, n: int) -> dict[str, Any]:
     """``n`` resamples of the line, for the intervals and for how stable the choice of shape is.
 
     Two resamplings (ours). For the choice: the runs within each cell (would the noise of the cell medians change
-    the shape chosen?). For the intervals: the cells (with replacement) and then the runs within each cell drawn,
-    so that a shape that misses some cells gets a wider interval, not only the spread of the medians; a resample
-    of fewer distinct cells than a shape has coefficients does not count for that shape.
+    the shape chosen?); the cells are the line's, so each shape's leave-one-out errors come from its one hat
+    matrix. For the intervals: the cells (with replacement) and then the runs within each cell drawn, so that a
+    shape that misses some cells gets a wider interval, not only the spread of the medians; a resample of fewer
+    distinct cells than a shape has coefficients does not count for that shape. All resamples at once (ours).
     """
     ms = sorted(values)
     arrays = [np.asarray(values[m], dtype=float) for m in ms]
-    chosen: dict[str, int] = {}
-    last: dict[str, list[float]] = {s: [] for s in GROWTH_SHAPES}
+    top, c = ms[-1], len(ms)
+    # the choice
+    Y = _resampled_log_medians(arrays, rng, n)
+    loo = {}
+    for shape in GROWTH_SHAPES:
+        x = _design(shape, ms)
+        if c <= x.shape[1] or np.linalg.matrix_rank(x) < x.shape[1]:
+            continue
+        q, _ = np.linalg.qr(x)
+        h = np.sum(q * q, axis=1)
+        if np.any(h > 1 - 1e-9):
+            continue
+        residual = Y - (Y @ q) @ q.T
+        loo[shape] = np.sqrt(np.mean(np.square(residual / (1 - h)), axis=1))
+    chosen: dict[str, float] = {}
+    if loo:
+        names = list(loo)
+        errors = np.stack([loo[name] for name in names], axis=1)
+        first = np.argmax(errors <= errors.min(axis=1, keepdims=True) + TIE, axis=1)
+        counts = np.bincount(first, minlength=len(names))
+        chosen = {name: int(counts[i]) / n for i, name in enumerate(names) if counts[i]}
+    # the intervals
+    cells = rng.integers(0, c, (n, c))
+    y = np.empty((n, c))
+    for i in range(c):
+        y[:, i] = _resampled_log_medians(arrays, rng, n)[np.arange(n), cells[:, i]]
+    distinct = np.array([len(set(row)) for row in cells.tolist()])
+    last: dict[str, list[float]] = {}
     curvature: list[float] = []
-    top = ms[-1]
-    for _ in range(n):
-        runs = {m: a[rng.integers(0, len(a), len(a))] for m, a in zip(ms, arrays, strict=True)}
-        best = choose_shape(fit_growth_shapes(runs))
-        if best is not None:
-            chosen[best] = chosen.get(best, 0) + 1
-        cells = rng.integers(0, len(ms), len(ms))
-        x_m = np.array([ms[i] for i in cells], dtype=float)
-        y = np.log([float(np.median(arrays[i][rng.integers(0, len(arrays[i]), len(arrays[i]))])) for i in cells])
-        for shape in GROWTH_SHAPES:
-            coef = _fit(_design(shape, x_m), y)
-            if coef is None:
-                continue
-            last[shape].append(per_head_factor(shape, coef, top))
-            if shape == "exp(b·m + c·m²)":
-                curvature.append(float(coef[2]))
-    return {"resamples": n, "chosen": {s: chosen[s] / n for s in GROWTH_SHAPES if s in chosen},
+    for shape in GROWTH_SHAPES:
+        base = _design(shape, ms)
+        scale = np.abs(base).max(axis=0)  # columns of order 1: the normal equations stay well conditioned
+        x = (base / scale)[cells]  # (n, c, p)
+        ok = distinct >= base.shape[1]
+        xt = np.swapaxes(x[ok], 1, 2)
+        coef = np.linalg.solve(xt @ x[ok], (xt @ y[ok][..., None]))[..., 0] / scale
+        step = np.array(GROWTH_SHAPES[shape](top)) - np.array(GROWTH_SHAPES[shape](top - 1))
+        last[shape] = list(np.exp(coef[:, 1:] @ step))
+        if shape == "exp(b·m + c·m²)":
+            curvature = list(coef[:, 2])
+    return {"resamples": n, "chosen": {s: chosen[s] for s in GROWTH_SHAPES if s in chosen},
             "last_factor": {s: _interval(v) for s, v in last.items()}, "curvature": _interval(curvature),
             "counted": {s: len(v) for s, v in last.items()}}
 
