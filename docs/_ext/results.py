@@ -371,7 +371,9 @@ def yield_page(docs, out, sweeps):
                        ("frontier-yield-fixed", "The frontier with fixed budgets")):
         rec = read_record(docs / f"{stem}.json", kind="yield-study")
         fields = {f.name for f in dataclasses.fields(YieldStudy)}
-        study = YieldStudy(**{k: rec.get(k, []) if k == "skipped" else rec[k] for k in fields})
+        # a record without `density` predates the choice: its predictions are the single Gaussian's
+        defaults = {"skipped": [], "density": "gaussian"}
+        study = YieldStudy(**{k: rec.get(k, defaults[k]) if k in defaults else rec[k] for k in fields})
         fig = _figure(lambda p, s=study: plot_yield(s, p), out / f"{stem}.png")
         lines += [f"## {what}", "", f"Sweeps read: {', '.join(f'`{s}`' for s in rec.get('sweeps', []))}.", "",
                   _paragraphs(study.table()), "", f"```{{image}} {fig}\n:alt: {what}\n:width: 100%\n```", ""]

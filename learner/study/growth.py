@@ -439,8 +439,12 @@ def growth_table(rows: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
                 f" [{iv[0]:.2f}, {iv[1]:.2f}]" if iv else ""),
             "–" if g["curvature"] is None else f"{g['curvature']:.3g}" + (
                 f" [{civ[0]:.3g}, {civ[1]:.3g}]" if civ else ""),
-            g["direction"]])
+            _SHORT.get(g["direction"], g["direction"])])
     return markdown_table(head, body)
+
+
+#: The growth column's words (the sentences say it in full).
+_SHORT = {"shows neither speeding up nor slowing": "neither shown"}
 
 
 # --------------------------------------------------------------------------- the lines and their summary

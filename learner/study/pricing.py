@@ -32,7 +32,7 @@ from ..phases.search import exhaustive_gram, score_tuples
 from ..validation import Integer, Seed, declare
 
 __all__ = ["MIN_SECONDS", "NET_POINTS", "POINTS_PER_AXIS", "PRICING_KIND", "REPEATS", "grid_points", "net_tuples",
-           "price_cells", "price_search", "pricing_rows", "time_tuple_scoring"]
+           "price_cells", "price_search", "time_tuple_scoring"]
 
 #: Net points per hull axis at m >= 3 (the learner's ``net_points_3d`` at m <= 4, its finest).
 POINTS_PER_AXIS = 13
@@ -194,17 +194,6 @@ def _seconds_text(s: float) -> str:
     if s < year:
         return f"{s / 86400:.3g} days"
     return f"{s / year:.3g} years"
-
-
-def pricing_rows(prices: Sequence[Mapping[str, Any]]) -> list[list[str]]:
-    """Table rows of priced searches (``m``, ``d``, tuples, per tuple, Gram, the price and its interval)."""
-    rows = []
-    for r in prices:
-        lo, hi = r["interval"]
-        rows.append([r["m"], r["d"], f"{r['tuples']:.3g}", f"{1e6 * r['per_tuple_seconds']:.3g} µs",
-                     f"{r['gram_bytes'] / 2**30:.3g} GiB", _seconds_text(r["seconds"]),
-                     f"[{_seconds_text(lo)}, {_seconds_text(hi)}]"])
-    return rows
 
 
 def price_cells(out: Any, cells: Sequence[tuple[int, int, int]], *, run: bool = True, repeats: int = REPEATS,
