@@ -265,3 +265,25 @@ def test_the_growth_summary_is_its_records():
     assert again["statements"] == stored["statements"]
     assert [(g["line"], g["quantity"], g["chosen"]) for g in again["growth"]] == [
         (g["line"], g["quantity"], g["chosen"]) for g in stored["growth"]]
+
+
+def _yield_record(tmp_path, runs):
+    from learner.io import write_json
+    from learner.sweep.records import schema_of
+
+    write_json(tmp_path / "yield-slice.json", {"kind": "yield-study", "schema_version": schema_of("yield-study"),
+                                               "density": "slice", "runs": runs})
+    return tmp_path
+
+
+def test_the_growth_pages_yield_section_holds_the_model_to_the_learner_and_the_rule(tmp_path):
+    results = pytest.importorskip("results")
+    run = {"d": 24, "m": 8, "predicted_model": 2.0, "measured": 4.0, "predicted_simulated": 1.0}
+    lines = results.growth_yield_section(_yield_record(tmp_path, [run, run | {"measured": 1.0}]))
+    table = "\n".join(lines)
+    # learner / model: 2 and 0.5, geometric mean 1; rule / model: 0.5 both
+    assert "| 24 | 8 | 2 | 2 | 2 | 1.00 (0.50–2.00) | 0.50 (0.50–0.50) |" in table
+    assert "within 2.00× of both" in table
+    far = results.growth_yield_section(_yield_record(tmp_path, [run | {"measured": 7.0}]))
+    assert "misses by 3.50×, more than the 3×" in "\n".join(far)
+    assert results.growth_yield_section(tmp_path / "nowhere") == []

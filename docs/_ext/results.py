@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import json
 import logging
+import math
 import time
 from pathlib import Path
 
@@ -47,9 +48,10 @@ SCALING = {  # folder -> (title, what the study asked)
 
 #: Every results page :func:`build` writes (``docs/sweeps/provenance.json`` has an entry for each).
 PAGES = ("main", "ksweep", "m5-parallel", "frontier", "frontier-adaptive", "frontier-reach", "frontier-gaussian",
-         "noise", "sharpness", "peers", "race", "race-ten", "growth", "learn-hard", "yield", "blas", "reach", "torch")
+         "noise", "sharpness", "peers", "race", "race-ten", "growth", "bounds", "learn-hard", "yield", "blas", "reach",
+         "torch")
 #: The folder of ``docs/sweeps`` whose records a page is built from, where its name differs from the page's.
-FOLDERS = {"sharpness": "reach-sharpness"}
+FOLDERS = {"sharpness": "reach-sharpness", "bounds": "growth"}
 
 
 def record_versions(folder):
@@ -314,6 +316,51 @@ def growth_summary_of(folder):
     return growth_summary(lines, success_tol=stored["success_tol"], resamples=stored["resamples"], prices=prices)
 
 
+def growth_yield_section(folder):
+    """Phase 4's yield on the growth study's layers: the slice model (``theory.predicted_yield(density="slice")``,
+    which simulates nothing of the learner) against the learner's own yield and against its certification rule
+    simulated with the true ΣW, per cell, from ``yield-slice.json`` (``python -m theory yield-study``)."""
+    from learner.sweep.records import read_record
+    from learner.tables import markdown_table
+
+    path = folder / "yield-slice.json"
+    if not path.exists():
+        return []
+    rec = read_record(path, kind="yield-study")
+    cells = {}
+    for r in rec["runs"]:
+        if r.get("predicted_model") and r.get("measured"):
+            cells.setdefault((r["d"], r["m"]), []).append(r)
+
+    def gmean(values):
+        return math.exp(sum(math.log(v) for v in values) / len(values))
+
+    rows, worst = [], 1.0
+    for (d, m), runs in sorted(cells.items()):
+        learner = [r["measured"] / r["predicted_model"] for r in runs]
+        rule = [r["predicted_simulated"] / r["predicted_model"] for r in runs if r.get("predicted_simulated")]
+        if m >= 7:
+            worst = max([worst, *[max(v, 1 / v) for v in learner + rule]])
+        rows.append([d, m, len(runs), f"{gmean([r['predicted_model'] for r in runs]):.3g}",
+                     f"{gmean([r['measured'] for r in runs]):.3g}",
+                     f"{gmean(learner):.2f} ({min(learner):.2f}–{max(learner):.2f})",
+                     f"{gmean(rule):.2f} ({min(rule):.2f}–{max(rule):.2f})" if rule else "–"])
+    verdict = (f"At m ≥ 7 every layer's model is within {worst:.2f}× of both the learner's yield and the simulated "
+               f"rule, inside the 3× asked of it." if worst <= 3 else
+               f"At m ≥ 7 some layer's model misses by {worst:.2f}×, more than the 3× asked of it.")
+    return ["## Phase 4's yield, predicted", "",
+            f"Certified constraints per 1000 examples at the study's tolerance, predicted for each learned layer by "
+            f"the slice model (density `{rec.get('density')}`, ours: the window's probability under the law of the "
+            "logit disagreements given the row token and each other token's distance to it; it simulates nothing "
+            "of the learner) against the learner's own yield and against the certification rule simulated with "
+            "the true ΣW on a million examples (`python -m theory yield-study docs/sweeps/growth/d16 "
+            "docs/sweeps/growth/d24 --density slice --n-simulate 1000000 --max-seconds 0 --json "
+            "docs/sweeps/growth/yield-slice.json`). Ratios are geometric means over the cell's layers, with their "
+            "range.", "",
+            markdown_table(["d", "m", "layers", "model", "learner", "learner / model", "simulated rule / model"],
+                           rows), "", verdict, ""]
+
+
 def growth_page(folder, out, sweeps):
     """The growth study's page: the law stated from the records, the growth table, the priced phase 6, the cells
     and the figure."""
@@ -327,9 +374,155 @@ def growth_page(folder, out, sweeps):
                     "d and k fixed per line, phase 4's tolerance and phase 6's search fixed in every cell; per "
                     "phase; the growth's shape chosen out of sample, with intervals; and the paper's own phase 6 "
                     "priced beside ours.", sweeps)
-    return (lines + ["## The law, and the tables", *body, "", "## Figure", "",
+    return (lines + ["## The law, and the tables", *body, "", *growth_yield_section(folder), "## Figure", "",
                      f"```{{image}} {fig}\n:alt: run time and examples against m per phase\n:width: 100%\n```"]
             + _readme(folder))
+
+
+def _growth_cells(folder):
+    """``{d: {m: (median examples, median seconds)}}`` over the growth study's lines at k = 2."""
+    from learner.study.growth import _cell_rows
+
+    lines, _ = growth_records(folder)
+    cells = {}
+    for name, records in lines.items():
+        if name in ("k", "exhaustive"):
+            continue
+        for c in _cell_rows(records, 1e-3):
+            if c["k"] == 2 and c["successes"]:
+                cells.setdefault(c["d"], {})[c["m"]] = (c["median_examples"], c["median_seconds"])
+    return cells
+
+
+def bounds_page(sweeps, out):
+    """The upper and the lower side against m: the learner on random layers at fixed d (the growth study), the
+    counting limit and the gradient baselines' fewest examples (the race's search), beside the SQ family's
+    correlational queries and the LWE-style family's attacks (``docs/sweeps/growth/lower/``)."""
+    from learner.tables import markdown_table
+
+    folder = sweeps / "growth"
+    cells = _growth_cells(folder)
+    lower = folder / "lower"
+    sq = json.loads((lower / "sq.json").read_text())["runs"]
+    lwe = json.loads((lower / "lwe.json").read_text())
+    race = json.loads((sweeps / "race" / "summary.json").read_text())
+    fewest = {}
+    for r in race["search"]:
+        if r["k"] == 2 and r["min_examples"] is not None:
+            key = (r["m"], r["d"])
+            fewest.setdefault(key, {})[r["method"]] = r["min_examples"]
+    ds = sorted(cells)
+    ms = sorted({m for d in ds for m in cells[d]})
+
+    def limit(m, d):  # 2md²/(kd) at k = 2: parameters over the numbers one example's labels carry
+        return 2 * m * d * d / (2 * d)
+
+    lines = _header("Upper and lower bounds against m", folder,
+                    "What learning costs as the number of heads m grows: on random layers, the paper's learner "
+                    "(its upper bound is the paper's; the study ours) and the counting limit; on the hard families "
+                    "behind the paper's lower bounds (the families ours), what correlational statistical queries "
+                    "and lattice-style attackers pay.", sweeps)
+    lines += ["## The upper side: random layers", "",
+              "Median examples and seconds per learned layer at fixed d, k = 2 (the growth study, "
+              "{doc}`/results/generated/growth`), and the counting limit 2md²/(kd): the parameters over the "
+              "numbers one example's labels carry, below which no method can pin the layer down.", "",
+              markdown_table(["m", *[f"d = {d}: examples" for d in ds], *[f"d = {d}: seconds" for d in ds],
+                              *[f"limit at d = {d}" for d in ds]],
+                             [[m, *[f"{cells[d][m][0]:,.0f}" if m in cells[d] else "–" for d in ds],
+                               *[f"{cells[d][m][1]:.3g}" if m in cells[d] else "–" for d in ds],
+                               *[f"{limit(m, d):.0f}" for d in ds]] for m in ms]), "",
+              "The gradient baselines' fewest examples to a relative error of 1e-8 (the race's search, "
+              "{doc}`/results/generated/race`; its cells' d is the smallest sound one, not fixed):", "",
+              markdown_table(["m", "d", "the learner", "numpy Adam", "torch Adam"],
+                             [[m, d, f"{v.get('provable', 0):,}", f"{v['adam']:,}" if "adam" in v else "–",
+                               f"{v['torch-adam']:,}" if "torch-adam" in v else "–"]
+                              for (m, d), v in sorted(fewest.items())]), ""]
+    hard, control = sq["hard"], sq["control"]
+    sq_ds = sorted(hard["ds"])
+    by = {(c["d"], c["m"]): c for c in hard["cells"]}
+    cb = {(c["d"], c["m"]): c for c in control["cells"]}
+    lines += ["## The lower side: the SQ family", "",
+              f"Median correlational queries to find the hidden subset (`python -m lowerbounds sq-simulate`, "
+              f"tolerance {hard['tolerance']}, {hard['adversary']} adversary, {hard['cells'][0]['trials']} hidden "
+              "subsets per cell), against the candidates C(d − 1, m − 1), and on the sparse-linear control with "
+              "the same heads and subset (which must stay cheap):", "",
+              markdown_table(["m", *[f"d = {d}: hard" for d in sq_ds], *[f"d = {d}: C(d−1, m−1)" for d in sq_ds],
+                              *[f"d = {d}: control" for d in sq_ds]],
+                             [[m, *[f"{by[(d, m)]['median']:,.0f}" for d in sq_ds],
+                               *[f"{math.comb(d - 1, m - 1):,}" for d in sq_ds],
+                               *[f"{cb[(d, m)]['median']:,.0f}" for d in sq_ds]] for m in sorted(hard["ms"])]), ""]
+    attacks = lwe["runs"]
+    rows = []
+    for name, run in attacks.items():
+        for r in run["rows"]:
+            rows.append([name, r["n"], r["m_typical"], f"{r['median_seconds']:.3g}",
+                         f"{r['successes']}/{r['repeats']}"])
+    lines += ["## The lower side: the LWE-style family", "",
+              f"Attacks on one-bit learning with rounding, q = {lwe['q']}, median of {lwe['repeats']} fresh secrets "
+              "per n (`python -m lowerbounds lwe-attack`); a typical secret needs m ≈ n heads. Linear algebra "
+              "solves only the unrounded variant (its control).", "",
+              markdown_table(["attack", "n", "heads m (typical)", "median s", "solved"], rows), "",
+              "The lattice cost model (ours: primal uSVP, an assumption for binary public vectors), "
+              "log₂ of the core-SVP cost:", "",
+              markdown_table(["n", "log₂ core-SVP", "log₂ qⁿ"],
+                             [[c["n"], "–" if c.get("log2_core_svp") is None else f"{c['log2_core_svp']:.1f}",
+                               f"{c['n'] * math.log2(lwe['q']):.1f}"] for c in lwe["cost_table"]]), ""]
+    fig = _figure(lambda p: _plot_bounds(cells, fewest, hard, control, attacks, p), out / "bounds.png")
+    lines += ["## Figure", "", f"```{{image}} {fig}\n:alt: upper and lower bounds against m\n:width: 100%\n```"]
+    return lines
+
+
+def _plot_bounds(cells, fewest, hard, control, attacks, path):
+    import matplotlib.pyplot as plt
+
+    from learner.io import save_figure
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.3))
+    ax = axes[0]
+    for i, d in enumerate(sorted(cells)):
+        ms = sorted(cells[d])
+        ax.plot(ms, [cells[d][m][0] for m in ms], marker="o", color=f"C{i}", label=f"learner, d = {d}")
+        ax.plot(ms, [m * d for m in ms], ls=":", color=f"C{i}", label=f"counting limit, d = {d}")
+    adam = sorted((m, min(v.get("adam") or math.inf, v.get("torch-adam") or math.inf)) for (m, _), v in fewest.items())
+    best = {}
+    for m, v in adam:
+        best[m] = min(best.get(m, math.inf), v)
+    ax.plot(list(best), list(best.values()), marker="s", color="grey", label="the better Adam's fewest (race)")
+    ax.set_yscale("log")
+    ax.set_xlabel("heads m")
+    ax.set_ylabel("examples")
+    ax.set_title("upper side: random layers, k = 2", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6.5)
+    ax = axes[1]
+    for i, d in enumerate(sorted(hard["ds"])):
+        mine = sorted((c for c in hard["cells"] if c["d"] == d), key=lambda c: c["m"])
+        ctl = sorted((c for c in control["cells"] if c["d"] == d), key=lambda c: c["m"])
+        ax.plot([c["m"] for c in mine], [c["median"] for c in mine], marker="o", color=f"C{i}",
+                label=f"SQ family, d = {d}")
+        ax.plot([c["m"] for c in ctl], [c["median"] for c in ctl], marker="x", ls="--", color=f"C{i}",
+                label=f"control, d = {d}")
+    ax.set_yscale("log")
+    ax.set_xlabel("heads m")
+    ax.set_ylabel("median correlational queries")
+    ax.set_title("lower side: the SQ family", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6.5)
+    ax = axes[2]
+    for i, (name, run) in enumerate((n, r) for n, r in attacks.items() if n != "linear"):  # linear: a control
+        rows = sorted(run["rows"], key=lambda r: r["m_typical"])
+        ax.plot([r["m_typical"] for r in rows], [r["median_seconds"] for r in rows], marker="o", color=f"C{i}",
+                label=f"{name} attack")
+    ax.set_yscale("log")
+    ax.set_xlabel("heads m (typical secret)")
+    ax.set_ylabel("median seconds")
+    ax.set_title("lower side: the LWE-style family, measured attacks on rounded labels", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6.5)
+    fig.tight_layout()
+    save_figure(fig, path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def learn_hard_page(folder, out, sweeps):
@@ -581,6 +774,7 @@ def build(docs, out=None):
                        ("race", lambda: race_page(sweeps / "race", out, sweeps)),
                        ("race-ten", lambda: race_page(sweeps / "race-ten", out, sweeps)),
                        ("growth", lambda: growth_page(sweeps / "growth", out, sweeps)),
+                       ("bounds", lambda: bounds_page(sweeps, out)),
                        ("learn-hard", lambda: learn_hard_page(sweeps / "learn-hard", out, sweeps)),
                        ("yield", lambda: yield_page(docs, out, sweeps))):
         t0 = time.perf_counter()
