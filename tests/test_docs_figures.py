@@ -278,12 +278,13 @@ def _yield_record(tmp_path, runs):
 
 def test_the_growth_pages_yield_section_holds_the_model_to_the_learner_and_the_rule(tmp_path):
     results = pytest.importorskip("results")
-    run = {"d": 24, "m": 8, "predicted_model": 2.0, "measured": 4.0, "predicted_simulated": 1.0}
+    run = {"d": 24, "m": 8, "predicted_model": 2.0, "measured": 4.0, "predicted_simulated": 1.0, "target": 1000,
+           "examples_measured": 500_000}  # the model's examples: 1000 / (2 / 1000) = 500,000
     lines = results.growth_yield_section(_yield_record(tmp_path, [run, run | {"measured": 1.0}]))
     table = "\n".join(lines)
     # learner / model: 2 and 0.5, geometric mean 1; rule / model: 0.5 both
-    assert "| 24 | 8 | 2 | 2 | 2 | 1.00 (0.50–2.00) | 0.50 (0.50–0.50) |" in table
-    assert "within 2.00× of both" in table
+    assert "| 24 | 8 | 2 | 2 | 2 | 1.00 (0.50–2.00) | 0.50 (0.50–0.50) | 1.00 (1.00–1.00) |" in table
+    assert "within 2.00× of the learner's yield" in table
     far = results.growth_yield_section(_yield_record(tmp_path, [run | {"measured": 7.0}]))
     assert "misses by 3.50×, more than the 3×" in "\n".join(far)
     assert results.growth_yield_section(tmp_path / "nowhere") == []
