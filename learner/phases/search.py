@@ -867,7 +867,7 @@ def score_tuples(gram: tuple[np.ndarray, np.ndarray, float, float], tuples: np.n
         ``(‖Y‖² − explained) / ‖Y‖²`` per tuple.
     """
     G, c, yy, ridge = gram
-    _, d = c.shape[0], c.shape[2]
+    d = c.shape[2]
     m = tuples.shape[1]
     scores = np.empty(len(tuples))
     eye = ridge * np.eye(m * d)
