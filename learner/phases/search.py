@@ -846,10 +846,10 @@ def exhaustive_gram(Phi: np.ndarray, Ys: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def score_tuples(gram: tuple[np.ndarray, np.ndarray, float, float], tuples: np.ndarray, *,
-                 batch: int = 20000) -> np.ndarray:
+                 chunk: int = 20000) -> np.ndarray:
     """The exhaustive search's score of each tuple: the relative residual of the least-squares ``W``'s.
 
-    One ``md × md`` solve per tuple, ``batch`` tuples at a time (the work whose count the paper's ε-net
+    One ``md × md`` solve per tuple, ``chunk`` tuples at a time (the work whose count the paper's ε-net
     multiplies; :mod:`learner.study.pricing` times it).
 
     Parameters
@@ -858,8 +858,8 @@ def score_tuples(gram: tuple[np.ndarray, np.ndarray, float, float], tuples: np.n
         :func:`exhaustive_gram`'s result.
     tuples : ndarray of int, shape (T, m)
         Indices of grid points, one tuple per row.
-    batch : int
-        Tuples per batched solve (memory ``batch·(md)²`` floats).
+    chunk : int
+        Tuples per batched solve (memory ``chunk·(md)²`` floats).
 
     Returns
     -------
@@ -871,12 +871,12 @@ def score_tuples(gram: tuple[np.ndarray, np.ndarray, float, float], tuples: np.n
     m = tuples.shape[1]
     scores = np.empty(len(tuples))
     eye = ridge * np.eye(m * d)
-    for s in range(0, len(tuples), batch):
-        T = tuples[s : s + batch]
+    for s in range(0, len(tuples), chunk):
+        T = tuples[s : s + chunk]
         Gt = G[T[:, :, None], :, T[:, None, :], :].transpose(0, 1, 3, 2, 4).reshape(len(T), m * d, m * d)
         ct = c[T].reshape(len(T), m * d, d)
         sol = np.linalg.solve(Gt + eye, ct)
-        scores[s : s + batch] = (yy - np.einsum("tpe,tpe->t", sol, ct)) / yy
+        scores[s : s + chunk] = (yy - np.einsum("tpe,tpe->t", sol, ct)) / yy
     return scores
 
 

@@ -44,7 +44,7 @@ MIN_SECONDS = 0.3
 REPEATS = 5
 #: A pricing record's kind (its schema: ``learner.sweep.records.KINDS``).
 PRICING_KIND = "growth-pricing"
-#: The batch of the timed solves holds at most this many bytes of Gram blocks (ours: 128 MiB).
+#: A batched solve of the timed tuples holds at most this many bytes of Gram blocks (ours: 128 MiB).
 BATCH_BYTES = 2**27
 
 
@@ -113,7 +113,8 @@ def time_tuple_scoring(m: int, d: int, k: int, *, n_search: int = 2000, repeats:
     Returns
     -------
     dict
-        ``per_tuple_seconds`` (median over the repeats) and ``per_tuple_range``, ``tuples_timed``, ``batch``;
+        ``per_tuple_seconds`` (median over the repeats) and ``per_tuple_range``, ``tuples_timed``, ``batch`` (tuples
+        per batched solve);
         ``gram_points`` (the points of the timed Gram matrix), ``gram_seconds`` (median) and ``gram_range``; and
         the inputs. Timings are wall-clock (``time.perf_counter``) on this process's BLAS threads.
     """
@@ -126,21 +127,21 @@ def time_tuple_scoring(m: int, d: int, k: int, *, n_search: int = 2000, repeats:
         t0 = time.perf_counter()
         gram = exhaustive_gram(Phi, Ys)
         gram_times.append(time.perf_counter() - t0)
-    batch = max(1, min(20000, BATCH_BYTES // (8 * (m * d) ** 2)))
+    chunk = max(1, min(20000, BATCH_BYTES // (8 * (m * d) ** 2)))
     n_tuples = 16
     while True:
         tuples = np.array([np.sort(rng.choice(points, size=m, replace=False)) for _ in range(n_tuples)])
         t0 = time.perf_counter()
-        score_tuples(gram, tuples, batch=batch)
+        score_tuples(gram, tuples, chunk=chunk)
         if time.perf_counter() - t0 >= min_seconds or n_tuples >= 2**22:
             break
         n_tuples *= 2
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        score_tuples(gram, tuples, batch=batch)
+        score_tuples(gram, tuples, chunk=chunk)
         times.append((time.perf_counter() - t0) / n_tuples)
-    return {"m": m, "d": d, "k": k, "n_search": n_search, "repeats": repeats, "batch": batch,
+    return {"m": m, "d": d, "k": k, "n_search": n_search, "repeats": repeats, "batch": chunk,
             "tuples_timed": n_tuples, "per_tuple_seconds": float(np.median(times)),
             "per_tuple_range": [float(min(times)), float(max(times))], "gram_points": points,
             "gram_seconds": float(np.median(gram_times)),

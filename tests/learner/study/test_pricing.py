@@ -36,7 +36,7 @@ class TestScoring:
         p, n, k, d, m = 5, 40, 2, 3, 2
         Phi, Ys = rng.standard_normal((p, n, k, d)), rng.standard_normal((n, k, d))
         tuples = np.array(list(itertools.combinations(range(p), m)))
-        got = score_tuples(exhaustive_gram(Phi, Ys), tuples, batch=3)  # batches that do not divide the count
+        got = score_tuples(exhaustive_gram(Phi, Ys), tuples, chunk=3)  # batches that do not divide the count
         Y = Ys.reshape(-1, d)
         for t, score in zip(tuples, got, strict=True):
             D = np.concatenate([Phi[i].reshape(-1, d) for i in t], axis=1)
