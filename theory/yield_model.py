@@ -903,6 +903,50 @@ def predicted_yield(layer: AttentionLayer, k: int, *, tol: float, min_weight: fl
     )
 
 
+def _density_at_zero(mean, cov, n):
+    """The Gaussian densities at 0 of laws with these means and covariances (per example: blocks per token)."""
+    L = np.linalg.cholesky(cov)
+    z = np.linalg.solve(L, -mean[..., None])[..., 0]
+    return np.exp(-0.5 * n * math.log(2 * math.pi) - np.log(np.diagonal(L, axis1=2, axis2=3)).sum(axis=(1, 2))
+                  - 0.5 * (z**2).sum(axis=(1, 2)))
+
+
+def _slice_skipped_error(m, d, k, n, n_geometry, n_deficient, n_singular):
+    """Why the slice model skipped almost every example: a singular conditional law, or an unbounded window."""
+    if n_singular >= n_deficient:
+        return ValueError(
+            "the disagreements have a singular conditional covariance given the row token on "
+            f"{n_singular} of {n_geometry} sampled examples (some heads' differences Θ_i − Θ_1 are linearly "
+            "dependent, or a head repeats Θ_1, or m − 1 >= d), so their density is not defined; "
+            f"got m={m}, d={d}."
+        )
+    return ValueError(
+        f"the window map has rank < n = {n} for {n_deficient} of {n_geometry} sampled examples, "
+        "so the linearised window is unbounded almost everywhere (zero-residual disagreements exist when "
+        f"m(k−1) > d); got m={m}, d={d}, k={k}."
+    )
+
+
+def _add_slice_batch(sums, *, weight, keep, P, n_use, vol, dens, active, law, well_posed, deficient, singular):
+    """Add one batch's importance-weighted sums to ``sums`` (see :func:`_slice_prediction`)."""
+    g = np.where(keep, weight * P * n_use, 0.0)
+    wk = np.where(keep, weight, 0.0)
+    sums["g"] += float(g.sum())
+    sums["g2"] += float((g**2).sum())
+    sums["gw"] += float((g * wk).sum())
+    sums["w"] += float(wk.sum())
+    sums["w2"] += float((wk**2).sum())
+    sums["rows"] += float((wk * P).sum())
+    sums["wvol"] += float((wk * vol * n_use).sum())
+    sums["vol"] += float((weight * vol)[active].sum())
+    sums["vol_w"] += float(weight[active].sum())
+    sums["dens"] += float((weight * dens)[law].sum())
+    sums["dens_w"] += float(weight[law].sum())
+    sums["ill"] += float(weight[~well_posed].sum())
+    sums["deficient"] += float(weight[deficient].sum())
+    sums["singular"] += float(weight[singular].sum())
+
+
 def _slice_prediction(layer, k, *, tol, min_weight, distribution, geometry, n_geometry, batch, rng, t0):
     """:func:`predicted_yield` with ``density="slice"`` and ``n >= 1`` (see its Notes)."""
     from learner import sample_inputs
@@ -956,42 +1000,14 @@ def _slice_prediction(layer, k, *, tol, min_weight, distribution, geometry, n_ge
             vol[active] = np.exp(_log_unit_ball(n) + n * math.log(tol) - np.log(s[active]).sum(axis=1))
         dens = np.zeros(nb)
         if law.any():
-            L = np.linalg.cholesky(cov[law])
-            z = np.linalg.solve(L, -mean[law][..., None])[..., 0]
-            dens[law] = np.exp(-0.5 * n * math.log(2 * math.pi) - np.log(np.diagonal(L, axis1=2, axis2=3)).sum(
-                axis=(1, 2)) - 0.5 * (z**2).sum(axis=(1, 2)))
-        g = np.where(keep, weight * P * n_use, 0.0)
-        wk = np.where(keep, weight, 0.0)
-        sums["g"] += float(g.sum())
-        sums["g2"] += float((g**2).sum())
-        sums["gw"] += float((g * wk).sum())
-        sums["w"] += float(wk.sum())
-        sums["w2"] += float((wk**2).sum())
-        sums["rows"] += float((wk * P).sum())
-        sums["wvol"] += float((wk * vol * n_use).sum())
-        sums["vol"] += float((weight * vol)[active].sum())
-        sums["vol_w"] += float(weight[active].sum())
-        sums["dens"] += float((weight * dens)[law].sum())
-        sums["dens_w"] += float(weight[law].sum())
-        sums["ill"] += float(weight[~well_posed].sum())
-        sums["deficient"] += float(weight[deficient].sum())
-        sums["singular"] += float(weight[singular].sum())
+            dens[law] = _density_at_zero(mean[law], cov[law], n)
+        _add_slice_batch(sums, weight=weight, keep=keep, P=P, n_use=n_use, vol=vol, dens=dens, active=active,
+                         law=law, well_posed=well_posed, deficient=deficient, singular=singular)
         n_deficient += int(deficient.sum())
         n_singular += int(singular.sum())
         done += nb
     if n_geometry - n_deficient - n_singular < 2:
-        if n_singular >= n_deficient:
-            raise ValueError(
-                "the disagreements have a singular conditional covariance given the row token on "
-                f"{n_singular} of {n_geometry} sampled examples (some heads' differences Θ_i − Θ_1 are linearly "
-                "dependent, or a head repeats Θ_1, or m − 1 >= d), so their density is not defined; "
-                f"got m={layer.m}, d={d}."
-            )
-        raise ValueError(
-            f"the window map has rank < n = {n} for {n_deficient} of {n_geometry} sampled examples, "
-            "so the linearised window is unbounded almost everywhere (zero-residual disagreements exist when "
-            f"m(k−1) > d); got m={layer.m}, d={d}, k={k}."
-        )
+        raise _slice_skipped_error(layer.m, d, k, n, n_geometry, n_deficient, n_singular)
     # The ratio estimator Σg/Σω over the examples kept, with its delta-method standard error.
     ratio = sums["g"] / sums["w"]
     var = max(sums["g2"] - 2 * ratio * sums["gw"] + ratio**2 * sums["w2"], 0.0) / sums["w"] ** 2

@@ -89,12 +89,13 @@ GROWTH_SHAPES: dict[str, Callable[[float], list[float]]] = {
 
 #: Bootstrap resamples (ours: enough for the 2.5 % and 97.5 % quantiles to move by well under their spread).
 BOOTSTRAP = 1000
-#: The intervals' coverage.
+#: The intervals' coverage (ours: the usual two-sided 95 %).
 LEVEL = 0.95
-#: Leave-one-out errors closer than this are a tie, won by the shape listed first (a constant quantity fits every
-#: shape to rounding: exp(b·m), listed first, is then chosen with b = 0).
+#: Leave-one-out errors closer than this are a tie, won by the shape listed first (ours: a constant quantity fits
+#: every shape to rounding; exp(b·m), listed first, is then chosen with b = 0).
 TIE = 1e-9
-#: A curvature interval inside ±NEGLIGIBLE (natural log per head²) is no change (a constant quantity).
+#: A curvature interval inside ±NEGLIGIBLE (natural log per head²) is no change (ours: a constant quantity's
+#: curvature is rounding, about 1e-14).
 NEGLIGIBLE = 1e-9
 
 

@@ -28,19 +28,22 @@ from typing import Any
 
 import numpy as np
 
+from ..phases import LearnConfig
+from ..phases._config import resolve_config
 from ..phases.search import exhaustive_gram, score_tuples
 from ..validation import Integer, Seed, declare
 
 __all__ = ["MIN_SECONDS", "NET_POINTS", "POINTS_PER_AXIS", "PRICING_KIND", "REPEATS", "grid_points", "net_tuples",
            "price_cells", "price_search", "time_tuple_scoring"]
 
-#: Net points per hull axis at m >= 3 (the learner's ``net_points_3d`` at m <= 4, its finest).
-POINTS_PER_AXIS = 13
-#: Net points on the hull's one axis at m = 2 (the learner's ``net_points``).
-NET_POINTS = 41
+#: Net points per hull axis at m >= 3: the learner's ``net_points_3d`` at m = 3, its finest (ours: a fixed
+#: resolution for every m, read from the learner's configuration, its one home).
+POINTS_PER_AXIS = resolve_config(LearnConfig(), 3)[0].net_points_3d or 0
+#: Net points on the hull's one axis at m = 2: the learner's ``net_points`` (ours, read from its configuration).
+NET_POINTS = LearnConfig().net_points
 #: Each timing runs at least this long (ours: well above the timer's resolution and a batch's overhead).
 MIN_SECONDS = 0.3
-#: Timings per (m, d, k); the price's interval is their range.
+#: Timings per (m, d, k) (ours: enough for a range that brackets the median; the price's interval is that range).
 REPEATS = 5
 #: A pricing record's kind (its schema: ``learner.sweep.records.KINDS``).
 PRICING_KIND = "growth-pricing"
