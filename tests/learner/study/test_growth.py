@@ -298,3 +298,43 @@ class TestFigure:
         titles.clear()
         growth.plot_growth(growth_summary({"d24": lines["d24"]}, resamples=20), tmp_path / "h.png")
         assert titles == ["d = 24, k = 2: time per run and per phase", "examples per run, k = 2"]
+
+
+class TestWhatMutationsFound:
+    """Rules a mutation run found untested, each checked where it shows."""
+
+    def test_the_interval_is_the_central_ninety_five_percent(self):
+        assert growth._interval(list(range(1001))) == pytest.approx([25.0, 975.0])
+        assert growth._interval([None, math.nan, 3.0]) == [3.0, 3.0]
+        assert growth._interval([]) is None
+
+    def test_every_cell_is_drawn_the_first_one_too(self):
+        # An exact law but for the first cell, a hundred times off: only resamples that draw it move the fit.
+        values = {m: [math.exp(0.5 * m) * (100.0 if m == 1 else 1.0)] for m in MS}
+        lo, hi = growth._bootstrap(values, np.random.default_rng(0), 300)["last_factor"]["exp(b·m)"]
+        assert hi - lo > 0.05
+
+    def test_the_choice_of_each_resample_is_the_leave_one_out_choice(self):
+        # One run per cell: every resample is the line itself, so the bootstrap's choice is choose_shape's.
+        for seed in range(20):
+            rng = np.random.default_rng(seed)
+            values = {m: [math.exp(0.4 * m + 0.02 * m * m + rng.normal(0, 0.3))] for m in MS}
+            want = choose_shape(fit_growth_shapes(values))
+            assert growth._bootstrap(values, np.random.default_rng(1), 5)["chosen"] == {want: 1.0}, seed
+
+    def test_two_cells_give_a_factor_but_no_choice(self):
+        fits = {f["shape"]: f for f in fit_growth_shapes({1: [2.0], 2: [6.0]})}
+        assert fits["exp(b·m)"]["last_factor"] == pytest.approx(3.0)
+        assert fits["exp(b·m)"]["first_factor"] == pytest.approx(3.0)
+        g = growth_of({1: [2.0], 2: [6.0]})
+        assert g["resamples"] == 0 and g["chosen_share"] is None and g["last_factor_interval"] is None
+
+    def test_values_below_one_are_kept(self):
+        recs = [_record(1, 0.5), _record(2, 0.75)]
+        assert line_values(recs, "seconds", d=24, k=2) == {1: [0.5], 2: [0.75]}
+
+    def test_a_phase_missing_from_the_timings_counts_as_nothing(self):
+        rec = _record(3, 10.0)
+        del rec["timings"]["5_span"]
+        phases = sum(0.9 * 10.0 * (i + 1) / 21 for i, p in enumerate(PHASES) if p != "5_span")
+        assert growth._rest(rec) == pytest.approx(10.0 - phases)

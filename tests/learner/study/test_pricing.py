@@ -143,3 +143,42 @@ class TestPaperAgainstOurs:
         (check,) = out["checks"]
         assert (check["successes"], check["runs"]) == (2, 3)
         assert check["measured_s"] == 70.0 and check["ratio"] == pytest.approx(100 / 70)
+
+
+class TestWhatMutationsFound:
+    def test_the_check_line_first_still_lets_the_others_be_priced(self):
+        prices = [{"m": 3, "d": 24, "k": 2, "seconds": 100.0, "interval": [80.0, 130.0], "tuples": 790244.0,
+                   "per_tuple_seconds": 1.2e-4}]
+        lines = {"exhaustive": [_run(3, 70.0, 60.5), _run(2, 5.0, 1.0)], "d24": [_run(3, 10.0, 2.0)]}
+        out = pricing_of(lines, prices)
+        assert [(r["line"], r["m"], r["d"]) for r in out["rows"]] == [("d24", 3, 24)]
+        assert [(c["m"], c["d"], c["k"]) for c in out["checks"]] == [(2, 24, 2), (3, 24, 2)]
+        unpriced = out["checks"][0]
+        assert unpriced["priced_s"] is None and unpriced["ratio"] is None and unpriced["measured_s"] == 0.5
+
+    def test_a_run_without_its_refinement_time_is_not_measured(self):
+        run = _run(3, 70.0, 60.5)
+        run["diagnostics"]["6_search"]["refine_seconds"] = None
+        (check,) = pricing_of({"exhaustive": [run]}, [])["checks"]
+        assert check["measured_s"] is None and check["successes"] == 1
+
+    def test_the_phase_6_time_of_ours_is_its_own(self):
+        prices = [{"m": 3, "d": 24, "k": 2, "seconds": 100.0, "interval": [80.0, 130.0], "tuples": 1.0,
+                   "per_tuple_seconds": 1.0}]
+        run = _run(3, 10.0, 2.0)
+        del run["timings"]["6_search"]
+        (row,) = pricing_of({"d24": [run]}, prices)["rows"]
+        assert row["ours_search_s"] == 0.0 and row["rest_s"] == 10.0
+
+    def test_the_timing_gets_the_cells_seed_and_repeats(self, tmp_path, monkeypatch):
+        seen = []
+
+        def timing(m, d, k, **kw):
+            seen.append(kw)
+            return TestRecords()._fake_timing([])(m, d, k)
+
+        monkeypatch.setattr(pricing, "time_tuple_scoring", timing)
+        price_cells(tmp_path, [(2, 8, 2)], repeats=7, seed=11)
+        assert seen == [{"repeats": 7, "seed": 11}]
+        rec = json.loads((tmp_path / "pricing" / "m2-d8-k2.json").read_text())
+        assert rec["date"].endswith("Z") and rec["date"][:2] == "20"
