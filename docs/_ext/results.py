@@ -477,6 +477,16 @@ def bounds_page(sweeps, out):
     return lines
 
 
+def _log_panel(ax, xlabel, ylabel, title):
+    """A panel of the bounds figure: log scale, labels, title, grid and legend."""
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6.5)
+
+
 def _plot_bounds(cells, fewest, hard, control, attacks, path):
     import matplotlib.pyplot as plt
 
@@ -493,12 +503,7 @@ def _plot_bounds(cells, fewest, hard, control, attacks, path):
     for m, v in adam:
         best[m] = min(best.get(m, math.inf), v)
     ax.plot(list(best), list(best.values()), marker="s", color="grey", label="the better Adam's fewest (race)")
-    ax.set_yscale("log")
-    ax.set_xlabel("heads m")
-    ax.set_ylabel("examples")
-    ax.set_title("upper side: random layers, k = 2", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=6.5)
+    _log_panel(ax, "heads m", "examples", "upper side: random layers, k = 2")
     ax = axes[1]
     for i, d in enumerate(sorted(hard["ds"])):
         mine = sorted((c for c in hard["cells"] if c["d"] == d), key=lambda c: c["m"])
@@ -507,23 +512,14 @@ def _plot_bounds(cells, fewest, hard, control, attacks, path):
                 label=f"SQ family, d = {d}")
         ax.plot([c["m"] for c in ctl], [c["median"] for c in ctl], marker="x", ls="--", color=f"C{i}",
                 label=f"control, d = {d}")
-    ax.set_yscale("log")
-    ax.set_xlabel("heads m")
-    ax.set_ylabel("median correlational queries")
-    ax.set_title("lower side: the SQ family", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=6.5)
+    _log_panel(ax, "heads m", "median correlational queries", "lower side: the SQ family")
     ax = axes[2]
     for i, (name, run) in enumerate((n, r) for n, r in attacks.items() if n != "linear"):  # linear: a control
         rows = sorted(run["rows"], key=lambda r: r["m_typical"])
         ax.plot([r["m_typical"] for r in rows], [r["median_seconds"] for r in rows], marker="o", color=f"C{i}",
                 label=f"{name} attack")
-    ax.set_yscale("log")
-    ax.set_xlabel("heads m (typical secret)")
-    ax.set_ylabel("median seconds")
-    ax.set_title("lower side: the LWE-style family, measured attacks on rounded labels", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=6.5)
+    _log_panel(ax, "heads m (typical secret)", "median seconds",
+               "lower side: the LWE-style family, measured attacks on rounded labels")
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
     plt.close(fig)
