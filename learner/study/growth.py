@@ -10,10 +10,11 @@ paper's enumeration at m = 2 and 3 (``exhaustive``, which holds the price of pha
 
 The analysis (:func:`growth_of`) fits, for the total and for each phase, time and examples, five shapes of
 ``log(median)`` against m (:data:`GROWTH_SHAPES`), chooses the one with the smallest leave-one-cell-out error (each
-cell's median predicted from the others: the error of predicting an m the fit has not seen), and resamples the runs
-within each cell (bootstrap) for intervals on the per-head factor, on the curvature of ``log(median)`` in m (whether
-growth speeds up or slows) and on how often each shape would have been chosen. The study design, the shapes and the
-intervals are ours; the paper proves a ``(dk)^{O(m³)}`` bound and reports no experiments.
+cell's median predicted from the others: the error of predicting an m the fit has not seen), and resamples the line
+(bootstrap: the cells, then the runs within each cell drawn) for intervals on the per-head factor and on the
+curvature of ``log(median)`` in m (whether growth speeds up or slows), and the runs within each cell for how often
+each shape would have been chosen. The study design, the shapes and the intervals are ours; the paper proves a
+``(dk)^{O(m³)}`` bound and reports no experiments.
 """
 
 from __future__ import annotations
