@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..phases import LearnConfig
-from ..phases._config import resolve_config
+from ..phases import LearnConfig, resolve_config
 from ..phases.search import exhaustive_gram, score_tuples
 from ..validation import Integer, Seed, declare
 
