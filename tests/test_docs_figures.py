@@ -254,6 +254,34 @@ def test_the_growth_law_is_stated_once_and_quoted_from_the_study():
         assert "{{ growth_law }}" in (ROOT / "docs" / page).read_text(encoding="utf-8"), page
 
 
+def test_the_growth_readme_quotes_its_logs_and_records():
+    """The sitting's times, the yield study's seconds, the layers per cell and the worst error in
+    ``docs/sweeps/growth/README.md`` (shown on its results page) are its logs' and its records'."""
+    import re
+
+    readme = " ".join((GROWTH / "README.md").read_text(encoding="utf-8").split())
+    d24 = (GROWTH / "progress-d24.log").read_text(encoding="utf-8")
+    start, = re.findall(r"^=== d24 start (\S+)$", d24, re.M)
+    (done, seconds), = re.findall(r"^=== d24 done (\S+) in (\d+) s$", d24, re.M)
+    stopped, = re.findall(r"^=== launch.py stopped (\S+)$", d24, re.M)
+    assert f"`d24`, {start}–{done} ({seconds} s)" in readme and f"stopped at {stopped}," in readme
+    rest = (GROWTH / "progress.log").read_text(encoding="utf-8")
+    begun, = re.findall(r"^=== growth d16 d24 exhaustive start (\S+)$", rest, re.M)
+    ended, = re.findall(r"^=== growth d16 d24 exhaustive done rc=0 (\S+)$", rest, re.M)
+    assert f"the pricing, {begun}–{ended}," in readme
+    yield_seconds = json.loads((GROWTH / "yield-slice.json").read_text(encoding="utf-8"))["seconds"]
+    assert f"({yield_seconds:.0f} s, its record's `seconds`" in readme
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(GROWTH.glob("*/runs/*.json"))]
+    per_cell = {}
+    for r in records:
+        key = (r["spec"]["d"], r["spec"]["m"]) if "exhaustive" not in str(r["spec"]["options"]) else None
+        if key:
+            per_cell[key] = per_cell.get(key, 0) + 1
+    assert set(per_cell.values()) == {10} and "ten layers per cell" in readme
+    assert max(r["errors"]["relative_error"] for r in records) <= 1e-29
+    assert "relative error against the planted layer at most 1e-29" in readme
+
+
 @pytest.mark.slow
 def test_the_growth_summary_is_its_records():
     """growth.json is what the records give now: the results page's computation (docs/_ext/results.py) from the
@@ -288,3 +316,26 @@ def test_the_growth_pages_yield_section_holds_the_model_to_the_learner_and_the_r
     far = results.growth_yield_section(_yield_record(tmp_path, [run | {"measured": 7.0}]))
     assert "misses by 3.50×, more than the 3×" in "\n".join(far)
     assert results.growth_yield_section(tmp_path / "nowhere") == []
+
+
+def test_the_slice_models_docstrings_quote_its_measurements():
+    """The figures ``theory/yield_model.py`` quotes for ``density="slice"`` are those of
+    ``docs/sweeps/yield-model/`` (records.json: the growth study's d = 24 layers; settings.json: other settings)."""
+    import math
+
+    folder = ROOT / "docs" / "sweeps" / "yield-model"
+    text = " ".join((ROOT / "theory" / "yield_model.py").read_text(encoding="utf-8").split())
+    runs = json.loads((folder / "records.json").read_text(encoding="utf-8"))
+    rule = [r["sim"] / r["slice"] for r in runs if r["m"] >= 2]
+    learner = [r["learner_certified"] / r["slice"] for r in runs if r["m"] >= 2]
+    assert f"within {min(rule):.2f}–{max(rule):.2f} of the rule at every ``m = 1..10``" in text
+    assert f"are {min(learner):.2f}–{max(learner):.2f} of the slice model's" in text
+    gauss = []
+    for m in (7, 8, 9, 10):
+        v = [r["sim"] / r["gaussian"] for r in runs if r["m"] == m]
+        gauss.append(f"{math.exp(sum(map(math.log, v)) / len(v)):.1f}×")
+    assert "(the Gaussian: " + ", ".join(gauss) + " below at ``m = 7..10``" in text
+    other = json.loads((folder / "settings.json").read_text(encoding="utf-8"))
+    boolean = [r["sim"] / r["slice"] for r in other if r["distribution"] == "boolean"]
+    assert f"On {len(boolean)} other Boolean layers" in text
+    assert f"it is within {min(boolean):.2f}–{max(boolean):.2f} everywhere" in text

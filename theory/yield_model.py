@@ -48,10 +48,9 @@ it. Near-duplicate tokens (small ``r``) make ``D`` small and the window wide at
 once, and at large ``n`` they carry most of the yield. ``density="slice"``
 (ours) models ``D`` given ``x_a`` and ``r`` by the Gaussian with its exact
 conditional moments (:func:`conditional_disagreement_moments`, a local CLT on
-the slices of the cube) and integrates it over the window; measured within
-0.97–1.21 of the simulated rule at ``k = 2``, ``d = 24``, tol 0.1, ``m = 1..10``
-(ten layers each), where the Gaussian density under-predicts 2.1–5.7× at
-``m = 7..10`` (see :func:`predicted_yield`, Notes).
+the slices of the cube) and integrates it over the window; how close it comes
+to the simulated rule, where the single Gaussian under-predicts, is measured in
+:func:`predicted_yield`, Notes (records in ``docs/sweeps/yield-model/``).
 """
 
 from __future__ import annotations
@@ -788,7 +787,7 @@ def predicted_yield(layer: AttentionLayer, k: int, *, tol: float, min_weight: fl
     Gaussian tokens under-predicted by 1.1–4×.) Examples whose conditional
     covariance is singular are skipped and counted (``singular_fraction``).
 
-    Measured (ours; the rule simulated with the true ``ΣW``, :func:`measured_yield`,
+    Measured (ours, ``docs/sweeps/yield-model/``; the rule simulated with the true ``ΣW``, :func:`measured_yield`,
     against each model, geometry ``"conditional"``): on the learner's own
     layers of the growth study (``k = 2``, ``d = 24``, logit scale 1, tol 0.1,
     ``min_weight`` 0.02, ten layers per ``m``) the slice model is within
