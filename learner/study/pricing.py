@@ -21,6 +21,7 @@ Everything here is ours; the paper states the enumeration, not its cost on a mac
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,8 @@ from ..validation import Integer, Seed, declare
 
 __all__ = ["MIN_SECONDS", "NET_POINTS", "POINTS_PER_AXIS", "PRICING_KIND", "REPEATS", "grid_points", "net_tuples",
            "price_cells", "price_search", "time_tuple_scoring"]
+
+log = logging.getLogger(__name__)
 
 #: Net points per hull axis at m >= 3: the learner's ``net_points_3d`` at m = 3, its finest (ours: a fixed
 #: resolution for every m, read from the learner's configuration, its one home).
@@ -239,6 +242,7 @@ def price_cells(out: Any, cells: Sequence[tuple[int, int, int]], *, run: bool = 
         elif not run:
             raise RecordError(f"{path} is missing: run the study (without --summarise-only) to time the cell.")
         else:
+            log.info("pricing phase 6 at (m, d, k) = (%d, %d, %d): timing the scoring of its tuples", m, d, k)
             timing = time_tuple_scoring(m, d, k, repeats=repeats, seed=seed)
             rec = {"kind": PRICING_KIND, "schema_version": schema_of(PRICING_KIND), **timing,
                    **price_search(timing), "versions": versions(),
