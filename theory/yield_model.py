@@ -959,7 +959,7 @@ def _slice_prediction(layer, k, *, tol, min_weight, distribution, geometry, n_ge
     # ratio estimator's standard error, rows, volumes, density at 0, and the skipped and ill-posed mass.
     sums = dict.fromkeys(("g", "g2", "gw", "w", "w2", "rows", "wvol", "vol", "vol_w", "dens", "dens_w",
                           "ill", "deficient", "singular"), 0.0)
-    n_deficient = n_singular = 0
+    n_deficient = n_singular = n_active = 0
     done = 0
     while done < n_geometry:
         nb = min(batch, n_geometry - done)
@@ -1004,8 +1004,11 @@ def _slice_prediction(layer, k, *, tol, min_weight, distribution, geometry, n_ge
                          law=law, well_posed=well_posed, deficient=deficient, singular=singular)
         n_deficient += int(deficient.sum())
         n_singular += int(singular.sum())
+        n_active += int(active.sum())
         done += nb
-    if n_geometry - n_deficient - n_singular < 2:
+    # Too few examples with a window and a law to average over: the ill-posed ones certify nothing either way, so
+    # counting them as kept would predict a yield where the law is undefined (two equal heads, say).
+    if n_active < 2 and (n_deficient or n_singular):
         raise _slice_skipped_error(layer.m, d, k, n, n_geometry, n_deficient, n_singular)
     # The ratio estimator Σg/Σω over the examples kept, with its delta-method standard error.
     ratio = sums["g"] / sums["w"]
