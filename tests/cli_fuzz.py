@@ -76,6 +76,8 @@ def _base(package, command, tmp):
                                    "--serial", "--no-progress", "--out", out],
         ("learner", "growth"): ["growth", "--lines", "d24", "--quick", "--resamples", "10", "--learn-workers", "1",
                                 "--no-progress", "--out", out],
+        ("learner", "budget"): ["budget", "--ds", "6", "--methods", "adam", "--start", "6=1", "--seeds", "1",
+                                "--quick", "--workers", "1", "--no-progress", "--out", out],
         ("theory", "list"): ["list"],
         ("theory", "check"): ["check", "one_step"],
         ("theory", "all"): ["all"],

@@ -18,7 +18,8 @@ PACKAGES = ("learner", "lowerbounds", "theory")
 #: Arguments a command needs before an option can be tried (its folder, its input).
 NEEDS = {"info": ["layer.npz"], "learn-hard": ["--out", "{out}"], "scaling": ["--out", "{out}"],
          "peers": ["--out", "{out}"], "race": ["--out", "{out}"], "noise-study": ["--out", "{out}"],
-         "sharpness": ["--out", "{out}"], "growth": ["--out", "{out}"], "yield-study": ["{out}"]}
+         "sharpness": ["--out", "{out}"], "growth": ["--out", "{out}"], "budget": ["--out", "{out}"],
+         "yield-study": ["{out}"]}
 
 
 def _integer(rule):

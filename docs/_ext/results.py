@@ -442,6 +442,7 @@ def bounds_page(sweeps, out):
                              [[m, d, f"{v.get('provable', 0):,}", f"{v['adam']:,}" if "adam" in v else "–",
                                f"{v['torch-adam']:,}" if "torch-adam" in v else "–"]
                               for (m, d), v in sorted(fewest.items())]), ""]
+    lines += _budget_section(sweeps, lines_records=growth_records(folder)[0])
     hard, control = sq["hard"], sq["control"]
     sq_ds = sorted(hard["ds"])
     by = {(c["d"], c["m"]): c for c in hard["cells"]}
@@ -475,6 +476,31 @@ def bounds_page(sweeps, out):
     fig = _figure(lambda p: _plot_bounds(cells, fewest, hard, control, attacks, p), out / "bounds.png")
     lines += ["## Figure", "", f"```{{image}} {fig}\n:alt: upper and lower bounds against m\n:width: 100%\n```"]
     return lines
+
+
+def _budget_section(sweeps, lines_records):
+    """The budgeted frontier: the learner from the growth study's lines, the two Adams from the races' records."""
+    from learner.study.growth import FRONTIER_BUDGET, budgeted_frontier, frontier_markdown
+
+    ds = (16, 24, 32)
+    learner = [r for name, recs in lines_records.items() if name in ("d16", "d24", "d32") for r in recs]
+    walk_folder = sweeps / "growth" / "budget"
+    walk = _evals(walk_folder) if (walk_folder / "runs").is_dir() else []
+    walked = {(r["spec"]["method"], r["spec"]["d"]) for r in walk}
+    races = [r for folder in ("race", "race-ten") for r in _evals(sweeps / folder)
+             if r["spec"]["method"] != "provable" and (r["spec"]["method"], r["spec"]["d"]) not in walked]
+    rows = budgeted_frontier(learner + races + walk, ds=ds)
+    names = {"provable": "the learner", "adam": "numpy Adam", "torch-adam": "torch Adam"}
+    return ["## The budgeted frontier", "",
+            f"The largest m whose median layer reached a relative error of 1e-3 within {FRONTIER_BUDGET:.0f} s on "
+            "the two-core machine (`learner.study.growth.budgeted_frontier`; in brackets that cell's median seconds "
+            "and its layers within the budget). The learner's cells are the growth study's, whose lines stop at the "
+            "largest m the learner calls sound at their d (beyond it the learner refuses before its first example). "
+            "The two Adams' are the budget walk's (`python -m learner budget`, `docs/sweeps/growth/budget/`: each "
+            "run stopped at the budget, the walk capped at the learner's sound m) where it walked that d, and the "
+            "races' otherwise ({doc}`/results/generated/race`, {doc}`/results/generated/race-ten`: cells at the "
+            "smallest sound d of each m, runs without a time limit). ≥ marks a lower bound: no larger m was measured.",
+            "", frontier_markdown(rows, names), ""]
 
 
 def _log_panel(ax, xlabel, ylabel, title):

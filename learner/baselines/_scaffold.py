@@ -33,7 +33,7 @@ OPTION_RULES: dict[str, Integer | Real] = {
     "lr": Real(), "max_iter": Integer(), "epochs": Integer(), "batch": Integer(), "restarts": Integer(),
     "n_train": Integer(), "n_val": Integer(), "patience": Integer(), "eval_every": Integer(),
     "threads": Integer(), "tol": Real(allow_zero=True), "clip": Scale(), "init_scale": Scale(),
-    "success_tol": Real(),
+    "success_tol": Real(), "max_seconds": Real(),
 }
 
 
@@ -200,23 +200,26 @@ class GradientFit:
         self.timings["draw"] = time.perf_counter() - t0
         return (X_all[:n_train], Y_all[:n_train]), (X_all[n_train:], Y_all[n_train:])
 
-    def clock(self, milestones: Sequence[float],
-              Yv: np.ndarray) -> tuple[dict[float, float | None], Callable[[float], None]]:
-        """``(seconds_to, mark)``: ``mark(val_loss)`` times the first validation loss below each milestone."""
+    def clock(self, milestones: Sequence[float], Yv: np.ndarray,
+              max_seconds: float | None = None) -> tuple[dict[float, float | None], Callable[[float], bool]]:
+        """``(seconds_to, mark)``: ``mark(val_loss)`` times the first validation loss below each milestone and
+        says whether the fit has run past ``max_seconds`` since the call began (never, for None)."""
         seconds_to = dict.fromkeys(milestones)
         y_val = float(np.sum(Yv**2)) / Yv.shape[0]  # validation loss / y_val = validation relative error
 
         def mark(val):
+            now = time.perf_counter() - self.t_start
             for threshold, seconds in seconds_to.items():
                 if seconds is None and val <= threshold * y_val:
-                    seconds_to[threshold] = time.perf_counter() - self.t_start
+                    seconds_to[threshold] = now
+            return max_seconds is not None and now > max_seconds
 
         return seconds_to, mark
 
     def restarts(
         self, restarts: int, init_scale: float, train: Callable[[int, np.random.Generator, np.ndarray], dict[str, Any]],
     ) -> tuple[list[dict[str, Any]], list[np.random.Generator]]:
-        """Run ``train(j, gen, params)`` for each restart until one stops at ``"tol"``.
+        """Run ``train(j, gen, params)`` for each restart until one stops at ``"tol"`` or ``"max_seconds"``.
 
         ``params`` (shape (2, m, d, d): the ``Θ_i`` then the ``W_i``) starts with every entry
         ``N(0, init_scale²/d)`` from the restart's generator ``gen``; ``train`` returns a dict with at least
@@ -230,7 +233,7 @@ class GradientFit:
         for j, gen in enumerate(gens):
             params = gen.normal(0.0, init_scale / np.sqrt(d), size=(2, self.m, d, d))
             runs.append(train(j, gen, params))
-            if runs[-1]["stopped"] == "tol":
+            if runs[-1]["stopped"] in ("tol", "max_seconds"):
                 break
         self.timings["fit"] = time.perf_counter() - t0
         return runs, gens[: len(runs)]

@@ -143,7 +143,7 @@ def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patienc
             if not np.isfinite(val):
                 stopped = "diverged"
                 break
-            mark(val)
+            late = mark(val)
             # Improvements are measured from the last significant one, so a slow
             # creep of many tiny steps still runs out of patience.
             if val < ref * (1 - MIN_IMPROVEMENT):
@@ -158,6 +158,9 @@ def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patienc
             if it - last_improve >= patience:
                 stopped = "patience"
                 break
+            if late:
+                stopped = "max_seconds"
+                break
     run = {"params": best, "initial_val_loss": initial, "val_loss": best_val, "train_loss": _loss(best, X, Y),
            "iterations": it, "best_iteration": best_it, "stopped": stopped, "seconds": time.perf_counter() - t0}
     log.info("fit_gradient restart %s: validation loss %.4g -> %.4g after %d iterations (stopped: %s)",
@@ -167,13 +170,13 @@ def _train(params, X, Y, Xv, Yv, *, optimizer, lr, max_iter, batch, tol, patienc
 
 @declare(m=Integer(), optimizer=Choice(OPTIMIZERS), **option_rules(
     "lr", "max_iter", "restarts", "batch", "n_train", "n_val", "tol", "patience", "init_scale", "success_tol",
-    optional=("batch",)))
+    "max_seconds", optional=("batch", "max_seconds")))
 def fit_gradient(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *, m: int, k: int | None = None,
                  optimizer: str = "adam", lr: float = 1e-2, max_iter: int = 2000, restarts: int = 3,
                  batch: int | None = None, n_train: int = 20000, n_val: int = 5000, tol: float = 1e-8,
                  patience: int = 200, init_scale: float = 0.5, success_tol: float = 1e-3,
-                 milestones: Iterable[float] = DEFAULT_MILESTONES, truth: AttentionLayer | None = None,
-                 rng: SeedLike = None) -> LearnResult:
+                 milestones: Iterable[float] = DEFAULT_MILESTONES, max_seconds: float | None = None,
+                 truth: AttentionLayer | None = None, rng: SeedLike = None) -> LearnResult:
     """Fit an ``m``-head attention layer to examples by gradient descent on the squared loss (a baseline).
 
     Minimises
@@ -230,6 +233,10 @@ def fit_gradient(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike]
         Validation relative errors whose first crossing (over all restarts, in order) is timed:
         ``diagnostics["fit"]["seconds_to"]`` maps each (``"1e-03"``) to the seconds since the call
         began, examples drawn included, or None if never reached.
+    max_seconds : float, optional
+        Stop training at the first validation after this many seconds since the call began (the restart then
+        stops at ``"max_seconds"`` and no further restart starts); the layer kept is the best so far. None
+        (default): no limit. For a budget per run, as in :func:`learner.study.growth.budgeted_frontier`.
     truth : AttentionLayer, optional
         The planted layer, for diagnostics only (``result.errors``).
     rng : None, int, SeedSequence or Generator
@@ -249,7 +256,7 @@ def fit_gradient(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike]
         ``diagnostics["fit"]`` holds the settings and, per restart, the initial
         and best validation loss, the training loss at those parameters, the
         iterations, the best iteration, why it stopped (``"tol"``,
-        ``"patience"``, ``"max_iter"`` or ``"diverged"``) and the seconds, with
+        ``"patience"``, ``"max_iter"``, ``"max_seconds"`` or ``"diverged"``) and the seconds, with
         ``best_restart`` the index kept and the seed entropy and spawn keys
         that replay every restart. ``errors`` (with ``truth``) has
         ``"relative_error"`` of ``F`` on 8192 fresh inputs and, when ``truth.m == m``,
@@ -306,12 +313,12 @@ def fit_gradient(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike]
         "n_train": n_train, "n_val": n_val, "tol": tol, "patience": patience, "init_scale": init_scale,
         "success_tol": success_tol, "loss": "mean over examples of ||F(X) - Y||_F^2",
         "seed_entropy": rng.bit_generator.seed_seq.entropy,  # type: ignore[attr-defined]
-    }
+    } | ({} if max_seconds is None else {"max_seconds": max_seconds})
     train, validation = fit.split(n_train, n_val)
     if train is None:
         return validation
     (X, Y), (Xv, Yv) = train, validation
-    seconds_to, mark = fit.clock(milestones, Yv)
+    seconds_to, mark = fit.clock(milestones, Yv, max_seconds)
 
     def one(j, gen, params):
         return _train(params, X, Y, Xv, Yv, optimizer=optimizer, lr=lr, max_iter=max_iter, batch=batch_eff,

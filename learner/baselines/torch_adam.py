@@ -34,13 +34,14 @@ log = logging.getLogger(__name__)
 
 @declare(m=Integer(), **option_rules("lr", "epochs", "batch", "n_train", "n_val", "restarts", "tol", "clip",
                                      "init_scale", "success_tol", "eval_every", "threads",
-                                     optional=("eval_every", "threads", "batch")))
+                                     "max_seconds", optional=("eval_every", "threads", "batch", "max_seconds")))
 def fit_torch(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *, m: int, k: int | None = None,
               lr: float = 1e-2, epochs: int = 200, batch: int | None = 256, n_train: int = 20000, n_val: int = 5000,
               restarts: int = 3, tol: float = 1e-8, clip: float = 1.0, init_scale: float = 0.5,
               success_tol: float = 1e-3, milestones: Iterable[float] = DEFAULT_MILESTONES,
               eval_every: int | None = None, dtype: str = "float64", threads: int | None = None,
-              device: Any = "cpu", truth: AttentionLayer | None = None, rng: SeedLike = None) -> LearnResult:
+              device: Any = "cpu", max_seconds: float | None = None, truth: AttentionLayer | None = None,
+              rng: SeedLike = None) -> LearnResult:
     """Fit an ``m``-head layer with ``torch.optim.Adam``: mini-batches, cosine schedule, gradient clipping.
 
     Minimises the loss of :func:`learner.baselines.fit_gradient`,
@@ -91,6 +92,10 @@ def fit_torch(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *
         Where the parameters and examples live and every step computes: ``"cpu"`` (default), ``"cuda"``,
         ``"cuda:1"``, ... (:func:`learner.arrays.torch_device`; a ValueError when torch sees no such
         device). The result's layer is numpy on the CPU either way.
+    max_seconds : float, optional
+        Stop training at the first validation after this many seconds since the call began (the restart then
+        stops at ``"max_seconds"`` and no further restart starts); the layer kept is the best so far. None
+        (default): no limit. For a budget per run, as in :func:`learner.study.growth.budgeted_frontier`.
     truth : AttentionLayer, optional
         The planted layer, for ``result.errors`` only.
     rng : None, int, SeedSequence or Generator
@@ -101,7 +106,7 @@ def fit_torch(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *
     -------
     LearnResult
         As :func:`learner.baselines.fit_gradient`'s, with ``diagnostics["fit"]["recipe"] = "torch-adam"``, per
-        restart its steps, best step, why it stopped (``"tol"``, ``"epochs"`` or ``"diverged"``) and
+        restart its steps, best step, why it stopped (``"tol"``, ``"epochs"``, ``"max_seconds"`` or ``"diverged"``) and
         seconds, and ``seconds_to``.
 
     Raises
@@ -142,11 +147,11 @@ def fit_torch(source: LayerOracle | ArraySource | tuple[ArrayLike, ArrayLike], *
         "milestones": list(milestones),
         "loss": "mean over examples of ||F(X) - Y||_F^2",
         "seed_entropy": rng.bit_generator.seed_seq.entropy,  # type: ignore[attr-defined]
-    }
+    } | ({} if max_seconds is None else {"max_seconds": max_seconds})
     train, validation = fit.split(n_train, n_val)
     if train is None:
         return validation
-    seconds_to, mark = fit.clock(milestones, validation[1])
+    seconds_to, mark = fit.clock(milestones, validation[1], max_seconds)
     module_class = torch_interop.AttentionModule  # the class, built (and torch imported) on first access
 
     def one(j, gen, params):
@@ -215,11 +220,14 @@ def _train(torch, model, opt, sched, X, Y, Xv, Yv, *, gen, batch, per_epoch, tot
             if not math.isfinite(val):
                 stopped = "diverged"
                 break
-            mark(val)
+            late = mark(val)
             if val < best_val:
                 best, best_val, best_step = snapshot(), val, step
             if val <= tol:
                 stopped = "tol"
+                break
+            if late:
+                stopped = "max_seconds"
                 break
     log.info("fit_torch restart %s: validation loss %.4g -> %.4g after %d steps (stopped: %s)",
              label, initial, best_val, step, stopped)

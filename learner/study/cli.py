@@ -39,8 +39,9 @@ from .bench import (
     run_search_benchmark,
     run_span_benchmark,
 )
+from .budget import BUDGET_METHODS, budget_walk
 from .frontier import DEFAULT_GRID
-from .growth import BOOTSTRAP, GROWTH_LINES, GROWTH_OPTIONS, growth_study
+from .growth import BOOTSTRAP, FRONTIER_BUDGET, GROWTH_LINES, GROWTH_OPTIONS, growth_study
 from .peers import peer_methods, peer_study, race_study
 from .scaling import scaling_study, study_methods
 
@@ -73,6 +74,7 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
     _add_peers(sub)
     _add_race(sub)
     _add_growth(sub)
+    _add_budget(sub)
     _add_grids(sub)
 
 
@@ -357,6 +359,65 @@ def _growth(args):
         print(f"- {sentence}")
     print()
     print("files: " + ", ".join(f"{k} {v}" for k, v in result["files"].items()))
+    return 0
+
+
+def _start_pairs(values):
+    """``--start``'s ``D=M`` pairs as ``{d: m}`` (a ValueError naming the option and the value otherwise)."""
+    out = {}
+    for value in values or ():
+        d, sep, m = value.partition("=")
+        if not sep or not d.strip().isdigit() or not m.strip().isdigit() or int(m) < 1:
+            raise ValueError(f"`--start` must be pairs D=M of positive integers (e.g. 32=8); got {value!r}.")
+        out[int(d)] = int(m)
+    return out
+
+
+def _add_budget(sub):
+    p = sub.add_parser("budget", help="the budgeted frontier: the largest m each Adam learns within a time budget "
+                                      "per layer at fixed d, walking m from a start up to the learner's sound m "
+                                      "(k = 2; walk ours)")
+    p.add_argument("--ds", type=int, nargs="+", default=[16, 24, 32], help="token dimensions (default 16 24 32)")
+    p.add_argument("--methods", nargs="+", default=list(BUDGET_METHODS), choices=list(BUDGET_METHODS),
+                   help=f"the baselines walked (default {' '.join(BUDGET_METHODS)})")
+    p.add_argument("--start", nargs="+", default=None, metavar="D=M",
+                   help="the first m per d, e.g. 32=8 (default: each d's cap, the largest m the learner calls sound)")
+    p.add_argument("--seeds", type=int, default=3, help="measured layers per cell (default 3)")
+    p.add_argument("--lrs", type=float, nargs="+", default=[1e-2, 3e-2],
+                   help="learning rates each Adam is tuned over, per cell (default 0.01 0.03)")
+    p.add_argument("--budget", type=float, default=FRONTIER_BUDGET,
+                   help=f"seconds per layer (default {FRONTIER_BUDGET:g})")
+    p.add_argument("--workers", type=int, default=2, help="runs at a time, one thread each (default 2)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--quick", action="store_true", help="tiny budgets (a smoke test, not a measurement)")
+    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every run's seed (default 0)")
+    p.add_argument("--summarise-only", action="store_true",
+                   help="run nothing: re-summarise the records in --out (each visited cell's runs must be there)")
+    p.add_argument("--out", metavar="DIR", required=True,
+                   help="directory of the walk; an interrupted walk resumes from the records in it")
+    declare_options(p, budget_walk)
+    _limit(p, "seeds", "workers", ds="d")
+    p.set_defaults(handler=_budget)
+
+
+def _budget(args):
+    start = _start_pairs(args.start)
+    quick = quick_options() if args.quick else {}
+    options = {name: {key: v for key, v in quick.get(name, {}).items() if key != "lr"} for name in args.methods}
+
+    def study():
+        return budget_walk(args.out, ds=args.ds, methods=args.methods, start=start, seeds=args.seeds, lrs=args.lrs,
+                           budget=args.budget, options=options, seed=args.seed, workers=args.workers,
+                           progress=not args.no_progress, run=not args.summarise_only)
+
+    result = run_study(study)
+    if isinstance(result, int):
+        return result
+    for cell in result["cells"]:
+        print(f"- {cell['method']} at (m, d) = ({cell['m']}, {cell['d']}), lr {cell['lr']:g}: "
+              f"{'passed' if cell['passed'] else 'failed'}")
+    print()
+    print(Path(args.out, "summary.md").read_text(encoding="utf-8"), end="")
     return 0
 
 

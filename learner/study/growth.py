@@ -29,10 +29,11 @@ from ..tables import fmt, markdown_table
 from ..validation import Integer, Real, Seed, declare
 from .frontier import failure_reason
 
-__all__ = ["BOOTSTRAP", "CHECK_LINES", "GROWTH_LINES", "GROWTH_OPTIONS", "GROWTH_SHAPES", "LEVEL", "LINE_OPTIONS",
-           "NEGLIGIBLE", "PHASES", "QUANTITIES", "TIE", "cells_markdown", "choose_shape", "fit_growth_shapes",
-           "growth_of", "growth_sentence", "growth_study", "growth_summary", "growth_table", "line_values",
-           "headline", "per_head_factor", "plot_growth", "pricing_of", "quick_blocks", "summary_markdown"]
+__all__ = ["BOOTSTRAP", "CHECK_LINES", "FRONTIER_BUDGET", "GROWTH_LINES", "GROWTH_OPTIONS", "GROWTH_SHAPES", "LEVEL",
+           "LINE_OPTIONS", "NEGLIGIBLE", "PHASES", "QUANTITIES", "TIE", "budgeted_frontier", "cells_markdown",
+           "choose_shape", "fit_growth_shapes", "frontier_markdown", "growth_of", "growth_sentence", "growth_study",
+           "growth_summary", "growth_table", "headline", "line_values", "per_head_factor", "plot_growth",
+           "pricing_of", "quick_blocks", "summary_markdown"]
 
 #: The learner's options in every cell of the study (ours): phase 4's tolerance fixed at 0.1 rather than the
 #: pilot's choice (which moves from 0.015 at m <= 2 to 0.08 and then 0.1 as the forecast grows), and phase 6's
@@ -624,6 +625,102 @@ def pricing_of(records_by_line: Mapping[str, Sequence[Mapping[str, Any]]], price
                          "pipeline_s": rest + price["seconds"], "pipeline_interval": [rest + lo, rest + hi],
                          "tuples": price["tuples"], "per_tuple_seconds": price["per_tuple_seconds"]})
     return {"rows": rows, "checks": checks}
+
+
+#: The budgeted frontier's time per layer (the study's question, ours: ten minutes of the two-core machine).
+FRONTIER_BUDGET = 600.0
+
+
+@declare(k=Integer(), budget=Real(), tol=Real())
+def budgeted_frontier(records: Iterable[Mapping[str, Any]], *, ds: Sequence[int], k: int = 2,
+                      budget: float = FRONTIER_BUDGET, tol: float = 1e-3) -> list[dict[str, Any]]:
+    """Per method and d: the largest m whose median layer reached a relative error of ``tol`` within ``budget`` s.
+
+    A layer's time is :func:`learner.study.peers.seconds_to` (the learner: its run, if its layer is within
+    ``tol``; a baseline: its first validation below ``tol``); a layer that never got there, or got there after
+    ``budget``, counts as never. A cell passes when the median of its layers' times is within ``budget`` (at two
+    layers both must be). The frontier is *exact* when a larger m was measured (and failed), and a lower bound
+    otherwise: the records say nothing beyond their largest m.
+
+    Parameters
+    ----------
+    records : iterable of mapping
+        Run records of registered study methods; only measured runs (role ``eval``) at ``k`` and a d of ``ds``
+        count.
+    ds : sequence of int
+        The token dimensions reported, each a row per method (``m`` None where nothing was measured or passed).
+    k : int
+        Tokens per sequence.
+    budget : float
+        Seconds per layer.
+    tol : float
+        The relative error that counts as learned.
+
+    Returns
+    -------
+    list of dict
+        ``method``, ``d``, ``k``, ``m`` (None if no cell passed), ``seconds`` (that cell's median time),
+        ``layers`` and ``within`` (its layers, and how many were within the budget), ``exact`` (a larger m was
+        measured) and ``measured`` (the m measured, ascending).
+    """
+    from .peers import seconds_to
+
+    cells: dict[tuple[str, int, int], list[float]] = {}
+    for rec in records:
+        s = rec["spec"]
+        if s["role"] != "eval" or s["k"] != k or s["d"] not in ds:
+            continue
+        t = seconds_to(rec, tol)
+        cells.setdefault((s["method"], s["d"], s["m"]), []).append(math.inf if t is None or t > budget else t)
+    rows = []
+    for method in sorted({c[0] for c in cells}):
+        for d in ds:
+            ms = sorted(m for (meth, dd, m) in cells if (meth, dd) == (method, d))
+            passed = [m for m in ms if float(np.median(cells[(method, d, m)])) <= budget]
+            best = max(passed) if passed else None
+            times = cells[(method, d, best)] if best is not None else []
+            rows.append({"method": method, "d": d, "k": k, "m": best,
+                         "seconds": float(np.median(times)) if times else None, "layers": len(times),
+                         "within": sum(1 for t in times if t <= budget),
+                         "exact": best is not None and best < max(ms), "measured": ms})
+    return rows
+
+
+def frontier_markdown(rows: Sequence[Mapping[str, Any]], names: Mapping[str, str] | None = None) -> str:
+    """:func:`budgeted_frontier`'s rows as a table: a row per d, a column per method.
+
+    Each entry is the largest m, its cell's median seconds and how many of its layers were within the budget;
+    ``≥`` marks a lower bound (no larger m measured), "none of m = …" a method whose every measured cell failed,
+    and "not measured" a d without records.
+
+    Parameters
+    ----------
+    rows : sequence of mapping
+        :func:`budgeted_frontier`'s rows.
+    names : mapping, optional
+        Column headings per method name, in the columns' order (methods it does not name follow, under their
+        names).
+
+    Returns
+    -------
+    str
+        The Markdown table.
+    """
+    names = dict(names or {})
+    present = list(dict.fromkeys(r["method"] for r in rows))
+    methods = [m for m in names if m in present] + [m for m in present if m not in names]
+    ds = sorted({r["d"] for r in rows})
+    by = {(r["method"], r["d"]): r for r in rows}
+
+    def entry(r):
+        if r is None or not r["measured"]:
+            return "not measured"
+        if r["m"] is None:
+            return f"none of m = {', '.join(map(str, r['measured']))}"
+        return f"{'' if r['exact'] else '≥ '}{r['m']} ({fmt(r['seconds'], '.3g')} s; {r['within']}/{r['layers']})"
+
+    return markdown_table(["d", *(names.get(m, m) for m in methods)],
+                          [[d, *(entry(by.get((m, d))) for m in methods)] for d in ds])
 
 
 def _phase_label(p: str) -> str:

@@ -29,7 +29,7 @@ from ..tables import MISSING, fmt, markdown_table
 from ..validation import Each, Integer, OrWord, Real, Scale, Seed, check_int, declare
 
 __all__ = ["PeerResult", "RaceResult", "peer_methods", "peer_rows", "peer_study", "peer_table", "plot_race",
-           "race_study", "race_table", "search_ladder", "search_options", "search_rows"]
+           "race_study", "race_table", "search_ladder", "search_options", "search_rows", "seconds_to"]
 
 #: Relative errors whose first crossing is timed (ours: a coarse fit and near-exact recovery; not tuned).
 MILESTONES = (1e-3, 1e-8)
@@ -62,12 +62,24 @@ def _require_extras(methods):
         get(name).require()
 
 
-def _seconds_to(rec, threshold):
+def seconds_to(rec: Mapping[str, Any], threshold: float) -> float | None:
     """Seconds from the start of the run to a relative error of ``threshold``, or None if it never got there.
 
     The baselines time their first validation below it (``diagnostics.fit.seconds_to``); the learner
     returns one layer, at the end, so its time is the run's total when that layer's error against the
     planted one is at most ``threshold``.
+
+    Parameters
+    ----------
+    rec : mapping
+        A run record of a registered study method.
+    threshold : float
+        A relative error; a baseline's must be one of the milestones it timed.
+
+    Returns
+    -------
+    float or None
+        The seconds, or None for a run that raised or never got there.
     """
     if rec.get("outcome") != "finished":
         return None
@@ -113,7 +125,7 @@ def peer_rows(records: Iterable[Mapping[str, Any]], *,
                                "median_relative_error": median([r["errors"].get("relative_error") for r in finished]),
                                "milestones": {}}
         for t in milestones:
-            times = [_seconds_to(r, t) for r in recs]
+            times = [seconds_to(r, t) for r in recs]
             got = [x for x in times if x is not None]
             row["milestones"][milestone_key(t)] = {"reached": len(got), "median_seconds": median(got)}
         rows.append(row)
@@ -351,7 +363,7 @@ def _race_rows(records):
         mine = [r for r in records if (r["spec"]["m"], r["spec"]["d"], r["spec"]["k"], r["spec"]["method"])
                 == (row["m"], row["d"], row["k"], row["method"])]
         for t in MILESTONES:
-            got = [r["examples_drawn"] for r in mine if _seconds_to(r, t) is not None]
+            got = [r["examples_drawn"] for r in mine if seconds_to(r, t) is not None]
             row["milestones"][milestone_key(t)]["median_examples"] = median(got)
     return rows
 

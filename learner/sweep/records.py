@@ -8,9 +8,10 @@ kind with the schema this version writes and the older schemas it still reads:
   or peers study (:class:`learner.sweep.runs.RunSpec`);
 - ``hard-run`` (schema 2; schema 1 is read but not resumed: it drew each seed's subset on its own, so seeds
   of one cell could share a subset) — a learner on a hard instance (:mod:`lowerbounds.learnhard`);
-- ``scaling-study``, ``peer-study``, ``learn-hard-study`` (schema 1) — a study's claim on its directory,
-  ``study.json`` (:func:`learner.sweep.engine.claim_study`);
+- ``scaling-study``, ``peer-study``, ``race-study``, ``budget-study``, ``learn-hard-study`` (schema 1) — a study's
+  claim on its directory, ``study.json`` (:func:`learner.sweep.engine.claim_study`);
 - ``yield-study`` (schema 1) — :func:`theory.yield_study.yield_study`;
+- ``growth-pricing`` (schema 1) — the growth study's price of phase 6 per cell (:mod:`learner.study.pricing`);
 - ``command-record`` (schema 1) — what ``python -m learner learn --json`` and the other commands' ``--json``
   options write. Files written before it had a kind (a ``"command"`` field and no ``"kind"``) read as
   schema 0.
@@ -64,6 +65,7 @@ KINDS = {
     "scaling-study": (1, (1,)),
     "peer-study": (1, (1,)),
     "race-study": (1, (1,)),
+    "budget-study": (1, (1,)),
     "learn-hard-study": (1, (1,)),
     "yield-study": (1, (1,)),
     "growth-pricing": (1, (1,)),

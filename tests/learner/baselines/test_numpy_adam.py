@@ -243,3 +243,35 @@ class TestMilestones:
         short = fit_gradient(LayerOracle(truth, 2, rng=1), m=1, restarts=1, rng=2, **(FAST | {"max_iter": 5}))
         assert short.diagnostics["fit"]["seconds_to"] == {"1e-03": None, "1e-08": None}
         assert short.diagnostics["fit"]["val_relative_error"] > 1e-3
+
+    def test_max_seconds_stops_at_the_first_validation_past_it(self, monkeypatch):
+        """With a clock that counts validation evaluations, ``max_seconds=10.5`` stops the fit at the 11th
+        evaluation (the 10th iteration) and no further restart starts; the control without it runs every
+        iteration of every restart. A limit of 0 or below is refused by name."""
+        from types import SimpleNamespace
+
+        from learner.baselines import _scaffold
+
+        count = []
+        real_loss = baseline._loss
+
+        def loss(params, X, Y):
+            if X.shape[0] == FAST["n_val"]:
+                count.append(1)
+            return real_loss(params, X, Y)
+
+        clock = SimpleNamespace(perf_counter=lambda: float(len(count)))
+        monkeypatch.setattr(baseline, "_loss", loss)
+        monkeypatch.setattr(baseline, "time", clock)
+        monkeypatch.setattr(_scaffold, "time", clock)
+        truth = random_layer(1, 4, rng=0)
+        opts = FAST | {"max_iter": 40, "tol": 0.0, "patience": 10**6}
+        capped = fit_gradient(LayerOracle(truth, 2, rng=1), m=1, restarts=3, rng=2, max_seconds=10.5, **opts)
+        fit = capped.diagnostics["fit"]
+        assert (fit["iterations"], fit["stopped"], fit["restarts_run"], fit["max_seconds"]) == ([10], ["max_seconds"],
+                                                                                              1, 10.5)
+        count.clear()
+        free = fit_gradient(LayerOracle(truth, 2, rng=1), m=1, restarts=3, rng=2, **opts)
+        assert free.diagnostics["fit"]["iterations"] == [40, 40, 40] and "max_seconds" not in free.diagnostics["fit"]
+        with pytest.raises(ValueError, match="max_seconds"):
+            fit_gradient(LayerOracle(truth, 2, rng=1), m=1, max_seconds=0.0, **FAST)

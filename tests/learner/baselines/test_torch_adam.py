@@ -53,6 +53,19 @@ class TestFitTorch:
         np.testing.assert_allclose(a.diagnostics["fit"]["initial_val_loss"],
                                    b.diagnostics["fit"]["initial_val_loss"], rtol=1e-12)
 
+    def test_max_seconds_stops_at_the_first_validation_past_it(self):
+        """A limit far below one epoch's time stops the first restart at its first validation after the start
+        (one epoch of steps) and starts no other; the control without it runs every epoch of every restart."""
+        truth = _truth()
+        opts = QUICK | {"epochs": 4, "tol": 0.0}
+        capped = fit_torch(LayerOracle(truth, 2, rng=1), m=1, restarts=3, rng=2, max_seconds=1e-9, **opts)
+        free = fit_torch(LayerOracle(truth, 2, rng=1), m=1, restarts=3, rng=2, **opts)
+        per_epoch = opts["n_train"] // opts["batch"]
+        fit = capped.diagnostics["fit"]
+        assert (fit["steps"], fit["stopped"], fit["restarts_run"]) == ([per_epoch], ["max_seconds"], 1)
+        assert free.diagnostics["fit"]["steps"] == [4 * per_epoch] * 3
+        assert free.diagnostics["fit"]["stopped"] == ["epochs"] * 3
+
     def test_same_rng_same_layer(self):
         truth = _truth()
         runs = [fit_torch(LayerOracle(truth, 2, rng=1), m=1, restarts=1, rng=seed, **(QUICK | {"epochs": 2}))

@@ -15,8 +15,10 @@ from learner.study.growth import (
     GROWTH_SHAPES,
     PHASES,
     QUANTITIES,
+    budgeted_frontier,
     choose_shape,
     fit_growth_shapes,
+    frontier_markdown,
     growth_of,
     growth_sentence,
     growth_summary,
@@ -338,3 +340,56 @@ class TestWhatMutationsFound:
         del rec["timings"]["5_span"]
         phases = sum(0.9 * 10.0 * (i + 1) / 21 for i, p in enumerate(PHASES) if p != "5_span")
         assert growth._rest(rec) == pytest.approx(10.0 - phases)
+
+
+def _adam(m, seconds_to_coarse, *, d=24, method="adam", role="eval"):
+    return {"spec": {"method": method, "m": m, "d": d, "k": 2, "role": role}, "outcome": "finished",
+            "errors": {"relative_error": 1e-9}, "timings": {"total": 9999.0}, "examples_drawn": 25000,
+            "diagnostics": {"fit": {"seconds_to": {"1e-03": seconds_to_coarse, "1e-08": None}}}}
+
+
+class TestBudgetedFrontier:
+    def _rows(self, recs, **kw):
+        return {(r["method"], r["d"]): r for r in budgeted_frontier(recs, ds=(16, 24), **kw)}
+
+    def test_largest_m_whose_median_layer_is_within_the_budget(self):
+        recs = ([_record(1, t) for t in (10.0, 20.0, 30.0)]
+                + [_record(2, t) for t in (100.0, 700.0, 800.0)]  # median 700 s: over
+                + [_record(3, t) for t in (50.0, 60.0, 600.0)]  # median 60 s; 600 s is within (at most)
+                + [_record(4, t) for t in (1.0, 601.0, 601.0)])  # reached, but two after the budget
+        row = self._rows(recs)[("provable", 24)]
+        assert (row["m"], row["seconds"], row["layers"], row["within"]) == (3, 60.0, 3, 3)
+        assert row["exact"] and row["measured"] == [1, 2, 3, 4]
+        # the budget moves the frontier: at 601 s the fourth cell passes and nothing larger was measured
+        row = self._rows(recs, budget=601.0)[("provable", 24)]
+        assert (row["m"], row["exact"], row["within"]) == (4, False, 3)
+
+    def test_a_layer_not_learned_counts_as_never_however_fast(self):
+        recs = [_record(1, 5.0)] * 3 + [_record(2, 1.0, rel=0.5), _record(2, 1.0, rel=0.5), _record(2, 2.0)]
+        row = self._rows(recs)[("provable", 24)]
+        assert (row["m"], row["exact"]) == (1, True)
+        # two layers: the median is within only when both are
+        row = self._rows([_record(1, 5.0), _record(1, 5.0, outcome="error")])[("provable", 24)]
+        assert row["m"] is None and row["measured"] == [1]
+
+    def test_baselines_are_timed_at_their_first_validation_below_the_tolerance(self):
+        recs = ([_adam(5, t) for t in (30.0, 40.0, 50.0)] + [_adam(6, t) for t in (500.0, None, 550.0)]
+                + [_adam(7, t) for t in (300.0, None, None)] + [_adam(8, 1.0, role="tune")] * 3
+                + [_adam(9, 1.0, d=32)] * 3 + [_adam(6, 2.0, method="torch-adam", d=16)] * 3)
+        rows = self._rows(recs)
+        assert (rows[("adam", 24)]["m"], rows[("adam", 24)]["seconds"], rows[("adam", 24)]["within"]) == (6, 550.0, 2)
+        assert rows[("adam", 24)]["measured"] == [5, 6, 7] and rows[("adam", 24)]["exact"]
+        assert rows[("adam", 16)] == {"method": "adam", "d": 16, "k": 2, "m": None, "seconds": None, "layers": 0,
+                                      "within": 0, "exact": False, "measured": []}
+        assert rows[("torch-adam", 16)]["m"] == 6 and ("adam", 32) not in rows
+        assert budgeted_frontier(recs, ds=(24,), k=3) == []
+
+    def test_markdown_and_bad_input(self):
+        recs = ([_record(m, 10.0) for m in (1, 2)] + [_record(3, 900.0)]
+                + [_adam(2, 5.0, d=16)] * 2 + [_adam(3, None, d=24)] + [_adam(1, 7.0, method="torch-adam")])
+        table = frontier_markdown(budgeted_frontier(recs, ds=(16, 24)), {"provable": "learner", "adam": "Adam"})
+        assert table.splitlines()[0] == "| d | learner | Adam | torch-adam |"
+        assert table.splitlines()[2] == "| 16 | not measured | ≥ 2 (5 s; 2/2) | not measured |"
+        assert table.splitlines()[3] == "| 24 | 2 (10 s; 1/1) | none of m = 3 | ≥ 1 (7 s; 1/1) |"
+        with pytest.raises(ValueError, match="budget"):
+            budgeted_frontier(recs, ds=(16,), budget=0.0)
