@@ -30,10 +30,10 @@ from ..validation import Integer, Real, Seed, declare
 from .frontier import failure_reason
 
 __all__ = ["BOOTSTRAP", "CHECK_LINES", "FRONTIER_BUDGET", "GROWTH_LINES", "GROWTH_OPTIONS", "GROWTH_SHAPES", "LEVEL",
-           "LINE_OPTIONS", "NEGLIGIBLE", "PHASES", "QUANTITIES", "TIE", "budgeted_frontier", "cells_markdown",
-           "choose_shape", "fit_growth_shapes", "frontier_markdown", "growth_of", "growth_sentence", "growth_study",
-           "growth_summary", "growth_table", "headline", "line_values", "per_head_factor", "plot_growth",
-           "pricing_of", "quick_blocks", "summary_markdown"]
+           "LINE_OPTIONS", "NEGLIGIBLE", "PHASES", "QUANTITIES", "RUN_BUDGET", "TIE", "budgeted_frontier",
+           "cells_markdown", "choose_shape", "fit_growth_shapes", "frontier_markdown", "growth_of", "growth_sentence",
+           "growth_study", "growth_summary", "growth_table", "headline", "line_end", "line_values", "per_head_factor",
+           "plot_growth", "pricing_of", "quick_blocks", "summary_markdown"]
 
 #: The learner's options in every cell of the study (ours): phase 4's tolerance fixed at 0.1 rather than the
 #: pilot's choice (which moves from 0.015 at m <= 2 to 0.08 and then 0.1 as the forecast grows), and phase 6's
@@ -490,6 +490,7 @@ def _cell_rows(records: Sequence[Mapping[str, Any]], success_tol: float) -> list
         rows.append({
             "d": d, "k": k, "m": m, "runs": len(recs), "successes": len(ok),
             "median_seconds": med([QUANTITIES["seconds"](r) for r in ok]),
+            "max_seconds": max((QUANTITIES["seconds"](r) for r in ok), default=None),
             "median_examples": med([QUANTITIES["examples"](r) for r in ok]),
             "phase_seconds": {p: med([QUANTITIES[f"seconds {p}"](r) for r in ok]) for p in PHASES},
             # What the run spent outside the six phases: the setting's check, the pool, the held-out error.
@@ -793,9 +794,60 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
                                  [[c["m"], c["d"], c["k"], f"{c['successes']}/{c['runs']}", fmt(c["measured_s"], ".3g"),
                                    fmt(c["priced_s"], ".3g"), fmt(c["ratio"], ".2f")] for c in pricing["checks"]]),
                   ""]
+    ends = [line_end(name, cells) for name, cells in summary["cells"].items() if name not in CHECK_LINES]
+    parts += ["## Where each line ends", "", *[f"- {e['sentence']}" for e in ends if e], ""]
     for name, cells in summary["cells"].items():
         parts += [f"## The cells of {name}", "", cells_markdown(cells), ""]
     return "\n".join(parts)
+
+
+#: The time a run of a line may take (the study's design, ours: an hour of the two-core machine per run).
+RUN_BUDGET = 3600.0
+
+
+def line_end(name: str, cells: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Where a line of k = 2 ends and what stops it: the largest m the learner calls sound at its d
+    (:func:`learner.assumptions.max_sound_m`; beyond it the learner refuses before its first example), or the run
+    budget :data:`RUN_BUDGET`, or neither (the line was not run further); with the slowest run and the costliest
+    phase of its last cell.
+
+    Parameters
+    ----------
+    name : str
+        The line's name, a key of :data:`GROWTH_LINES`.
+    cells : sequence of mapping
+        Its cells (``growth_summary``'s ``cells[name]``).
+
+    Returns
+    -------
+    dict or None
+        ``line``, ``d``, ``m`` (the last m with a successful run), ``sound_m``, ``stopped_by`` (``"sound"``,
+        ``"budget"`` or ``"not run further"``), ``slowest_s``, ``phase`` and ``phase_share`` (of the median run),
+        and ``sentence``; None when no cell at k = 2 has a successful run.
+    """
+    from ..assumptions import max_sound_m
+
+    done = [c for c in cells if c["k"] == 2 and c["successes"]]
+    if not done:
+        return None
+    last = max(done, key=lambda c: c["m"])
+    d, m = last["d"], last["m"]
+    sound = max_sound_m(d, 2)
+    slowest = last.get("max_seconds")
+    stopped = ("budget" if slowest is not None and slowest > RUN_BUDGET else
+               "sound" if m >= sound else "not run further")
+    phases = {p: s for p, s in (last.get("phase_seconds") or {}).items() if s is not None}
+    phase = max(phases, key=lambda p: phases[p]) if phases else None
+    share = phases[phase] / last["median_seconds"] if phase and last.get("median_seconds") else None
+    why = {"sound": f"the largest m the learner calls sound at (d, k) = ({d}, 2); beyond it the learner refuses "
+                    "before its first example",
+           "budget": f"its slowest run took more than the line's budget of {RUN_BUDGET:.0f} s",
+           "not run further": f"short of the sound m = {sound}: the line was not run further"}[stopped]
+    sentence = (f"{name} ends at m = {m}: {why}. Its slowest run took {fmt(slowest, '.3g')} s"
+                + (f"; {_phase_label(phase)} is the costliest phase ({100 * share:.0f} % of the median run)."
+                   if phase and share is not None else "."))
+    return {"line": name, "d": d, "m": m, "sound_m": sound, "stopped_by": stopped, "slowest_s": slowest,
+            "phase": phase, "phase_share": share, "sentence": sentence}
 
 
 def plot_growth(summary: Mapping[str, Any], path: Any) -> Any:

@@ -23,6 +23,7 @@ from learner.study.growth import (
     growth_sentence,
     growth_summary,
     growth_table,
+    line_end,
     line_values,
     per_head_factor,
     summary_markdown,
@@ -393,3 +394,31 @@ class TestBudgetedFrontier:
         assert table.splitlines()[3] == "| 24 | 2 (10 s; 1/1) | none of m = 3 | ≥ 1 (7 s; 1/1) |"
         with pytest.raises(ValueError, match="budget"):
             budgeted_frontier(recs, ds=(16,), budget=0.0)
+
+
+class TestLineEnd:
+    def _cells(self, d, ms, slowest=10.0):
+        return [{"d": d, "k": 2, "m": m, "successes": 1, "median_seconds": 8.0, "max_seconds": slowest,
+                 "phase_seconds": {p: (6.0 if p == "4_refined_sculpt" else 0.2) for p in PHASES}} for m in ms]
+
+    def test_what_stops_a_line(self):
+        from learner.assumptions import max_sound_m
+
+        sound = max_sound_m(24, 2)
+        end = line_end("d24", self._cells(24, range(1, sound + 1)))
+        assert (end["m"], end["stopped_by"], end["sound_m"], end["phase"]) == (sound, "sound", sound,
+                                                                              "4_refined_sculpt")
+        assert end["phase_share"] == pytest.approx(0.75)
+        assert "refuses before its first example" in end["sentence"] and "phase 4 is the costliest" in end["sentence"]
+        short = line_end("d24", self._cells(24, range(1, sound - 1)))
+        assert short["stopped_by"] == "not run further" and short["m"] == sound - 2
+        over = line_end("d24", self._cells(24, range(1, sound + 1), slowest=growth.RUN_BUDGET + 1))
+        assert over["stopped_by"] == "budget"
+        at = line_end("d24", self._cells(24, range(1, sound + 1), slowest=growth.RUN_BUDGET))
+        assert at["stopped_by"] == "sound"  # a run of exactly the budget is within it
+
+    def test_only_successful_cells_at_k_2_count(self):
+        cells = self._cells(24, [1, 2, 3])
+        cells[-1]["successes"] = 0
+        assert line_end("d24", cells)["m"] == 2
+        assert line_end("k", [c | {"k": 3} for c in cells]) is None
