@@ -7,7 +7,7 @@ import math
 import pytest
 
 from learner.cli import main
-from learner.study.peers import _seconds_to, peer_rows, peer_table
+from learner.study.peers import seconds_to, peer_rows, peer_table
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="the torch extra is not installed (pip install -e '.[torch]')")
@@ -72,10 +72,10 @@ def _rec(method, *, total=10.0, err=1e-12, seconds_to=None, outcome="finished"):
 
 class TestMilestoneTimes:
     def test_learner_time_is_its_total_when_its_layer_is_good_enough(self):
-        assert _seconds_to(_rec("provable", err=1e-12), 1e-8) == 10.0
-        assert _seconds_to(_rec("provable", err=1e-5), 1e-8) is None  # control: not that good
-        assert _seconds_to(_rec("provable", err=1e-5), 1e-3) == 10.0
-        assert _seconds_to(_rec("provable", outcome="error"), 1e-3) is None
+        assert seconds_to(_rec("provable", err=1e-12), 1e-8) == 10.0
+        assert seconds_to(_rec("provable", err=1e-5), 1e-8) is None  # control: not that good
+        assert seconds_to(_rec("provable", err=1e-5), 1e-3) == 10.0
+        assert seconds_to(_rec("provable", outcome="error"), 1e-3) is None
 
     def test_without_torch_the_command_says_how_to_install_it(self, tmp_path, capsys, monkeypatch):
         import sys
@@ -86,7 +86,7 @@ class TestMilestoneTimes:
 
     def test_baselines_report_their_own_crossings(self):
         rec = _rec("adam", seconds_to={"1e-03": 2.0, "1e-08": None})
-        assert _seconds_to(rec, 1e-3) == 2.0 and _seconds_to(rec, 1e-8) is None
+        assert seconds_to(rec, 1e-3) == 2.0 and seconds_to(rec, 1e-8) is None
 
     def test_rows_count_who_reached_and_take_medians_of_those(self):
         recs = [_rec("torch-adam", seconds_to={"1e-03": t, "1e-08": None}) for t in (1.0, 3.0, None)]
