@@ -794,7 +794,8 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
                                  [[c["m"], c["d"], c["k"], f"{c['successes']}/{c['runs']}", fmt(c["measured_s"], ".3g"),
                                    fmt(c["priced_s"], ".3g"), fmt(c["ratio"], ".2f")] for c in pricing["checks"]]),
                   ""]
-    ends = [line_end(name, cells) for name, cells in summary["cells"].items() if name not in CHECK_LINES]
+    ends = [line_end(name, cells, k=k) for name, cells in summary["cells"].items() if name not in CHECK_LINES
+            for k in sorted({c["k"] for c in cells})]
     parts += ["## Where each line ends", "", *[f"- {e['sentence']}" for e in ends if e], ""]
     for name, cells in summary["cells"].items():
         parts += [f"## The cells of {name}", "", cells_markdown(cells), ""]
@@ -805,8 +806,8 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
 RUN_BUDGET = 3600.0
 
 
-def line_end(name: str, cells: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """Where a line of k = 2 ends and what stops it: the largest m the learner calls sound at its d
+def line_end(name: str, cells: Sequence[Mapping[str, Any]], *, k: int = 2) -> dict[str, Any] | None:
+    """Where a line ends at ``k`` and what stops it: the largest m the learner calls sound at its (d, k)
     (:func:`learner.assumptions.max_sound_m`; beyond it the learner refuses before its first example), or the run
     budget :data:`RUN_BUDGET`, or neither (the line was not run further); with the slowest run and the costliest
     phase of its last cell.
@@ -817,36 +818,39 @@ def line_end(name: str, cells: Sequence[Mapping[str, Any]]) -> dict[str, Any] | 
         The line's name, a key of :data:`GROWTH_LINES`.
     cells : sequence of mapping
         Its cells (``growth_summary``'s ``cells[name]``).
+    k : int
+        Tokens per sequence: the line's cells at this k.
 
     Returns
     -------
     dict or None
-        ``line``, ``d``, ``m`` (the last m with a successful run), ``sound_m``, ``stopped_by`` (``"sound"``,
-        ``"budget"`` or ``"not run further"``), ``slowest_s``, ``phase`` and ``phase_share`` (of the median run),
-        and ``sentence``; None when no cell at k = 2 has a successful run.
+        ``line``, ``d``, ``k``, ``m`` (the last m with a successful run), ``sound_m``, ``stopped_by``
+        (``"sound"``, ``"budget"`` or ``"not run further"``), ``slowest_s``, ``phase`` and ``phase_share`` (of the
+        median run), and ``sentence``; None when no cell at ``k`` has a successful run.
     """
     from ..assumptions import max_sound_m
 
-    done = [c for c in cells if c["k"] == 2 and c["successes"]]
+    done = [c for c in cells if c["k"] == k and c["successes"]]
     if not done:
         return None
     last = max(done, key=lambda c: c["m"])
     d, m = last["d"], last["m"]
-    sound = max_sound_m(d, 2)
+    sound = max_sound_m(d, k)
     slowest = last.get("max_seconds")
     stopped = ("budget" if slowest is not None and slowest > RUN_BUDGET else
                "sound" if m >= sound else "not run further")
     phases = {p: s for p, s in (last.get("phase_seconds") or {}).items() if s is not None}
     phase = max(phases, key=lambda p: phases[p]) if phases else None
     share = phases[phase] / last["median_seconds"] if phase and last.get("median_seconds") else None
-    why = {"sound": f"the largest m the learner calls sound at (d, k) = ({d}, 2); beyond it the learner refuses "
+    why = {"sound": f"the largest m the learner calls sound at (d, k) = ({d}, {k}); beyond it the learner refuses "
                     "before its first example",
            "budget": f"its slowest run took more than the line's budget of {RUN_BUDGET:.0f} s",
            "not run further": f"short of the sound m = {sound}: the line was not run further"}[stopped]
-    sentence = (f"{name} ends at m = {m}: {why}. Its slowest run took {fmt(slowest, '.3g')} s"
+    sentence = (f"{name}{'' if k == 2 else f' at k = {k}'} ends at m = {m}: {why}. Its slowest run took "
+                f"{fmt(slowest, '.3g')} s"
                 + (f"; {_phase_label(phase)} is the costliest phase ({100 * share:.0f} % of the median run)."
                    if phase and share is not None else "."))
-    return {"line": name, "d": d, "m": m, "sound_m": sound, "stopped_by": stopped, "slowest_s": slowest,
+    return {"line": name, "d": d, "k": k, "m": m, "sound_m": sound, "stopped_by": stopped, "slowest_s": slowest,
             "phase": phase, "phase_share": share, "sentence": sentence}
 
 

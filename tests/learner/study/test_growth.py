@@ -422,3 +422,5 @@ class TestLineEnd:
         cells[-1]["successes"] = 0
         assert line_end("d24", cells)["m"] == 2
         assert line_end("k", [c | {"k": 3} for c in cells]) is None
+        at3 = line_end("k", [c | {"k": 3} for c in cells], k=3)
+        assert at3["k"] == 3 and at3["m"] == 2 and at3["sentence"].startswith("k at k = 3 ends at m = 2: short of")

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from learner.cli import main
-from learner.study.peers import seconds_to, peer_rows, peer_table
+from learner.study.peers import peer_rows, peer_table, seconds_to
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="the torch extra is not installed (pip install -e '.[torch]')")
