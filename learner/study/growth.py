@@ -32,8 +32,8 @@ from .frontier import failure_reason
 __all__ = ["BOOTSTRAP", "CHECK_LINES", "FRONTIER_BUDGET", "GROWTH_LINES", "GROWTH_OPTIONS", "GROWTH_SHAPES", "LEVEL",
            "LINE_OPTIONS", "NEGLIGIBLE", "PHASES", "QUANTITIES", "RUN_BUDGET", "TIE", "budgeted_frontier",
            "cells_markdown", "choose_shape", "fit_growth_shapes", "frontier_markdown", "growth_of", "growth_sentence",
-           "growth_study", "growth_summary", "growth_table", "headline", "line_end", "line_values", "per_head_factor",
-           "plot_growth", "pricing_of", "quick_blocks", "summary_markdown"]
+           "growth_study", "growth_summary", "growth_table", "headline", "k_axis_table", "line_end", "line_values",
+           "per_head_factor", "plot_growth", "pricing_of", "quick_blocks", "summary_markdown"]
 
 #: The learner's options in every cell of the study (ours): phase 4's tolerance fixed at 0.1 rather than the
 #: pilot's choice (which moves from 0.015 at m <= 2 to 0.08 and then 0.1 as the forecast grows), and phase 6's
@@ -794,12 +794,47 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
                                  [[c["m"], c["d"], c["k"], f"{c['successes']}/{c['runs']}", fmt(c["measured_s"], ".3g"),
                                    fmt(c["priced_s"], ".3g"), fmt(c["ratio"], ".2f")] for c in pricing["checks"]]),
                   ""]
+    if "k" in summary["cells"]:
+        parts += ["## The k axis", "", "Median seconds and examples per learned layer at d = 24 against the tokens per "
+                  "sequence k (k = 2 from the d24 line; successes over runs in brackets; a run the learner refuses "
+                  "as unsound counts as a run without success):", "", k_axis_table(summary["cells"]), ""]
     ends = [line_end(name, cells, k=k) for name, cells in summary["cells"].items() if name not in CHECK_LINES
             for k in sorted({c["k"] for c in cells})]
     parts += ["## Where each line ends", "", *[f"- {e['sentence']}" for e in ends if e], ""]
     for name, cells in summary["cells"].items():
         parts += [f"## The cells of {name}", "", cells_markdown(cells), ""]
     return "\n".join(parts)
+
+
+def k_axis_table(cells_by_line: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+    """The k line's cells beside the cells of the same d at k = 2 from the other lines: a row per m, per k the
+    median seconds and examples and the successes over the runs.
+
+    Parameters
+    ----------
+    cells_by_line : mapping
+        ``growth_summary``'s ``cells``; it must hold a ``"k"`` line.
+
+    Returns
+    -------
+    str
+        The Markdown table (``–`` where a cell was not run).
+    """
+    k_cells = cells_by_line["k"]
+    d = k_cells[0]["d"]
+    ms = sorted({c["m"] for c in k_cells})
+    by = {(c["m"], c["k"]): c for name, cells in cells_by_line.items() if name not in CHECK_LINES for c in cells
+          if c["d"] == d and c["m"] in ms}
+    ks = sorted({k for _, k in by})
+
+    def entry(c):
+        if c is None:
+            return "–"
+        if not c["successes"]:
+            return f"none ({c['successes']}/{c['runs']})"
+        return f"{fmt(c['median_seconds'], '.3g')} s, {c['median_examples']:,.0f} ({c['successes']}/{c['runs']})"
+
+    return markdown_table(["m", *[f"k = {k}" for k in ks]], [[m, *[entry(by.get((m, k))) for k in ks]] for m in ms])
 
 
 #: The time a run of a line may take (the study's design, ours: an hour of the two-core machine per run).

@@ -424,3 +424,20 @@ class TestLineEnd:
         assert line_end("k", [c | {"k": 3} for c in cells]) is None
         at3 = line_end("k", [c | {"k": 3} for c in cells], k=3)
         assert at3["k"] == 3 and at3["m"] == 2 and at3["sentence"].startswith("k at k = 3 ends at m = 2: short of")
+
+
+def test_k_axis_table_puts_the_k_line_beside_k_2_at_its_d():
+    """The k line's cells beside the d24 line's at the same m; other d and the check lines stay out; a refused
+    cell shows its runs without success."""
+    def cell(m, k, d=24, successes=1, runs=1, seconds=None):
+        return {"m": m, "k": k, "d": d, "successes": successes, "runs": runs,
+                "median_seconds": seconds if seconds is not None else 1.5 * m * k, "median_examples": 1000.0 * m}
+
+    cells = {"d24": [cell(m, 2) for m in range(1, 11)], "d16": [cell(2, 2, d=16, seconds=99.0)],
+             "exhaustive": [cell(2, 2, seconds=77.0)],
+             "k": [cell(2, 3), cell(4, 3), cell(2, 4), cell(4, 4, successes=0, runs=5)]}
+    lines = growth.k_axis_table(cells).splitlines()
+    assert lines[0] == "| m | k = 2 | k = 3 | k = 4 |"
+    assert lines[2] == "| 2 | 6 s, 2,000 (1/1) | 9 s, 2,000 (1/1) | 12 s, 2,000 (1/1) |"
+    assert lines[3] == "| 4 | 12 s, 4,000 (1/1) | 18 s, 4,000 (1/1) | none (0/5) |"
+    assert len(lines) == 4
