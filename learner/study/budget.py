@@ -74,7 +74,7 @@ def walk_steps(start: int, cap: int, passes) -> dict[int, bool]:
         m = step
 
 
-@declare(ds=Each(Integer()), seeds=Integer(), budget=Real(), seed=Seed(), workers=Integer())
+@declare(ds=Each(Integer()), seeds=Integer(), lrs=Each(Real()), budget=Real(), seed=Seed(), workers=Integer())
 def budget_walk(out: PathLike, *, ds: Sequence[int] = (16, 24, 32), methods: Sequence[str] = BUDGET_METHODS,
                 start: Mapping[int, int] | None = None, seeds: int = 3, lrs: Sequence[float] = (1e-2, 3e-2),
                 budget: float | None = None, options: Mapping[str, Mapping[str, Any]] | None = None,
