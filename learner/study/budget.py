@@ -17,7 +17,7 @@ registry's study options such as torch's one thread) with ``max_seconds`` added,
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ BUDGET_METHODS = ("adam", "torch-adam")
 BUDGET_KIND = "budget-study"
 
 
-def walk_steps(start: int, cap: int, passes) -> dict[int, bool]:
+def walk_steps(start: int, cap: int, passes: Callable[[int], bool]) -> dict[int, bool]:
     """The cells a walk visits: from ``start``, up while ``passes(m)`` and down while not, until the verdict turns,
     m = 1 or ``cap``.
 
