@@ -490,7 +490,7 @@ def _cell_rows(records: Sequence[Mapping[str, Any]], success_tol: float) -> list
         rows.append({
             "d": d, "k": k, "m": m, "runs": len(recs), "successes": len(ok),
             "median_seconds": med([QUANTITIES["seconds"](r) for r in ok]),
-            "max_seconds": max((QUANTITIES["seconds"](r) for r in ok), default=None),
+            "max_seconds": max((t for t in map(QUANTITIES["seconds"], ok) if t is not None), default=None),
             "median_examples": med([QUANTITIES["examples"](r) for r in ok]),
             "phase_seconds": {p: med([QUANTITIES[f"seconds {p}"](r) for r in ok]) for p in PHASES},
             # What the run spent outside the six phases: the setting's check, the pool, the held-out error.
