@@ -496,10 +496,12 @@ def _budget_section(sweeps, lines_records):
             "the two-core machine (`learner.study.growth.budgeted_frontier`; in brackets that cell's median seconds "
             "and its layers within the budget). The learner's cells are the growth study's, whose lines stop at the "
             "largest m the learner calls sound at their d (beyond it the learner refuses before its first example). "
-            "The two Adams' are the budget walk's (`python -m learner budget`, `docs/sweeps/growth/budget/`: each "
-            "run stopped at the budget, the walk capped at the learner's sound m) where it walked that d, and the "
-            "races' otherwise ({doc}`/results/generated/race`, {doc}`/results/generated/race-ten`: cells at the "
-            "smallest sound d of each m, runs without a time limit). ≥ marks a lower bound: no larger m was measured.",
+            + ("The two Adams' are the budget walk's (`python -m learner budget`, `docs/sweeps/growth/budget/`: each "
+               "run stopped at the budget, the walk capped at the learner's sound m) where it walked that d, and the "
+               "races' otherwise " if walk else "The two Adams' are the races' ")
+            + "({doc}`/results/generated/race`, {doc}`/results/generated/race-ten`: cells at the smallest sound d of "
+            "each m, runs without a time limit). ≥ marks a lower bound: no larger m was measured; \"not measured\": "
+            "no records at that d (the budget walk, `python -m learner budget`, measures them).",
             "", frontier_markdown(rows, names), ""]
 
 
