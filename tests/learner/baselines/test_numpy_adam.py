@@ -208,30 +208,36 @@ def test_restarts_stop_once_one_reaches_tol():
     assert hard.diagnostics["fit"]["restarts_run"] == 3 and len(hard.diagnostics["fit"]["val_loss"]) == 3
 
 
+def _validation_clock(monkeypatch):
+    """Replace the fit's clock by the number of validation evaluations so far (the validation set is the one of
+    ``FAST["n_val"]`` examples); returns the list that each evaluation appends its relative error to."""
+    from types import SimpleNamespace
+
+    from learner.baselines import _scaffold
+
+    rel_errors = []  # relative error of every validation evaluation, in order
+    real_loss = baseline._loss
+
+    def loss(params, X, Y):
+        if X.shape[0] == FAST["n_val"]:  # the validation set (n_train is 1000)
+            fit = AttentionLayer(params[0], params[1])(X)
+            rel_errors.append(float(np.sum((fit - Y) ** 2) / np.sum(Y**2)))
+        return real_loss(params, X, Y)
+
+    clock = SimpleNamespace(perf_counter=lambda: float(len(rel_errors)))
+    monkeypatch.setattr(baseline, "_loss", loss)
+    monkeypatch.setattr(baseline, "time", clock)
+    monkeypatch.setattr(_scaffold, "time", clock)
+    return rel_errors
+
+
 class TestMilestones:
     def test_times_of_first_crossings(self, monkeypatch):
         """Each milestone is timed at its first validation below it (the control: a run of 5 iterations reaches
         neither). The clock is replaced by one that reads the number of validation evaluations so far, so the
         time of a milestone is the count at the first evaluation whose relative error, computed here from the
         parameters evaluated, is at most the milestone."""
-        from types import SimpleNamespace
-
-        from learner.baselines import _scaffold
-
-        n_val = FAST["n_val"]
-        rel_errors = []  # relative error of every validation evaluation, in order
-        real_loss = baseline._loss
-
-        def loss(params, X, Y):
-            if X.shape[0] == n_val:  # the validation set (n_train is 1000)
-                fit = AttentionLayer(params[0], params[1])(X)
-                rel_errors.append(float(np.sum((fit - Y) ** 2) / np.sum(Y**2)))
-            return real_loss(params, X, Y)
-
-        clock = SimpleNamespace(perf_counter=lambda: float(len(rel_errors)))
-        monkeypatch.setattr(baseline, "_loss", loss)
-        monkeypatch.setattr(baseline, "time", clock)
-        monkeypatch.setattr(_scaffold, "time", clock)
+        rel_errors = _validation_clock(monkeypatch)
         truth = random_layer(1, 4, rng=0)
         result = fit_gradient(LayerOracle(truth, 2, rng=1), m=1, restarts=1, rng=2, milestones=(1e-8, 1e-3), **FAST)
         seconds = result.diagnostics["fit"]["seconds_to"]
@@ -248,22 +254,7 @@ class TestMilestones:
         """With a clock that counts validation evaluations, ``max_seconds=10.5`` stops the fit at the 11th
         evaluation (the 10th iteration) and no further restart starts; the control without it runs every
         iteration of every restart. A limit of 0 or below is refused by name."""
-        from types import SimpleNamespace
-
-        from learner.baselines import _scaffold
-
-        count = []
-        real_loss = baseline._loss
-
-        def loss(params, X, Y):
-            if X.shape[0] == FAST["n_val"]:
-                count.append(1)
-            return real_loss(params, X, Y)
-
-        clock = SimpleNamespace(perf_counter=lambda: float(len(count)))
-        monkeypatch.setattr(baseline, "_loss", loss)
-        monkeypatch.setattr(baseline, "time", clock)
-        monkeypatch.setattr(_scaffold, "time", clock)
+        count = _validation_clock(monkeypatch)
         truth = random_layer(1, 4, rng=0)
         opts = FAST | {"max_iter": 40, "tol": 0.0, "patience": 10**6}
         capped = fit_gradient(LayerOracle(truth, 2, rng=1), m=1, restarts=3, rng=2, max_seconds=10.5, **opts)
