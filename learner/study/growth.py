@@ -41,9 +41,9 @@ __all__ = ["BOOTSTRAP", "CHECK_LINES", "FRONTIER_BUDGET", "GROWTH_LINES", "GROWT
 GROWTH_OPTIONS: dict[str, Any] = {"refined_tol": 0.1, "search": "vp"}
 
 #: The lines of cells (ours): name -> the grid blocks of :func:`learner.study.frontier.parse_grid`. Ten layers per
-#: cell where a run takes under about a minute on two workers, three where runs take many minutes: at d = 32 a run
-#: took 4 to 35 minutes from m = 9 on (two rounds of phases 3–5 from m = 12), and on the k axis 12 minutes at
-#: (m, k) = (8, 3) and 16 at (6, 4) (the first layer of each, on this machine).
+#: cell where a run takes under about a minute on two workers, three where runs take many minutes: at d = 32 the
+#: first layer took 2.5 minutes at m = 9 and 17 and 31 at m = 12 and 13 (two rounds of phases 3–5 there), and on the
+#: k axis 12 minutes at (m, k) = (8, 3) and 16 at (6, 4) (on this machine).
 GROWTH_LINES: dict[str, tuple[str, ...]] = {
     "d16": ("m=1..6,k=2,d=16,seeds=10",),
     "d24": ("m=1..10,k=2,d=24,seeds=10",),
