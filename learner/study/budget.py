@@ -134,7 +134,14 @@ def budget_walk(out: PathLike, *, ds: Sequence[int] = (16, 24, 32), methods: Seq
         raise ValueError(f"`methods` must be gradient baselines with a tuned learning rate; got {untuned}.")
     lrs = [float(x) for x in lrs]
     start = {int(d): int(m) for d, m in (start or {}).items()}
+    stray = sorted(set(start) - set(ds))
+    if stray:
+        raise ValueError(f"`start` must name only d of `ds` ({list(ds)}); got start={start}.")
     caps = {d: max_sound_m(d, 2) for d in ds}
+    unsound = [d for d, cap in caps.items() if cap < 1]
+    if unsound:
+        raise ValueError(f"`ds` must be dimensions where the learner calls some m sound at k = 2 (the walk's cap); "
+                         f"got ds={list(ds)}, with none at d = {unsound}.")
     given = {name: dict(value or {}) for name, value in (options or {}).items()}
     unknown = sorted(set(given) - set(methods))
     if unknown:

@@ -110,6 +110,8 @@ class TestBudgetWalk:
         ({"options": {"adam": {"max_seconds": 9.0}}}, "must not set 'lr'.*'max_seconds'"),
         ({"options": {"provable": {}}}, "name methods the walk does not run"),
         ({"ds": [0]}, "ds"),
+        ({"ds": [16], "start": {24: 3}}, "`start` must name only d of `ds`"),
+        ({"ds": [2]}, "none at d = \\[2\\]"),
     ])
     def test_bad_input(self, tmp_path, kwargs, match):
         with pytest.raises(ValueError, match=match):
