@@ -666,6 +666,7 @@ def budgeted_frontier(records: Iterable[Mapping[str, Any]], *, ds: Sequence[int]
         ``layers`` and ``within`` (its layers, and how many were within the budget), ``exact`` (a larger m was
         measured) and ``measured`` (the m measured, ascending).
     """
+    from ..baselines import milestone_key
     from .peers import seconds_to
 
     cells: dict[tuple[str, int, int], list[float]] = {}
@@ -673,6 +674,9 @@ def budgeted_frontier(records: Iterable[Mapping[str, Any]], *, ds: Sequence[int]
         s = rec["spec"]
         if s["role"] != "eval" or s["k"] != k or s["d"] not in ds:
             continue
+        timed = ((rec.get("diagnostics") or {}).get("fit") or {}).get("seconds_to")
+        if timed is not None and milestone_key(tol) not in timed:  # a baseline times its milestones only
+            raise ValueError(f"`tol` must be a milestone the baselines timed ({sorted(timed)}); got tol={tol}.")
         t = seconds_to(rec, tol)
         cells.setdefault((s["method"], s["d"], s["m"]), []).append(math.inf if t is None or t > budget else t)
     rows = []

@@ -394,6 +394,10 @@ class TestBudgetedFrontier:
         assert table.splitlines()[3] == "| 24 | 2 (10 s; 1/1) | none of m = 3 | ≥ 1 (7 s; 1/1) |"
         with pytest.raises(ValueError, match="budget"):
             budgeted_frontier(recs, ds=(16,), budget=0.0)
+        # a tolerance the baselines did not time would count every baseline layer as never: refused
+        with pytest.raises(ValueError, match=r"`tol` must be a milestone the baselines timed .*got tol=0.0001"):
+            budgeted_frontier(recs, ds=(16, 24), tol=1e-4)
+        assert budgeted_frontier([_record(1, 10.0)], ds=(24,), tol=1e-4)[0]["m"] == 1  # the learner: any tol
 
 
 class TestLineEnd:
