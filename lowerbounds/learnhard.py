@@ -891,7 +891,7 @@ def plot_hard(summary: Mapping[str, Any], path: PathLike) -> Path:
     ax.set_title(", ".join(f"{name} ({word})" for name, (_, word) in styles.items())
                  + ";\nhollow: some run stopped by the budget", fontsize=9)
     if colours:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="best")
     elif sq_rows:
         _say_nothing_finished(ax, f"learn_hard.png ({', '.join(styles) or 'families of subsets'})", sq_rows)
     ax = axes[1]
@@ -913,7 +913,7 @@ def plot_hard(summary: Mapping[str, Any], path: PathLike) -> Path:
         ax.set_ylabel("seconds")
         ax.set_title(f"families of secrets: {', '.join(secret_families)}", fontsize=9)
         if drawn:
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, loc="best")
         else:
             _say_nothing_finished(ax, f"learn_hard.png ({', '.join(secret_families)})",
                                   [r for r in summary["rows"] if _secrets(r["family"], r["n"])])

@@ -1035,7 +1035,7 @@ def plot_stable_rank_sweep(result: StableRankSweep, path: PathLike) -> Path:
         ax.set_ylabel("one-step error")
         p = result.parameters
         ax.set_title(f"one-step estimate of ΣW: d={p['d']}, k={p['k']}, ‖Θ‖_F={p['frobenius']:g}", fontsize=10)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="best")
         fig.tight_layout()
         save_figure(fig, path, dpi=120)
     finally:

@@ -700,7 +700,7 @@ def plot_yield(study: YieldStudy, path: PathLike) -> Path:
     ax.set_title(f"sculpting yield (fits at tol = {study.fit_tol:g}): measured (filled), predicted (hollow)",
                  fontsize=9)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=2, loc="best")
     for panel, label, title in (
             (axes[1], "phase-4 examples per round", "examples to phase 4's target: measured (filled), "
                                                     "target / predicted yield (hollow)"),

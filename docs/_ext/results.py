@@ -319,18 +319,23 @@ def growth_summary_of(folder):
 def growth_yield_section(folder):
     """Phase 4's yield on the growth study's layers: the slice model (``theory.predicted_yield(density="slice")``,
     which simulates nothing of the learner) against the learner's own yield and against its certification rule
-    simulated with the true ΣW, per cell, from ``yield-slice.json`` (``python -m theory yield-study``)."""
+    simulated with the true ΣW, per cell, from ``yield-slice*.json`` (``python -m theory yield-study``: one record
+    per sitting, each of the study's lines in one of them)."""
     from learner.sweep.records import read_record
     from learner.tables import markdown_table
 
-    path = folder / "yield-slice.json"
-    if not path.exists():
+    paths = sorted(folder.glob("yield-slice*.json"))
+    if not paths:
         return []
-    rec = read_record(path, kind="yield-study")
+    recs = [read_record(path, kind="yield-study") for path in paths]
+    densities = sorted({str(rec.get("density")) for rec in recs})
+    if len(densities) != 1:
+        raise ValueError(f"the yield records in {folder} use different densities: {densities}")
     cells = {}
-    for r in rec["runs"]:
-        if r.get("predicted_model") and r.get("measured"):
-            cells.setdefault((r["d"], r["m"]), []).append(r)
+    for rec in recs:
+        for r in rec["runs"]:
+            if r.get("predicted_model") and r.get("measured"):
+                cells.setdefault((r["d"], r["m"]), []).append(r)
 
     def gmean(values):
         return math.exp(sum(math.log(v) for v in values) / len(values))
@@ -354,12 +359,13 @@ def growth_yield_section(folder):
                f"At m ≥ 7 some layer's model misses by {worst:.2f}×, more than the 3× asked of it.")
     return ["## Phase 4's yield, predicted", "",
             f"Certified constraints per 1000 examples at the study's tolerance, predicted for each learned layer by "
-            f"the slice model (density `{rec.get('density')}`, ours: the window's probability under the law of the "
+            f"the slice model (density `{densities[0]}`, ours: the window's probability under the law of the "
             "logit disagreements given the row token and each other token's distance to it; it simulates nothing "
             "of the learner) against the learner's own yield and against the certification rule simulated with "
-            "the true ΣW on a million examples (`python -m theory yield-study docs/sweeps/growth/d16 "
-            "docs/sweeps/growth/d24 --density slice --n-simulate 1000000 --max-seconds 0 --json "
-            "docs/sweeps/growth/yield-slice.json`). Ratios are geometric means over the cell's layers, with their "
+            "the true ΣW on a million examples (`python -m theory yield-study <line folders> --density slice "
+            "--n-simulate 1000000 --max-seconds 0 --json <record>`; the records "
+            f"{', '.join(f'`{p.name}`' for p in paths)}, each command in the records' README). "
+            "Ratios are geometric means over the cell's layers, with their "
             "range; the model's phase-4 examples are the run's target of constraints at the model's yield.", "",
             markdown_table(["d", "m", "layers", "model", "learner", "learner / model", "simulated rule / model",
                             "phase-4 examples: learner / model"],
@@ -512,7 +518,7 @@ def _log_panel(ax, xlabel, ylabel, title):
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=6.5)
+    ax.legend(fontsize=6.5, loc="best")
 
 
 def _plot_bounds(cells, fewest, hard, control, attacks, path):

@@ -47,7 +47,7 @@ for i, n in enumerate(CHECKS):
 ax.set_yscale("symlog", linthresh=1e-3)  # linear near 0: one check measures an exact zero
 ax.set_xticks(range(len(CHECKS)), list(CHECKS), rotation=15, fontsize=8)
 ax.set_ylabel("measured (bar: bound)")
-ax.legend(fontsize=8)
+ax.legend(fontsize=8, loc="best")
 fig.tight_layout()
 
 # %%

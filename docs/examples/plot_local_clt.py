@@ -44,7 +44,7 @@ for ax, (label, (a, quantum)) in zip(axes, cases.items(), strict=True):
     ax.set_title(f"{label}\nlocal error {r.measured:.2f}", fontsize=9)
     ax.set_xlabel("(⟨a, x⟩ − E S) / σ, windows of width σ/8")
 axes[0].set_ylabel("probability")
-axes[1].legend(fontsize=8)
+axes[1].legend(fontsize=8, loc="best")
 fig.tight_layout()
 
 # %%

@@ -73,7 +73,7 @@ ax.set_yscale("log")
 ax.set_xticks(sorted({r["spec"]["m"] for mine in runs.values() for r in mine}))
 ax.set_xlabel("heads m")
 ax.set_ylabel("seconds per run")
-ax.legend()
+ax.legend(loc="best")
 fig.tight_layout()
 
 # %%

@@ -54,7 +54,7 @@ ax.set_xticks(ds, [str(d) for d in ds])
 ax.minorticks_off()
 ax.set_xlabel("d")
 ax.set_ylabel("median queries")
-ax.legend(fontsize=8)
+ax.legend(fontsize=8, loc="best")
 fig.tight_layout()
 
 # %%

@@ -683,7 +683,7 @@ def plot_frontier(cells: Sequence[Mapping[str, Any]], path: PathLike, *,
     ax.set_xlabel("disagreements n = (m−1)(k−1)")
     ax.set_title("median per cell against n (yield model: theory yield-study)", fontsize=9)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)

@@ -378,7 +378,7 @@ def plot_noise(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
         ax.set_xlabel("label noise σ")
         ax.set_ylabel("median parameter error")
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, loc="best")
         else:  # only σ = 0, or no run returned a layer: nothing to draw on log axes
             ax.text(0.5, 0.5, "no run with σ > 0 returned a layer", ha="center", va="center",
                     transform=ax.transAxes)
@@ -568,7 +568,7 @@ def plot_sharpness(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
                      + " (lines at 1 overlap)")
         ax.set_xlabel("logit scale ‖Θ_i‖_F")
         ax.set_ylim(-0.05, 1.05)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="best")
     axes[0][0].set_ylabel("fraction of layers learned (own criterion)")
     fig.tight_layout()
     save_figure(fig, path, dpi=110)

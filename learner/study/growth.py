@@ -824,7 +824,8 @@ def k_axis_table(cells_by_line: Mapping[str, Sequence[Mapping[str, Any]]]) -> st
     Returns
     -------
     str
-        The Markdown table (``–`` where a cell was not run).
+        The Markdown table (``–`` where a cell was not run; ``refused: unsound`` where the learner refused every
+        run of a cell before its first example).
     """
     k_cells = cells_by_line["k"]
     d = k_cells[0]["d"]
@@ -837,7 +838,8 @@ def k_axis_table(cells_by_line: Mapping[str, Sequence[Mapping[str, Any]]]) -> st
         if c is None:
             return "–"
         if not c["successes"]:
-            return f"none ({c['successes']}/{c['runs']})"
+            refused = set(c.get("failures") or {}) == {"setting"}
+            return f"{'refused: unsound' if refused else 'none'} ({c['successes']}/{c['runs']})"
         return f"{fmt(c['median_seconds'], '.3g')} s, {c['median_examples']:,.0f} ({c['successes']}/{c['runs']})"
 
     return markdown_table(["m", *[f"k = {k}" for k in ks]], [[m, *[entry(by.get((m, k))) for k in ks]] for m in ms])
@@ -850,8 +852,9 @@ RUN_BUDGET = 3600.0
 def line_end(name: str, cells: Sequence[Mapping[str, Any]], *, k: int = 2) -> dict[str, Any] | None:
     """Where a line ends at ``k`` and what stops it: the largest m the learner calls sound at its (d, k)
     (:func:`learner.assumptions.max_sound_m`; beyond it the learner refuses before its first example), or the run
-    budget :data:`RUN_BUDGET`, or neither (the line was not run further); with the slowest run and the costliest
-    phase of its last cell.
+    budget :data:`RUN_BUDGET`, or a grid whose next m after the last learned one is past the sound m, or a next
+    cell within the sound m that the learner failed, or none of these (the line was not run further); with the
+    slowest run and the costliest phase of its last cell.
 
     Parameters
     ----------
@@ -866,8 +869,8 @@ def line_end(name: str, cells: Sequence[Mapping[str, Any]], *, k: int = 2) -> di
     -------
     dict or None
         ``line``, ``d``, ``k``, ``m`` (the last m with a successful run), ``sound_m``, ``stopped_by``
-        (``"sound"``, ``"budget"`` or ``"not run further"``), ``slowest_s``, ``phase`` and ``phase_share`` (of the
-        median run), and ``sentence``; None when no cell at ``k`` has a successful run.
+        (``"sound"``, ``"budget"``, ``"grid"``, ``"failed"`` or ``"not run further"``), ``slowest_s``, ``phase``
+        and ``phase_share`` (of the median run), and ``sentence``; None when no cell at ``k`` has a successful run.
     """
     from ..assumptions import max_sound_m
 
@@ -878,14 +881,21 @@ def line_end(name: str, cells: Sequence[Mapping[str, Any]], *, k: int = 2) -> di
     d, m = last["d"], last["m"]
     sound = max_sound_m(d, k)
     slowest = last.get("max_seconds")
-    stopped = ("budget" if slowest is not None and slowest > RUN_BUDGET else
-               "sound" if m >= sound else "not run further")
+    after = sorted((c for c in cells if c["k"] == k and c["m"] > m), key=lambda c: c["m"])
+    beyond = after[0] if after else None
+    stopped = ("budget" if slowest is not None and slowest > RUN_BUDGET else "sound" if m >= sound else
+               "not run further" if beyond is None else "grid" if beyond["m"] > sound else "failed")
+    failures = ", ".join(f"{why} {n}" for why, n in sorted(((beyond or {}).get("failures") or {}).items()))
     phases = {p: s for p, s in (last.get("phase_seconds") or {}).items() if s is not None}
     phase = max(phases, key=lambda p: phases[p]) if phases else None
     share = phases[phase] / last["median_seconds"] if phase and last.get("median_seconds") else None
     why = {"sound": f"the largest m the learner calls sound at (d, k) = ({d}, {k}); beyond it the learner refuses "
                     "before its first example",
            "budget": f"its slowest run took more than the line's budget of {RUN_BUDGET:.0f} s",
+           "grid": f"short of the sound m = {sound}, which its grid skips; its next m = {beyond and beyond['m']} "
+                   "is past it, and the learner refuses that before its first example",
+           "failed": f"at its next m = {beyond and beyond['m']} (within the sound m = {sound}) the learner learned "
+                     f"none of its {beyond and beyond.get('runs')} layers ({failures or 'no failure recorded'})",
            "not run further": f"short of the sound m = {sound}: the line was not run further"}[stopped]
     sentence = (f"{name}{'' if k == 2 else f' at k = {k}'} ends at m = {m}: {why}. Its slowest run took "
                 f"{fmt(slowest, '.3g')} s"
@@ -939,7 +949,7 @@ def plot_growth(summary: Mapping[str, Any], path: Any) -> Any:
         ax.set_ylabel("median seconds (successful runs)")
         ax.set_title(f"d = {total['d']}, k = 2: time per run and per phase", fontsize=9)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=6.5, ncol=2)
+        ax.legend(fontsize=6.5, ncol=2, loc="best")
     if priced:
         _plot_pricing(axes[-1], priced)
     ax = axes[-1 - bool(priced)]
@@ -951,7 +961,7 @@ def plot_growth(summary: Mapping[str, Any], path: Any) -> Any:
     ax.set_ylabel("median examples drawn")
     ax.set_title("examples per run, k = 2", fontsize=9)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     out = save_figure(fig, path, dpi=110)
     plt.close(fig)
@@ -978,7 +988,7 @@ def _plot_pricing(ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
     ax.set_ylabel("seconds per run")
     ax.set_title("ours against the paper's phase 6 (13 points per hull axis)", fontsize=9)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=6.5)
+    ax.legend(fontsize=6.5, loc="best")
 
 
 def _draw_fit(ax: Any, g: Mapping[str, Any], color: str, label: str) -> None:

@@ -611,7 +611,7 @@ def plot_scaling(records: Sequence[Mapping[str, Any]], path: PathLike, *, succes
         ax.set_ylabel(label)
         ax.grid(True, which="major", alpha=0.3)
         if evals:
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, loc="best")
     if not evals:  # every run raised: say so on the figure instead of drawing empty axes
         raised = sum(1 for r in records if r["spec"]["role"] == "eval")
         note = (f"no run finished: {raised} of {raised} runs raised an error\n(each record's `error` says which; "

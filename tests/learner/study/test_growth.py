@@ -420,6 +420,18 @@ class TestLineEnd:
         assert over["stopped_by"] == "budget"
         at = line_end("d24", self._cells(24, range(1, sound + 1), slowest=growth.RUN_BUDGET))
         assert at["stopped_by"] == "sound"  # a run of exactly the budget is within it
+        # a grid that steps past the sound m: its next cell is refused, not left unrun
+        refused = [c | {"successes": 0} for c in self._cells(24, [sound + 1])]
+        skip = line_end("d24", self._cells(24, range(1, sound)) + refused)
+        assert skip["stopped_by"] == "grid" and skip["m"] == sound - 1
+        assert f"its next m = {sound + 1} is past it" in skip["sentence"]
+        # a cell within the sound m that the learner failed: the line ends there, and says why
+        below = [c | {"successes": 0, "runs": 3, "failures": {"6_search": 2, "budget": 1}}
+                 for c in self._cells(24, [sound])]
+        failed = line_end("d24", self._cells(24, range(1, sound)) + below)
+        assert failed["stopped_by"] == "failed" and failed["m"] == sound - 1
+        assert f"at its next m = {sound} (within the sound m = {sound}) the learner learned none of its 3 " \
+               "layers (6_search 2, budget 1)" in failed["sentence"]
 
     def test_only_successful_cells_at_k_2_count(self):
         cells = self._cells(24, [1, 2, 3])
@@ -427,7 +439,8 @@ class TestLineEnd:
         assert line_end("d24", cells)["m"] == 2
         assert line_end("k", [c | {"k": 3} for c in cells]) is None
         at3 = line_end("k", [c | {"k": 3} for c in cells], k=3)
-        assert at3["k"] == 3 and at3["m"] == 2 and at3["sentence"].startswith("k at k = 3 ends at m = 2: short of")
+        assert at3["k"] == 3 and at3["m"] == 2
+        assert at3["sentence"].startswith("k at k = 3 ends at m = 2: at its next m = 3")
 
 
 def test_k_axis_table_puts_the_k_line_beside_k_2_at_its_d():
@@ -439,9 +452,11 @@ def test_k_axis_table_puts_the_k_line_beside_k_2_at_its_d():
 
     cells = {"d24": [cell(m, 2) for m in range(1, 11)], "d16": [cell(2, 2, d=16, seconds=99.0)],
              "exhaustive": [cell(2, 2, seconds=77.0)],
-             "k": [cell(2, 3), cell(4, 3), cell(2, 4), cell(4, 4, successes=0, runs=5)]}
+             "k": [cell(2, 3), cell(4, 3), cell(2, 4), cell(4, 4, successes=0, runs=5) | {"failures": {"6_search": 5}},
+                   cell(6, 4, successes=0, runs=3) | {"failures": {"setting": 3}}]}
     lines = growth.k_axis_table(cells).splitlines()
     assert lines[0] == "| m | k = 2 | k = 3 | k = 4 |"
     assert lines[2] == "| 2 | 6 s, 2,000 (1/1) | 9 s, 2,000 (1/1) | 12 s, 2,000 (1/1) |"
     assert lines[3] == "| 4 | 12 s, 4,000 (1/1) | 18 s, 4,000 (1/1) | none (0/5) |"
-    assert len(lines) == 4
+    assert lines[4] == "| 6 | 18 s, 6,000 (1/1) | – | refused: unsound (0/3) |"
+    assert len(lines) == 5
