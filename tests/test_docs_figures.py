@@ -303,25 +303,27 @@ def test_every_growth_line_is_complete_and_refused_only_where_unsound():
 
 
 def test_the_growth_readme_counts_each_sitting_from_its_records_and_log():
-    """Each row of the README's sittings table (log, commit, process, runs recorded) is what the records made by that
-    process and the log say: the log exists, as many records name the process, and the log's own count of the runs
-    it found recorded plus those it recorded is the next sitting's start."""
+    """Each row of the README's sittings table (line, log, commit, process, runs recorded) is what the line's
+    records made by that process and the log say: the log exists, as many of the line's records name the process,
+    and the log's own count of the runs it found recorded is the sum of the line's sittings before it."""
     import re
 
     readme = (GROWTH / "README.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^ *\| `(progress-[\w-]+\.log)` \| ([0-9a-f]{7}) \| (\d+) \| (\d+) \|$", readme, re.M)
+    rows = re.findall(r"^ *\| `(\w+)` \| `(progress-[\w-]+\.log)` \| ([0-9a-f]{7}) \| (\d+) \| (\d+) \|$", readme,
+                      re.M)
     assert len(rows) >= 3
     pids: dict = {}
     for path in GROWTH.glob("*/runs/*.json"):
-        pid = json.loads(path.read_text(encoding="utf-8"))["where"]["pid"]
-        pids[pid] = pids.get(pid, 0) + 1
-    expected_start = 0
-    for log, _commit, pid, n in rows:
+        key = (path.parent.parent.name, json.loads(path.read_text(encoding="utf-8"))["where"]["pid"])
+        pids[key] = pids.get(key, 0) + 1
+    before: dict = {}
+    for line, log, _commit, pid, n in rows:
         text = (GROWTH / log).read_text(encoding="utf-8")
-        assert pids.get(int(pid)) == int(n), (log, pid, n)
-        found = re.findall(r"resuming: (\d+) of \d+ runs already recorded", text)
-        assert (int(found[0]) if found else 0) == expected_start, (log, found, expected_start)
-        expected_start += int(n)
+        assert pids.get((line, int(pid))) == int(n), (line, log, pid, n)
+        found = re.findall(rf"resuming: (\d+) of \d+ runs already recorded in \S+/{line}/runs", text)
+        assert (int(found[0]) if found else 0) == before.get(line, 0), (log, found, before)
+        before[line] = before.get(line, 0) + int(n)
+    assert {line: sum(v for (name, _), v in pids.items() if name == line) for line in before} == before
 
 
 @pytest.mark.slow
