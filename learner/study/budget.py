@@ -74,11 +74,31 @@ def walk_steps(start: int, cap: int, passes: Callable[[int], bool]) -> dict[int,
         m = step
 
 
+def _starts(start: Mapping[Any, Any] | None, methods: Sequence[str], ds: Sequence[int]) -> dict[tuple[str, int], int]:
+    """``start`` as ``{(method, d): first m}``: a d's single m goes to every method (ValueError naming ``start``
+    for a d not in ``ds``, a method the walk does not run, or an m that is not a positive integer)."""
+    out: dict[tuple[str, int], int] = {}
+    for d, value in (start or {}).items():
+        if int(d) not in set(ds):
+            raise ValueError(f"`start` must name only d of `ds` ({list(ds)}); got start={dict(start or {})}.")
+        per = dict(value) if isinstance(value, Mapping) else {method: value for method in methods}
+        stray = sorted(set(per) - set(methods))
+        if stray:
+            raise ValueError(f"`start` at d = {d} names methods the walk does not run: {stray}; the methods are "
+                             f"{list(methods)}.")
+        for method, m in per.items():
+            if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+                raise ValueError(f"`start` must give positive integer m; got {m!r} for {method} at d = {d}.")
+            out[(method, int(d))] = m
+    return out
+
+
 @declare(ds=Each(Integer()), seeds=Integer(), lrs=Each(Real()), budget=Real(), seed=Seed(), workers=Integer())
 def budget_walk(out: PathLike, *, ds: Sequence[int] = (16, 24, 32), methods: Sequence[str] = BUDGET_METHODS,
-                start: Mapping[int, int] | None = None, seeds: int = 3, lrs: Sequence[float] = (1e-2, 3e-2),
-                budget: float | None = None, options: Mapping[str, Mapping[str, Any]] | None = None,
-                seed: int = 0, workers: int = 2, progress: bool = False, run: bool = True) -> dict[str, Any]:
+                start: Mapping[int, int | Mapping[str, int]] | None = None, seeds: int = 3,
+                lrs: Sequence[float] = (1e-2, 3e-2), budget: float | None = None,
+                options: Mapping[str, Mapping[str, Any]] | None = None, seed: int = 0, workers: int = 2,
+                progress: bool = False, run: bool = True) -> dict[str, Any]:
     """Walk each method's budgeted frontier at each d; resumable from the records in ``out``.
 
     Parameters
@@ -90,7 +110,8 @@ def budget_walk(out: PathLike, *, ds: Sequence[int] = (16, 24, 32), methods: Seq
     methods : sequence of str
         Gradient baselines of the registry whose learning rate is tuned (default :data:`BUDGET_METHODS`).
     start : mapping, optional
-        ``{d: first m}``; a d not named starts at its cap.
+        ``{d: first m}`` for every method, or ``{d: {method: first m}}`` per method; a d or a method not named
+        starts at its cap.
     seeds : int
         Measured layers per cell.
     lrs : sequence of float
@@ -133,10 +154,7 @@ def budget_walk(out: PathLike, *, ds: Sequence[int] = (16, 24, 32), methods: Seq
     if untuned:
         raise ValueError(f"`methods` must be gradient baselines with a tuned learning rate; got {untuned}.")
     lrs = [float(x) for x in lrs]
-    start = {int(d): int(m) for d, m in (start or {}).items()}
-    stray = sorted(set(start) - set(ds))
-    if stray:
-        raise ValueError(f"`start` must name only d of `ds` ({list(ds)}); got start={start}.")
+    starts = _starts(start, methods, ds)
     caps = {d: max_sound_m(d, 2) for d in ds}
     unsound = [d for d, cap in caps.items() if cap < 1]
     if unsound:
@@ -158,7 +176,8 @@ def budget_walk(out: PathLike, *, ds: Sequence[int] = (16, 24, 32), methods: Seq
         for name in methods:
             get(name).require()  # the extra (torch) is there before the folder is claimed
     out = Path(check_writable_dir("out", out))
-    parameters = {"ds": list(ds), "k": 2, "methods": list(methods), "start": {str(d): m for d, m in start.items()},
+    parameters = {"ds": list(ds), "k": 2, "methods": list(methods),
+                  "start": {f"{method}:{d}": m for (method, d), m in sorted(starts.items())},
                   "caps": {str(d): c for d, c in caps.items()}, "seeds": seeds, "lrs": lrs, "budget": budget,
                   "options": base, "seed": seed}
     common: dict[str, Any] = {"entropy": seed, "logit_scale": STUDY_LOGIT_SCALE}
@@ -185,7 +204,7 @@ def budget_walk(out: PathLike, *, ds: Sequence[int] = (16, 24, 32), methods: Seq
                     cells.append({"method": method, "d": d, "m": m, "lr": lr, "passed": row["m"] == m})
                     return row["m"] == m
 
-                walk_steps(start.get(d, caps[d]), caps[d], passes)
+                walk_steps(starts.get((method, d), caps[d]), caps[d], passes)
         summary: dict[str, Any] = {"rows": budgeted_frontier(records, ds=list(ds), budget=budget), "cells": cells,
                    "parameters": parameters, "versions": versions(),
                    "note": "walk, cap and rule ours; the paper analyses no gradient method. A cell passes when its "

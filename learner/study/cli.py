@@ -363,14 +363,24 @@ def _growth(args):
 
 
 def _start_pairs(values):
-    """``--start``'s ``D=M`` pairs as ``{d: m}`` (a ValueError naming the option and the value otherwise)."""
-    out = {}
+    """``--start``'s ``[METHOD:]D=M`` pairs as ``{d: m}``, or ``{d: {method: m}}`` where a method is named (a
+    ValueError naming the option and the value otherwise)."""
+    every: dict[int, int] = {}
+    per: dict[int, dict[str, int]] = {}
     for value in values or ():
-        d, sep, m = value.partition("=")
-        if not sep or not d.strip().isdigit() or not m.strip().isdigit() or int(m) < 1:
-            raise ValueError(f"`--start` must be pairs D=M of positive integers (e.g. 32=8); got {value!r}.")
-        out[int(d)] = int(m)
-    return out
+        head, sep, m = value.partition("=")
+        method, colon, d = head.rpartition(":")
+        if not sep or not d.strip().isdigit() or not m.strip().isdigit() or int(m) < 1 or (colon and not method):
+            raise ValueError(f"`--start` must be pairs [METHOD:]D=M of positive integers (e.g. 32=8 or "
+                             f"adam:32=8); got {value!r}.")
+        if (int(d) in every) if colon else (int(d) in per):
+            raise ValueError(f"`--start` gives d = {d} both for every method and "
+                             f"{f'for {method}' if colon else 'per method'}; got {value!r}.")
+        if colon:
+            per.setdefault(int(d), {})[method] = int(m)
+        else:
+            every[int(d)] = int(m)
+    return {**every, **per}
 
 
 def _add_budget(sub):
@@ -380,8 +390,9 @@ def _add_budget(sub):
     p.add_argument("--ds", type=int, nargs="+", default=[16, 24, 32], help="token dimensions (default 16 24 32)")
     p.add_argument("--methods", nargs="+", default=list(BUDGET_METHODS), choices=list(BUDGET_METHODS),
                    help=f"the baselines walked (default {' '.join(BUDGET_METHODS)})")
-    p.add_argument("--start", nargs="+", default=None, metavar="D=M",
-                   help="the first m per d, e.g. 32=8 (default: each d's cap, the largest m the learner calls sound)")
+    p.add_argument("--start", nargs="+", default=None, metavar="[METHOD:]D=M",
+                   help="the first m per d, e.g. 32=8, or per method and d, e.g. adam:32=8 torch-adam:32=13 "
+                        "(default: each d's cap, the largest m the learner calls sound)")
     p.add_argument("--seeds", type=int, default=3, help="measured layers per cell (default 3)")
     p.add_argument("--lrs", type=float, nargs="+", default=[1e-2, 3e-2],
                    help="learning rates each Adam is tuned over, per cell (default 0.01 0.03)")

@@ -92,6 +92,25 @@ class TestBudgetWalk:
         assert json.loads((tmp_path / "walk" / "summary.json").read_text())["rows"] == s["rows"]
         assert "| 16 | 5 (600 s; 3/3) | ≥ 6 (10 s; 3/3) |" in (tmp_path / "walk" / "summary.md").read_text()
 
+    def test_each_method_starts_where_it_is_told(self, tmp_path, monkeypatch):
+        """A per-method start: numpy Adam from m = 2 up, torch Adam from the cap down; a d's single start is every
+        method's; the claim records each method's start."""
+        from learner.sweep import engine
+
+        fake, _ = _fake_sweep(lambda method, m, d, lr, seed: 120.0 * m if method == "adam" else 10.0 * m)
+        monkeypatch.setattr(engine, "run_sweep", fake)
+        s = budget_walk(tmp_path / "walk", ds=[16], start={16: {"adam": 2, "torch-adam": 6}}, seeds=1)
+        visited = [(c["method"], c["m"]) for c in s["cells"]]
+        assert visited == [("adam", 2), ("adam", 3), ("adam", 4), ("adam", 5), ("adam", 6), ("torch-adam", 6)]
+        claim = json.loads((tmp_path / "walk" / "study.json").read_text())
+        assert claim["parameters"]["start"] == {"adam:16": 2, "torch-adam:16": 6}
+        one = budget_walk(tmp_path / "one", ds=[16], start={16: 5}, seeds=1)
+        assert [(c["method"], c["m"]) for c in one["cells"]] == [("adam", 5), ("adam", 6), ("torch-adam", 5),
+                                                                 ("torch-adam", 6)]
+        # a method not named starts at its cap
+        cap = budget_walk(tmp_path / "cap", ds=[16], start={16: {"adam": 5}}, seeds=1)
+        assert [(c["method"], c["m"]) for c in cap["cells"]] == [("adam", 5), ("adam", 6), ("torch-adam", 6)]
+
     def test_a_smaller_budget_moves_the_frontier_down(self, tmp_path, monkeypatch):
         from learner.sweep import engine
 
@@ -110,6 +129,11 @@ class TestBudgetWalk:
         ({"options": {"provable": {}}}, "name methods the walk does not run"),
         ({"ds": [0]}, "ds"),
         ({"ds": [16], "start": {24: 3}}, "`start` must name only d of `ds`"),
+        ({"ds": [16], "start": {16: {"provable": 3}}}, r"d = 16 names methods the walk does not run: \['provable"),
+        ({"ds": [16], "methods": ["adam"], "start": {16: {"torch-adam": 3}}}, "names methods the walk does not run"),
+        ({"ds": [16], "start": {16: 0}}, "positive integer m; got 0 for adam at d = 16"),
+        ({"ds": [16], "start": {16: {"adam": 2.5}}}, "positive integer m; got 2.5"),
+        ({"ds": [16], "start": {16: True}}, "positive integer m; got True"),
         ({"ds": [2]}, "none at d = \\[2\\]"),
     ])
     def test_bad_input(self, tmp_path, kwargs, match):
@@ -131,3 +155,36 @@ def test_a_real_walk_at_tiny_budgets(tmp_path):
     again = budget_walk(tmp_path / "walk", ds=[8], methods=["adam"], start={8: 2}, seeds=1, lrs=[0.03],
                         budget=30.0, options=opts, workers=1, run=False)
     assert again["rows"] == s["rows"]
+
+
+class TestStartOption:
+    """``--start`` on the command line: a d's m for every method, or a method's own (``adam:32=8``)."""
+
+    def _walk(self, monkeypatch, tmp_path, *starts):
+        from learner import cli
+        from learner.study import cli as study_cli
+
+        seen = {}
+
+        def fake(out, **kw):
+            seen.update(kw)
+            return {"rows": [], "cells": [], "parameters": {}, "files": {}}
+
+        monkeypatch.setattr(study_cli, "budget_walk", fake)
+        rc = cli.main(["budget", "--ds", "16", "32", "--out", str(tmp_path / "w"), "--no-progress", "--start", *starts])
+        return rc, seen.get("start")
+
+    def test_pairs_per_d_and_per_method(self, monkeypatch, tmp_path):
+        assert self._walk(monkeypatch, tmp_path, "32=8", "16=3")[1] == {32: 8, 16: 3}
+        assert self._walk(monkeypatch, tmp_path, "adam:32=8", "torch-adam:32=13")[1] == {
+            32: {"adam": 8, "torch-adam": 13}}
+
+    @pytest.mark.parametrize(("value", "words"), [
+        (["32"], "pairs [METHOD:]D=M"), (["32=0"], "pairs [METHOD:]D=M"), (["x=3"], "pairs [METHOD:]D=M"),
+        ([":32=3"], "pairs [METHOD:]D=M"), (["32=8", "adam:32=3"], "both for every method and for adam"),
+        (["adam:32=3", "32=8"], "both for every method and per method"),
+    ])
+    def test_bad_pairs_are_refused_by_name(self, monkeypatch, tmp_path, capsys, value, words):
+        rc, _ = self._walk(monkeypatch, tmp_path, *value)
+        err = capsys.readouterr().err
+        assert rc == 2 and "`--start`" in err and words in err and "Traceback" not in err, err
