@@ -518,7 +518,7 @@ def growth_summary(records_by_line: Mapping[str, Sequence[Mapping[str, Any]]], *
     Parameters
     ----------
     records_by_line : mapping
-        ``{line name: run records}``; the names are keys of :data:`GROWTH_LINES`.
+        ``{line name: run records}``; the names are keys of :data:`GROWTH_LINES`, summarised in its order.
     success_tol : float
         The common success criterion.
     seed : int
@@ -540,9 +540,12 @@ def growth_summary(records_by_line: Mapping[str, Sequence[Mapping[str, Any]]], *
         k = 2; ``options``, ``success_tol``.
     """
     growth, cells, statements = [], {}, []
-    for name, records in records_by_line.items():
-        if name not in GROWTH_LINES:
-            raise ValueError(f"the growth study's lines are {sorted(GROWTH_LINES)}; got {name!r}.")
+    unknown = [name for name in records_by_line if name not in GROWTH_LINES]
+    if unknown:
+        raise ValueError(f"the growth study's lines are {sorted(GROWTH_LINES)}; got {unknown[0]!r}.")
+    order = list(GROWTH_LINES)  # the lines in one order, however they were given (the command's, the page's)
+    for name in sorted(records_by_line, key=order.index):
+        records = records_by_line[name]
         d, ks = _line_of(name)
         cells[name] = _cell_rows(records, success_tol)
         if name in CHECK_LINES:

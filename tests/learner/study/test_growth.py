@@ -215,6 +215,13 @@ class TestRecords:
         json.dumps(s)  # the summary is JSON
         with pytest.raises(ValueError, match="lines are"):
             growth_summary({"d99": recs})
+        # the lines in GROWTH_LINES' order however they are given (the command's order, the page's folder order)
+        d16 = [r | {"spec": r["spec"] | {"d": 16}} for r in recs if r["spec"]["m"] <= 6]
+        a = growth_summary({"d24": recs, "d16": d16}, resamples=20)
+        b = growth_summary({"d16": d16, "d24": recs}, resamples=20)
+        assert [g["line"] for g in a["growth"]] == [g["line"] for g in b["growth"]]
+        assert [g["line"] for g in a["growth"]][0] == "d16" and list(a["cells"]) == ["d16", "d24"]
+        assert a["headline"] == b["headline"]
 
     def test_table_of_a_quantity_without_a_choice(self):
         g = growth_of({1: [1.0], 2: [2.0]})
