@@ -275,6 +275,16 @@ def test_the_growth_readme_quotes_its_logs_and_records():
     records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(GROWTH.glob("*/runs/*.json"))]
     learned = [r for r in records if r["status"] != "setting"]
     assert all(r["success"] for r in learned)
+    versions = {r["versions"]["learner"] for r in records}
+    assert len(versions) == 1 and f"Every sitting ran learner {versions.pop()}" in readme
+    slowest = max((r for r in learned if r["spec"]["d"] == 32), key=lambda r: r["timings"]["total"])
+    assert f"one run took {slowest['timings']['total'] / 60:.0f} minutes at m = {slowest['spec']['m']}" in readme
+    from learner.assumptions import max_sound_m
+
+    refused = {(r["spec"]["m"], r["spec"]["d"], r["spec"]["k"]) for r in records if r["status"] == "setting"}
+    for m, d, k in refused:
+        assert f"At (m, k) = ({m}, {k}) the learner refuses" in readme
+        assert f"the largest m it calls sound at (d, k) = ({d}, {k}) is {max_sound_m(d, k)}" in readme
     assert max(r["errors"]["relative_error"] for r in learned) <= 1e-29
     assert "relative error against the planted layer at most 1e-29" in readme
 
