@@ -244,6 +244,13 @@ def test_the_race_to_ten_heads_readme_quotes_its_log_and_study():
 GROWTH = ROOT / "docs" / "sweeps" / "growth"
 
 
+def _line_runs():
+    """The run records of the growth study's lines (its folder also holds the budget walk's, which are not)."""
+    from learner.study.growth import GROWTH_LINES
+
+    return sorted(p for line in GROWTH_LINES for p in (GROWTH / line / "runs").glob("*.json"))
+
+
 def test_the_growth_law_is_stated_once_and_quoted_from_the_study():
     """The README (not built) quotes the growth study's law as its summary states it; the site's pages state it
     through the one substitution, never typed in."""
@@ -272,7 +279,7 @@ def test_the_growth_readme_quotes_its_logs_and_records():
     for path in sorted(GROWTH.glob("yield-slice*.json")):
         yield_seconds = json.loads(path.read_text(encoding="utf-8"))["seconds"]
         assert f"`{path.name}`" in readme and f"({yield_seconds:.0f} s, its record's `seconds`" in readme, path.name
-    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(GROWTH.glob("*/runs/*.json"))]
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in _line_runs()]
     learned = [r for r in records if r["status"] != "setting"]
     assert all(r["success"] for r in learned)
     versions = {r["versions"]["learner"] for r in records}
@@ -298,7 +305,7 @@ def test_every_growth_line_is_complete_and_refused_only_where_unsound():
     from learner.study.growth import GROWTH_LINES
 
     readme = " ".join((GROWTH / "README.md").read_text(encoding="utf-8").split())
-    for folder in sorted(p.parent for p in GROWTH.glob("*/study.json")):
+    for folder in sorted(p.parent for p in GROWTH.glob("*/study.json") if p.parent.name in GROWTH_LINES):
         line = folder.name
         cells = {(m, d, k): seeds for m, d, k, seeds in parse_grid(GROWTH_LINES[line])}
         found: dict = {}
@@ -324,7 +331,7 @@ def test_the_growth_readme_counts_each_sitting_from_its_records_and_log():
                       re.M)
     assert len(rows) >= 3
     pids: dict = {}
-    for path in GROWTH.glob("*/runs/*.json"):
+    for path in _line_runs():
         key = (path.parent.parent.name, json.loads(path.read_text(encoding="utf-8"))["where"]["pid"])
         pids[key] = pids.get(key, 0) + 1
     before: dict = {}
@@ -407,3 +414,50 @@ def test_the_slice_models_docstrings_quote_its_measurements():
     boolean = [r["sim"] / r["slice"] for r in other if r["distribution"] == "boolean"]
     assert f"On {len(boolean)} other Boolean layers" in text
     assert f"it is within {min(boolean):.2f}–{max(boolean):.2f} everywhere" in text
+
+
+def test_the_budget_walk_readme_is_its_records_and_log():
+    """``docs/sweeps/growth/budget/README.md`` (shown on the bounds page) says of each cell what its records say:
+    the learning rate, the verdict, how many layers reached 1e-3 within the budget and when, and of each method's
+    frontier whether it is exact; its log's verdicts are the summary's cells, and the cap is the learner's sound m."""
+    import re
+
+    from learner.assumptions import max_sound_m
+    from learner.study.growth import budgeted_frontier
+    from learner.study.peers import seconds_to
+
+    folder = GROWTH / "budget"
+    readme = " ".join((folder / "README.md").read_text(encoding="utf-8").split())
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    runs = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((folder / "runs").glob("*.json"))]
+    names = {"adam": "numpy Adam", "torch-adam": "torch Adam"}
+    words = {1: "one", 2: "two", 3: "three"}
+    log = (folder / "progress-budget.log").read_text(encoding="utf-8")
+    walked = re.findall(r"budget walk: (\S+) at \(m, d\) = \((\d+), (\d+)\), lr (\S+): (passed|failed)", log)
+    assert walked == [(c["method"], str(c["m"]), str(c["d"]), f"{c['lr']:g}", "passed" if c["passed"] else "failed")
+                      for c in summary["cells"]]
+    budget = summary["parameters"]["budget"]
+    for cell in summary["cells"]:
+        evals = [r for r in runs if r["spec"]["role"] == "eval" and r["spec"]["method"] == cell["method"]
+                 and r["spec"]["m"] == cell["m"] and r["spec"]["d"] == cell["d"]]
+        assert {r["spec"]["options"]["lr"] for r in evals} == {cell["lr"]}
+        secs = sorted(s for r in evals if (s := seconds_to(r, 1e-3)) is not None and s <= budget)
+        verdict = "passed" if cell["passed"] else "failed"
+        said = f"{names[cell['method']]} at m = {cell['m']}, lr {cell['lr']:g}: {verdict}"
+        assert said in readme, said
+        times = " and ".join([", ".join(f"{s:.0f}" for s in secs[:-1]), f"{secs[-1]:.0f}"] if len(secs) > 1
+                             else [f"{secs[0]:.0f}"])
+        assert f"{said} ({words[len(secs)]} of {words[len(evals)]}" in readme and f"at {times} s" in readme, said
+        if cell["passed"]:  # a passing cell's layer that missed is quoted with the error it ended at
+            for r in evals:
+                if seconds_to(r, 1e-3) is None:
+                    assert f"at {r['errors']['relative_error']:.2g})" in readme, r["run_id"]
+    for row in budgeted_frontier(runs, ds=summary["parameters"]["ds"], budget=budget):
+        name = names[row["method"]]
+        assert (f"{name}'s frontier at d = {row['d']} is {row['m']}, exact" in readme if row["exact"]
+                else f"{name}'s is at least {row['m']}" in readme), row
+    for d in summary["parameters"]["ds"]:
+        assert summary["parameters"]["caps"][str(d)] == max_sound_m(d, 2)
+        assert f"the largest m the learner calls sound at d = {d} ({max_sound_m(d, 2)})" in readme
+    assert {r["versions"]["learner"] for r in runs} == {"0.3.0"} and "learner 0.3.0" in readme
+    assert f"{len(runs)} runs" in readme and len(runs) == 5 * len(summary["cells"])

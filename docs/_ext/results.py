@@ -508,7 +508,15 @@ def _budget_section(sweeps, lines_records):
             + "({doc}`/results/generated/race`, {doc}`/results/generated/race-ten`: cells at the smallest sound d of "
             "each m, runs without a time limit). ≥ marks a lower bound: no larger m was measured; \"not measured\": "
             "no records at that d (the budget walk, `python -m learner budget`, measures them).",
-            "", frontier_markdown(rows, names), ""]
+            "", frontier_markdown(rows, names), "", *_walk_notes(walk_folder)]
+
+
+def _walk_notes(folder):
+    """The budget walk's README below the frontier table, its headings two levels down (none without one)."""
+    readme = folder / "README.md"
+    if not readme.exists():
+        return []
+    return [("##" + ln if ln.startswith("#") else ln) for ln in readme.read_text(encoding="utf-8").splitlines()] + [""]
 
 
 def _log_panel(ax, xlabel, ylabel, title):
