@@ -21,6 +21,7 @@ arXiv:2402.04084 (STOC 2025).
 
 from ._version import __version__ as __version__
 from .assumptions import AssumptionReport, AssumptionRow, assumptions, check_setting, lattice_distance
+from .certify import ErrorCertificate, certify_error
 from .errors import (
     ExamplesExhausted,
     FileFormatError,
@@ -41,13 +42,16 @@ from .oracle import ArraySource, LayerOracle
 from .phases import LearnConfig
 from .result import LearnResult
 from .torch_interop import from_torch, load_torch_layer, to_torch, to_torch_mha
+from .trained import TASKS, train_layer
 
 __all__ = [
+    "TASKS",
     "ArraySource",
     "AssumptionReport",
     "AssumptionRow",
     "AttentionLayer",
     "AttentionStats",
+    "ErrorCertificate",
     "ExamplesExhausted",
     "SourceError",
     "FileFormatError",
@@ -61,6 +65,7 @@ __all__ = [
     "TorchConversionError",
     "assumptions",
     "attention_statistics",
+    "certify_error",
     "check_inputs",
     "check_setting",
     "cube_expectation",
@@ -82,5 +87,6 @@ __all__ = [
     "softmax",
     "to_torch",
     "to_torch_mha",
+    "train_layer",
     "write_json",
 ]

@@ -103,6 +103,14 @@ class LearnResult:
         the heads' ``Θ_i`` and ``W_i``: what ``errors["param_error"]`` measures against a truth). Set only when
         the held-out error was above float64's rounding and the residual passed the noise test; None when the
         fit was exact to float64's rounding, the residual was not noise alone, or the run ended before phase 6.
+    error_bound : float or None, default None
+        The certified error bound (:func:`learner.certify.certify_error`): with probability at least
+        ``1 − LearnConfig.certify_delta``, the population relative error of ``layer``, counting each example's
+        squared error at most the clip level, is at most this — from ``LearnConfig.certify_examples`` fresh
+        examples drawn after phase 6 (counted in ``examples_drawn``). ``diagnostics["certificate"]`` holds the
+        whole certificate (the estimate, the clip level, the chance a fresh error exceeds it). None when the run
+        ended without a layer, ``certify_examples`` is 0 or the source had no fresh examples left; for the
+        baselines.
 
     See Also
     --------
@@ -139,6 +147,7 @@ class LearnResult:
     execution: dict = field(default_factory=dict, repr=False, compare=False)
     noise: float | None = None
     expected_param_error: float | None = None
+    error_bound: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready record (the learned layer's parameters included as nested lists).
@@ -154,7 +163,7 @@ class LearnResult:
         return json_safe({
             "success": self.success, "status": self.status, "message": self.message, "m": self.m,
             "m_estimated": self.m_estimated, "examples_drawn": self.examples_drawn, "timings": self.timings,
-            "noise": self.noise, "expected_param_error": self.expected_param_error,
+            "noise": self.noise, "expected_param_error": self.expected_param_error, "error_bound": self.error_bound,
             "diagnostics": self.diagnostics, "errors": self.errors, "execution": self.execution,
             "layer": None if self.layer is None else {"thetas": self.layer.thetas, "ws": self.layer.ws},
         })
@@ -178,7 +187,8 @@ class LearnResult:
         lines.append(f"m = {self.m}{' (estimated)' if self.m_estimated else ''}; examples drawn {self.examples_drawn:,}"
                      + (f"; label noise σ̂ = {self.noise:.3g}" if self.noise is not None else "")
                      + (f", expected parameter error {self.expected_param_error:.3g}"
-                        if self.expected_param_error is not None else ""))
+                        if self.expected_param_error is not None else "")
+                     + (f"; certified error bound {self.error_bound:.3g}" if self.error_bound is not None else ""))
         for name, diag in self.diagnostics.items():
             secs = self.timings.get(name)
             header = f"[{name}]" + (f" {secs:.2f} s" if secs is not None else "")

@@ -89,6 +89,10 @@ SIZE_LIMITS: dict[str, tuple[float, str]] = {
     "epochs": (10**5, " (ours: 10⁵ epochs of 62 steps are 6.2 M steps per restart, hours)"),
     # a mini-batch holds batch·k·d inputs and m·batch·k² logits: 10⁷ two-token examples at d = 12 are 2 GB.
     "batch": (10**7, " (ours: a batch of 10⁷ two-token examples at d = 12 holds 2 GB)"),
+    # a training step of learner.trained.train_layer (256 inputs) took about 1 ms at (m, d, k) = (2, 12, 2) on one
+    # thread: 10⁶ steps are about 20 minutes there and hours at the trained family's largest settings.
+    "steps": (10**6, " (ours: a training step takes about 1 ms at (m, d, k) = (2, 12, 2), so 10⁶ take 20 minutes "
+                     "there and hours at larger settings)"),
     # race's search halves its ladder once per round: 64 rounds reach below one example from 2⁶³.
     "search_rounds": (64, " (ours: 64 halvings reach below one example from any int64 budget)"),
 }

@@ -78,6 +78,7 @@ def _base(package, command, tmp):
                                 "--no-progress", "--out", out],
         ("learner", "budget"): ["budget", "--ds", "6", "--methods", "adam", "--start", "6=1", "--seeds", "1",
                                 "--quick", "--workers", "1", "--no-progress", "--out", out],
+        ("learner", "trained"): ["trained", "--tasks", "teacher", "--quick", "--workers", "1", "--out", out],
         ("theory", "list"): ["list"],
         ("theory", "check"): ["check", "one_step"],
         ("theory", "all"): ["all"],

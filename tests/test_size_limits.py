@@ -19,6 +19,7 @@ PACKAGES = ("learner", "lowerbounds", "theory")
 NEEDS = {"info": ["layer.npz"], "learn-hard": ["--out", "{out}"], "scaling": ["--out", "{out}"],
          "peers": ["--out", "{out}"], "race": ["--out", "{out}"], "noise-study": ["--out", "{out}"],
          "sharpness": ["--out", "{out}"], "growth": ["--out", "{out}"], "budget": ["--out", "{out}"],
+         "trained": ["--out", "{out}"],
          "yield-study": ["{out}"]}
 
 

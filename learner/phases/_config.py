@@ -22,7 +22,7 @@ CHOICES = {"hull_weighting": ("precision", "irls", "none"), "search": ("auto", "
 #: Fields that may be None (chosen from m by resolve_config, or by phase 4's pilot).
 _AUTO = ("refined_tol", "refined_constraints", "max_examples", "net_points_3d", "gap_min")
 #: Fields that may be 0 (everything else numeric must be positive).
-_ZERO_OK = ("swap_starts", "search_seed")  # outer_rounds >= 1: phase 5 runs inside the rounds
+_ZERO_OK = ("swap_starts", "search_seed", "certify_examples")  # outer_rounds >= 1: phase 5 runs inside the rounds
 #: The groups of :class:`LearnConfig`'s fields, in the order :meth:`LearnConfig.groups` lists them.
 _GROUPS = ("mode", "budgets", "tolerances", "regression", "span", "search", "refinement")
 #: Whose a default is: ours (and how it was chosen), or the paper's.
@@ -411,6 +411,14 @@ class LearnConfig:
     #: successful runs end <= 7.8e-29).
     success_tol: float = field(default=1e-10, metadata=_meta(
         "tolerances", "relative error", "ours, not tuned", "success: held-out relative error of F at most this"))
+    #: Fresh examples drawn after phase 6 for the certified error bound of the layer found (learner.certify; ours,
+    #: convention: at δ = 0.05 a quarter of them set the clip levels, so a fresh example's error exceeds the clip
+    #: with probability at most ln(60)/1000 = 0.4 %; the draw costs well under 1 % of a run's examples). 0: none.
+    certify_examples: int = field(default=4000, metadata=_meta(
+        "budgets", "examples", "ours, convention", "fresh examples for the certified error bound (0: none)"))
+    #: The certified error bound's failure probability (ours, convention: the common 5 %).
+    certify_delta: float = field(default=0.05, metadata=_meta(
+        "tolerances", "probability", "ours, convention", "the certified error bound's failure probability"))
     #: Accept a held-out error above ``success_tol`` when the noise-floor test of learner.phases.noise finds it
     #: to be label noise alone (ours, on by convention: the test is consulted only above ``success_tol``).
     noise_floor: bool = field(default=True, metadata=_meta(
@@ -528,7 +536,7 @@ def _field_rule(f):
 
 
 #: Fractions and tolerances: below 1.
-_FRACTIONS = ("crude_tol", "refined_tol", "min_weight", "refine_keep", "crude_se", "refine_se")
+_FRACTIONS = ("crude_tol", "refined_tol", "min_weight", "refine_keep", "crude_se", "refine_se", "certify_delta")
 #: Every field's rule, declared once: checked on construction and the type of the command lines' options
 #: that set a field (``learn --max-examples``).
 CONFIG_RULES = {f.name: _field_rule(f) for f in dataclasses.fields(LearnConfig)}

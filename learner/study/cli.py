@@ -44,6 +44,7 @@ from .frontier import DEFAULT_GRID
 from .growth import BOOTSTRAP, FRONTIER_BUDGET, GROWTH_LINES, GROWTH_OPTIONS, growth_study
 from .peers import peer_methods, peer_study, race_study
 from .scaling import scaling_study, study_methods
+from .trained import TRAINED_ADAM_SECONDS, TRAINED_MAX_EXAMPLES, trained_study
 
 __all__ = ["add_commands", "run_study"]
 
@@ -75,6 +76,7 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
     _add_race(sub)
     _add_growth(sub)
     _add_budget(sub)
+    _add_trained(sub)
     _add_grids(sub)
 
 
@@ -428,6 +430,50 @@ def _budget(args):
         print(f"- {cell['method']} at (m, d) = ({cell['m']}, {cell['d']}), lr {cell['lr']:g}: "
               f"{'passed' if cell['passed'] else 'failed'}")
     print()
+    print(Path(args.out, "summary.md").read_text(encoding="utf-8"), end="")
+    return 0
+
+
+def _add_trained(sub):
+    from ..trained import TASKS
+
+    p = sub.add_parser("trained", help="trained heads: layers trained by torch Adam on tasks, the paper's conditions "
+                                       "on them, and the learner and Adam learning them (study ours)")
+    p.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS),
+                   help=f"the tasks (default {' '.join(TASKS)})")
+    p.add_argument("--seeds", type=int, default=3, help="trained layers per task and setting (default 3)")
+    p.add_argument("--steps", type=int, default=1500, help="the training's Adam steps (default 1500)")
+    p.add_argument("--max-examples", type=int, default=TRAINED_MAX_EXAMPLES,
+                   help=f"the learner's example budget per run (default {TRAINED_MAX_EXAMPLES:,})")
+    p.add_argument("--adam-seconds", type=float, default=TRAINED_ADAM_SECONDS,
+                   help=f"torch Adam's time limit per refit (default {TRAINED_ADAM_SECONDS:g})")
+    p.add_argument("--workers", type=int, default=2, help="the learner's local workers (default 2)")
+    p.add_argument("--quick", action="store_true",
+                   help="one small setting, one layer per task, tiny budgets (a smoke test, not a measurement)")
+    p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every layer's seed (default 0)")
+    p.add_argument("--summarise-only", action="store_true", help="run nothing: re-summarise the records in --out")
+    p.add_argument("--out", metavar="DIR", required=True,
+                   help="directory of the study; an interrupted study resumes from the records in it")
+    declare_options(p, trained_study)
+    _limit(p, "seeds", "workers", "max_examples", "steps")
+    p.set_defaults(handler=_trained)
+
+
+def _trained(args):
+    if not args.summarise_only:
+        need_torch("trained")
+    quick = {"settings": [(1, 6, 2)], "seeds": 1, "steps": 50, "checkpoints": (0, 10), "max_examples": 200_000,
+             "adam_seconds": 2.0} if args.quick else {}
+    params = {"seeds": args.seeds, "steps": args.steps, "max_examples": args.max_examples,
+              "adam_seconds": args.adam_seconds} | quick
+
+    def study():
+        return trained_study(args.out, tasks=args.tasks, workers=args.workers, seed=args.seed,
+                             run=not args.summarise_only, **params)
+
+    result = run_study(study)
+    if isinstance(result, int):
+        return result
     print(Path(args.out, "summary.md").read_text(encoding="utf-8"), end="")
     return 0
 

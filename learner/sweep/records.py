@@ -66,6 +66,8 @@ KINDS = {
     "peer-study": (1, (1,)),
     "race-study": (1, (1,)),
     "budget-study": (1, (1,)),
+    "trained-study": (1, (1,)),
+    "trained-run": (1, (1,)),
     "learn-hard-study": (1, (1,)),
     "yield-study": (1, (1,)),
     "growth-pricing": (1, (1,)),

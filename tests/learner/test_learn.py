@@ -47,7 +47,13 @@ class TestLearnFast:
         _assert_learned(result, m)
         diag = result.diagnostics
         assert set(diag) == {"0_setting", "1_crude_sum", "2_crude_sculpt", "3_refine_sum", "4_refined_sculpt",
-                             "5_span", "6_search", "assumptions"}
+                             "5_span", "6_search", "assumptions", "certificate"}
+        # The certificate: fresh examples drawn after phase 6 and counted; a learned layer's error is float64's
+        # rounding, and the bound covers the error measured against the truth on other fresh inputs.
+        cert = diag["certificate"]
+        assert cert["n_calibration"] + cert["n_measured"] == LearnConfig().certify_examples
+        assert result.error_bound == cert["bound"] >= cert["estimate"]
+        assert result.error_bound < 1e-25 and result.errors["relative_error"] <= result.error_bound
         # Every choice is recorded: the values used and which were chosen from (m, d, k).
         assert diag["0_setting"]["sound"] is True
         assert diag["0_setting"]["config"]["max_examples"] == 1_000_000_000

@@ -101,7 +101,7 @@ class TestIdenticalResults:
         assert phases["1_crude_sum"]["batches"] == 3
         # Merged examples are what the run drew; batches computed ahead are counted apart.
         refine = sum(r["examples"] for r in parallel.diagnostics["3_refine_sum"]["rounds"])
-        merged = sum(p["examples"] for p in phases.values()) + refine + 2 * CONFIG.n_search
+        merged = sum(p["examples"] for p in phases.values()) + refine + 2 * CONFIG.n_search + CONFIG.certify_examples
         assert merged == parallel.examples_drawn
         assert serial_result.execution["phases"]["2_crude_sculpt"]["examples_ahead"] == 0
         assert _no_children(before) == []

@@ -30,7 +30,7 @@ DEFAULTS = {
     "net_points": 41, "net_points_3d": None, "n_search": 2000, "keep_tuples": 20, "search": "auto",
     "max_tuples": 100000, "search_memory": 1073741824, "swap_starts": 8, "vp_starts": 8, "search_seed": 0,
     "refine": "vp", "refine_solver": "auto", "refine_examples_per_param": 2.0, "max_nfev": 200, "success_tol": 1e-10,
-    "noise_floor": True, "noise_z": 4.0, "allow_unsound": False,
+    "certify_examples": 4000, "certify_delta": 0.05, "noise_floor": True, "noise_z": 4.0, "allow_unsound": False,
 }
 FIELDS = list(DEFAULTS)
 META_KEYS = ("group", "unit", "whose", "doc")
@@ -70,7 +70,7 @@ def doc_comments(source, class_name="LearnConfig"):
 
 class TestLearnConfigFields:
     def test_asdict_is_as_before(self):
-        assert len(FIELDS) == 41
+        assert len(FIELDS) == 43
         assert list(dataclasses.asdict(LearnConfig())) == FIELDS
         assert json.dumps(dataclasses.asdict(LearnConfig())) == json.dumps(DEFAULTS)
 
@@ -126,7 +126,7 @@ class TestLearnConfigGroups:
     def test_every_field_once_in_field_order(self):
         groups = LearnConfig.groups()
         names = [name for members in groups.values() for name in members]
-        assert sorted(names) == sorted(FIELDS) and len(names) == len(set(names)) == 41
+        assert sorted(names) == sorted(FIELDS) and len(names) == len(set(names)) == 43
         for members in groups.values():
             assert members and members == [name for name in FIELDS if name in members]
 
@@ -137,7 +137,7 @@ class TestLearnConfigGroups:
 
     def test_the_groups(self):
         assert {group: len(members) for group, members in LearnConfig.groups().items()} == {
-            "mode": 2, "budgets": 10, "tolerances": 7, "regression": 2, "span": 3, "search": 11, "refinement": 6}
+            "mode": 2, "budgets": 11, "tolerances": 8, "regression": 2, "span": 3, "search": 11, "refinement": 6}
 
     def test_the_class_docstring_names_every_group(self):
         assert all(f"``{group}``" in LearnConfig.__doc__ for group in LearnConfig.groups())
