@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..hints import PathLike
-from ..validation import Integer, Real, declare
+from ..validation import Integer, Real, Seed, declare
 
 __all__ = ["RECOVERED_TOL", "TRAINED_KIND", "TRAINED_RUN_KIND", "TRAINED_SETTINGS", "norm_matched", "recovered",
            "trained_id", "trained_markdown", "trained_study", "trained_summary"]
@@ -139,7 +139,7 @@ def _one(task: str, m: int, d: int, k: int, s: int, *, steps: int, lr: float, ch
 
 
 @declare(seeds=Integer(), steps=Integer(), lr=Real(), max_examples=Integer(), adam_seconds=Real(), workers=Integer(),
-         seed=Integer(0))
+         seed=Seed())
 def trained_study(out: PathLike, *, tasks: Sequence[str] | None = None,
                   settings: Sequence[tuple[int, int, int]] = TRAINED_SETTINGS, seeds: int = 3, steps: int = 1500,
                   lr: float = 0.01, checkpoints: Sequence[int] = (0, 150, 500),
