@@ -122,6 +122,20 @@ class ErrorCertificate:
         The examples of each part (the calibration part always sets the labels' clip level).
     clip_given : bool
         Whether ``clip`` was given (then the bound is on the unclipped error, and ``tail`` is 0).
+
+    See Also
+    --------
+    certify_error : Makes it.
+    learner.LearnResult : Its ``error_bound`` is ``bound``, for a learned layer.
+
+    Examples
+    --------
+    >>> from learner import random_layer, sample_inputs
+    >>> layer = random_layer(1, 4, rng=0)
+    >>> X = sample_inputs(100, 2, 4, rng=1)
+    >>> cert = certify_error(layer, X, layer(X))
+    >>> cert.bound, cert.n_calibration, cert.n_measured
+    (0.0, 25, 75)
     """
 
     bound: float
@@ -134,11 +148,24 @@ class ErrorCertificate:
     clip_given: bool
 
     def to_dict(self) -> dict:
-        """The certificate as a JSON-ready dict."""
+        """The certificate as a JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            Every field, by name.
+        """
         return asdict(self)
 
     def statement(self) -> str:
-        """The certificate in one sentence."""
+        """The certificate in one sentence.
+
+        Returns
+        -------
+        str
+            The bound, the estimate and the examples, and what the bound counts: the clip and the chance of an
+            error past it, or the clip given.
+        """
         head = (f"with probability at least {1 - self.delta:g}, the population relative error is at most "
                 f"{self.bound:.3g} (measured {self.estimate:.3g} on {self.n_measured} fresh examples)")
         if self.clip_given:
@@ -195,6 +222,11 @@ def certify_error(layer: AttentionLayer, X: ArrayLike, Y: ArrayLike, *, delta: f
     ------
     ValueError
         When ``X`` and ``Y`` differ in shape, or a part would hold fewer than 2 examples.
+
+    See Also
+    --------
+    bernstein_bound : The inequality, one side.
+    learner.learn : Certifies the layer it learns (``LearnResult.error_bound``).
 
     Examples
     --------

@@ -219,6 +219,11 @@ def train_layer(task: str, *, m: int, d: int, k: int, distribution: str = "boole
     -------
     TrainedLayer
 
+    See Also
+    --------
+    learner.study.trained.trained_study : Trains layers per task and setting and learns them.
+    learner.baselines.fit_torch : The same optimiser fitting a layer to another layer's labels.
+
     Examples
     --------
     >>> trained = train_layer("teacher", m=1, d=4, k=2, steps=200, rng=0)

@@ -188,6 +188,11 @@ class LearnConfig:
         The verdict after phase 6: success when the held-out relative error of ``F`` (a ratio of squared
         norms) is at most this, or, with ``noise_floor``, when a larger residual passes the noise-floor
         test. Positive.
+    certify_examples : int, default 4000
+        After phase 6: fresh examples drawn for the layer's certified error bound
+        (:func:`learner.certify.certify_error`, ``LearnResult.error_bound``); 0 draws none and certifies nothing.
+    certify_delta : float, default 0.05
+        The certified error bound's failure probability, in (0, 1).
     noise_floor : bool, default True
         Phase 6: test a held-out error above :data:`~learner.phases.noise.NOISE_MIN` for label noise
         (:func:`~learner.phases.noise.noise_floor`) and accept a residual the test finds to be noise alone.

@@ -34,8 +34,9 @@ __all__ = ["RECOVERED_TOL", "TRAINED_KIND", "TRAINED_RUN_KIND", "TRAINED_SETTING
 
 log = logging.getLogger(__name__)
 
-#: The study kind of the study's claim on its folder, and the kind of its per-layer records.
+#: The study kind of the study's claim on its folder.
 TRAINED_KIND = "trained-study"
+#: The kind of its per-layer records (``runs/``).
 TRAINED_RUN_KIND = "trained-run"
 #: The settings ``(m, d, k)`` (ours): within the trained family's range (m ≤ 6, d ≤ 24, k ≤ 4) and sound for the
 #: learner at logit scale 1 (the largest sound m at (12, 2), (16, 3) and (24, 4) is 4, 5 and 7), one per k.
@@ -49,6 +50,19 @@ TRAINED_ADAM_SECONDS = 120.0
 
 def trained_id(task: str, m: int, d: int, k: int, seed: int) -> str:
     """The record's name of one trained layer: ``{task}-m{m}-d{d}-k{k}-s{seed}``.
+
+    Parameters
+    ----------
+    task : str
+        The task.
+    m, d, k : int
+        The setting.
+    seed : int
+        The layer's index in its cell.
+
+    Returns
+    -------
+    str
 
     Examples
     --------
@@ -233,6 +247,15 @@ RECOVERED_TOL = 1e-8
 def recovered(run: Mapping[str, Any]) -> bool:
     """Whether a learner's run (a record's ``learner["m_given"]`` or ``["m_unknown"]``) recovered the layer:
     success, and a relative error against the trained layer of at most :data:`RECOVERED_TOL`.
+
+    Parameters
+    ----------
+    run : mapping
+        ``success`` and ``relative_error`` (None when not measured).
+
+    Returns
+    -------
+    bool
 
     Examples
     --------
