@@ -196,3 +196,25 @@ class TestCoverage:
             X = sample_inputs(160_000, 2, 6, rng=2000 + seed)
             misses += certify_error(hat, X, truth(X), delta=DELTA, variance=False).bound < error
         assert misses > _misses_allowed(40, DELTA)
+
+
+class TestInLearn:
+    """``learn`` certifies the layer it found from fresh examples, or says why it did not."""
+
+    def test_a_fixed_set_too_small_for_the_certificate_is_said_so(self):
+        from learner import ArraySource, LayerOracle, learn
+
+        truth = random_layer(1, 8, rng=0)
+        X, Y = LayerOracle(truth, 2, rng=1).draw(61_000)  # the phases take 59,000 of them (measured)
+        result = learn(ArraySource(X, Y), m=1, rng=2, progress=False)
+        assert result.success and result.error_bound is None and result.examples_drawn == 59_000
+        assert result.diagnostics["certificate"]["skipped"].startswith("no fresh examples for the certificate")
+
+    def test_certify_examples_zero_certifies_nothing(self):
+        from learner import LayerOracle, LearnConfig, learn
+
+        truth = random_layer(1, 8, rng=0)
+        result = learn(LayerOracle(truth, 2, rng=1), m=1, rng=2, progress=False,
+                       config=LearnConfig(certify_examples=0))
+        assert result.error_bound is None and result.diagnostics["certificate"] == {"skipped": "certify_examples=0"}
+        assert result.examples_drawn == 59_000  # 4,000 fewer than the run that certifies (learn's docstring)
