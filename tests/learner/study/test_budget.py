@@ -34,6 +34,11 @@ class TestWalkSteps:
         first = min(max(start, 1), 10)
         assert list(seen)[0] == first and sorted(seen) == list(range(min(seen), max(seen) + 1))
 
+    def test_a_cap_of_one_visits_m_one(self):
+        # the smallest cap the walk accepts: one cell, whatever the start and the verdict
+        assert walk_steps(1, 1, lambda m: True) == {1: True}
+        assert walk_steps(4, 1, lambda m: False) == {1: False}
+
     def test_bad_cap(self):
         with pytest.raises(ValueError, match="`cap` must be at least 1; got cap=0"):
             walk_steps(1, 0, lambda m: True)
@@ -107,6 +112,9 @@ class TestBudgetWalk:
         one = budget_walk(tmp_path / "one", ds=[16], start={16: 5}, seeds=1)
         assert [(c["method"], c["m"]) for c in one["cells"]] == [("adam", 5), ("adam", 6), ("torch-adam", 5),
                                                                  ("torch-adam", 6)]
+        # the smallest start there is, m = 1, is a start like any other
+        low = budget_walk(tmp_path / "low", ds=[16], start={16: {"adam": 1, "torch-adam": 6}}, seeds=1)
+        assert [(c["method"], c["m"]) for c in low["cells"]][:2] == [("adam", 1), ("adam", 2)]
         # a method not named starts at its cap
         cap = budget_walk(tmp_path / "cap", ds=[16], start={16: {"adam": 5}}, seeds=1)
         assert [(c["method"], c["m"]) for c in cap["cells"]] == [("adam", 5), ("adam", 6), ("torch-adam", 6)]
