@@ -239,7 +239,7 @@ def trained_study(out: PathLike, *, tasks: Sequence[str] | None = None,
     return {"records": records, "summary": summary, "parameters": parameters}
 
 
-#: A learned layer counts as recovered at this relative error against the trained layer or below (the issue's
+#: A learned layer counts as recovered at this relative error against the trained layer or below (the study's
 #: acceptance; ours: far above float64's rounding, where the learner's successes end, far below any misfit).
 RECOVERED_TOL = 1e-8
 
