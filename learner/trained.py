@@ -165,8 +165,8 @@ class TrainedLayer:
     losses : dict of int to float
         The relative error ``Σ‖F(X) − Y‖² / Σ‖Y‖²`` on the held-out inputs at each checkpoint.
     record : dict
-        The JSON-ready record: task, m, d, k, distribution, seed (entropy), steps, lr, batch, init scale, the
-        losses, the final loss, torch's version and the seconds.
+        The JSON-ready record: task, m, d, k, distribution, the seed (entropy and spawn key), steps, lr, batch,
+        init scale, the losses, the final loss, torch's version and the seconds.
     """
 
     layer: AttentionLayer
@@ -239,7 +239,8 @@ def train_layer(task: str, *, m: int, d: int, k: int, distribution: str = "boole
     if d < TASKS[task].min_d:
         raise ValueError(f"`d` must be at least {TASKS[task].min_d} for task {task!r}; got d={d}.")
     gen = check_rng(rng)
-    entropy = gen.bit_generator.seed_seq.entropy if hasattr(gen.bit_generator, "seed_seq") else None
+    seq = getattr(gen.bit_generator, "seed_seq", None)
+    entropy, spawn_key = (seq.entropy, list(seq.spawn_key)) if seq is not None else (None, None)
     task_seed, init_rng, data_rng = int(gen.integers(2**31)), gen.spawn(1)[0], gen.spawn(1)[0]
     keep = sorted({int(s) for s in checkpoints} | {steps})
     start = random_layer(m, d, logit_scale=init_scale, w_scale=init_scale, check=False, rng=init_rng)
@@ -272,6 +273,7 @@ def train_layer(task: str, *, m: int, d: int, k: int, distribution: str = "boole
     record: dict[str, Any] = {
         "task": task, "m": m, "d": d, "k": k, "distribution": distribution, "steps": steps, "lr": lr, "batch": batch,
         "init_scale": init_scale, "task_seed": task_seed, "seed_entropy": entropy,
+        "seed_spawn_key": spawn_key,
         "losses": {str(s): v for s, v in losses.items()}, "final_loss": losses[steps],
         "heldout": TRAIN_HELDOUT, "torch_version": torch.__version__, "seconds": time.perf_counter() - t0}
     return TrainedLayer(saved[steps], saved, task, losses, record)
