@@ -443,7 +443,7 @@ class _Run:
             return None
         cert = certify_error(layer, X, Y, delta=self.cfg.certify_delta)
         self.add_time("certificate", time.perf_counter() - t0)
-        self.diag["certificate"] = cert.to_dict() | {"statement": cert.statement()}
+        self.diag["certificate"] = {"examples": n} | cert.to_dict() | {"statement": cert.statement()}
         log.info("certificate: %s", cert.statement())
         return cert.bound
 

@@ -32,7 +32,8 @@ print(f"relative error of F against the planted layer: {relative_error(truth, re
 # ``result.diagnostics``, where phases 3 and 4, run at most ``outer_rounds`` times, report their *last* round
 # and list every round's examples under ``rounds``. Each phase stopped when its estimate was good enough
 # (``stopped``: the data-driven budgets). Phase 5 works on phase 4's constraints and draws none; phase 6 draws a
-# small held-out set. The per-phase totals must add up to ``result.examples_drawn``.
+# small held-out set, and the certificate (``certificate``) fresh examples for the error bound after it. The
+# per-phase totals must add up to ``result.examples_drawn``.
 diag = result.diagnostics
 phases = [p for p in result.timings if p != "total"]
 examples = {p: diag[p].get("examples", 0) for p in phases}
