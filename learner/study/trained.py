@@ -309,7 +309,7 @@ def trained_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     totals = {"layers": n, **{key: sum(c[key] for c in rows) for key in
                               ("meet_all", "control_meet_all", "recovered_m_given", "recovered_m_unknown",
                                "adam_success")}}
-    trace: dict[str, dict[str, dict[str, float]]] = {}
+    trace: dict[str, dict[str, dict[str, list[int]]]] = {}  # task -> condition -> step -> [met, measured]
     for rec in records:
         per = trace.setdefault(rec["task"], {})
         for step, report in rec["conditions"].items():
