@@ -448,6 +448,7 @@ def _add_trained(sub):
     p.add_argument("--adam-seconds", type=float, default=TRAINED_ADAM_SECONDS,
                    help=f"torch Adam's time limit per refit (default {TRAINED_ADAM_SECONDS:g})")
     p.add_argument("--workers", type=int, default=2, help="the learner's local workers (default 2)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quick", action="store_true",
                    help="one small setting, one layer per task, tiny budgets (a smoke test, not a measurement)")
     p.add_argument("--seed", type=cli_seed, default=0, help="entropy of every layer's seed (default 0)")
@@ -469,7 +470,7 @@ def _trained(args):
 
     def study():
         return trained_study(args.out, tasks=args.tasks, workers=args.workers, seed=args.seed,
-                             run=not args.summarise_only, **params)
+                             progress=not args.no_progress, run=not args.summarise_only, **params)
 
     result = run_study(study)
     if isinstance(result, int):

@@ -158,7 +158,7 @@ def trained_study(out: PathLike, *, tasks: Sequence[str] | None = None,
                   settings: Sequence[tuple[int, int, int]] = TRAINED_SETTINGS, seeds: int = 3, steps: int = 1500,
                   lr: float = 0.01, checkpoints: Sequence[int] = (0, 150, 500),
                   max_examples: int = TRAINED_MAX_EXAMPLES, adam_seconds: float = TRAINED_ADAM_SECONDS,
-                  workers: int = 2, seed: int = 0, run: bool = True) -> dict[str, Any]:
+                  workers: int = 2, seed: int = 0, progress: bool = False, run: bool = True) -> dict[str, Any]:
     """Train, measure and learn a layer per task, setting and seed; resumable from the records in ``out``.
 
     Parameters
@@ -184,6 +184,8 @@ def trained_study(out: PathLike, *, tasks: Sequence[str] | None = None,
         The learner's local workers.
     seed : int
         Entropy of every layer's seed (with the task, setting and index).
+    progress : bool
+        A progress bar over the trained layers on standard error (the study's records are the same either way).
     run : bool
         False: run nothing and summarise the records there.
 
@@ -194,6 +196,8 @@ def trained_study(out: PathLike, *, tasks: Sequence[str] | None = None,
         written to ``out/summary.json`` and, as :func:`trained_markdown`, ``out/summary.md``) and ``parameters``.
     """
     from ..io import check_writable_dir, versions, write_json
+    from ..progress import bar as progress_bar
+    from ..progress import showing
     from ..sweep.engine import claim_study, sweep_lock
     from ..sweep.records import DIGEST_FIELD, read_run_record, record_digest, schema_of, write_summary
     from ..trained import TASKS
@@ -217,6 +221,8 @@ def trained_study(out: PathLike, *, tasks: Sequence[str] | None = None,
         (out / "runs").mkdir(exist_ok=True)
         (out / "layers").mkdir(exist_ok=True)
         plan = [(t, m, d, k, s) for (m, d, k) in settings for t in tasks for s in range(seeds)]
+        with showing(progress and run):
+            bar = progress_bar(len(plan), "trained layers", "layer")
         for i, (task, m, d, k, s) in enumerate(plan):
             path = out / "runs" / f"{trained_id(task, m, d, k, s)}.json"
             rec = read_run_record(path, TRAINED_RUN_KIND, schema) if path.exists() else None
@@ -232,6 +238,9 @@ def trained_study(out: PathLike, *, tasks: Sequence[str] | None = None,
                 rec[DIGEST_FIELD] = record_digest(rec)
                 write_json(path, rec)
             records.append(rec)
+            bar.update(1)
+            bar.set_postfix_str(path.stem)
+        bar.close()
         summary = trained_summary(records) | {"parameters": parameters, "versions": versions(),
                                               "note": "tasks, settings, training recipe and reading ours; the paper "
                                                       "trains nothing."}

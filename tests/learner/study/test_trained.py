@@ -80,11 +80,12 @@ class TestSummary:
         assert "theta_diagonal (1)" in table and "theta_incoherence (1)" in table
 
 
-def test_a_small_study_runs_and_resumes_without_training_again(tmp_path):
+def test_a_small_study_runs_and_resumes_without_training_again(tmp_path, capsys):
     pytest.importorskip("torch")
     kwargs = {"tasks": ["teacher", "parity"], "settings": [(1, 6, 2)], "seeds": 1, "steps": 60,
               "checkpoints": (0, 30), "max_examples": 200_000, "adam_seconds": 1.0, "workers": 1}
-    first = trained_study(tmp_path, **kwargs)
+    first = trained_study(tmp_path, **kwargs, progress=True)
+    assert "trained layers" in capsys.readouterr().err  # the bar, on standard error
     names = sorted(p.name for p in (tmp_path / "runs").glob("*.json"))
     assert names == [f"{trained_id(t, 1, 6, 2, 0)}.json" for t in ("parity", "teacher")]
     assert sorted(p.name for p in (tmp_path / "layers").glob("*.npz")) == [n.replace(".json", ".npz") for n in names]
@@ -92,7 +93,8 @@ def test_a_small_study_runs_and_resumes_without_training_again(tmp_path):
     assert sorted(teacher["conditions"], key=int) == ["0", "30", "60"]
     assert teacher["learner"]["m_given"]["status"] == "6_search" and recovered(teacher["learner"]["m_given"])
     before = {n: (tmp_path / "runs" / n).read_bytes() for n in names}
-    again = trained_study(tmp_path, **kwargs, run=False)
+    again = trained_study(tmp_path, **kwargs, run=False, progress=True)
+    assert "trained layers" not in capsys.readouterr().err  # nothing to run, no bar
     assert {n: (tmp_path / "runs" / n).read_bytes() for n in names} == before
     assert again["summary"]["totals"] == first["summary"]["totals"]
     assert json.loads((tmp_path / "summary.json").read_text())["totals"]["layers"] == 2
