@@ -51,8 +51,8 @@ def fmt(value: Any, spec: str = "", *, missing: str = MISSING) -> str:
 
 def markdown_table(header: Sequence[Any], rows: Iterable[Sequence[Any]]) -> str:
     """A Markdown table: the ``header`` row, the separator (``|---|`` per column), then one line per row; cells are
-    written with ``str`` (format numbers with :func:`fmt` first). A row of another length than the header is a
-    ValueError naming it.
+    written with ``str`` (format numbers with :func:`fmt` first), a ``|`` inside a cell escaped (``\\|``) so that it
+    does not split the cell. A row of another length than the header is a ValueError naming it.
 
     Parameters
     ----------
@@ -72,12 +72,16 @@ def markdown_table(header: Sequence[Any], rows: Iterable[Sequence[Any]]) -> str:
         If a row's length differs from the header's.
     """
     width = len(header)
-    lines = ["| " + " | ".join(str(cell) for cell in header) + " |", "|" + "---|" * width]
+
+    def cells(row):
+        return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |"
+
+    lines = [cells(header), "|" + "---|" * width]
     for i, row in enumerate(rows):
         row = list(row)
         if len(row) != width:
             raise ValueError(f"row {i} has {len(row)} cells, the header {width}: {row!r}")
-        lines.append("| " + " | ".join(str(cell) for cell in row) + " |")
+        lines.append(cells(row))
     return "\n".join(lines)
 
 

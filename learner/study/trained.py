@@ -29,8 +29,10 @@ import numpy as np
 from ..hints import PathLike
 from ..validation import Integer, Real, Seed, declare
 
-__all__ = ["RECOVERED_TOL", "TRAINED_KIND", "TRAINED_RUN_KIND", "TRAINED_SETTINGS", "norm_matched", "recovered",
-           "trained_id", "trained_markdown", "trained_study", "trained_summary"]
+__all__ = ["RECOVERED_TOL", "TRAINED_KIND", "TRAINED_RUN_KIND", "TRAINED_SETTINGS", "EVERY_CONDITION",
+           "condition_margin",
+           "condition_table", "learner_failures", "norm_matched", "plot_trained", "recovered", "trained_id",
+           "trained_markdown", "trained_study", "trained_summary"]
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +250,9 @@ def trained_study(out: PathLike, *, tasks: Sequence[str] | None = None,
     return {"records": records, "summary": summary, "parameters": parameters}
 
 
+#: The condition trace's entry for the share of layers that meet every condition of the report.
+EVERY_CONDITION = "every condition"
+
 #: A learned layer counts as recovered at this relative error against the trained layer or below (the study's
 #: acceptance; ours: far above float64's rounding, where the learner's successes end, far below any misfit).
 RECOVERED_TOL = 1e-8
@@ -289,8 +294,13 @@ def trained_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``cells`` (one per task and setting, in the records' order), ``totals`` (the shares over every layer) and
-        ``condition_trace`` (per task, the share of layers meeting each condition at each checkpoint).
+        ``cells`` (one per task and setting, in the records' order), ``totals`` (counts over every layer, and the
+        learner's verdicts that contradict the truth: ``wrong_successes``, runs that claim success yet miss the
+        trained layer by more than :data:`RECOVERED_TOL`, and ``late_refusals``, refusals of the setting after
+        examples were drawn), ``condition_trace`` (per task, the share of layers meeting each condition at each
+        checkpoint), ``conditions`` (:func:`condition_table`), ``failures`` (:func:`learner_failures`) and
+        ``recovery_by_conditions`` (the layers that meet every condition at their last step and those that fail
+        one: ``layers``, and the learner's recoveries with m given and m unknown).
     """
     cells: dict[tuple, dict[str, Any]] = {}
     for rec in records:
@@ -317,7 +327,7 @@ def trained_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     n = sum(c["layers"] for c in rows)
     totals = {"layers": n, **{key: sum(c[key] for c in rows) for key in
                               ("meet_all", "control_meet_all", "recovered_m_given", "recovered_m_unknown",
-                               "adam_success")}}
+                               "adam_success")}, **_verdict_checks(records)}
     trace: dict[str, dict[str, dict[str, list[int]]]] = {}  # task -> condition -> step -> [met, measured]
     for rec in records:
         per = trace.setdefault(rec["task"], {})
@@ -328,14 +338,19 @@ def trained_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 cell_ = per.setdefault(row["name"], {}).setdefault(step, [0, 0])
                 cell_[0] += bool(row["ok"])
                 cell_[1] += 1
+            every = per.setdefault(EVERY_CONDITION, {}).setdefault(step, [0, 0])
+            every[0] += not report["failed"]
+            every[1] += 1
     shares = {task: {name: {step: ok / total for step, (ok, total) in sorted(steps.items(), key=lambda s: int(s[0]))}
                      for name, steps in per.items()} for task, per in trace.items()}
-    return {"cells": rows, "totals": totals, "condition_trace": shares}
+    return {"cells": rows, "totals": totals, "condition_trace": shares, "conditions": condition_table(records),
+            "failures": learner_failures(records), "recovery_by_conditions": _recovery_by_conditions(records)}
 
 
 def trained_markdown(summary: Mapping[str, Any]) -> str:
-    """The summary's cells as a Markdown table: per task and setting, the layers meeting every condition (and their
-    controls), the conditions failed most, the median final loss, the learner's recoveries and Adam's successes.
+    """The summary as Markdown: per task and setting, the layers meeting every condition (and their controls), the
+    conditions failed most, the median final loss, the learner's recoveries and Adam's successes; the totals; the
+    condition table (:func:`condition_table`); and the learner's failures (:func:`learner_failures`).
 
     Parameters
     ----------
@@ -356,6 +371,227 @@ def trained_markdown(summary: Mapping[str, Any]) -> str:
                      f"{c['median_final_loss']:.2g}", f"{c['meet_all']}/{n}", f"{c['control_meet_all']}/{n}",
                      worst or "none", f"{c['recovered_m_given']}/{n}", f"{c['recovered_m_unknown']}/{n}",
                      ", ".join(f"{k} {v}" for k, v in sorted(c["statuses"].items())), f"{c['adam_success']}/{n}"])
-    return markdown_table(["task", "(m, d, k)", "fits exactly", "median final loss", "meet every condition",
-                           "norm-matched control", "failed most (layers)", "learner recovers (m given)",
-                           "(m unknown)", "learner's verdicts (m given)", "Adam within 1e-3"], rows)
+    cells = markdown_table(["task", "(m, d, k)", "fits exactly", "median final loss", "meet every condition",
+                            "norm-matched control", "failed most (layers)", "learner recovers (m given)",
+                            "(m unknown)", "learner's verdicts (m given)", "Adam within 1e-3"], rows)
+    t = summary["totals"]
+    totals = (f"Over {t['layers']} trained layers: {t['meet_all']} meet every condition (norm-matched controls: "
+              f"{t['control_meet_all']}); the learner recovers {t['recovered_m_given']} with m given and "
+              f"{t['recovered_m_unknown']} with m unknown; torch Adam reaches 1e-3 on {t['adam_success']}. Of the "
+              f"learner's {t['learner_runs']} runs, {t['wrong_successes']} claim a success that misses the layer "
+              f"by more than {RECOVERED_TOL:g} and {t['late_refusals']} refuse the setting after drawing examples.")
+    return "\n\n".join([cells, totals, "## The conditions", _conditions_markdown(summary["conditions"]),
+                         "## The learner's runs that did not recover the layer",
+                         _failures_markdown(summary["failures"])])
+
+
+def _ratio(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g}"
+
+
+def _conditions_markdown(conditions: Sequence[Mapping[str, Any]]) -> str:
+    """The condition table as Markdown (margins: :func:`condition_margin`, above 1 where a condition fails)."""
+    from ..tables import markdown_table
+
+    rows = [[c["name"], c["quantity"], f"{c['relation']} threshold", f"{c['met']}/{c['measured']}",
+             f"{c['control_met']}/{c['control_measured']}", _ratio(c["median_margin"]), _ratio(c["worst_margin"]),
+             _ratio(c["control_median_margin"]), c["source"]] for c in conditions]
+    return markdown_table(["condition", "quantity", "holds when", "trained layers meeting it", "controls meeting it",
+                           "median margin", "worst margin", "controls' median margin", "source"], rows)
+
+
+def _failures_markdown(failures: Sequence[Mapping[str, Any]]) -> str:
+    """The learner's failures as Markdown: by task, m given or not, the phase it ended in and the broken
+    conditions."""
+    from ..tables import markdown_table
+
+    if not failures:
+        return "None: the learner recovered every trained layer."
+    rows = [[f["task"], "given" if f["m_given"] else "unknown", f["status"], ", ".join(f["conditions"]) or "none",
+             str(f["runs"]), _ratio(f["median_relative_error"]), f["message"]] for f in failures]
+    return markdown_table(["task", "m", "ended in (status)", "conditions its layer fails", "runs",
+                           "median relative error", "one run's message"], rows)
+
+
+def _recovery_by_conditions(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """The learner's recoveries among the layers that meet every condition and among those that fail one."""
+    groups = {side: {"layers": 0, "recovered_m_given": 0, "recovered_m_unknown": 0} for side in ("meet_all",
+                                                                                                 "fail_some")}
+    for rec in records:
+        group = groups["fail_some" if _final(rec)["failed"] else "meet_all"]
+        group["layers"] += 1
+        for label in ("m_given", "m_unknown"):
+            group[f"recovered_{label}"] += recovered(rec["learner"][label])
+    return groups
+
+
+def _verdict_checks(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """The learner's runs whose verdict the truth contradicts: a success that misses the layer, a late refusal."""
+    runs = [run for rec in records for run in rec["learner"].values()]
+    return {"learner_runs": len(runs),
+            "wrong_successes": sum(bool(r["success"]) and not recovered(r) for r in runs),
+            "late_refusals": sum(r["status"] == "setting" and (r["examples"] or 0) > 0 for r in runs)}
+
+
+def condition_margin(row: Mapping[str, Any]) -> float | None:
+    """How far a measured condition is from its threshold, as a ratio above 1 exactly where it fails (``ok`` is
+    False, up to the strict relations' equality): ``value / threshold`` for an upper bound (``<=``, ``<``),
+    ``threshold / value`` for a lower bound (``>=``, ``>``); None for a row not measured, and for a lower bound
+    whose value is 0 (infinitely far).
+
+    Parameters
+    ----------
+    row : mapping
+        A row of :meth:`learner.assumptions.AssumptionReport.to_dict`: ``value``, ``threshold``, ``relation``, ``ok``.
+
+    Returns
+    -------
+    float or None
+
+    Examples
+    --------
+    >>> condition_margin({"value": 0.75, "threshold": 0.5, "relation": "<=", "ok": False})
+    1.5
+    >>> condition_margin({"value": 3.0, "threshold": 1.5, "relation": ">=", "ok": True})
+    0.5
+    >>> condition_margin({"value": 0.0, "threshold": 0.1, "relation": ">=", "ok": False}) is None
+    True
+    """
+    if row.get("ok") is None or row.get("value") is None or row.get("threshold") is None:
+        return None
+    value, threshold = float(row["value"]), float(row["threshold"])
+    if row["relation"] in ("<=", "<"):
+        return value / threshold if threshold > 0 else None
+    return threshold / value if value > 0 else None
+
+
+def _final(rec: Mapping[str, Any]) -> Mapping[str, Any]:
+    return rec["conditions"][max(rec["conditions"], key=int)]
+
+
+def condition_table(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per condition of the assumption report, over the trained layers (at their last step) and their controls:
+    how many were measured and met, and how far from the threshold they sit (:func:`condition_margin`: the median,
+    and the largest over the trained layers, above 1 where a condition fails).
+
+    Parameters
+    ----------
+    records : sequence of dict
+        The study's records (``trained-run``).
+
+    Returns
+    -------
+    list of dict
+        One per condition measured on at least one layer, in the report's order: ``name``, ``group``,
+        ``quantity``, ``relation``, ``source``, ``measured``, ``met``, ``control_measured``, ``control_met``,
+        ``median_margin``, ``worst_margin`` and ``control_median_margin`` (None where no margin is finite).
+    """
+    table: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        for which, report in (("", _final(rec)), ("control_", rec["control"])):
+            for row in report["rows"]:
+                if row["ok"] is None:
+                    continue
+                entry = table.setdefault(row["name"], {key: row[key] for key in
+                                                       ("name", "group", "quantity", "relation", "source")}
+                                         | {"measured": 0, "met": 0, "control_measured": 0, "control_met": 0,
+                                            "margins": [], "control_margins": []})
+                entry[f"{which}measured"] += 1
+                entry[f"{which}met"] += bool(row["ok"])
+                margin = condition_margin(row)
+                if margin is not None:
+                    entry[f"{which}margins"].append(margin)
+    for entry in table.values():
+        ours, control = entry.pop("margins"), entry.pop("control_margins")
+        entry["median_margin"] = float(np.median(ours)) if ours else None
+        entry["worst_margin"] = float(max(ours)) if ours else None
+        entry["control_median_margin"] = float(np.median(control)) if control else None
+    return list(table.values())
+
+
+def learner_failures(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The learner's runs that did not recover their layer, grouped by task, whether m was given, the phase the
+    run ended in (its ``status``) and the conditions its layer fails (at its last step; the setting's failed
+    conditions for a refusal): how many, their median relative error and one message.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        The study's records (``trained-run``).
+
+    Returns
+    -------
+    list of dict
+        ``task``, ``m_given`` (bool), ``status``, ``conditions`` (list of names; empty: the layer meets every
+        condition), ``runs``, ``median_relative_error`` (None where none was measured) and ``message``.
+    """
+    groups: dict[tuple, dict[str, Any]] = {}
+    for rec in records:
+        for label, run in rec["learner"].items():
+            if recovered(run):
+                continue
+            broken = sorted(run.get("setting_failed") or []) if run["status"] == "setting" else \
+                sorted(_final(rec)["failed"])
+            key = (rec["task"], label == "m_given", run["status"], tuple(broken))
+            group = groups.setdefault(key, {"task": key[0], "m_given": key[1], "status": key[2],
+                                            "conditions": list(key[3]), "runs": 0, "errors": [],
+                                            "message": run["message"]})
+            group["runs"] += 1
+            if run["relative_error"] is not None:
+                group["errors"].append(run["relative_error"])
+    rows = []
+    for group in groups.values():
+        errors = group.pop("errors")
+        rows.append(group | {"median_relative_error": float(np.median(errors)) if errors else None})
+    return rows
+
+
+def plot_trained(summary: Mapping[str, Any], path: Any) -> Any:
+    """``trained.png``: per task, the share of its trained layers meeting each condition of the report (the
+    setting's, which training cannot change, left out) at each checkpoint of training, and the share meeting every
+    condition (black). Two panels a row.
+
+    Parameters
+    ----------
+    summary : mapping
+        :func:`trained_summary`'s result.
+    path : str or path-like
+        The PNG file (written atomically).
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..io import save_figure
+
+    trace = summary["condition_trace"]
+    shown = [c["name"] for c in summary["conditions"] if c["group"] != "setting"]
+    colours = {name: f"C{i % 10}" for i, name in enumerate(shown)}
+    rows = (len(trace) + 1) // 2
+    fig, grid = plt.subplots(rows, 2, figsize=(11, 3.6 * rows), squeeze=False)
+    for spare in grid.ravel()[len(trace):]:
+        spare.set_visible(False)
+    for ax, (task, per) in zip(grid.ravel(), trace.items(), strict=False):
+        for name in [*shown, EVERY_CONDITION]:
+            if name not in per:
+                continue
+            steps = sorted(per[name], key=int)
+            every = name == EVERY_CONDITION
+            ax.plot([max(int(t), 1) for t in steps], [per[name][t] for t in steps], marker="o" if every else ".",
+                    lw=2.2 if every else 1, color="k" if every else colours[name], label=name)
+        ax.set_xscale("log")
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_xlabel("training step (step 0 drawn at 1)")
+        ax.set_ylabel("share of layers meeting it")
+        ax.set_title(f"{task}: the conditions through training", fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=6, ncol=2, loc="lower left")
+    fig.tight_layout()
+    out = save_figure(fig, path, dpi=110)
+    plt.close(fig)
+    return out

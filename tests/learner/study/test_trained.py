@@ -8,8 +8,13 @@ import pytest
 
 from learner import random_layer
 from learner.study.trained import (
+    EVERY_CONDITION,
     RECOVERED_TOL,
+    condition_margin,
+    condition_table,
+    learner_failures,
     norm_matched,
+    plot_trained,
     recovered,
     trained_id,
     trained_markdown,
@@ -40,15 +45,27 @@ class TestRecovered:
         assert recovered(run) is expected
 
 
-def _record(task, m, *, final_failed, control_failed, given, unknown, adam, status="6_search", loss=0.1):
-    report = {"failed": final_failed, "rows": [{"name": "theta_incoherence", "ok": "theta_incoherence" not in
-                                                final_failed}, {"name": "cube_configurations", "ok": None}]}
-    start = {"failed": ["theta_incoherence"], "rows": [{"name": "theta_incoherence", "ok": False}]}
+def _row(name, ok, value=None, threshold=None, relation="<=", group="attention"):
+    return {"name": name, "ok": ok, "value": value, "threshold": threshold, "relation": relation, "group": group,
+            "quantity": f"the {name}", "source": "ours"}
+
+
+def _record(task, m, *, final_failed, control_failed, given, unknown, adam, status="6_search", loss=0.1,
+            incoherence=0.25, control_incoherence=0.25, examples=1000, setting_failed=()):
+    report = {"failed": final_failed, "rows": [_row("theta_incoherence", "theta_incoherence" not in final_failed,
+                                                    incoherence, 0.5),
+                                               _row("cube_configurations", None, group="setting")]}
+    start = {"failed": ["theta_incoherence"], "rows": [_row("theta_incoherence", False, 0.75, 0.5)]}
+    control = {"failed": control_failed, "rows": [_row("theta_incoherence", "theta_incoherence" not in
+                                                       control_failed, control_incoherence, 0.5)]}
     return {"task": task, "m": m, "d": 12, "k": 2, "exact": task == "teacher", "conditions": {"0": start,
-            "100": report}, "control": {"failed": control_failed},
+            "100": report}, "control": control,
             "training": {"final_loss": loss},
-            "learner": {"m_given": {"success": given, "relative_error": 1e-30 if given else 1.0, "status": status},
-                        "m_unknown": {"success": unknown, "relative_error": 1e-30}},
+            "learner": {"m_given": {"success": given, "relative_error": 1e-30 if given else 1.0, "status": status,
+                                    "examples": examples, "message": f"{task}: {status}",
+                                    "setting_failed": list(setting_failed)},
+                        "m_unknown": {"success": unknown, "relative_error": 1e-30, "status": "6_search",
+                                      "examples": examples, "message": "m unknown", "setting_failed": []}},
             "adam": {"success": adam}}
 
 
@@ -69,15 +86,87 @@ class TestSummary:
         assert copy["failed"] == {"theta_incoherence": 1, "theta_diagonal": 1}
         assert copy["statuses"] == {"assumptions": 1}
         assert summary["totals"] == {"layers": 3, "meet_all": 2, "control_meet_all": 2, "recovered_m_given": 2,
-                                     "recovered_m_unknown": 1, "adam_success": 2}
+                                     "recovered_m_unknown": 1, "adam_success": 2, "learner_runs": 6,
+                                     "wrong_successes": 0, "late_refusals": 0}
         # the trace: at step 0 no copy layer met theta_incoherence, at the end none either; conditions without a
         # verdict (None) are left out
         assert summary["condition_trace"]["copy"]["theta_incoherence"] == {"0": 0.0, "100": 0.0}
         assert summary["condition_trace"]["teacher"]["theta_incoherence"] == {"0": 0.0, "100": 1.0}
         assert "cube_configurations" not in summary["condition_trace"]["teacher"]
+        assert summary["recovery_by_conditions"] == {
+            "meet_all": {"layers": 2, "recovered_m_given": 2, "recovered_m_unknown": 1},
+            "fail_some": {"layers": 1, "recovered_m_given": 0, "recovered_m_unknown": 0}}
+        assert summary["condition_trace"]["teacher"][EVERY_CONDITION] == {"0": 0.0, "100": 1.0}
+        assert summary["condition_trace"]["copy"][EVERY_CONDITION] == {"0": 0.0, "100": 0.0}
         table = trained_markdown(summary)
         assert "| teacher | (2, 12, 2) | yes | 0.1 | 2/2 | 1/2 | none | 2/2 | 1/2 | 6_search 2 | 1/2 |" in table
         assert "theta_diagonal (1)" in table and "theta_incoherence (1)" in table
+        assert "of the learner's 6 runs, 0 claim a success that misses" in table.lower()
+
+    def test_a_success_that_misses_and_a_late_refusal_are_counted(self):
+        # a run that says success at 1e-6 against the layer is a wrong verdict; a refusal after 5 examples is late
+        miss = _record("teacher", 2, final_failed=[], control_failed=[], given=True, unknown=True, adam=True)
+        miss["learner"]["m_given"]["relative_error"] = 1e-6
+        late = _record("copy", 2, final_failed=[], control_failed=[], given=False, unknown=True, adam=True,
+                       status="setting", examples=5, setting_failed=["certificate_sound"])
+        early = _record("copy", 2, final_failed=[], control_failed=[], given=False, unknown=True, adam=True,
+                        status="setting", examples=0, setting_failed=["certificate_sound"])
+        totals = trained_summary([miss, late, early])["totals"]
+        assert (totals["wrong_successes"], totals["late_refusals"]) == (1, 1)
+
+
+class TestConditions:
+    @pytest.mark.parametrize(("row", "expected"), [
+        (_row("a", False, 0.75, 0.5), 1.5), (_row("a", True, 0.25, 0.5), 0.5),
+        (_row("a", True, 3.0, 1.5, ">="), 0.5), (_row("a", False, 1.0, 1.5, ">="), 1.5),
+        (_row("a", False, 12.0, 12.0, "<"), 1.0), (_row("a", None, 1.0, 2.0), None),
+        (_row("a", False, 0.0, 0.1, ">="), None),
+    ], ids=["upper, failed", "upper, met", "lower, met", "lower, failed", "strict, at it", "not measured",
+            "lower, zero"])
+    def test_the_margin_is_above_one_where_the_condition_fails(self, row, expected):
+        assert condition_margin(row) == (None if expected is None else pytest.approx(expected))
+
+    def test_counts_and_margins_by_hand(self):
+        records = [
+            _record("teacher", 2, final_failed=[], control_failed=[], given=True, unknown=True, adam=True,
+                    incoherence=0.1, control_incoherence=0.2),
+            _record("copy", 2, final_failed=["theta_incoherence"], control_failed=[], given=False, unknown=False,
+                    adam=True, incoherence=0.9, control_incoherence=0.3),
+            _record("copy", 2, final_failed=["theta_incoherence"], control_failed=["theta_incoherence"],
+                    given=False, unknown=False, adam=True, incoherence=0.6, control_incoherence=0.7),
+        ]
+        (row,) = condition_table(records)  # cube_configurations has no verdict: left out
+        assert row["name"] == "theta_incoherence" and row["group"] == "attention"
+        assert (row["measured"], row["met"], row["control_measured"], row["control_met"]) == (3, 1, 3, 2)
+        assert row["median_margin"] == pytest.approx(1.2)  # 0.6 / 0.5, the middle of 0.2, 1.8, 1.2
+        assert row["worst_margin"] == pytest.approx(1.8)
+        assert row["control_median_margin"] == pytest.approx(0.6)
+
+    def test_failures_are_grouped_by_phase_and_broken_condition(self):
+        records = [
+            _record("copy", 2, final_failed=["theta_incoherence"], control_failed=[], given=False, unknown=True,
+                    adam=True),
+            _record("copy", 2, final_failed=["theta_incoherence"], control_failed=[], given=False, unknown=True,
+                    adam=True),
+            _record("copy", 2, final_failed=[], control_failed=[], given=False, unknown=True, adam=True,
+                    status="budget"),
+            _record("parity", 2, final_failed=["theta_incoherence"], control_failed=[], given=False, unknown=True,
+                    adam=True, status="setting", examples=0, setting_failed=["sharpness_reach"]),
+        ]
+        failures = learner_failures(records)
+        assert [(f["task"], f["m_given"], f["status"], f["conditions"], f["runs"]) for f in failures] == [
+            ("copy", True, "6_search", ["theta_incoherence"], 2), ("copy", True, "budget", [], 1),
+            ("parity", True, "setting", ["sharpness_reach"], 1)]  # a refusal names the setting's conditions
+        assert failures[0]["median_relative_error"] == 1.0 and failures[0]["message"] == "copy: 6_search"
+        table = trained_markdown(trained_summary(records))
+        assert "| copy | given | 6_search | theta_incoherence | 2 | 1 | copy: 6_search |" in table
+        assert "| copy | given | budget | none | 1 |" in table
+
+    def test_the_figure_is_drawn(self, tmp_path):
+        pytest.importorskip("matplotlib")
+        records = [_record("teacher", 2, final_failed=[], control_failed=[], given=True, unknown=True, adam=True)]
+        path = plot_trained(trained_summary(records), tmp_path / "trained.png")
+        assert path.stat().st_size > 1000 and path.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_a_small_study_runs_and_resumes_without_training_again(tmp_path, capsys):
