@@ -371,7 +371,7 @@ def trained_markdown(summary: Mapping[str, Any]) -> str:
                      f"{c['median_final_loss']:.2g}", f"{c['meet_all']}/{n}", f"{c['control_meet_all']}/{n}",
                      worst or "none", f"{c['recovered_m_given']}/{n}", f"{c['recovered_m_unknown']}/{n}",
                      ", ".join(f"{k} {v}" for k, v in sorted(c["statuses"].items())), f"{c['adam_success']}/{n}"])
-    cells = markdown_table(["task", "(m, d, k)", "fits exactly", "median final loss", "meet every condition",
+    cells = markdown_table(["task", "(m, d, k)", "the form fits it", "median final loss", "meet every condition",
                             "norm-matched control", "failed most (layers)", "learner recovers (m given)",
                             "(m unknown)", "learner's verdicts (m given)", "Adam within 1e-3"], rows)
     t = summary["totals"]
@@ -380,13 +380,25 @@ def trained_markdown(summary: Mapping[str, Any]) -> str:
               f"{t['recovered_m_unknown']} with m unknown; torch Adam reaches 1e-3 on {t['adam_success']}. Of the "
               f"learner's {t['learner_runs']} runs, {t['wrong_successes']} claim a success that misses the layer "
               f"by more than {RECOVERED_TOL:g} and {t['late_refusals']} refuse the setting after drawing examples.")
-    return "\n\n".join([cells, totals, "## The conditions", _conditions_markdown(summary["conditions"]),
+    margins = ("A condition's margin is its value over its threshold for an upper bound (≤, <) and the threshold over "
+               "the value for a lower bound (≥, >): above 1 exactly where the condition fails (– where no margin is "
+               "finite). Measured on each trained layer at its last step and on its norm-matched control.")
+    return "\n\n".join([cells, totals, "## The conditions", margins, _conditions_markdown(summary["conditions"]),
                          "## The learner's runs that did not recover the layer",
                          _failures_markdown(summary["failures"])])
 
 
 def _ratio(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}"
+
+
+#: A message in the failures' table is cut after this many characters (ours: a table cell, not a log; the record
+#: keeps the whole message).
+MESSAGE_CHARS = 160
+
+
+def _clipped(message: str) -> str:
+    return message if len(message) <= MESSAGE_CHARS else message[:MESSAGE_CHARS - 1].rstrip() + "…"
 
 
 def _conditions_markdown(conditions: Sequence[Mapping[str, Any]]) -> str:
@@ -408,7 +420,7 @@ def _failures_markdown(failures: Sequence[Mapping[str, Any]]) -> str:
     if not failures:
         return "None: the learner recovered every trained layer."
     rows = [[f["task"], "given" if f["m_given"] else "unknown", f["status"], ", ".join(f["conditions"]) or "none",
-             str(f["runs"]), _ratio(f["median_relative_error"]), f["message"]] for f in failures]
+             str(f["runs"]), _ratio(f["median_relative_error"]), _clipped(f["message"])] for f in failures]
     return markdown_table(["task", "m", "ended in (status)", "conditions its layer fails", "runs",
                            "median relative error", "one run's message"], rows)
 
