@@ -298,9 +298,10 @@ def trained_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         learner's verdicts that contradict the truth: ``wrong_successes``, runs that claim success yet miss the
         trained layer by more than :data:`RECOVERED_TOL`, and ``late_refusals``, refusals of the setting after
         examples were drawn), ``condition_trace`` (per task, the share of layers meeting each condition at each
-        checkpoint), ``conditions`` (:func:`condition_table`), ``failures`` (:func:`learner_failures`) and
-        ``recovery_by_conditions`` (the layers that meet every condition at their last step and those that fail
-        one: ``layers``, and the learner's recoveries with m given and m unknown).
+        checkpoint), ``margin_trace`` (per task, each condition's median :func:`condition_margin` at each
+        checkpoint, over the layers where it is finite), ``conditions`` (:func:`condition_table`), ``failures``
+        (:func:`learner_failures`) and ``recovery_by_conditions`` (the layers that meet every condition at their
+        last step and those that fail one: ``layers``, and the learner's recoveries with m given and m unknown).
     """
     cells: dict[tuple, dict[str, Any]] = {}
     for rec in records:
@@ -328,22 +329,9 @@ def trained_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     totals = {"layers": n, **{key: sum(c[key] for c in rows) for key in
                               ("meet_all", "control_meet_all", "recovered_m_given", "recovered_m_unknown",
                                "adam_success")}, **_verdict_checks(records)}
-    trace: dict[str, dict[str, dict[str, list[int]]]] = {}  # task -> condition -> step -> [met, measured]
-    for rec in records:
-        per = trace.setdefault(rec["task"], {})
-        for step, report in rec["conditions"].items():
-            for row in report["rows"]:
-                if row["ok"] is None:
-                    continue
-                cell_ = per.setdefault(row["name"], {}).setdefault(step, [0, 0])
-                cell_[0] += bool(row["ok"])
-                cell_[1] += 1
-            every = per.setdefault(EVERY_CONDITION, {}).setdefault(step, [0, 0])
-            every[0] += not report["failed"]
-            every[1] += 1
-    shares = {task: {name: {step: ok / total for step, (ok, total) in sorted(steps.items(), key=lambda s: int(s[0]))}
-                     for name, steps in per.items()} for task, per in trace.items()}
-    return {"cells": rows, "totals": totals, "condition_trace": shares, "conditions": condition_table(records),
+    shares, margins = _traces(records)
+    return {"cells": rows, "totals": totals, "condition_trace": shares, "margin_trace": margins,
+            "conditions": condition_table(records),
             "failures": learner_failures(records), "recovery_by_conditions": _recovery_by_conditions(records)}
 
 
@@ -423,6 +411,37 @@ def _failures_markdown(failures: Sequence[Mapping[str, Any]]) -> str:
              str(f["runs"]), _ratio(f["median_relative_error"]), _clipped(f["message"])] for f in failures]
     return markdown_table(["task", "m", "ended in (status)", "conditions its layer fails", "runs",
                            "median relative error", "one run's message"], rows)
+
+
+def _traces(records: Sequence[Mapping[str, Any]]) -> tuple[dict, dict]:
+    """Per task, condition and checkpoint: the share of layers meeting the condition (and every condition), and the
+    condition's median margin."""
+    met: dict[str, dict[str, dict[str, list[int]]]] = {}  # task -> condition -> step -> [met, measured]
+    margins: dict[str, dict[str, dict[str, list[float]]]] = {}  # task -> condition -> step -> margins
+    for rec in records:
+        per, spread = met.setdefault(rec["task"], {}), margins.setdefault(rec["task"], {})
+        for step, report in rec["conditions"].items():
+            for row in report["rows"]:
+                if row["ok"] is None:
+                    continue
+                count = per.setdefault(row["name"], {}).setdefault(step, [0, 0])
+                count[0] += bool(row["ok"])
+                count[1] += 1
+                margin = condition_margin(row)
+                if margin is not None:
+                    spread.setdefault(row["name"], {}).setdefault(step, []).append(margin)
+            every = per.setdefault(EVERY_CONDITION, {}).setdefault(step, [0, 0])
+            every[0] += not report["failed"]
+            every[1] += 1
+
+    def by_step(steps):
+        return sorted(steps.items(), key=lambda s: int(s[0]))
+
+    shares = {task: {name: {step: ok / total for step, (ok, total) in by_step(steps)} for name, steps in per.items()}
+              for task, per in met.items()}
+    medians = {task: {name: {step: float(np.median(values)) for step, values in by_step(steps)}
+                      for name, steps in per.items()} for task, per in margins.items()}
+    return shares, medians
 
 
 def _recovery_by_conditions(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
@@ -559,9 +578,10 @@ def learner_failures(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
 
 
 def plot_trained(summary: Mapping[str, Any], path: Any) -> Any:
-    """``trained.png``: per task, the share of its trained layers meeting each condition of the report (the
-    setting's, which training cannot change, left out) at each checkpoint of training, and the share meeting every
-    condition (black). Two panels a row.
+    """``trained.png``: per task, each condition's median margin (:func:`condition_margin`; the setting's
+    conditions, which training cannot change, left out) over its trained layers at each checkpoint of training,
+    against the threshold (the black line at 1; above it the condition fails), and in the title the share of layers
+    meeting every condition at each checkpoint. Two panels a row.
 
     Parameters
     ----------
@@ -581,26 +601,26 @@ def plot_trained(summary: Mapping[str, Any], path: Any) -> Any:
 
     from ..io import save_figure
 
-    trace = summary["condition_trace"]
+    trace, shares = summary["margin_trace"], summary["condition_trace"]
     shown = [c["name"] for c in summary["conditions"] if c["group"] != "setting"]
     colours = {name: f"C{i % 10}" for i, name in enumerate(shown)}
     rows = (len(trace) + 1) // 2
-    fig, grid = plt.subplots(rows, 2, figsize=(11, 3.6 * rows), squeeze=False)
+    fig, grid = plt.subplots(rows, 2, figsize=(11, 3.8 * rows), squeeze=False)
     for spare in grid.ravel()[len(trace):]:
         spare.set_visible(False)
     for ax, (task, per) in zip(grid.ravel(), trace.items(), strict=False):
-        for name in [*shown, EVERY_CONDITION]:
-            if name not in per:
-                continue
+        for i, name in enumerate(n for n in shown if n in per):
             steps = sorted(per[name], key=int)
-            every = name == EVERY_CONDITION
-            ax.plot([max(int(t), 1) for t in steps], [per[name][t] for t in steps], marker="o" if every else ".",
-                    lw=2.2 if every else 1, color="k" if every else colours[name], label=name)
+            ax.plot([max(int(t), 1) for t in steps], [per[name][t] for t in steps], marker=".", lw=1,
+                    ls="-" if i < 10 else "--", color=colours[name], label=name)
+        ax.axhline(1.0, color="k", lw=1.2)
+        every = shares[task][EVERY_CONDITION]
         ax.set_xscale("log")
-        ax.set_ylim(-0.05, 1.05)
+        ax.set_yscale("log")
         ax.set_xlabel("training step (step 0 drawn at 1)")
-        ax.set_ylabel("share of layers meeting it")
-        ax.set_title(f"{task}: the conditions through training", fontsize=9)
+        ax.set_ylabel("median margin (above 1: fails)")
+        ax.set_title(f"{task}: meeting every condition, by step: "
+                     + ", ".join(f"{every[t]:.0%}" for t in sorted(every, key=int)), fontsize=9)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=6, ncol=2, loc="lower left")
     fig.tight_layout()

@@ -97,6 +97,9 @@ class TestSummary:
             "meet_all": {"layers": 2, "recovered_m_given": 2, "recovered_m_unknown": 1},
             "fail_some": {"layers": 1, "recovered_m_given": 0, "recovered_m_unknown": 0}}
         assert summary["condition_trace"]["teacher"][EVERY_CONDITION] == {"0": 0.0, "100": 1.0}
+        # margins: 0.75 / 0.5 at step 0 for every layer; at the end 0.25 / 0.5 (the fixture's incoherence)
+        assert summary["margin_trace"]["teacher"]["theta_incoherence"] == {"0": pytest.approx(1.5),
+                                                                           "100": pytest.approx(0.5)}
         assert summary["condition_trace"]["copy"][EVERY_CONDITION] == {"0": 0.0, "100": 0.0}
         table = trained_markdown(summary)
         assert "| teacher | (2, 12, 2) | yes | 0.1 | 2/2 | 1/2 | none | 2/2 | 1/2 | 6_search 2 | 1/2 |" in table
