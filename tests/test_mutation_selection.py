@@ -86,8 +86,13 @@ def test_every_pattern_names_existing_tests(name):
         if "::" not in pattern:  # "!file": a test file left out
             assert any(fnmatch.fnmatchcase(f, pattern[1:]) for f in files), pattern
             continue
-        # "!*::Class::test[params]": the class and the test function are defined in a test file
         parts = pattern[1:].split("::")
+        if len(parts) == 2:  # "!file::test[params]": a test function of a file matching the file's pattern
+            func = re.sub(r"\[.*$", "", parts[1])
+            assert any(fnmatch.fnmatchcase(f, parts[0]) and f"def {func}(" in (ROOT / f).read_text()
+                       for f in files), pattern
+            continue
+        # "!*::Class::test[params]": the class and the test function are defined in a test file
         cls, func = parts[-2], re.sub(r"\[.*$", "", parts[-1])
         sources = [(ROOT / f).read_text() for f in files]
         assert any(f"class {cls}" in s and f"def {func}(" in s for s in sources), pattern
