@@ -150,6 +150,18 @@ def races(sweeps):
     return {"race_ten_lead": race_lead(summary["rows"], phase4=learner_phase4(records))}
 
 
+def main_swap_tuples(sweeps):
+    """``main_swap_tuples``: the tuples phase 6's swap descent scored in the main study's learner runs of seed 0 at
+    m = 3, 4 and 5 (``diagnostics["6_search"]["tuples_scored"]``), as ``"a, b and c"``."""
+    from learner.sweep.records import read_record
+
+    counts = []
+    for m in (3, 4, 5):
+        (path,) = sorted((Path(sweeps) / "main" / "runs").glob(f"provable-eval-m{m}-*-s0.json"))
+        counts.append(f"{read_record(path)['diagnostics']['6_search']['tuples_scored']:,}")
+    return {"main_swap_tuples": f"{counts[0]}, {counts[1]} and {counts[2]}"}
+
+
 def _tolerances(values):
     """``"0.1, 0.12 and 0.15"``."""
     text = [f"{t:g}" for t in values]
@@ -237,7 +249,8 @@ def substitutions(sweeps):
     from the main job's records, and ``ci_*`` (``ci_commit``, ``ci_date``, ``ci_total``, ``ci_default_tests``, ...)
     from the last CI run, and ``provenance_<study>`` (``provenance_frontier_reach``, ...): the lines that open the
     study's results page, for the guide's account of it; ``parity_heads_*`` (:func:`parity_heads`): the related-work
-    page's parity check, computed at build time; ``growth_law`` and ``growth_statements`` (:func:`growth_law`)."""
+    page's parity check, computed at build time; ``growth_law`` and ``growth_statements`` (:func:`growth_law`);
+    ``main_swap_tuples`` (:func:`main_swap_tuples`)."""
     job = main_job(sweeps)
     subs = {"main_examples": f"{job['examples']:,}", "main_seconds": seconds_text(*job["seconds"]),
             "main_runs": WORDS.get(job["runs"], str(job["runs"])), "main_version": job["version"]}
@@ -245,6 +258,7 @@ def substitutions(sweeps):
     subs |= timings(sweeps)
     subs |= settings()
     subs |= races(sweeps)
+    subs |= main_swap_tuples(sweeps)
     subs |= parity_heads()
     import results  # docs/_ext: the studies' provenance, one home for the results pages and the guide
 

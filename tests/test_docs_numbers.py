@@ -1,0 +1,65 @@
+"""The scan for figures typed into the documentation by hand (docs/_ext/typed_numbers.py), on constructed pages:
+what it must find (a control), and what the build generates or executes, which it must leave."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+typed_numbers = pytest.importorskip("typed_numbers")
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("the swap descent scored 15 k, 290 k and 1.3 M tuples", ["15 k", "290 k", "1.3 M"]),
+    ("phase 6 is 1.44× faster (20.75 s against 14.42 s)", ["1.44×", "20.75 s", "14.42 s"]),
+    ("13,689 tuples, 95 % of the runs, 0.325 of the budget", ["13,689", "95 %", "0.325"]),
+    ("| m | seconds |\n|---|---|\n| 3 | 4.25 |", ["4.25"]),
+    ("```console\n$ python -m theory all\n14 cases in 3.5 s\n```", ["3.5 s"]),  # pasted output is typed
+], ids=["k and M", "ratios and seconds", "digits and percent", "a hand table", "pasted console output"])
+def test_the_control_typed_figures_are_found(text, found):
+    assert [figure for _, figure in typed_numbers.typed_figures(text)] == found
+
+
+@pytest.mark.parametrize("text", [
+    "{{ growth_law }} and {{ main_seconds }}",
+    "```{doctest}\n>>> round(1.23456, 3)\n1.235\n```",
+    "```{include} ../results/tables/phase-seconds.md\n```",
+    "made on 2026-11-30 at 14:55 UTC, commit d34d451, learner 0.3.0, arXiv 2402.04084 (2024)",
+    "m = 3, k = 2, d = 24, at most 10 heads and a 1e-8 tolerance",
+    "see {doc}`/results/generated/growth` and [the paper](https://arxiv.org/abs/2402.04084)",
+    "(guide-studies-trained)=",
+], ids=["substitutions", "a doctest", "an included table", "identifiers", "small settings", "link targets",
+        "a label"])
+def test_what_the_build_makes_and_identifiers_are_left(text):
+    assert typed_numbers.typed_figures(text) == []
+
+
+def test_line_numbers_point_at_the_figure():
+    assert typed_numbers.typed_figures("one\n\nthree took 12.5 s") == [(3, "12.5 s")]
+
+
+@pytest.mark.parametrize(("number", "digits"), [("13,689", 5), ("0.325", 3), ("100", 1), ("1.0", 2),
+                                                ("0.005473", 4), ("2e-30", 1), ("1,076,004", 7)])
+def test_significant_digits_by_hand(number, digits):
+    assert typed_numbers.significant_digits(number) == digits
+
+
+def test_the_generated_and_the_records_pages_are_not_scanned(tmp_path):
+    for name in ("guide/a.md", "results/generated/growth.md", "sweeps/growth/README.md", "_build/x.md", "b.md"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("took 12.5 s\n", encoding="utf-8")
+    assert sorted(typed_numbers.scan(tmp_path)) == ["b.md", "guide/a.md"]
+
+
+def test_the_swap_descents_tuples_come_from_the_main_studys_records():
+    import json
+
+    figures = pytest.importorskip("figures")
+    runs = ROOT / "docs" / "sweeps" / "main" / "runs"
+    counts = [json.loads(next(runs.glob(f"provable-eval-m{m}-*-s0.json")).read_text())["diagnostics"]["6_search"]
+              ["tuples_scored"] for m in (3, 4, 5)]
+    assert figures.main_swap_tuples(ROOT / "docs" / "sweeps")["main_swap_tuples"] == (
+        f"{counts[0]:,}, {counts[1]:,} and {counts[2]:,}")
+    assert "{{ main_swap_tuples }} tuples at $m = 3$, 4 and 5" in (ROOT / "docs/guide/studies.md").read_text()
