@@ -11,7 +11,7 @@ SETTINGS = [(8, 2, 2), (8, 4, 2), (12, 3, 2), (12, 6, 2), (16, 4, 2), (16, 8, 2)
 SEEDS = range(3)
 
 print("| embed_dim d | heads m | k | d_h = d/m | rank Θ_i, W_i | ‖Θ_i‖_F (median) | stable rank Θ (min) "
-      "| stable rank W (min) | |cos Θ| (max) | report | rows failed (of 3 layers) |")
+      "| stable rank W (min) | max \\|cos Θ\\| | report | rows failed (of 3 layers) |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for d, m, k in SETTINGS:
     failed, fro, srt, srw, cos, ranks, oks = {}, [], [], [], [], set(), []
