@@ -650,7 +650,8 @@ def plot_yield(study: YieldStudy, path: PathLike) -> Path:
     """``log`` yield against ``n``: every run's measurement (filled) and prediction (hollow), the fitted lines.
 
     Two more panels set the examples phase 4 took against those the predicted yield implies, and each run's
-    seconds against those with phase 4 at the predicted examples. Needs matplotlib (the ``plot`` extra);
+    seconds against those with phase 4 at the predicted examples, each drawn only where some run has the quantity
+    (records made before the simulation have the yield alone). Needs matplotlib (the ``plot`` extra);
     without it, a ValueError saying so before anything is drawn.
 
     Parameters
@@ -671,7 +672,16 @@ def plot_yield(study: YieldStudy, path: PathLike) -> Path:
 
     from learner.io import atomic_write
 
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
+    quantities = [(("measured", "predicted"), None, None),
+                  (("examples_measured", "examples_predicted"), "phase-4 examples per round",
+                   "examples to phase 4's target: measured (filled), target / predicted yield (hollow)"),
+                  (("seconds", "seconds_predicted"), "seconds per run",
+                   "time per run: measured (filled), with phase 4 at the predicted examples (hollow)")]
+    # a panel only where some run has its quantity (records made before the simulation have the yield alone)
+    quantities = quantities[:1] + [q for q in quantities[1:]
+                                   if any((r.get(name) or 0) > 0 for r in study.runs for name in q[0])]
+    fig, axes = plt.subplots(1, len(quantities), figsize=(5.8 * len(quantities), 4.8), squeeze=False)
+    axes = list(axes[0])
     ax = axes[0]
     ms = sorted({r["m"] for r in study.runs})
     markers = {2: "o", 3: "s", 4: "^", 5: "D", 6: "v", 7: "P", 8: "X"}
@@ -679,8 +689,7 @@ def plot_yield(study: YieldStudy, path: PathLike) -> Path:
         color = f"C{ms.index(r['m'])}"
         mk = markers.get(r["k"], "o")
         x = r["n"] + 0.06 * (r["k"] - 3)
-        for panel, (meas, pred) in zip(axes, (("measured", "predicted"), ("examples_measured", "examples_predicted"),
-                                              ("seconds", "seconds_predicted")), strict=True):
+        for panel, ((meas, pred), _, _) in zip(axes, quantities, strict=True):
             if (r.get(meas) or 0) > 0:
                 panel.scatter(x, r[meas], color=color, marker=mk, s=22, alpha=0.8)
             if (r.get(pred) or 0) > 0:
@@ -701,11 +710,7 @@ def plot_yield(study: YieldStudy, path: PathLike) -> Path:
                  fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="best")
-    for panel, label, title in (
-            (axes[1], "phase-4 examples per round", "examples to phase 4's target: measured (filled), "
-                                                    "target / predicted yield (hollow)"),
-            (axes[2], "seconds per run", "time per run: measured (filled), with phase 4 at the predicted "
-                                         "examples (hollow)")):
+    for panel, (_, label, title) in zip(axes[1:], quantities[1:], strict=True):
         panel.set_yscale("log")
         panel.set_xlabel("disagreements n = (m−1)(k−1)")
         panel.set_ylabel(label)

@@ -513,3 +513,24 @@ def test_cli_refuses_the_long_study_in_its_own_words(sweep, capsys):
     assert main(["yield-study", str(sweep), "--n-geometry", "100000000"]) == 2
     err = capsys.readouterr().err
     assert "error: --n-geometry 100,000,000 over" in err and "raise --max-seconds (0 for no limit)" in err, err
+
+
+@pytest.mark.parametrize(("extra", "panels"), [({}, 1), ({"examples_measured": 5e4, "examples_predicted": 6e4}, 2),
+                                                ({"examples_measured": 5e4, "seconds": 3.0}, 3)],
+                         ids=["the yield alone", "examples", "examples and seconds"])
+def test_plot_yield_draws_a_panel_only_where_some_run_has_its_quantity(tmp_path, monkeypatch, extra, panels):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from theory.yield_study import YieldStudy
+
+    drawn = []
+    subplots = plt.subplots
+    monkeypatch.setattr(plt, "subplots", lambda *a, **kw: drawn.append(a) or subplots(*a, **kw))
+    runs = [{"m": m, "k": 2, "n": m - 1, "measured": 10.0 ** -m, "predicted": 2 * 10.0 ** -m} | extra
+            for m in (2, 3)]
+    fit = {"slope": -2.3, "intercept": 0.0, "delta": 0.1}
+    study = YieldStudy(runs=runs, settings=[], fit_tol=0.08, fit_measured=fit, fit_predicted=fit, geometry="exact",
+                       seconds=0.0, skipped=[], density="gaussian")
+    plot_yield(study, tmp_path / "y.png")
+    assert drawn == [(1, panels)] and (tmp_path / "y.png").stat().st_size > 1000
