@@ -163,8 +163,8 @@ def learn(source: Any, *, m: int | None = None, k: int | None = None,
         for a given setting only (a multithreaded product may sum in another
         order); the default 1 is also what every sweep run and every worker uses,
         and was the fastest measured on two cores, quiet or beside other work
-        (README, "BLAS threads"; two threads took 3× as long beside two
-        CPU-bound processes at (5, 16, 2)). Phase 6's refinement forms its normal equations with as many
+        (the BLAS benchmarks, ``docs/sweeps/blas/``, on the documentation's
+        "BLAS threads and the local pool" page). Phase 6's refinement forms its normal equations with as many
         threads as there are local workers when they are more (the workers are idle then), in blocks that do
         not depend on their number; its factorisations keep this setting.
         ``execution["blas_threads"]`` records what was set.

@@ -1,8 +1,9 @@
 """Write the API reference (``docs/api/generated/*.rst``) from the packages' ``__all__`` at build time.
 
-Every public name is documented once, at its shortest public path: ``learner.learn`` rather than
-``learner.learn.learn`` (autodoc records the defining module as the canonical name, so references to either
-resolve). A module page shows its docstring, a summary table of its public names (links to where each is
+Every public name is documented once (:func:`plan`): in the public module that defines it
+(``learner.learn.learn``), or, when a private module defines it, at its shortest public path
+(``learner.LearnConfig``); autodoc records the defining module as the canonical name, so references to either
+resolve. A module page shows its docstring, a summary table of its public names (links to where each is
 documented) and the full entries of the names documented there. A module is public when no part of its
 dotted name starts with ``_`` and it is not a test module; its public names are its ``__all__`` (or, without
 one, the names it defines that do not start with ``_``).

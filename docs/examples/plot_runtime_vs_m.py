@@ -14,9 +14,13 @@ summarises each with the study's own :func:`learner.study.scaling.summarise`.
 # %%
 # Read the records
 # ----------------
-# sphinx-gallery runs examples from their own folder and defines no ``__file__``; the records are in
-# ``docs/sweeps/frontier-reach/runs`` and ``docs/sweeps/race/runs``, one JSON file per run. Each record names
-# the learner version that made it.
+# The records are in the repository's ``docs/sweeps/frontier-reach/runs`` and ``docs/sweeps/race/runs``, one
+# JSON file per run; each names the learner version that made it. The example looks for them in
+# ``ATTENTION_SWEEPS`` (a copy of ``docs/sweeps``) when set, next to itself (sphinx-gallery runs it from its own
+# folder and defines no ``__file__``) and above the working directory; downloaded on its own, it says where to
+# get them and stops.
+import os
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -27,13 +31,18 @@ from learner.study.scaling import summarise
 from learner.sweep.records import read_record
 
 STUDIES = ("frontier-reach", "race")
+places = [Path(os.environ["ATTENTION_SWEEPS"])] if os.environ.get("ATTENTION_SWEEPS") else []
 try:
-    sweeps = Path(__file__).resolve().parents[1] / "sweeps"
+    places.append(Path(__file__).resolve().parents[1] / "sweeps")
 except NameError:
-    sweeps = next((p / "sweeps" for p in (Path.cwd(), *Path.cwd().parents)
-                   if all((p / "sweeps" / s / "runs").is_dir() for s in STUDIES)), None)
+    pass
+places += [p / sub for p in (Path.cwd(), *Path.cwd().parents) for sub in ("sweeps", "docs/sweeps")]
+sweeps = next((p for p in places if all((p / s / "runs").is_dir() for s in STUDIES)), None)
 if sweeps is None:
-    raise FileNotFoundError(f"no docs/sweeps/{{{','.join(STUDIES)}}}/runs above {Path.cwd()}")
+    print(f"This example reads the records of docs/sweeps/{{{','.join(STUDIES)}}}/runs, which ship with the "
+          "toolkit's repository, not with the package: run it inside a checkout, or set ATTENTION_SWEEPS to a "
+          "copy of docs/sweeps.")
+    sys.exit(0)
 
 
 def measured(study, method):
