@@ -867,7 +867,7 @@ def plot_hard(summary: Mapping[str, Any], path: PathLike) -> Path:
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     ax = axes[0]
-    colours: dict[int, str] = {}
+    colours: dict[tuple[str, int], str] = {}  # one colour per line (family and m), so that no two lines share one
     sq_rows = [r for r in summary["rows"] if not _secrets(r["family"], r["n"]) and r["method"] == "adam"]
     # One line style per family of subsets, in registry order (the SQ family solid, its control dashed).
     styles = dict(zip(dict.fromkeys(g["family"] for g in summary["growth"].values()),
@@ -880,7 +880,7 @@ def plot_hard(summary: Mapping[str, Any], path: PathLike) -> Path:
                     and r["median_examples"] is not None]
             if not rows:  # every run of this line raised: no line, no legend entry (the note below says why)
                 continue
-            colour = colours.setdefault(g["m"], f"C{len(colours)}")
+            colour = colours.setdefault((r_family, g["m"]), f"C{len(colours) % 10}")
             ax.loglog([r["d"] for r in rows], [r["median_examples"] for r in rows], style, color=colour, marker="o",
                       label=f"{r_family}, m={g['m']}")
             for r in rows:

@@ -394,3 +394,20 @@ class TestCliBackend:
         assert err.startswith("error: `--subsets` must be at most")
         assert "--m=2, --d=4 has C(3, 1) = 3; got --subsets=4" in err
         assert err.count("\n") == 1 and not out.exists()
+
+
+def test_every_line_of_the_examples_panel_has_its_own_colour(tmp_path, monkeypatch):
+    """The SQ family and its control at the same m are two lines: a shared colour would tell them apart by dash
+    alone (two families at two m: four lines, four colours)."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    figures = []
+    subplots = plt.subplots
+    monkeypatch.setattr(plt, "subplots", lambda *a, **kw: figures.append(subplots(*a, **kw)) or figures[-1])
+    monkeypatch.setattr(plt, "close", lambda fig: None)  # keep the figure to read its lines
+    recs = [_record(f, m, d, 100.0 * d, 1.0) for f in ("sq", "control") for m in (2, 3) for d in (8, 12)]
+    learnhard.plot_hard(summarise_hard(recs), tmp_path / "h.png")
+    lines = [line for line in figures[0][1][0].get_lines() if not line.get_label().startswith("_")]
+    assert sorted(line.get_label() for line in lines) == ["control, m=2", "control, m=3", "sq, m=2", "sq, m=3"]
+    assert len({line.get_color() for line in lines}) == 4
