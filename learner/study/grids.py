@@ -536,7 +536,8 @@ def sharpness_tables(out: PathLike) -> tuple[dict[str, Any], list[str]]:
 def plot_sharpness(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
     """The sharpness map's figure: the fraction of layers learned against logit scale.
 
-    One panel per method (the learner first), one line per (d, k).
+    One panel per method (the learner first), one line per (d, k), its colour the same in every panel, and one
+    legend below the panels.
 
     Parameters
     ----------
@@ -551,15 +552,18 @@ def plot_sharpness(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
     import matplotlib.pyplot as plt
 
     methods = sorted({t["method"] for t in table}, reverse=True)  # the learner first
+    lines = sorted({(t["d"], t["k"]) for t in table})
+    colours = {line: f"C{i % 10}" for i, line in enumerate(lines)}  # one colour per (d, k) in every panel
     fig, axes = plt.subplots(1, len(methods), figsize=(4.6 * len(methods), 3.6), squeeze=False, sharey=True)
+    legend = {}
     for ax, method in zip(axes[0], methods, strict=True):
         for d, k in sorted({(t["d"], t["k"]) for t in table if t["method"] == method}):
             pts = sorted((t["logit_scale"], t["successes"] / t["runs"], t["runs"]) for t in table
                          if (t["method"], t["d"], t["k"]) == (method, d, k))
             xs, ys, ns = zip(*pts, strict=True)
-            runs = f"{min(ns)}" if min(ns) == max(ns) else f"{min(ns)}–{max(ns)}"
-            ax.plot(xs, ys, marker="o" if k == 2 else "s", linestyle="-" if k == 2 else "--",
-                    label=f"d = {d}, k = {k} ({runs} layers)")
+            (line,) = ax.plot(xs, ys, marker="o" if k == 2 else "s", linestyle="-" if k == 2 else "--",
+                              color=colours[(d, k)])
+            legend.setdefault(f"d = {d}, k = {k}", line)
         ax.set_xscale("log", base=2)
         scales = sorted({t["logit_scale"] for t in table})
         ax.set_xticks(scales, [f"{s:g}" for s in scales])
@@ -568,9 +572,11 @@ def plot_sharpness(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
                      + " (lines at 1 overlap)")
         ax.set_xlabel("logit scale ‖Θ_i‖_F")
         ax.set_ylim(-0.05, 1.05)
-        ax.legend(fontsize=7, loc="best")
     axes[0][0].set_ylabel("fraction of layers learned (own criterion)")
-    fig.tight_layout()
+    # one legend below the panels, over no data (the layers per point are in the page's table)
+    ncol = min(len(legend), 4)
+    fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.06 * -(-len(legend) // ncol) + 0.02, 1, 1))
     save_figure(fig, path, dpi=110)
     plt.close(fig)
 

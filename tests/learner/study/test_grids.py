@@ -171,3 +171,25 @@ def test_every_study_command_leaves_a_users_folder_alone(tmp_path, capsys, argv)
     assert err.startswith("error: ") and "--out" in err and "must be a new or empty folder" in err
     assert "summary.md" in err and "`out`" not in err  # the option typed, never the parameter
     assert sorted(p.name for p in user.iterdir()) == ["summary.md"] and (user / "summary.md").read_text() == "NOTES"
+
+
+def test_the_sharpness_figure_keeps_each_lines_colour_and_its_legend_off_the_data(tmp_path, monkeypatch):
+    """A (d, k) line has the same colour in both panels even where one panel lacks a line, and the legend is the
+    figure's, below the panels, not one over each panel's data."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from learner.study.grids import plot_sharpness
+
+    figures = []
+    subplots = plt.subplots
+    monkeypatch.setattr(plt, "subplots", lambda *a, **kw: figures.append(subplots(*a, **kw)) or figures[-1])
+    monkeypatch.setattr(plt, "close", lambda fig: None)
+    table = [{"method": method, "d": d, "k": 2, "logit_scale": s, "successes": 1, "runs": 2}
+             for method, ds in (("provable", (8, 12)), ("adam", (12,))) for d in ds for s in (1.0, 2.0)]
+    plot_sharpness(table, tmp_path / "s.png")
+    fig, axes = figures[0]
+    learner, adam = axes[0]
+    assert learner.get_legend() is None and adam.get_legend() is None and len(fig.legends) == 1
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["d = 8, k = 2", "d = 12, k = 2"]
+    assert learner.get_lines()[1].get_color() == adam.get_lines()[0].get_color()  # d = 12 in both
