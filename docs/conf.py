@@ -43,10 +43,11 @@ extensions = [
     "apigen",
     "apicheck",
     "results",
+    "clipages",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "sweeps", "mutation", "results/tables", "examples/README.rst", "**/README.md",
+exclude_patterns = ["_build", "sweeps", "mutation", "results/tables", "results/generated/overview.md", "examples/README.rst", "**/README.md",
                     "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip", "auto_examples/*.md5",
                     "auto_examples/*.json"]
 templates_path = ["_templates"]
