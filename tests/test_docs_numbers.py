@@ -27,10 +27,12 @@ def test_the_control_typed_figures_are_found(text, found):
     "```{doctest}\n>>> round(1.23456, 3)\n1.235\n```",
     "```{include} ../results/tables/phase-seconds.md\n```",
     "made on 2026-11-30 at 14:55 UTC, commit d34d451, learner 0.3.0, arXiv 2402.04084 (2024)",
+    "Chen and Li, STOC 2025. Files are 0644; it needs Python 3.11 or later.",
     "m = 3, k = 2, d = 24, at most 10 heads and a 1e-8 tolerance",
     "see {doc}`/results/generated/growth` and [the paper](https://arxiv.org/abs/2402.04084)",
     "(guide-studies-trained)=",
-], ids=["substitutions", "a doctest", "an included table", "identifiers", "small settings", "link targets",
+], ids=["substitutions", "a doctest", "an included table", "identifiers", "a year, a mode, Python",
+        "small settings", "link targets",
         "a label"])
 def test_what_the_build_makes_and_identifiers_are_left(text):
     assert typed_numbers.typed_figures(text) == []
@@ -47,7 +49,8 @@ def test_significant_digits_by_hand(number, digits):
 
 
 def test_the_generated_and_the_records_pages_are_not_scanned(tmp_path):
-    for name in ("guide/a.md", "results/generated/growth.md", "sweeps/growth/README.md", "_build/x.md", "b.md"):
+    for name in ("guide/a.md", "results/generated/growth.md", "sweeps/growth/README.md", "_build/x.md", "b.md",
+                 "changelog.md"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("took 12.5 s\n", encoding="utf-8")
     assert sorted(typed_numbers.scan(tmp_path)) == ["b.md", "guide/a.md"]

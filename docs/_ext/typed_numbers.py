@@ -30,6 +30,10 @@ UNITS = ("ms", "µs", "us", "ns", "s", "min", "minutes", "minute", "seconds", "s
 EXECUTED = ("{doctest}", "{testcode}", "{testoutput}", "{include}", "{literalinclude}")
 #: Pages whose hand-typed figures a test compares with their records: page -> the test (``file::name``).
 TESTED: dict[str, str] = {}
+#: Pages of dated history, left out of the scan: every figure on them is a past measurement quoted with its date,
+#: commit and version, not a claim about today's toolkit (page -> why).
+HISTORY = {"changelog.md": "what changed, release by release, with the figures of its day",
+           "measurements.md": "past measurements, each with its commit and the version that made it"}
 
 _NUMBER = re.compile(r"(?<![\w.\-/#])((?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?)")
 _UNIT = re.compile(r"\s?(" + "|".join(sorted(map(re.escape, UNITS), key=len, reverse=True)) + r")(?![\w])")
@@ -42,7 +46,9 @@ _IDENTIFIERS = [
     re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b"),
     re.compile(r"\bv?\d+\.\d+\.\d+(?:[-+.\w]*)?"),  # versions
     re.compile(r"\b\d{4}\.\d{4,5}\b"),  # arXiv numbers
-    re.compile(r"(?<![\d,.])(?:19|20)\d\d(?![\d,.])"),  # years
+    re.compile(r"(?<![\d,.])(?:19|20)\d\d(?![\d,]|\.\d)"),  # years (a full stop may follow)
+    re.compile(r"\b0[0-7]{3}\b"),  # file modes (0644)
+    re.compile(r"\bPython \d+\.\d+\b"),  # a Python version
 ]
 
 
@@ -122,11 +128,12 @@ def pages(docs: Path) -> list[Path]:
 
 
 def scan(docs: Path) -> dict[str, list[tuple[int, str]]]:
-    """Per page (its path under ``docs``), the figures typed into it, the pages of :data:`TESTED` left out."""
+    """Per page (its path under ``docs``), the figures typed into it, the pages of :data:`TESTED` and
+    :data:`HISTORY` left out."""
     found = {}
     for page in pages(docs):
         name = page.relative_to(docs).as_posix()
-        if name in TESTED:
+        if name in TESTED or name in HISTORY:
             continue
         figures = typed_figures(page.read_text(encoding="utf-8"))
         if figures:
