@@ -179,22 +179,32 @@ def _power_of_ten(value):
 def settings():
     """The learner's settings the pages name, read from the learner itself: ``reach_candidates`` ("0.1, 0.12 and
     0.15"), ``reach_loosest``, ``reach_examples`` ("10⁸"), ``adaptive_loosest``, ``n_refine`` (LearnConfig's
-    default, "400,000") and ``torch_adam_batch`` (:func:`learner.baselines.fit_torch`'s mini-batch)."""
+    default, "400,000"), ``torch_adam_batch`` (:func:`learner.baselines.fit_torch`'s mini-batch),
+    ``relative_error_samples`` (:func:`learner.relative_error`'s default inputs), ``max_json_size`` and
+    ``max_json_depth`` (what :func:`learner.io.read_json` refuses)."""
+    from learner import relative_error
+    from learner.io import MAX_JSON_BYTES, MAX_JSON_DEPTH
     from learner.phases import LearnConfig
     from learner.phases.forecast import ADAPTIVE_CANDIDATES, REACH_CANDIDATES, REACH_EXAMPLES
 
     return {"reach_candidates": _tolerances(REACH_CANDIDATES), "reach_loosest": f"{max(REACH_CANDIDATES):g}",
             "reach_examples": _power_of_ten(REACH_EXAMPLES), "adaptive_loosest": f"{max(ADAPTIVE_CANDIDATES):g}",
-            "n_refine": f"{LearnConfig().n_refine:,}", "torch_adam_batch": str(_default("fit_torch", "batch"))}
+            "n_refine": f"{LearnConfig().n_refine:,}", "torch_adam_batch": str(_default("fit_torch", "batch")),
+            "relative_error_samples": f"{_signature_default(relative_error, 'n_samples'):,}",
+            "max_json_size": f"{MAX_JSON_BYTES >> 20} MiB", "max_json_depth": str(MAX_JSON_DEPTH)}
+
+
+def _signature_default(function, parameter):
+    import inspect
+
+    return inspect.signature(function).parameters[parameter].default
 
 
 def _default(function, parameter):
     """A baseline's default for ``parameter`` (:mod:`learner.baselines`), read from its signature."""
-    import inspect
-
     from learner import baselines
 
-    return inspect.signature(getattr(baselines, function)).parameters[parameter].default
+    return _signature_default(getattr(baselines, function), parameter)
 
 
 #: The heads of the related-work page's parity check (:func:`lowerbounds.parity_heads_check`), each variant.

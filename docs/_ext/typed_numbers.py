@@ -123,8 +123,8 @@ def pages(docs: Path) -> list[Path]:
     the records' folders (their notes are shown on a results page and held to the records by tests), the gallery's
     output and the build."""
     skip = ("_build", "sweeps", "results/generated", "results/tables", "auto_examples", "mutation", "api")
-    return sorted(p for p in docs.rglob("*.md") if not any(p.relative_to(docs).as_posix().startswith(s)
-                                                            for s in skip))
+    return sorted(p for p in docs.rglob("*.md") if p.name != "README.md"  # notes the build leaves out
+                  and not any(p.relative_to(docs).as_posix().startswith(s) for s in skip))
 
 
 def scan(docs: Path) -> dict[str, list[tuple[int, str]]]:
