@@ -31,9 +31,10 @@ def test_the_control_typed_figures_are_found(text, found):
     "m = 3, k = 2, d = 24, at most 10 heads and a 1e-8 tolerance",
     "see {doc}`/results/generated/growth` and [the paper](https://arxiv.org/abs/2402.04084)",
     "(guide-studies-trained)=",
+    "```console\n$ python -m learner scaling --max-examples 5000000 --refined-tol 0.015\n```",
 ], ids=["substitutions", "a doctest", "an included table", "identifiers", "a year, a mode, Python",
         "small settings", "link targets",
-        "a label"])
+        "a label", "a command's inputs"])
 def test_what_the_build_makes_and_identifiers_are_left(text):
     assert typed_numbers.typed_figures(text) == []
 

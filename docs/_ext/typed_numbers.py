@@ -9,7 +9,9 @@ them in a page's Markdown source, outside what the build generates or executes:
 - ``{include}`` directives (the generated tables) and executed blocks (``{doctest}``, ``{testcode}``,
   ``{testoutput}``);
 - identifiers that are not measurements: dates and times, versions, commit hashes, arXiv numbers, years, link
-  targets and MyST roles' targets, a label line ``(name)=``.
+  targets and MyST roles' targets, a label line ``(name)=``;
+- the commands and code a block shows (lines opening with ``$``, ``>>>`` or ``...``): their numbers are inputs;
+  the output below them is scanned.
 
 :data:`TESTED` names the hand-typed pages whose figures a test holds to their records; :func:`scan` reports every
 other page's figures, and ``python docs/_ext/typed_numbers.py`` prints their count per page group (ours: the rule
@@ -108,6 +110,8 @@ def typed_figures(text: str) -> list[tuple[int, str]]:
             fence = None
             continue
         if (fence is not None and fence[1]) or re.match(r"^\s*\([\w-]+\)=\s*$", line) or line.startswith(":"):
+            continue
+        if fence is not None and re.match(r"^\s*(\$|>>>|\.\.\.) ", line):  # a command or code typed in: inputs
             continue
         rest = _strip(line)
         for match in _NUMBER.finditer(rest):
