@@ -338,7 +338,8 @@ def trained_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def trained_markdown(summary: Mapping[str, Any]) -> str:
     """The summary as Markdown: per task and setting, the layers meeting every condition (and their controls), the
     conditions failed most, the median final loss, the learner's recoveries and Adam's successes; the totals; the
-    condition table (:func:`condition_table`); and the learner's failures (:func:`learner_failures`).
+    condition table (:func:`condition_table`); the share meeting every condition by training step; and the
+    learner's failures (:func:`learner_failures`).
 
     Parameters
     ----------
@@ -372,6 +373,9 @@ def trained_markdown(summary: Mapping[str, Any]) -> str:
                "the value for a lower bound (≥, >): above 1 exactly where the condition fails (– where no margin is "
                "finite). Measured on each trained layer at its last step and on its norm-matched control.")
     return "\n\n".join([cells, totals, "## The conditions", margins, _conditions_markdown(summary["conditions"]),
+                         "## Training length", "The share of each task's trained layers meeting every condition at "
+                         "each checkpoint of training (step 0: the initial layer).",
+                         _length_markdown(summary["condition_trace"]),
                          "## The learner's runs that did not recover the layer",
                          _failures_markdown(summary["failures"])])
 
@@ -387,6 +391,16 @@ MESSAGE_CHARS = 160
 
 def _clipped(message: str) -> str:
     return message if len(message) <= MESSAGE_CHARS else message[:MESSAGE_CHARS - 1].rstrip() + "…"
+
+
+def _length_markdown(trace: Mapping[str, Any]) -> str:
+    """Per task, the share of its layers meeting every condition at each checkpoint, as Markdown."""
+    from ..tables import markdown_table
+
+    steps = sorted({step for per in trace.values() for step in per.get(EVERY_CONDITION, {})}, key=int)
+    rows = [[task, *(f"{per[EVERY_CONDITION][t]:.0%}" if t in per.get(EVERY_CONDITION, {}) else "–" for t in steps)]
+            for task, per in trace.items()]
+    return markdown_table(["task", *(f"step {t}" for t in steps)], rows)
 
 
 def _conditions_markdown(conditions: Sequence[Mapping[str, Any]]) -> str:

@@ -105,6 +105,8 @@ class TestSummary:
         assert "| teacher | (2, 12, 2) | yes | 0.1 | 2/2 | 1/2 | none | 2/2 | 1/2 | 6_search 2 | 1/2 |" in table
         assert "theta_diagonal (1)" in table and "theta_incoherence (1)" in table
         assert "of the learner's 6 runs, 0 claim a success that misses" in table.lower()
+        assert "| task | step 0 | step 100 |" in table and "| copy | 0% | 0% |" in table
+        assert "| teacher | 0% | 100% |" in table
 
     def test_a_success_that_misses_and_a_late_refusal_are_counted(self):
         # a run that says success at 1e-6 against the layer is a wrong verdict; a refusal after 5 examples is late
