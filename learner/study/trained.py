@@ -30,7 +30,7 @@ from ..hints import PathLike
 from ..validation import Integer, Real, Seed, declare
 
 __all__ = ["RECOVERED_TOL", "TRAINED_KIND", "TRAINED_RUN_KIND", "TRAINED_SETTINGS", "EVERY_CONDITION",
-           "condition_margin",
+           "condition_margin", "function_matched",
            "condition_table", "learner_failures", "norm_matched", "plot_trained", "recovered", "trained_id",
            "trained_markdown", "trained_study", "trained_summary"]
 
@@ -282,6 +282,31 @@ def recovered(run: Mapping[str, Any]) -> bool:
     return bool(run.get("success")) and error is not None and error <= RECOVERED_TOL
 
 
+def function_matched(run: Mapping[str, Any]) -> bool:
+    """Whether a learner's run ended with a layer whose function is the trained layer's, to :data:`RECOVERED_TOL`
+    in relative error, whatever its verdict: a recovery, or a run that matched F and declined success because the
+    learned parameters break the paper's conditions (``status="assumptions"``).
+
+    Parameters
+    ----------
+    run : mapping
+        ``relative_error`` (None when not measured).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> function_matched({"success": False, "status": "assumptions", "relative_error": 1e-29})
+    True
+    >>> function_matched({"success": False, "status": "6_search", "relative_error": 0.02})
+    False
+    """
+    error = run.get("relative_error")
+    return error is not None and error <= RECOVERED_TOL
+
+
 def trained_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The study's tables from its records: per task and setting, the layers that meet every condition (trained,
     and their norm-matched controls), the conditions that fail, the learner's verdicts and Adam's.
@@ -309,7 +334,8 @@ def trained_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         cell = cells.setdefault(key, {"task": rec["task"], "m": rec["m"], "d": rec["d"], "k": rec["k"],
                                       "exact": rec["exact"], "layers": 0, "meet_all": 0, "control_meet_all": 0,
                                       "failed": {}, "final_loss": [], "recovered_m_given": 0,
-                                      "recovered_m_unknown": 0, "statuses": {}, "adam_success": 0})
+                                      "recovered_m_unknown": 0, "matched_m_given": 0, "statuses": {},
+                                      "adam_success": 0})
         final = rec["conditions"][max(rec["conditions"], key=int)]
         cell["layers"] += 1
         cell["meet_all"] += not final["failed"]
@@ -319,6 +345,7 @@ def trained_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         cell["final_loss"].append(rec["training"]["final_loss"])
         for label in ("m_given", "m_unknown"):
             cell[f"recovered_{label}"] += recovered(rec["learner"][label])
+        cell["matched_m_given"] += function_matched(rec["learner"]["m_given"])
         status = rec["learner"]["m_given"]["status"]
         cell["statuses"][status] = cell["statuses"].get(status, 0) + 1
         cell["adam_success"] += bool(rec["adam"]["success"])
@@ -328,7 +355,7 @@ def trained_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     n = sum(c["layers"] for c in rows)
     totals = {"layers": n, **{key: sum(c[key] for c in rows) for key in
                               ("meet_all", "control_meet_all", "recovered_m_given", "recovered_m_unknown",
-                               "adam_success")}, **_verdict_checks(records)}
+                               "matched_m_given", "adam_success")}, **_verdict_checks(records)}
     shares, margins = _traces(records)
     return {"cells": rows, "totals": totals, "condition_trace": shares, "margin_trace": margins,
             "conditions": condition_table(records),
@@ -359,14 +386,18 @@ def trained_markdown(summary: Mapping[str, Any]) -> str:
         rows.append([c["task"], f"({c['m']}, {c['d']}, {c['k']})", "yes" if c["exact"] else "no",
                      f"{c['median_final_loss']:.2g}", f"{c['meet_all']}/{n}", f"{c['control_meet_all']}/{n}",
                      worst or "none", f"{c['recovered_m_given']}/{n}", f"{c['recovered_m_unknown']}/{n}",
-                     ", ".join(f"{k} {v}" for k, v in sorted(c["statuses"].items())), f"{c['adam_success']}/{n}"])
+                     f"{c['matched_m_given']}/{n}", ", ".join(f"{k} {v}" for k, v in sorted(c["statuses"].items())),
+                     f"{c['adam_success']}/{n}"])
     cells = markdown_table(["task", "(m, d, k)", "the form fits it", "median final loss", "meet every condition",
                             "norm-matched control", "failed most (layers)", "learner recovers (m given)",
-                            "(m unknown)", "learner's verdicts (m given)", "Adam within 1e-3"], rows)
+                            "(m unknown)", "F matched (m given)", "learner's verdicts (m given)",
+                            "Adam within 1e-3"], rows)
     t = summary["totals"]
     totals = (f"Over {t['layers']} trained layers: {t['meet_all']} meet every condition (norm-matched controls: "
               f"{t['control_meet_all']}); the learner recovers {t['recovered_m_given']} with m given and "
-              f"{t['recovered_m_unknown']} with m unknown; torch Adam reaches 1e-3 on {t['adam_success']}. Of the "
+              f"{t['recovered_m_unknown']} with m unknown, and with m given matches the function of "
+              f"{t['matched_m_given']} (a recovery, or F matched with the parameters left unidentified); torch Adam "
+              f"reaches 1e-3 on {t['adam_success']}. Of the "
               f"learner's {t['learner_runs']} runs, {t['wrong_successes']} claim a success that misses the layer "
               f"by more than {RECOVERED_TOL:g} and {t['late_refusals']} refuse the setting after drawing examples.")
     margins = ("A condition's margin is its value over its threshold for an upper bound (≤, <) and the threshold over "

@@ -86,7 +86,8 @@ class TestSummary:
         assert copy["failed"] == {"theta_incoherence": 1, "theta_diagonal": 1}
         assert copy["statuses"] == {"assumptions": 1}
         assert summary["totals"] == {"layers": 3, "meet_all": 2, "control_meet_all": 2, "recovered_m_given": 2,
-                                     "recovered_m_unknown": 1, "adam_success": 2, "learner_runs": 6,
+                                     "recovered_m_unknown": 1, "matched_m_given": 2, "adam_success": 2,
+                                     "learner_runs": 6,
                                      "wrong_successes": 0, "late_refusals": 0}
         # the trace: at step 0 no copy layer met theta_incoherence, at the end none either; conditions without a
         # verdict (None) are left out
@@ -102,7 +103,7 @@ class TestSummary:
                                                                            "100": pytest.approx(0.5)}
         assert summary["condition_trace"]["copy"][EVERY_CONDITION] == {"0": 0.0, "100": 0.0}
         table = trained_markdown(summary)
-        assert "| teacher | (2, 12, 2) | yes | 0.1 | 2/2 | 1/2 | none | 2/2 | 1/2 | 6_search 2 | 1/2 |" in table
+        assert "| teacher | (2, 12, 2) | yes | 0.1 | 2/2 | 1/2 | none | 2/2 | 1/2 | 2/2 | 6_search 2 | 1/2 |" in table
         assert "theta_diagonal (1)" in table and "theta_incoherence (1)" in table
         assert "of the learner's 6 runs, 0 claim a success that misses" in table.lower()
         assert "| task | step 0 | step 100 |" in table and "| copy | 0% | 0% |" in table
@@ -203,3 +204,15 @@ def test_a_small_study_runs_and_resumes_without_training_again(tmp_path, capsys)
 def test_bad_input_is_refused_by_name(tmp_path, kwargs, match):
     with pytest.raises(ValueError, match=match):
         trained_study(tmp_path, **kwargs)
+
+
+def test_a_function_matched_without_identified_parameters_is_matched_not_recovered():
+    """The learner matched F to 1e-29 but declined success (its parameters break the conditions): counted as F
+    matched, not as recovered; a run that missed F is neither."""
+    declined = _record("copy", 2, final_failed=["theta_incoherence"], control_failed=[], given=False, unknown=False,
+                       adam=True, status="assumptions")
+    declined["learner"]["m_given"]["relative_error"] = 1e-29
+    missed = _record("copy", 2, final_failed=["theta_incoherence"], control_failed=[], given=False, unknown=False,
+                     adam=True)
+    totals = trained_summary([declined, missed])["totals"]
+    assert (totals["recovered_m_given"], totals["matched_m_given"]) == (0, 1)
