@@ -22,7 +22,7 @@ from learner import __version__  # noqa: E402
 
 project = "provable-attention"
 author = "the provable-attention developers"
-copyright = "2026, " + author
+copyright = "2026, " + author + f" · version {__version__}"  # the footer says which version a page documents
 version = release = __version__
 
 extensions = [
@@ -47,13 +47,16 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "sweeps", "mutation", "results/tables", "results/generated/overview.md", "examples/README.rst", "**/README.md",
+exclude_patterns = ["_build", "sweeps", "mutation", "results/tables", "results/generated/overview.md",
+                    "examples/README.rst", "**/README.md",
                     "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip", "auto_examples/*.md5",
                     "auto_examples/*.json"]
 templates_path = ["_templates"]
 html_static_path = ["_static"]
 html_theme = "pydata_sphinx_theme"
-html_title = f"provable-attention {release}"
+# the navigation bar's title fits a 390 px phone beside its buttons; the version is in the footer (copyright)
+html_title = "provable-attention"
+html_favicon = "_static/favicon.svg"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
