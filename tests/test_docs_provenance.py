@@ -46,6 +46,7 @@ def test_versions_are_counted_from_the_records(tmp_path):
     (tmp_path / "list.json").write_text("[1, 2]")
     (tmp_path / "broken.json").write_text("{")
     (tmp_path / "study.json").write_text(json.dumps({"kind": "study"}))
+    (tmp_path / "summary.json").write_text(json.dumps({"versions": {"learner": "0.2.0"}}))  # of the records
     assert results.record_versions(tmp_path) == {"0.2.0": 2, "0.1.0": 1}
 
 

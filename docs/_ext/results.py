@@ -48,16 +48,19 @@ SCALING = {  # folder -> (title, what the study asked)
 
 #: Every results page :func:`build` writes (``docs/sweeps/provenance.json`` has an entry for each).
 PAGES = ("main", "ksweep", "m5-parallel", "frontier", "frontier-adaptive", "frontier-reach", "frontier-gaussian",
-         "noise", "sharpness", "peers", "race", "race-ten", "growth", "bounds", "learn-hard", "yield", "blas", "reach",
-         "torch")
+         "noise", "sharpness", "peers", "race", "race-ten", "growth", "bounds", "trained", "learn-hard", "yield",
+         "blas", "reach", "torch")
 #: The folder of ``docs/sweeps`` whose records a page is built from, where its name differs from the page's.
 FOLDERS = {"sharpness": "reach-sharpness", "bounds": "growth"}
 
 
 def record_versions(folder):
-    """``{learner version: number of JSON records under folder that carry it}``, most records first."""
+    """``{learner version: number of JSON records under folder that carry it}``, most records first; a study's
+    ``summary.json`` is computed from its records, not one of them, and is not counted."""
     counts = {}
     for path in sorted(Path(folder).rglob("*.json")):
+        if path.name == "summary.json":
+            continue
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -486,17 +489,10 @@ def bounds_page(sweeps, out):
 
 def _budget_section(sweeps, lines_records):
     """The budgeted frontier: the learner from the growth study's lines, the two Adams from the races' records."""
-    from learner.study.growth import FRONTIER_BUDGET, budgeted_frontier, frontier_markdown
+    from learner.study.growth import FRONTIER_BUDGET, frontier_markdown
 
-    ds = (16, 24, 32)
-    learner = [r for name, recs in lines_records.items() if name in ("d16", "d24", "d32") for r in recs]
+    rows, walk = budget_rows(sweeps, lines_records)
     walk_folder = sweeps / "growth" / "budget"
-    walk = _evals(walk_folder) if (walk_folder / "runs").is_dir() else []
-    walked = {(r["spec"]["method"], r["spec"]["d"]) for r in walk}
-    races = [r for folder in ("race", "race-ten") for r in _evals(sweeps / folder)
-             if r["spec"]["method"] != "provable" and (r["spec"]["method"], r["spec"]["d"]) not in walked]
-    rows = budgeted_frontier(learner + races + walk, ds=ds)
-    names = {"provable": "the learner", "adam": "numpy Adam", "torch-adam": "torch Adam"}
     return ["## The budgeted frontier", "",
             f"The largest m whose median layer reached a relative error of 1e-3 within {FRONTIER_BUDGET:.0f} s on "
             "the two-core machine (`learner.study.growth.budgeted_frontier`; in brackets that cell's median seconds "
@@ -508,7 +504,26 @@ def _budget_section(sweeps, lines_records):
             + "({doc}`/results/generated/race`, {doc}`/results/generated/race-ten`: cells at the smallest sound d of "
             "each m, runs without a time limit). ≥ marks a lower bound: no larger m was measured; \"not measured\": "
             "no records at that d (the budget walk, `python -m learner budget`, measures them).",
-            "", frontier_markdown(rows, names), "", *_walk_notes(walk_folder)]
+            "", frontier_markdown(rows, METHOD_NAMES), "", *_walk_notes(walk_folder)]
+
+
+#: How the results pages name the methods of the records.
+METHOD_NAMES = {"provable": "the learner", "adam": "numpy Adam", "torch-adam": "torch Adam"}
+
+
+def budget_rows(sweeps, lines_records):
+    """The budgeted frontier's rows (:func:`learner.study.growth.budgeted_frontier` at d = 16, 24, 32): the learner
+    from the growth study's lines, each Adam from the budget walk where it walked a d and from the races
+    otherwise; and the walk's records."""
+    from learner.study.growth import budgeted_frontier
+
+    learner = [r for name, recs in lines_records.items() if name in ("d16", "d24", "d32") for r in recs]
+    walk_folder = sweeps / "growth" / "budget"
+    walk = _evals(walk_folder) if (walk_folder / "runs").is_dir() else []
+    walked = {(r["spec"]["method"], r["spec"]["d"]) for r in walk}
+    races = [r for folder in ("race", "race-ten") for r in _evals(sweeps / folder)
+             if r["spec"]["method"] != "provable" and (r["spec"]["method"], r["spec"]["d"]) not in walked]
+    return budgeted_frontier(learner + races + walk, ds=(16, 24, 32)), walk
 
 
 def _walk_notes(folder):
@@ -566,6 +581,80 @@ def _plot_bounds(cells, fewest, hard, control, attacks, path):
     save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _share(part, whole):
+    return f"{part} of {whole}" + (f" ({100 * part / whole:.0f} %)" if whole else "")
+
+
+def trained_reading(summary):
+    """The trained study's answer in words, every figure from ``summary``
+    (:func:`learner.study.trained.trained_summary`) and every verdict worded by which way the records went; the
+    reading is ours."""
+    from scipy.stats import fisher_exact
+
+    t, by = summary["totals"], summary["recovery_by_conditions"]
+    meet, fail = by["meet_all"], by["fail_some"]
+    lines = [f"**The answer.** {_share(t['meet_all'], t['layers'])} trained layers meet every condition of the "
+             f"report at the end of training, against {_share(t['control_meet_all'], t['layers'])} random layers "
+             "with the same norms per head. The learner recovers "
+             f"{_share(t['recovered_m_given'], t['layers'])} with m given and "
+             f"{_share(t['recovered_m_unknown'], t['layers'])} with m unknown (relative error at most 1e-8 against "
+             f"the trained layer); with m given it matches the function of "
+             f"{_share(t['matched_m_given'], t['layers'])}, counting the runs that matched F but declined success "
+             "because the learned parameters break the paper's conditions (status `assumptions`: F is learned, "
+             "the heads are not identified). torch Adam reaches 1e-3 on "
+             f"{_share(t['adam_success'], t['layers'])}. Of the "
+             f"learner's {t['learner_runs']} runs, {t['wrong_successes']} claimed a success that missed the layer and "
+             f"{t['late_refusals']} refused its setting after drawing examples.", ""]
+    more = "fewer" if t["meet_all"] < t["control_meet_all"] else "as many or more"
+    reading = [f"*Our reading.* Training leaves {more} layers meeting every condition than directions drawn at "
+               "random with the same norms"]
+    if meet["layers"] and fail["layers"]:
+        table = [[meet["recovered_m_given"], meet["layers"] - meet["recovered_m_given"]],
+                 [fail["recovered_m_given"], fail["layers"] - fail["recovered_m_given"]]]
+        p = fisher_exact(table).pvalue
+        a, b = meet["recovered_m_given"] / meet["layers"], fail["recovered_m_given"] / fail["layers"]
+        way = ("more often" if a > b else "less often" if a < b else "as often")
+        tested = ("a difference Fisher's exact test finds at p = " f"{p:.2g}" + (" (below 0.05)" if p < 0.05 else
+                  " (not below 0.05: these layers do not show the conditions separating recovered from unrecovered "
+                  "layers)"))
+        reading.append(f". The learner (m given) recovers the layers that meet every condition {way} than those "
+                       f"that fail one: {_share(meet['recovered_m_given'], meet['layers'])} against "
+                       f"{_share(fail['recovered_m_given'], fail['layers'])}, {tested}.")
+    else:
+        side = "meets every condition" if meet["layers"] else "fails at least one condition"
+        reading.append(f"; every trained layer here {side}, so the records cannot say whether the conditions "
+                       "separate the layers the learner recovers from those it does not.")
+    tasks = sorted({c["task"] for c in summary.get("cells", []) if c["meet_all"]})
+    if len(tasks) == 1 and fail["layers"]:
+        reading.append(f" Every layer that meets every condition here is a {tasks[0]} layer, so the task and the "
+                       "conditions go together in these records: they cannot tell which of the two the learner's "
+                       "recoveries follow.")
+    lines.append("".join(reading) + " The conditions are the talk's, their quantities and thresholds ours "
+                 "({ref}`guide-assumptions`); a layer that fails one is outside what our reading of the theorem "
+                 "covers, not a layer the learner must fail on.")
+    return lines
+
+
+def trained_page(folder, out, sweeps):
+    """The trained-heads study's page: the answer and our reading, the cells, the condition table with margins, the
+    conditions through training (figure), and the learner's failures by phase and broken condition."""
+    from learner.study.trained import plot_trained, trained_markdown, trained_summary
+
+    summary = trained_summary(_records(folder))
+    fig = _figure(lambda p: plot_trained(summary, p), out / "trained.png")
+    lines = _header("Trained heads and the paper's conditions", folder,
+                    "Do attention layers that torch Adam trains on tasks (a teacher layer, copying, majority, match "
+                    "and retrieve, sparse parity) meet the paper's non-degeneracy conditions, and does the learner "
+                    "recover them from their own examples? The tasks, the settings, the training recipe and the "
+                    "norm-matched control are ours; the paper trains nothing.", sweeps)
+    body = trained_markdown(summary).split("\n\n")  # the cells, the totals (the answer says them), the rest
+    rest = [line for part in body[2:] for line in (part, "")]
+    return (lines + [*trained_reading(summary), "", "## Per task and setting", "", body[0], "", *rest,
+                     "## The conditions through training", "",
+                     f"```{{image}} {fig}\n:alt: the share of trained layers meeting each condition per training "
+                     "step, per task\n:width: 100%\n```"] + _readme(folder))
 
 
 def learn_hard_page(folder, out, sweeps):
@@ -783,6 +872,39 @@ def pool_threshold_table(sweeps):
     return lines
 
 
+def lemma_table():
+    """Every lemma check's default case and negative control at seed 0 (:func:`theory.run_case`), as the lemma
+    page's table: measured (exact, or with its interval), bound, and whether it holds; run at each build."""
+    from learner.tables import markdown_table
+    from theory import CHECKS, run_case
+
+    rows = []
+    for name in CHECKS:
+        for which in ("default", "control"):
+            result = run_case(name, which, rng=0)
+            lo, hi = result.interval
+            measured = (f"{result.measured:.3g} (exact)" if lo == hi
+                        else f"{result.measured:.3g}, interval [{lo:.3g}, {hi:.3g}]")
+            rows.append([f"`{name}`", "default" if which == "default" else "negative control", measured,
+                         f"{result.relation} {result.bound:.3g}", "yes" if result.holds else "no"])
+    return markdown_table(["check", "case", "measured", "bound", "holds"], rows).splitlines()
+
+
+def command_output(module, argv, shown):
+    """A console block of ``python -m <module> <argv>``'s output, run at the build (``shown`` is the command line
+    the block displays: the same arguments, and options that only write files)."""
+    import contextlib
+    import importlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = importlib.import_module(f"{module}.cli").main(list(argv))
+    if status:
+        raise RuntimeError(f"python -m {module} {' '.join(argv)} exited {status}")
+    return ["```console", f"$ {shown}", *out.getvalue().rstrip().splitlines(), "```"]
+
+
 def notes_page(folder, title, what, sweeps):
     rel = folder.relative_to(sweeps.parent.parent)
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
@@ -818,6 +940,7 @@ def build(docs, out=None):
                        ("race-ten", lambda: race_page(sweeps / "race-ten", out, sweeps)),
                        ("growth", lambda: growth_page(sweeps / "growth", out, sweeps)),
                        ("bounds", lambda: bounds_page(sweeps, out)),
+                       ("trained", lambda: trained_page(sweeps / "trained", out, sweeps)),
                        ("learn-hard", lambda: learn_hard_page(sweeps / "learn-hard", out, sweeps)),
                        ("yield", lambda: yield_page(docs, out, sweeps))):
         t0 = time.perf_counter()
@@ -842,10 +965,17 @@ def build(docs, out=None):
     for name, lines in pages.items():
         lines[2:2] = provenance_lines(name, sweeps, __version__)
         _write(out / f"{name}.md", "\n".join(lines).rstrip() + "\n")
+    import overview  # docs/_ext: the index's account of the studies, current first
+
+    titles = {name: lines[0].removeprefix("# ") for name, lines in pages.items()}
+    _write(out / "overview.md", "\n".join(overview.overview_lines(docs, titles)) + "\n")
     # tables the guide includes (```{include}```), not pages of their own
     (out.parent / "tables").mkdir(parents=True, exist_ok=True)
     tables = {"phase-seconds": phase_seconds_table(sweeps), "phase4-cost": phase4_table(sweeps),
-              "pool-threshold": pool_threshold_table(sweeps)}
+              "pool-threshold": pool_threshold_table(sweeps), "lemma-checks": lemma_table()}
+    tables |= {f"reach-{sub}": reach_table(sweeps / "reach" / sub) for sub in ("records", "records-52cb266")}
+    tables["sq-simulate"] = command_output("lowerbounds", ["sq-simulate"],
+                                           "python -m lowerbounds sq-simulate --plot sq.png")
     tables |= {name: phase_cost_table(sweeps, name) for name in PHASE_COLUMNS}
     for name, lines in tables.items():
         _write(out.parent / "tables" / f"{name}.md", "\n".join(lines) + "\n")
