@@ -680,8 +680,8 @@ def plot_yield(study: YieldStudy, path: PathLike) -> Path:
     # a panel only where some run has its quantity (records made before the simulation have the yield alone)
     quantities = quantities[:1] + [q for q in quantities[1:]
                                    if any((r.get(name) or 0) > 0 for r in study.runs for name in q[0])]
-    fig, axes = plt.subplots(1, len(quantities), figsize=(5.8 * len(quantities), 4.8), squeeze=False)
-    axes = list(axes[0])
+    fig, grid = plt.subplots(1, len(quantities), figsize=(5.8 * len(quantities), 4.8), squeeze=False)
+    axes = list(grid[0])
     ax = axes[0]
     ms = sorted({r["m"] for r in study.runs})
     markers = {2: "o", 3: "s", 4: "^", 5: "D", 6: "v", 7: "P", 8: "X"}
@@ -710,11 +710,11 @@ def plot_yield(study: YieldStudy, path: PathLike) -> Path:
                  fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="best")
-    for panel, (_, label, title) in zip(axes[1:], quantities[1:], strict=True):
+    for panel, (_, ylabel, heading) in zip(axes[1:], quantities[1:], strict=True):
         panel.set_yscale("log")
         panel.set_xlabel("disagreements n = (m−1)(k−1)")
-        panel.set_ylabel(label)
-        panel.set_title(title, fontsize=8)
+        panel.set_ylabel(str(ylabel))
+        panel.set_title(str(heading), fontsize=8)
         panel.grid(True, alpha=0.3)
     fig.tight_layout()
     buf = io.BytesIO()

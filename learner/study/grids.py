@@ -555,7 +555,7 @@ def plot_sharpness(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
     lines = sorted({(t["d"], t["k"]) for t in table})
     colours = {line: f"C{i % 10}" for i, line in enumerate(lines)}  # one colour per (d, k) in every panel
     fig, axes = plt.subplots(1, len(methods), figsize=(4.6 * len(methods), 3.6), squeeze=False, sharey=True)
-    legend = {}
+    legend: dict[str, Any] = {}  # label -> the first line drawn with it
     for ax, method in zip(axes[0], methods, strict=True):
         for d, k in sorted({(t["d"], t["k"]) for t in table if t["method"] == method}):
             pts = sorted((t["logit_scale"], t["successes"] / t["runs"], t["runs"]) for t in table
@@ -575,7 +575,8 @@ def plot_sharpness(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
     axes[0][0].set_ylabel("fraction of layers learned (own criterion)")
     # one legend below the panels, over no data (the layers per point are in the page's table)
     ncol = min(len(legend), 4)
-    fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    fig.legend(handles=list(legend.values()), labels=list(legend), loc="lower center", ncol=ncol, fontsize=8,
+               frameon=False)
     fig.tight_layout(rect=(0, 0.06 * -(-len(legend) // ncol) + 0.02, 1, 1))
     save_figure(fig, path, dpi=110)
     plt.close(fig)
