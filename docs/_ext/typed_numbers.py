@@ -32,6 +32,9 @@ UNITS = ("ms", "µs", "us", "ns", "s", "min", "minutes", "minute", "seconds", "s
 EXECUTED = ("{doctest}", "{testcode}", "{testoutput}", "{include}", "{literalinclude}")
 #: Pages whose hand-typed figures a test compares with their records: page -> the test (``file::name``).
 TESTED: dict[str, str] = {}
+#: Figures that are rules of the toolkit rather than measurements, allowed on every page: figure -> why.
+ALLOWED = {"95 %": "the confidence level of every interval and bound the studies and checks state",
+           "3×": "the yield model's acceptance factor (theory's yield check holds it to log 3)"}
 #: Pages of dated history, left out of the scan: every figure on them is a past measurement quoted with its date,
 #: commit and version, not a claim about today's toolkit (page -> why).
 HISTORY = {"changelog.md": "what changed, release by release, with the figures of its day",
@@ -117,8 +120,10 @@ def typed_figures(text: str) -> list[tuple[int, str]]:
         for match in _NUMBER.finditer(rest):
             token = match.group(1)
             unit = _UNIT.match(rest, match.end(1))
-            if unit or significant_digits(token) > 2:
-                found.append((number, token + (unit.group(0) if unit else "")))
+            figure = token + (unit.group(0) if unit else "")
+            if (unit or significant_digits(token) > 2) and " ".join(figure.split()) not in ALLOWED \
+                    and figure.replace(" ", "") not in ALLOWED:
+                found.append((number, figure))
     return found
 
 
