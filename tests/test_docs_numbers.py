@@ -32,10 +32,11 @@ def test_the_control_typed_figures_are_found(text, found):
     "see {doc}`/results/generated/growth` and [the paper](https://arxiv.org/abs/2402.04084)",
     "(guide-studies-trained)=",
     "95 % intervals; the model is within 3× of the measurement",  # ALLOWED: rules, not measurements
+    "the density of the disagreements at 0 × window",  # a product, not a ratio
     "```console\n$ python -m learner scaling --max-examples 5000000 --refined-tol 0.015\n```",
 ], ids=["substitutions", "a doctest", "an included table", "identifiers", "a year, a mode, Python",
         "small settings", "link targets",
-        "a label", "allowed rules", "a command's inputs"])
+        "a label", "allowed rules", "a product", "a command's inputs"])
 def test_what_the_build_makes_and_identifiers_are_left(text):
     assert typed_numbers.typed_figures(text) == []
 

@@ -120,6 +120,8 @@ def typed_figures(text: str) -> list[tuple[int, str]]:
         for match in _NUMBER.finditer(rest):
             token = match.group(1)
             unit = _UNIT.match(rest, match.end(1))
+            if unit and unit.group(0).startswith(" ") and unit.group(1) == "×":
+                unit = None  # "0 × window": a product, not a ratio (a ratio is written 1.4×)
             figure = token + (unit.group(0) if unit else "")
             if (unit or significant_digits(token) > 2) and " ".join(figure.split()) not in ALLOWED \
                     and figure.replace(" ", "") not in ALLOWED:
