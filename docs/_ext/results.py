@@ -905,6 +905,22 @@ def command_output(module, argv, shown):
     return ["```console", f"$ {shown}", *out.getvalue().rstrip().splitlines(), "```"]
 
 
+def shortened_report(lines, head=3, per_phase=4, tail=2):
+    """A run's printed report shortened for a page: its first ``head`` lines, each phase block's header and first
+    ``per_phase - 1`` lines, its last ``tail`` lines, and ``…`` where lines were left out."""
+    keep = set(range(head)) | set(range(len(lines) - tail, len(lines)))
+    for i, line in enumerate(lines):
+        if line.startswith("["):
+            keep |= set(range(i, min(i + per_phase, len(lines))))
+    out = []
+    for i, line in enumerate(lines):
+        if i in keep:
+            out.append(line)
+        elif not out or out[-1] != "…":
+            out.append("…")
+    return out
+
+
 def notes_page(folder, title, what, sweeps):
     rel = folder.relative_to(sweeps.parent.parent)
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
@@ -976,6 +992,8 @@ def build(docs, out=None):
     tables |= {f"reach-{sub}": reach_table(sweeps / "reach" / sub) for sub in ("records", "records-52cb266")}
     tables["sq-simulate"] = command_output("lowerbounds", ["sq-simulate"],
                                            "python -m lowerbounds sq-simulate --plot sq.png")
+    report = command_output("learner", ["learn", "--workers", "1"], "python -m learner learn --workers 1")
+    tables["main-report"] = ["```text", *shortened_report(report[2:-1]), "```"]
     tables |= {name: phase_cost_table(sweeps, name) for name in PHASE_COLUMNS}
     for name, lines in tables.items():
         _write(out.parent / "tables" / f"{name}.md", "\n".join(lines) + "\n")
