@@ -181,17 +181,20 @@ def settings():
     0.15"), ``reach_loosest``, ``reach_examples`` ("10⁸"), ``adaptive_loosest``, ``n_refine`` (LearnConfig's
     default, "400,000"), ``torch_adam_batch`` (:func:`learner.baselines.fit_torch`'s mini-batch),
     ``relative_error_samples`` (:func:`learner.relative_error`'s default inputs), ``max_json_size`` and
-    ``max_json_depth`` (what :func:`learner.io.read_json` refuses)."""
+    ``max_json_depth`` (what :func:`learner.io.read_json` refuses), ``checkpoint_first`` and ``checkpoint_growth``
+    (phase 4's hull checkpoints)."""
     from learner import relative_error
     from learner.io import MAX_JSON_BYTES, MAX_JSON_DEPTH
     from learner.phases import LearnConfig
     from learner.phases.forecast import ADAPTIVE_CANDIDATES, REACH_CANDIDATES, REACH_EXAMPLES
+    from learner.phases.sculpt import CHECKPOINT_FIRST, CHECKPOINT_GROWTH
 
     return {"reach_candidates": _tolerances(REACH_CANDIDATES), "reach_loosest": f"{max(REACH_CANDIDATES):g}",
             "reach_examples": _power_of_ten(REACH_EXAMPLES), "adaptive_loosest": f"{max(ADAPTIVE_CANDIDATES):g}",
             "n_refine": f"{LearnConfig().n_refine:,}", "torch_adam_batch": str(_default("fit_torch", "batch")),
             "relative_error_samples": f"{_signature_default(relative_error, 'n_samples'):,}",
-            "max_json_size": f"{MAX_JSON_BYTES >> 20} MiB", "max_json_depth": str(MAX_JSON_DEPTH)}
+            "max_json_size": f"{MAX_JSON_BYTES >> 20} MiB", "max_json_depth": str(MAX_JSON_DEPTH),
+            "checkpoint_first": f"{CHECKPOINT_FIRST:g}", "checkpoint_growth": f"{CHECKPOINT_GROWTH:g}"}
 
 
 def _signature_default(function, parameter):
