@@ -69,3 +69,12 @@ def test_the_swap_descents_tuples_come_from_the_main_studys_records():
     assert figures.main_swap_tuples(ROOT / "docs" / "sweeps")["main_swap_tuples"] == (
         f"{counts[0]:,}, {counts[1]:,} and {counts[2]:,}")
     assert "{{ main_swap_tuples }} tuples at $m = 3$, 4 and 5" in (ROOT / "docs/guide/studies.md").read_text()
+
+
+def test_every_single_tested_figure_names_a_test_that_exists():
+    for page, figures in typed_numbers.TESTED_FIGURES.items():
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        for figure, test in figures.items():
+            path, name = test.split("::")
+            assert figure in text, (page, figure)  # still on the page, or the entry is stale
+            assert f"def {name}(" in (ROOT / path).read_text(encoding="utf-8"), test
