@@ -218,3 +218,12 @@ class TestInLearn:
                        config=LearnConfig(certify_examples=0))
         assert result.error_bound is None and result.diagnostics["certificate"] == {"skipped": "certify_examples=0"}
         assert result.examples_drawn == 59_000  # 4,000 fewer than the run that certifies (learn's docstring)
+
+
+def test_a_clip_below_one_still_bounds_the_mean():
+    """Errors all below 1 (clip 0.5): the upper bound on the clipped mean is at least the mean itself, not 0."""
+    from learner.certify import _clipped_mean_bound
+
+    values = np.full(200, 0.25)
+    assert _clipped_mean_bound(values, 0.5, 0.05, True, True) >= 0.25
+    assert _clipped_mean_bound(values, 0.0, 0.05, True, True) == 0.0  # nothing to bound

@@ -216,3 +216,48 @@ def test_a_function_matched_without_identified_parameters_is_matched_not_recover
                      adam=True)
     totals = trained_summary([declined, missed])["totals"]
     assert (totals["recovered_m_given"], totals["matched_m_given"]) == (0, 1)
+
+
+class TestEdges:
+    """The rules at the inputs where a plausible slip shows: checkpoints compared as text, boundaries, a recovered run
+    before a failed one, a group without any measured error."""
+
+    def test_the_last_step_is_the_largest_number_not_the_last_string(self):
+        rec = _record("teacher", 2, final_failed=[], control_failed=[], given=True, unknown=True, adam=True)
+        late = {"failed": ["theta_incoherence"], "rows": [_row("theta_incoherence", False, 0.9, 0.5)]}
+        rec["conditions"] = {"0": rec["conditions"]["0"], "500": late, "1500": rec["conditions"]["100"]}
+        (row,) = condition_table([rec])
+        assert row["met"] == 1  # step 1500's report (met), not step "500"'s, which sorts last as text
+
+    def test_a_refusal_after_one_example_is_late(self):
+        rec = _record("copy", 2, final_failed=[], control_failed=[], given=False, unknown=True, adam=True,
+                      status="setting", examples=1, setting_failed=["certificate_sound"])
+        assert trained_summary([rec])["totals"]["late_refusals"] == 1
+
+    def test_the_tolerance_itself_counts_as_matched(self):
+        from learner.study.trained import function_matched
+
+        assert function_matched({"relative_error": RECOVERED_TOL})
+        assert not function_matched({"relative_error": RECOVERED_TOL * 1.01})
+
+    @pytest.mark.parametrize(("row", "expected"), [
+        (_row("a", True, 0.3, 0.0), None),  # an upper bound of 0: no finite ratio
+        (_row("a", True, None, 0.5), None),  # not measured
+        (_row("a", True, 0.3, None), None),  # no threshold
+    ], ids=["zero threshold", "no value", "no threshold"])
+    def test_a_margin_without_a_finite_ratio_is_none(self, row, expected):
+        assert condition_margin(row) is expected
+
+    def test_a_recovered_run_does_not_hide_the_failed_one_after_it(self):
+        rec = _record("copy", 2, final_failed=["theta_incoherence"], control_failed=[], given=True, unknown=False,
+                      adam=True)
+        rec["learner"]["m_unknown"]["relative_error"] = 0.3  # m given recovered first, m unknown failed after it
+        failures = learner_failures([rec])
+        assert [(f["m_given"], f["runs"]) for f in failures] == [(False, 1)]
+
+    def test_a_group_without_a_measured_error_has_no_median(self):
+        rec = _record("parity", 2, final_failed=["theta_incoherence"], control_failed=[], given=False, unknown=True,
+                      adam=False, status="budget")
+        rec["learner"]["m_given"]["relative_error"] = None
+        (failure,) = learner_failures([rec])
+        assert failure["median_relative_error"] is None
