@@ -336,7 +336,7 @@ def trained_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                                       "failed": {}, "final_loss": [], "recovered_m_given": 0,
                                       "recovered_m_unknown": 0, "matched_m_given": 0, "statuses": {},
                                       "adam_success": 0})
-        final = rec["conditions"][max(rec["conditions"], key=int)]
+        final = _final(rec)
         cell["layers"] += 1
         cell["meet_all"] += not final["failed"]
         cell["control_meet_all"] += not rec["control"]["failed"]

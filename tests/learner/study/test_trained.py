@@ -228,6 +228,7 @@ class TestEdges:
         rec["conditions"] = {"0": rec["conditions"]["0"], "500": late, "1500": rec["conditions"]["100"]}
         (row,) = condition_table([rec])
         assert row["met"] == 1  # step 1500's report (met), not step "500"'s, which sorts last as text
+        assert trained_summary([rec])["totals"]["meet_all"] == 1
 
     def test_a_refusal_after_one_example_is_late(self):
         rec = _record("copy", 2, final_failed=[], control_failed=[], given=False, unknown=True, adam=True,
