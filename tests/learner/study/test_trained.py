@@ -33,6 +33,11 @@ class TestNormMatched:
             cosines = np.sum(mine * theirs, axis=(1, 2)) / (np.linalg.norm(mine, axis=(1, 2)) ** 2)
             assert np.all(np.abs(cosines) < 0.9)  # random directions in 36 dimensions: |cos| ~ 1/6
 
+    def test_one_seed_gives_one_control(self):
+        layer = random_layer(2, 5, logit_scale=1.0, rng=0)
+        np.testing.assert_array_equal(norm_matched(layer, rng=3).thetas, norm_matched(layer, rng=3).thetas)
+        assert not np.allclose(norm_matched(layer, rng=3).thetas, norm_matched(layer, rng=4).thetas)
+
 
 class TestRecovered:
     @pytest.mark.parametrize(("run", "expected"), [
