@@ -150,6 +150,7 @@ def test_the_readme_is_its_records_and_log():
     p = study["parameters"]
     assert f"{p['adam_seconds']:g} s per refit" in readme and f"budget {p['max_examples']:,} examples" in readme
     assert f"({p['steps']} steps, learning rate {p['lr']:g}" in readme and f"each of {p['seeds']} seeds" in readme
+    assert "checkpoints at steps " + ", ".join(map(str, p["checkpoints"])) + " and the last" in readme
     assert "each setting (m, d, k) of " + ", ".join(f"({m}, {d}, {k})" for m, d, k in p["settings"]) in readme
     commit = re.search(r"clean clone at commit ([0-9a-f]{7,40})", readme).group(1)
     shown = subprocess.run(["git", "cat-file", "-t", commit], cwd=ROOT, capture_output=True, text=True)

@@ -184,6 +184,7 @@ def settings():
     ``max_json_depth`` (what :func:`learner.io.read_json` refuses), ``checkpoint_first`` and ``checkpoint_growth``
     (phase 4's hull checkpoints)."""
     from learner import relative_error
+    from learner.baselines import fit_torch
     from learner.io import MAX_JSON_BYTES, MAX_JSON_DEPTH
     from learner.phases import LearnConfig
     from learner.phases.forecast import ADAPTIVE_CANDIDATES, REACH_CANDIDATES, REACH_EXAMPLES
@@ -191,23 +192,17 @@ def settings():
 
     return {"reach_candidates": _tolerances(REACH_CANDIDATES), "reach_loosest": f"{max(REACH_CANDIDATES):g}",
             "reach_examples": _power_of_ten(REACH_EXAMPLES), "adaptive_loosest": f"{max(ADAPTIVE_CANDIDATES):g}",
-            "n_refine": f"{LearnConfig().n_refine:,}", "torch_adam_batch": str(_default("fit_torch", "batch")),
-            "relative_error_samples": f"{_signature_default(relative_error, 'n_samples'):,}",
+            "n_refine": f"{LearnConfig().n_refine:,}", "torch_adam_batch": str(_default(fit_torch, "batch")),
+            "relative_error_samples": f"{_default(relative_error, 'n_samples'):,}",
             "max_json_size": f"{MAX_JSON_BYTES >> 20} MiB", "max_json_depth": str(MAX_JSON_DEPTH),
             "checkpoint_first": f"{CHECKPOINT_FIRST:g}", "checkpoint_growth": f"{CHECKPOINT_GROWTH:g}"}
 
 
-def _signature_default(function, parameter):
+def _default(function, parameter):
+    """``function``'s default for ``parameter``, read from its signature."""
     import inspect
 
     return inspect.signature(function).parameters[parameter].default
-
-
-def _default(function, parameter):
-    """A baseline's default for ``parameter`` (:mod:`learner.baselines`), read from its signature."""
-    from learner import baselines
-
-    return _signature_default(getattr(baselines, function), parameter)
 
 
 #: The heads of the related-work page's parity check (:func:`lowerbounds.parity_heads_check`), each variant.

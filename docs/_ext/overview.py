@@ -5,6 +5,7 @@ which ``docs/results/index.md`` includes; the index's table of contents follows 
 """
 
 import json
+import statistics
 from pathlib import Path
 
 import results
@@ -78,8 +79,7 @@ def _adaptive(sweeps):
             if c["median_examples"]:
                 cells.setdefault((c["m"], c["k"]), {})[folder] = c["median_examples"]
     ratios = sorted(v["frontier"] / v["frontier-adaptive"] for v in cells.values() if len(v) == 2)
-    middle = ratios[len(ratios) // 2] if len(ratios) % 2 else (ratios[len(ratios) // 2 - 1]
-                                                                + ratios[len(ratios) // 2]) / 2
+    middle = statistics.median(ratios)
     return (f"Over the {len(ratios)} cells both ran, the fixed budgets drew {middle:.3g} times the data-driven "
             f"budgets' median examples (median over cells; {ratios[0]:.3g}–{ratios[-1]:.3g}).")
 

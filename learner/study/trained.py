@@ -411,10 +411,6 @@ def trained_markdown(summary: Mapping[str, Any]) -> str:
                          _failures_markdown(summary["failures"])])
 
 
-def _ratio(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3g}"
-
-
 #: A message in the failures' table is cut after this many characters (ours: a table cell, not a log; the record
 #: keeps the whole message).
 MESSAGE_CHARS = 160
@@ -436,11 +432,12 @@ def _length_markdown(trace: Mapping[str, Any]) -> str:
 
 def _conditions_markdown(conditions: Sequence[Mapping[str, Any]]) -> str:
     """The condition table as Markdown (margins: :func:`condition_margin`, above 1 where a condition fails)."""
-    from ..tables import markdown_table
+    from ..tables import fmt, markdown_table
 
     rows = [[c["name"], c["quantity"], f"{c['relation']} threshold", f"{c['met']}/{c['measured']}",
-             f"{c['control_met']}/{c['control_measured']}", _ratio(c["median_margin"]), _ratio(c["worst_margin"]),
-             _ratio(c["control_median_margin"]), c["source"]] for c in conditions]
+             f"{c['control_met']}/{c['control_measured']}",
+             *(fmt(c[key], ".3g") for key in ("median_margin", "worst_margin", "control_median_margin")),
+             c["source"]] for c in conditions]
     return markdown_table(["condition", "quantity", "holds when", "trained layers meeting it", "controls meeting it",
                            "median margin", "worst margin", "controls' median margin", "source"], rows)
 
@@ -448,12 +445,12 @@ def _conditions_markdown(conditions: Sequence[Mapping[str, Any]]) -> str:
 def _failures_markdown(failures: Sequence[Mapping[str, Any]]) -> str:
     """The learner's failures as Markdown: by task, m given or not, the phase it ended in and the broken
     conditions."""
-    from ..tables import markdown_table
+    from ..tables import fmt, markdown_table
 
     if not failures:
         return "None: the learner recovered every trained layer."
     rows = [[f["task"], "given" if f["m_given"] else "unknown", f["status"], ", ".join(f["conditions"]) or "none",
-             str(f["runs"]), _ratio(f["median_relative_error"]), _clipped(f["message"])] for f in failures]
+             str(f["runs"]), fmt(f["median_relative_error"], ".3g"), _clipped(f["message"])] for f in failures]
     return markdown_table(["task", "m", "ended in (status)", "conditions its layer fails", "runs",
                            "median relative error", "one run's message"], rows)
 
