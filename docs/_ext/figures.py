@@ -162,6 +162,81 @@ def main_swap_tuples(sweeps):
     return {"main_swap_tuples": f"{counts[0]}, {counts[1]} and {counts[2]}"}
 
 
+def span_gap_rows(sweeps):
+    """Every learner run under ``sweeps`` whose phase 5 had at least two heads and whose phase 6 ran, as
+    ``(success, ratio at m, hull distance)``: the ratio ``gap_ratios[m - 2]`` marks the true m. Records are learner
+    results, at the top level or under ``"result"`` (``learn --json``)."""
+    rows = []
+    for path in sorted(Path(sweeps).rglob("*.json")):
+        text = path.read_text(encoding="utf-8")
+        if '"5_span"' not in text:
+            continue
+        record = json.loads(text)
+        result = record.get("result", record)
+        diagnostics = result.get("diagnostics") if isinstance(result, dict) else None
+        span = (diagnostics or {}).get("5_span")
+        if not isinstance(span, dict) or span.get("m", 0) < 2 or "6_search" not in diagnostics:
+            continue
+        rows.append((bool(result["success"]), span["gap_ratios"][span["m"] - 2], span.get("hull_distance")))
+    return rows
+
+
+def phase6_old_new(sweeps):
+    """The phase-6 comparison of ``docs/sweeps/reach/phase6/phase6_s*.json`` (each: one seed's hull searched by
+    the default and by the swap search with the trust-region refinement): ``phase6_new`` and ``phase6_old``
+    (``"5.2–11.9 s (median 5.7 s)"``), ``phase6_faster`` (``"35–54×"``, each seed's old time over its new),
+    ``phase6_faster_median``, ``phase6_seeds`` and ``phase6_worst_error`` (the larger held-out relative error
+    of either search, as a power of ten it stays below)."""
+    import math
+    import statistics
+
+    runs = [json.loads(p.read_text(encoding="utf-8"))
+            for p in sorted((Path(sweeps) / "reach" / "phase6").glob("phase6_s*.json"))]
+    if not runs:
+        raise FileNotFoundError(f"no phase6_s*.json in {Path(sweeps) / 'reach' / 'phase6'}")
+
+    def span(values, unit=" s"):
+        return (f"{min(values):.2g}–{max(values):.3g}{unit} (median {statistics.median(values):.2g}{unit})"
+                .replace("e+", "e"))
+
+    new = [r["new"]["seconds"] for r in runs]
+    old = [r["old"]["seconds"] for r in runs]
+    faster = [o / n for o, n in zip(old, new, strict=True)]
+    worst = max(max(r["new"]["heldout_relative_error"], r["old"]["heldout_relative_error"]) for r in runs)
+    return {"phase6_new": span(new), "phase6_old": f"{min(old):.0f}–{max(old):.0f} s (median "
+            f"{statistics.median(old):.0f} s)", "phase6_faster": f"{min(faster):.0f}–{max(faster):.0f}×",
+            "phase6_faster_median": f"{statistics.median(faster):.0f}×", "phase6_seeds": WORDS.get(len(runs),
+            str(len(runs))), "phase6_worst_error": f"$10^{{{math.ceil(math.log10(worst))}}}$"}
+
+
+def _plain(value):
+    """``"1.06"``, or ``"$3.4\\cdot10^{13}$"`` from 1,000 on."""
+    if value < 1000:
+        return f"{value:.2f}"
+    mantissa, exponent = f"{value:.1e}".split("e")
+    return f"${mantissa}\\cdot10^{{{int(exponent)}}}$"
+
+
+def span_gaps(sweeps):
+    """Phase 5's gap against phase 6's outcome over every record (:func:`span_gap_rows`): ``span_gap_runs``,
+    ``span_gap_recovered``, ``span_gap_lowest`` (the lowest ratio among recovered runs), ``span_gap_missed`` (the
+    sentence about the runs not recovered, their ratios) and ``span_hull_farthest`` (the largest relative hull
+    distance among recovered runs that kept the truth's diagnostics)."""
+    rows = span_gap_rows(sweeps)
+    won = [r for r in rows if r[0]]
+    lost = sorted(r[1] for r in rows if not r[0])
+    missed = (f"the {len(lost):,} it missed had ratios from {_plain(lost[0])} to {_plain(lost[-1])}" if lost
+              else "it missed none")
+    return {"span_gap_runs": f"{len(rows):,}", "span_gap_recovered": f"{len(won):,}",
+            "span_gap_lowest": f"{min(r[1] for r in won):.2f}", "span_gap_missed": missed,
+            "span_hull_farthest": f"{max(r[2] for r in won if r[2] is not None):.2f}"}
+
+
+def _percent(fraction):
+    """``"0.3 %"`` for 0.003."""
+    return f"{100 * fraction:.3g} %"
+
+
 def _tolerances(values):
     """``"0.1, 0.12 and 0.15"``."""
     text = [f"{t:g}" for t in values]
@@ -182,20 +257,42 @@ def settings():
     default, "400,000"), ``torch_adam_batch`` (:func:`learner.baselines.fit_torch`'s mini-batch),
     ``relative_error_samples`` (:func:`learner.relative_error`'s default inputs), ``max_json_size`` and
     ``max_json_depth`` (what :func:`learner.io.read_json` refuses), ``checkpoint_first`` and ``checkpoint_growth``
-    (phase 4's hull checkpoints)."""
+    (phase 4's hull checkpoints), ``search_memory`` (LearnConfig's, in GiB), ``crude_max_examples`` and
+    ``refine_keep`` (LearnConfig's), ``vertex_chunk`` and ``cert_keep``, ``cert_pool``, ``cert_rounds``,
+    ``cert_rtol`` (phase 3's certified-row regression, :func:`learner.phases.refine_sum.certified_regression`),
+    ``pilot_rows``, ``pilot_examples`` and ``pilot_max_fraction`` (when phase 4's pilot settles),
+    ``product_block`` (phase 6's product blocks)."""
     from learner import relative_error
     from learner.baselines import fit_torch
     from learner.io import MAX_JSON_BYTES, MAX_JSON_DEPTH
     from learner.phases import LearnConfig
-    from learner.phases.forecast import ADAPTIVE_CANDIDATES, REACH_CANDIDATES, REACH_EXAMPLES
+    from learner.phases.forecast import (
+        ADAPTIVE_CANDIDATES,
+        PILOT_EXAMPLES,
+        PILOT_MAX_FRACTION,
+        PILOT_ROWS,
+        REACH_CANDIDATES,
+        REACH_EXAMPLES,
+    )
+    from learner.phases.refine_sum import VERTEX_CHUNK, certified_regression
     from learner.phases.sculpt import CHECKPOINT_FIRST, CHECKPOINT_GROWTH
+    from learner.phases.search import PRODUCT_BLOCK
 
     return {"reach_candidates": _tolerances(REACH_CANDIDATES), "reach_loosest": f"{max(REACH_CANDIDATES):g}",
             "reach_examples": _power_of_ten(REACH_EXAMPLES), "adaptive_loosest": f"{max(ADAPTIVE_CANDIDATES):g}",
             "n_refine": f"{LearnConfig().n_refine:,}", "torch_adam_batch": str(_default(fit_torch, "batch")),
             "relative_error_samples": f"{_default(relative_error, 'n_samples'):,}",
             "max_json_size": f"{MAX_JSON_BYTES >> 20} MiB", "max_json_depth": str(MAX_JSON_DEPTH),
-            "checkpoint_first": f"{CHECKPOINT_FIRST:g}", "checkpoint_growth": f"{CHECKPOINT_GROWTH:g}"}
+            "checkpoint_first": f"{CHECKPOINT_FIRST:g}", "checkpoint_growth": f"{CHECKPOINT_GROWTH:g}",
+            "search_memory": f"{LearnConfig().search_memory / 2**30:g} GiB",
+            "crude_max_examples": f"{LearnConfig().crude_max_examples:,}",
+            "refine_keep": _percent(LearnConfig().refine_keep), "vertex_chunk": f"{VERTEX_CHUNK:,}",
+            "cert_keep": _percent(_default(certified_regression, "keep")),
+            "cert_pool": _percent(_default(certified_regression, "pool")),
+            "cert_rounds": str(_default(certified_regression, "rounds")),
+            "cert_rtol": f"{_default(certified_regression, 'rtol'):g}", "pilot_rows": str(PILOT_ROWS),
+            "pilot_examples": f"{PILOT_EXAMPLES:,}", "pilot_max_fraction": _percent(PILOT_MAX_FRACTION),
+            "product_block": str(PRODUCT_BLOCK)}
 
 
 def _default(function, parameter):
@@ -267,7 +364,8 @@ def substitutions(sweeps):
     from the last CI run, and ``provenance_<study>`` (``provenance_frontier_reach``, ...): the lines that open the
     study's results page, for the guide's account of it; ``parity_heads_*`` (:func:`parity_heads`): the related-work
     page's parity check, computed at build time; ``growth_law`` and ``growth_statements`` (:func:`growth_law`);
-    ``main_swap_tuples`` (:func:`main_swap_tuples`)."""
+    ``main_swap_tuples`` (:func:`main_swap_tuples`); ``span_gap_*`` (:func:`span_gaps`); ``phase6_*``
+    (:func:`phase6_old_new`); ``bench_*``, ``span_*`` and ``blas_*`` (:func:`benchpage.figures`)."""
     job = main_job(sweeps)
     subs = {"main_examples": f"{job['examples']:,}", "main_seconds": seconds_text(*job["seconds"]),
             "main_runs": WORDS.get(job["runs"], str(job["runs"])), "main_version": job["version"]}
@@ -276,6 +374,11 @@ def substitutions(sweeps):
     subs |= settings()
     subs |= races(sweeps)
     subs |= main_swap_tuples(sweeps)
+    subs |= span_gaps(sweeps)
+    subs |= phase6_old_new(sweeps)
+    import benchpage  # docs/_ext: the benchmarks' figures
+
+    subs |= benchpage.figures(Path(sweeps) / "bench")
     subs |= parity_heads()
     import results  # docs/_ext: the studies' provenance, one home for the results pages and the guide
 

@@ -13,7 +13,7 @@ import results
 #: The current studies in the order the index tells them: the headline question (time against m) and its bounds,
 #: the trained heads, the races, then the regimes (budgets, inputs, noise, sharpness) and the mechanisms.
 CURRENT_ORDER = ("growth", "bounds", "trained", "race-ten", "race", "frontier-adaptive", "frontier-gaussian", "noise",
-                 "sharpness", "yield", "learn-hard", "torch", "blas")
+                 "sharpness", "yield", "learn-hard", "torch", "bench")
 
 
 def all_learned_up_to(rows, key):
@@ -134,8 +134,8 @@ def _torch(sweeps):
             "(every layer of the setting).")
 
 
-def _blas(sweeps):
-    bench = json.loads((sweeps / "blas" / "bench_parallel.json").read_text(encoding="utf-8"))["parallel"]
+def _bench(sweeps):
+    bench = json.loads((sweeps / "bench" / "parallel.json").read_text(encoding="utf-8"))["parallel"]
     return (f"Two workers certify one stream {bench['speedup']:.2g} times as fast as one process "
             f"({'identical' if bench['identical'] else 'different'} constraints; the pool's start, "
             f"{bench['startup_seconds']:.2g} s, not included).")
@@ -150,7 +150,7 @@ def finding(name, docs):
              "frontier-adaptive": lambda: _adaptive(sweeps), "frontier-gaussian": lambda: _gaussian(sweeps),
              "noise": lambda: _grid(sweeps, "noise"), "sharpness": lambda: _grid(sweeps, "sharpness"),
              "yield": lambda: _yield(Path(docs)), "learn-hard": lambda: _hard(sweeps), "torch": lambda: _torch(sweeps),
-             "blas": lambda: _blas(sweeps)}
+             "bench": lambda: _bench(sweeps)}
     return table[name]()
 
 

@@ -49,7 +49,7 @@ SCALING = {  # folder -> (title, what the study asked)
 #: Every results page :func:`build` writes (``docs/sweeps/provenance.json`` has an entry for each).
 PAGES = ("main", "ksweep", "m5-parallel", "frontier", "frontier-adaptive", "frontier-reach", "frontier-gaussian",
          "noise", "sharpness", "peers", "race", "race-ten", "growth", "bounds", "trained", "learn-hard", "yield",
-         "blas", "reach", "torch")
+         "bench", "blas", "reach", "torch")
 #: The folder of ``docs/sweeps`` whose records a page is built from, where its name differs from the page's.
 FOLDERS = {"sharpness": "reach-sharpness", "bounds": "growth"}
 
@@ -962,9 +962,14 @@ def build(docs, out=None):
         t0 = time.perf_counter()
         pages[name] = make()
         took[name] = time.perf_counter() - t0
+    import benchpage  # docs/_ext: the benchmarks' page, tables and figures
+
+    pages["bench"] = benchpage.bench_page(sweeps / "bench", sweeps)
     pages["blas"] = notes_page(sweeps / "blas", "BLAS threads and the local pool",
                                "Benchmarks of the learner's example phases on a local pool and under BLAS thread "
                                "settings (`python -m learner bench --parallel`).", sweeps)
+    pages["blas"][6:6] = ["## Per phase", "", "Computed at this build from `records/`:", "",
+                          *benchpage.blas_table(sweeps / "blas" / "records"), ""]
     pages["reach"] = notes_page(sweeps / "reach", "The learner's reach", "Runs of the learner at the largest "
                                 "settings it reaches ((3, 16, 4), (4, 12, 3), (6, 16, 2), …).", sweeps)
     reach = ["## Tables", "", "Computed at this build from the `learn --json` records (success: the run's own "
@@ -995,6 +1000,10 @@ def build(docs, out=None):
     report = command_output("learner", ["learn", "--workers", "1"], "python -m learner learn --workers 1")
     tables["main-report"] = ["```text", *shortened_report(report[2:-1]), "```"]
     tables |= {name: phase_cost_table(sweeps, name) for name in PHASE_COLUMNS}
+    bench = benchpage.bench_records(sweeps / "bench")
+    tables |= {"bench-forward": benchpage.forward_table(bench["forward"]),
+               "bench-search": benchpage.search_table(bench["search"]),
+               "blas-threads": benchpage.blas_table(sweeps / "bench" / "blas")}
     for name, lines in tables.items():
         _write(out.parent / "tables" / f"{name}.md", "\n".join(lines) + "\n")
     return took

@@ -34,7 +34,16 @@ EXECUTED = ("{doctest}", "{testcode}", "{testoutput}", "{include}", "{literalinc
 TESTED: dict[str, str] = {}
 #: Single figures of a page that a test compares with the code or the records: page -> {figure: the test}.
 TESTED_FIGURES = {"guide/learner.md": dict.fromkeys(
-    ("256", "2,187"), "tests/learner/phases/test_forecast.py::test_the_guides_covering_figures_are_the_functions")}
+    ("256", "2,187"), "tests/learner/phases/test_forecast.py::test_the_guides_covering_figures_are_the_functions"),
+    "guide/lower-bounds.md": {
+        "0.292": "tests/test_docs_lower_bounds.py::test_the_core_svp_exponent_is_the_cost_tables",
+        **dict.fromkeys(("406", "998", "624", "1427"),
+                        "tests/test_docs_lower_bounds.py::test_the_kyber_checks_are_the_records"),
+        "40 s": "tests/test_docs_lower_bounds.py::test_the_study_budget_is_the_records_and_the_default",
+        "165": "tests/test_docs_lower_bounds.py::test_the_run_count_is_the_records",
+        "1250": "tests/test_docs_lower_bounds.py::test_the_controls_successes_and_examples_are_the_records",
+        "1.93": "tests/test_docs_lower_bounds.py::test_the_parity_familys_censored_slope_is_the_records",
+        **dict.fromkeys(("39 s", "1.8 s"), "tests/test_docs_lower_bounds.py::test_the_lwr_figures_are_the_records")}}
 #: Figures that are rules of the toolkit rather than measurements, allowed on every page: figure -> why.
 ALLOWED = {"95 %": "the confidence level of every interval and bound the studies and checks state",
            "3×": "the yield model's acceptance factor (theory's yield check holds it to log 3)"}
@@ -43,7 +52,7 @@ ALLOWED = {"95 %": "the confidence level of every interval and bound the studies
 HISTORY = {"changelog.md": "what changed, release by release, with the figures of its day",
            "measurements.md": "past measurements, each with its commit and the version that made it"}
 
-_NUMBER = re.compile(r"(?<![\w.\-/#])((?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?)")
+_NUMBER = re.compile(r"(?<![\w.\-/#:])((?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?)")
 _UNIT = re.compile(r"\s?(" + "|".join(sorted(map(re.escape, UNITS), key=len, reverse=True)) + r")(?![\w])")
 _IDENTIFIERS = [
     re.compile(r"\{\{[^}]*\}\}"),  # substitutions
