@@ -15,6 +15,7 @@ sys.path.insert(0, str(HERE / "_ext"))
 sys.path.insert(0, str(HERE.parent))
 
 import apicheck  # noqa: E402  (docs/_ext, on the path above)
+import apigen  # noqa: E402
 import figures  # noqa: E402
 import results  # noqa: E402
 
@@ -129,6 +130,10 @@ sphinx_gallery_conf = {
     "only_warn_on_example_error": False,
     "within_subsection_order": "FileNameSortKey",
     "min_reported_time": 0,
+    # "Examples using" on the API pages (docs/_ext/apigen.py's minigallery directives): the examples' uses of these
+    # packages' names, found by parsing the examples (also when DOCS_GALLERY=0), are written to this folder
+    "backreferences_dir": "gen_modules/backreferences",
+    "doc_module": tuple(apigen.PACKAGES),
 }
 
 import inventories  # noqa: E402  (docs/_ext, on the path above)

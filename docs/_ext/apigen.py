@@ -7,10 +7,16 @@ resolve. A module page shows its docstring, a summary table of its public names 
 documented) and the full entries of the names documented there. A module is public when no part of its
 dotted name starts with ``_`` and it is not a test module; its public names are its ``__all__`` (or, without
 one, the names it defines that do not start with ``_``).
+
+An entry that gallery examples use ends with them: a rubric "Examples using", like the entry's numpydoc sections,
+over sphinx-gallery's ``minigallery`` directive. Which names the examples use is read from the backreferences the
+gallery writes when it parses its examples, run or not (``DOCS_GALLERY=0``), before this extension writes the pages;
+an entry no example uses gets neither.
 """
 
 import importlib
 import inspect
+import json
 import pkgutil
 import re
 from pathlib import Path
@@ -117,6 +123,8 @@ def _lookup(full):
 
 
 _homes = {}  # id of a class or function -> its documented full name
+_aliases = {}  # documented full name -> every name sphinx-gallery may record an example's use of it under
+_backrefs = {}  # name -> the gallery examples that use it (sphinx-gallery's backreferences_all.json)
 _documented = set()  # every documented full name
 _by_short = {}  # last component -> documented full names
 
@@ -140,6 +148,37 @@ def _borrowed_doc(modname, name):
     if apicheck.attribute_docs(modname).get(("", name)):
         return None
     return apicheck.constant_doc(modname, name) or None
+
+
+def _recorded_names(module, name, obj):
+    """``module.name`` and the shorter paths sphinx-gallery records a use of it under: it shortens a module path while
+    the package above holds the same object (``learner.sweep.records.read_record`` may become
+    ``learner.sweep.read_record``; sphinx_gallery.backreferences._get_short_module_name)."""
+    names = [f"{module}.{name}"]
+    parts = module.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            package = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            break
+        if getattr(package, name, None) is not obj:
+            break
+        names.append(f"{package.__name__}.{name}")
+    return names
+
+
+def examples_using(full):
+    """The RST, indented for an entry's content, that shows the gallery examples using ``full`` under the rubric
+    "Examples using" its shortest public name, or nothing when no example uses it. An example's use is recorded
+    under the path it imports the object from (``learner.random_layer``, documented as
+    ``learner.instances.random_layer``), so every public path of the object is looked up."""
+    names = sorted(_aliases.get(full, {full}), key=lambda n: (n != full, n))
+    used = [name for name in names if _backrefs.get(name)]
+    if not used:
+        return []
+    shortest = min(names, key=lambda n: (n.count("."), n)).replace("_", r"\_")
+    # plain text: the theme sets a rubric's parts one under the other, a literal would take a line of its own
+    return [f"   .. rubric:: Examples using {shortest}", "", f"   .. minigallery:: {' '.join(used)}", ""]
 
 
 _ROLE = re.compile(r":[a-z:]+:`~?([^`<]*?)(?:\s*<([^>]*)>)?`")
@@ -184,8 +223,11 @@ def module_page(modname, rows):
             value = [] if options else [f"   :value: {getattr(module, name)!r}"]
             lines += [f".. py:data:: {name}", f"   :module: {modname}", *value, ""]
             lines += [f"   {line}" for line in borrowed] + [""]
+            lines += examples_using(full)
             continue
         lines += [f".. {directive}:: {full}"] + [f"   {o}" for o in options] + [""]
+        # the directive's content follows the docstring (and precedes a class's members)
+        lines += examples_using(full)
     subs = [m for m in plan_cache[0] if m.rpartition(".")[0] == modname]
     if subs:
         lines += [".. rubric:: Modules", "", ".. toctree::", "   :maxdepth: 1", ""]
@@ -196,7 +238,10 @@ def module_page(modname, rows):
 plan_cache = ([], [])
 
 
-def write(outdir):
+def write(outdir, *, backrefs=None):
+    """Write one page per public module into ``outdir`` (stale pages removed). ``backrefs``: ``{name: examples}``,
+    the names the gallery's examples use (sphinx-gallery's ``backreferences_all.json``); an entry whose object they
+    use ends with those examples. None: no gallery, no examples listed."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     plans = plan()
@@ -205,12 +250,16 @@ def write(outdir):
     _homes.clear()
     _documented.clear()
     _by_short.clear()
+    _aliases.clear()
+    _backrefs.clear()
+    _backrefs.update(backrefs or {})
     for modname, rows in plans.items():
         module = importlib.import_module(modname)
         for name, full in rows:
             obj = getattr(module, name)
             if _shared(obj):
                 _homes[id(obj)] = full
+                _aliases.setdefault(full, {full}).update(_recorded_names(modname, name, obj))
             if full == f"{modname}.{name}":
                 _documented.add(full)
                 _by_short.setdefault(name, set()).add(full)
@@ -228,7 +277,11 @@ def write(outdir):
 
 
 def _on_init(app):
-    write(Path(app.srcdir) / "api" / "generated")
+    backrefs = None
+    if "sphinx_gallery.gen_gallery" in app.extensions and app.config.sphinx_gallery_conf.get("backreferences_dir"):
+        found = Path(app.srcdir) / app.config.sphinx_gallery_conf["backreferences_dir"] / "backreferences_all.json"
+        backrefs = json.loads(found.read_text()) if found.exists() else None
+    write(Path(app.srcdir) / "api" / "generated", backrefs=backrefs)
 
 
 def _on_missing(app, env, node, contnode):
@@ -248,6 +301,7 @@ def _on_missing(app, env, node, contnode):
 
 
 def setup(app):
-    app.connect("builder-inited", _on_init)
+    # after sphinx-gallery's builder-inited (priority 500), which parses the examples and writes their backreferences
+    app.connect("builder-inited", _on_init, priority=600)
     app.connect("missing-reference", _on_missing)
     return {"parallel_read_safe": True, "version": "1"}
