@@ -105,6 +105,17 @@ def _records(folder):
     return [read_record(p) for p in sorted((folder / "runs").glob("*.json"))]
 
 
+def _image(path, alt):
+    """The MyST directive that shows the PNG ``path`` at its own width in pixels (at most the column's, by the
+    site's CSS; never enlarged), with Sphinx's link to the full-size image."""
+    with open(path, "rb") as fh:
+        header = fh.read(24)
+    if header[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{path}: not a PNG file")
+    width = int.from_bytes(header[16:20], "big")
+    return f"```{{image}} {Path(path).name}\n:alt: {alt}\n:width: {width}px\n```"
+
+
 def _figure(write, path):
     """Write a PNG through ``write(path)`` with matplotlib's Agg backend."""
     import matplotlib
@@ -187,7 +198,7 @@ def scaling_page(name, folder, out, sweeps):
                     f"{len(evals)} measured runs" + (f" ({tuning} more tuned Adam's learning rate)" if tuning else "")
                     + f"; success means relative error ≤ {tol:g} against the planted layer.")
     lines += ["", "## Tables", "", table, "", "## Figures", ""]
-    lines += [f"```{{image}} {f}\n:alt: {title}\n:width: 100%\n```\n" for f in figures]
+    lines += [_image(out / f, title) + "\n" for f in figures]
     return lines + _readme(folder)
 
 
@@ -258,7 +269,7 @@ def grid_page(kind, folder, out, sweeps):
     runs = sum(r["runs"] for r in summary["rows"])
     head = _header(title, folder, question, sweeps, f"{runs} measured runs; success is each method's own criterion.")
     return head + ["", "## Tables", "", *lines, "", "## Figure", "",
-                   f"```{{image}} {fig}\n:alt: {title}\n:width: 100%\n```", ""] + _readme(folder)
+                   _image(out / fig, title), ""] + _readme(folder)
 
 
 def peers_page(folder, out, sweeps):
@@ -293,7 +304,7 @@ def race_page(folder, out, sweeps):
               + summary["concurrency"] + "."]
     if summary.get("search"):
         lines += ["", "### The fewest examples", "", search_rows(summary["search"])]
-    return lines + ["", "## Figure", "", f"```{{image}} {fig}\n:alt: the race\n:width: 100%\n```"] + _readme(folder)
+    return lines + ["", "## Figure", "", _image(out / fig, "the race")] + _readme(folder)
 
 
 def growth_records(folder):
@@ -389,7 +400,7 @@ def growth_page(folder, out, sweeps):
                     "phase; the growth's shape chosen out of sample, with intervals; and the paper's own phase 6 "
                     "priced beside ours.", sweeps)
     return (lines + ["## The law, and the tables", *body, "", *growth_yield_section(folder), "## Figure", "",
-                     f"```{{image}} {fig}\n:alt: run time and examples against m per phase\n:width: 100%\n```"]
+                     _image(out / fig, "run time and examples against m per phase")]
             + _readme(folder))
 
 
@@ -483,7 +494,7 @@ def bounds_page(sweeps, out):
                              [[c["n"], "–" if c.get("log2_core_svp") is None else f"{c['log2_core_svp']:.1f}",
                                f"{c['n'] * math.log2(lwe['q']):.1f}"] for c in lwe["cost_table"]]), ""]
     fig = _figure(lambda p: _plot_bounds(cells, fewest, hard, control, attacks, p), out / "bounds.png")
-    lines += ["## Figure", "", f"```{{image}} {fig}\n:alt: upper and lower bounds against m\n:width: 100%\n```"]
+    lines += ["## Figure", "", _image(out / fig, "upper and lower bounds against m")]
     return lines
 
 
@@ -653,8 +664,8 @@ def trained_page(folder, out, sweeps):
     rest = [line for part in body[2:] for line in (part, "")]
     return (lines + [*trained_reading(summary), "", "## Per task and setting", "", body[0], "", *rest,
                      "## The conditions through training", "",
-                     f"```{{image}} {fig}\n:alt: the share of trained layers meeting each condition per training "
-                     "step, per task\n:width: 100%\n```"] + _readme(folder))
+                     _image(out / fig, "the share of trained layers meeting each condition per training step, "
+                            "per task")] + _readme(folder))
 
 
 def learn_hard_page(folder, out, sweeps):
@@ -673,7 +684,7 @@ def learn_hard_page(folder, out, sweeps):
                     f"{len(records)} runs, record schema {', '.join(map(str, schemas))} (schema 1 drew each seed's "
                     "hidden subset on its own, so a cell may repeat one; see {doc}`/formats`).")
     return lines + ["", "## Tables", "", table, "", "## Figure", "",
-                    f"```{{image}} {fig}\n:alt: learn-hard\n:width: 100%\n```"] + _readme(folder)
+                    _image(out / fig, "learn-hard")] + _readme(folder)
 
 
 def yield_page(docs, out, sweeps):
@@ -701,7 +712,7 @@ def yield_page(docs, out, sweeps):
         study = YieldStudy(**{k: rec.get(k, defaults[k]) if k in defaults else rec[k] for k in fields})
         fig = _figure(lambda p, s=study: plot_yield(s, p), out / f"{stem}.png")
         lines += [f"## {what}", "", f"Sweeps read: {', '.join(f'`{s}`' for s in rec.get('sweeps', []))}.", "",
-                  _paragraphs(study.table()), "", f"```{{image}} {fig}\n:alt: {what}\n:width: 100%\n```", ""]
+                  _paragraphs(study.table()), "", _image(out / fig, what), ""]
     return lines
 
 
