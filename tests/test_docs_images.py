@@ -16,7 +16,8 @@ def test_the_shown_width_is_the_pngs_own(tmp_path, width):
     image = pytest.importorskip("PIL.Image")
     path = tmp_path / "figure.png"
     image.new("RGB", (width, 40)).save(path)
-    assert results._image(path, "a figure") == f"```{{image}} figure.png\n:alt: a figure\n:width: {width}px\n```"
+    assert results._image(path, "a figure") == (f"```{{figure}} figure.png\n:alt: a figure\n:width: {width}px\n\n"
+                                                f"A figure ({width} px wide: select it for the full-size image).\n```")
 
 
 def test_a_file_that_is_not_a_png_is_refused(tmp_path):

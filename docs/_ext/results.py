@@ -107,13 +107,14 @@ def _records(folder):
 
 def _image(path, alt):
     """The MyST directive that shows the PNG ``path`` at its own width in pixels (at most the column's, by the
-    site's CSS; never enlarged), with Sphinx's link to the full-size image."""
+    site's CSS; never enlarged), with Sphinx's link to the full-size image, which its caption points to."""
     with open(path, "rb") as fh:
         header = fh.read(24)
     if header[:8] != b"\x89PNG\r\n\x1a\n":
         raise ValueError(f"{path}: not a PNG file")
     width = int.from_bytes(header[16:20], "big")
-    return f"```{{image}} {Path(path).name}\n:alt: {alt}\n:width: {width}px\n```"
+    return (f"```{{figure}} {Path(path).name}\n:alt: {alt}\n:width: {width}px\n\n"
+            f"{alt[0].upper()}{alt[1:]} ({width} px wide: select it for the full-size image).\n```")
 
 
 def _figure(write, path):
