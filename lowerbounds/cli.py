@@ -485,7 +485,7 @@ def _pyplot():
 
 def _plot_attacks(runs, args):
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4.5))
+    fig, ax = plt.subplots(figsize=(6.5, 5), layout="constrained")
     for (name, run), style in zip(runs.items(), ("-o", "--s", ":^"), strict=False):
         ns = [r["n"] for r in run["rows"]]
         ax.semilogy(ns, [r["median_seconds"] for r in run["rows"]], style,
@@ -493,25 +493,23 @@ def _plot_attacks(runs, args):
     ax.set_xlabel("n (secret dimension; heads m ≈ n for a typical secret)")
     ax.set_ylabel("median seconds")
     ax.set_title(f"attacks on 1-bit LWR, binary public vectors, q={args.q}")
-    ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
+    fig.legend(loc="outside lower center", ncol=2, frameon=False)  # below the axes, off the data
     save_figure(fig, args.plot)
     plt.close(fig)
 
 
 def _plot(runs, args):
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4.5))
+    fig, ax = plt.subplots(figsize=(6.5, 5), layout="constrained")
     for fam, style in (("hard", "-o"), ("control", "--x")):
-        for m in args.m:
+        for m in args.m:  # a colour per line: the family by its style, m by the colour cycle
             cells = [c for c in runs[fam]["cells"] if c["m"] == m]
             ax.loglog([c["d"] for c in cells], [c["median"] for c in cells], style,
                       label=f"{fam} m={m} (slope {_slope_text(runs[fam]['slopes'][m], 0)})")
     ax.set_xlabel("d")
     ax.set_ylabel("median queries")
     ax.set_title(f"SQ correlational search, τ={args.tolerance}")
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
+    fig.legend(loc="outside lower center", ncol=2, frameon=False)  # below the axes, off the data
     save_figure(fig, args.plot)
     plt.close(fig)
 

@@ -852,12 +852,35 @@ def _say_nothing_finished(ax, where, rows):
     raised = sum(r["errors_raised"] for r in rows)
     note = (f"no run finished: {raised} of {runs} runs raised an error\n(each record's `message` says which; "
             "summary.md counts them)")
-    ax.text(0.5, 0.5, note, ha="center", va="center", transform=ax.transAxes, fontsize=9, color="C3")
+    ax.text(0.5, 0.5, note, ha="center", va="center", transform=ax.transAxes, fontsize=10, color="C3")
     log.warning("%s: %s", where, note.replace("\n", " "))
 
 
+def _legend_below(ax, ncol):
+    """``ax``'s legend under its axis label (half an inch below the axes), off the data."""
+    from matplotlib.transforms import ScaledTranslation
+
+    below = ax.transAxes + ScaledTranslation(0, -0.5, ax.figure.dpi_scale_trans)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, ncol=ncol, frameon=False)
+
+
 def plot_hard(summary: Mapping[str, Any], path: PathLike) -> Path:
-    """Examples against d (log-log) per m, hard family and control; LWR: Adam's time and the exhaustive search's."""
+    """Examples against d (log-log) per m, hard family and control; LWR: Adam's time and the exhaustive search's.
+
+    Each line has its own colour; each panel's legend lies below it, off the data.
+
+    Parameters
+    ----------
+    summary : mapping
+        :func:`summarise_hard`'s result (``rows``, ``growth`` and ``lwr`` are read).
+    path : str or path-like
+        The PNG file written (atomically).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -865,7 +888,7 @@ def plot_hard(summary: Mapping[str, Any], path: PathLike) -> Path:
 
     from learner.io import atomic_write
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.0), layout="constrained")
     ax = axes[0]
     colours: dict[tuple[str, int], str] = {}  # one colour per line (family and m), so that no two lines share one
     sq_rows = [r for r in summary["rows"] if not _secrets(r["family"], r["n"]) and r["method"] == "adam"]
@@ -889,9 +912,9 @@ def plot_hard(summary: Mapping[str, Any], path: PathLike) -> Path:
     ax.set_xlabel("d")
     ax.set_ylabel("median examples over finished runs (Adam)")
     ax.set_title(", ".join(f"{name} ({word})" for name, (_, word) in styles.items())
-                 + ";\nhollow: some run stopped by the budget", fontsize=9)
+                 + ";\nhollow: some run stopped by the budget", fontsize=10)
     if colours:
-        ax.legend(fontsize=7, loc="best")
+        _legend_below(ax, ncol=len(styles))
     elif sq_rows:
         _say_nothing_finished(ax, f"learn_hard.png ({', '.join(styles) or 'families of subsets'})", sq_rows)
     ax = axes[1]
@@ -911,17 +934,16 @@ def plot_hard(summary: Mapping[str, Any], path: PathLike) -> Path:
                     drawn = True
         ax.set_xlabel(f"n (secret dimension), q = {rows[0]['q']}")
         ax.set_ylabel("seconds")
-        ax.set_title(f"families of secrets: {', '.join(secret_families)}", fontsize=9)
+        ax.set_title(f"families of secrets: {', '.join(secret_families)}", fontsize=10)
         if drawn:
-            ax.legend(fontsize=8, loc="best")
+            _legend_below(ax, ncol=1)
         else:
             _say_nothing_finished(ax, f"learn_hard.png ({', '.join(secret_families)})",
                                   [r for r in summary["rows"] if _secrets(r["family"], r["n"])])
     else:
         ax.text(0.5, 0.5, "no runs of a family of secrets (LWE-style) in this study", ha="center", va="center",
-                transform=ax.transAxes, fontsize=9, color="0.4")
+                transform=ax.transAxes, fontsize=10, color="0.4")
         ax.set_axis_off()
-    fig.tight_layout()
     path = Path(path)
     atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=110))
     plt.close(fig)

@@ -687,7 +687,7 @@ def plot_expectation_vs_sample(path: PathLike, *, d: int = TALK_D, k: int = PLOT
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(9.0, 4.2))
+    fig = Figure(figsize=(9.0, 4.2), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, 2)
     titles = (

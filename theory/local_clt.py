@@ -937,24 +937,19 @@ def plot_local_clt(path: PathLike, *, ns: Sequence[int] = (16, 32, 64),
 
     sweeps = tuple(local_clt_sweep(ns=ns, kind=kind, rng=child)
                    for kind, child in zip(_KINDS, rng.spawn(len(_KINDS)), strict=True))
-    fig, ax = plt.subplots(figsize=(8, 4.8))
+    fig, ax = plt.subplots(figsize=(8, 5.6), layout="constrained")
+    local, kolmogorov = [], []  # a colour per kind, a line style per error
     for sweep, color in zip(sweeps, ("tab:blue", "tab:red", "tab:green"), strict=True):
         point = np.asarray(sweep.local_error)
         lower = np.asarray([r.interval[0] for r in sweep.results])
         upper = np.asarray(sweep.local_error_upper)
-        ax.errorbar(
-            sweep.ns,
-            point,
-            yerr=[point - lower, upper - point],
-            fmt="o-",
-            color=color,
-            capsize=3,
-            label=f"local error, {sweep.kind} a",
-        )
-        ax.loglog(sweep.ns, sweep.kolmogorov, "s--", color=color, alpha=0.6, label=f"Kolmogorov error, {sweep.kind} a")
+        local.append(ax.errorbar(sweep.ns, point, yerr=[point - lower, upper - point], fmt="o-", color=color,
+                                 capsize=3, label=f"local error, {sweep.kind} a"))
+        kolmogorov += ax.loglog(sweep.ns, sweep.kolmogorov, "s--", color=color, alpha=0.6,
+                                label=f"Kolmogorov error, {sweep.kind} a")
     ns_arr = np.asarray(ns, dtype=np.float64)
-    ax.loglog(ns_arr, 1 / np.sqrt(ns_arr), ":", color="gray", label="1/√n")
-    ax.axhline(DEFAULT_BOUND, color="black", lw=0.8, label=f"bound {DEFAULT_BOUND}")
+    local += ax.loglog(ns_arr, 1 / np.sqrt(ns_arr), ":", color="gray", label="1/√n")
+    kolmogorov.append(ax.axhline(DEFAULT_BOUND, color="black", lw=0.8, label=f"bound {DEFAULT_BOUND}"))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(ns_arr, [str(n) for n in ns])
@@ -962,8 +957,8 @@ def plot_local_clt(path: PathLike, *, ns: Sequence[int] = (16, 32, 64),
     ax.set_xlabel("n")
     ax.set_ylabel("error")
     ax.set_title(f"local CLT on Boolean slices, δ = {sweeps[0].delta_factor:g}·σ/√n (bars: quantisation)")
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout()
+    # below the axes, off the data: the local errors and 1/√n in one column, the Kolmogorov errors and the bound
+    fig.legend(handles=local + kolmogorov, loc="outside lower center", ncol=2, fontsize=9, frameon=False)
     save_figure(fig, path, dpi=100)
     plt.close(fig)
     return sweeps

@@ -1014,7 +1014,7 @@ def plot_stable_rank_sweep(result: StableRankSweep, path: PathLike) -> Path:
 
     r = np.asarray(result.ranks, dtype=float)
     grid = np.geomspace(r.min(), r.max(), 50)
-    fig, ax = plt.subplots(figsize=(6.0, 4.2))
+    fig, ax = plt.subplots(figsize=(6.5, 5.4), layout="constrained")
     try:
         series = [
             (result.errors_all, result.exponent, result.exponent_se, result.intercept,
@@ -1035,8 +1035,7 @@ def plot_stable_rank_sweep(result: StableRankSweep, path: PathLike) -> Path:
         ax.set_ylabel("one-step error")
         p = result.parameters
         ax.set_title(f"one-step estimate of ΣW: d={p['d']}, k={p['k']}, ‖Θ‖_F={p['frobenius']:g}", fontsize=10)
-        ax.legend(fontsize=7, loc="best")
-        fig.tight_layout()
+        fig.legend(loc="outside lower center", ncol=1, fontsize=9, frameon=False)  # below the axes, off the data
         save_figure(fig, path, dpi=120)
     finally:
         plt.close(fig)

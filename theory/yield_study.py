@@ -29,6 +29,7 @@ import io
 import logging
 import math
 import numbers
+import textwrap
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -646,12 +647,41 @@ def _settings_rows(runs, unmeasured):
     return settings
 
 
+def _yield_legend(fig, ax, ms, ks, markers):
+    """One legend below the panels, a line each (wrapped where too long for the figure): the fits (δ: the yield's
+    factor per disagreement), the colours (m) and the markers (k)."""
+    from matplotlib.lines import Line2D
+
+    groups = [list(zip(*ax.get_legend_handles_labels(), strict=True)),
+              [(Line2D([], [], ls="none", marker="o", color=f"C{i % 10}"), f"m = {m}") for i, m in enumerate(ms)],
+              [(Line2D([], [], ls="none", marker=markers.get(k, "o"), color="grey"), f"k = {k}") for k in ks]]
+    groups = [g for g in groups if g]
+
+    def wrapped(ncol):
+        return [g[i:i + ncol] for g in groups for i in range(0, len(g), ncol)]
+
+    def inches(rows, ncol):  # the legend's width at 9 pt: per column its widest entry, a marker and spacing
+        return sum(0.55 + 0.07 * max((max(map(len, row[j][1].split("\n"))) for row in rows if j < len(row)),
+                                     default=0) for j in range(ncol))
+
+    ncol = next((n for n in range(max(map(len, groups)), 1, -1) if inches(wrapped(n), n) < 0.9 * fig.get_figwidth()),
+                1)
+    rows = wrapped(ncol)
+    # the legend fills its columns first: entry j of every line in column j keeps each line level, padded with
+    # blanks as tall as the line's entries
+    pad = [[(Line2D([], [], alpha=0), "\n" * max(lb.count("\n") for _, lb in row))] * ncol for row in rows]
+    entries = [(row + filler)[j] for j in range(ncol) for row, filler in zip(rows, pad, strict=True)]
+    fig.legend(*zip(*entries, strict=True), loc="outside lower center", ncol=ncol, fontsize=9, frameon=False,
+               columnspacing=1.2, handletextpad=0.4)
+
+
 def plot_yield(study: YieldStudy, path: PathLike) -> Path:
     """``log`` yield against ``n``: every run's measurement (filled) and prediction (hollow), the fitted lines.
 
     Two more panels set the examples phase 4 took against those the predicted yield implies, and each run's
     seconds against those with phase 4 at the predicted examples, each drawn only where some run has the quantity
-    (records made before the simulation have the yield alone). Needs matplotlib (the ``plot`` extra);
+    (records made before the simulation have the yield alone). A colour per m, a marker per k, one legend below
+    the panels. Needs matplotlib (the ``plot`` extra);
     without it, a ValueError saying so before anything is drawn.
 
     Parameters
@@ -672,7 +702,8 @@ def plot_yield(study: YieldStudy, path: PathLike) -> Path:
 
     from learner.io import atomic_write
 
-    quantities = [(("measured", "predicted"), None, None),
+    quantities = [(("measured", "predicted"), "certified constraints per 1000 examples",
+                   f"sculpting yield (fits at tol = {study.fit_tol:g}): measured (filled), predicted (hollow)"),
                   (("examples_measured", "examples_predicted"), "phase-4 examples per round",
                    "examples to phase 4's target: measured (filled), target / predicted yield (hollow)"),
                   (("seconds", "seconds_predicted"), "seconds per run",
@@ -680,13 +711,14 @@ def plot_yield(study: YieldStudy, path: PathLike) -> Path:
     # a panel only where some run has its quantity (records made before the simulation have the yield alone)
     quantities = quantities[:1] + [q for q in quantities[1:]
                                    if any((r.get(name) or 0) > 0 for r in study.runs for name in q[0])]
-    fig, grid = plt.subplots(1, len(quantities), figsize=(5.8 * len(quantities), 4.8), squeeze=False)
+    # at most 11.8 in wide: the site shows a figure at its natural width, up to about 1300 pixels
+    fig, grid = plt.subplots(1, len(quantities), figsize=(max(7.5, 3.93 * len(quantities)), 5.4), squeeze=False,
+                             layout="constrained")
     axes = list(grid[0])
-    ax = axes[0]
     ms = sorted({r["m"] for r in study.runs})
     markers = {2: "o", 3: "s", 4: "^", 5: "D", 6: "v", 7: "P", 8: "X"}
     for r in study.runs:
-        color = f"C{ms.index(r['m'])}"
+        color = f"C{ms.index(r['m']) % 10}"
         mk = markers.get(r["k"], "o")
         x = r["n"] + 0.06 * (r["k"] - 3)
         for panel, ((meas, pred), _, _) in zip(axes, quantities, strict=True):
@@ -697,26 +729,15 @@ def plot_yield(study: YieldStudy, path: PathLike) -> Path:
     ns = np.linspace(0, max(r["n"] for r in study.runs), 50)
     for fit, style, label in ((study.fit_measured, "-", "measured"), (study.fit_predicted, "--", "predicted")):
         if math.isfinite(fit["slope"]):
-            ax.plot(ns, np.exp(fit["intercept"] + fit["slope"] * ns), "k" + style, lw=1,
-                    label=f"fit to {label}: δ = {fit['delta']:.3g} per disagreement")
-    for m in ms:
-        ax.scatter([], [], color=f"C{ms.index(m)}", label=f"m = {m}")
-    for k in sorted({r["k"] for r in study.runs}):
-        ax.scatter([], [], color="grey", marker=markers.get(k, "o"), label=f"k = {k}")
-    ax.set_yscale("log")
-    ax.set_xlabel("disagreements n = (m−1)(k−1)")
-    ax.set_ylabel("certified constraints per 1000 examples")
-    ax.set_title(f"sculpting yield (fits at tol = {study.fit_tol:g}): measured (filled), predicted (hollow)",
-                 fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, ncol=2, loc="best")
-    for panel, (_, ylabel, heading) in zip(axes[1:], quantities[1:], strict=True):
+            axes[0].plot(ns, np.exp(fit["intercept"] + fit["slope"] * ns), "k" + style, lw=1,
+                         label=f"fit to {label}:\nδ = {fit['delta']:.3g} per disagreement")
+    for panel, (_, ylabel, heading) in zip(axes, quantities, strict=True):
         panel.set_yscale("log")
         panel.set_xlabel("disagreements n = (m−1)(k−1)")
-        panel.set_ylabel(str(ylabel))
-        panel.set_title(str(heading), fontsize=8)
+        panel.set_ylabel(ylabel)
+        panel.set_title(textwrap.fill(heading, 44 if len(quantities) > 1 else 60), fontsize=10)
         panel.grid(True, alpha=0.3)
-    fig.tight_layout()
+    _yield_legend(fig, axes[0], ms, sorted({r["k"] for r in study.runs}), markers)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)

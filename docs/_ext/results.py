@@ -547,13 +547,13 @@ def _walk_notes(folder):
 
 
 def _log_panel(ax, xlabel, ylabel, title):
-    """A panel of the bounds figure: log scale, labels, title, grid and legend."""
+    """A panel of the bounds figure: log scale, labels, title, grid, and the legend to its right, off the data."""
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=11)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=6.5, loc="best")
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
 
 
 def _plot_bounds(cells, fewest, hard, control, attacks, path):
@@ -561,7 +561,7 @@ def _plot_bounds(cells, fewest, hard, control, attacks, path):
 
     from learner.io import save_figure
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.3))
+    fig, axes = plt.subplots(3, 1, figsize=(10, 11.5))  # one under another: readable at the page's width
     ax = axes[0]
     for i, d in enumerate(sorted(cells)):
         ms = sorted(cells[d])

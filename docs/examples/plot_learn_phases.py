@@ -52,7 +52,7 @@ ax1.barh(phases, [result.timings[p] for p in phases], color="C0")
 ax1.set_xlabel("seconds (this machine, one BLAS thread)")
 ax1.invert_yaxis()
 bars = ax2.barh(phases, [examples[p] / 1e3 for p in phases], color="C1")
-ax2.bar_label(bars, [f"{examples[p]:,}" for p in phases], fontsize=8, padding=2)
+ax2.bar_label(bars, [f"{examples[p]:,}" for p in phases], fontsize=9, padding=2)
 ax2.set_xlabel("examples drawn (thousands)")
 ax2.set_xlim(0, 1.3 * max(examples.values()) / 1e3)
 fig.suptitle(f"(m, d, k) = ({m}, {d}, {k}): {result.timings['total']:.1f} s, "

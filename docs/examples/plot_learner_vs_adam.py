@@ -49,7 +49,7 @@ for i, (ax, (title, fmt)) in enumerate(zip(axes, panels, strict=True)):
     for j, values in enumerate(rows.values()):
         ax.plot(j, values[i], "o", ms=9, color=f"C{j}")
         ax.annotate(fmt.format(values[i]), (j, values[i]), xytext=(8, 0), textcoords="offset points",
-                    va="center", fontsize=8)
+                    va="center", fontsize=9)
     ax.set_yscale("log")  # the two methods differ by orders of magnitude in every panel
     ax.set_xticks(range(len(rows)), list(rows))
     ax.set_xlim(-0.5, len(rows) - 0.2)

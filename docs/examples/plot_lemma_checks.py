@@ -36,7 +36,7 @@ results = {(n, which): done.get((n, which)) or run_case(n, which, rng=0)
 for (n, which), r in results.items():
     print(f"{n:23s} {which:8s} {r.measured:9.3g} {r.relation} {r.bound:.3g}: {'holds' if r.holds else 'FAILS'}")
 
-fig, ax = plt.subplots(figsize=(8, 3.6))
+fig, ax = plt.subplots(figsize=(8, 4.4), layout="constrained")
 for i, n in enumerate(CHECKS):
     ax.hlines(results[n, "default"].bound, i - 0.3, i + 0.3, color="k", label="bound" if i == 0 else None)
     for j, which in enumerate(("default", "control")):
@@ -45,10 +45,9 @@ for i, n in enumerate(CHECKS):
         ax.errorbar(i - 0.1 + 0.2 * j, r.measured, yerr=[[r.measured - lo], [hi - r.measured]], fmt="o",
                     color=f"C{j}", capsize=3, label=("check" if j == 0 else "negative control") if i == 0 else None)
 ax.set_yscale("symlog", linthresh=1e-3)  # linear near 0: one check measures an exact zero
-ax.set_xticks(range(len(CHECKS)), list(CHECKS), rotation=15, fontsize=8)
+ax.set_xticks(range(len(CHECKS)), list(CHECKS), rotation=30, ha="right", fontsize=9)
 ax.set_ylabel("measured (bar: bound)")
-ax.legend(fontsize=8, loc="best")
-fig.tight_layout()
+fig.legend(loc="outside right upper", fontsize=9)  # beside the axes, off the data
 
 # %%
 # Every relation here is ``measured <= bound``, so a check holds at or below its bar and its control must

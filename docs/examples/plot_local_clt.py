@@ -28,7 +28,7 @@ n, weight = 24, 12
 cases = {"arithmetic: a in {1, 2, 3}": (rng.integers(1, 4, n).astype(float), None),
          "non-arithmetic: a Gaussian": (rng.standard_normal(n), 1e-4)}
 
-fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
+fig, axes = plt.subplots(1, 2, figsize=(9, 4.0), sharey=True, layout="constrained")
 for ax, (label, (a, quantum)) in zip(axes, cases.items(), strict=True):
     dist = slice_distribution(a, weight, quantum=quantum)
     sd = np.sqrt(dist.variance)
@@ -41,11 +41,11 @@ for ax, (label, (a, quantum)) in zip(axes, cases.items(), strict=True):
     r = check_local_clt(a, weight, delta=delta, quantum=quantum)
     print(f"{label}: local error {r.measured:.3f} in [{r.interval[0]:.3f}, {r.interval[1]:.3f}] "
           f"(bound {r.bound}): {'holds' if r.holds else 'FAILS'}; Kolmogorov error {r.details['kolmogorov']:.3f}")
-    ax.set_title(f"{label}\nlocal error {r.measured:.2f}", fontsize=9)
+    ax.set_title(f"{label}\nlocal error {r.measured:.2f}", fontsize=10)
     ax.set_xlabel("(⟨a, x⟩ − E S) / σ, windows of width σ/8")
 axes[0].set_ylabel("probability")
-axes[1].legend(fontsize=8, loc="best")
-fig.tight_layout()
+# one legend for both panels, below them, off the data
+fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=9)
 
 # %%
 # Against n
@@ -54,7 +54,7 @@ fig.tight_layout()
 # windows of width ``δ = 1/(4√n)``. The ordinary CLT's error (the Kolmogorov distance) falls with ``n`` for
 # both kinds, for lattice coefficients like ``1/√n`` (printed: √n times it); the local error falls only for
 # the non-arithmetic ones.
-fig, ax = plt.subplots(figsize=(8, 3.6))
+fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
 for kind, color in (("arithmetic", "C3"), ("nonarithmetic", "C0")):
     sweep = local_clt_sweep(ns=(16, 32, 64), kind=kind, rng=1)
     ax.loglog(sweep.ns, sweep.local_error, "o-", color=color, label=f"{kind}: local error")
@@ -66,5 +66,4 @@ ax.set_xticks(sweep.ns, [str(v) for v in sweep.ns])
 ax.minorticks_off()
 ax.set_xlabel("n (weight n/2)")
 ax.set_ylabel("error")
-ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
-fig.tight_layout()
+fig.legend(loc="outside right center", fontsize=9)  # beside the axes, off the data

@@ -52,15 +52,14 @@ X = X[keep]
 read = (inst.layer(X)[:, 0, o] - inst.total * X[:, 1, t]) / (X[:, 0, t] - X[:, 1, t])
 h = inst.hidden_sum(X)
 print(f"{len(X)} such inputs of 4000; max |read − round_1(h mod q)| = {np.abs(read - inst.target(h)).max():.1e}")
-fig, ax = plt.subplots(figsize=(6.5, 3))
+fig, ax = plt.subplots(figsize=(7, 3.2), layout="constrained")
 ax.plot(h, read, "o", ms=4, alpha=0.3, label="the layer, on random inputs")
 hs = np.arange(inst.max_sum + 1)
 ax.step(hs, inst.target(hs), "k", where="mid", lw=0.8, label="round_1(h mod q)")
 ax.set_xticks(hs[::2])
 ax.set_xlabel("hidden sum h = ⟨w, b⟩")
 ax.set_ylabel("label read off F")
-ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-fig.tight_layout()
+fig.legend(loc="outside right upper", fontsize=9)  # beside the axes, off the data
 
 # %%
 # So whoever predicts F well enough predicts LWR labels, which the hardness assumption says no efficient

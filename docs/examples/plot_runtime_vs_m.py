@@ -69,7 +69,7 @@ for label, mine in runs.items():
 # same d (printed above): for each m the study takes a d that the toolkit's soundness check
 # (:func:`learner.check_setting`, ours) accepts. The seconds are those of the 2-core machines that ran the
 # studies (each study's page says how).
-fig, ax = plt.subplots(figsize=(6.5, 3.8))
+fig, ax = plt.subplots(figsize=(6.5, 4.2), layout="constrained")
 for j, (label, mine) in enumerate(runs.items()):
     ms = np.array([r["spec"]["m"] for r in mine])
     offset = 0.12 * (2 * j - 1)
@@ -82,8 +82,7 @@ ax.set_yscale("log")
 ax.set_xticks(sorted({r["spec"]["m"] for mine in runs.values() for r in mine}))
 ax.set_xlabel("heads m")
 ax.set_ylabel("seconds per run")
-ax.legend(loc="best")
-fig.tight_layout()
+fig.legend(loc="outside lower center", ncol=len(runs))  # below the axes, off the data
 
 # %%
 # Where the learner's time goes: its slowest phase at each m (median share of a run's time). The records hold

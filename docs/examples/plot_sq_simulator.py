@@ -39,7 +39,7 @@ print("\n".join(f"  {name}" for name in inst.assumption_report().failed))
 # hidden coordinates show up among the ``d − 1`` degree-1 candidates. For ``m = 2`` the hidden parity is a
 # single coordinate, which is linear: the two families coincide.
 ds, ms = [8, 12, 16, 24, 32], [2, 3]
-fig, ax = plt.subplots(figsize=(6.5, 3.8))
+fig, ax = plt.subplots(figsize=(6.5, 4.6), layout="constrained")
 for family, style in (("hard", "o-"), ("control", "s--")):
     run = simulate_queries(ds, ms, trials=25, family=family, rng=2)
     for m in ms:
@@ -54,8 +54,11 @@ ax.set_xticks(ds, [str(d) for d in ds])
 ax.minorticks_off()
 ax.set_xlabel("d")
 ax.set_ylabel("median queries")
-ax.legend(fontsize=8, loc="best")
-fig.tight_layout()
+# below the axes, off the data: a column per m (its colour), the families by line style
+handles, labels = ax.get_legend_handles_labels()
+order = sorted(range(len(labels)), key=lambda i: handles[i].get_color())
+fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center", ncol=len(ms),
+           fontsize=9)
 
 # %%
 # The slopes (``m − 1`` predicted for the hard family, 1 for the control) are what the search needs; that

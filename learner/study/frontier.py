@@ -599,11 +599,80 @@ def fits_table(fits: Mapping[str, Mapping[str, Any]]) -> str:
     return markdown_table(header, rows)
 
 
+_NAMES = {"provable": "learner", "adam": "Adam"}
+
+
+def _frontier_heatmap(fig, ax, cells, method, scale, width):
+    """One method's heatmap of log10 median time on ``ax``, each cell labelled (wrapped to the cell's
+    ``width`` in inches); returns the cells drawn as :func:`plot_frontier` lists them."""
+    import textwrap
+
+    from matplotlib.patches import Rectangle
+
+    ms, ks, lo, hi, cmap = scale
+    grid = np.full((len(ms), len(ks)), np.nan)
+    mine = [c for c in cells if c["method"] == method]
+    for c in mine:
+        if c["median_seconds"]:
+            grid[ms.index(c["m"]), ks.index(c["k"])] = math.log10(c["median_seconds"])
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=lo, vmax=hi, origin="lower", aspect="auto")
+    chars = max(6, int(width * 72 / 5.5))  # characters of 9 pt text that fit across a cell
+    drawn = []
+    for c in mine:
+        i, j = ms.index(c["m"]), ks.index(c["k"])
+        state = "beyond budget" if c["beyond_budget"] else "success" if c["successes"] else "no success"
+        if state != "success":
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="red", lw=1.5))
+        label = cell_label(c)
+        # beyond the budget: the hatching and the legend say so, the cell keeps the count and the forecast
+        shown = (f"{c['successes']}/{c['runs']}\n≈{_fmt_count(c['predicted_examples'])}" if c["beyond_budget"]
+                 else label)
+        value = grid[i, j]
+        dark = not np.isnan(value) and (value - lo) / (hi - lo) < 0.55
+        ax.text(j, i, "\n".join(textwrap.fill(line, chars, break_long_words=False) for line in shown.split("\n")),
+                ha="center", va="center", fontsize=9, linespacing=1.1, color="white" if dark else "black")
+        drawn.append((method, c["m"], c["k"], label, state))
+    ax.set_xticks(range(len(ks)), [str(k) for k in ks])
+    ax.set_yticks(range(len(ms)), [str(m) for m in ms])
+    ax.set_xlabel("tokens k")
+    ax.set_ylabel("heads m")
+    ax.set_title(f"{_NAMES.get(method, method)}: median time per run (successes/runs)", fontsize=10)
+    fig.colorbar(image, ax=ax, label="log10 seconds", shrink=0.9)
+    return drawn
+
+
+def _frontier_against_n(ax, cells, methods):
+    """Each method's median seconds (and the learner's examples and forecasts) per cell against n; each series
+    its own colour."""
+    others = iter(f"C{i}" for i in range(4, 10))
+    colours = {mt: {"provable": "C0", "adam": "C1"}.get(mt) or next(others, "0.3") for mt in methods}
+    for method, marker in zip(methods, "osDvP<>", strict=False):
+        mine = [c for c in cells if c["method"] == method]
+        ns = [c["n"] for c in mine]
+        ax.scatter(ns, [c["median_seconds"] or np.nan for c in mine], marker=marker, color=colours[method],
+                   label=f"{_NAMES.get(method, method)}: seconds")
+        if method == "provable":
+            ax.scatter(ns, [c["median_examples"] or np.nan for c in mine], marker="^", color="C2",
+                       label="learner: examples drawn")
+            fc = [(c["n"], c["predicted_examples"]) for c in mine if c["predicted_examples"]]
+            if fc:
+                ax.scatter(*zip(*fc, strict=True), marker="^", facecolors="none", edgecolors="C3",
+                           label="learner: forecast of runs beyond the budget")
+    ax.set_yscale("log")
+    ax.set_xlabel("disagreements n = (m−1)(k−1)")
+    ax.set_ylabel("median per cell")
+    ax.set_title("median per cell against n (yield model: theory yield-study)", fontsize=10)
+    ax.grid(True, alpha=0.3)
+
+
 def plot_frontier(cells: Sequence[Mapping[str, Any]], path: PathLike, *,
                   methods: Iterable[str] = ("provable", "adam")) -> tuple[Path, list[tuple[str, int, int, str, str]]]:
     """The frontier figure: per method a heatmap of log10 median time (m down, k across) with each cell's
     text (:func:`cell_label`); cells without a success are hatched, cells beyond the budget hatched and
     labelled with the forecast; then the examples and time per run against (m−1)(k−1).
+
+    The heatmaps stand two to a row, the panel against n below them across the figure's width (beside the
+    heatmap when there is one method), and its legend below that, outside the data.
 
     Parameters
     ----------
@@ -632,59 +701,30 @@ def plot_frontier(cells: Sequence[Mapping[str, Any]], path: PathLike, *,
     from ..io import atomic_write
 
     methods = [mt for mt in methods if any(c["method"] == mt for c in cells)]
-    names = {"provable": "learner", "adam": "Adam"}
     ms = sorted({c["m"] for c in cells})
     ks = sorted({c["k"] for c in cells})
     times = [c["median_seconds"] for c in cells if c["median_seconds"]]
     lo, hi = (math.log10(min(times)), math.log10(max(times))) if times else (0.0, 1.0)
     hi = max(hi, lo + 1e-9)
-    fig, axes = plt.subplots(1, len(methods) + 1, figsize=(5.2 * (len(methods) + 1), 4.6))
-    axes = np.atleast_1d(axes)
+    if len(methods) == 1:
+        mosaic, size = [[methods[0], "n"]], (11.0, 4.8)
+    else:
+        rows = [(methods[i:i + 2] + ["."])[:2] for i in range(0, len(methods), 2)]  # ".": left empty
+        mosaic = [*rows, ["n", "n"]]
+        size = (11.5, 4.4 * len(mosaic) + 0.5)
+    fig, panels = plt.subplot_mosaic(mosaic, figsize=size, layout="constrained")
+    cell_width = (size[0] / len(mosaic[0]) - 1.7) / max(1, len(ks))  # the colour bar and labels take 1.7 in
     drawn = []
-    cmap = plt.get_cmap("viridis")
-    for ax, method in zip(axes, methods, strict=False):
-        grid = np.full((len(ms), len(ks)), np.nan)
-        mine = [c for c in cells if c["method"] == method]
-        for c in mine:
-            if c["median_seconds"]:
-                grid[ms.index(c["m"]), ks.index(c["k"])] = math.log10(c["median_seconds"])
-        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=lo, vmax=hi, origin="lower", aspect="auto")
-        for c in mine:
-            i, j = ms.index(c["m"]), ks.index(c["k"])
-            state = "beyond budget" if c["beyond_budget"] else "success" if c["successes"] else "no success"
-            if state != "success":
-                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="red", lw=1.5))
-            label = cell_label(c)
-            value = grid[i, j]
-            dark = not np.isnan(value) and (value - lo) / (hi - lo) < 0.55
-            ax.text(j, i, label, ha="center", va="center", fontsize=6.5, color="white" if dark else "black")
-            drawn.append((method, c["m"], c["k"], label, state))
-        ax.set_xticks(range(len(ks)), [str(k) for k in ks])
-        ax.set_yticks(range(len(ms)), [str(m) for m in ms])
-        ax.set_xlabel("tokens k")
-        ax.set_ylabel("heads m")
-        ax.set_title(f"{names.get(method, method)}: median time per run (successes/runs)", fontsize=9)
-        fig.colorbar(image, ax=ax, label="log10 seconds", shrink=0.8)
-    ax = axes[-1]
-    for method, marker in zip(methods, "os", strict=False):
-        mine = [c for c in cells if c["method"] == method]
-        ns = [c["n"] for c in mine]
-        color = "C0" if method == "provable" else "C1"
-        ax.scatter(ns, [c["median_seconds"] or np.nan for c in mine], marker=marker, color=color,
-                   label=f"{names.get(method, method)}: seconds")
-        if method == "provable":
-            ax.scatter(ns, [c["median_examples"] or np.nan for c in mine], marker="^", color="C2",
-                       label="learner: examples drawn")
-            fc = [(c["n"], c["predicted_examples"]) for c in mine if c["predicted_examples"]]
-            if fc:
-                ax.scatter(*zip(*fc, strict=True), marker="^", facecolors="none", edgecolors="C3",
-                           label="learner: forecast of runs beyond the budget")
-    ax.set_yscale("log")
-    ax.set_xlabel("disagreements n = (m−1)(k−1)")
-    ax.set_title("median per cell against n (yield model: theory yield-study)", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
+    for method in methods:
+        drawn += _frontier_heatmap(fig, panels[method], cells, method, (ms, ks, lo, hi, plt.get_cmap("viridis")),
+                                   cell_width)
+    _frontier_against_n(panels["n"], cells, methods)
+    handles, labels = panels["n"].get_legend_handles_labels()
+    if any(state != "success" for *_, state in drawn):
+        handles.append(Rectangle((0, 0), 1, 1, fill=False, hatch="///", edgecolor="red", lw=1.5))
+        labels.append("hatched: no success, or beyond the budget (≈ its forecast examples)")
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(len(handles), 3), frameon=False)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)

@@ -348,7 +348,8 @@ def noise_tables(out: PathLike) -> tuple[dict[str, Any], list[str]]:
 def plot_noise(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
     """The noise study's figure: median parameter error against σ per (m, d, k) cell, both methods.
 
-    One panel per cell, log-log, with the line ``σ`` for reference; σ = 0 cannot be drawn on log axes.
+    One panel per cell (three a row), log-log, with the line ``σ`` for reference; σ = 0 cannot be drawn on log
+    axes. A method has one colour in every panel; one legend below the panels.
 
     Parameters
     ----------
@@ -363,26 +364,32 @@ def plot_noise(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
     import matplotlib.pyplot as plt
 
     cells = sorted({(t["m"], t["d"], t["k"]) for t in table})
-    fig, axes = plt.subplots(1, len(cells), figsize=(4.2 * len(cells), 3.6), squeeze=False)
-    for ax, (m, d, k) in zip(axes[0], cells, strict=True):
-        for method, marker in (("provable", "o"), ("adam", "s")):
+    ncols = min(3, len(cells))  # three panels a row keep the figure within the site's width (about 1300 px)
+    rows = -(-len(cells) // ncols)
+    fig, axes = plt.subplots(rows, ncols, figsize=(3.8 * ncols, 3.4 * rows + 0.4), squeeze=False,
+                             layout="constrained")
+    legend: dict[str, Any] = {}  # label -> the first line drawn with it
+    for spare in axes.ravel()[len(cells):]:
+        spare.set_visible(False)
+    for ax, (m, d, k) in zip(axes.ravel(), cells, strict=False):
+        for method, marker, colour in (("provable", "o", "C0"), ("adam", "s", "C1")):
             pts = sorted((t["sigma"], t["param_error"]) for t in table
                          if (t["method"], t["m"], t["d"], t["k"]) == (method, m, d, k) and t["sigma"] > 0
                          and t["param_error"] is not None)
             if pts:
-                ax.loglog(*zip(*pts, strict=True), marker=marker, label=method)
+                legend.setdefault(method, ax.loglog(*zip(*pts, strict=True), marker=marker, color=colour)[0])
         sig = sorted({t["sigma"] for t in table if t["sigma"] > 0})
-        if sig:
-            ax.loglog(sig, sig, color="grey", linestyle=":", label="σ")
+        if sig and ax.get_lines():
+            legend.setdefault("σ", ax.loglog(sig, sig, color="grey", linestyle=":")[0])
         ax.set_title(f"(m, d, k) = ({m}, {d}, {k})")
         ax.set_xlabel("label noise σ")
         ax.set_ylabel("median parameter error")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8, loc="best")
-        else:  # only σ = 0, or no run returned a layer: nothing to draw on log axes
+        if not ax.get_lines():  # only σ = 0, or no run returned a layer: nothing to draw on log axes
             ax.text(0.5, 0.5, "no run with σ > 0 returned a layer", ha="center", va="center",
                     transform=ax.transAxes)
-    fig.tight_layout()
+    if legend:  # one legend below the panels, over no data; a method has one colour in every panel
+        fig.legend(handles=list(legend.values()), labels=list(legend), loc="outside lower center", ncol=len(legend),
+                   frameon=False)
     save_figure(fig, path, dpi=110)
     plt.close(fig)
 
@@ -554,7 +561,8 @@ def plot_sharpness(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
     methods = sorted({t["method"] for t in table}, reverse=True)  # the learner first
     lines = sorted({(t["d"], t["k"]) for t in table})
     colours = {line: f"C{i % 10}" for i, line in enumerate(lines)}  # one colour per (d, k) in every panel
-    fig, axes = plt.subplots(1, len(methods), figsize=(4.6 * len(methods), 3.6), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(methods), figsize=(min(11.5, 4.6 * len(methods)), 3.9), squeeze=False,
+                             sharey=True, layout="constrained")
     legend: dict[str, Any] = {}  # label -> the first line drawn with it
     for ax, method in zip(axes[0], methods, strict=True):
         for d, k in sorted({(t["d"], t["k"]) for t in table if t["method"] == method}):
@@ -574,10 +582,8 @@ def plot_sharpness(table: Sequence[Mapping[str, Any]], path: PathLike) -> None:
         ax.set_ylim(-0.05, 1.05)
     axes[0][0].set_ylabel("fraction of layers learned (own criterion)")
     # one legend below the panels, over no data (the layers per point are in the page's table)
-    ncol = min(len(legend), 4)
-    fig.legend(handles=list(legend.values()), labels=list(legend), loc="lower center", ncol=ncol, fontsize=8,
-               frameon=False)
-    fig.tight_layout(rect=(0, 0.06 * -(-len(legend) // ncol) + 0.02, 1, 1))
+    fig.legend(handles=list(legend.values()), labels=list(legend), loc="outside lower center",
+               ncol=min(len(legend), 4), frameon=False)
     save_figure(fig, path, dpi=110)
     plt.close(fig)
 

@@ -908,10 +908,20 @@ def line_end(name: str, cells: Sequence[Mapping[str, Any]], *, k: int = 2) -> di
             "phase": phase, "phase_share": share, "sentence": sentence}
 
 
+def _legend_below(ax: Any, handles: Sequence[Any], ncol: int) -> None:
+    """``handles`` in a legend under ``ax``'s axis label (half an inch below the axes), off the data."""
+    from matplotlib.transforms import ScaledTranslation
+
+    below = ax.transAxes + ScaledTranslation(0, -0.5, ax.figure.dpi_scale_trans)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, ncol=ncol,
+              fontsize=9, frameon=False, columnspacing=1.2)
+
+
 def plot_growth(summary: Mapping[str, Any], path: Any) -> Any:
     """``growth.png``: per line at k = 2, the median seconds of the run and of each phase against m (log scale),
     and the examples, with the chosen shape's fit to the totals drawn through them; with a priced phase 6, ours
-    against the paper-faithful pipeline. Two panels a row.
+    against the paper-faithful pipeline. Two panels a row, each panel's legend below it; a phase has one colour
+    in every panel.
 
     Parameters
     ----------
@@ -936,23 +946,25 @@ def plot_growth(summary: Mapping[str, Any], path: Any) -> Any:
     priced = (summary.get("pricing") or {}).get("rows") or []
     panels = max(len(names), 1) + 1 + bool(priced)
     rows = (panels + 1) // 2
-    fig, grid = plt.subplots(rows, 2, figsize=(11, 4.2 * rows), squeeze=False)
+    fig, grid = plt.subplots(rows, 2, figsize=(11, 4.9 * rows + 0.3), squeeze=False, layout="constrained")
     axes = list(grid.ravel()[:panels])
     for spare in grid.ravel()[panels:]:
         spare.set_visible(False)
+    phases = sorted({g["quantity"][8:] for g in summary["growth"] if g["k"] == 2
+                     and g["quantity"].startswith("seconds ")})
     for ax, name in zip(axes, names, strict=False):
-        phase = [g for g in summary["growth"] if g["line"] == name and g["k"] == 2
-                 and g["quantity"].startswith("seconds ")]
-        for i, g in enumerate(phase):
-            ax.plot(g["ms"], g["medians"], marker=".", lw=1, color=f"C{i + 1}", label=_phase_label(g["quantity"][8:]))
+        for g in (g for g in summary["growth"] if g["line"] == name and g["k"] == 2
+                  and g["quantity"].startswith("seconds ")):
+            ax.plot(g["ms"], g["medians"], marker=".", lw=1, color=f"C{phases.index(g['quantity'][8:]) % 9 + 1}",
+                    label=_phase_label(g["quantity"][8:]))
         total = next(g for g in lines if g["line"] == name and g["quantity"] == "seconds")
         _draw_fit(ax, total, "k", "run")
         ax.set_yscale("log")
         ax.set_xlabel("heads m")
         ax.set_ylabel("median seconds (successful runs)")
-        ax.set_title(f"d = {total['d']}, k = 2: time per run and per phase", fontsize=9)
+        ax.set_title(f"d = {total['d']}, k = 2: time per run and per phase", fontsize=10)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=6.5, ncol=2, loc="best")
+        _legend_below(ax, ax.get_legend_handles_labels()[0], ncol=3)
     if priced:
         _plot_pricing(axes[-1], priced)
     ax = axes[-1 - bool(priced)]
@@ -962,10 +974,11 @@ def plot_growth(summary: Mapping[str, Any], path: Any) -> Any:
     ax.set_yscale("log")
     ax.set_xlabel("heads m")
     ax.set_ylabel("median examples drawn")
-    ax.set_title("examples per run, k = 2", fontsize=9)
+    ax.set_title("examples per run, k = 2", fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
+    _legend_below(ax, ax.get_legend_handles_labels()[0], ncol=2)
+    fig.supxlabel("points: medians over the successful runs; lines through them: the growth shape named in the "
+                  "legend, chosen out of sample", fontsize=10)
     out = save_figure(fig, path, dpi=110)
     plt.close(fig)
     return out
@@ -973,35 +986,43 @@ def plot_growth(summary: Mapping[str, Any], path: Any) -> Any:
 
 def _plot_pricing(ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
     """Ours against the paper-faithful pipeline, per line: the whole run's median seconds, and our phases 1–5 with
-    the enumeration priced (its interval shaded), against m."""
+    the enumeration priced (its interval shaded), against m. A colour per line, a style per pipeline."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = []
     for i, line in enumerate(sorted({r["line"] for r in rows})):
         mine = sorted((r for r in rows if r["line"] == line), key=lambda r: r["m"])
         ms = [r["m"] for r in mine]
         color = f"C{i}"
-        ax.plot(ms, [r["rest_s"] + r["ours_search_s"] for r in mine], marker="o", color=color,
-                label=f"{line}: ours (measured)")
-        ax.plot(ms, [r["pipeline_s"] for r in mine], marker="s", ls="--", color=color,
-                label=f"{line}: the paper's enumeration in phase 6 (priced)")
+        ax.plot(ms, [r["rest_s"] + r["ours_search_s"] for r in mine], marker="o", color=color)
+        ax.plot(ms, [r["pipeline_s"] for r in mine], marker="s", ls="--", color=color)
         ax.fill_between(ms, [r["pipeline_interval"][0] for r in mine], [r["pipeline_interval"][1] for r in mine],
                         color=color, alpha=0.2)
+        handles.append(Patch(color=color, label=line))
+    handles += [Line2D([], [], color="0.25", marker="o", label="ours (measured)"),
+                Line2D([], [], color="0.25", marker="s", ls="--",
+                       label="the paper's phase 6 (priced; shaded: interval)")]
     ax.axhline(365.25 * 86400, color="grey", lw=0.8, ls=":")
-    ax.text(1, 365.25 * 86400 * 3, "one year", fontsize=7, color="grey")
+    ax.text(1, 365.25 * 86400 * 3, "one year", fontsize=9, color="grey")
     ax.set_yscale("log")
     ax.set_xlabel("heads m")
     ax.set_ylabel("seconds per run")
-    ax.set_title("ours against the paper's phase 6 (13 points per hull axis)", fontsize=9)
+    ax.set_title("ours against the paper's phase 6 (13 points per hull axis)", fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=6.5, loc="best")
+    _legend_below(ax, handles, ncol=2)
 
 
 def _draw_fit(ax: Any, g: Mapping[str, Any], color: str, label: str) -> None:
-    ax.plot(g["ms"], g["medians"], marker="o", ls="none", color=color, label=f"{label} (median)")
+    """The medians of ``g`` as points and its chosen shape's fit as a line, one legend entry for both."""
     fit = next((f for f in g["fits"] if f["shape"] == g["chosen"]), None)
     if fit is None or fit["coefficients"] is None:
+        ax.plot(g["ms"], g["medians"], marker="o", ls="none", color=color, label=f"{label} (median)")
         return
+    ax.plot(g["ms"], g["medians"], marker="o", ls="none", color=color)
     grid = np.linspace(min(g["ms"]), max(g["ms"]), 100)
-    ax.plot(grid, np.exp(_design(g["chosen"], grid) @ np.asarray(fit["coefficients"])), color=color, lw=1.5,
-            label=f"{label}: {g['chosen']} (chosen out of sample)")
+    ax.plot(grid, np.exp(_design(g["chosen"], grid) @ np.asarray(fit["coefficients"])), color=color, lw=1.5)
+    ax.plot([], [], marker="o", color=color, lw=1.5, label=f"{label}: {g['chosen']}")
 
 
 def quick_blocks(name: str) -> tuple[str, ...]:

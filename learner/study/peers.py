@@ -395,12 +395,46 @@ def race_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return markdown_table(header, body)
 
 
+def _race_panel(ax, what, rows, search, cells, present, label):
+    """One panel of :func:`plot_race`: each method's milestones (or fewest examples) per cell; whether any point
+    was drawn. A method keeps its colour and marker whichever others ran; ``label``: name the milestones."""
+    drawn = False
+    for i, method in enumerate(METHODS):
+        if method not in present:
+            continue
+        colour, marker, x = f"C{i}", "os^vD"[i % 5], 0.2 * (i - 1)
+        if what == "fewest":
+            found = {(r["m"], r["d"], r["k"]): r for r in search if r["method"] == method}
+            for pick, mark in ((lambda r: r["min_examples"], marker),
+                               (lambda r: max(t["examples"] for t in r["tried"]) if r["min_examples"] is None
+                                else None, "x")):
+                pts = [(j + x, pick(found[c])) for j, c in enumerate(cells) if c in found]
+                pts = [(px, py) for px, py in pts if py]
+                if pts:
+                    ax.scatter(*zip(*pts, strict=True), marker=mark, s=36, color=colour)
+                drawn = drawn or bool(pts)
+            continue
+        for key, fill in ((milestone_key(1e-8), True), (milestone_key(1e-3), False)):
+            xs, ys = [], []
+            for j, cell in enumerate(cells):
+                row = next((r for r in rows if (r["m"], r["d"], r["k"]) == cell and r["method"] == method), None)
+                value = None if row is None else row["milestones"].get(key, {}).get(what)
+                if value:
+                    xs.append(j + x)
+                    ys.append(value)
+            ax.scatter(xs, ys, marker=marker, s=36, color=colour, facecolors=colour if fill else "none",
+                       label=f"{method}, to {key}" if label else None)
+            drawn = drawn or bool(ys)
+    return drawn
+
+
 def plot_race(rows: Sequence[Mapping[str, Any]], path: PathLike,
               search: Iterable[Mapping[str, Any]] | None = None) -> str:
     """Time and examples to a relative error of 1e-8 (filled) and 1e-3 (open) per cell and method (log scales).
 
     With a search, a third panel: each method's fewest examples with which every layer reached 1e-8, and a
-    cross at the largest size tried where no size learned every layer.
+    cross at the largest size tried where no size learned every layer. A method has one colour and marker in
+    every panel; the legend lies below the panels.
 
     Parameters
     ----------
@@ -422,6 +456,7 @@ def plot_race(rows: Sequence[Mapping[str, Any]], path: PathLike,
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     from ..io import atomic_write
 
@@ -429,38 +464,12 @@ def plot_race(rows: Sequence[Mapping[str, Any]], path: PathLike,
     cells = sorted({(r["m"], r["d"], r["k"]) for r in rows} | {(r["m"], r["d"], r["k"]) for r in search},
                    key=lambda c: (c[0], c[2], c[1]))
     panels = ("median_seconds", "median_examples") + (("fewest",) if search else ())
-    fig, axes = plt.subplots(len(panels), 1, figsize=(max(7, 0.6 * len(cells) + 2), 3.5 * len(panels)),
-                             sharex=True)
+    # at most 11.8 in wide: the site shows the figure at its natural width, up to about 1300 pixels
+    fig, axes = plt.subplots(len(panels), 1, figsize=(min(11.8, max(7, 0.6 * len(cells) + 2)),
+                                                      3.8 * len(panels)), sharex=True, layout="constrained")
     present = {r["method"] for r in rows} | {r["method"] for r in search}
     for panel, (ax, what) in enumerate(zip(axes, panels, strict=True)):
-        drawn = False
-        for i, method in enumerate(METHODS):  # a method keeps its colour and marker whichever others ran
-            if method not in present:
-                continue
-            if what == "fewest":
-                found = {(r["m"], r["d"], r["k"]): r for r in search if r["method"] == method}
-                for label, pick, marker in ((f"{method}: fewest examples", lambda r: r["min_examples"], "os^vD"[i % 5]),
-                                            (f"{method}: no size learned (at the largest tried)",
-                                             lambda r: max(t["examples"] for t in r["tried"])
-                                             if r["min_examples"] is None else None, "x")):
-                    pts = [(j + 0.2 * (i - 1), pick(found[c])) for j, c in enumerate(cells) if c in found]
-                    pts = [(x, y) for x, y in pts if y]
-                    if pts:
-                        ax.scatter(*zip(*pts, strict=True), marker=marker, s=36, color=f"C{i}", label=label)
-                    drawn = drawn or bool(pts)
-                continue
-            for key, fill in ((milestone_key(1e-8), True), (milestone_key(1e-3), False)):
-                xs, ys = [], []
-                for j, cell in enumerate(cells):
-                    row = next((r for r in rows if (r["m"], r["d"], r["k"]) == cell and r["method"] == method), None)
-                    value = None if row is None else row["milestones"].get(key, {}).get(what)
-                    if value:
-                        xs.append(j + 0.2 * (i - 1))
-                        ys.append(value)
-                ax.scatter(xs, ys, marker="os^vD"[i % 5], s=36, color=f"C{i}", facecolors=f"C{i}" if fill else "none",
-                           label=f"{method}, to {key}" if panel == 0 else None)
-                drawn = drawn or bool(ys)
-        if drawn:
+        if _race_panel(ax, what, rows, search, cells, present, label=panel == 0):
             ax.set_yscale("log")
         else:  # no run reached either milestone (e.g. tiny budgets): an empty panel, said so
             ax.text(0.5, 0.5, "no run reached 1e-3" if what != "fewest" else "no size searched",
@@ -468,13 +477,18 @@ def plot_race(rows: Sequence[Mapping[str, Any]], path: PathLike,
         ax.set_ylabel({"median_seconds": "seconds", "median_examples": "examples",
                        "fewest": "fewest examples,\nevery layer to 1e-8"}[what])
         ax.grid(True, which="major", alpha=0.3)
-        if what == "fewest" and ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, ncol=3, loc="upper left")
     axes[-1].set_xticks(range(len(cells)), [f"({m}, {d}, {k})" for m, d, k in cells], rotation=45, ha="right")
-    if axes[0].get_legend_handles_labels()[0]:
-        axes[0].legend(fontsize=7, ncol=3, loc="upper left")
-    axes[0].set_title("The race: median time and examples to a relative error\nof 1e-8 (filled) and 1e-3 (open)")
-    fig.tight_layout()
+    axes[-1].set_xlabel("cell (m, d, k)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    ncol = max(1, len(set(lb.split(",")[0] for lb in labels)))  # a column per method
+    if any(r["min_examples"] is None for r in search):
+        handles.append(Line2D([], [], ls="none", marker="x", color="0.3"))
+        labels.append("no size learned:\nthe largest tried\n(method's colour)")
+        ncol += 1
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False)
+    axes[0].set_title("The race: median time and examples to a relative error\nof 1e-8 (filled) and 1e-3 (open)"
+                      + ("; below, the fewest examples" if search else ""))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)

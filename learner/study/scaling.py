@@ -543,12 +543,53 @@ def _plots(records, summary, out, success_tol):
     return files
 
 
+_METHOD_STYLES = {"provable": ("-", "o"), "adam": ("--", "s")}
+_MORE_STYLES = [("-.", "^"), (":", "D"), ((0, (5, 1, 1, 1)), "v")]
+
+
+def _scaling_keys(evals):
+    """Colour and (linestyle, marker) of every (method, k) series, and the figure legend's rows of handles.
+
+    One k: a colour per method. Several k: a colour per k and a linestyle and marker per method, and the legend
+    names the colours (k) in one row and the styles (methods) in the next, so that every series reads off it.
+    """
+    from matplotlib.lines import Line2D
+
+    methods = sorted({r["spec"]["method"] for r in evals}, key=lambda m: (m != "provable", m != "adam", m))
+    ks = sorted({r["spec"]["k"] for r in evals})
+    more = iter(_MORE_STYLES * len(methods))
+    styles = {m: _METHOD_STYLES.get(m) or next(more) for m in methods}
+    if len(ks) == 1:
+        colours = {(m, k): f"C{i % 10}" for i, m in enumerate(methods) for k in ks}
+        return colours, styles, [[Line2D([], [], color=colours[m, ks[0]], ls=styles[m][0], marker=styles[m][1],
+                                         label=f"{m} (median)") for m in methods]]
+    colours = {(m, k): f"C{i % 10}" for m in methods for i, k in enumerate(ks)}
+    return colours, styles, [[Line2D([], [], color=colours[methods[0], k], lw=4, label=f"k = {k}") for k in ks],
+                             [Line2D([], [], color="0.25", ls=styles[m][0], marker=styles[m][1],
+                                     label=f"{m} (median)") for m in methods]]
+
+
+def _scaling_legend(fig, rows, footnote):
+    """The legend's rows of handles below both panels, the footnote under them, the panels laid out above."""
+    width, height = fig.get_size_inches()
+    bottom = 0.3 / height
+    fig.text(0.5, 0.01, footnote, ha="center", va="bottom", fontsize=9)
+    for handles in reversed([r for r in rows if r]):
+        per = 0.8 + 0.08 * max(len(h.get_label()) for h in handles)  # inches an entry takes at 10 pt
+        ncol = max(1, min(len(handles), int(0.95 * width // per)))
+        fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, bottom), ncol=ncol, frameon=False,
+                   borderaxespad=0, borderpad=0.2)
+        bottom += (0.25 * -(-len(handles) // ncol) + 0.05) / height
+    fig.tight_layout(rect=(0, bottom + 0.05 / height, 1, 1))
+
+
 def plot_scaling(records: Sequence[Mapping[str, Any]], path: PathLike, *, success_tol: float = 1e-3) -> Path:
     """Two panels, log scale: seconds and examples drawn against m, every run a point, medians joined.
 
     Successful runs (relative error at most ``success_tol``) are filled, failed ones hollow.
     The examples panel also shows the parameter-counting limit ``2md²/(kd)``. When no run finished, the panels
-    say so (and a warning is logged).
+    say so (and a warning is logged). With one k each method has its colour; with several, each k has its colour
+    and each method its linestyle and marker. The legend lies below the panels.
 
     Parameters
     ----------
@@ -568,19 +609,20 @@ def plot_scaling(records: Sequence[Mapping[str, Any]], path: PathLike, *, succes
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     from ..io import atomic_write
 
     evals = [r for r in records if r["spec"]["role"] == "eval" and r["outcome"] == "finished"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    colors = {"provable": "C0", "adam": "C1"}
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.8))
+    colours, styles, handles = _scaling_keys(evals)
     ks = sorted({r["spec"]["k"] for r in evals})
-    styles = ["-", "--", "-.", ":"]
-    for method, k in sorted({(r["spec"]["method"], r["spec"]["k"]) for r in evals}):
+    for method, k in sorted(colours):
         mine = [r for r in evals if (r["spec"]["method"], r["spec"]["k"]) == (method, k)]
+        if not mine:
+            continue
         ms = sorted({r["spec"]["m"] for r in mine})
-        name = method if len(ks) == 1 else f"{method}, k={k}"
-        style = styles[ks.index(k) % len(styles)]
+        colour, (style, marker) = colours[method, k], styles[method]
         for ax, key in zip(axes, ("seconds", "examples"), strict=False):
             def value(r, key=key):
                 return r["timings"]["total"] if key == "seconds" else r["examples_drawn"]
@@ -588,20 +630,21 @@ def plot_scaling(records: Sequence[Mapping[str, Any]], path: PathLike, *, succes
             for r in mine:
                 ok = (r["errors"].get("relative_error") or math.inf) <= success_tol
                 jitter = 0.08 if method == "adam" else -0.08
-                ax.scatter(r["spec"]["m"] + jitter, value(r), s=18, color=colors.get(method, "k"),
-                           facecolors=colors.get(method, "k") if ok else "none", alpha=0.8)
+                ax.scatter(r["spec"]["m"] + jitter, value(r), s=18, marker=marker, color=colour,
+                           facecolors=colour if ok else "none", alpha=0.8)
             meds = [np.median([value(r) for r in mine if r["spec"]["m"] == m]) for m in ms]
-            ax.plot(ms, meds, style, color=colors.get(method, "k"), label=f"{name} (median)")
+            ax.plot(ms, meds, ls=style, color=colour)
     if evals:
         ms = sorted({r["spec"]["m"] for r in evals})
         dk: dict[int, tuple[int, int]] = {}
         for r in evals:
             dk.setdefault(r["spec"]["m"], (r["spec"]["d"], r["spec"]["k"]))
-        axes[1].plot(ms, [param_limit(m, *dk[m]) for m in ms], "k:", label="limit 2md²/(kd)")
+        axes[1].plot(ms, [param_limit(m, *dk[m]) for m in ms], "k:")
+        handles[-1].append(Line2D([], [], color="k", ls=":", label="limit 2md²/(kd)"))
         ds = ", ".join(f"{m}: {dk[m][0]}" for m in ms)
         # wrapped: with ten values of m the title is wider than its panel
         axes[0].set_title(textwrap.fill(f"time per run (d per m: {ds}; k = {', '.join(map(str, ks))})", 48),
-                          fontsize=9)
+                          fontsize=10)
         axes[1].set_title("examples drawn")
     for ax, label in zip(axes, ("seconds", "examples"), strict=False):
         if evals:
@@ -610,18 +653,15 @@ def plot_scaling(records: Sequence[Mapping[str, Any]], path: PathLike, *, succes
         ax.set_xlabel("heads m")
         ax.set_ylabel(label)
         ax.grid(True, which="major", alpha=0.3)
-        if evals:
-            ax.legend(fontsize=8, loc="best")
     if not evals:  # every run raised: say so on the figure instead of drawing empty axes
         raised = sum(1 for r in records if r["spec"]["role"] == "eval")
         note = (f"no run finished: {raised} of {raised} runs raised an error\n(each record's `error` says which; "
                 "summary.md counts them)")
         for ax in axes:
-            ax.text(0.5, 0.5, note, ha="center", va="center", transform=ax.transAxes, fontsize=9, color="C3")
+            ax.text(0.5, 0.5, note, ha="center", va="center", transform=ax.transAxes, fontsize=10, color="C3")
         log.warning("scaling.png: %s", note.replace("\n", " "))
-    fig.text(0.5, 0.005, f"filled: relative error ≤ {success_tol:g} against the planted layer; hollow: not",
-             ha="center", fontsize=8)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    _scaling_legend(fig, handles, f"points: runs; lines: medians; filled: relative error ≤ {success_tol:g} "
+                                  "against the planted layer; hollow: not")
     path = Path(path)
     import io
 

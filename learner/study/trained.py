@@ -623,7 +623,8 @@ def plot_trained(summary: Mapping[str, Any], path: Any) -> Any:
     """``trained.png``: per task, each condition's median margin (:func:`condition_margin`; the setting's
     conditions, which training cannot change, left out) over its trained layers at each checkpoint of training,
     against the threshold (the black line at 1; above it the condition fails), and in the title the share of layers
-    meeting every condition at each checkpoint. Two panels a row.
+    meeting every condition at each checkpoint. Two panels a row; one legend for all of them, in the empty panel
+    if there is one, else below.
 
     Parameters
     ----------
@@ -647,25 +648,31 @@ def plot_trained(summary: Mapping[str, Any], path: Any) -> Any:
     shown = [c["name"] for c in summary["conditions"] if c["group"] != "setting"]
     colours = {name: f"C{i % 10}" for i, name in enumerate(shown)}
     rows = (len(trace) + 1) // 2
-    fig, grid = plt.subplots(rows, 2, figsize=(11, 3.8 * rows), squeeze=False)
-    for spare in grid.ravel()[len(trace):]:
-        spare.set_visible(False)
+    fig, grid = plt.subplots(rows, 2, figsize=(11, 3.9 * rows + 0.3), squeeze=False, layout="constrained")
+    legend = {}
     for ax, (task, per) in zip(grid.ravel(), trace.items(), strict=False):
-        for i, name in enumerate(n for n in shown if n in per):
+        for name in (n for n in shown if n in per):
             steps = sorted(per[name], key=int)
-            ax.plot([max(int(t), 1) for t in steps], [per[name][t] for t in steps], marker=".", lw=1,
-                    ls="-" if i < 10 else "--", color=colours[name], label=name)
-        ax.axhline(1.0, color="k", lw=1.2)
+            legend[name], = ax.plot([max(int(t), 1) for t in steps], [per[name][t] for t in steps], marker=".",
+                                    lw=1, ls="-" if shown.index(name) < 10 else "--", color=colours[name])
+        legend["threshold (above it the condition fails)"] = ax.axhline(1.0, color="k", lw=1.2)
         every = shares[task][EVERY_CONDITION]
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("training step (step 0 drawn at 1)")
         ax.set_ylabel("median margin (above 1: fails)")
         ax.set_title(f"{task}: meeting every condition, by step: "
-                     + ", ".join(f"{every[t]:.0%}" for t in sorted(every, key=int)), fontsize=9)
+                     + ", ".join(f"{every[t]:.0%}" for t in sorted(every, key=int)), fontsize=9.5)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=6, ncol=2, loc="lower left")
-    fig.tight_layout()
+    order = sorted(legend, key=lambda n: shown.index(n) if n in shown else len(shown))
+    handles = [legend[n] for n in order]
+    spares = grid.ravel()[len(trace):]
+    for spare in spares:
+        spare.set_axis_off()
+    if len(spares):  # the empty panel holds the legend, which every panel shares (a colour per condition)
+        spares[0].legend(handles, order, loc="center", ncol=2, title="condition")
+    elif handles:
+        fig.legend(handles, order, loc="outside lower center", ncol=4, title="condition")
     out = save_figure(fig, path, dpi=110)
     plt.close(fig)
     return out
