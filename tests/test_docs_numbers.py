@@ -102,3 +102,10 @@ def test_the_control_a_figure_typed_into_a_real_page_is_found(tmp_path):
 def test_a_port_in_an_address_is_not_a_figure_but_a_measurement_after_a_colon_and_space_is():
     assert typed_numbers.typed_figures('scheduler="tcp://HOST:8786"') == []
     assert typed_numbers.typed_figures("measured: 8786 examples") == [(1, "8786")]
+
+
+@pytest.mark.parametrize(("page", "group"), [("guide/phases/5-span.md", "guide/phases"),
+                                             ("guide/parallel.md", "guide/parallel.md"), ("install.md", "(top level)"),
+                                             ("results/index.md", "results"), ("cli/learner-learn.md", "cli")])
+def test_the_page_groups_by_hand(page, group):
+    assert typed_numbers.group_of(page) == group
