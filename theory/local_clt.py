@@ -23,6 +23,7 @@ import math
 import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -938,7 +939,8 @@ def plot_local_clt(path: PathLike, *, ns: Sequence[int] = (16, 32, 64),
     sweeps = tuple(local_clt_sweep(ns=ns, kind=kind, rng=child)
                    for kind, child in zip(_KINDS, rng.spawn(len(_KINDS)), strict=True))
     fig, ax = plt.subplots(figsize=(8, 5.6), layout="constrained")
-    local, kolmogorov = [], []  # a colour per kind, a line style per error
+    local: list[Any] = []  # a colour per kind, a line style per error
+    kolmogorov: list[Any] = []
     for sweep, color in zip(sweeps, ("tab:blue", "tab:red", "tab:green"), strict=True):
         point = np.asarray(sweep.local_error)
         lower = np.asarray([r.interval[0] for r in sweep.results])

@@ -707,7 +707,8 @@ def plot_frontier(cells: Sequence[Mapping[str, Any]], path: PathLike, *,
     lo, hi = (math.log10(min(times)), math.log10(max(times))) if times else (0.0, 1.0)
     hi = max(hi, lo + 1e-9)
     if len(methods) == 1:
-        mosaic, size = [[methods[0], "n"]], (11.0, 4.8)
+        mosaic: list[Any] = [[methods[0], "n"]]
+        size = (11.0, 4.8)
     else:
         rows = [(methods[i:i + 2] + ["."])[:2] for i in range(0, len(methods), 2)]  # ".": left empty
         mosaic = [*rows, ["n", "n"]]

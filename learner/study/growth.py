@@ -990,7 +990,7 @@ def _plot_pricing(ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = []
+    handles: list[Any] = []
     for i, line in enumerate(sorted({r["line"] for r in rows})):
         mine = sorted((r for r in rows if r["line"] == line), key=lambda r: r["m"])
         ms = [r["m"] for r in mine]
