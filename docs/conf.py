@@ -130,6 +130,8 @@ sphinx_gallery_conf = {
     "only_warn_on_example_error": False,
     "within_subsection_order": "FileNameSortKey",
     "min_reported_time": 0,
+    # a block ending in a plotting call shows its figure, not the repr of the artist the call returns
+    "ignore_repr_types": r"matplotlib\.(text|axes|legend|figure|lines|collections|image|patches|container)",
     # "Examples using" on the API pages (docs/_ext/apigen.py's minigallery directives): the examples' uses of these
     # packages' names, found by parsing the examples (also when DOCS_GALLERY=0), are written to this folder
     "backreferences_dir": "gen_modules/backreferences",
