@@ -679,7 +679,7 @@ def _span_round(run, r, p4):
     """Phase 5 of round ``r``: the hull's span and Θ* from phase 4's constraints."""
     run.phase = "5_span"
     try:
-        # With m given, a hull the constraints leave partly unpinned no longer stops the run (ours): phase 6's
+        # With m given, a hull the constraints leave partly unpinned does not stop the run (ours): phase 6's
         # refinement fits Θ to the labels, which see every direction, and the held-out error decides. Measured
         # at one head, (d, k) = (8, 2), logit scale 3: the learn command's seeds 0, 1, 6, 7 and 9 stopped here
         # (rank 37–63 of 64, even from 6,144 constraints) and were then learned to ~1e-30 from Θ* 0.35–0.81 off.
@@ -804,7 +804,7 @@ def _gap_note(run, p5):
                 "certify), which phase 6 had to find from the labels alone" if deficit else "")
     if m is None or m <= 1:
         return unpinned
-    # With m given, an unresolved gap no longer stops the run (ours): phase 6's variable-projection
+    # With m given, an unresolved gap does not stop the run (ours): phase 6's variable-projection
     # search and refinement recover the layer from hulls far from the truth (measured: (6, 16, 2)
     # from a ratio of 1.34 with directions 0.17–0.29 rad off), and the held-out error decides.
     ratio = float(p5.gap_ratios[m - 2]) if len(p5.gap_ratios) >= m - 1 else 0.0
