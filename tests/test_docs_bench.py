@@ -2,6 +2,7 @@
 against the BLAS study's own summary script, a separate reading of the same records."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -69,7 +70,7 @@ def test_a_record_of_another_command_is_refused(tmp_path):
         (tmp_path / f"{stem}.json").write_text((BENCH / f"{stem}.json").read_text())
     record = json.loads((BENCH / "span.json").read_text())
     (tmp_path / "search.json").write_text(json.dumps(record))
-    with pytest.raises(ValueError, match="search.json: written by 'bench --span', not 'bench --search"):
+    with pytest.raises(ValueError, match="search.json: written by 'bench --span', not 'bench --search'"):
         benchpage.bench_records(tmp_path)
     (tmp_path / "search.json").write_text((BENCH / "search.json").read_text())
     (tmp_path / "span.json").unlink()
@@ -164,7 +165,8 @@ def test_the_rates_and_ratios_by_hand():
 
 @pytest.mark.parametrize(("value", "digits", "text"), [(1234567.0, 3, "$1.23\\cdot10^{6}$"),
                                                        (7.4e-15, 1, "$7\\cdot10^{-15}$"),
-                                                       (0.000512, 2, "$5.1\\cdot10^{-4}$")])
+                                                       (0.000512, 2, "$5.1\\cdot10^{-4}$"), (100000, 1, "$10^{5}$"),
+                                                       (100000, 2, "$1.0\\cdot10^{5}$")])
 def test_scientific_notation_by_hand(value, digits, text):
     assert benchpage._sci(value, digits) == text
 
@@ -177,3 +179,24 @@ def test_the_rates_have_three_figures():
                                                      (0.9499, 1.0, "faster than"), (1.0501, 1.0, "slower than")])
 def test_the_verdicts_edges(one, two, verdict):
     assert benchpage._verdict(one, two) == verdict
+
+
+def test_the_records_readme_quotes_the_records():
+    """The README's versions, settings and sitting are those the records and the progress log hold."""
+    readme = " ".join((BENCH / "README.md").read_text(encoding="utf-8").split())
+    records = benchpage.bench_records(BENCH)
+    for stem, record in records.items():
+        v = record["versions"]
+        assert (f"learner {v['learner']}; numpy {v['numpy']} with OpenBLAS, scipy {v['scipy']}," in readme
+                and f"Python {v['python']})" in readme), stem
+    assert f"torch {records['forward']['torch_version'].split('+')[0]} CPU build" in readme
+    subs = benchpage.figures(BENCH, records)
+    assert f"pipeline at {subs['bench_pipeline_cell']}, tolerance {subs['bench_pipeline_tol']};" in readme
+    assert f"certification at {subs['bench_screen_cell']}, tolerance {subs['bench_screen_tol']}," in readme
+    par = records["parallel"]["parallel"]
+    assert f"{par['examples'] // par['batch']} batches of {par['batch']:,} at {subs['bench_pool_cell']}" in readme
+    search = records["search"]["search"]
+    assert f"phase 6 at ({search['m']}, {search['d']}, {search['k']})" in readme
+    times = [line.split()[0] for line in (BENCH / "progress.log").read_text().splitlines()]
+    start, end = re.search(r"between (\d\d:\d\d) and (\d\d:\d\d) UTC", readme).groups()
+    assert start <= min(times)[:5] and max(times)[:5] <= end

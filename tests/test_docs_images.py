@@ -32,3 +32,17 @@ def test_the_css_never_enlarges_a_figure():
     rule = css[css.index(".bd-article img {"):]
     assert "max-width: 100%;" in rule.split("}")[0] and "height: auto;" in rule.split("}")[0]
     assert ":width: 100%" not in (ROOT / "docs/_ext/results.py").read_text(encoding="utf-8")
+
+
+def test_the_screenshots_cover_every_page_at_every_width():
+    """docs/screenshots/ holds the first screen of each page take.py covers — its own pages and every results
+    page — at each of its widths, and its README names those widths."""
+    sys.path.insert(0, str(ROOT / "docs" / "screenshots"))
+    take = pytest.importorskip("take")
+    shots = ROOT / "docs" / "screenshots"
+    pages = [p.removesuffix(".html") for p in take.PAGES] + [f"results/generated/{p}" for p in results.PAGES]
+    missing = [f"{p}-{w}" for p in pages for w in take.WIDTHS
+               if not (shots / f"{p.replace('/', '_')}-{w}-top.png").is_file()]
+    assert not missing, missing
+    readme = (shots / "README.md").read_text(encoding="utf-8")
+    assert all(f"({w} px)" in readme for w in take.WIDTHS)

@@ -120,3 +120,43 @@ def test_the_lwr_figures_are_the_records(runs):
     exhaustive = {r["spec"]["n"]: r for r in select(runs, family="lwr", method="exhaustive")}
     assert all(r["status"] == "recovered" for r in exhaustive.values())
     assert exhaustive_seconds == f"{exhaustive[number(n_exhaustive)]['seconds']:.1f}"
+
+
+def console_blocks():
+    """``(command, shown lines)`` of every console block of the page that writes one member (``sq`` or ``lwe`` with
+    ``--out``): quick, deterministic runs whose output the page shows with ``…`` for the elided figures."""
+    blocks = re.findall(r"```console\n\$ (python -m lowerbounds (?:sq|lwe) [^\n]*--out [^\n]*)\n(.*?)```",
+                        PAGE.read_text(encoding="utf-8"), flags=re.S)
+    return [(command, shown.splitlines()) for command, shown in blocks]
+
+
+def matches(shown, printed):
+    """Whether the page's line ``shown`` is the printed line, ``…`` standing for any text."""
+    return re.fullmatch(".*?".join(map(re.escape, shown.split("…"))), printed) is not None
+
+
+def test_the_page_shows_two_member_commands():
+    assert [command.split()[3] for command, _ in console_blocks()] == ["sq", "lwe"]
+
+
+@pytest.mark.parametrize(("command", "shown"), console_blocks(), ids=["sq", "lwe"])
+def test_the_shown_output_is_the_commands(tmp_path, command, shown):
+    """Run the command (the installed package, in an empty folder) and match each shown line with its output line,
+    ``…`` standing for any text: the page cannot show a line or a figure the command does not print."""
+    import shlex
+    import subprocess
+    import sys
+
+    args = shlex.split(command)
+    out = subprocess.run([sys.executable, *args[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         check=True).stdout.splitlines()
+    assert len(out) == len(shown), (out, shown)
+    for line, printed in zip(shown, out, strict=True):
+        assert matches(line, printed), (line, printed)
+
+
+def test_the_control_a_line_the_command_does_not_print_is_refused():
+    line = "  family: … members; correlation by overlap 0: 0, 1: …, 2: 0.5"
+    printed = "  family: 105 members; correlation by overlap 0: 0, 1: 1.27e-32, 2: 1"
+    assert not matches(line, printed)
+    assert matches(line.replace("0.5", "1"), printed)

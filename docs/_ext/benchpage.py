@@ -11,12 +11,19 @@ from pathlib import Path
 
 from learner.tables import markdown_table
 
-#: The benchmark records of ``docs/sweeps/bench/`` (file stem -> the command that wrote it).
+#: The benchmark records of ``docs/sweeps/bench/``: file stem -> the command the record names (its ``command``).
 BENCHMARKS = {"forward": "bench", "certification": "bench --certification", "parallel": "bench --parallel",
-              "search": "bench --search --repeat 3", "span": "bench --span"}
+              "search": "bench --search", "span": "bench --span"}
+#: Options the sitting added to a benchmark's command (``scripts/run.sh``), which the record does not name.
+OPTIONS = {"search": " --repeat 3"}
 #: The phases of a learning run's ``timings``, in order, and the total.
 PHASES = ("1_crude_sum", "2_crude_sculpt", "3_refine_sum", "4_refined_sculpt", "5_span", "6_search", "total")
 _BLAS_NAME = re.compile(r"m(\d+)_d(\d+)_k(\d+)_b(\d+)_(quiet|loaded)_r(\d+)\.json$")
+
+
+def command(stem):
+    """The command line that made benchmark ``stem``'s record: ``"python -m learner bench --search --repeat 3"``."""
+    return f"python -m learner {BENCHMARKS[stem]}{OPTIONS.get(stem, '')}"
 
 
 def bench_records(folder):
@@ -24,13 +31,13 @@ def bench_records(folder):
     naming it, and a record written by another command than its stem's is refused."""
     folder = Path(folder)
     records = {}
-    for stem, command in BENCHMARKS.items():
+    for stem, named in BENCHMARKS.items():
         path = folder / f"{stem}.json"
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: no record of `python -m learner {command} --json`")
+            raise FileNotFoundError(f"{path}: no record of `{command(stem)} --json`")
         record = json.loads(path.read_text(encoding="utf-8"))
-        if record.get("command") != command.replace(" --repeat 3", ""):
-            raise ValueError(f"{path}: written by {record.get('command')!r}, not {command!r}")
+        if record.get("command") != named:
+            raise ValueError(f"{path}: written by {record.get('command')!r}, not {named!r}")
         records[stem] = record
     return records
 
@@ -101,7 +108,7 @@ def _times(value):
 def _sci(value, digits=3):
     """``value`` with ``digits`` significant figures as Markdown math: ``"$1.19\\cdot10^{6}$"``."""
     mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
-    return f"${mantissa}\\cdot10^{{{int(exponent)}}}$"
+    return f"$10^{{{int(exponent)}}}$" if mantissa == "1" else f"${mantissa}\\cdot10^{{{int(exponent)}}}$"
 
 
 def _rate(value):
@@ -148,7 +155,7 @@ def bench_page(folder, sweeps):
     """The results page ``bench``: every benchmark of ``folder`` (``docs/sweeps/bench``) with its command, table
     or figures, and the BLAS-thread runs, then the folder's README."""
     rec = bench_records(folder)
-    f = figures(folder)
+    f = figures(folder, rec)
     rel = Path(folder).relative_to(Path(sweeps).parent.parent)
     lines = ["# Benchmarks: the pieces, the pool and BLAS threads", "",
              "How fast the learner's pieces are, what a local pool gains and how many BLAS threads to use, each "
@@ -156,24 +163,25 @@ def bench_page(folder, sweeps):
              f"Computed at this site's build from the records in `{rel}/` (`python -m learner bench ... --json`, "
              "one file per benchmark, and one `learn --json` record per BLAS-thread run); their README, at the "
              "end of this page, says how and on which machine they were made. The benchmarks are ours.", "",
-             "## The forward pass", "", f"`python -m learner {BENCHMARKS['forward']}` (medians of "
+             "## The forward pass", "", f"`{command('forward')}` (medians of "
              f"{rec['forward']['repeat']}; the machine's float64 GEMM rate: {f['bench_gemm']}):", "",
              *forward_table(rec["forward"]), "",
              "## Certification", "",
-             f"At (3, 12, 2): pipeline {f['bench_pipeline']} examples/s, {f['bench_pipeline_ratio']} of the forward "
-             f"pass alone; the closed-form row fit {f['bench_fit_speedup']} as fast as the batched solve. "
-             f"`python -m learner {BENCHMARKS['certification']}` at (3, 16, 4): the float32 screen "
+             f"At {f['bench_pipeline_cell']}: pipeline {f['bench_pipeline']} examples/s, "
+             f"{f['bench_pipeline_ratio']} of the forward pass alone; the closed-form row fit "
+             f"{f['bench_fit_speedup']} as fast as the batched solve. "
+             f"`{command('certification')}` at {f['bench_screen_cell']}: the float32 screen "
              f"{f['bench_screen_speedup']} as fast as the float64 fit ({f['bench_screen_identical']} constraints, "
              f"{f['bench_screen_refit']} of the examples refitted).", "",
              "## The local pool", "",
-             f"`python -m learner {BENCHMARKS['parallel']}`: one stream in {f['bench_pool_serial']} in one process "
+             f"`{command('parallel')}`: one stream in {f['bench_pool_serial']} in one process "
              f"and {f['bench_pool_parallel']} on two workers, {f['bench_pool_speedup']} "
              f"({f['bench_pool_identical']} constraints; the pool's start, {f['bench_pool_startup']}, not "
              "included).", "",
-             "## Phase 6 on every core", "", f"`python -m learner {BENCHMARKS['search']}`:", "",
+             "## Phase 6 on every core", "", f"`{command('search')}`:", "",
              *search_table(rec["search"]), "",
              "## Phase 5's solve", "",
-             f"`python -m learner {BENCHMARKS['span']}`: through a QR {f['span_qr_seconds']}, the thin SVD "
+             f"`{command('span')}`: through a QR {f['span_qr_seconds']}, the thin SVD "
              f"{f['span_svd_seconds']} ({f['span_speedup']}).", "",
              "## BLAS threads", "",
              "`python -m learner learn --m M --d D --k K --logit-scale L --workers 2 --seed 0 --blas-threads B`, "
@@ -186,10 +194,16 @@ def bench_page(folder, sweeps):
     return lines
 
 
-def figures(folder):
+def _cell(figures):
+    """``"(3, 12, 2)"``: the setting ``(m, d, k)`` of a benchmark's figures."""
+    return f"({figures['m']}, {figures['d']}, {figures['k']})"
+
+
+def figures(folder, records=None):
     """The MyST substitutions of the guide's benchmark figures, from the records of ``folder``
-    (``docs/sweeps/bench``): ``bench_*`` and ``span_*``; see :func:`blas_figures` for ``blas_*``."""
-    rec = bench_records(folder)
+    (``docs/sweeps/bench``; ``records``: :func:`bench_records` of it, when already read): ``bench_*`` and
+    ``span_*``; see :func:`blas_figures` for ``blas_*``."""
+    rec = records or bench_records(folder)
     fwd, cert, par = rec["forward"], rec["certification"]["certification"], rec["parallel"]["parallel"]
     pipe, search, span = fwd["certification"], rec["search"]["search"], rec["span"]["span"]
     subs = {"bench_version": f"learner {fwd['versions']['learner']}, numpy {fwd['versions']['numpy']}",
@@ -201,6 +215,10 @@ def figures(folder):
             "bench_pool_per_worker": _rate(par["per_worker_per_s"]), "bench_pool_speedup": _times(par["speedup"]),
             "bench_pool_startup": f"{par['startup_seconds']:.2f} s",
             "bench_pool_identical": "identical" if par["identical"] else "different",
+            "bench_pool_cell": _cell(par), "bench_pool_batches": f"{par['examples'] // par['batch']:,}",
+            "bench_pool_batch": _sci(par["batch"], 1), "bench_pipeline_cell": _cell(pipe),
+            "bench_pipeline_tol": f"{pipe['tol']:g}", "bench_screen_cell": _cell(cert),
+            "bench_screen_tol": f"{cert['tol']:g}",
             "bench_pipeline_forward": _rate(pipe["forward_per_s"]), "bench_pipeline": _rate(pipe["pipeline_per_s"]),
             "bench_pipeline_ratio": f"{pipe['pipeline_ratio']:.2f}", "bench_fit_speedup": _times(pipe["fit_speedup"]),
             "bench_fit_same": "the same" if pipe["same_rows"] else "different",
